@@ -1,0 +1,195 @@
+// allocator.cpp — the CPU caching allocator and the plain system allocator.
+//
+// Caching allocator rules:
+//  - Every request is rounded to its size class (cpu_caching_round_size).
+//  - A free keeps the block in a free list of its class; the next request of that
+//    class takes it (LIFO, so the cache-warm block is reused first). Blocks of other
+//    classes are never split or merged: reuse is exact-class only, which keeps the
+//    statistics easy to predict (the M1 experiment of CLAIMS.md).
+//  - Nothing is returned to the system until empty_cache().
+//  - On allocation failure, the cache is emptied and the request retried once;
+//    then sb::Error names the request and the statistics.
+//  - One mutex guards the free lists and the statistics; allocate/free from any
+//    thread.
+#include "core/allocator.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+namespace sb {
+
+namespace {
+
+void* system_aligned_alloc(size_t nbytes) {
+  size_t rounded = (nbytes + kCpuAlignment - 1) / kCpuAlignment * kCpuAlignment;
+  return std::aligned_alloc(kCpuAlignment, rounded);
+}
+
+void bump_peak(AllocatorStats& s) {
+  if (s.allocated_bytes > s.peak_allocated_bytes) s.peak_allocated_bytes = s.allocated_bytes;
+  if (s.reserved_bytes > s.peak_reserved_bytes) s.peak_reserved_bytes = s.reserved_bytes;
+}
+
+std::string stats_str(const AllocatorStats& s) {
+  return detail::str_cat("allocated ", s.allocated_bytes, " B, reserved ", s.reserved_bytes,
+                         " B, peak reserved ", s.peak_reserved_bytes, " B");
+}
+
+class SystemAllocator final : public Allocator {
+ public:
+  void* allocate(size_t nbytes) override {
+    if (nbytes == 0) return nullptr;
+    void* p = system_aligned_alloc(nbytes);
+    std::lock_guard<std::mutex> g(mu_);
+    SB_CHECK(p != nullptr, "system CPU allocator: out of memory allocating ", nbytes, " bytes (",
+             stats_str(stats_), ")");
+    const auto n = static_cast<int64_t>(nbytes);
+    stats_.allocated_bytes += n;
+    stats_.requested_bytes += n;
+    stats_.reserved_bytes += n;
+    stats_.allocation_count++;
+    stats_.system_allocs++;
+    bump_peak(stats_);
+    return p;
+  }
+  void deallocate(void* ptr, size_t nbytes) override {
+    if (!ptr) return;
+    std::free(ptr);
+    std::lock_guard<std::mutex> g(mu_);
+    const auto n = static_cast<int64_t>(nbytes);
+    stats_.allocated_bytes -= n;
+    stats_.requested_bytes -= n;
+    stats_.reserved_bytes -= n;
+    stats_.free_count++;
+    stats_.system_frees++;
+  }
+  AllocatorStats stats() const override {
+    std::lock_guard<std::mutex> g(mu_);
+    return stats_;
+  }
+  void reset_peak_stats() override {
+    std::lock_guard<std::mutex> g(mu_);
+    stats_.peak_allocated_bytes = stats_.allocated_bytes;
+    stats_.peak_reserved_bytes = stats_.reserved_bytes;
+  }
+  void empty_cache() override {}
+  const char* name() const override { return "system"; }
+  Device device() const override { return Device::cpu(); }
+
+ private:
+  mutable std::mutex mu_;
+  AllocatorStats stats_;
+};
+
+class CachingAllocator final : public Allocator {
+ public:
+  ~CachingAllocator() override { release_all(); }
+
+  void* allocate(size_t nbytes) override {
+    if (nbytes == 0) return nullptr;
+    const size_t size = cpu_caching_round_size(nbytes);
+    std::lock_guard<std::mutex> g(mu_);
+    void* p = nullptr;
+    auto it = free_.find(size);
+    if (it != free_.end() && !it->second.empty()) {
+      p = it->second.back();
+      it->second.pop_back();
+      stats_.cache_hits++;
+    } else {
+      p = system_aligned_alloc(size);
+      if (!p) {  // free what we hold and try once more
+        release_all();
+        p = system_aligned_alloc(size);
+      }
+      SB_CHECK(p != nullptr, "caching CPU allocator: out of memory allocating ", nbytes,
+               " bytes (rounded to ", size, "; ", stats_str(stats_), ")");
+      stats_.system_allocs++;
+      stats_.reserved_bytes += static_cast<int64_t>(size);
+    }
+    stats_.allocated_bytes += static_cast<int64_t>(size);
+    stats_.requested_bytes += static_cast<int64_t>(nbytes);
+    stats_.allocation_count++;
+    bump_peak(stats_);
+    return p;
+  }
+
+  void deallocate(void* ptr, size_t nbytes) override {
+    if (!ptr) return;
+    const size_t size = cpu_caching_round_size(nbytes);
+    std::lock_guard<std::mutex> g(mu_);
+    free_[size].push_back(ptr);
+    stats_.allocated_bytes -= static_cast<int64_t>(size);
+    stats_.requested_bytes -= static_cast<int64_t>(nbytes);
+    stats_.free_count++;
+  }
+
+  AllocatorStats stats() const override {
+    std::lock_guard<std::mutex> g(mu_);
+    return stats_;
+  }
+  void reset_peak_stats() override {
+    std::lock_guard<std::mutex> g(mu_);
+    stats_.peak_allocated_bytes = stats_.allocated_bytes;
+    stats_.peak_reserved_bytes = stats_.reserved_bytes;
+  }
+  void empty_cache() override {
+    std::lock_guard<std::mutex> g(mu_);
+    release_all();
+  }
+  const char* name() const override { return "caching"; }
+  Device device() const override { return Device::cpu(); }
+
+ private:
+  void release_all() {  // mu_ held (or destructor)
+    for (auto& [size, blocks] : free_) {
+      for (void* p : blocks) {
+        std::free(p);
+        stats_.reserved_bytes -= static_cast<int64_t>(size);
+        stats_.system_frees++;
+      }
+      blocks.clear();
+    }
+    free_.clear();
+  }
+
+  mutable std::mutex mu_;
+  AllocatorStats stats_;
+  std::unordered_map<size_t, std::vector<void*>> free_;  // size class -> cached blocks
+};
+
+// Both allocators live for the whole program: storages freed during static
+// destruction still find them (they are deliberately leaked).
+CachingAllocator* g_caching = new CachingAllocator();
+SystemAllocator* g_system = new SystemAllocator();
+
+AllocatorKind initial_kind() {
+  const char* env = std::getenv("SB_CPU_ALLOCATOR");
+  return (env && std::strcmp(env, "system") == 0) ? AllocatorKind::System : AllocatorKind::Caching;
+}
+std::atomic<AllocatorKind> g_kind{initial_kind()};
+
+}  // namespace
+
+size_t cpu_caching_round_size(size_t nbytes) {
+  if (nbytes <= kCpuSmallSize) return (nbytes + 63) / 64 * 64;
+  // four steps per power of two
+  int k = 63 - __builtin_clzll(static_cast<unsigned long long>(nbytes));
+  const size_t base = size_t{1} << k;
+  const size_t step = base >> 2;
+  return (nbytes + step - 1) / step * step;
+}
+
+Allocator* caching_cpu_allocator() { return g_caching; }
+Allocator* system_cpu_allocator() { return g_system; }
+Allocator* cpu_allocator() {
+  return g_kind.load(std::memory_order_relaxed) == AllocatorKind::System ? static_cast<Allocator*>(g_system)
+                                                                          : g_caching;
+}
+void set_cpu_allocator(AllocatorKind kind) { g_kind.store(kind); }
+AllocatorKind cpu_allocator_kind() { return g_kind.load(); }
+
+}  // namespace sb

@@ -1,0 +1,103 @@
+// memory_format.cpp — stride rules for the memory formats (see memory_format.h and
+// Note [Ambiguous channels-last strides]). Each rule is PyTorch's, written anew.
+#include "core/memory_format.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "core/error.h"
+
+namespace sb {
+
+Shape contiguous_strides(const Shape& sizes) {
+  Shape st(sizes.size());
+  int64_t z = 1;
+  for (int64_t d = static_cast<int64_t>(sizes.size()) - 1; d >= 0; --d) {
+    st[d] = z;
+    z *= std::max<int64_t>(sizes[d], 1);
+  }
+  return st;
+}
+
+Shape channels_last_strides(const Shape& sizes) {
+  SB_CHECK(sizes.size() == 4, "ChannelsLast: expected a 4-D (NCHW) tensor, got ", sizes.size(), "-D sizes ", sizes);
+  Shape st(4);
+  st[1] = 1;
+  st[3] = std::max<int64_t>(sizes[1], 1);
+  st[2] = st[3] * std::max<int64_t>(sizes[3], 1);
+  st[0] = st[2] * std::max<int64_t>(sizes[2], 1);
+  return st;
+}
+
+Shape strides_for(const Shape& sizes, MemoryFormat f) {
+  switch (f) {
+    case MemoryFormat::ChannelsLast: return channels_last_strides(sizes);
+    default: return contiguous_strides(sizes);
+  }
+}
+
+bool is_contiguous_strides(const Shape& sizes, const Shape& strides) {
+  int64_t z = 1;
+  for (int64_t d = static_cast<int64_t>(sizes.size()) - 1; d >= 0; --d) {
+    if (sizes[d] == 0) return true;
+  }
+  for (int64_t d = static_cast<int64_t>(sizes.size()) - 1; d >= 0; --d) {
+    if (sizes[d] != 1) {
+      if (strides[d] != z) return false;
+      z *= sizes[d];
+    }
+  }
+  return true;
+}
+
+bool is_channels_last_contiguous_strides(const Shape& sizes, const Shape& strides) {
+  if (sizes.size() != 4) return false;
+  for (int64_t s : sizes)
+    if (s == 0) return true;
+  int64_t expected = 1;
+  for (int d : {1, 3, 2, 0}) {
+    if (sizes[d] != 1) {
+      if (strides[d] != expected) return false;
+      expected *= sizes[d];
+    }
+  }
+  return true;
+}
+
+bool is_channels_last_like_strides(const Shape& sizes, const Shape& strides) {
+  if (sizes.size() != 4) return false;
+  int64_t min = 0;
+  if (strides[1] == 0) return false;  // trivial C dimension: NCHW
+  for (int d : {1, 3, 2, 0}) {
+    if (sizes[d] == 0) return false;
+    if (strides[d] < min) return false;
+    // N111 with identical strides, or N11W sliced on W: ambiguous, fall back to NCHW
+    if (d == 0 && min == strides[1]) return false;
+    min = strides[d];
+    if (sizes[d] > 1) min *= sizes[d];
+  }
+  return true;
+}
+
+bool is_non_overlapping_and_dense(const Shape& sizes, const Shape& strides) {
+  const size_t n = sizes.size();
+  if (n == 1) return sizes[0] < 2 || strides[0] == 1;
+  std::vector<size_t> perm(n);
+  std::iota(perm.begin(), perm.end(), 0);
+  // sort dims by stride, size-1 dims last (they do not matter)
+  std::stable_sort(perm.begin(), perm.end(), [&](size_t a, size_t b) {
+    if (sizes[a] < 2) return false;
+    if (sizes[b] < 2) return true;
+    return strides[a] < strides[b];
+  });
+  int64_t require = 1;
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t s = sizes[perm[i]];
+    if (s < 2) return true;
+    if (strides[perm[i]] != require) return false;
+    require *= s;
+  }
+  return true;
+}
+
+}  // namespace sb

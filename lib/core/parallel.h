@@ -1,0 +1,63 @@
+// parallel.h — the one place OpenMP is used: parallel_for over [begin, end) in
+// chunks of at least `grain` iterations, run serially below that or when built
+// without OpenMP. Thread count: OMP_NUM_THREADS, or set_num_threads().
+#pragma once
+#include <algorithm>
+#include <cstdint>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+namespace sb {
+
+constexpr int64_t kGrainSize = 32768;  // elements: below this, one thread does it all
+
+inline int get_num_threads() {
+#ifdef _OPENMP
+  return omp_get_max_threads();
+#else
+  return 1;
+#endif
+}
+
+inline void set_num_threads(int n) {
+#ifdef _OPENMP
+  omp_set_num_threads(std::max(n, 1));
+#else
+  (void)n;
+#endif
+}
+
+inline bool in_parallel_region() {
+#ifdef _OPENMP
+  return omp_in_parallel();
+#else
+  return false;
+#endif
+}
+
+// f(chunk_begin, chunk_end) on each thread's contiguous share of [begin, end).
+template <typename F>
+void parallel_for(int64_t begin, int64_t end, int64_t grain, const F& f) {
+  const int64_t n = end - begin;
+  if (n <= 0) return;
+#ifdef _OPENMP
+  const int64_t max_chunks = grain > 0 ? (n + grain - 1) / grain : n;
+  const int nt = static_cast<int>(std::min<int64_t>(omp_get_max_threads(), max_chunks));
+  if (nt > 1 && !omp_in_parallel()) {
+#pragma omp parallel num_threads(nt)
+    {
+      const int tid = omp_get_thread_num();
+      const int64_t chunk = (n + nt - 1) / nt;
+      const int64_t b = begin + tid * chunk;
+      const int64_t e = std::min(end, b + chunk);
+      if (b < e) f(b, e);
+    }
+    return;
+  }
+#endif
+  f(begin, end);
+}
+
+}  // namespace sb

@@ -1,0 +1,526 @@
+# sbtables.py: the library shared by scripts/tables, compare, plot and collect.
+# Standard library only.
+#
+# What it holds:
+# - The run-name vocabulary of docs/BENCHMARKS.md and parse_name(), which turns
+#   "family/key:value/..." into (family, {key: value}) and rejects names outside it.
+# - load_gbench(): reads one Google Benchmark JSON file and validates it. Every fault
+#   (missing, empty, truncated, malformed, not Google Benchmark's, a run named outside
+#   the vocabulary) raises InputError, whose message names the file and the fault.
+# - Run: one benchmark case. Its samples are the real times of its "iteration" entries
+#   (one per repetition) in ns, or the median aggregate when only aggregates exist.
+#   median, spread (half the range over the median), counters (per-field medians).
+# - RunSet: every run of a results folder (or of some files), indexed by canonical
+#   name, with select()/like() lookups, plus machine.json and raw/semantics.json.
+# - The Ceilings rule: ceiling() gives a kernel row's rate as a % of the machine's own
+#   baseline row (same device, threads, regime).
+# - Formatting and Markdown helpers, atomic_write() (temp file in the same directory,
+#   then os.replace) and load_script(), which imports a sibling script that has no .py
+#   suffix (tables, plot) as a module.
+import importlib.machinery
+import importlib.util
+import json
+import os
+import re
+import statistics
+import tempfile
+
+
+class InputError(Exception):
+    """Bad input. The message names the file and what is wrong with it."""
+
+    def __init__(self, path, what):
+        super().__init__(f"{path}: {what}")
+
+
+# ---------------------------------------------------------------- vocabulary
+
+FAMILIES = ("baseline", "elementwise", "copy", "views", "reduce", "matmul", "conv",
+            "quant", "alloc", "transfer")
+KEYS = ("op", "impl", "device", "layout", "style", "dtype", "shape", "threads",
+        "dim", "alloc", "step", "size")
+# Ops of the views family (view, reshape, ...) and d2h are not in BENCHMARKS.md's op
+# list yet; the Views vs copies and Host to device tables need them.
+VIEW_OPS = ("view", "reshape", "transpose", "permute", "flatten", "slice", "select",
+            "narrow", "expand", "squeeze", "unsqueeze", "as_strided", "clone",
+            "contiguous")
+VOCAB = {
+    "op": ("add", "mul", "relu", "normalize", "contiguous", "nchw_to_nhwc", "sum",
+           "matmul", "conv2d", "linear", "mlp", "alloc_free", "reuse_experiment",
+           "h2d", "d2h", "copy", "scale", "triad", "read", "fma_peak", "gemm_peak",
+           "d2d_copy") + VIEW_OPS[:-1],
+    "impl": ("ours", "torch", "numpy", "openblas", "cudnn"),
+    "layout": ("contiguous", "transposed", "sliced", "expanded", "channels_last",
+               "column_major", "contiguous_first"),
+    "style": ("inplace", "out", "outofplace", "outofplace_system", "view", "copy"),
+    "dtype": ("f32", "f64", "f16", "i32", "i8", "int8_dynamic", "int8_static"),
+    "dim": ("inner", "outer"),
+    "alloc": ("caching", "system", "pinned", "pageable", "cudamalloc"),
+}
+PATTERNS = {"device": r"cpu|cuda:\d+", "shape": r"\d+(x\d+)*", "threads": r"\d+",
+            "step": r"\d+", "size": r"\d+"}
+# key:value segments that Google Benchmark itself appends; stripped like its other
+# segments (manual_time, real_time, _median, bare Arg values).
+GBENCH_KEYS = ("repeats", "iterations", "min_time", "min_warmup_time", "threads")
+UNIT_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
+DTYPE_BYTES = {"f32": 4, "f64": 8, "f16": 2, "i32": 4, "i8": 1}
+STD_FIELDS = {"name", "family_index", "per_family_instance_index", "run_name",
+              "run_type", "repetitions", "repetition_index", "threads", "iterations",
+              "real_time", "cpu_time", "time_unit", "aggregate_name",
+              "aggregate_unit", "label", "error_occurred", "error_message"}
+
+
+def parse_name(name):
+    """'family/key:value/...' -> (family, {key: value}); ValueError when outside the
+    vocabulary. Google Benchmark's own segments are stripped."""
+    segs = name.split("/")
+    family = segs[0]
+    if family not in FAMILIES:
+        raise ValueError(f"unknown family {family!r} (one of {', '.join(FAMILIES)})")
+    keys, last = {}, -1
+    for seg in segs[1:]:
+        key, sep, value = seg.partition(":")
+        if not sep:
+            continue  # manual_time, real_time, bare Arg values
+        if key not in KEYS:
+            if key in GBENCH_KEYS:
+                continue
+            raise ValueError(f"unknown key {key!r} (keys: {', '.join(KEYS)})")
+        if key in keys:
+            if keys[key] == value:
+                continue  # Google Benchmark's /threads:N repeating ours
+            raise ValueError(f"key {key!r} appears twice")
+        if key in VOCAB and value not in VOCAB[key]:
+            raise ValueError(f"{key} {value!r} is not in the vocabulary "
+                             f"({', '.join(VOCAB[key])})")
+        if key in PATTERNS and not re.fullmatch(PATTERNS[key], value):
+            raise ValueError(f"{key} {value!r} is malformed")
+        if KEYS.index(key) < last:
+            raise ValueError(f"key {key!r} out of order (order: {', '.join(KEYS)})")
+        last = KEYS.index(key)
+        keys[key] = value
+    if "op" not in keys:
+        raise ValueError("no op:<op> segment")
+    return family, keys
+
+
+def canonical(family, keys):
+    return "/".join([family] + [f"{k}:{keys[k]}" for k in KEYS if k in keys])
+
+
+def _order(key, value):
+    if value is None:
+        return (0,)
+    if key in VOCAB and value in VOCAB[key]:
+        return (1, VOCAB[key].index(value), "")
+    if key == "shape":
+        dims = tuple(int(d) for d in value.split("x"))
+        n = 1
+        for d in dims:
+            n *= d
+        return (1, n, dims)
+    if key in ("threads", "step", "size"):
+        return (1, int(value), "")
+    return (1, 0 if value == "cpu" else 1, value)
+
+
+# ---------------------------------------------------------------- runs
+
+class Run:
+    """One benchmark case: samples (ns, one per repetition) and counter medians."""
+
+    def __init__(self, family, keys, path):
+        self.family, self.keys, self.path = family, keys, path
+        self.name = canonical(family, keys)
+        self.samples, self.raw_counters, self.label = [], {}, ""
+        self.from_aggregate = False
+
+    def add(self, entry, scale):
+        self.samples.append(entry["real_time"] * scale)
+        for k, v in entry.items():
+            if k not in STD_FIELDS and isinstance(v, (int, float)) \
+                    and not isinstance(v, bool):
+                self.raw_counters.setdefault(k, []).append(float(v))
+        self.label = entry.get("label", "") or self.label
+
+    def finish(self):
+        self.median = statistics.median(self.samples)
+        lo, hi = min(self.samples), max(self.samples)
+        self.spread = (hi - lo) / 2 / self.median \
+            if len(self.samples) > 1 and self.median > 0 else None
+        self.counters = {k: statistics.median(v) for k, v in self.raw_counters.items()}
+        m = re.search(r"regime:(\w+)", self.label)
+        self.regime = m.group(1) if m else None
+        self.sort_key = (FAMILIES.index(self.family),) + tuple(
+            _order(k, self.keys.get(k)) for k in KEYS)
+
+    def get(self, key, default=None):
+        return self.keys.get(key, default)
+
+    def __getitem__(self, key):
+        return self.keys.get(key)
+
+    def gbps(self):
+        """Achieved GB/s from the `bytes` counter (bytes per ns = GB/s)."""
+        b = self.counters.get("bytes")
+        if b:
+            return b / self.median
+        r = self.counters.get("bytes_per_second")
+        return r / 1e9 if r else None
+
+    def gflops(self):
+        f = self.counters.get("flop")
+        if f:
+            return f / self.median
+        r = self.counters.get("flops_per_second")
+        return r / 1e9 if r else None
+
+    def size_bytes(self):
+        """Bytes of the allocation or transfer: size key, else shape x dtype, else
+        the bytes counter."""
+        if "size" in self.keys:
+            return int(self.keys["size"])
+        if "shape" in self.keys:
+            n = 1
+            for d in self.keys["shape"].split("x"):
+                n *= int(d)
+            return n * DTYPE_BYTES.get(self.keys.get("dtype", "f32"), 4)
+        return self.counters.get("bytes")
+
+    def __repr__(self):
+        return f"Run({self.name})"
+
+
+def _read_json(path):
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        raise InputError(path, "no such file") from None
+    except OSError as e:
+        raise InputError(path, f"cannot read: {e.strerror}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(path, f"not UTF-8 text (byte {e.start})") from None
+    if not text.strip():
+        raise InputError(path, "empty file")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        if e.pos >= len(text.rstrip()):
+            raise InputError(path, f"truncated: the JSON ends early at byte {e.pos} "
+                             "(was the benchmark killed before it finished?)") from None
+        raise InputError(path, f"malformed JSON at line {e.lineno} column {e.colno}: "
+                         f"{e.msg}") from None
+
+
+def load_gbench(path):
+    """Reads one Google Benchmark JSON file -> (context, [Run], [skipped names])."""
+    doc = _read_json(path)
+    if not isinstance(doc, dict) or not isinstance(doc.get("benchmarks"), list) \
+            or not isinstance(doc.get("context"), dict):
+        raise InputError(path, "not Google Benchmark JSON (expected an object with a "
+                         "'context' object and a 'benchmarks' list)")
+    runs, aggregates, skipped = {}, {}, []
+    for i, e in enumerate(doc["benchmarks"]):
+        where = f"benchmarks[{i}]"
+        if not isinstance(e, dict) or not isinstance(e.get("name"), str):
+            raise InputError(path, f"{where}: not a benchmark entry (no name)")
+        where += f" ({e['name']!r})"
+        if e.get("error_occurred"):
+            skipped.append(f"{e['name']}: {e.get('error_message', 'error')}")
+            continue
+        kind = e.get("run_type", "iteration")
+        if kind not in ("iteration", "aggregate"):
+            raise InputError(path, f"{where}: run_type {kind!r} is neither "
+                             "'iteration' nor 'aggregate'")
+        if kind == "aggregate" and e.get("aggregate_name") not in ("median", "mean"):
+            continue  # stddev, cv: not times
+        name = e.get("run_name") or e["name"]
+        if kind == "aggregate" and not e.get("run_name"):
+            name = name[: -len(e["aggregate_name"]) - 1]
+        try:
+            family, keys = parse_name(name)
+        except ValueError as err:
+            raise InputError(path, f"{where}: {err}") from None
+        unit = e.get("time_unit")
+        rt = e.get("real_time")
+        if unit not in UNIT_NS:
+            raise InputError(path, f"{where}: time_unit {unit!r} is not ns/us/ms/s")
+        if not isinstance(rt, (int, float)) or isinstance(rt, bool) or rt < 0:
+            raise InputError(path, f"{where}: real_time missing or not a number")
+        run = Run(family, keys, path)
+        run.gbench_name = name
+        if kind == "iteration":
+            run = runs.setdefault(run.name, run)
+            if run.gbench_name != name:
+                raise InputError(path, f"{where}: {name!r} and {run.gbench_name!r} "
+                                 f"both read as {run.name!r}")
+            run.add(e, UNIT_NS[unit])
+        else:
+            aggregates.setdefault(run.name, {})[e["aggregate_name"]] = (run, e, unit)
+    for name, aggs in aggregates.items():
+        if name not in runs:  # only aggregates were written: the median is the sample
+            run, e, unit = aggs.get("median") or aggs["mean"]
+            run.add(e, UNIT_NS[unit])
+            run.from_aggregate = True
+            runs[name] = run
+    if not runs and not skipped:
+        raise InputError(path, "contains no benchmark runs")
+    for r in runs.values():
+        r.finish()
+    return doc["context"], list(runs.values()), skipped
+
+
+def load_semantics(path):
+    doc = _read_json(path)
+    if not isinstance(doc, dict) or not all(
+            re.fullmatch(r"V\d+", k) and isinstance(v, bool) for k, v in doc.items()):
+        raise InputError(path, 'expected an object like {"V1": true, "V2": false}')
+    return doc
+
+
+class RunSet:
+    """All runs of several files, indexed by canonical name."""
+
+    def __init__(self):
+        self.runs, self.contexts, self.skipped = {}, {}, []
+        self.machine, self.semantics = {}, None
+
+    def add_file(self, path):
+        context, runs, skipped = load_gbench(path)
+        for r in runs:
+            if r.name in self.runs:
+                raise InputError(path, f"run {r.name!r} also in {self.runs[r.name].path}")
+        for r in runs:
+            self.runs[r.name] = r
+        self.contexts[path] = context
+        self.skipped += skipped
+        return context
+
+    def all(self):
+        return sorted(self.runs.values(), key=lambda r: r.sort_key)
+
+    def get(self, family, keys):
+        return self.runs.get(canonical(family, keys))
+
+    def like(self, run, **changes):
+        """The run whose keys equal `run`'s but for `changes` (None drops a key)."""
+        keys = dict(run.keys)
+        for k, v in changes.items():
+            if v is None:
+                keys.pop(k, None)
+            else:
+                keys[k] = v
+        return self.get(run.family, keys)
+
+    def select(self, family=None, **want):
+        """Runs whose family and keys match: a value, a tuple of values, None (key
+        absent) or a predicate."""
+        out = []
+        for r in self.all():
+            if family is not None and r.family not in _as_tuple(family):
+                continue
+            if all(_match(r.keys.get(k), w) for k, w in want.items()):
+                out.append(r)
+        return out
+
+    def sb(self, key, default=""):
+        """An sb_* context value: machine.json first, then the raw files."""
+        if self.machine.get(key):
+            return self.machine[key]
+        for c in self.contexts.values():
+            if c.get(key):
+                return c[key]
+        return default
+
+
+def _as_tuple(w):
+    return w if isinstance(w, (tuple, list, set, frozenset)) else (w,)
+
+
+def _match(value, want):
+    if want is None:
+        return value is None
+    if callable(want):
+        return want(value)
+    return value in _as_tuple(want)
+
+
+def load_results(path):
+    """A results folder (raw/*.json, machine.json, raw/semantics.json) or a single
+    Google Benchmark JSON file -> RunSet."""
+    rs = RunSet()
+    if os.path.isfile(path):
+        rs.add_file(path)
+        return rs
+    if not os.path.isdir(path):
+        raise InputError(path, "no such results folder or JSON file")
+    raw = os.path.join(path, "raw")
+    files = sorted(f for f in os.listdir(raw) if f.endswith(".json")) \
+        if os.path.isdir(raw) else []
+    bench = [f for f in files if f != "semantics.json"]
+    if not bench:
+        raise InputError(raw, "no Google Benchmark *.json files")
+    for f in bench:
+        rs.add_file(os.path.join(raw, f))
+    if "semantics.json" in files:
+        rs.semantics = load_semantics(os.path.join(raw, "semantics.json"))
+    mpath = os.path.join(path, "machine.json")
+    if os.path.exists(mpath):
+        rs.machine = _read_json(mpath)
+        if not isinstance(rs.machine, dict):
+            raise InputError(mpath, "expected a JSON object")
+    return rs
+
+
+# ---------------------------------------------------------------- ceilings
+
+COMPUTE_OPS = ("matmul", "conv2d", "linear", "mlp")
+BINARY_OPS = ("add", "mul")
+READ_OPS = ("sum",)
+
+
+def ceiling_kind(run):
+    """(baseline ops to try, 'bytes' or 'flop') for a kernel row, None otherwise."""
+    gpu = run.get("device", "cpu").startswith("cuda")
+    op = run["op"]
+    if run.family in ("baseline", "alloc", "transfer"):
+        return None
+    if op in COMPUTE_OPS:
+        return ("gemm_peak",) if gpu else ("fma_peak",), "flop"
+    first = "add" if op in BINARY_OPS else "read" if op in READ_OPS else "copy"
+    return ((first, "d2d_copy") if gpu else (first,)), "bytes"
+
+
+def rate(run, what):
+    return run.gbps() if what == "bytes" else run.gflops()
+
+
+def ceiling(rs, run):
+    """(baseline Run, its rate, this run's % of it) or None. Baseline rows must have
+    the same device, and the same threads and regime where both rows state them;
+    compute peaks prefer the same dtype. The best matching row is the ceiling."""
+    kind = ceiling_kind(run)
+    if not kind:
+        return None
+    ops, what = kind
+    mine = rate(run, what)
+    if mine is None:
+        return None
+    for op in ops:
+        cands = [b for b in rs.select("baseline", op=op, device=run.get("device", "cpu"))
+                 if _same(b.get("threads"), run.get("threads"))
+                 and (what == "flop" or _same(b.regime, run.regime))
+                 and rate(b, what)]
+        if what == "flop" and any(b["dtype"] == run["dtype"] for b in cands):
+            cands = [b for b in cands if b["dtype"] == run["dtype"]]
+        if cands:
+            best = max(cands, key=lambda b: rate(b, what))
+            top = rate(best, what)
+            return best, top, 100.0 * mine / top
+    return None
+
+
+def _same(a, b):
+    return a is None or b is None or a == b
+
+
+def pct_ceiling(rs, run):
+    c = ceiling(rs, run)
+    return f"{c[2]:.0f}%" if c else "—"
+
+
+# ---------------------------------------------------------------- formatting
+
+def fmt_num(v):
+    return f"{v:.2f}" if v < 10 else f"{v:.1f}" if v < 100 else f"{v:.0f}"
+
+
+def fmt_time(ns):
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
+        if ns >= scale:
+            return f"{fmt_num(ns / scale)} {unit}"
+    return f"{fmt_num(ns)} ns"
+
+
+def fmt_spread(run):
+    if run.from_aggregate:
+        return "±? (median aggregate only)"
+    return "±n/a" if run.spread is None else f"±{100 * run.spread:.0f}%"
+
+
+def fmt_tm(run):
+    """Median time with its spread, or 'not measured'."""
+    return f"{fmt_time(run.median)} {fmt_spread(run)}" if run else "not measured"
+
+
+def fmt_bytes(b):
+    if b is None:
+        return "—"
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if abs(b) >= scale:
+            return f"{fmt_num(b / scale)} {unit}"
+    return f"{b:.0f} B"
+
+
+def fmt_x(r):
+    return "—" if r is None else f"{r:.2f}x"
+
+
+def fmt_rate(v, unit):
+    return "—" if v is None else f"{fmt_num(v)} {unit}"
+
+
+def md_table(header, rows):
+    esc = lambda c: str(c).replace("|", "\\|")
+    out = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+    out += ["| " + " | ".join(esc(c) for c in row) + " |" for row in rows]
+    return out
+
+
+def devices(runs):
+    return sorted({r.get("device", "cpu") for r in runs}, key=lambda d: _order("device", d))
+
+
+def describe(run, keys=("layout", "op", "dtype", "shape")):
+    """'transposed add f32 4096x4096' from the given keys."""
+    return " ".join(run.keys[k] for k in keys if k in run.keys)
+
+
+def varying_labels(runs, keys):
+    """Labels for runs built from only those keys whose values differ among them."""
+    vary = [k for k in keys if len({r.keys.get(k) for r in runs}) > 1] or list(keys[:1])
+    return [describe(r, vary) for r in runs]
+
+
+# ---------------------------------------------------------------- files
+
+def atomic_write(path, data):
+    """Writes str or bytes to path through a temp file in the same directory, so a
+    failure leaves the old file untouched."""
+    d = os.path.dirname(os.path.abspath(path))
+    os.makedirs(d, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=d, prefix="." + os.path.basename(path) + ".")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data.encode("utf-8") if isinstance(data, str) else data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def load_script(name):
+    """Imports the sibling script `name` (no .py suffix) as a module."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), name)
+    loader = importlib.machinery.SourceFileLoader("sb_" + name, path)
+    spec = importlib.util.spec_from_loader(loader.name, loader)
+    mod = importlib.util.module_from_spec(spec)
+    loader.exec_module(mod)
+    return mod

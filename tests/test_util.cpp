@@ -1,0 +1,164 @@
+// test_util.cpp — see test_util.h.
+#include "test_util.h"
+
+#include <cmath>
+#include <cstring>
+#include <sstream>
+
+namespace sb::test {
+
+const char* layout_name(Layout l) {
+  switch (l) {
+    case Layout::Contiguous: return "contiguous";
+    case Layout::Transposed: return "transposed";
+    case Layout::Sliced: return "sliced";
+    case Layout::Expanded: return "expanded";
+    case Layout::ChannelsLast: return "channels_last";
+    case Layout::Offset: return "offset";
+  }
+  return "?";
+}
+
+std::vector<Layout> all_layouts() {
+  return {Layout::Contiguous, Layout::Transposed, Layout::Sliced, Layout::Expanded, Layout::ChannelsLast,
+          Layout::Offset};
+}
+
+Tensor with_layout(const Tensor& values, Layout layout) {
+  const Shape& sz = values.sizes();
+  const int64_t nd = values.dim();
+  switch (layout) {
+    case Layout::Contiguous: return values.clone(MemoryFormat::Contiguous);
+    case Layout::ChannelsLast:
+      if (nd == 4) return values.clone(MemoryFormat::ChannelsLast);
+      [[fallthrough]];
+    case Layout::Transposed: {
+      if (nd < 2) return with_layout(values, Layout::Sliced);
+      Tensor tt = values.transpose(nd - 1, nd - 2).clone(MemoryFormat::Contiguous);
+      return tt.transpose(nd - 1, nd - 2);
+    }
+    case Layout::Sliced: {
+      if (nd == 0) return with_layout(values, Layout::Offset);
+      Shape big = sz;
+      big[nd - 1] = 2 * sz[nd - 1] + 1;
+      Tensor buf = empty(big, values.dtype(), values.device());
+      poison(buf);
+      Tensor v = buf.slice(nd - 1, 1, std::nullopt, 2);
+      v = v.narrow(nd - 1, 0, sz[nd - 1]);
+      v.copy_(values);
+      return v;
+    }
+    case Layout::Expanded: {
+      if (nd == 0 || sz[0] <= 1) return with_layout(values, Layout::Sliced);
+      Tensor row = values.narrow(0, 0, 1).clone(MemoryFormat::Contiguous);
+      return row.expand(sz);
+    }
+    case Layout::Offset: {
+      const int64_t n = values.numel();
+      Tensor buf = empty({n + 1}, values.dtype(), values.device());
+      poison(buf);
+      Tensor v = buf.as_strided(sz, contiguous_strides(sz), 1);
+      v.copy_(values);
+      return v;
+    }
+  }
+  return values;
+}
+
+Tensor expandable_rand(const Shape& sizes, uint64_t seed, DType dtype) {
+  if (sizes.empty() || sizes[0] == 0) return rand(sizes, seed, dtype);
+  Shape row = sizes;
+  row[0] = 1;
+  return rand(row, seed, dtype).expand(sizes).clone(MemoryFormat::Contiguous);
+}
+
+void poison(const Tensor& t) {
+  if (!t.defined() || t.storage()->nbytes() == 0) return;
+  void* p = t.storage()->data();
+  const size_t nb = t.storage()->nbytes();
+  if (!t.device().is_cpu()) {  // poison through a host buffer
+    Tensor host = empty({static_cast<int64_t>(nb / t.element_size())}, t.dtype());
+    poison(host);
+    Tensor flat = t.as_strided({host.numel()}, {1}, 0);
+    flat.copy_(host);
+    return;
+  }
+  switch (t.dtype()) {
+    case DType::Float32: {
+      float* f = static_cast<float*>(p);
+      for (size_t i = 0; i < nb / 4; ++i) f[i] = std::nanf("");
+      break;
+    }
+    case DType::Float64: {
+      double* f = static_cast<double*>(p);
+      for (size_t i = 0; i < nb / 8; ++i) f[i] = std::nan("");
+      break;
+    }
+    case DType::Float16: {
+      uint16_t* f = static_cast<uint16_t*>(p);
+      for (size_t i = 0; i < nb / 2; ++i) f[i] = 0x7e00;
+      break;
+    }
+    default: std::memset(p, 0x5A, nb);
+  }
+}
+
+Shape random_shape(std::mt19937_64& rng, int ndim, int64_t max_size, bool allow_zero) {
+  Shape s(ndim);
+  for (auto& x : s) {
+    const int r = static_cast<int>(rng() % 10);
+    if (r == 0 && allow_zero) x = 0;
+    else if (r <= 2) x = 1;
+    else x = 1 + static_cast<int64_t>(rng() % static_cast<uint64_t>(max_size));
+  }
+  return s;
+}
+
+Shape unravel(int64_t flat, const Shape& sizes) {
+  Shape idx(sizes.size());
+  for (int64_t d = static_cast<int64_t>(sizes.size()) - 1; d >= 0; --d) {
+    idx[d] = sizes[d] ? flat % sizes[d] : 0;
+    flat = sizes[d] ? flat / sizes[d] : 0;
+  }
+  return idx;
+}
+
+::testing::AssertionResult all_close(const Tensor& actual, const std::vector<double>& expected, double atol,
+                                     double rtol) {
+  if (static_cast<size_t>(actual.numel()) != expected.size())
+    return ::testing::AssertionFailure() << "element count " << actual.numel() << " != expected "
+                                         << expected.size() << " for " << actual.str();
+  const std::vector<double> got = actual.to_vector();
+  for (size_t i = 0; i < expected.size(); ++i) {
+    const double e = expected[i], a = got[i];
+    const bool ok = (std::isnan(e) && std::isnan(a)) || (std::isinf(e) && a == e) ||
+                    std::fabs(a - e) <= atol + rtol * std::fabs(e);
+    if (!ok) {
+      std::ostringstream os;
+      os << "mismatch at index " << unravel(static_cast<int64_t>(i), actual.sizes()) << " (flat " << i
+         << "): expected " << e << ", actual " << a << " (atol " << atol << ", rtol " << rtol << ") in "
+         << actual.str();
+      return ::testing::AssertionFailure() << os.str();
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+double default_atol(DType t) {
+  switch (t) {
+    case DType::Float64: return 1e-12;
+    case DType::Float32: return 1e-5;
+    case DType::Float16: return 2e-3;
+    default: return 0;
+  }
+}
+double default_rtol(DType t) {
+  switch (t) {
+    case DType::Float64: return 1e-12;
+    case DType::Float32: return 1e-5;
+    case DType::Float16: return 2e-3;
+    default: return 0;
+  }
+}
+
+}  // namespace sb::test

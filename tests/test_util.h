@@ -1,0 +1,52 @@
+// test_util.h — shared test helpers: random shapes, the same values in every layout,
+// poisoned outputs, and comparison against a float64 reference with
+// atol + rtol * |ref| (printing index, expected and actual on a mismatch).
+#pragma once
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace sb::test {
+
+// Input layouts every op is tested on.
+enum class Layout { Contiguous, Transposed, Sliced, Expanded, ChannelsLast, Offset };
+const char* layout_name(Layout l);
+std::vector<Layout> all_layouts();
+
+// A tensor holding the same logical values as `values` (any layout) but laid out as
+// asked: Transposed = last two dims stored swapped (a .transpose() view of a
+// contiguous buffer); Sliced = every other element of a buffer twice as long in the
+// last dim, with a nonzero offset; Expanded = a stride-0 view where `values` is
+// constant along dim 0 (the caller must pass such values: see expandable());
+// ChannelsLast = NHWC strides (4-D only; others fall back to Transposed);
+// Offset = contiguous but starting one element into its storage (misaligned).
+Tensor with_layout(const Tensor& values, Layout layout);
+// A random tensor of `sizes` whose values are constant along dim 0, so that
+// with_layout(t, Expanded) can build it from one row.
+Tensor expandable_rand(const Shape& sizes, uint64_t seed, DType dtype = DType::Float32);
+
+// Fills every element of t's storage with a value no kernel would write: NaN for
+// floating dtypes, 0x5A bytes for integers.
+void poison(const Tensor& t);
+
+// Random sizes: ndim dims in [0 or 1, max_size]; sizes 0 and 1 appear on purpose.
+Shape random_shape(std::mt19937_64& rng, int ndim, int64_t max_size, bool allow_zero = true);
+
+// Compares a tensor with a float64 reference (row-major over its sizes). Returns
+// a gtest failure naming the first bad index.
+::testing::AssertionResult all_close(const Tensor& actual, const std::vector<double>& expected, double atol,
+                                     double rtol);
+
+// Tolerances for float32/float16/float64/integer results of a few operations.
+double default_atol(DType t);
+double default_rtol(DType t);
+
+// Row-major unravel of a flat index.
+Shape unravel(int64_t flat, const Shape& sizes);
+
+}  // namespace sb::test
