@@ -3,6 +3,7 @@
 // lib/cuda/*.cu. Every function expects its preconditions checked by the public op.
 #pragma once
 #include "core/tensor.h"
+#include "ops/conv.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
 
@@ -22,5 +23,12 @@ void unary(UnaryOp op, const Tensor& out, const Tensor& a);
 void normalize(const Tensor& out, const Tensor& x, int64_t dim, double eps);
 // out has x's sizes with the reduced dims (sorted, unique) set to 1 (keepdim form).
 void reduce(ReduceOp op, const Tensor& out, const Tensor& x, const Shape& dims, int64_t correction);
+// out = a @ b (float32/float64; 2-D, or 3-D batched with a batch size of 1 or a 2-D
+// operand broadcasting: those operands have batch stride 0 semantics), any strides
+// (transposed views as cuBLAS op flags). out has the result sizes and does not overlap.
+void matmul(const Tensor& out, const Tensor& a, const Tensor& b);
+// out [N, O, OH, OW] (x's memory format) = conv2d(x, w) + bias (undefined: none),
+// relu when asked. Sizes, dtypes (float32) and devices checked by sb::conv2d.
+void conv2d(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p, bool relu);
 
 }  // namespace sb::cuda
