@@ -1,9 +1,9 @@
 // gemm_impl.h — internal: the packed GEMM driver shared by matmul, conv and linear.
 //
 // C[i, j] = epilogue(sum_k A(i, k) * B(k, j)), BLIS-style (Goto's algorithm):
-//   for jc in N step NC:            B block (KC x NC) packed once into NR-column panels
-//     for pc in K step KC:          (shared by all threads, packed in parallel)
-//       for ic in M step MC:        A block (MC x KC) packed into MR-row panels (per thread)
+//   for jc in N step NC:
+//     for pc in K step KC:          B block (KC x NC) packed into NR-column panels
+//       for ic in M step MC:        A block (MC x KC) packed into MR-row panels
 //         for jr, ir: micro-kernel  MR x NR tile of C in registers over KC
 // The operands reach the driver only through two packers, so a strided, transposed,
 // column-major or stepped operand costs its packing and nothing else, and conv packs
@@ -12,12 +12,11 @@
 //          dst[panel][k][r] = A(i0 + panel*MR + r, p0 + k), zero past mc
 //   PackB: void(T* dst, int64_t p0, int64_t kc, int64_t j0, int64_t nc)
 //          dst[panel][k][c] = B(p0 + k, j0 + panel*NR + c), zero past nc
-// Workspace (Note [GEMM workspace]): one B block (KC x NC, rounded to NR) plus one A
+// Workspace (Note [GEMM workspace]): one B block (KC x NC, rounded to NR) and one A
 // block (MC x KC) per thread, taken from cpu_allocator() for the call and given back
 // at its end, so the allocator statistics count it: gemm_workspace_bytes() says how much.
 // Threads: sb::parallel_for over a team of get_num_threads() (1 inside a parallel
-// region); the M blocks (or, when M has fewer blocks than threads, M x N-part units)
-// are shared round-robin; B is packed in parallel by panels before each compute pass.
+// region), each owning a stripe of C (see GemmPlan).
 // Cost: 2*M*N*K flop; packing reads A ceil(N/NC) times and B once.
 #pragma once
 #include <algorithm>
@@ -78,32 +77,43 @@ template <> struct Tile<double> { static constexpr int MR = kMRd, NR = kNRd; };
 
 inline int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
+// Threads split C into independent stripes, one per thread, each running the whole
+// serial loop nest with its own A and B buffers: one parallel region per call and no
+// barrier (a shared packed B with a barrier per KC block was measured slower on this
+// loaded 2-core machine: docs/NOTES-gemm.md). The stripes cut N when M <= N (A, M x K,
+// is then packed by every thread) and M otherwise (B packed by every thread).
 struct GemmPlan {
-  int nt;            // team size
-  int64_t kc, nc, mc, m_blocks, n_parts;
+  int team;               // threads used
+  bool split_n;
+  int64_t chunk;          // rows (split M) or columns (split N) per thread
+  int64_t kc, mc, nc;     // block sizes
 };
 
 template <typename T>
 GemmPlan plan_gemm(int64_t M, int64_t N, int64_t K, int nt) {
   constexpr int MR = Tile<T>::MR, NR = Tile<T>::NR;
   GemmPlan p;
-  p.nt = nt;
+  p.split_n = M <= N;
+  const int64_t units = p.split_n ? (N + NR - 1) / NR : (M + MR - 1) / MR;
+  p.team = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(nt, units)));
+  p.chunk = (units + p.team - 1) / p.team * (p.split_n ? NR : MR);
+  const int64_t m_own = p.split_n ? M : p.chunk, n_own = p.split_n ? p.chunk : N;
   p.kc = std::max<int64_t>(1, std::min(K, kKC));
-  p.nc = std::max<int64_t>(NR, std::min(round_up(N, NR), kNC));
-  int64_t mb = std::max<int64_t>(1, (M + kMC - 1) / kMC);
-  if (nt > 1 && mb >= nt) mb = round_up(mb, nt);  // balance the M blocks over the team
-  p.mc = std::max<int64_t>(MR, round_up((M + mb - 1) / mb, MR));
-  p.m_blocks = std::max<int64_t>(1, (M + p.mc - 1) / p.mc);
-  p.n_parts = p.m_blocks >= nt ? 1 : (nt + p.m_blocks - 1) / p.m_blocks;
+  p.nc = std::max<int64_t>(NR, std::min(round_up(n_own, NR), kNC));
+  const int64_t mb = std::max<int64_t>(1, (m_own + kMC - 1) / kMC);  // balanced M blocks
+  p.mc = std::max<int64_t>(MR, round_up((m_own + mb - 1) / mb, MR));
   return p;
 }
+
+// Elements of one thread's buffers, each rounded to 64 bytes so the packed B panels
+// stay aligned for the micro-kernel's aligned loads.
+inline int64_t thread_ws_elems(const GemmPlan& p) { return round_up(p.kc * p.nc, 16) + round_up(p.mc * p.kc, 16); }
 
 template <typename T>
 size_t gemm_workspace_bytes_t(int64_t M, int64_t N, int64_t K, int nt) {
   if (M <= 0 || N <= 0 || K <= 0) return 0;
   const GemmPlan p = plan_gemm<T>(M, N, K, nt);
-  const int team = static_cast<int>(std::min<int64_t>(nt, p.m_blocks * p.n_parts));
-  return sizeof(T) * static_cast<size_t>(p.kc * p.nc + team * p.mc * p.kc);
+  return sizeof(T) * static_cast<size_t>(p.team * thread_ws_elems(p));
 }
 
 // The driver. c points to C(0, 0); C(i, j) at c[i*c_rs + j*c_cs].
@@ -121,43 +131,27 @@ void gemm_driver(int64_t M, int64_t N, int64_t K, const PackA& pack_a, const Pac
     return;
   }
   const GemmPlan p = plan_gemm<T>(M, N, K, team_size());
-  const int64_t units = p.m_blocks * p.n_parts;
-  const int nt = static_cast<int>(std::min<int64_t>(p.nt, units));
-  Workspace ws(gemm_workspace_bytes_t<T>(M, N, K, p.nt));
-  T* bbuf = ws.as<T>();
-  T* abuf0 = bbuf + p.kc * p.nc;
+  Workspace ws(gemm_workspace_bytes_t<T>(M, N, K, team_size()));
   const bool avx2 = std::is_same<T, float>::value && use_avx2();
-  for (int64_t jc = 0; jc < N; jc += p.nc) {
-    const int64_t nc = std::min(p.nc, N - jc);
-    const int64_t npanels = (nc + NR - 1) / NR;
-    for (int64_t pc = 0; pc < K; pc += p.kc) {
-      const int64_t kc = std::min(p.kc, K - pc);
-      const bool first = pc == 0, last = pc + kc >= K;
-      // pack B in parallel by panels
-      const int ntb = static_cast<int>(std::min<int64_t>(p.nt, npanels));
-      run_team(ntb, [&](int t) {
-        const int64_t per = (npanels + ntb - 1) / ntb;
-        const int64_t b0 = t * per, b1 = std::min(npanels, b0 + per);
-        if (b0 < b1) pack_b(bbuf + b0 * NR * kc, pc, kc, jc + b0 * NR, std::min(nc, b1 * NR) - b0 * NR);
-      });
-      const int64_t parts_panels = (npanels + p.n_parts - 1) / p.n_parts;
-      run_team(nt, [&](int t) {
-        T* abuf = abuf0 + static_cast<int64_t>(t) * p.mc * p.kc;
-        alignas(64) T tile[MR * NR];
-        for (int64_t u = t; u < units; u += nt) {
-          const int64_t ib = u / p.n_parts, np = u % p.n_parts;
-          const int64_t ic = ib * p.mc;
-          if (ic >= M) continue;
-          const int64_t mc = std::min(p.mc, M - ic);
-          const int64_t jp0 = np * parts_panels, jp1 = std::min(npanels, jp0 + parts_panels);
-          if (jp0 >= jp1) continue;
+  run_team(p.team, [&](int t) {
+    T* bbuf = ws.as<T>() + static_cast<int64_t>(t) * thread_ws_elems(p);
+    T* abuf = bbuf + round_up(p.kc * p.nc, 16);
+    alignas(64) T tile[MR * NR];
+    const int64_t m0 = p.split_n ? 0 : t * p.chunk, m1 = p.split_n ? M : std::min(M, m0 + p.chunk);
+    const int64_t n0 = p.split_n ? t * p.chunk : 0, n1 = p.split_n ? std::min(N, n0 + p.chunk) : N;
+    for (int64_t jc = n0; jc < n1; jc += p.nc) {
+      const int64_t nc = std::min(p.nc, n1 - jc);
+      for (int64_t pc = 0; pc < K; pc += p.kc) {
+        const int64_t kc = std::min(p.kc, K - pc);
+        const bool first = pc == 0, last = pc + kc >= K;
+        pack_b(bbuf, pc, kc, jc, nc);
+        for (int64_t ic = m0; ic < m1; ic += p.mc) {
+          const int64_t mc = std::min(p.mc, m1 - ic);
           pack_a(abuf, ic, mc, pc, kc);
-          for (int64_t jp = jp0; jp < jp1; ++jp) {
-            const int64_t jr = jp * NR;
+          for (int64_t jr = 0; jr < nc; jr += NR) {
             const int nr = static_cast<int>(std::min<int64_t>(NR, nc - jr));
-            const T* bp = bbuf + jp * NR * kc;
+            const T* bp = bbuf + jr * kc;
             for (int64_t ir = 0; ir < mc; ir += MR) {
-              const int mr = static_cast<int>(std::min<int64_t>(MR, mc - ir));
               const T* ap = abuf + ir * kc;
               if constexpr (std::is_same<T, float>::value) {
                 if (avx2) ukernel_f32_avx2(kc, ap, bp, tile);
@@ -166,13 +160,14 @@ void gemm_driver(int64_t M, int64_t N, int64_t K, const PackA& pack_a, const Pac
                 ukernel_f64(kc, ap, bp, tile);
               }
               const int64_t i = ic + ir, j = jc + jr;
-              store_tile<T, NR>(tile, c + i * c_rs + j * c_cs, c_rs, c_cs, mr, nr, ep, first, last, i, j);
+              store_tile<T, NR>(tile, c + i * c_rs + j * c_cs, c_rs, c_cs,
+                                static_cast<int>(std::min<int64_t>(MR, mc - ir)), nr, ep, first, last, i, j);
             }
           }
         }
-      });
+      }
     }
-  }
+  });
 }
 
 // ---- strided packers (any strides; fast loops for unit strides) ----
