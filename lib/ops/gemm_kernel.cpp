@@ -16,7 +16,9 @@ namespace sb::detail {
 void ukernel_f32_avx2(int64_t kc, const float* a, const float* b, float* tile) {
   __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
   __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+#pragma GCC unroll 4
   for (int64_t k = 0; k < kc; ++k, a += kMRf, b += kNRf) {
+    _mm_prefetch(reinterpret_cast<const char*>(a + 8 * kMRf), _MM_HINT_T0);
     const __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
     __m256 av = _mm256_broadcast_ss(a + 0);
     c00 = _mm256_fmadd_ps(av, b0, c00); c01 = _mm256_fmadd_ps(av, b1, c01);
