@@ -98,7 +98,8 @@ GemmPlan plan_gemm(int64_t M, int64_t N, int64_t K, int nt) {
   p.team = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(nt, units)));
   p.chunk = (units + p.team - 1) / p.team * (p.split_n ? NR : MR);
   const int64_t m_own = p.split_n ? M : p.chunk, n_own = p.split_n ? p.chunk : N;
-  p.kc = std::max<int64_t>(1, std::min(K, kKC));
+  const int64_t kb = std::max<int64_t>(1, (K + kKC - 1) / kKC);  // balanced KC blocks: no short tail
+  p.kc = std::max<int64_t>(1, (K + kb - 1) / kb);
   p.nc = std::max<int64_t>(NR, std::min(round_up(n_own, NR), kNC));
   const int64_t mb = std::max<int64_t>(1, (m_own + kMC - 1) / kMC);  // balanced M blocks
   p.mc = std::max<int64_t>(MR, round_up((m_own + mb - 1) / mb, MR));
