@@ -57,6 +57,33 @@ void copy_loop(const Tensor& dst, const Tensor& src) {
   }
 }
 
+template <typename T>
+void fill_loop(const Tensor& t, T v) {
+  const Shape& sizes = t.sizes();
+  const Shape& st = t.strides();
+  const int64_t nd = t.dim();
+  T* d = static_cast<T*>(t.data_ptr());
+  if (nd == 0) {
+    d[0] = v;
+    return;
+  }
+  const int64_t inner = sizes[nd - 1], si = st[nd - 1];
+  Shape idx(nd, 0);
+  const int64_t outer = t.numel() / inner;
+  int64_t off = 0;
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t i = 0; i < inner; ++i) d[off + i * si] = v;
+    for (int64_t k = nd - 2; k >= 0; --k) {
+      if (++idx[k] < sizes[k]) {
+        off += st[k];
+        break;
+      }
+      off -= (sizes[k] - 1) * st[k];
+      idx[k] = 0;
+    }
+  }
+}
+
 }  // namespace
 
 void copy_generic(const Tensor& dst, const Tensor& src) {
@@ -89,9 +116,11 @@ void fill_kernel(const Tensor& t, double value) {
     SB_CHECK(false, "fill_: device ", t.device(), " needs CUDA, and stridebench was built without it");
 #endif
   }
-  Tensor one = empty({}, DType::Float64);
-  *one.data<double>() = value;
-  copy_generic(t, one);
+  // a 0-d view of a stack value as the broadcast source: fill allocates nothing
+  SB_DISPATCH_ALL(t.dtype(), "fill_", {
+    const scalar_t v = convert<scalar_t>(value);
+    fill_loop<scalar_t>(t, v);
+  });
 }
 
 }  // namespace sb
