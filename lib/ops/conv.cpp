@@ -6,7 +6,10 @@
 #include <limits>
 
 #include "ops/gemm_impl.h"
-#ifdef SB_WITH_CUDA
+// Note [CUDA conv2d]: sb::cuda::conv2d is declared in cuda_backend.h; the dispatch is
+// compiled once lib/cuda provides it and meson defines SB_HAVE_CUDA_CONV2D, so CUDA
+// builds link before that (a CUDA input then gets the "no backend" error).
+#if defined(SB_WITH_CUDA) && defined(SB_HAVE_CUDA_CONV2D)
 #include "cuda/cuda_backend.h"
 #endif
 
@@ -346,7 +349,7 @@ void conv_cpu(const Geom& g, const Tensor& out, const Tensor& x, const Tensor& w
 void conv_dispatch(const Geom& g, const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias,
                    const Conv2dParams& p, bool relu) {
   if (out.numel() == 0) return;
-#ifdef SB_WITH_CUDA
+#if defined(SB_WITH_CUDA) && defined(SB_HAVE_CUDA_CONV2D)
   if (x.device().is_cuda()) {
     cuda::conv2d(out, x, w, bias, p, relu);
     return;

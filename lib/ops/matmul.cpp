@@ -59,8 +59,15 @@ void matmul_cpu(const Tensor& out, const Tensor& a, const Tensor& b) {
 void matmul_dispatch(const Tensor& out, const Tensor& a, const Tensor& b) {
   if (out.numel() == 0) return;
 #ifdef SB_WITH_CUDA
-  if (a.device().is_cuda()) {
-    cuda::matmul(out, a, b);
+  if (a.device().is_cuda()) {  // batch broadcasting as stride-0 batches of size B
+    if (out.dim() == 3) {
+      const int64_t B = out.size(0);
+      const Tensor a3 = (a.dim() == 2 ? a.unsqueeze(0) : a).expand({B, a.size(-2), a.size(-1)});
+      const Tensor b3 = (b.dim() == 2 ? b.unsqueeze(0) : b).expand({B, b.size(-2), b.size(-1)});
+      cuda::matmul(out, a3, b3);
+    } else {
+      cuda::matmul(out, a, b);
+    }
     return;
   }
 #endif
