@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cmath>
 #include <cstring>
 #include <ctime>
 #include <fstream>
@@ -208,11 +209,47 @@ int64_t distinct_bytes(const Tensor& t) {
 
 // ------------------------------------------------------------------ pool
 
+namespace {
+std::map<std::string, Tensor>& pool() {
+  static std::map<std::string, Tensor> p;
+  return p;
+}
+}  // namespace
+
 const Tensor& pooled(const std::string& key, const std::function<Tensor()>& make) {
-  static std::map<std::string, Tensor> pool;
-  auto it = pool.find(key);
-  if (it == pool.end()) it = pool.emplace(key, make()).first;
+  auto it = pool().find(key);
+  if (it == pool().end()) it = pool().emplace(key, make()).first;
   return it->second;
+}
+
+void pool_scope(const std::string& group) {
+  static std::string current;
+  if (group == current) return;
+  pool().clear();
+  caching_cpu_allocator()->empty_cache();
+  current = group;
+}
+
+Tensor random_tensor(const Shape& sizes, uint64_t seed, DType dtype, Dist dist) {
+  const int64_t n = checked_numel(sizes, "random_tensor");
+  const int64_t block = std::min<int64_t>(n, int64_t{1} << 20);
+  Tensor t = empty(sizes, dtype);
+  if (n == 0) return t;
+  const bool integer = !is_floating(dtype);
+  Tensor base;
+  if (integer) {
+    std::vector<double> v = rand({block}, seed, DType::Float64).to_vector();
+    for (auto& x : v) x = std::floor(x * 200.0) - 100.0;
+    base = from_vector(v, {block});
+  } else {
+    base = dist == Dist::Normal ? randn({block}, seed, DType::Float64) : rand({block}, seed, DType::Float64);
+  }
+  base = base.to(dtype);
+  Tensor flat = t.view({n});
+  const int64_t whole = (n / block) * block;
+  flat.slice(0, 0, whole).view({n / block, block}).copy_(base.view({1, block}));
+  if (whole < n) flat.slice(0, whole, n).copy_(base.slice(0, 0, n - whole));
+  return t;
 }
 
 // ------------------------------------------------------------------ machine

@@ -146,6 +146,17 @@ class ThreadScope {
 // One tensor per key, made on first use and kept for the binary's life, so a large
 // random input is generated once for all the runs that read it.
 const Tensor& pooled(const std::string& key, const std::function<Tensor()>& make);
+// Drops every pooled tensor when `group` differs from the last group named (e.g. a
+// run of another size or dtype): keeps the full matrix's memory to one group's inputs.
+void pool_scope(const std::string& group);
+
+// A tensor of random values, fast at any size: a block of up to 1 Mi elements from
+// sb::rand / sb::randn (the same on every machine for a seed), tiled over the tensor
+// with one broadcasting copy_ (sb::rand alone builds a float64 vector of the whole
+// tensor: seconds at DRAM sizes). Uniform: [0, 1); Normal: mean 0, variance 1; integer
+// dtypes get whole numbers in [-100, 100).
+enum class Dist : uint8_t { Uniform, Normal };
+Tensor random_tensor(const Shape& sizes, uint64_t seed, DType dtype = DType::Float32, Dist dist = Dist::Uniform);
 
 // ---- machine ----
 struct GpuInfo {  // empty strings when there is no CUDA backend or no device

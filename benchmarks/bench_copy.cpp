@@ -40,7 +40,7 @@ void run_copy(benchmark::State& st, const Tensor& src, const CopyFn& f, int thre
 }
 
 const Tensor& input(const Shape& s, uint64_t seed) {
-  return pooled("in" + RunName::shape_key(s) + "/" + std::to_string(seed), [&] { return rand(s, seed); });
+  return pooled("in" + RunName::shape_key(s) + "/" + std::to_string(seed), [&] { return random_tensor(s, seed); });
 }
 
 }  // namespace

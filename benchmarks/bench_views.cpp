@@ -23,20 +23,20 @@ namespace {
 Shape view_shape() { return smoke() ? Shape{2, 4, 6, 6} : Shape{32, 64, 56, 56}; }
 
 const Tensor& source() {
-  return pooled("x", [] { return rand(view_shape(), 1); });
+  return pooled("x", [] { return random_tensor(view_shape(), 1); });
 }
 const Tensor& source_t() {  // a transposed view: stored as N, C, W, H
   return pooled("xt", [] {
     Shape s = view_shape();
     std::swap(s[2], s[3]);
-    return rand(s, 2).transpose(2, 3);
+    return random_tensor(s, 2).transpose(2, 3);
   });
 }
 const Tensor& expandable() {
   return pooled("e", [] {
     Shape s = view_shape();
     s[0] = 1;
-    return rand(s, 3);
+    return random_tensor(s, 3);
   });
 }
 
