@@ -82,6 +82,20 @@ TEST(CachingAllocator, ReusesFreedBlockOfSameClass) {
   EXPECT_EQ(s5.allocation_count - s5.free_count, f.s0.allocation_count - f.s0.free_count);
 }
 
+TEST(CachingAllocator, MostRecentlyFreedBlockComesFirst) {
+  Fresh f;
+  void* p = f.a->allocate(3000);
+  void* q = f.a->allocate(3000);
+  f.a->deallocate(p, 3000);
+  f.a->deallocate(q, 3000);
+  void* r = f.a->allocate(3000);  // q is the cache-warm one
+  EXPECT_EQ(r, q);
+  void* s = f.a->allocate(3000);
+  EXPECT_EQ(s, p);
+  f.a->deallocate(r, 3000);
+  f.a->deallocate(s, 3000);
+}
+
 TEST(CachingAllocator, ZeroBytesCountsNothing) {
   Fresh f;
   EXPECT_EQ(f.a->allocate(0), nullptr);
