@@ -5,8 +5,9 @@
 //                 with the keys always in the contract's order, whatever order they
 //                 are set in (unknown keys are a bug: SB_INTERNAL_ASSERT).
 //   add_run       registers one run with the matrix's repetitions and min_time,
-//                 real time (OpenMP threads are invisible to cpu_time) and every
-//                 repetition reported (ReportAggregatesOnly(false)).
+//                 real time (OpenMP threads are invisible to cpu_time), every
+//                 repetition written to the JSON file and only the aggregates shown
+//                 on the console (DisplayAggregatesOnly(true)).
 //   set_work      the `bytes` and `flop` counters of one iteration, `bytes_per_second`
 //                 (SetBytesProcessed) and `flops_per_second` (a rate over real time).
 //   set_regime    SetLabel("regime:L1|L2|LLC|DRAM") from the working set.
@@ -91,7 +92,7 @@ class RunName {
 // ---- registration ----
 using BenchFn = std::function<void(benchmark::State&)>;
 // Registers `fn` as `name` with the matrix's repetitions and min_time, UseRealTime,
-// every repetition reported, and the given unit. Returns the benchmark to tune further.
+// every repetition in the JSON file (aggregates only on the console), and the unit. Returns the benchmark to tune further.
 benchmark::internal::Benchmark* add_run(const RunName& name, BenchFn fn,
                                         benchmark::TimeUnit unit = benchmark::kMicrosecond);
 // A run that happens once (one iteration, one repetition, manual time: the function
@@ -120,7 +121,8 @@ void set_alloc_counters(benchmark::State& st, const AllocCount& a);  // peak_all
 
 // ---- cache regimes ----
 // Where `working_set_bytes` (inputs plus outputs, as laid out in memory) fits with
-// `threads` threads: L1/L2 are private (capacity x threads), the last level is shared.
+// `threads` threads, a level counting as big enough when the working set takes at most
+// half of it: L1/L2 are private (capacity x threads), the last level is shared.
 const char* regime(int64_t working_set_bytes, int threads);
 void set_regime(benchmark::State& st, int64_t working_set_bytes, int threads);
 // Bytes of memory a tensor's elements span (a stepped slice spans twice its elements,

@@ -3,7 +3,7 @@
 // copies once. Cost: one read of the source, one write of the result (bytes =
 // 2 x nbytes); the allocation is served from the cache after the first call.
 //
-//   op:contiguous layout:transposed     x.t().contiguous(), 4096x4096 and 512x512
+//   op:contiguous layout:transposed     x.t().contiguous(), 4096x4096 and 256x256
 //   op:contiguous layout:contiguous     the twin: a copy of the same bytes in the same
 //                                       order (clone() of a contiguous tensor; a
 //                                       contiguous() there would return itself)
@@ -54,7 +54,7 @@ void register_family() {
     CopyFn f;
   };
   std::vector<Case> cases;
-  const std::vector<int64_t> squares = smoke() ? std::vector<int64_t>{64} : std::vector<int64_t>{512, 4096};
+  const std::vector<int64_t> squares = smoke() ? std::vector<int64_t>{64} : std::vector<int64_t>{256, 4096};
   for (int64_t n : squares) {
     cases.push_back({"contiguous", "transposed", {n, n}, [n] { return input({n, n}, 11).t(); },
                      [](const Tensor& x) { return x.contiguous(); }});
