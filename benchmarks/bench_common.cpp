@@ -455,6 +455,8 @@ int main(int argc, char** argv) {
       {"sb_gpu_name", m.gpu.name},
       {"sb_gpu_memory", m.gpu.memory_bytes},
       {"sb_gpu_sms", m.gpu.sms},
+      {"sb_gpu_cc", m.gpu.cc},
+      {"sb_gpu_l2", m.gpu.l2_bytes},
       {"sb_cuda_driver", m.gpu.driver},
       {"sb_cuda_runtime", m.gpu.runtime},
       {"sb_git_revision", m.git_revision},

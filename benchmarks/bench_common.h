@@ -162,7 +162,7 @@ Tensor random_tensor(const Shape& sizes, uint64_t seed, DType dtype = DType::Flo
 
 // ---- machine ----
 struct GpuInfo {  // empty strings when there is no CUDA backend or no device
-  std::string name, memory_bytes, sms, driver, runtime;
+  std::string name, memory_bytes, sms, cc, l2_bytes, driver, runtime;
 };
 GpuInfo gpu_info();  // bench_gpu.cpp: the CUDA backend's hook
 

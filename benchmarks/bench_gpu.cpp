@@ -1,13 +1,13 @@
 // bench_gpu.cpp — the CUDA hook of the machine metadata: GPU name, memory, SM count,
-// driver and runtime versions of device 0, for the sb_gpu_* context keys and the
+// compute capability, L2 size, driver and runtime versions of device 0 (through
+// lib/cuda's device_info), for the sb_gpu_* / sb_cuda_* context keys and the
 // sb_machine slug. Empty strings when the CUDA backend is not built (SB_WITH_CUDA
 // unset) or no device answers, so CPU-only machines get a CPU-only slug.
-// The CUDA backend may refine this (e.g. through lib/cuda once it has a query); it is
-// read once at start-up, never inside a timed loop.
+// Read once at start-up, never inside a timed loop.
 #include "bench_common.h"
 
 #ifdef SB_WITH_CUDA
-#include <cuda_runtime.h>
+#include "cuda/cuda_backend.h"
 #endif
 
 namespace sb::bench {
@@ -23,22 +23,19 @@ std::string version_string(int v) {  // 12040 -> "12.4"
 GpuInfo gpu_info() {
   GpuInfo g;
 #ifdef SB_WITH_CUDA
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
-    cudaGetLastError();  // clear the sticky "no device" error
-    return g;
+  try {
+    if (!cuda::is_available()) return g;
+    const cuda::DeviceInfo d = cuda::device_info(0);
+    g.name = d.name;
+    g.memory_bytes = std::to_string(d.total_memory);
+    g.sms = std::to_string(d.sm_count);
+    g.cc = std::to_string(d.major) + "." + std::to_string(d.minor);
+    g.l2_bytes = std::to_string(d.l2_bytes);
+    g.driver = version_string(d.driver_version);
+    g.runtime = version_string(d.runtime_version);
+  } catch (const std::exception&) {
+    return GpuInfo();  // a device that does not answer counts as none
   }
-  cudaDeviceProp p{};
-  if (cudaGetDeviceProperties(&p, 0) != cudaSuccess) {
-    cudaGetLastError();
-    return g;
-  }
-  g.name = p.name;
-  g.memory_bytes = std::to_string(p.totalGlobalMem);
-  g.sms = std::to_string(p.multiProcessorCount);
-  int v = 0;
-  if (cudaDriverGetVersion(&v) == cudaSuccess) g.driver = version_string(v);
-  if (cudaRuntimeGetVersion(&v) == cudaSuccess) g.runtime = version_string(v);
 #endif
   return g;
 }
