@@ -25,17 +25,14 @@
 #include <mutex>
 #include <vector>
 
+#include "cuda/cublas_util.h"
 #include "cuda/cuda_backend.h"
 #include "cuda/kernel_util.cuh"
 
 namespace sb::cuda {
 
-namespace {
-
-std::atomic<int64_t> g_operand_copies{0};
-std::atomic<bool> g_allow_tf32{false};
-
-cublasHandle_t handle_for(int device) {
+// One handle per device, on the legacy default stream (cublas_util.h).
+cublasHandle_t cublas_handle(int device) {
   static std::mutex mu;
   static std::vector<cublasHandle_t> handles;
   std::lock_guard<std::mutex> lock(mu);
@@ -48,6 +45,11 @@ cublasHandle_t handle_for(int device) {
   }
   return h;
 }
+
+namespace {
+
+std::atomic<int64_t> g_operand_copies{0};
+std::atomic<bool> g_allow_tf32{false};
 
 struct MatLayout {
   bool ok = false;      // row- or column-major
@@ -104,7 +106,7 @@ void gemm(const Tensor& out, const Tensor& a, const Tensor& b) {
            "matmul (CUDA): sizes ", a.sizes(), " x ", b.sizes(), " exceed cuBLAS's 32-bit dimensions");
   const int dev = out.device().index;
   DeviceGuard g(dev);
-  cublasHandle_t h = handle_for(dev);
+  cublasHandle_t h = cublas_handle(dev);
   const DType dt = a.dtype();
   cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
   float alpha_f = 1.f, beta_f = 0.f;

@@ -1,0 +1,245 @@
+// conv.cu — conv2d on the GPU: im2col into a device workspace, cuBLAS strided-batched
+// GEMMs, then one epilogue kernel for bias and relu. float32, NCHW and channels-last.
+//
+// The layout follows x (suggest_memory_format, as the CPU path): the output is built
+// dense in that layout (a temporary when `out` is not, copied into it at the end).
+// P = OH*OW pixels per image, K = Cg*KH*KW (the reduction of one group).
+//   NCHW  col[n][c, kh, kw][p]  (= [G][K][P] per image: rows of group g start at g*K)
+//         out_n[g*Og + i][p] = sum_k W[g*Og + i][k] col_n[g*K + k][p]
+//         cuBLAS (column-major): C^T (P x Og, ldc P) = col^T (P x K, lda P, op N) ·
+//         W_g^T (K x Og, ldb K, op N). Batched over images with W's batch stride 0
+//         (one call per group), or over groups (one call per image), whichever makes
+//         fewer calls.
+//   NHWC  col[m = (n, oh, ow)][g, kh, kw, c]: each (pixel, tap) copies Cg channels that
+//         are contiguous in a channels-last x, and the GEMM reads them contiguously
+//         along k. out[m][g*Og + i] = sum_k col[m][g*K + k] W[g*Og + i][k] with k =
+//         (kh, kw, c), W as w.contiguous(ChannelsLast) = [O][KH][KW][Cg].
+//         cuBLAS: C (Og x M, ldc O) = W_g (K x Og, lda K, op T) · col_g (K x M, ldb G*K,
+//         op N); one call batched over groups (strides Og*K, K, Og).
+//   1x1, stride 1, no padding, x dense in its layout: x is the col matrix (no im2col).
+// Images go in chunks so the workspace stays under kWorkspaceFloats (at least one
+// image per chunk). Weights are made contiguous in the k order above (a copy only when
+// they are not already: they are small). TF32 follows set_allow_tf32 (as matmul).
+// Cost: 2*N*O*P*K flop. Memory: x read KH*KW times through im2col (written once to the
+// workspace and read by the GEMM: 2*N*G*K*P*4 bytes of extra traffic), out written by
+// the GEMM and read+written once more by the epilogue when there is a bias or relu.
+// A direct kernel for depthwise convolutions (K tiny, Og = 1: the GEMMs are then
+// degenerate) would be faster; not done (docs/NOTES-cuda.md).
+#include <algorithm>
+
+#include "cuda/cublas_util.h"
+#include "cuda/cuda_backend.h"
+#include "cuda/kernel_util.cuh"
+
+namespace sb::cuda {
+
+namespace {
+
+constexpr int64_t kWorkspaceFloats = int64_t{32} << 20;  // 128 MiB of im2col per chunk
+
+struct ConvGeom {
+  int64_t N, C, H, W, O, KH, KW, OH, OW, s, pad, d, G, Cg, Og, K, P;
+};
+
+// Strides of x in elements.
+struct XStrides {
+  int64_t n, c, h, w;
+};
+
+// col[n][c][kh][kw][p] for images n0 .. n0+nb-1 (n local), zero where the tap is padding.
+template <typename I>
+__global__ void im2col_nchw(float* __restrict__ col, const float* __restrict__ x, XStrides xs, I total, I P, I OW,
+                            I KH, I KW, I C, int64_t H, int64_t W, int64_t s, int64_t pad, int64_t d) {
+  for (I idx = static_cast<I>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total;
+       idx += static_cast<I>(gridDim.x) * blockDim.x) {
+    const I p = idx % P;
+    I r = idx / P;
+    const I kw = r % KW;
+    r /= KW;
+    const I kh = r % KH;
+    r /= KH;
+    const I c = r % C;
+    const I n = r / C;
+    const int64_t ih = static_cast<int64_t>(p / OW) * s - pad + static_cast<int64_t>(kh) * d;
+    const int64_t iw = static_cast<int64_t>(p % OW) * s - pad + static_cast<int64_t>(kw) * d;
+    float v = 0.0f;
+    if (ih >= 0 && ih < H && iw >= 0 && iw < W)
+      v = x[static_cast<int64_t>(n) * xs.n + static_cast<int64_t>(c) * xs.c + ih * xs.h + iw * xs.w];
+    col[idx] = v;
+  }
+}
+
+// col[m][g][kh][kw][cl] for pixels m of images n0 .. (m = n*P + p, n local).
+template <typename I>
+__global__ void im2col_nhwc(float* __restrict__ col, const float* __restrict__ x, XStrides xs, I total, I P, I OW,
+                            I KH, I KW, I G, I Cg, int64_t H, int64_t W, int64_t s, int64_t pad, int64_t d) {
+  for (I idx = static_cast<I>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total;
+       idx += static_cast<I>(gridDim.x) * blockDim.x) {
+    const I cl = idx % Cg;
+    I r = idx / Cg;
+    const I kw = r % KW;
+    r /= KW;
+    const I kh = r % KH;
+    r /= KH;
+    const I g = r % G;
+    const I m = r / G;
+    const I n = m / P, p = m % P;
+    const int64_t ih = static_cast<int64_t>(p / OW) * s - pad + static_cast<int64_t>(kh) * d;
+    const int64_t iw = static_cast<int64_t>(p % OW) * s - pad + static_cast<int64_t>(kw) * d;
+    float v = 0.0f;
+    if (ih >= 0 && ih < H && iw >= 0 && iw < W)
+      v = x[static_cast<int64_t>(n) * xs.n + static_cast<int64_t>(g * Cg + cl) * xs.c + ih * xs.h + iw * xs.w];
+    col[idx] = v;
+  }
+}
+
+// out (dense: NCHW when inner = P, channels-last when inner = 1): + bias[o], relu.
+// Channel of flat index i: (i / inner) % O.
+__global__ void bias_relu(float* __restrict__ out, const float* __restrict__ bias, int64_t bias_stride, int64_t total,
+                          int64_t inner, int64_t O, bool relu) {
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    float v = out[i];
+    if (bias) v += bias[((i / inner) % O) * bias_stride];
+    if (relu) v = v > 0.0f ? v : 0.0f;
+    out[i] = v;
+  }
+}
+
+bool fits_int(int64_t v) { return v >= 0 && v <= INT32_MAX; }
+
+// C = op(A) op(B), float32, `batch` strided matrices (column-major cuBLAS view).
+void sgemm_batched(cublasHandle_t h, cublasOperation_t ta, int64_t m, int64_t n, int64_t k, const float* A,
+                   int64_t lda, int64_t sa, const float* B, int64_t ldb, int64_t sb, float* C, int64_t ldc, int64_t sc,
+                   int64_t batch) {
+  SB_CHECK(fits_int(m) && fits_int(n) && fits_int(k) && fits_int(lda) && fits_int(ldb) && fits_int(ldc) &&
+               fits_int(batch),
+           "conv2d (CUDA): GEMM sizes m ", m, " n ", n, " k ", k, " (ld ", lda, ", ", ldb, ", ", ldc, ", batch ", batch,
+           ") exceed cuBLAS's 32-bit dimensions");
+  const float alpha = 1.0f, beta = 0.0f;
+  const bool tf32 = allow_tf32();
+  SB_CUBLAS_CHECK(cublasSetMathMode(h, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+  SB_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+      h, ta, CUBLAS_OP_N, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), &alpha, A, CUDA_R_32F,
+      static_cast<int>(lda), sa, B, CUDA_R_32F, static_cast<int>(ldb), sb, &beta, C, CUDA_R_32F, static_cast<int>(ldc),
+      sc, static_cast<int>(batch), tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
+template <typename Kernel, typename... Args>
+void launch_grid_stride(Kernel k, int64_t work, int dev, Args... args) {
+  k<<<grid_for(work, dev), kThreads>>>(args...);
+  SB_CUDA_LAUNCH_CHECK();
+}
+
+// out (dense in the layout of `nhwc`) = conv(x, wm) without bias: wm is [O][K] row-major
+// in the layout's k order.
+void conv_dense(const ConvGeom& g, bool nhwc, float* out, const Tensor& x, const float* wm, int dev) {
+  const float* xp = x.data<float>();
+  const XStrides xs{x.stride(0), x.stride(1), x.stride(2), x.stride(3)};
+  const MemoryFormat fmt = nhwc ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous;
+  const bool direct = g.KH == 1 && g.KW == 1 && g.s == 1 && g.pad == 0 && x.is_contiguous(fmt);
+  const int64_t per_image = g.G * g.K * g.P;  // col floats of one image (= C*KH*KW*P)
+  const int64_t chunk = std::max<int64_t>(1, std::min<int64_t>(g.N, kWorkspaceFloats / std::max<int64_t>(per_image, 1)));
+  Tensor ws;
+  if (!direct) ws = empty({chunk * per_image}, DType::Float32, x.device());
+  cublasHandle_t h = cublas_handle(dev);
+  for (int64_t n0 = 0; n0 < g.N; n0 += chunk) {
+    const int64_t nb = std::min(chunk, g.N - n0);
+    const float* col = nullptr;
+    if (direct) {
+      col = xp + n0 * xs.n;  // dense: NCHW [nb][C][P], NHWC [nb*P][C]
+    } else {
+      float* cw = ws.data<float>();
+      const float* x0 = xp + n0 * xs.n;
+      const int64_t total = nb * per_image;
+      // 32-bit indices when idx + the grid stride cannot wrap (the grid is at most
+      // 32 blocks per SM: far below 2^31 threads).
+      const bool small = total <= static_cast<int64_t>(INT32_MAX);
+      if (!nhwc) {
+        if (small)
+          launch_grid_stride(im2col_nchw<uint32_t>, total, dev, cw, x0, xs, static_cast<uint32_t>(total),
+                             static_cast<uint32_t>(g.P), static_cast<uint32_t>(g.OW), static_cast<uint32_t>(g.KH),
+                             static_cast<uint32_t>(g.KW), static_cast<uint32_t>(g.C), g.H, g.W, g.s, g.pad, g.d);
+        else
+          launch_grid_stride(im2col_nchw<int64_t>, total, dev, cw, x0, xs, total, g.P, g.OW, g.KH, g.KW, g.C, g.H, g.W,
+                             g.s, g.pad, g.d);
+      } else {
+        if (small)
+          launch_grid_stride(im2col_nhwc<uint32_t>, total, dev, cw, x0, xs, static_cast<uint32_t>(total),
+                             static_cast<uint32_t>(g.P), static_cast<uint32_t>(g.OW), static_cast<uint32_t>(g.KH),
+                             static_cast<uint32_t>(g.KW), static_cast<uint32_t>(g.G), static_cast<uint32_t>(g.Cg), g.H,
+                             g.W, g.s, g.pad, g.d);
+        else
+          launch_grid_stride(im2col_nhwc<int64_t>, total, dev, cw, x0, xs, total, g.P, g.OW, g.KH, g.KW, g.G, g.Cg,
+                             g.H, g.W, g.s, g.pad, g.d);
+      }
+      col = cw;
+    }
+    float* o0 = out + n0 * g.O * g.P;  // images are O*P apart in either dense layout
+    if (!nhwc) {
+      if (g.G <= nb) {  // per group, batched over the images (W's batch stride 0)
+        for (int64_t grp = 0; grp < g.G; ++grp)
+          sgemm_batched(h, CUBLAS_OP_N, g.P, g.Og, g.K, col + grp * g.K * g.P, g.P, g.G * g.K * g.P,
+                        wm + grp * g.Og * g.K, g.K, 0, o0 + grp * g.Og * g.P, g.P, g.O * g.P, nb);
+      } else {  // per image, batched over the groups
+        for (int64_t i = 0; i < nb; ++i)
+          sgemm_batched(h, CUBLAS_OP_N, g.P, g.Og, g.K, col + i * per_image, g.P, g.K * g.P, wm, g.K, g.Og * g.K,
+                        o0 + i * g.O * g.P, g.P, g.Og * g.P, g.G);
+      }
+    } else {  // one call, batched over the groups
+      sgemm_batched(h, CUBLAS_OP_T, g.Og, nb * g.P, g.K, wm, g.K, g.Og * g.K, col, g.G * g.K, g.K, o0, g.O, g.Og, g.G);
+    }
+  }
+}
+
+}  // namespace
+
+void conv2d(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p, bool relu) {
+  const int dev = bias.defined() ? common_device("conv2d", {&out, &x, &w, &bias}) : common_device("conv2d", {&out, &x, &w});
+  SB_CHECK(x.dtype() == DType::Float32 && w.dtype() == DType::Float32 && out.dtype() == DType::Float32 &&
+               (!bias.defined() || bias.dtype() == DType::Float32),
+           "conv2d (CUDA): expected float32 tensors, got x ", x.dtype(), ", w ", w.dtype(), ", out ", out.dtype());
+  SB_CHECK(x.dim() == 4 && w.dim() == 4 && out.dim() == 4, "conv2d (CUDA): expected 4-D x, w and out, got ",
+           x.sizes(), ", ", w.sizes(), ", ", out.sizes());
+  SB_CHECK(p.stride >= 1 && p.dilation >= 1 && p.padding >= 0 && p.groups >= 1 && x.size(1) % p.groups == 0 &&
+               w.size(0) % p.groups == 0 && w.size(1) * p.groups == x.size(1),
+           "conv2d (CUDA): x ", x.sizes(), ", w ", w.sizes(), " do not fit groups ", p.groups, " (stride ", p.stride,
+           ", padding ", p.padding, ", dilation ", p.dilation, ")");
+  ConvGeom g{};
+  g.N = x.size(0); g.C = x.size(1); g.H = x.size(2); g.W = x.size(3);
+  g.O = w.size(0); g.KH = w.size(2); g.KW = w.size(3);
+  g.s = p.stride; g.pad = p.padding; g.d = p.dilation; g.G = p.groups;
+  g.Cg = g.C / g.G; g.Og = g.O / g.G;
+  g.OH = (g.H + 2 * g.pad - g.d * (g.KH - 1) - 1) / g.s + 1;
+  g.OW = (g.W + 2 * g.pad - g.d * (g.KW - 1) - 1) / g.s + 1;
+  g.K = g.Cg * g.KH * g.KW;
+  g.P = g.OH * g.OW;
+  SB_CHECK(g.KH >= 1 && g.KW >= 1 && g.d * (g.KH - 1) + 1 <= g.H + 2 * g.pad &&
+               g.d * (g.KW - 1) + 1 <= g.W + 2 * g.pad && out.sizes() == Shape({g.N, g.O, g.OH, g.OW}),
+           "conv2d (CUDA): out sizes ", out.sizes(), " for x ", x.sizes(), ", w ", w.sizes(), " (expected [", g.N,
+           ", ", g.O, ", ", g.OH, ", ", g.OW, "])");
+  SB_CHECK(!bias.defined() || (bias.dim() == 1 && bias.size(0) == g.O), "conv2d (CUDA): bias sizes ",
+           bias.defined() ? bias.sizes() : Shape{}, ", expected [", g.O, "]");
+  if (out.numel() == 0) return;
+  DeviceGuard guard(dev);
+  const bool nhwc = x.suggest_memory_format() == MemoryFormat::ChannelsLast;
+  const MemoryFormat fmt = nhwc ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous;
+  Tensor res = out.is_contiguous(fmt) ? out : empty(out.sizes(), DType::Float32, out.device(), fmt);
+  float* rp = res.data<float>();
+  if (g.K == 0) {  // no input channels: an empty sum
+    fill(res, 0.0);
+  } else {
+    const Tensor wm = w.contiguous(fmt);  // [O][K] row-major in the layout's k order
+    conv_dense(g, nhwc, rp, x, wm.data<float>(), dev);
+  }
+  if (bias.defined() || relu) {
+    const int64_t total = res.numel();
+    bias_relu<<<grid_for(total, dev), kThreads>>>(rp, bias.defined() ? bias.data<float>() : nullptr,
+                                                   bias.defined() ? bias.stride(0) : 0, total, nhwc ? 1 : g.P, g.O,
+                                                   relu);
+    SB_CUDA_LAUNCH_CHECK();
+  }
+  if (!res.shares_storage_with(out)) copy(out, res);
+}
+
+}  // namespace sb::cuda
