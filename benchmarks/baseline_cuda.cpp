@@ -5,10 +5,10 @@
 //   baseline/op:d2d_copy/.../dtype:f32/shape:<n>   one cudaMemcpy (Tensor::copy_ of two
 //       contiguous tensors); bytes = 2 n 4 (read + write). Ceiling: HBM bandwidth
 //       (H100 SXM ~3.35 TB/s nominal, ~2.6-3.0 TB/s reachable by a copy).
-//   baseline/op:gemm_peak/.../dtype:f32|f16|i8/shape:MxNxK   cuBLAS on square row-major
-//       operands; flop = 2 M N K. H100 SXM nominal: 67 TF/s fp32 (no TF32), ~990 TF/s
-//       fp16 dense tensor cores, ~1980 TOPS int8. TF32 (set_allow_tf32) has no dtype
-//       key in the naming contract yet, so it is not a row here (see docs/NOTES-cuda.md).
+//   baseline/op:gemm_peak/.../dtype:f32|tf32|f16|i8/shape:MxNxK   cuBLAS on square
+//       row-major operands; flop = 2 M N K. H100 SXM nominal: 67 TF/s fp32 (no tensor
+//       cores), ~495 TF/s tf32 (float32 tensors with set_allow_tf32), ~990 TF/s fp16
+//       dense tensor cores, ~1980 TOPS int8.
 #include "cuda_bench_common.h"
 
 namespace sb::bench {
@@ -30,8 +30,10 @@ void bm_d2d(benchmark::State& state, int64_t n) {
   state.SetLabel(regime_label(bytes));
 }
 
-void bm_gemm(benchmark::State& state, DType dt, int64_t m) {
+void bm_gemm(benchmark::State& state, DType dt, bool tf32, int64_t m) {
   SB_REQUIRE_DEVICE(state);
+  const bool prev_tf32 = cuda::allow_tf32();
+  cuda::set_allow_tf32(tf32);
   const Device g = Device::cuda(0);
   Tensor a = rand({m, m}, 1, dt == DType::Int8 ? DType::Float32 : dt, g);
   Tensor b = rand({m, m}, 2, dt == DType::Int8 ? DType::Float32 : dt, g);
@@ -49,6 +51,7 @@ void bm_gemm(benchmark::State& state, DType dt, int64_t m) {
     cuda::matmul(c, a, b);
     state.SetIterationTime(timer.stop_seconds());
   }
+  cuda::set_allow_tf32(prev_tf32);
   const double flop = 2.0 * static_cast<double>(m) * m * m;
   state.counters["flop"] = flop;
   state.counters["flops_per_second"] = benchmark::Counter(flop, benchmark::Counter::kIsIterationInvariantRate);
@@ -60,13 +63,19 @@ const bool registered = [] {
     const std::string name = "baseline/op:d2d_copy/impl:ours/device:cuda:0/dtype:f32/shape:" + std::to_string(n);
     benchmark::RegisterBenchmark(name.c_str(), bm_d2d, n)->UseManualTime()->Repetitions(5);
   }
-  const std::pair<DType, const char*> types[] = {{DType::Float32, "f32"}, {DType::Float16, "f16"}, {DType::Int8, "i8"}};
-  for (auto [dt, key] : types) {
+  struct Type {
+    DType dt;
+    bool tf32;
+    const char* key;
+  };
+  const Type types[] = {{DType::Float32, false, "f32"}, {DType::Float32, true, "tf32"}, {DType::Float16, false, "f16"},
+                        {DType::Int8, false, "i8"}};
+  for (auto [dt, tf32, key] : types) {
     for (int64_t m : {int64_t{4096}, int64_t{8192}}) {
       const std::string s = std::to_string(m);
       const std::string name = std::string("baseline/op:gemm_peak/impl:ours/device:cuda:0/dtype:") + key +
                                "/shape:" + s + "x" + s + "x" + s;
-      benchmark::RegisterBenchmark(name.c_str(), bm_gemm, dt, m)->UseManualTime()->Repetitions(5);
+      benchmark::RegisterBenchmark(name.c_str(), bm_gemm, dt, tf32, m)->UseManualTime()->Repetitions(5);
     }
   }
   return true;

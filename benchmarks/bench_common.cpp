@@ -140,6 +140,12 @@ benchmark::internal::Benchmark* add_run(const RunName& name, BenchFn fn, benchma
   return b;
 }
 
+benchmark::internal::Benchmark* add_manual_run(const RunName& name, BenchFn fn, benchmark::TimeUnit unit) {
+  auto* b = register_guarded(name, std::move(fn));
+  b->Repetitions(repetitions())->DisplayAggregatesOnly(true)->UseManualTime()->MinTime(min_time_s())->Unit(unit);
+  return b;
+}
+
 benchmark::internal::Benchmark* add_single_run(const RunName& name, BenchFn fn, benchmark::TimeUnit unit) {
   // Iterations() and MinTime() exclude each other in Google Benchmark: no MinTime here.
   auto* b = register_guarded(name, std::move(fn));

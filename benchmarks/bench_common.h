@@ -5,7 +5,8 @@
 //                 with the keys always in the contract's order, whatever order they
 //                 are set in (unknown keys are a bug: SB_INTERNAL_ASSERT).
 //   add_run       registers one run with the matrix's repetitions and min_time,
-//                 real time (OpenMP threads are invisible to cpu_time), every
+//                 real time (OpenMP threads are invisible to cpu_time; add_manual_run:
+//                 manual time, for the GPU binaries' CUDA events), every
 //                 repetition written to the JSON file and only the aggregates shown
 //                 on the console (DisplayAggregatesOnly(true)).
 //   set_work      the `bytes` and `flop` counters of one iteration, `bytes_per_second`
@@ -95,6 +96,10 @@ using BenchFn = std::function<void(benchmark::State&)>;
 // every repetition in the JSON file (aggregates only on the console), and the unit. Returns the benchmark to tune further.
 benchmark::internal::Benchmark* add_run(const RunName& name, BenchFn fn,
                                         benchmark::TimeUnit unit = benchmark::kMicrosecond);
+// The same for a run that times itself (st.SetIterationTime, e.g. with CUDA events):
+// the matrix's repetitions and min_time, UseManualTime instead of UseRealTime.
+benchmark::internal::Benchmark* add_manual_run(const RunName& name, BenchFn fn,
+                                               benchmark::TimeUnit unit = benchmark::kMicrosecond);
 // A run that happens once (one iteration, one repetition, manual time: the function
 // calls st.SetIterationTime), for state that a repeat would change, e.g. the steps of
 // the allocator reuse experiment.

@@ -6,10 +6,17 @@
 //   EventTimer                 UseManualTime timing of one iteration with CUDA events
 //                              on the legacy default stream
 //   regime_label(bytes)        regime:L2 when the working set fits the GPU's L2, else DRAM
+//   gpu_name()                 RunName with device:cuda:0 (no threads key: OpenMP
+//                              threads mean nothing to a GPU row, nor to its baseline)
+//   measure_cuda_allocs(f)     peak_alloc_bytes / allocs_per_iter of one call of f
+//                              through the device allocators (caching and direct),
+//                              outside the timed loop (as measure_allocs on the CPU)
+//   time_gpu_loop(st, f)       the timed loop: one CUDA-event interval per iteration
 #pragma once
 #include <benchmark/benchmark.h>
 #include <cuda_runtime.h>
 
+#include <functional>
 #include <string>
 
 #include "bench_common.h"
@@ -52,6 +59,37 @@ class EventTimer {
 inline std::string regime_label(int64_t working_set_bytes) {
   if (!cuda::is_available()) return "regime:DRAM";
   return working_set_bytes <= cuda::device_info(0).l2_bytes / 2 ? "regime:L2" : "regime:DRAM";
+}
+
+inline RunName gpu_name() { return RunName().device("cuda:0"); }
+
+inline AllocCount measure_cuda_allocs(const std::function<void()>& f) {
+  Allocator* as[2] = {cuda::caching_allocator(0), cuda::direct_allocator(0)};
+  AllocatorStats before[2];
+  for (int i = 0; i < 2; ++i) {
+    as[i]->reset_peak_stats();
+    before[i] = as[i]->stats();
+  }
+  f();
+  cuda::synchronize(0);  // faults of the call surface here, not in the timed loop
+  AllocCount r;
+  for (int i = 0; i < 2; ++i) {
+    const AllocatorStats after = as[i]->stats();
+    r.peak_bytes += after.peak_allocated_bytes - before[i].allocated_bytes;
+    r.allocs += after.allocation_count - before[i].allocation_count;
+  }
+  return r;
+}
+
+// Each iteration timed alone between two events on the legacy default stream (the
+// stop event's synchronisation is outside the interval that is reported).
+inline void time_gpu_loop(benchmark::State& st, const std::function<void()>& f) {
+  EventTimer timer;
+  for (auto _ : st) {
+    timer.start();
+    f();
+    st.SetIterationTime(timer.stop_seconds());
+  }
 }
 
 }  // namespace sb::bench

@@ -1,0 +1,81 @@
+// copy_cuda.cpp — materialising layouts on cuda:0 (CLAIMS.md L4 and the channels-last
+// conversion cost of L5 on the GPU). Every run allocates its result through the caching
+// CUDA allocator (a cache hit after the first call) and copies once: bytes = read of
+// the source + write of the result.
+//
+//   op:contiguous layout:transposed     x.t().contiguous(), 8192x8192 (256 MiB): the
+//                                       tiled shared-memory transpose (copy.cu)
+//   op:contiguous layout:contiguous     the twin: clone() of a contiguous 8192x8192
+//                                       (one cudaMemcpy of the same bytes)
+//   op:nchw_to_nhwc layout:contiguous   x.contiguous(ChannelsLast), 32x64x56x56
+//                                       (a batched tiled transpose)
+//   op:contiguous layout:channels_last  NHWC -> NCHW of the same tensor
+//   op:contiguous layout:contiguous     clone() of the contiguous 32x64x56x56
+// `layout` is the source's layout, `shape` its logical sizes; style copy, f32.
+// Ceiling: baseline d2d_copy (~3 TB/s on H100: 8192^2 transposed, 512 MiB moved, ~0.18 ms).
+#include "cuda_bench_common.h"
+
+namespace sb::bench {
+
+const char* const kFamily = "copy";
+
+namespace {
+
+using CopyFn = std::function<Tensor(const Tensor&)>;
+
+const Tensor& input(const Shape& s, uint64_t seed) {
+  return pooled("cuda/" + RunName::shape_key(s) + "/" + std::to_string(seed),
+                [&] { return random_tensor(s, seed).to(Device::cuda(0)); });
+}
+
+void run_copy(benchmark::State& st, const std::function<Tensor()>& source, const CopyFn& f) {
+  SB_REQUIRE_DEVICE(st);
+  const Tensor src = source();
+  Tensor probe;
+  const AllocCount a = measure_cuda_allocs([&] { probe = f(src); });
+  SB_CHECK(!probe.shares_storage_with(src), "copy_cuda bench: expected a copy of ", src.str());
+  const int64_t bytes = distinct_bytes(src) + static_cast<int64_t>(probe.nbytes());
+  const int64_t ws = span_bytes(src) + span_bytes(probe);
+  probe = Tensor();
+  time_gpu_loop(st, [&] {
+    Tensor y = f(src);
+    benchmark::DoNotOptimize(y);
+  });
+  set_work(st, bytes);
+  set_alloc_counters(st, a);
+  st.SetLabel(regime_label(ws));
+}
+
+}  // namespace
+
+void register_family() {
+  struct Case {
+    const char* op;
+    const char* layout;
+    Shape shape;
+    std::function<Tensor()> source;
+    CopyFn f;
+  };
+  std::vector<Case> cases;
+  const int64_t n = smoke() ? 64 : 8192;
+  cases.push_back({"contiguous", "transposed", {n, n}, [n] { return input({n, n}, 11).t(); },
+                   [](const Tensor& x) { return x.contiguous(); }});
+  cases.push_back({"contiguous", "contiguous", {n, n}, [n] { return input({n, n}, 11); },
+                   [](const Tensor& x) { return x.clone(); }});
+  const Shape nchw = smoke() ? Shape{2, 8, 6, 6} : Shape{32, 64, 56, 56};
+  cases.push_back({"nchw_to_nhwc", "contiguous", nchw, [nchw] { return input(nchw, 12); },
+                   [](const Tensor& x) { return x.contiguous(MemoryFormat::ChannelsLast); }});
+  cases.push_back({"contiguous", "channels_last", nchw,
+                   [nchw] {
+                     return pooled("cuda/cl", [&] { return input(nchw, 12).contiguous(MemoryFormat::ChannelsLast); });
+                   },
+                   [](const Tensor& x) { return x.contiguous(); }});
+  cases.push_back({"contiguous", "contiguous", nchw, [nchw] { return input(nchw, 12); },
+                   [](const Tensor& x) { return x.clone(); }});
+  for (const auto& c : cases) {
+    const RunName name = gpu_name().op(c.op).layout(c.layout).style("copy").dtype(DType::Float32).shape(c.shape);
+    add_manual_run(name, [c](benchmark::State& st) { run_copy(st, c.source, c.f); });
+  }
+}
+
+}  // namespace sb::bench
