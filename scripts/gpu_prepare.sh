@@ -18,7 +18,8 @@ rm -rf "$out"
 mkdir -p "$out/bin" "$out/lib"
 bins=()
 for b in tests/cuda_test tests/cuda_allocator_test benchmarks/bench_transfer benchmarks/bench_baseline_cuda \
-         benchmarks/bench_alloc_cuda; do
+         benchmarks/bench_alloc_cuda benchmarks/bench_elementwise_cuda benchmarks/bench_copy_cuda \
+         benchmarks/bench_reduce_cuda benchmarks/bench_matmul_cuda benchmarks/bench_conv_cuda; do
   if [[ -x "$build/$b" ]]; then
     cp "$build/$b" "$out/bin/"
     bins+=("$build/$b")
