@@ -36,7 +36,7 @@ class InputError(Exception):
 # ---------------------------------------------------------------- vocabulary
 
 FAMILIES = ("baseline", "elementwise", "copy", "views", "reduce", "matmul", "conv",
-            "quant", "alloc", "transfer")
+            "quant", "alloc", "transfer", "peers")
 KEYS = ("op", "impl", "device", "layout", "style", "dtype", "shape", "threads",
         "dim", "alloc", "step", "size")
 # Ops of the views family (view, reshape, ...) and d2h are not in BENCHMARKS.md's op
@@ -48,7 +48,7 @@ VOCAB = {
     "op": ("add", "mul", "relu", "normalize", "contiguous", "nchw_to_nhwc", "sum",
            "matmul", "conv2d", "linear", "mlp", "alloc_free", "reuse_experiment",
            "h2d", "d2h", "copy", "scale", "triad", "read", "fma_peak", "gemm_peak",
-           "d2d_copy") + VIEW_OPS[:-1],
+           "d2d_copy", "overhead") + VIEW_OPS[:-1],
     "impl": ("ours", "torch", "numpy", "openblas", "cudnn"),
     "layout": ("contiguous", "transposed", "sliced", "expanded", "channels_last",
                "column_major", "contiguous_first"),
