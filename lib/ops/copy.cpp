@@ -1,13 +1,48 @@
 // copy.cpp — the strided copy and fill (CPU), dispatching CUDA tensors to lib/cuda.
 //
-// copy_generic: an N-D odometer over dst's sizes; the innermost dim is a plain
-// strided loop. src strides are aligned to dst's dims with 0 for broadcast dims.
-// One read and one write per element.
+// copy_generic: the reference. An N-D odometer over dst's sizes; the innermost dim is
+// a plain strided loop. src strides are aligned to dst's dims with 0 for broadcast
+// dims. One read and one write per element; serial; any dtype pair.
+//
+// copy_kernel routes through a plan: drop size-1 dims, order dims by dst stride (dst's
+// fastest dim last), merge dims that are contiguous in both tensors. Then:
+//   Memcpy   one dense run in both: parallel memcpy of 64-byte blocks.
+//   Rows     the innermost dim is unit-stride in both: parallel memcpy per row.
+//   Tiled    dst's fastest dim B and src's fastest dim A differ, both unit-stride:
+//            2-D transposes, N-D permutes, NCHW<->NHWC (a batch of C x HW
+//            transposes after merging H and W). Cache-blocked kTile x kTile tiles,
+//            an AVX2 8x8 in-register transpose (unpack/shuffle/permute2f128) for
+//            4-byte elements, a scalar tile otherwise. Parallel over (outer, tile).
+//   Strided  anything else of the same dtype (stepped slices, broadcast): a parallel
+//            strided row loop on same-size unsigned words.
+//   Convert  dtypes differ: the same parallel row loop with convert<D, S>.
+//   Overlap  src and dst partially overlap: copy_generic, serial, as before.
+// Outputs larger than the last-level cache use non-temporal stores (_mm256_stream_*,
+// then _mm_sfence on each thread): the output would only evict the input from the
+// cache, and streaming skips the read-for-ownership of each destination line.
+// Every path costs one read of src and one write of dst.
+//
+// fill_kernel: dense tensors (any permutation of dims) are filled as one byte range
+// with a 32-byte pattern (AVX2 broadcast stores, streaming above the threshold);
+// others through a parallel strided row loop.
 #include "ops/copy.h"
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
 #include <cstring>
+#include <functional>
+#include <numeric>
+
+#ifdef SB_HAVE_AVX2
+#include <immintrin.h>
+#endif
 
 #include "core/convert.h"
+#include "core/cpu_features.h"
+#include "core/parallel.h"
 
 #ifdef SB_WITH_CUDA
 #include "cuda/cuda_backend.h"
@@ -16,6 +51,46 @@
 namespace sb {
 
 namespace {
+
+std::atomic<CopyPath> g_last_path{CopyPath::Empty};
+std::atomic<bool> g_last_nt{false};
+std::atomic<int64_t> g_nt_threshold{-1};  // bytes; -1 = not set, use the LLC size
+
+int64_t detect_llc_bytes() {
+  long v = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  if (v > 0) return v;
+  for (int idx = 3; idx >= 2; --idx) {  // /sys fallback: index3 (L3), else index2
+    char path[96];
+    std::snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", idx);
+    if (FILE* f = std::fopen(path, "r")) {
+      long kb = 0;
+      char unit = 0;
+      const int got = std::fscanf(f, "%ld%c", &kb, &unit);
+      std::fclose(f);
+      if (got >= 1 && kb > 0) return unit == 'M' ? kb << 20 : kb << 10;
+    }
+  }
+  return 32ll << 20;  // unknown: assume 32 MiB
+}
+
+int64_t llc_bytes() {
+  static const int64_t v = detect_llc_bytes();
+  return v;
+}
+
+void record(CopyPath p, bool nt) {
+  g_last_path.store(p, std::memory_order_relaxed);
+  g_last_nt.store(nt, std::memory_order_relaxed);
+}
+
+bool want_nt(int64_t out_bytes) {
+#ifdef SB_HAVE_AVX2
+  return use_avx2() && out_bytes > nt_threshold_bytes();
+#else
+  (void)out_bytes;
+  return false;
+#endif
+}
 
 // src strides seen through dst's dims (broadcast dims get stride 0).
 Shape broadcast_strides(const Tensor& src, const Shape& dst_sizes) {
@@ -57,34 +132,309 @@ void copy_loop(const Tensor& dst, const Tensor& src) {
   }
 }
 
-template <typename T>
-void fill_loop(const Tensor& t, T v) {
-  const Shape& sizes = t.sizes();
-  const Shape& st = t.strides();
-  const int64_t nd = t.dim();
-  T* d = static_cast<T*>(t.data_ptr());
-  if (nd == 0) {
-    d[0] = v;
+// ---------------------------------------------------------------- the plan
+
+// Dims (size > 1) ordered by dst stride, dst's fastest last, merged where both
+// tensors are contiguous across the pair. Strides in elements.
+struct Plan {
+  Shape size, dst, src;
+  int64_t ndim() const { return static_cast<int64_t>(size.size()); }
+};
+
+Plan make_plan(const Shape& sizes, const Shape& dst_st, const Shape& src_st) {
+  std::vector<int64_t> order;
+  for (size_t i = 0; i < sizes.size(); ++i)
+    if (sizes[i] != 1) order.push_back(static_cast<int64_t>(i));
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    if (dst_st[a] != dst_st[b]) return dst_st[a] > dst_st[b];
+    return src_st[a] > src_st[b];
+  });
+  Plan p;
+  for (int64_t i : order) {
+    if (!p.size.empty()) {
+      const size_t l = p.size.size() - 1;  // try to merge i (inner) into the last kept dim (outer)
+      if (p.dst[l] == dst_st[i] * sizes[i] && p.src[l] == src_st[i] * sizes[i]) {
+        p.size[l] *= sizes[i];
+        p.dst[l] = dst_st[i];
+        p.src[l] = src_st[i];
+        continue;
+      }
+    }
+    p.size.push_back(sizes[i]);
+    p.dst.push_back(dst_st[i]);
+    p.src.push_back(src_st[i]);
+  }
+  return p;
+}
+
+// Offsets (in elements) of outer index `o` over dims [0, n) of the plan, row-major.
+inline void unravel_offsets(const Plan& p, int64_t n, int64_t o, int64_t& doff, int64_t& soff, Shape& idx) {
+  doff = soff = 0;
+  for (int64_t k = n - 1; k >= 0; --k) {
+    idx[k] = o % p.size[k];
+    o /= p.size[k];
+    doff += idx[k] * p.dst[k];
+    soff += idx[k] * p.src[k];
+  }
+}
+
+inline void step_offsets(const Plan& p, int64_t n, int64_t& doff, int64_t& soff, Shape& idx) {
+  for (int64_t k = n - 1; k >= 0; --k) {
+    if (++idx[k] < p.size[k]) {
+      doff += p.dst[k];
+      soff += p.src[k];
+      return;
+    }
+    doff -= (p.size[k] - 1) * p.dst[k];
+    soff -= (p.size[k] - 1) * p.src[k];
+    idx[k] = 0;
+  }
+}
+
+// ---------------------------------------------------------------- byte copies
+
+void copy_bytes(char* d, const char* s, int64_t n, bool nt) {
+#ifdef SB_HAVE_AVX2
+  if (nt && n >= 256) {
+    const int64_t head = (32 - static_cast<int64_t>(reinterpret_cast<uintptr_t>(d) & 31)) & 31;
+    std::memcpy(d, s, head);
+    int64_t i = head;
+    for (; i + 128 <= n; i += 128) {
+      const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i));
+      const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i + 32));
+      const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i + 64));
+      const __m256i e = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i + 96));
+      _mm256_stream_si256(reinterpret_cast<__m256i*>(d + i), a);
+      _mm256_stream_si256(reinterpret_cast<__m256i*>(d + i + 32), b);
+      _mm256_stream_si256(reinterpret_cast<__m256i*>(d + i + 64), c);
+      _mm256_stream_si256(reinterpret_cast<__m256i*>(d + i + 96), e);
+    }
+    for (; i + 32 <= n; i += 32)
+      _mm256_stream_si256(reinterpret_cast<__m256i*>(d + i),
+                          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i)));
+    std::memcpy(d + i, s + i, n - i);
     return;
   }
-  const int64_t inner = sizes[nd - 1], si = st[nd - 1];
-  Shape idx(nd, 0);
-  const int64_t outer = t.numel() / inner;
-  int64_t off = 0;
-  for (int64_t o = 0; o < outer; ++o) {
-    for (int64_t i = 0; i < inner; ++i) d[off + i * si] = v;
-    for (int64_t k = nd - 2; k >= 0; --k) {
-      if (++idx[k] < sizes[k]) {
-        off += st[k];
-        break;
-      }
-      off -= (sizes[k] - 1) * st[k];
-      idx[k] = 0;
+#else
+  (void)nt;
+#endif
+  std::memcpy(d, s, n);
+}
+
+inline void fence(bool nt) {
+#ifdef SB_HAVE_AVX2
+  if (nt) _mm_sfence();
+#else
+  (void)nt;
+#endif
+}
+
+void memcpy_path(char* d, const char* s, int64_t nbytes, bool nt) {
+  constexpr int64_t kBlock = 64;  // bytes: chunks start on cache-line multiples
+  const int64_t nblk = (nbytes + kBlock - 1) / kBlock;
+  parallel_for(0, nblk, kGrainSize * 4 / kBlock, [&](int64_t b, int64_t e) {
+    const int64_t lo = b * kBlock, hi = std::min(nbytes, e * kBlock);
+    copy_bytes(d + lo, s + lo, hi - lo, nt);
+    fence(nt);
+  });
+}
+
+void rows_path(char* d, const char* s, const Plan& p, int64_t esz, bool nt) {
+  const int64_t n = p.ndim() - 1, inner = p.size[n], rows = std::accumulate(p.size.begin(), p.size.end() - 1,
+                                                                             int64_t{1}, std::multiplies<>());
+  parallel_for(0, rows, std::max<int64_t>(1, kGrainSize / inner), [&](int64_t b, int64_t e) {
+    Shape idx(std::max<int64_t>(n, 1));
+    int64_t doff, soff;
+    unravel_offsets(p, n, b, doff, soff, idx);
+    for (int64_t r = b; r < e; ++r) {
+      copy_bytes(d + doff * esz, s + soff * esz, inner * esz, nt);
+      step_offsets(p, n, doff, soff, idx);
     }
+    fence(nt);
+  });
+}
+
+// Any same-shape copy with convert<D, S>, strided rows, parallel over rows.
+template <typename D, typename S>
+void strided_rows(D* d, const S* s, const Plan& p) {
+  const int64_t n = p.ndim() - 1, inner = p.size[n], ds = p.dst[n], ss = p.src[n];
+  const int64_t rows = std::accumulate(p.size.begin(), p.size.end() - 1, int64_t{1}, std::multiplies<>());
+  parallel_for(0, rows, std::max<int64_t>(1, kGrainSize / inner), [&](int64_t b, int64_t e) {
+    Shape idx(std::max<int64_t>(n, 1));
+    int64_t doff, soff;
+    unravel_offsets(p, n, b, doff, soff, idx);
+    for (int64_t r = b; r < e; ++r) {
+      D* dr = d + doff;
+      const S* sr = s + soff;
+      if (ds == 1 && ss == 1) {
+        for (int64_t i = 0; i < inner; ++i) dr[i] = convert<D>(sr[i]);
+      } else if (ds == 1 && ss == 0) {
+        const D v = convert<D>(sr[0]);
+        for (int64_t i = 0; i < inner; ++i) dr[i] = v;
+      } else {
+        for (int64_t i = 0; i < inner; ++i) dr[i * ds] = convert<D>(sr[i * ss]);
+      }
+      step_offsets(p, n, doff, soff, idx);
+    }
+  });
+}
+
+// ---------------------------------------------------------------- tiles
+
+constexpr int64_t kTileBytes = 256;  // bytes of one tile row: 64 floats, 4 cache lines
+
+#ifdef SB_HAVE_AVX2
+// 8x8 float transpose: rows r0..r7 (8 consecutive A elements each, one per B index)
+// become 8 rows along B.
+inline void transpose8(__m256& r0, __m256& r1, __m256& r2, __m256& r3, __m256& r4, __m256& r5, __m256& r6,
+                       __m256& r7) {
+  const __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+  const __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+  const __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
+  const __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+  const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+  const __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+  const __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+  const __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+  r0 = _mm256_permute2f128_ps(u0, u4, 0x20);
+  r1 = _mm256_permute2f128_ps(u1, u5, 0x20);
+  r2 = _mm256_permute2f128_ps(u2, u6, 0x20);
+  r3 = _mm256_permute2f128_ps(u3, u7, 0x20);
+  r4 = _mm256_permute2f128_ps(u0, u4, 0x31);
+  r5 = _mm256_permute2f128_ps(u1, u5, 0x31);
+  r6 = _mm256_permute2f128_ps(u2, u6, 0x31);
+  r7 = _mm256_permute2f128_ps(u3, u7, 0x31);
+}
+
+// dst[i*dA + j] = src[i + j*sB] for an na x nb tile of 4-byte elements.
+void tile_avx2_f32(float* dst, const float* src, int64_t na, int64_t nb, int64_t dA, int64_t sB) {
+  int64_t i = 0;
+  for (; i + 8 <= na; i += 8) {
+    int64_t j = 0;
+    for (; j + 8 <= nb; j += 8) {
+      const float* s = src + i + j * sB;
+      __m256 r0 = _mm256_loadu_ps(s), r1 = _mm256_loadu_ps(s + sB), r2 = _mm256_loadu_ps(s + 2 * sB),
+             r3 = _mm256_loadu_ps(s + 3 * sB), r4 = _mm256_loadu_ps(s + 4 * sB), r5 = _mm256_loadu_ps(s + 5 * sB),
+             r6 = _mm256_loadu_ps(s + 6 * sB), r7 = _mm256_loadu_ps(s + 7 * sB);
+      transpose8(r0, r1, r2, r3, r4, r5, r6, r7);
+      float* d = dst + i * dA + j;
+      _mm256_storeu_ps(d, r0);
+      _mm256_storeu_ps(d + dA, r1);
+      _mm256_storeu_ps(d + 2 * dA, r2);
+      _mm256_storeu_ps(d + 3 * dA, r3);
+      _mm256_storeu_ps(d + 4 * dA, r4);
+      _mm256_storeu_ps(d + 5 * dA, r5);
+      _mm256_storeu_ps(d + 6 * dA, r6);
+      _mm256_storeu_ps(d + 7 * dA, r7);
+    }
+    for (; j < nb; ++j)
+      for (int64_t ii = i; ii < i + 8; ++ii) dst[ii * dA + j] = src[ii + j * sB];
+  }
+  for (; i < na; ++i)
+    for (int64_t j = 0; j < nb; ++j) dst[i * dA + j] = src[i + j * sB];
+}
+
+// One tile row of nb 4-byte elements from an L1 buffer to memory with streaming
+// stores where 32-byte aligned, plain stores at the ragged ends.
+void stream_row_f32(float* d, const float* b, int64_t nb) {
+  int64_t j = 0;
+  while (j < nb && (reinterpret_cast<uintptr_t>(d + j) & 31)) {
+    d[j] = b[j];
+    ++j;
+  }
+  for (; j + 8 <= nb; j += 8) _mm256_stream_ps(d + j, _mm256_loadu_ps(b + j));
+  for (; j < nb; ++j) d[j] = b[j];
+}
+#endif
+
+template <typename U>
+void tile_scalar(U* dst, const U* src, int64_t na, int64_t nb, int64_t dA, int64_t sB) {
+  for (int64_t i = 0; i < na; ++i)
+    for (int64_t j = 0; j < nb; ++j) dst[i * dA + j] = src[i + j * sB];
+}
+
+// Plan dims: B = last (dst stride 1), A = a (src stride 1); others loop outside.
+template <typename U>
+void tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool nt) {
+  const int64_t last = p.ndim() - 1;
+  const int64_t tile = std::clamp<int64_t>(kTileBytes / static_cast<int64_t>(sizeof(U)), 32, 64);  // 4 B: 64
+  const int64_t nA = p.size[a], nB = p.size[last], dA = p.dst[a], sB = p.src[last];
+  Plan outer;  // the other dims
+  for (int64_t k = 0; k < last; ++k)
+    if (k != a) {
+      outer.size.push_back(p.size[k]);
+      outer.dst.push_back(p.dst[k]);
+      outer.src.push_back(p.src[k]);
+    }
+  const int64_t no = outer.ndim();
+  const int64_t nouter = std::accumulate(outer.size.begin(), outer.size.end(), int64_t{1}, std::multiplies<>());
+  const int64_t ta = (nA + tile - 1) / tile, tb = (nB + tile - 1) / tile;
+  const int64_t tasks = nouter * ta * tb;
+  const bool simd = sizeof(U) == 4 && use_avx2();
+  parallel_for(0, tasks, std::max<int64_t>(1, kGrainSize / (tile * tile)), [&](int64_t b, int64_t e) {
+    Shape idx(std::max<int64_t>(no, 1));
+#ifdef SB_HAVE_AVX2
+    alignas(64) float buf[64 * 64];  // one 4-byte tile, for streaming
+#endif
+    for (int64_t t = b; t < e; ++t) {
+      const int64_t o = t / (ta * tb), ia = (t / tb) % ta, ib = t % tb;
+      int64_t doff, soff;
+      unravel_offsets(outer, no, o, doff, soff, idx);
+      const int64_t i0 = ia * tile, j0 = ib * tile;
+      const int64_t na = std::min(tile, nA - i0), nb = std::min(tile, nB - j0);
+      U* dt = d + doff + i0 * dA + j0;
+      const U* st = s + soff + i0 + j0 * sB;
+#ifdef SB_HAVE_AVX2
+      if (simd) {
+        if (nt) {
+          tile_avx2_f32(buf, reinterpret_cast<const float*>(st), na, nb, tile, sB);
+          for (int64_t i = 0; i < na; ++i) stream_row_f32(reinterpret_cast<float*>(dt + i * dA), buf + i * tile, nb);
+        } else {
+          tile_avx2_f32(reinterpret_cast<float*>(dt), reinterpret_cast<const float*>(st), na, nb, dA, sB);
+        }
+        continue;
+      }
+#endif
+      tile_scalar(dt, st, na, nb, dA, sB);
+    }
+    fence(nt && simd);
+  });
+}
+
+template <typename F>
+void dispatch_size(int64_t esz, const F& f) {
+  switch (esz) {
+    case 1: f(uint8_t{}); break;
+    case 2: f(uint16_t{}); break;
+    case 4: f(uint32_t{}); break;
+    case 8: f(uint64_t{}); break;
+    default: SB_INTERNAL_ASSERT(false, "copy: element size ", esz);
   }
 }
 
 }  // namespace
+
+const char* copy_path_name(CopyPath p) {
+  switch (p) {
+    case CopyPath::Empty: return "empty";
+    case CopyPath::Memcpy: return "memcpy";
+    case CopyPath::Rows: return "rows";
+    case CopyPath::Tiled: return "tiled";
+    case CopyPath::Strided: return "strided";
+    case CopyPath::Convert: return "convert";
+    case CopyPath::Overlap: return "overlap";
+    case CopyPath::Fill: return "fill";
+    case CopyPath::FillStrided: return "fill_strided";
+  }
+  return "?";
+}
+CopyPath last_copy_path() { return g_last_path.load(); }
+bool last_copy_used_nt() { return g_last_nt.load(); }
+void set_nt_threshold_bytes(int64_t bytes) { g_nt_threshold.store(bytes < 0 ? -1 : bytes); }
+int64_t nt_threshold_bytes() {
+  const int64_t v = g_nt_threshold.load(std::memory_order_relaxed);
+  return v < 0 ? llc_bytes() : v;
+}
 
 void copy_generic(const Tensor& dst, const Tensor& src) {
   if (dst.numel() == 0) return;
@@ -103,8 +453,101 @@ void copy_kernel(const Tensor& dst, const Tensor& src) {
     SB_CHECK(false, "copy_: ", src.device(), " -> ", dst.device(), " needs CUDA, and stridebench was built without it");
 #endif
   }
-  copy_generic(dst, src);
+  if (dst.numel() == 0) return record(CopyPath::Empty, false);
+  const MemOverlapStatus ov = get_overlap_status(dst, src);
+  if (ov == MemOverlapStatus::Full && dst.dtype() == src.dtype()) return record(CopyPath::Empty, false);
+  if (ov == MemOverlapStatus::Partial || ov == MemOverlapStatus::Full || ov == MemOverlapStatus::TooHard) {
+    copy_generic(dst, src);  // serial, element order: the old behaviour for aliasing copies
+    return record(CopyPath::Overlap, false);
+  }
+  Plan p = make_plan(dst.sizes(), dst.strides(), broadcast_strides(src, dst.sizes()));
+  if (p.size.empty()) {  // one element
+    p.size = {1};
+    p.dst = {1};
+    p.src = {1};
+  }
+  char* d = static_cast<char*>(dst.data_ptr());
+  const char* s = static_cast<const char*>(src.data_ptr());
+  if (dst.dtype() != src.dtype()) {
+    SB_DISPATCH_ALL(dst.dtype(), "copy_", {
+      using D = scalar_t;
+      SB_DISPATCH_ALL(src.dtype(), "copy_",
+                      (strided_rows<D, scalar_t>(reinterpret_cast<D*>(d), reinterpret_cast<const scalar_t*>(s), p)));
+    });
+    return record(CopyPath::Convert, false);
+  }
+  const int64_t esz = static_cast<int64_t>(dst.element_size()), last = p.ndim() - 1;
+  const bool nt = want_nt(static_cast<int64_t>(dst.nbytes()));
+  if (p.dst[last] == 1 && p.src[last] == 1) {
+    if (p.ndim() == 1) {
+      memcpy_path(d, s, p.size[0] * esz, nt);
+      return record(CopyPath::Memcpy, nt);
+    }
+    rows_path(d, s, p, esz, nt);
+    return record(CopyPath::Rows, nt);
+  }
+  if (p.dst[last] == 1) {  // look for src's unit-stride dim among the outer dims
+    int64_t a = -1;
+    for (int64_t k = 0; k < last; ++k)
+      if (p.src[k] == 1) a = k;
+    if (a >= 0) {
+      const bool tnt = nt && esz == 4;
+      dispatch_size(esz, [&](auto u) {
+        using U = decltype(u);
+        tiled_path<U>(reinterpret_cast<U*>(d), reinterpret_cast<const U*>(s), p, a, tnt);
+      });
+      return record(CopyPath::Tiled, tnt);
+    }
+  }
+  dispatch_size(esz, [&](auto u) {
+    using U = decltype(u);
+    strided_rows<U, U>(reinterpret_cast<U*>(d), reinterpret_cast<const U*>(s), p);
+  });
+  record(CopyPath::Strided, false);
 }
+
+namespace {
+
+// Fill n bytes from d with a 32-byte pattern that repeats one element.
+void fill_pattern(char* d, int64_t n, const char (&pat)[32], bool nt) {
+  constexpr int64_t kBlock = 64;
+  const int64_t nblk = (n + kBlock - 1) / kBlock;
+  const bool simd = use_avx2();
+  parallel_for(0, nblk, kGrainSize * 4 / kBlock, [&](int64_t b, int64_t e) {
+    char* p = d + b * kBlock;
+    const int64_t len = std::min(n, e * kBlock) - b * kBlock;
+    int64_t i = 0;
+#ifdef SB_HAVE_AVX2
+    if (simd) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pat));
+      if (nt) {  // head until 32-byte aligned: a multiple of the element size
+        const int64_t head = std::min(len, static_cast<int64_t>((32 - (reinterpret_cast<uintptr_t>(p) & 31)) & 31));
+        std::memcpy(p, pat, head);
+        i = head;
+        for (; i + 32 <= len; i += 32) _mm256_stream_si256(reinterpret_cast<__m256i*>(p + i), v);
+        _mm_sfence();
+      } else {
+        for (; i + 128 <= len; i += 128) {
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(p + i), v);
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(p + i + 32), v);
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(p + i + 64), v);
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(p + i + 96), v);
+        }
+        for (; i + 32 <= len; i += 32) _mm256_storeu_si256(reinterpret_cast<__m256i*>(p + i), v);
+      }
+      std::memcpy(p + i, pat, len - i);  // pattern phase: i is a multiple of the element size
+      return;
+    }
+#else
+    (void)simd;
+    (void)nt;
+#endif
+    for (; i + 32 <= len; i += 32) std::memcpy(p + i, pat, 32);
+    std::memcpy(p + i, pat, len - i);
+  });
+}
+
+}  // namespace
 
 void fill_kernel(const Tensor& t, double value) {
   if (t.numel() == 0) return;
@@ -116,11 +559,30 @@ void fill_kernel(const Tensor& t, double value) {
     SB_CHECK(false, "fill_: device ", t.device(), " needs CUDA, and stridebench was built without it");
 #endif
   }
-  // a 0-d view of a stack value as the broadcast source: fill allocates nothing
+  const int64_t esz = static_cast<int64_t>(t.element_size());
+  char elem[8];
   SB_DISPATCH_ALL(t.dtype(), "fill_", {
     const scalar_t v = convert<scalar_t>(value);
-    fill_loop<scalar_t>(t, v);
+    std::memcpy(elem, &v, sizeof v);
   });
+  bool positive = true;
+  for (int64_t st : t.strides()) positive = positive && st >= 0;
+  if (positive && t.is_non_overlapping_and_dense()) {
+    char pat[32];
+    for (int64_t i = 0; i < 32; i += esz) std::memcpy(pat + i, elem, esz);
+    const bool nt = want_nt(static_cast<int64_t>(t.nbytes()));
+    fill_pattern(static_cast<char*>(t.data_ptr()), static_cast<int64_t>(t.nbytes()), pat, nt);
+    return record(CopyPath::Fill, nt);
+  }
+  Plan p = make_plan(t.sizes(), t.strides(), Shape(t.dim(), 0));
+  if (p.size.empty()) p = Plan{{1}, {1}, {0}};
+  dispatch_size(esz, [&](auto u) {
+    using U = decltype(u);
+    U v;
+    std::memcpy(&v, elem, sizeof v);
+    strided_rows<U, U>(static_cast<U*>(t.data_ptr()), &v, p);
+  });
+  record(CopyPath::FillStrided, false);
 }
 
 }  // namespace sb

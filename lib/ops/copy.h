@@ -21,4 +21,17 @@ void fill_kernel(const Tensor& t, double value);
 // Always compiled; the fast paths must agree with it (tests/copy_test.cpp).
 void copy_generic(const Tensor& dst, const Tensor& src);
 
+// ---- introspection for tests (not a user API) ----
+// Which path the last CPU copy_kernel / fill_kernel call on this process took, and
+// whether it used non-temporal stores, so tests can prove a fast path actually ran.
+enum class CopyPath : uint8_t { Empty, Memcpy, Rows, Tiled, Strided, Convert, Overlap, Fill, FillStrided };
+const char* copy_path_name(CopyPath p);
+CopyPath last_copy_path();
+bool last_copy_used_nt();
+// Outputs larger than this many bytes take non-temporal (streaming) stores. Default:
+// the last-level cache size (detected once). Tests set 0 to force streaming at small
+// sizes; a negative value restores the default.
+void set_nt_threshold_bytes(int64_t bytes);
+int64_t nt_threshold_bytes();
+
 }  // namespace sb

@@ -1,0 +1,716 @@
+// reduce.cpp — sum, mean, max, var, std over any set of dims (CPU; CUDA via lib/cuda).
+//
+// Plan: the kept dims K and the reduced dims R are each ordered by input stride
+// (stride-0 dims outermost) and merged where contiguous. Results are computed per kept
+// element in that K order into an accumulator array, then written through out's
+// strides. Kernels:
+//   horizontal  R's innermost dim is unit-stride: each kept element reduces runs of
+//               contiguous memory, AVX2 with 4 independent vector accumulators.
+//   vertical    K's innermost dim is unit-stride: whole rows of kept elements are
+//               accumulated with SIMD into an L1 buffer (kColumns wide), 4 input rows
+//               per buffer pass, over every reduced index.
+//   general     neither: the horizontal driver with a strided scalar inner loop.
+// Parallel over kept elements (or column tasks); when there are too few of them the
+// reduced range is split into one part per thread and the parts combined.
+// Accumulation: float32 and float16 (converted with F16C) in float32 vectors flushed
+// into float64 every kFlushElems elements or kFlushRows rows; float64 in float64;
+// int32 sum in int64 (stored back as int32, wrapping), int32 max exactly. The scalar
+// path (sb::use_avx2() false) accumulates in float64 (int64 for int32 sums).
+// var/std: two passes — the mean, then sum((x - m)^2) and sum(x - m); m2 = S2 - S1^2/N
+// (the corrected two-pass algorithm, exact to rounding for data with a large mean).
+// max propagates NaN, as PyTorch does.
+// Cost: one read of the input (two for var/std), one write of the (small) output.
+#include "ops/reduce.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <functional>
+#include <limits>
+#include <numeric>
+
+#ifdef SB_HAVE_AVX2
+#include <immintrin.h>
+#endif
+
+#include "core/convert.h"
+#include "core/cpu_features.h"
+#include "core/parallel.h"
+
+#ifdef SB_WITH_CUDA
+#include "cuda/cuda_backend.h"
+#endif
+
+namespace sb {
+
+namespace {
+
+constexpr int64_t kFlushElems = 4096;  // elements per float32 accumulator run (horizontal)
+constexpr int64_t kFlushRows = 1024;   // rows per float32 buffer run (vertical)
+constexpr int64_t kColumns = 1024;     // elements: width of one vertical task
+constexpr int64_t kRowBatch = 64;      // row offsets generated at a time
+
+const char* op_name(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum: return "sum";
+    case ReduceOp::Mean: return "mean";
+    case ReduceOp::Max: return "max";
+    case ReduceOp::Var: return "var";
+    case ReduceOp::Std: return "std";
+  }
+  return "?";
+}
+
+template <typename A, typename T>
+inline A to_acc(T v) {
+  if constexpr (std::is_same_v<T, Half>) return static_cast<A>(static_cast<float>(v));
+  else return static_cast<A>(v);
+}
+
+template <typename S>
+inline S nanmax(S a, S x) {  // keeps a NaN in a, takes a NaN from x
+  return (x > a || x != x) ? x : a;
+}
+
+// ---------------------------------------------------------------- vector traits
+// T: element type; A: final accumulator (double, or int64 for int32 sums); Acc: the
+// type of vertical buffers; R: the register; W: lanes.
+
+template <typename T_, typename A_>
+struct VScalar {
+  using T = T_;
+  using A = A_;
+  using Acc = A_;
+  using R = A_;
+  static constexpr int W = 1;
+  static R load(const T* p) { return to_acc<A>(*p); }
+  static R loadacc(const Acc* p) { return *p; }
+  static void storeacc(Acc* p, R v) { *p = v; }
+  static R zero() { return R(0); }
+  static R set1(double v) { return static_cast<R>(v); }
+  static R lowest() { return static_cast<R>(-INFINITY); }
+  static R add(R a, R b) { return a + b; }
+  static R sub(R a, R b) { return a - b; }
+  static R fmadd(R a, R b, R c) { return a * b + c; }
+  static R max_nan(R a, R x) { return nanmax(a, x); }
+  static A hsum(R a) { return a; }
+  static A hmax(R a) { return a; }
+};
+
+#ifdef SB_HAVE_AVX2
+template <typename T_>
+struct VF32Base {
+  using T = T_;
+  using A = double;
+  using Acc = float;
+  using R = __m256;
+  static constexpr int W = 8;
+  static R loadacc(const float* p) { return _mm256_loadu_ps(p); }
+  static void storeacc(float* p, R v) { _mm256_storeu_ps(p, v); }
+  static R zero() { return _mm256_setzero_ps(); }
+  static R set1(double v) { return _mm256_set1_ps(static_cast<float>(v)); }
+  static R lowest() { return _mm256_set1_ps(-INFINITY); }
+  static R add(R a, R b) { return _mm256_add_ps(a, b); }
+  static R sub(R a, R b) { return _mm256_sub_ps(a, b); }
+  static R fmadd(R a, R b, R c) { return _mm256_fmadd_ps(a, b, c); }
+  // max_ps returns its second operand when either is NaN: a NaN already in a stays;
+  // a NaN in x is forced in by OR-ing the all-ones unordered mask (a NaN pattern).
+  static R max_nan(R a, R x) { return _mm256_or_ps(_mm256_max_ps(x, a), _mm256_cmp_ps(x, x, _CMP_UNORD_Q)); }
+  static double hsum(R a) {
+    alignas(32) float v[8];
+    _mm256_store_ps(v, a);
+    return ((double(v[0]) + v[1]) + (double(v[2]) + v[3])) + ((double(v[4]) + v[5]) + (double(v[6]) + v[7]));
+  }
+  static double hmax(R a) {
+    alignas(32) float v[8];
+    _mm256_store_ps(v, a);
+    double m = v[0];
+    for (int i = 1; i < 8; ++i) m = nanmax<double>(m, v[i]);
+    return m;
+  }
+};
+struct VF32 : VF32Base<float> {
+  static R load(const float* p) { return _mm256_loadu_ps(p); }
+};
+struct VF16 : VF32Base<Half> {
+  static R load(const Half* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+};
+struct VF64 {
+  using T = double;
+  using A = double;
+  using Acc = double;
+  using R = __m256d;
+  static constexpr int W = 4;
+  static R load(const double* p) { return _mm256_loadu_pd(p); }
+  static R loadacc(const double* p) { return _mm256_loadu_pd(p); }
+  static void storeacc(double* p, R v) { _mm256_storeu_pd(p, v); }
+  static R zero() { return _mm256_setzero_pd(); }
+  static R set1(double v) { return _mm256_set1_pd(v); }
+  static R lowest() { return _mm256_set1_pd(-INFINITY); }
+  static R add(R a, R b) { return _mm256_add_pd(a, b); }
+  static R sub(R a, R b) { return _mm256_sub_pd(a, b); }
+  static R fmadd(R a, R b, R c) { return _mm256_fmadd_pd(a, b, c); }
+  static R max_nan(R a, R x) { return _mm256_or_pd(_mm256_max_pd(x, a), _mm256_cmp_pd(x, x, _CMP_UNORD_Q)); }
+  static double hsum(R a) {
+    alignas(32) double v[4];
+    _mm256_store_pd(v, a);
+    return (v[0] + v[1]) + (v[2] + v[3]);
+  }
+  static double hmax(R a) {
+    alignas(32) double v[4];
+    _mm256_store_pd(v, a);
+    return nanmax(nanmax(nanmax(v[0], v[1]), v[2]), v[3]);
+  }
+};
+#endif
+
+// ---------------------------------------------------------------- reduction ops
+// N accumulators per kept element; step on registers, sstep on scalars of type S.
+
+struct OpSum {
+  static constexpr int N = 1;
+  static constexpr bool kMean = false;
+  template <class V> static void init(typename V::R* a) { a[0] = V::zero(); }
+  template <class V> static void step(typename V::R* a, typename V::R x, typename V::R) { a[0] = V::add(a[0], x); }
+  template <class V> static void vcombine(typename V::R* a, const typename V::R* b) { a[0] = V::add(a[0], b[0]); }
+  template <class V> static void hred(typename V::A* o, const typename V::R* a) { o[0] = V::hsum(a[0]); }
+  template <class S> static void sinit(S* a) { a[0] = S(0); }
+  template <class S> static void sstep(S* a, S x, S) { a[0] += x; }
+  template <class S> static void scombine(S* a, const S* b) { a[0] += b[0]; }
+};
+
+struct OpMax {
+  static constexpr int N = 1;
+  static constexpr bool kMean = false;
+  template <class V> static void init(typename V::R* a) { a[0] = V::lowest(); }
+  template <class V> static void step(typename V::R* a, typename V::R x, typename V::R) { a[0] = V::max_nan(a[0], x); }
+  template <class V> static void vcombine(typename V::R* a, const typename V::R* b) { a[0] = V::max_nan(a[0], b[0]); }
+  template <class V> static void hred(typename V::A* o, const typename V::R* a) { o[0] = V::hmax(a[0]); }
+  template <class S> static void sinit(S* a) { a[0] = static_cast<S>(-INFINITY); }
+  template <class S> static void sstep(S* a, S x, S) { a[0] = nanmax(a[0], x); }
+  template <class S> static void scombine(S* a, const S* b) { a[0] = nanmax(a[0], b[0]); }
+};
+
+// Deviations from a per-element mean m: a[0] = sum (x - m)^2, a[1] = sum (x - m).
+struct OpSqDev {
+  static constexpr int N = 2;
+  static constexpr bool kMean = true;
+  template <class V> static void init(typename V::R* a) { a[0] = a[1] = V::zero(); }
+  template <class V> static void step(typename V::R* a, typename V::R x, typename V::R m) {
+    const typename V::R d = V::sub(x, m);
+    a[0] = V::fmadd(d, d, a[0]);
+    a[1] = V::add(a[1], d);
+  }
+  template <class V> static void vcombine(typename V::R* a, const typename V::R* b) {
+    a[0] = V::add(a[0], b[0]);
+    a[1] = V::add(a[1], b[1]);
+  }
+  template <class V> static void hred(typename V::A* o, const typename V::R* a) {
+    o[0] = V::hsum(a[0]);
+    o[1] = V::hsum(a[1]);
+  }
+  template <class S> static void sinit(S* a) { a[0] = a[1] = S(0); }
+  template <class S> static void sstep(S* a, S x, S m) {
+    const S d = x - m;
+    a[0] += d * d;
+    a[1] += d;
+  }
+  template <class S> static void scombine(S* a, const S* b) {
+    a[0] += b[0];
+    a[1] += b[1];
+  }
+};
+
+// ---------------------------------------------------------------- inner kernels
+
+// Combine into out[0..N) the reduction of p[0], p[s], …, p[(n-1)s] around mean m.
+template <class V, class Op>
+void h_kernel(const typename V::T* p, int64_t n, int64_t s, double m, typename V::A* out) {
+  using A = typename V::A;
+  using R = typename V::R;
+  constexpr int W = V::W, N = Op::N;
+  int64_t i = 0;
+  if (s == 1) {
+    const R mv = V::set1(m);
+    while (n - i >= W) {  // runs of at most kFlushElems in the register type
+      const int64_t end = i + std::min<int64_t>((n - i) / W * W, kFlushElems);
+      R a0[N], a1[N], a2[N], a3[N];
+      Op::template init<V>(a0);
+      Op::template init<V>(a1);
+      Op::template init<V>(a2);
+      Op::template init<V>(a3);
+      for (; i + 4 * W <= end; i += 4 * W) {
+        Op::template step<V>(a0, V::load(p + i), mv);
+        Op::template step<V>(a1, V::load(p + i + W), mv);
+        Op::template step<V>(a2, V::load(p + i + 2 * W), mv);
+        Op::template step<V>(a3, V::load(p + i + 3 * W), mv);
+      }
+      for (; i + W <= end; i += W) Op::template step<V>(a0, V::load(p + i), mv);
+      Op::template vcombine<V>(a0, a1);
+      Op::template vcombine<V>(a2, a3);
+      Op::template vcombine<V>(a0, a2);
+      A part[N];
+      Op::template hred<V>(part, a0);
+      Op::scombine(out, part);
+    }
+  }
+  A t[N];
+  Op::sinit(t);
+  const A ma = static_cast<A>(m);
+  for (; i < n; ++i) Op::sstep(t, to_acc<A>(p[i * s]), ma);
+  Op::scombine(out, t);
+}
+
+// buf[q*kColumns + j] (q < N, j < L) combined with rows base + off[r], r < nr.
+template <class V, class Op>
+void v_kernel(const typename V::T* base, const int64_t* off, int64_t nr, int64_t L, typename V::Acc* buf,
+              const typename V::Acc* mb) {
+  using R = typename V::R;
+  using Acc = typename V::Acc;
+  constexpr int W = V::W, N = Op::N;
+  int64_t r = 0;
+  for (; r < nr; r += 4) {
+    const int64_t k = std::min<int64_t>(4, nr - r);
+    const typename V::T* p[4];
+    for (int u = 0; u < 4; ++u) p[u] = base + off[r + std::min<int64_t>(u, k - 1)];
+    int64_t j = 0;
+    for (; j + W <= L; j += W) {
+      R a[N];
+      for (int q = 0; q < N; ++q) a[q] = V::loadacc(buf + q * kColumns + j);
+      const R m = Op::kMean ? V::loadacc(mb + j) : V::zero();
+      Op::template step<V>(a, V::load(p[0] + j), m);
+      if (k == 4) {
+        Op::template step<V>(a, V::load(p[1] + j), m);
+        Op::template step<V>(a, V::load(p[2] + j), m);
+        Op::template step<V>(a, V::load(p[3] + j), m);
+      } else {
+        for (int u = 1; u < k; ++u) Op::template step<V>(a, V::load(p[u] + j), m);
+      }
+      for (int q = 0; q < N; ++q) V::storeacc(buf + q * kColumns + j, a[q]);
+    }
+    for (; j < L; ++j) {
+      Acc a[N];
+      for (int q = 0; q < N; ++q) a[q] = buf[q * kColumns + j];
+      const Acc m = Op::kMean ? mb[j] : Acc(0);
+      for (int u = 0; u < k; ++u) Op::sstep(a, to_acc<Acc>(p[u][j]), m);
+      for (int q = 0; q < N; ++q) buf[q * kColumns + j] = a[q];
+    }
+  }
+}
+
+// ---------------------------------------------------------------- geometry
+
+struct Geo {
+  Shape ks, kst, kost;  // kept dims: sizes, input strides, out strides (inner last)
+  Shape rs, rst;        // reduced dims: sizes, input strides (inner last)
+  int64_t K = 1, R = 1;
+};
+
+// Stride order with stride-0 (broadcast) dims outermost.
+inline uint64_t order_key(int64_t st) { return st == 0 ? ~uint64_t{0} : static_cast<uint64_t>(std::llabs(st)); }
+
+void sort_merge(Shape& s, Shape& st, Shape* ost) {
+  std::vector<size_t> idx(s.size());
+  std::iota(idx.begin(), idx.end(), 0);
+  std::stable_sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return order_key(st[a]) > order_key(st[b]); });
+  Shape ns, nst, nost;
+  for (size_t i : idx) {
+    if (!ns.empty()) {
+      const size_t l = ns.size() - 1;
+      if (nst[l] == st[i] * s[i] && (!ost || nost[l] == (*ost)[i] * s[i])) {
+        ns[l] *= s[i];
+        nst[l] = st[i];
+        if (ost) nost[l] = (*ost)[i];
+        continue;
+      }
+    }
+    ns.push_back(s[i]);
+    nst.push_back(st[i]);
+    if (ost) nost.push_back((*ost)[i]);
+  }
+  if (ns.empty()) {  // no dims: one element
+    ns = {1};
+    nst = {0};
+    nost = {0};
+  }
+  s = ns;
+  st = nst;
+  if (ost) *ost = nost;
+}
+
+Geo make_geo(const Tensor& x, const Tensor& out_k, const std::vector<bool>& red) {
+  Geo g;
+  for (int64_t i = 0; i < x.dim(); ++i) {
+    const int64_t n = x.sizes()[i];
+    if (red[i]) g.R *= n;
+    else g.K *= n;
+    if (n == 1) continue;
+    if (red[i]) {
+      g.rs.push_back(n);
+      g.rst.push_back(x.strides()[i]);
+    } else {
+      g.ks.push_back(n);
+      g.kst.push_back(x.strides()[i]);
+      g.kost.push_back(out_k.strides()[i]);
+    }
+  }
+  sort_merge(g.ks, g.kst, &g.kost);
+  sort_merge(g.rs, g.rst, nullptr);
+  return g;
+}
+
+// Offsets of successive row-major indices over (sizes, strides), from `begin`.
+struct Walker {
+  const Shape& s;
+  const Shape& st;
+  Shape idx;
+  int64_t off = 0;
+  Walker(const Shape& sizes, const Shape& strides, int64_t begin) : s(sizes), st(strides), idx(sizes.size(), 0) {
+    for (int64_t k = static_cast<int64_t>(s.size()) - 1; k >= 0; --k) {
+      idx[k] = begin % s[k];
+      begin /= s[k];
+      off += idx[k] * st[k];
+    }
+  }
+  void next() {
+    for (int64_t k = static_cast<int64_t>(s.size()) - 1; k >= 0; --k) {
+      if (++idx[k] < s[k]) {
+        off += st[k];
+        return;
+      }
+      off -= (s[k] - 1) * st[k];
+      idx[k] = 0;
+    }
+  }
+};
+
+// ---------------------------------------------------------------- drivers
+// res[q*K + k]: accumulator q of kept element k (K order), pre-set to the identity.
+
+template <class V, class Op>
+void run_horizontal(const typename V::T* x, const Geo& g, const double* means, typename V::A* res) {
+  using A = typename V::A;
+  constexpr int N = Op::N;
+  const int64_t K = g.K, R = g.R, nd = static_cast<int64_t>(g.rs.size());
+  const int64_t li = g.rs[nd - 1], si = g.rst[nd - 1];
+  const Shape ros(g.rs.begin(), g.rs.end() - 1), rost(g.rst.begin(), g.rst.end() - 1);
+  // reduce flat R indices [rb, re) of the kept element at xk into acc
+  auto reduce_range = [&](const typename V::T* xk, int64_t rb, int64_t re, double m, A* acc) {
+    if (rb >= re) return;
+    Walker w(ros, rost, rb / li);
+    int64_t ii = rb % li;
+    while (rb < re) {
+      const int64_t seg = std::min(li - ii, re - rb);
+      h_kernel<V, Op>(xk + w.off + ii * si, seg, si, m, acc);
+      rb += seg;
+      ii = 0;
+      w.next();
+    }
+  };
+  const int nt = get_num_threads();
+  const bool split = K < 4 * nt && R >= 2 * kGrainSize && nt > 1;
+  if (!split) {
+    parallel_for(0, K, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(R, 1)), [&](int64_t b, int64_t e) {
+      Walker w(g.ks, g.kst, b);
+      for (int64_t k = b; k < e; ++k, w.next()) {
+        A acc[N];
+        Op::sinit(acc);
+        reduce_range(x + w.off, 0, R, means ? means[k] : 0.0, acc);
+        for (int q = 0; q < N; ++q) res[q * K + k] = acc[q];
+      }
+    });
+    return;
+  }
+  const int64_t P = nt;
+  std::vector<A> parts(static_cast<size_t>(P * K * N));
+  parallel_for(0, P, 1, [&](int64_t pb, int64_t pe) {
+    for (int64_t p = pb; p < pe; ++p) {
+      Walker w(g.ks, g.kst, 0);
+      for (int64_t k = 0; k < K; ++k, w.next()) {
+        A* acc = &parts[(p * K + k) * N];
+        Op::sinit(acc);
+        reduce_range(x + w.off, R * p / P, R * (p + 1) / P, means ? means[k] : 0.0, acc);
+      }
+    }
+  });
+  for (int64_t p = 0; p < P; ++p)
+    for (int64_t k = 0; k < K; ++k) {
+      A acc[N];
+      for (int q = 0; q < N; ++q) acc[q] = res[q * K + k];
+      Op::scombine(acc, &parts[(p * K + k) * N]);
+      for (int q = 0; q < N; ++q) res[q * K + k] = acc[q];
+    }
+}
+
+template <class V, class Op>
+void run_vertical(const typename V::T* x, const Geo& g, const double* means, typename V::A* res) {
+  using A = typename V::A;
+  using Acc = typename V::Acc;
+  constexpr int N = Op::N;
+  const int64_t K = g.K, R = g.R, nk = static_cast<int64_t>(g.ks.size());
+  const int64_t lk = g.ks[nk - 1];
+  const Shape kos(g.ks.begin(), g.ks.end() - 1), kost(g.kst.begin(), g.kst.end() - 1);
+  const int64_t nc = (lk + kColumns - 1) / kColumns, tasks = (K / lk) * nc;
+  // combine rows [rb, re) of column task t into out (laid out like res)
+  auto task = [&](int64_t t, int64_t rb, int64_t re, A* out) {
+    if (rb >= re) return;
+    const int64_t ko = t / nc, c = t % nc, j0 = c * kColumns, L = std::min(kColumns, lk - j0);
+    const typename V::T* base = x + Walker(kos, kost, ko).off + j0;
+    const int64_t k0 = ko * lk + j0;
+    alignas(64) Acc buf[N * kColumns];
+    alignas(64) Acc mb[kColumns];
+    if (Op::kMean)
+      for (int64_t j = 0; j < L; ++j) mb[j] = static_cast<Acc>(means[k0 + j]);
+    auto reset = [&] {
+      for (int64_t j = 0; j < L; ++j) {
+        Acc a[N];
+        Op::sinit(a);
+        for (int q = 0; q < N; ++q) buf[q * kColumns + j] = a[q];
+      }
+    };
+    auto flush = [&] {
+      for (int64_t j = 0; j < L; ++j) {
+        A o[N], b[N];
+        for (int q = 0; q < N; ++q) o[q] = out[q * K + k0 + j], b[q] = static_cast<A>(buf[q * kColumns + j]);
+        Op::scombine(o, b);
+        for (int q = 0; q < N; ++q) out[q * K + k0 + j] = o[q];
+      }
+    };
+    reset();
+    Walker w(g.rs, g.rst, rb);
+    int64_t off[kRowBatch], since = 0;
+    for (int64_t r = rb; r < re;) {
+      const int64_t n = std::min(kRowBatch, re - r);
+      for (int64_t i = 0; i < n; ++i, w.next()) off[i] = w.off;
+      v_kernel<V, Op>(base, off, n, L, buf, mb);
+      r += n;
+      if ((since += n) >= kFlushRows) {
+        flush();
+        reset();
+        since = 0;
+      }
+    }
+    flush();
+  };
+  const int nt = get_num_threads();
+  const bool split = tasks < 2 * nt && R >= 64 && R * K >= 4 * kGrainSize && nt > 1;
+  if (!split) {
+    const int64_t work = R * std::min(lk, kColumns);
+    parallel_for(0, tasks, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(work, 1)), [&](int64_t b, int64_t e) {
+      for (int64_t t = b; t < e; ++t) task(t, 0, R, res);
+    });
+    return;
+  }
+  const int64_t P = nt;
+  std::vector<A> parts(static_cast<size_t>(P * K * N));
+  for (int64_t p = 0; p < P; ++p)
+    for (int64_t k = 0; k < K; ++k) {
+      A a[N];
+      Op::sinit(a);
+      for (int q = 0; q < N; ++q) parts[p * K * N + q * K + k] = a[q];
+    }
+  parallel_for(0, P, 1, [&](int64_t pb, int64_t pe) {
+    for (int64_t p = pb; p < pe; ++p)
+      for (int64_t t = 0; t < tasks; ++t) task(t, R * p / P, R * (p + 1) / P, &parts[p * K * N]);
+  });
+  for (int64_t p = 0; p < P; ++p)
+    for (int64_t k = 0; k < K; ++k) {
+      A a[N], b[N];
+      for (int q = 0; q < N; ++q) a[q] = res[q * K + k], b[q] = parts[p * K * N + q * K + k];
+      Op::scombine(a, b);
+      for (int q = 0; q < N; ++q) res[q * K + k] = a[q];
+    }
+}
+
+template <class V, class Op>
+void run(const typename V::T* x, const Geo& g, const double* means, std::vector<typename V::A>& res) {
+  constexpr int N = Op::N;
+  res.assign(static_cast<size_t>(g.K * N), 0);
+  for (int64_t k = 0; k < g.K; ++k) {
+    typename V::A a[N];
+    Op::sinit(a);
+    for (int q = 0; q < N; ++q) res[q * g.K + k] = a[q];
+  }
+  if (g.K == 0 || g.R == 0) return;
+  if (g.rst.back() != 1 && g.kst.back() == 1 && g.ks.back() > 1) run_vertical<V, Op>(x, g, means, res.data());
+  else run_horizontal<V, Op>(x, g, means, res.data());
+}
+
+// Write f(k) for each kept element k through out's strides.
+template <typename T, typename F>
+void write_out(const Tensor& out_k, const Geo& g, const F& f) {
+  T* o = static_cast<T*>(out_k.data_ptr());
+  parallel_for(0, g.K, kGrainSize, [&](int64_t b, int64_t e) {
+    Walker w(g.ks, g.kost, b);
+    for (int64_t k = b; k < e; ++k, w.next()) o[w.off] = convert<T>(f(k));
+  });
+}
+
+template <typename T, class VS, class VV>
+void reduce_float(ReduceOp op, const Tensor& out_k, const Tensor& x, const Geo& g, int64_t correction, bool simd) {
+  const T* xp = static_cast<const T*>(x.data_ptr());
+  const double n = static_cast<double>(g.R);
+  std::vector<double> res;
+  auto run_op = [&](auto opv, const double* means) {
+    using Op = decltype(opv);
+    if (simd) run<VV, Op>(xp, g, means, res);
+    else run<VS, Op>(xp, g, means, res);
+  };
+  if (op == ReduceOp::Max) {
+    run_op(OpMax{}, nullptr);
+    return write_out<T>(out_k, g, [&](int64_t k) { return res[k]; });
+  }
+  run_op(OpSum{}, nullptr);
+  if (op == ReduceOp::Sum) return write_out<T>(out_k, g, [&](int64_t k) { return res[k]; });
+  if (op == ReduceOp::Mean) return write_out<T>(out_k, g, [&](int64_t k) { return res[k] / n; });
+  std::vector<double> means(res.size());
+  for (size_t k = 0; k < res.size(); ++k) means[k] = res[k] / n;
+  run_op(OpSqDev{}, means.data());
+  const double div = std::max(0.0, n - static_cast<double>(correction));
+  const int64_t K = g.K;
+  const bool sq = op == ReduceOp::Std;
+  write_out<T>(out_k, g, [&](int64_t k) {
+    const double s2 = res[k], s1 = res[K + k];
+    const double m2 = g.R == 0 ? NAN : std::max(0.0, s2 - s1 * s1 / n);
+    const double v = m2 / div;
+    return sq ? std::sqrt(v) : v;
+  });
+}
+
+void reduce_cpu(ReduceOp op, const Tensor& out_k, const Tensor& x, const Geo& g, int64_t correction) {
+  const bool simd = use_avx2();
+  switch (x.dtype()) {
+#ifdef SB_HAVE_AVX2
+    case DType::Float32: return reduce_float<float, VScalar<float, double>, VF32>(op, out_k, x, g, correction, simd);
+    case DType::Float64: return reduce_float<double, VScalar<double, double>, VF64>(op, out_k, x, g, correction, simd);
+    case DType::Float16: return reduce_float<Half, VScalar<Half, double>, VF16>(op, out_k, x, g, correction, simd);
+#else
+    case DType::Float32:
+      return reduce_float<float, VScalar<float, double>, VScalar<float, double>>(op, out_k, x, g, correction, false);
+    case DType::Float64:
+      return reduce_float<double, VScalar<double, double>, VScalar<double, double>>(op, out_k, x, g, correction,
+                                                                                     false);
+    case DType::Float16:
+      return reduce_float<Half, VScalar<Half, double>, VScalar<Half, double>>(op, out_k, x, g, correction, false);
+#endif
+    case DType::Int32: {
+      const int32_t* xp = x.data<int32_t>();
+      if (op == ReduceOp::Sum) {
+        std::vector<int64_t> res;
+        run<VScalar<int32_t, int64_t>, OpSum>(xp, g, nullptr, res);
+        return write_out<int32_t>(out_k, g, [&](int64_t k) { return static_cast<int32_t>(res[k]); });
+      }
+      std::vector<double> res;  // max: int32 is exact in double
+      run<VScalar<int32_t, double>, OpMax>(xp, g, nullptr, res);
+      return write_out<int32_t>(out_k, g, [&](int64_t k) { return static_cast<int32_t>(res[k]); });
+    }
+    default: SB_INTERNAL_ASSERT(false, "reduce: dtype ", x.dtype());
+  }
+}
+
+// ---------------------------------------------------------------- the public ops
+
+Shape result_sizes(const Tensor& x, const std::vector<bool>& red, bool keepdim) {
+  Shape s;
+  for (int64_t i = 0; i < x.dim(); ++i) {
+    if (!red[i]) s.push_back(x.sizes()[i]);
+    else if (keepdim) s.push_back(1);
+  }
+  return s;
+}
+
+// Checks everything, then fills `out` (allocating it when !out.defined()).
+void reduce_impl(ReduceOp op, Tensor& out, bool have_out, const Tensor& x, const Shape& dims, int64_t correction,
+                 bool keepdim) {
+  const char* name = op_name(op);
+  SB_CHECK(x.defined(), name, ": undefined input tensor");
+  const DType dt = x.dtype();
+  SB_CHECK(dt == DType::Float32 || dt == DType::Float64 || dt == DType::Float16 || dt == DType::Int32, name,
+           ": dtype ", dt, " is not supported (float32, float64, float16, int32)");
+  SB_CHECK(is_floating(dt) || op == ReduceOp::Sum || op == ReduceOp::Max, name,
+           ": expected a floating dtype (float32, float64, float16), got ", dt);
+  const int64_t nd = x.dim();
+  std::vector<bool> red(static_cast<size_t>(nd), dims.empty());
+  std::vector<bool> seen(static_cast<size_t>(std::max<int64_t>(nd, 1)), false);
+  for (int64_t d : dims) {
+    const int64_t w = wrap_dim(d, nd, name);
+    SB_CHECK(!seen[w], name, ": dim ", w, " appears more than once in dims ", dims);
+    seen[w] = true;
+    if (nd > 0) red[w] = true;
+  }
+  Shape sorted;
+  for (int64_t i = 0; i < nd; ++i)
+    if (red[i]) sorted.push_back(i);
+  if (op == ReduceOp::Max)
+    for (int64_t d : sorted)
+      SB_CHECK(x.sizes()[d] != 0, name, ": cannot reduce over dim ", d, " of size 0 (sizes ", x.sizes(),
+               "): max has no identity");
+  const Shape rsizes = result_sizes(x, red, keepdim);
+  if (have_out) {
+    SB_CHECK(out.defined(), name, "_out: undefined output tensor");
+    SB_CHECK(out.device() == x.device(), name, "_out: output on ", out.device(), ", input on ", x.device());
+    SB_CHECK(out.dtype() == dt, name, "_out: output dtype ", out.dtype(), " differs from the input dtype ", dt);
+    SB_CHECK(out.sizes() == rsizes, name, "_out: output sizes ", out.sizes(), " differ from the result sizes ",
+             rsizes, " (input sizes ", x.sizes(), ", dims ", dims, ", keepdim ", keepdim, ")");
+    SB_CHECK(has_internal_overlap(out) != MemOverlap::Yes, name, "_out: more than one element of the output (sizes ",
+             out.sizes(), ", strides ", out.strides(), ") refers to a single memory location");
+    const MemOverlapStatus ov = get_overlap_status(out, x);
+    SB_CHECK(ov == MemOverlapStatus::No, name, "_out: the output (strides ", out.strides(), ", offset ",
+             out.storage_offset(), ") overlaps the input in memory");
+  } else {
+    out = empty(rsizes, dt, x.device());
+  }
+  Tensor out_k = out;
+  if (!keepdim)
+    for (int64_t d : sorted) out_k = out_k.unsqueeze(d);
+  if (x.device().is_cuda()) {
+#ifdef SB_WITH_CUDA
+    cuda::reduce(op, out_k, x, sorted, correction);
+    return;
+#else
+    SB_CHECK(false, name, ": input on ", x.device(), " needs CUDA, and stridebench was built without it");
+#endif
+  }
+  reduce_cpu(op, out_k, x, make_geo(x, out_k, red), correction);
+}
+
+Tensor reduce_new(ReduceOp op, const Tensor& x, const Shape& dims, int64_t correction, bool keepdim) {
+  Tensor out;
+  reduce_impl(op, out, false, x, dims, correction, keepdim);
+  return out;
+}
+
+}  // namespace
+
+Tensor sum(const Tensor& x, const Shape& dims, bool keepdim) { return reduce_new(ReduceOp::Sum, x, dims, 0, keepdim); }
+Tensor mean(const Tensor& x, const Shape& dims, bool keepdim) { return reduce_new(ReduceOp::Mean, x, dims, 0, keepdim); }
+Tensor max(const Tensor& x, const Shape& dims, bool keepdim) { return reduce_new(ReduceOp::Max, x, dims, 0, keepdim); }
+Tensor var(const Tensor& x, const Shape& dims, int64_t correction, bool keepdim) {
+  return reduce_new(ReduceOp::Var, x, dims, correction, keepdim);
+}
+Tensor std(const Tensor& x, const Shape& dims, int64_t correction, bool keepdim) {
+  return reduce_new(ReduceOp::Std, x, dims, correction, keepdim);
+}
+
+Tensor& sum_out(Tensor& out, const Tensor& x, const Shape& dims, bool keepdim) {
+  reduce_impl(ReduceOp::Sum, out, true, x, dims, 0, keepdim);
+  return out;
+}
+Tensor& mean_out(Tensor& out, const Tensor& x, const Shape& dims, bool keepdim) {
+  reduce_impl(ReduceOp::Mean, out, true, x, dims, 0, keepdim);
+  return out;
+}
+Tensor& max_out(Tensor& out, const Tensor& x, const Shape& dims, bool keepdim) {
+  reduce_impl(ReduceOp::Max, out, true, x, dims, 0, keepdim);
+  return out;
+}
+Tensor& var_out(Tensor& out, const Tensor& x, const Shape& dims, int64_t correction, bool keepdim) {
+  reduce_impl(ReduceOp::Var, out, true, x, dims, correction, keepdim);
+  return out;
+}
+Tensor& std_out(Tensor& out, const Tensor& x, const Shape& dims, int64_t correction, bool keepdim) {
+  reduce_impl(ReduceOp::Std, out, true, x, dims, correction, keepdim);
+  return out;
+}
+
+}  // namespace sb

@@ -1,0 +1,336 @@
+// reduce_test.cpp — sum, mean, max, var, std (lib/ops/reduce.*) against naive float64
+// loops: random shapes and dim sets (negative, empty = all), keepdim, every input
+// layout, out= into poisoned outputs of several layouts, 1 and 2 threads, AVX2 and
+// scalar, shapes large enough for the split, vertical and flush paths, a large-mean
+// var, NaN propagation, and the bad inputs.
+#include "ops/reduce.h"
+
+#include <cmath>
+#include <functional>
+
+#include "core/cpu_features.h"
+#include "core/parallel.h"
+#include "test_util.h"
+
+namespace sb {
+namespace {
+
+using test::Layout;
+
+const char* name_of(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum: return "sum";
+    case ReduceOp::Mean: return "mean";
+    case ReduceOp::Max: return "max";
+    case ReduceOp::Var: return "var";
+    case ReduceOp::Std: return "std";
+  }
+  return "?";
+}
+
+// The reference: float64 (long double for the deviations) over the row-major values.
+std::vector<double> reference(ReduceOp op, const Tensor& x, const std::vector<bool>& red, int64_t corr) {
+  const std::vector<double> v = x.to_vector();
+  const Shape& sz = x.sizes();
+  Shape kept;
+  for (size_t i = 0; i < sz.size(); ++i)
+    if (!red[i]) kept.push_back(sz[i]);
+  int64_t nout = 1, n = 1;
+  for (size_t i = 0; i < sz.size(); ++i) (red[i] ? n : nout) *= sz[i];
+  // out index of every input element (row-major over the kept dims), by odometer
+  std::vector<int64_t> oi(v.size());
+  Shape idx(sz.size(), 0);
+  for (size_t i = 0; i < v.size(); ++i) {
+    int64_t o = 0;
+    for (size_t d = 0; d < sz.size(); ++d)
+      if (!red[d]) o = o * sz[d] + idx[d];
+    oi[i] = o;
+    for (int64_t d = static_cast<int64_t>(sz.size()) - 1; d >= 0; --d) {
+      if (++idx[d] < sz[d]) break;
+      idx[d] = 0;
+    }
+  }
+  std::vector<long double> s(nout, 0), m2(nout, 0);
+  std::vector<double> mx(nout, -INFINITY);
+  for (size_t i = 0; i < v.size(); ++i) {
+    const int64_t o = oi[i];
+    s[o] += v[i];
+    if (std::isnan(v[i]) || v[i] > mx[o]) mx[o] = std::isnan(mx[o]) ? mx[o] : v[i];
+  }
+  for (size_t i = 0; i < v.size(); ++i) {
+    const int64_t o = oi[i];
+    const long double d = v[i] - s[o] / n;
+    m2[o] += d * d;
+  }
+  std::vector<double> r(nout);
+  for (int64_t o = 0; o < nout; ++o) {
+    switch (op) {
+      case ReduceOp::Sum:
+        r[o] = x.dtype() == DType::Int32 ? static_cast<int32_t>(static_cast<int64_t>(s[o])) : static_cast<double>(s[o]);
+        break;
+      case ReduceOp::Mean: r[o] = static_cast<double>(s[o] / n); break;
+      case ReduceOp::Max: r[o] = mx[o]; break;
+      case ReduceOp::Var:
+      case ReduceOp::Std: {
+        const double var = n == 0 ? NAN : static_cast<double>(m2[o]) / std::max<double>(0.0, double(n - corr));
+        r[o] = op == ReduceOp::Std ? std::sqrt(var) : var;
+      }
+    }
+  }
+  return r;
+}
+
+Tensor run_op(ReduceOp op, const Tensor& x, const Shape& dims, int64_t corr, bool keepdim) {
+  switch (op) {
+    case ReduceOp::Sum: return sum(x, dims, keepdim);
+    case ReduceOp::Mean: return mean(x, dims, keepdim);
+    case ReduceOp::Max: return max(x, dims, keepdim);
+    case ReduceOp::Var: return var(x, dims, corr, keepdim);
+    case ReduceOp::Std: return std(x, dims, corr, keepdim);
+  }
+  return {};
+}
+
+void run_out(ReduceOp op, Tensor& out, const Tensor& x, const Shape& dims, int64_t corr, bool keepdim) {
+  switch (op) {
+    case ReduceOp::Sum: sum_out(out, x, dims, keepdim); break;
+    case ReduceOp::Mean: mean_out(out, x, dims, keepdim); break;
+    case ReduceOp::Max: max_out(out, x, dims, keepdim); break;
+    case ReduceOp::Var: var_out(out, x, dims, corr, keepdim); break;
+    case ReduceOp::Std: std_out(out, x, dims, corr, keepdim); break;
+  }
+}
+
+// Random values of dtype dt in [0, scale), integers in [-1000, 1000], constant along
+// dim 0 (so the Expanded layout can hold them).
+Tensor make_values(const Shape& sz, uint64_t seed, DType dt, double scale = 1.0) {
+  Tensor r = test::expandable_rand(sz, seed, DType::Float64);
+  std::vector<double> v = r.to_vector();
+  for (double& e : v) e = dt == DType::Int32 ? std::floor(e * 2001.0) - 1000.0 : e * scale;
+  return from_vector(v, sz).to(dt);
+}
+
+struct Scope {  // restores threads and SIMD level
+  int threads = get_num_threads();
+  SimdLevel level = simd_level();
+  ~Scope() {
+    set_num_threads(threads);
+    set_simd_level(level);
+  }
+};
+
+std::vector<bool> reduced_mask(int64_t nd, const Shape& dims) {
+  std::vector<bool> red(nd, dims.empty());
+  for (int64_t d : dims) red[d < 0 ? d + nd : d] = true;
+  return red;
+}
+
+// Every op x layout x threads x SIMD level x (functional, out=) for one case.
+// thorough: every correction and three out= layouts; else correction 1 and one.
+void check_case(const Tensor& vals, const Shape& dims, bool keepdim, const std::vector<Layout>& layouts,
+                const std::string& label, bool thorough = true) {
+  Scope scope;
+  const DType dt = vals.dtype();
+  const int64_t nd = vals.dim();
+  const std::vector<bool> red = nd == 0 ? std::vector<bool>{} : reduced_mask(nd, dims);
+  std::vector<ReduceOp> ops = {ReduceOp::Sum, ReduceOp::Max};
+  if (is_floating(dt)) ops.insert(ops.end(), {ReduceOp::Mean, ReduceOp::Var, ReduceOp::Std});
+  bool has_zero = false;
+  for (int64_t i = 0; i < nd; ++i) has_zero = has_zero || (red[i] && vals.sizes()[i] == 0);
+  for (ReduceOp op : ops) {
+    if (op == ReduceOp::Max && has_zero) continue;  // an error, tested below
+    const bool vs = op == ReduceOp::Var || op == ReduceOp::Std;
+    for (int64_t corr : !vs ? std::vector<int64_t>{0} : thorough ? std::vector<int64_t>{1, 0, 2} : std::vector<int64_t>{1}) {
+      const std::vector<double> ref = reference(op, vals, red, corr);
+      const double atol = test::default_atol(dt), rtol = test::default_rtol(dt);  // values >= 0: no cancellation
+      for (Layout l : layouts) {
+        const Tensor x = test::with_layout(vals, l);
+        for (int threads : {1, 2})
+          for (SimdLevel level : {SimdLevel::AVX2, SimdLevel::Scalar}) {
+            set_num_threads(threads);
+            set_simd_level(level);
+            const std::string where = label + " " + name_of(op) + " corr " + std::to_string(corr) + " " +
+                                      test::layout_name(l) + " threads " + std::to_string(threads) + " " +
+                                      simd_level_name(simd_level()) + " keepdim " + std::to_string(keepdim);
+            const Tensor r = run_op(op, x, dims, corr, keepdim);
+            ASSERT_EQ(r.dtype(), dt) << where;
+            ASSERT_TRUE(test::all_close(r, ref, atol, rtol)) << where;
+            // out= into poisoned outputs of several layouts
+            const std::vector<Layout> outs = thorough ? std::vector<Layout>{Layout::Contiguous, Layout::Transposed,
+                                                                            Layout::Offset}
+                                                      : std::vector<Layout>{Layout::Transposed};
+            for (Layout ol : outs) {
+              Tensor out = test::with_layout(zeros(r.sizes(), dt), ol);
+              test::poison(out);
+              run_out(op, out, x, dims, corr, keepdim);
+              ASSERT_TRUE(test::all_close(out, ref, atol, rtol)) << where << " out= " << test::layout_name(ol);
+            }
+          }
+      }
+    }
+  }
+}
+
+Shape random_dims(std::mt19937_64& rng, int64_t nd) {
+  Shape dims;
+  if (nd == 0) return rng() % 2 ? Shape{} : Shape{rng() % 2 ? 0 : -1};
+  for (int64_t d = 0; d < nd; ++d)
+    if (rng() % 2) dims.push_back(rng() % 2 ? d : d - nd);  // negative dims too
+  std::shuffle(dims.begin(), dims.end(), rng);
+  return dims;  // may be empty: all dims
+}
+
+TEST(Reduce, RandomShapesDimsLayoutsMatchFloat64) {
+  std::mt19937_64 rng(11);
+  for (int trial = 0; trial < 40; ++trial) {
+    const int nd = static_cast<int>(rng() % 5);
+    const Shape sz = test::random_shape(rng, nd, 9);
+    const Shape dims = random_dims(rng, nd);
+    const bool keepdim = rng() % 2;
+    for (DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::Int32}) {
+      const Tensor vals = make_values(sz, rng(), dt);
+      check_case(vals, dims, keepdim, test::all_layouts(),
+                 "trial " + std::to_string(trial) + " sizes " + ::testing::PrintToString(sz) + " dims " +
+                     ::testing::PrintToString(dims) + " " + dtype_name(dt));
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
+// Shapes that take the vertical kernel, the split over the reduced range (few kept
+// elements), the float32 flushes (> kFlushElems / kFlushRows), column tails, and 4-D
+// channels-last inputs.
+TEST(Reduce, LargeShapesTakeEveryPath) {
+  struct Case {
+    Shape sz, dims;
+  };
+  const std::vector<Case> cases = {
+      {{2, 70001}, {1}},        // horizontal, few kept: split per thread; flushes
+      {{2, 70001}, {}},         // all dims
+      {{3, 1500, 37}, {1}},     // vertical, rows > kFlushRows, column tail (37)
+      {{300, 517}, {0}},        // vertical, one task: split per thread
+      {{40, 2, 2100}, {0, 1}},  // vertical, several column tasks (2100 > 1024)
+      {{5, 7, 33, 41}, {1}},    // channels-last input: C reduced, 4-D
+      {{5, 7, 33, 41}, {2, 3}},
+      {{5, 7, 33, 41}, {0, 2, 3}},
+  };
+  uint64_t seed = 100;
+  for (const Case& c : cases)
+    for (DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::Int32}) {
+      const Tensor vals = make_values(c.sz, ++seed, dt, dt == DType::Float16 ? 0.2 : 1.0);  // f16 sums < 65504
+      check_case(vals, c.dims, seed % 2, test::all_layouts(),
+                 "sizes " + ::testing::PrintToString(c.sz) + " dims " + ::testing::PrintToString(c.dims) + " " +
+                     dtype_name(dt),
+                 false);
+      if (HasFatalFailure()) return;
+    }
+}
+
+// 1e4 + randn: a one-pass E[x^2] - E[x]^2 in float32 would lose every digit.
+TEST(Reduce, VarianceStableForLargeMean) {
+  Scope scope;
+  for (DType dt : {DType::Float32, DType::Float64}) {
+    for (const Shape& sz : {Shape{3, 50001}, Shape{20001, 5}}) {
+      std::vector<double> v = randn(sz, 5, DType::Float64).to_vector();
+      for (double& e : v) e += 1e4;
+      const Tensor x = from_vector(v, sz).to(dt);
+      for (const Shape& dims : {Shape{0}, Shape{1}, Shape{}}) {
+        const std::vector<bool> red = reduced_mask(2, dims);
+        for (ReduceOp op : {ReduceOp::Var, ReduceOp::Std}) {
+          const std::vector<double> ref = reference(op, x, red, 1);
+          for (int threads : {1, 2})
+            for (SimdLevel level : {SimdLevel::AVX2, SimdLevel::Scalar}) {
+              set_num_threads(threads);
+              set_simd_level(level);
+              const Tensor r = op == ReduceOp::Var ? var(x, dims) : std(x, dims);
+              EXPECT_TRUE(test::all_close(r, ref, 0, dt == DType::Float32 ? 1e-5 : 1e-12))
+                  << name_of(op) << " " << dtype_name(dt) << " sizes " << ::testing::PrintToString(sz) << " dims "
+                  << ::testing::PrintToString(dims) << " threads " << threads << " " << simd_level_name(level);
+            }
+        }
+      }
+    }
+  }
+}
+
+TEST(Reduce, NanPropagatesThroughMaxAndSum) {
+  Scope scope;
+  for (DType dt : {DType::Float32, DType::Float64, DType::Float16}) {
+    const Shape sz = {7, 301};
+    std::vector<double> v = rand(sz, 3, DType::Float64).to_vector();
+    v[2 * 301 + 17] = NAN;   // row 2, inside the SIMD body
+    v[5 * 301 + 300] = NAN;  // row 5, the scalar tail
+    v[6 * 301 + 0] = NAN;    // row 6, first element
+    const Tensor x = from_vector(v, sz).to(dt);
+    for (const Shape& dims : {Shape{1}, Shape{0}, Shape{}})
+      for (ReduceOp op : {ReduceOp::Max, ReduceOp::Sum}) {
+        const std::vector<double> ref = reference(op, x, reduced_mask(2, dims), 0);
+        for (Layout l : test::all_layouts())
+          for (SimdLevel level : {SimdLevel::AVX2, SimdLevel::Scalar}) {
+            set_simd_level(level);
+            if (l == Layout::Expanded) continue;  // values not constant along dim 0
+            const Tensor r = run_op(op, test::with_layout(x, l), dims, 0, false);
+            EXPECT_TRUE(test::all_close(r, ref, 1e-3, 1e-3))
+                << name_of(op) << " " << dtype_name(dt) << " " << test::layout_name(l) << " dims "
+                << ::testing::PrintToString(dims) << " " << simd_level_name(level);
+          }
+      }
+  }
+}
+
+TEST(Reduce, EmptyAndDegenerateReductions) {
+  const Tensor x = zeros({3, 0, 4});
+  EXPECT_TRUE(test::all_close(sum(x, {1}), std::vector<double>(12, 0.0), 0, 0));
+  EXPECT_TRUE(test::all_close(mean(x, {1}), std::vector<double>(12, NAN), 0, 0));
+  EXPECT_TRUE(test::all_close(var(x, {1}), std::vector<double>(12, NAN), 0, 0));
+  EXPECT_EQ(max(x, {2}).sizes(), (Shape{3, 0}));
+  const Tensor one = full({4, 1}, 2.5);
+  EXPECT_TRUE(test::all_close(var(one, {1}), std::vector<double>(4, NAN), 0, 0));  // N - 1 = 0: 0/0
+  EXPECT_TRUE(test::all_close(var(one, {1}, 0), std::vector<double>(4, 0.0), 0, 0));
+  const Tensor s = full({}, 3.0);
+  EXPECT_EQ(sum(s).item(), 3.0);
+  EXPECT_EQ(sum(s, {-1}, true).dim(), 0);
+  EXPECT_EQ(max(s, {0}).item(), 3.0);
+}
+
+template <typename F>
+void expect_error(const F& f, const std::vector<std::string>& parts) {
+  try {
+    f();
+    ADD_FAILURE() << "no error; expected one mentioning " << ::testing::PrintToString(parts);
+  } catch (const Error& e) {
+    for (const std::string& p : parts) EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what();
+  }
+}
+
+TEST(Reduce, BadInputsAreRejectedBeforeAnyWork) {
+  const Tensor x = rand({2, 3, 4}, 1);
+  expect_error([&] { sum(x, {3}); }, {"sum", "out of range", "3"});
+  expect_error([&] { max(x, {-4}); }, {"max", "out of range"});
+  expect_error([&] { mean(x, {1, -2}); }, {"mean", "more than once", "1"});
+  expect_error([&] { var(x, {0, 0}); }, {"var", "more than once"});
+  const Tensor xi = zeros({2, 3}, DType::Int32);
+  expect_error([&] { mean(xi); }, {"mean", "floating", "int32"});
+  expect_error([&] { var(xi, {0}); }, {"var", "floating", "int32"});
+  expect_error([&] { std(xi, {0}); }, {"std", "floating", "int32"});
+  expect_error([&] { sum(zeros({2}, DType::Int8)); }, {"sum", "int8", "not supported"});
+  expect_error([&] { max(zeros({2, 0}), {1}); }, {"max", "size 0", "dim 1"});
+  expect_error([&] { sum(Tensor()); }, {"sum", "undefined"});
+  // out= with the wrong sizes, dtype, or overlapping the input: out is left as it was
+  Tensor bad_shape = empty({2, 3});
+  test::poison(bad_shape);
+  expect_error([&] { sum_out(bad_shape, x, {1}); }, {"sum_out", "[2, 3]", "[2, 4]"});
+  expect_error([&] { sum_out(bad_shape, x, {1}, true); }, {"sum_out", "[2, 1, 4]"});
+  EXPECT_TRUE(test::all_close(bad_shape, std::vector<double>(6, NAN), 0, 0));
+  Tensor bad_dtype = empty({2, 4}, DType::Float64);
+  expect_error([&] { mean_out(bad_dtype, x, {1}); }, {"mean_out", "float64", "float32"});
+  Tensor undefined;
+  expect_error([&] { std_out(undefined, x, {1}); }, {"std_out", "undefined"});
+  Tensor alias = x.select(1, 0);  // [2, 4] inside x's storage
+  expect_error([&] { max_out(alias, x, {1}); }, {"max_out", "overlaps"});
+  Tensor expanded = zeros({1, 4}).expand({2, 4});
+  expect_error([&] { var_out(expanded, x, {1}); }, {"var_out", "single memory location"});
+}
+
+}  // namespace
+}  // namespace sb
