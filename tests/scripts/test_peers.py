@@ -128,12 +128,15 @@ class SmokeRun(unittest.TestCase):
 
     def test_mirrors_the_cpp_names(self):
         """Names the C++ harness registers at --sb_matrix=smoke (bench_copy.cpp,
-        bench_alloc.cpp), with the peer's impl."""
+        bench_alloc.cpp, bench_elementwise.cpp, bench_reduce.cpp), with the peer's impl."""
         want = [
             "copy/op:contiguous/impl:{}/device:cpu/layout:transposed/style:copy/dtype:f32/shape:64x64/threads:1",
             "copy/op:nchw_to_nhwc/impl:{}/device:cpu/layout:contiguous/style:copy/dtype:f32/shape:2x8x6x6/threads:1",
             "copy/op:permute/impl:{}/device:cpu/layout:contiguous/style:copy/dtype:f32/shape:8x8x8/threads:1",
             "alloc/op:alloc_free/impl:{}/device:cpu/threads:1/alloc:system/size:65536",
+            "elementwise/op:add/impl:{}/device:cpu/layout:transposed/style:out/dtype:f32/shape:2x4x8x8/threads:1",
+            "elementwise/op:relu/impl:{}/device:cpu/layout:sliced/style:inplace/dtype:f32/shape:2x4x16x16/threads:1",
+            "reduce/op:sum/impl:{}/device:cpu/layout:column_major/dtype:f32/shape:64x48/threads:1/dim:outer",
         ]
         for lib in self.docs:
             for w in want:
@@ -155,12 +158,12 @@ class SmokeRun(unittest.TestCase):
 
     def test_peak_alloc_by_style(self):
         """Out-of-place allocates its result; in-place and out= allocate nothing."""
-        n = 64 * 64 * 4
+        n = 2 * 4 * 16 * 16 * 4
         for lib, doc in self.docs.items():
             by = {}
             for e in doc["benchmarks"]:
                 if e["name"].startswith("elementwise/op:add/") and \
-                        "/layout:contiguous/" in e["name"] and "shape:64x64/" in e["name"]:
+                        "/layout:contiguous/" in e["name"] and "shape:2x4x16x16/" in e["name"]:
                     by[sb.parse_name(e["name"])[1]["style"]] = e
             self.assertGreaterEqual(by["outofplace"]["peak_alloc_bytes"], n, lib)
             self.assertEqual(by["outofplace"]["allocs_per_iter"], 1, lib)
@@ -214,7 +217,7 @@ class PeersTable(unittest.TestCase):
             os.makedirs(out)
             shutil.copy(FIX, out)
             name = ("elementwise/op:add/impl:{}/device:cpu/layout:contiguous/style:out/"
-                    "dtype:f32/shape:64x64/threads:1")
+                    "dtype:f32/shape:2x4x16x16/threads:1")
             p = run_peers("--out-dir", out, "--matrix", "smoke", "--libs", lib, "--machine",
                           MACHINE, "--no-cuda", "--filter", "^" + re.escape(name.format(lib)) + "$")
             self.assertEqual(p.returncode, 0, p.stderr)
@@ -224,7 +227,7 @@ class PeersTable(unittest.TestCase):
             with open(os.path.join(res, MACHINE, "TABLES.md")) as f:
                 text = f.read()
             peers = text[text.index("## Peers"):]
-            case = "elementwise/op:add/layout:contiguous/style:out/dtype:f32/shape:64x64/threads:1"
+            case = "elementwise/op:add/layout:contiguous/style:out/dtype:f32/shape:2x4x16x16/threads:1"
             row = next((l for l in peers.splitlines() if case in l), None)
             self.assertIsNotNone(row, peers[:2000])
             cells = [x.strip() for x in row.strip("|").split("|")]
