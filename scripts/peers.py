@@ -13,10 +13,11 @@
 # OMP_NUM_THREADS / OPENBLAS_NUM_THREADS / MKL_NUM_THREADS set before the library is
 # imported (no threadpoolctl needed; torch.set_num_threads too), and merges what the
 # children report into one file per library, written atomically.
-# Timing (Google Benchmark's discipline): a warm-up that also finds the iteration count
-# (doubling until one batch lasts >= min_time), then `repetitions` batches of that many
-# iterations timed with time.perf_counter (torch.cuda.synchronize before the clock is
-# read on GPU); real_time = batch time / iterations, cpu_time from time.thread_time.
+# Timing (Google Benchmark's discipline, class Timer): a warm-up call (the allocation
+# probe of the case), an iteration count found on batches of >= min_time/10, then
+# `repetitions` (quick 3, full 5, smoke 1) each timing batches with time.perf_counter
+# until it has lasted >= min_time (0.1 s; torch.cuda.synchronize before the clock is
+# read on GPU); real_time = time / iterations, cpu_time from time.thread_time.
 # Python overhead: a no-op Python call and a 1-element op per style are measured in
 # every child (peers/op:overhead runs, context sb_python_overhead_ns) and every case
 # whose time is below 50x its fixed per-call overhead (overhead >= 2%) gets a warning.
@@ -49,6 +50,8 @@ KEY_ORDER = ("op", "impl", "device", "layout", "style", "dtype", "shape", "threa
              "dim", "alloc", "step", "size")
 OVERHEAD_LIMIT = 0.02          # fixed per-call overhead must stay below 2% of a case
 EXIT_NO_LIBRARY = 3            # a child whose library does not import
+BIG_INPUT = 1 << 22            # elements: larger random inputs repeat a random block
+BIG_BLOCK = (1 << 20) + 7      # of this many (odd, so rows do not line up)
 MATRIX = {  # repetitions, min seconds per repetition
     "smoke": (1, 0.002),
     "quick": (3, 0.1),
@@ -299,7 +302,11 @@ class TorchBackend:
         return x.to(self.device) if self.cuda else x
 
     def rand(self, shape, lo=-1.0, hi=1.0):
-        return self._dev(self.t.empty(shape).uniform_(lo, hi, generator=self.gen))
+        n = numel(shape)
+        if n <= BIG_INPUT:
+            return self._dev(self.t.empty(shape).uniform_(lo, hi, generator=self.gen))
+        block = self.t.empty(BIG_BLOCK).uniform_(lo, hi, generator=self.gen)
+        return self._dev(block.repeat(-(-n // BIG_BLOCK))[:n].view(shape))
 
     def signs(self, shape):
         return self._dev(self.t.randint(0, 2, shape, generator=self.gen).float() * 2 - 1)
@@ -422,10 +429,16 @@ class NumpyBackend:
         pass
 
     def rand(self, shape, lo=-1.0, hi=1.0):
-        x = self.rng.random(shape, dtype=self.np.float32)
+        n = numel(shape)
+        x = self.rng.random(min(n, BIG_BLOCK) if n > BIG_INPUT else n, dtype=self.np.float32)
         x *= hi - lo
         x += lo
-        return x
+        if n <= BIG_INPUT:
+            return x.reshape(shape)
+        y = self.np.empty(n, self.np.float32)
+        for i in range(0, n, BIG_BLOCK):  # a plain copy per block: fast, unlike np.resize
+            y[i:i + BIG_BLOCK] = x[:min(BIG_BLOCK, n - i)]
+        return y.reshape(shape)
 
     def signs(self, shape):
         return (self.rng.integers(0, 2, size=shape) * 2 - 1).astype(self.np.float32)
@@ -609,8 +622,8 @@ def elementwise_cases(be, dev, matrix, threads):
     outofplace is their own default allocator (torch's CPU one is plain
     posix_memalign/free), so there is no outofplace_system row; normalize has no
     in-place or out= form in torch or NumPy; op:loop is not in the vocabulary yet.
-    full and smoke: every case. quick (the peers' 2.5 minutes): at L2 size add in every
-    layout and style, mul and relu in every style (contiguous), normalize; at DRAM size
+    full and smoke: every case. quick (the peers' 2.5 minutes): at L2 size add (out=) in
+    every layout, add, mul and relu in every style on contiguous inputs, normalize; at DRAM size
     contiguous add in every style and transposed add (out) at 1 thread, contiguous and
     transposed add (out) at 2 threads."""
     smoke = matrix == "smoke"
@@ -628,7 +641,7 @@ def elementwise_cases(be, dev, matrix, threads):
                         continue
                     if matrix == "quick":
                         if shape == l2:
-                            keep = op == "add" or layout == "contiguous"
+                            keep = layout == "contiguous" or (op == "add" and style == "out")
                         else:
                             keep = op == "add" and (
                                 (layout == "contiguous" and (threads == 1 or style == "out"))
@@ -858,7 +871,7 @@ def quant_cases(be, dev, matrix, threads):
                 rel = float(np.linalg.norm(y - ref) / np.linalg.norm(ref))
                 return Work(fn, x.nbytes + wt.nbytes + bias.nbytes + y.nbytes,
                             2 * batch * fin * fout, 0, peak, allocs,
-                            extra={"weight_bytes": wt.nbytes + bias.nbytes, "rel_error": rel})
+                            extra={"weight_bytes": wt.nbytes, "rel_error": rel})
             return _torch_linear(be, dt, batch, fin, fout)
         out.append(Case("quant", keys, build, blas=(dt == "f32")))
     return out
@@ -913,24 +926,26 @@ def _torch_linear(be, dt, batch, fin, fout):
             return fn_(x)
     peak, allocs, _ = be.alloc_of(fn, [x])
     isz = x.element_size()
-    return Work(fn, batch * fin * isz + wbytes + batch * fout * isz,
+    return Work(fn, batch * fin * isz + wbytes + fout * 4 + batch * fout * isz,
                 2 * batch * fin * fout, 0, peak, allocs,
                 extra={"weight_bytes": wbytes, "rel_error": rel})
 
 
 def _weight_bytes(t, m):
-    """Bytes of the layer's weights and bias as stored (packed int8 weights: their
-    int8 elements plus the fp32 bias)."""
+    """Bytes of the layer's weights as stored, bias excluded (as ours: quant.h
+    weight_bytes()): f32/f16 elements; int8 elements plus per-channel scales and zero
+    points when the quantization is per channel."""
     total = 0
     for mod in m.modules():
-        if callable(getattr(mod, "weight", None)) and \
-                not isinstance(getattr(mod, "weight"), t.nn.Parameter):
-            w = mod.weight()
+        w = getattr(mod, "weight", None)
+        if callable(w) and not isinstance(w, t.nn.Parameter):  # quantized Linear
+            w = w()
             total += w.numel() * w.element_size()
-            b = mod.bias()
-            total += 0 if b is None else b.numel() * b.element_size()
+            if w.qscheme() in (t.per_channel_affine, t.per_channel_symmetric):
+                for q in (w.q_per_channel_scales(), w.q_per_channel_zero_points()):
+                    total += q.numel() * q.element_size()
         elif isinstance(mod, t.nn.Linear):
-            total += sum(p.numel() * p.element_size() for p in mod.parameters())
+            total += mod.weight.numel() * mod.weight.element_size()
     return total
 
 
