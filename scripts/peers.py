@@ -1239,8 +1239,7 @@ def child(args):
                 msg += (f"  WARNING: the fixed per-call overhead ({_fmt_ns(fixed)}) is "
                         f"{100 * fixed / med:.1f}% of this case (> 2%)")
             say(msg)
-        del w
-        gc.collect()
+        del w  # reference counting frees its tensors; gc runs between families
     context["sb_peak_alloc_method"] = bend["cpu"].peak_method
     if lib == "torch":
         context["sb_torch_version"] = mod.__version__

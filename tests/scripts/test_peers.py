@@ -1,14 +1,14 @@
 # test_peers.py: scripts/peers.py, the PyTorch / NumPy peer runner. One smoke run
 # (tiny shapes, 1 repetition) is shared by the tests; its JSON must be Google
 # Benchmark's schema with names in the vocabulary (sbtables.parse_name), load through
-# sbtables, mirror the C++ names (bench_copy.cpp, bench_alloc.cpp), and give the Peers
-# table a ratio next to a fixture of ours (tests/fixtures/peers/). Torch-specific
+# sbtables, mirror the C++ names (bench_copy.cpp, bench_alloc.cpp,
+# bench_elementwise.cpp, bench_reduce.cpp), and give the Peers table a ratio next to a
+# fixture of ours (tests/fixtures/peers/). Torch-specific
 # checks skip with a message when torch does not import for this interpreter; a run
 # where neither library imports must exit 0 with a message and write nothing.
 import importlib.util
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -171,6 +171,29 @@ class SmokeRun(unittest.TestCase):
                 self.assertLess(by[s]["peak_alloc_bytes"], 1024, f"{lib} {s}")
                 self.assertEqual(by[s]["allocs_per_iter"], 0, f"{lib} {s}")
 
+    def test_peers_table_ratio(self):
+        """A fixture of ours (impl:ours, a smoke name) beside the peers' JSON:
+        scripts/collect accepts them and the Peers table shows a peer ÷ ours ratio for
+        the shared case."""
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "json")
+            shutil.copytree(self.out, out)
+            shutil.copy(FIX, out)
+            res = os.path.join(tmp, "results")
+            c = sbtest.run("collect", "--json-dir", out, "--results", res, "--no-plots")
+            self.assertEqual(c.returncode, 0, c.stdout + c.stderr)
+            with open(os.path.join(res, MACHINE, "TABLES.md")) as f:
+                text = f.read()
+        peers = text[text.index("## Peers"):]
+        case = "elementwise/op:add/layout:contiguous/style:out/dtype:f32/shape:2x4x16x16/threads:1"
+        rows = [l for l in peers.splitlines() if f"| {case} |" in l]
+        self.assertEqual(len(rows), len(self.docs), peers[:3000])
+        for row in rows:
+            cells = [x.strip() for x in row.strip("|").split("|")]
+            self.assertIn(cells[0], self.docs)
+            self.assertNotEqual(cells[2], "not measured")       # ours, from the fixture
+            self.assertRegex(cells[4], r"^\d+(\.\d+)?x$")  # peer ÷ ours time
+
     def test_numpy_threads(self):
         if "numpy" not in self.docs:
             self.skipTest("numpy does not import")
@@ -204,37 +227,6 @@ class SmokeRun(unittest.TestCase):
             self.assertIn("reserved_bytes", e)
 
 
-class PeersTable(unittest.TestCase):
-    def test_ratio_next_to_ours(self):
-        """A fixture of ours (impl:ours, the smoke names) and the peers' JSON in one
-        results folder: scripts/collect accepts them and the Peers table shows a peer ÷
-        ours ratio for the shared case."""
-        if not any(HAVE.values()):
-            self.skipTest("neither torch nor numpy imports")
-        lib = "torch" if HAVE["torch"] else "numpy"
-        with tempfile.TemporaryDirectory() as tmp:
-            out = os.path.join(tmp, "json")
-            os.makedirs(out)
-            shutil.copy(FIX, out)
-            name = ("elementwise/op:add/impl:{}/device:cpu/layout:contiguous/style:out/"
-                    "dtype:f32/shape:2x4x16x16/threads:1")
-            p = run_peers("--out-dir", out, "--matrix", "smoke", "--libs", lib, "--machine",
-                          MACHINE, "--no-cuda", "--filter", "^" + re.escape(name.format(lib)) + "$")
-            self.assertEqual(p.returncode, 0, p.stderr)
-            res = os.path.join(tmp, "results")
-            c = sbtest.run("collect", "--json-dir", out, "--results", res, "--no-plots")
-            self.assertEqual(c.returncode, 0, c.stdout + c.stderr)
-            with open(os.path.join(res, MACHINE, "TABLES.md")) as f:
-                text = f.read()
-            peers = text[text.index("## Peers"):]
-            case = "elementwise/op:add/layout:contiguous/style:out/dtype:f32/shape:2x4x16x16/threads:1"
-            row = next((l for l in peers.splitlines() if case in l), None)
-            self.assertIsNotNone(row, peers[:2000])
-            cells = [x.strip() for x in row.strip("|").split("|")]
-            self.assertEqual(cells[0], lib)
-            self.assertRegex(cells[4], r"^\d+(\.\d+)?x$")  # peer ÷ ours time
-
-
 class NoLibrary(unittest.TestCase):
     def test_skips_with_a_message(self):
         """Neither library imports: exit 0, a message, no file, stale files removed."""
@@ -256,6 +248,20 @@ class NoLibrary(unittest.TestCase):
             self.assertIn("numpy does not import", p.stderr)
             self.assertIn("neither torch nor numpy", p.stderr)
             self.assertEqual(os.listdir(out), [])
+
+    def test_filter(self):
+        """--filter keeps the matching runs (and the overhead rows) only."""
+        lib = "numpy" if HAVE["numpy"] else "torch" if HAVE["torch"] else None
+        if lib is None:
+            self.skipTest("neither torch nor numpy imports")
+        with tempfile.TemporaryDirectory() as tmp:
+            p = run_peers("--out-dir", tmp, "--matrix", "smoke", "--libs", lib, "--no-cuda",
+                          "--filter", "^copy/op:permute/", timeout=300)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            with open(os.path.join(tmp, f"peers_{lib}.json")) as f:
+                names = {e["name"] for e in json.load(f)["benchmarks"]}
+        self.assertEqual({n.split("/")[0] for n in names}, {"copy", "peers"})
+        self.assertEqual(len([n for n in names if n.startswith("copy/")]), 1)
 
     def test_bad_arguments(self):
         p = run_peers("--out-dir", "/nonexistent-dir-sb", "--filter", "(", timeout=60)
