@@ -1221,7 +1221,8 @@ def child(args):
         if w.allocs is not None:
             counters["allocs_per_iter"] = w.allocs
         counters.update(w.extra)
-        label = f"regime:{regime(w.ws, threads)}" if w.ws else ""
+        # the regime comes from the CPU's caches: GPU rows get none
+        label = f"regime:{regime(w.ws, threads)}" if w.ws and dev == "cpu" else ""
         for i, (r, cpu, iters) in enumerate(samples):
             entries.append(_entry(c.name, len(samples), i, iters, r, cpu, label, counters))
         if c.family == "peers":  # the fixed cost: the least a call took (load only adds)
