@@ -48,7 +48,12 @@ VOCAB = {
     "op": ("add", "mul", "relu", "normalize", "contiguous", "nchw_to_nhwc", "sum",
            "matmul", "conv2d", "linear", "mlp", "alloc_free", "reuse_experiment",
            "h2d", "d2h", "copy", "scale", "triad", "read", "fma_peak", "gemm_peak",
-           "d2d_copy", "overhead") + VIEW_OPS[:-1],
+           "d2d_copy",
+           # in docs/BENCHMARKS.md's op row: reductions, pooling, the S3 chain
+           "nhwc_to_nchw", "mean", "max", "var", "max_pool2d", "avg_pool2d",
+           "loop",
+           # the peers family (scripts/peers.py): one call's fixed cost from Python
+           "overhead") + VIEW_OPS[:-1],
     "impl": ("ours", "torch", "numpy", "openblas", "cudnn"),
     "layout": ("contiguous", "transposed", "sliced", "expanded", "channels_last",
                "column_major", "contiguous_first"),

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "core/tensor.h"
+#include "ops/conv.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
 
@@ -100,6 +101,11 @@ void reset_elementwise_path_counts();
 // ---- reductions (lib/cuda/reduce.cu) ----
 // out has x's sizes with the reduced dims (sorted, unique) set to 1 (keepdim form).
 void reduce(ReduceOp op, const Tensor& out, const Tensor& x, const Shape& dims, int64_t correction);
+// out [N, O, OH, OW] (x's memory format) = conv2d(x, w) + bias (undefined: none),
+// relu when asked. Sizes, dtypes (float32) and devices checked by sb::conv2d.
+// Not implemented yet: whoever adds it in lib/cuda also adds -DSB_HAVE_CUDA_CONV2D to
+// sb_defs in lib/meson.build (Note [CUDA conv2d] in lib/ops/conv.cpp).
+void conv2d(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p, bool relu);
 
 // ---- matmul through cuBLAS (lib/cuda/matmul.cu) ----
 // out = a @ b: 2-D (M,K)x(K,N) or 3-D batched (B,M,K)x(B,K,N) (a batch of size 1 or
