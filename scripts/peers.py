@@ -371,6 +371,12 @@ class TorchBackend:
             return lambda: t.mul(a, b)
         raise ValueError(op)
 
+    def loop(self, a, b, c=None, t1=None, t2=None):
+        t = self.t
+        if c is not None:
+            return lambda: t.clamp_min(t.add(t.mul(a, b, out=t1), b, out=t2), 0, out=c)
+        return lambda: t.relu(t.add(t.mul(a, b), b))
+
     def relu(self, style, a, c):
         t = self.t
         if style == "inplace":
@@ -510,6 +516,12 @@ class NumpyBackend:
             return lambda: np.multiply(a, b)
         raise ValueError(op)
 
+    def loop(self, a, b, c=None, t1=None, t2=None):
+        np, zero = self.np, self.np.float32(0)
+        if c is not None:
+            return lambda: np.maximum(np.add(np.multiply(a, b, out=t1), b, out=t2), zero, out=c)
+        return lambda: np.maximum(np.add(np.multiply(a, b), b), zero)
+
     def relu(self, style, a, c):
         np = self.np
         zero = np.float32(0)
@@ -621,11 +633,12 @@ def elementwise_cases(be, dev, matrix, threads):
     a fresh stepped tensor for sliced). Styles inplace, out, outofplace; the peers'
     outofplace is their own default allocator (torch's CPU one is plain
     posix_memalign/free), so there is no outofplace_system row; normalize has no
-    in-place or out= form in torch or NumPy; op:loop is not in the vocabulary yet.
+    in-place or out= form in torch or NumPy. op:loop (S3): relu(add(mul(a, b), b)),
+    out= into three buffers made once vs out-of-place (two temporaries and a result).
     full and smoke: every case. quick (the peers' 2.5 minutes): at L2 size add (out=) in
     every layout, add, mul and relu in every style on contiguous inputs, normalize; at DRAM size
     contiguous add in every style and transposed add (out) at 1 thread, contiguous and
-    transposed add (out) at 2 threads."""
+    transposed add (out) at 2 threads; the loop at L2 size."""
     smoke = matrix == "smoke"
     l2 = (2, 4, 8, 8) if smoke else (1, 16, 64, 64)
     dram = (2, 4, 16, 16) if smoke else (64, 64, 128, 128)
@@ -649,6 +662,9 @@ def elementwise_cases(be, dev, matrix, threads):
                         if not keep:
                             continue
                     out.append(_ew_case(be, dev, op, layout, style, shape, threads))
+        if matrix != "quick" or shape == l2:  # op:loop (S3), contiguous
+            for style in ("out", "outofplace"):
+                out.append(_ew_case(be, dev, "loop", "contiguous", style, shape, threads))
     return out
 
 
@@ -669,7 +685,7 @@ def _ew_make(be, layout, shape, make):
 def _ew_case(be, dev, op, layout, style, shape, threads):
     keys = dict(op=op, impl=be.impl, device=dev, layout=layout, style=style, dtype="f32",
                 shape=shape_key(shape), threads=threads)
-    binary = op in ("add", "mul")
+    binary = op in ("add", "mul", "loop")
 
     def build():
         ones = lambda s: be.rand(s, 1.0, 1.0)  # noqa: E731 - mul's b: a *= b keeps a
@@ -678,6 +694,7 @@ def _ew_case(be, dev, op, layout, style, shape, threads):
             a = pooled(be, ("a", la, shape), lambda: _ew_make(be, la, shape, be.rand))
             b = pooled(be, ("b", op == "mul", layout, shape),
                        lambda: _ew_make(be, layout, shape, ones if op == "mul" else be.rand))
+            # (loop's b is uniform, as ours: it is never updated in place)
         else:
             a = pooled(be, ("x", layout, shape), lambda: _ew_make(be, layout, shape, be.rand))
             b = None
@@ -686,7 +703,10 @@ def _ew_case(be, dev, op, layout, style, shape, threads):
             target = _ew_make(be, layout, shape, be.rand) if not binary and \
                 layout == "sliced" else be.clone(a)
         c = be.empty(shape, layout == "channels_last") if style == "out" else None
-        if op == "normalize":
+        if op == "loop":
+            fn = be.loop(a, b, c, be.empty(shape), be.empty(shape)) if style == "out" \
+                else be.loop(a, b)
+        elif op == "normalize":
             fn = be.normalize(a)
         elif binary:
             fn = be.binary(op, style, target if style == "inplace" else a, b, c)
@@ -697,11 +717,15 @@ def _ew_case(be, dev, op, layout, style, shape, threads):
         if op == "add" and style == "inplace":
             fn()  # undo the add_ of the probe
         n = numel(shape)
-        nbytes = distinct_bytes(be, a) + (distinct_bytes(be, b) if binary else 0) + 4 * n
-        ws = (span_bytes(be, b) if binary else 0) + \
-            (span_bytes(be, target) if style == "inplace" else span_bytes(be, a) + 4 * n)
-        return Work(fn, nbytes, (6 if op == "normalize" else 1) * n, ws, peak, allocs,
-                    overhead_style=style)
+        if op == "loop":  # mul: a, b -> t1; add: t1, b -> t2; relu: t2 -> y
+            nbytes = distinct_bytes(be, a) + 2 * distinct_bytes(be, b) + 5 * 4 * n
+            ws = span_bytes(be, a) + span_bytes(be, b) + 3 * 4 * n
+        else:
+            nbytes = distinct_bytes(be, a) + (distinct_bytes(be, b) if binary else 0) + 4 * n
+            ws = (span_bytes(be, b) if binary else 0) + \
+                (span_bytes(be, target) if style == "inplace" else span_bytes(be, a) + 4 * n)
+        flop = {"normalize": 6, "loop": 3}.get(op, 1) * n
+        return Work(fn, nbytes, flop, ws, peak, allocs, overhead_style=style)
     return Case("elementwise", keys, build)
 
 
