@@ -607,7 +607,7 @@ def shapes(matrix):
         "ew_llc": (64, 64) if smoke else (1024, 1024),
         "ew_dram": (128, 128) if smoke else (8192, 8192),
         "ew4d": (2, 8, 6, 6) if smoke else (32, 64, 56, 56),
-        "copy_sq": [64] if smoke else [512, 4096],
+        "copy_sq": [64] if smoke else [256, 4096],
         "copy_4d": (2, 8, 6, 6) if smoke else (32, 64, 56, 56),
         "copy_cube": (8, 8, 8) if smoke else (256, 256, 256),
         "reduce": (64, 64) if smoke else (8192, 8192),
