@@ -320,7 +320,7 @@ TEST(CopyFast, FillEveryLayoutDtypeAndStreaming) {
           }
 }
 
-TEST(CopyFast, StreamingThresholdDefaultsToTheLastLevelCache) {
+TEST(CopyFast, StreamingThresholdDefaultIsDetectedAndSettable) {
   Scope scope;
   EXPECT_GT(nt_threshold_bytes(), int64_t{1} << 20);  // some MiB, detected once
   set_nt_threshold_bytes(12345);
