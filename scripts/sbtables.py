@@ -48,7 +48,10 @@ VOCAB = {
     "op": ("add", "mul", "relu", "normalize", "contiguous", "nchw_to_nhwc", "sum",
            "matmul", "conv2d", "linear", "mlp", "alloc_free", "reuse_experiment",
            "h2d", "d2h", "copy", "scale", "triad", "read", "fma_peak", "gemm_peak",
-           "d2d_copy") + VIEW_OPS[:-1],
+           "d2d_copy",
+           # in docs/BENCHMARKS.md's op row: reductions, pooling, the S3 chain
+           "nhwc_to_nchw", "mean", "max", "var", "max_pool2d", "avg_pool2d",
+           "loop") + VIEW_OPS[:-1],
     "impl": ("ours", "torch", "numpy", "openblas", "cudnn"),
     "layout": ("contiguous", "transposed", "sliced", "expanded", "channels_last",
                "column_major", "contiguous_first"),
@@ -99,8 +102,9 @@ def parse_name(name):
             raise ValueError(f"key {key!r} out of order (order: {', '.join(KEYS)})")
         last = KEYS.index(key)
         keys[key] = value
-    if "op" not in keys:
-        raise ValueError("no op:<op> segment")
+    for key in ("op", "device"):
+        if key not in keys:
+            raise ValueError(f"no {key}:<{key}> segment")
     return family, keys
 
 
@@ -248,8 +252,8 @@ def load_gbench(path):
         rt = e.get("real_time")
         if unit not in UNIT_NS:
             raise InputError(path, f"{where}: time_unit {unit!r} is not ns/us/ms/s")
-        if not isinstance(rt, (int, float)) or isinstance(rt, bool) or rt < 0:
-            raise InputError(path, f"{where}: real_time missing or not a number")
+        if not isinstance(rt, (int, float)) or isinstance(rt, bool) or not rt > 0:
+            raise InputError(path, f"{where}: real_time missing or not a positive number")
         run = Run(family, keys, path)
         run.gbench_name = name
         if kind == "iteration":
@@ -287,20 +291,26 @@ class RunSet:
     def __init__(self):
         self.runs, self.contexts, self.skipped = {}, {}, []
         self.machine, self.semantics = {}, None
+        self._sorted, self._ceilings = None, {}
 
     def add_file(self, path):
-        context, runs, skipped = load_gbench(path)
+        return self.add(path, *load_gbench(path))
+
+    def add(self, path, context, runs, skipped):
         for r in runs:
             if r.name in self.runs:
                 raise InputError(path, f"run {r.name!r} also in {self.runs[r.name].path}")
         for r in runs:
             self.runs[r.name] = r
+        self._sorted, self._ceilings = None, {}
         self.contexts[path] = context
         self.skipped += skipped
         return context
 
     def all(self):
-        return sorted(self.runs.values(), key=lambda r: r.sort_key)
+        if self._sorted is None:
+            self._sorted = sorted(self.runs.values(), key=lambda r: r.sort_key)
+        return self._sorted
 
     def get(self, family, keys):
         return self.runs.get(canonical(family, keys))
@@ -384,7 +394,7 @@ READ_OPS = ("sum",)
 
 def ceiling_kind(run):
     """(baseline ops to try, 'bytes' or 'flop') for a kernel row, None otherwise."""
-    gpu = run.get("device", "cpu").startswith("cuda")
+    gpu = run["device"].startswith("cuda")
     op = run["op"]
     if run.family in ("baseline", "alloc", "transfer"):
         return None
@@ -409,18 +419,35 @@ def ceiling(rs, run):
     mine = rate(run, what)
     if mine is None:
         return None
+    key = (ops, what, run["device"], run["threads"], what == "bytes" and run.regime,
+           what == "flop" and run["dtype"])
+    if key not in rs._ceilings:
+        rs._ceilings[key] = _best_baseline(rs, run, ops, what)
+    best = rs._ceilings[key]
+    return (best, rate(best, what), 100.0 * mine / rate(best, what)) if best else None
+
+
+def _best_baseline(rs, run, ops, what):
     for op in ops:
-        cands = [b for b in rs.select("baseline", op=op, device=run.get("device", "cpu"))
-                 if _same(b.get("threads"), run.get("threads"))
+        cands = [b for b in rs.select("baseline", op=op, device=run["device"])
+                 if _same(b["threads"], run["threads"])
                  and (what == "flop" or _same(b.regime, run.regime))
                  and rate(b, what)]
         if what == "flop" and any(b["dtype"] == run["dtype"] for b in cands):
             cands = [b for b in cands if b["dtype"] == run["dtype"]]
         if cands:
-            best = max(cands, key=lambda b: rate(b, what))
-            top = rate(best, what)
-            return best, top, 100.0 * mine / top
+            return max(cands, key=lambda b: rate(b, what))
     return None
+
+
+# Where a case was run in several styles, layout comparisons use one: the first here.
+STYLE_PREF = (None, "out", "outofplace", "inplace", "copy", "outofplace_system", "view")
+
+
+def preferred_style(rs, r):
+    """True when no variant of r (same keys but style) has a more preferred style."""
+    mine = STYLE_PREF.index(r["style"]) if r["style"] in STYLE_PREF else len(STYLE_PREF)
+    return not any(rs.like(r, style=s) for s in STYLE_PREF[:mine])
 
 
 def _same(a, b):
@@ -447,7 +474,7 @@ def fmt_time(ns):
 
 def fmt_spread(run):
     if run.from_aggregate:
-        return "±? (median aggregate only)"
+        return "±?"
     return "±n/a" if run.spread is None else f"±{100 * run.spread:.0f}%"
 
 
@@ -466,7 +493,7 @@ def fmt_bytes(b):
 
 
 def fmt_x(r):
-    return "—" if r is None else f"{r:.2f}x"
+    return "—" if r is None else f"{fmt_num(r)}x"
 
 
 def fmt_rate(v, unit):
@@ -480,18 +507,30 @@ def md_table(header, rows):
     return out
 
 
+def group_by(runs, *drop):
+    """{canonical name without the `drop` keys: [runs]} in the runs' order."""
+    groups = {}
+    for r in runs:
+        keys = {k: v for k, v in r.keys.items() if k not in drop}
+        groups.setdefault(canonical(r.family, keys), []).append(r)
+    return groups
+
+
 def devices(runs):
-    return sorted({r.get("device", "cpu") for r in runs}, key=lambda d: _order("device", d))
+    return sorted({r["device"] for r in runs}, key=lambda d: _order("device", d))
 
 
 def describe(run, keys=("layout", "op", "dtype", "shape")):
     """'transposed add f32 4096x4096' from the given keys."""
-    return " ".join(run.keys[k] for k in keys if k in run.keys)
+    word = {"threads": lambda v: f"{v} threads", "size": lambda v: fmt_bytes(int(v)),
+            "op": lambda v: "contiguous()" if v == "contiguous" else v}
+    return " ".join(word.get(k, lambda v: f"{k}:{v}" if k in ("dim", "step", "alloc")
+                             else v)(run.keys[k]) for k in keys if k in run.keys)
 
 
-def varying_labels(runs, keys):
+def varying_labels(runs, keys, fallback=("layout", "op", "dtype", "shape")):
     """Labels for runs built from only those keys whose values differ among them."""
-    vary = [k for k in keys if len({r.keys.get(k) for r in runs}) > 1] or list(keys[:1])
+    vary = [k for k in keys if len({r.keys.get(k) for r in runs}) > 1] or fallback
     return [describe(r, vary) for r in runs]
 
 

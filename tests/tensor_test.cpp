@@ -1,8 +1,302 @@
+// tensor_test.cpp — Tensor metadata, views, layouts and factories (lib/core/tensor.*):
+// CLAIMS.md V1–V3, channels-last strides including the ambiguous cases (decided as
+// PyTorch decides), reshape's view-or-copy rule, dtype/device basics.
 #include "core/tensor.h"
+
+#include <cmath>
+
 #include "test_util.h"
-namespace sb { namespace {
-TEST(Tensor, Smoke) {
-  Tensor a = arange(12).view({3, 4});
-  EXPECT_EQ(a.t().get({1, 2}), 9);
+
+namespace sb {
+namespace {
+
+TEST(DType, SizesAndNames) {
+  EXPECT_EQ(dtype_size(DType::Float32), 4u);
+  EXPECT_EQ(dtype_size(DType::Float64), 8u);
+  EXPECT_EQ(dtype_size(DType::Float16), 2u);
+  EXPECT_EQ(dtype_size(DType::Int8), 1u);
+  EXPECT_EQ(dtype_size(DType::Int32), 4u);
+  EXPECT_EQ(dtype_size(DType::Int64), 8u);
+  EXPECT_STREQ(dtype_name(DType::Float16), "float16");
+  EXPECT_EQ(Device::cpu().str(), "cpu");
+  EXPECT_EQ(Device::cuda(1).str(), "cuda:1");
 }
-}}
+
+TEST(Tensor, FactoriesFillEveryElement) {
+  for (DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::Int8, DType::Int32, DType::Int64}) {
+    Tensor z = zeros({3, 5}, dt), o = ones({3, 5}, dt), f = full({3, 5}, 7, dt);
+    EXPECT_TRUE(test::all_close(z, std::vector<double>(15, 0.0), 0, 0)) << dtype_name(dt);
+    EXPECT_TRUE(test::all_close(o, std::vector<double>(15, 1.0), 0, 0)) << dtype_name(dt);
+    EXPECT_TRUE(test::all_close(f, std::vector<double>(15, 7.0), 0, 0)) << dtype_name(dt);
+    EXPECT_EQ(z.dtype(), dt);
+  }
+  Tensor a = arange(6);
+  EXPECT_TRUE(test::all_close(a, {0, 1, 2, 3, 4, 5}, 0, 0));
+  EXPECT_TRUE(test::all_close(arange(1.0, 2.0, 0.25, DType::Float64), {1, 1.25, 1.5, 1.75}, 0, 0));
+}
+
+TEST(Tensor, StorageIsAligned) {
+  for (int i = 1; i < 40; i += 7) {
+    Tensor t = empty({i}, DType::Int8);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(t.storage()->data()) % kCpuAlignment, 0u);
+  }
+}
+
+TEST(Tensor, RandIsSeededAndInRange) {
+  Tensor a = rand({1000}, 42), b = rand({1000}, 42), c = rand({1000}, 43);
+  EXPECT_EQ(a.to_vector(), b.to_vector());
+  EXPECT_NE(a.to_vector(), c.to_vector());
+  double mean = 0;
+  for (double v : a.to_vector()) {
+    EXPECT_GE(v, 0.0);
+    EXPECT_LT(v, 1.0);
+    mean += v / 1000;
+  }
+  EXPECT_NEAR(mean, 0.5, 0.05);
+  const auto n = randn({20000}, 5, DType::Float64).to_vector();
+  double m = 0, v2 = 0;
+  for (double x : n) m += x / n.size();
+  for (double x : n) v2 += (x - m) * (x - m) / n.size();
+  EXPECT_NEAR(m, 0.0, 0.05);
+  EXPECT_NEAR(v2, 1.0, 0.05);
+}
+
+// ---- CLAIMS.md V1: a transpose shares storage; writes are seen through both
+TEST(Views, TransposeSharesStorage) {
+  Tensor a = arange(12).view({3, 4});
+  Tensor t = a.t();
+  EXPECT_TRUE(t.shares_storage_with(a));
+  EXPECT_EQ(t.sizes(), (Shape{4, 3}));
+  EXPECT_EQ(t.strides(), (Shape{1, 4}));
+  t.set({2, 1}, 100);
+  EXPECT_EQ(a.get({1, 2}), 100);
+  a.set({0, 3}, -5);
+  EXPECT_EQ(t.get({3, 0}), -5);
+  EXPECT_FALSE(t.is_contiguous());
+}
+
+// ---- V2: a slice shares storage; an in-place op on it changes the source
+TEST(Views, SliceSharesStorage) {
+  Tensor a = arange(10);
+  Tensor s = a.slice(0, 2, 9, 3);  // 2, 5, 8
+  EXPECT_TRUE(s.shares_storage_with(a));
+  EXPECT_EQ(s.sizes(), (Shape{3}));
+  EXPECT_EQ(s.strides(), (Shape{3}));
+  EXPECT_EQ(s.storage_offset(), 2);
+  s.fill_(-1);
+  EXPECT_TRUE(test::all_close(a, {0, 1, -1, 3, 4, -1, 6, 7, -1, 9}, 0, 0));
+}
+
+// ---- V3: clone and contiguous of a non-contiguous tensor own new storage
+TEST(Views, CloneAndContiguousOwnNewStorage) {
+  Tensor a = arange(12).view({3, 4});
+  const long before = a.storage_use_count();
+  Tensor c = a.t().contiguous();
+  EXPECT_FALSE(c.shares_storage_with(a));
+  EXPECT_TRUE(c.is_contiguous());
+  EXPECT_TRUE(test::all_close(c, a.t().to_vector(), 0, 0));
+  Tensor k = a.clone();
+  EXPECT_FALSE(k.shares_storage_with(a));
+  k.set({0, 0}, 99);
+  EXPECT_EQ(a.get({0, 0}), 0);
+  // contiguous() of a contiguous tensor is the tensor itself: no new storage
+  Tensor same = a.contiguous();
+  EXPECT_TRUE(same.shares_storage_with(a));
+  EXPECT_EQ(a.storage_use_count(), before + 1);
+}
+
+TEST(Views, UseCountTracksViews) {
+  Tensor a = zeros({4, 4});
+  EXPECT_EQ(a.storage_use_count(), 1);
+  {
+    Tensor v1 = a.view({16}), v2 = a.t(), v3 = a.slice(1, 0, 2);
+    EXPECT_EQ(a.storage_use_count(), 4);
+  }
+  EXPECT_EQ(a.storage_use_count(), 1);
+}
+
+TEST(Views, SliceClampsAndWrapsLikePyTorch) {
+  Tensor a = arange(10);
+  EXPECT_EQ(a.slice(0, -3, std::nullopt).to_vector(), (std::vector<double>{7, 8, 9}));
+  EXPECT_EQ(a.slice(0, 8, 100).to_vector(), (std::vector<double>{8, 9}));
+  EXPECT_EQ(a.slice(0, 5, 2).numel(), 0);
+  EXPECT_EQ(a.slice(0, std::nullopt, std::nullopt, 4).to_vector(), (std::vector<double>{0, 4, 8}));
+  EXPECT_EQ(a.slice(0, -100, 2).to_vector(), (std::vector<double>{0, 1}));
+}
+
+TEST(Views, SelectNarrowSqueezeUnsqueeze) {
+  Tensor a = arange(24).view({2, 3, 4});
+  Tensor s = a.select(1, -1);
+  EXPECT_EQ(s.sizes(), (Shape{2, 4}));
+  EXPECT_EQ(s.get({1, 2}), 12 + 8 + 2);
+  Tensor n = a.narrow(2, 1, 2);
+  EXPECT_EQ(n.sizes(), (Shape{2, 3, 2}));
+  EXPECT_EQ(n.get({1, 2, 1}), 12 + 8 + 2);
+  Tensor u = a.unsqueeze(1);
+  EXPECT_EQ(u.sizes(), (Shape{2, 1, 3, 4}));
+  EXPECT_EQ(u.strides(), (Shape{12, 12, 4, 1}));
+  EXPECT_EQ(a.unsqueeze(-1).strides(), (Shape{12, 4, 1, 1}));
+  EXPECT_EQ(u.squeeze().sizes(), (Shape{2, 3, 4}));
+  EXPECT_EQ(u.squeeze(1).sizes(), (Shape{2, 3, 4}));
+  EXPECT_EQ(u.squeeze(0).sizes(), (Shape{2, 1, 3, 4}));  // size 2: unchanged
+}
+
+TEST(Views, ExpandUsesStrideZero) {
+  Tensor row = from_vector<float>({1, 2, 3});
+  Tensor e = row.expand({4, 3});
+  EXPECT_EQ(e.strides(), (Shape{0, 1}));
+  EXPECT_TRUE(e.shares_storage_with(row));
+  EXPECT_EQ(e.get({3, 2}), 3);
+  Tensor col = from_vector<float>({5, 6}).view({2, 1});
+  EXPECT_EQ(col.expand({2, -1, 4}).sizes(), (Shape{2, 2, 4}));  // a new leading dim
+  EXPECT_EQ(col.broadcast_to({3, 2, 5}).strides(), (Shape{0, 1, 0}));
+}
+
+TEST(Views, PermuteAndFlattenUnflatten) {
+  Tensor a = arange(24).view({2, 3, 4});
+  Tensor p = a.permute({2, 0, 1});
+  EXPECT_EQ(p.sizes(), (Shape{4, 2, 3}));
+  EXPECT_EQ(p.strides(), (Shape{1, 12, 4}));
+  EXPECT_EQ(p.get({3, 1, 2}), 12 + 8 + 3);
+  Tensor f = a.flatten();
+  EXPECT_TRUE(f.shares_storage_with(a));
+  EXPECT_EQ(f.sizes(), (Shape{24}));
+  Tensor f2 = a.flatten(1);
+  EXPECT_EQ(f2.sizes(), (Shape{2, 12}));
+  Tensor pf = p.flatten();  // not viewable: a copy
+  EXPECT_FALSE(pf.shares_storage_with(a));
+  EXPECT_TRUE(test::all_close(pf, p.to_vector(), 0, 0));
+  Tensor u = f.unflatten(0, {4, -1});
+  EXPECT_EQ(u.sizes(), (Shape{4, 6}));
+  EXPECT_TRUE(u.shares_storage_with(a));
+}
+
+TEST(Views, ReshapeViewsWhenStridesAllowElseCopies) {
+  Tensor a = arange(24).view({2, 3, 4});
+  Tensor r = a.reshape({6, 4});
+  EXPECT_TRUE(r.shares_storage_with(a));
+  // a transposed tensor whose merged dims are still one chunk: view
+  Tensor t = a.transpose(0, 1);  // [3,2,4] strides [4,12,1]
+  Tensor r2 = t.reshape({3, 8});
+  EXPECT_FALSE(r2.shares_storage_with(a));
+  EXPECT_TRUE(test::all_close(r2, t.to_vector(), 0, 0));
+  Tensor r3 = t.reshape({3, 2, 2, 2});  // splitting the last dim only: a view
+  EXPECT_TRUE(r3.shares_storage_with(a));
+  EXPECT_EQ(r3.strides(), (Shape{4, 12, 2, 1}));
+  Tensor s = a.slice(2, 0, 4, 2);  // [2,3,2] strides [12,4,2]
+  Tensor r4 = s.reshape({6, 2});   // dims 0,1 merge (12 == 3*4)
+  EXPECT_TRUE(r4.shares_storage_with(a));
+  EXPECT_EQ(r4.strides(), (Shape{4, 2}));
+  EXPECT_TRUE(test::all_close(r4, s.to_vector(), 0, 0));
+  // size-0 reshape
+  Tensor z = empty({0, 4});
+  EXPECT_EQ(z.reshape({4, 0, 3}).sizes(), (Shape{4, 0, 3}));
+}
+
+TEST(Views, AsStridedWithinStorage) {
+  Tensor a = arange(10);
+  Tensor w = a.as_strided({4, 3}, {2, 1}, 1);  // sliding windows
+  EXPECT_EQ(w.get({3, 2}), 1 + 6 + 2);
+  EXPECT_TRUE(w.shares_storage_with(a));
+  EXPECT_EQ(has_internal_overlap(w), MemOverlap::TooHard);
+  EXPECT_EQ(has_internal_overlap(a.expand({3, 10})), MemOverlap::Yes);
+  EXPECT_EQ(has_internal_overlap(a.view({2, 5}).t()), MemOverlap::No);
+}
+
+TEST(Views, OverlapStatus) {
+  Tensor a = arange(16).view({4, 4});
+  EXPECT_EQ(get_overlap_status(a, a), MemOverlapStatus::Full);
+  EXPECT_EQ(get_overlap_status(a, a.t()), MemOverlapStatus::Partial);
+  EXPECT_EQ(get_overlap_status(a.narrow(0, 0, 2), a.narrow(0, 2, 2)), MemOverlapStatus::No);
+  EXPECT_EQ(get_overlap_status(a, zeros({4, 4})), MemOverlapStatus::No);
+}
+
+// ---- memory formats
+TEST(ChannelsLast, StridesAndRoundTrip) {
+  Tensor x = rand({2, 3, 4, 5}, 1);
+  Tensor cl = x.contiguous(MemoryFormat::ChannelsLast);
+  EXPECT_EQ(cl.strides(), (Shape{60, 1, 15, 3}));
+  EXPECT_TRUE(cl.is_contiguous(MemoryFormat::ChannelsLast));
+  EXPECT_FALSE(cl.is_contiguous());
+  EXPECT_EQ(cl.suggest_memory_format(), MemoryFormat::ChannelsLast);
+  EXPECT_EQ(x.suggest_memory_format(), MemoryFormat::Contiguous);
+  EXPECT_TRUE(test::all_close(cl, x.to_vector(), 0, 0));
+  EXPECT_TRUE(cl.contiguous(MemoryFormat::ChannelsLast).shares_storage_with(cl));  // itself
+  Tensor back = cl.contiguous();
+  EXPECT_EQ(back.strides(), (Shape{60, 20, 5, 1}));
+  EXPECT_TRUE(test::all_close(back, x.to_vector(), 0, 0));
+  // clone preserves a dense layout, and otherwise gives dense strides in the input's
+  // stride order (values checked against PyTorch 1.13)
+  EXPECT_EQ(cl.clone().strides(), cl.strides());
+  Tensor sliced_cl = cl.slice(3, 0, 5, 2);  // [2,3,4,3] @ [60,1,15,6]
+  EXPECT_EQ(sliced_cl.suggest_memory_format(), MemoryFormat::Contiguous);
+  EXPECT_EQ(sliced_cl.clone().strides(), (Shape{36, 1, 9, 3}));
+  EXPECT_TRUE(test::all_close(sliced_cl.clone(), sliced_cl.to_vector(), 0, 0));
+  EXPECT_EQ(empty({1, 1, 1, 1}).expand({2, 3, 4, 5}).clone().strides(), (Shape{60, 20, 5, 1}));
+  EXPECT_EQ(arange(10).as_strided({4, 3}, {2, 1}, 1).clone().strides(), (Shape{3, 1}));
+  EXPECT_EQ(empty({1, 3, 1, 4}).transpose(1, 3).clone().strides(), (Shape{12, 1, 4, 4}));
+  // an NHWC permute of an NHWC-contiguous buffer is channels-last
+  Tensor nhwc = rand({2, 4, 5, 3}, 2).permute({0, 3, 1, 2});
+  EXPECT_TRUE(nhwc.is_contiguous(MemoryFormat::ChannelsLast));
+}
+
+// Note [Ambiguous channels-last strides]: the cases PyTorch decides by its rules.
+TEST(ChannelsLast, AmbiguousNC11) {
+  Tensor a = empty({2, 3, 1, 1});  // contiguous strides [3,1,1,1]
+  EXPECT_EQ(a.strides(), (Shape{3, 1, 1, 1}));
+  EXPECT_TRUE(a.is_contiguous());
+  EXPECT_TRUE(a.is_contiguous(MemoryFormat::ChannelsLast));
+  EXPECT_EQ(a.suggest_memory_format(), MemoryFormat::Contiguous);
+  Tensor b = empty({2, 3, 1, 1}, DType::Float32, Device::cpu(), MemoryFormat::ChannelsLast);
+  EXPECT_EQ(b.strides(), (Shape{3, 1, 3, 3}));
+  EXPECT_TRUE(b.is_contiguous());
+  EXPECT_TRUE(b.is_contiguous(MemoryFormat::ChannelsLast));
+  EXPECT_EQ(b.suggest_memory_format(), MemoryFormat::ChannelsLast);
+}
+
+TEST(ChannelsLast, AmbiguousC1) {
+  Tensor a = empty({2, 1, 4, 4});
+  EXPECT_EQ(a.strides(), (Shape{16, 16, 4, 1}));
+  EXPECT_TRUE(a.is_contiguous(MemoryFormat::ChannelsLast));
+  EXPECT_EQ(a.suggest_memory_format(), MemoryFormat::Contiguous);
+  Tensor b = empty({2, 1, 4, 4}, DType::Float32, Device::cpu(), MemoryFormat::ChannelsLast);
+  EXPECT_EQ(b.strides(), (Shape{16, 1, 4, 1}));
+  EXPECT_TRUE(b.is_contiguous());
+  EXPECT_EQ(b.suggest_memory_format(), MemoryFormat::ChannelsLast);
+}
+
+TEST(ChannelsLast, AmbiguousN111AndTrivialC) {
+  Tensor a = empty({2, 1, 1, 1});  // [1,1,1,1]
+  EXPECT_EQ(a.strides(), (Shape{1, 1, 1, 1}));
+  EXPECT_EQ(a.suggest_memory_format(), MemoryFormat::Contiguous);
+  EXPECT_TRUE(a.is_contiguous(MemoryFormat::ChannelsLast));
+  Tensor e = empty({1, 1, 1, 1}).expand({2, 3, 4, 5});  // stride 0 channels: NCHW
+  EXPECT_EQ(e.suggest_memory_format(), MemoryFormat::Contiguous);
+  // 1xCx1xW transposed to 1xWx1xC must not look channels-last
+  Tensor t = empty({1, 3, 1, 4}).transpose(1, 3);
+  EXPECT_EQ(t.suggest_memory_format(), MemoryFormat::Contiguous);
+}
+
+TEST(Tensor, ToDtypeConvertsAndKeepsLayout) {
+  Tensor x = rand({2, 3, 4, 5}, 3).contiguous(MemoryFormat::ChannelsLast);
+  Tensor d = x.to(DType::Float64);
+  EXPECT_EQ(d.dtype(), DType::Float64);
+  EXPECT_TRUE(d.is_contiguous(MemoryFormat::ChannelsLast));
+  EXPECT_TRUE(test::all_close(d, x.to_vector(), 0, 0));
+  EXPECT_TRUE(x.to(DType::Float32).shares_storage_with(x));
+  EXPECT_TRUE(x.to(Device::cpu()).shares_storage_with(x));
+}
+
+TEST(Tensor, ZeroDimTensors) {
+  Tensor s = full({}, 3.5);
+  EXPECT_EQ(s.dim(), 0);
+  EXPECT_EQ(s.numel(), 1);
+  EXPECT_EQ(s.item(), 3.5);
+  EXPECT_EQ(s.unsqueeze(0).sizes(), (Shape{1}));
+  EXPECT_EQ(s.flatten().sizes(), (Shape{1}));
+  EXPECT_EQ(s.view({1, 1}).sizes(), (Shape{1, 1}));
+  EXPECT_EQ(s.expand({2, 2}).get({1, 1}), 3.5);
+}
+
+}  // namespace
+}  // namespace sb

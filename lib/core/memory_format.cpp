@@ -79,6 +79,37 @@ bool is_channels_last_like_strides(const Shape& sizes, const Shape& strides) {
   return true;
 }
 
+Shape dense_strides_like(const Shape& sizes, const Shape& strides) {
+  const int64_t n = static_cast<int64_t>(sizes.size());
+  // -1: keep order, 1: swap, 0: ambiguous (stride 0 on either side, or equal strides and sizes)
+  auto should_swap = [&](int64_t d0, int64_t d1) {
+    if (strides[d0] == 0 || strides[d1] == 0) return 0;
+    if (strides[d0] != strides[d1]) return strides[d0] < strides[d1] ? -1 : 1;
+    return sizes[d0] > sizes[d1] ? 1 : 0;
+  };
+  std::vector<int64_t> perm(n);  // innermost first: n-1, ..., 0
+  for (int64_t i = 0; i < n; ++i) perm[i] = n - 1 - i;
+  for (int64_t i = 1; i < n; ++i) {  // insertion sort that tolerates ambiguous pairs
+    int64_t d1 = i;
+    for (int64_t d0 = i - 1; d0 >= 0; --d0) {
+      const int c = should_swap(perm[d0], perm[d1]);
+      if (c > 0) {
+        std::swap(perm[d0], perm[d1]);
+        d1 = d0;
+      } else if (c < 0) {
+        break;
+      }
+    }
+  }
+  Shape out(n);
+  int64_t cur = 1;
+  for (int64_t i = 0; i < n; ++i) {
+    out[perm[i]] = cur;
+    if (sizes[perm[i]] > 1) cur *= sizes[perm[i]];
+  }
+  return out;
+}
+
 bool is_non_overlapping_and_dense(const Shape& sizes, const Shape& strides) {
   const size_t n = sizes.size();
   if (n == 1) return sizes[0] < 2 || strides[0] == 1;

@@ -45,6 +45,10 @@ bool is_contiguous_strides(const Shape& sizes, const Shape& strides);
 bool is_channels_last_contiguous_strides(const Shape& sizes, const Shape& strides);
 // PyTorch's is_channels_last_strides_2d: do the strides *look* channels-last.
 bool is_channels_last_like_strides(const Shape& sizes, const Shape& strides);
+// Dense strides that keep the order of `strides` (PyTorch's infer_dense_strides):
+// dims sorted innermost-first by stride, ties broken by size, stride-0 dims left in
+// place. What clone(Preserve) gives a non-dense input.
+Shape dense_strides_like(const Shape& sizes, const Shape& strides);
 // No two indices share an address and the addresses fill a dense range.
 bool is_non_overlapping_and_dense(const Shape& sizes, const Shape& strides);
 

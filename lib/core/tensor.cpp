@@ -381,9 +381,9 @@ Tensor Tensor::clone(MemoryFormat format) const {
 }
 
 Tensor empty_like(const Tensor& t, MemoryFormat format) {
-  if (format == MemoryFormat::Preserve) {
-    if (t.is_non_overlapping_and_dense()) return empty_strided(t.sizes(), t.strides(), t.dtype(), t.device());
-    format = t.suggest_memory_format();
+  if (format == MemoryFormat::Preserve) {  // PyTorch: same strides if dense, else dense in the same order
+    const Shape st = t.is_non_overlapping_and_dense() ? t.strides() : dense_strides_like(t.sizes(), t.strides());
+    return empty_strided(t.sizes(), st, t.dtype(), t.device());
   }
   return empty(t.sizes(), t.dtype(), t.device(), format);
 }
@@ -392,11 +392,14 @@ Tensor empty_like(const Tensor& t, MemoryFormat format) {
 
 Tensor& Tensor::copy_(const Tensor& src) {
   SB_CHECK(defined() && src.defined(), "copy_: undefined tensor");
-  broadcast_shapes(src.sizes(), sizes_, "copy_");
   SB_CHECK(broadcast_shapes(src.sizes(), sizes_, "copy_") == sizes_, "copy_: source sizes ", src.sizes(),
            " cannot be broadcast to destination sizes ", sizes_);
   SB_CHECK(has_internal_overlap(*this) != MemOverlap::Yes, "copy_: more than one element of the destination (sizes ",
            sizes_, ", strides ", strides_, ") refers to a single memory location; clone() it first");
+  const MemOverlapStatus ov = get_overlap_status(*this, src);
+  if (ov == MemOverlapStatus::Full) return *this;  // a.copy_(a): nothing to do
+  SB_CHECK(ov != MemOverlapStatus::Partial, "copy_: the source (sizes ", src.sizes(), ", strides ", src.strides(),
+           ") partly overlaps the destination (sizes ", sizes_, ", strides ", strides_, "); clone() the source first");
   copy_kernel(*this, src);
   return *this;
 }
@@ -469,6 +472,7 @@ Tensor empty(const Shape& sizes, DType dtype, Device device, MemoryFormat format
   SB_CHECK(format != MemoryFormat::Preserve, "empty: memory format Preserve is only for clone/empty_like");
   if (format == MemoryFormat::ChannelsLast)
     SB_CHECK(sizes.size() == 4, "empty: ChannelsLast needs 4-D (NCHW) sizes, got ", sizes);
+  checked_numel(sizes, "empty");  // before strides are computed: they would overflow too
   return empty_strided(sizes, strides_for(sizes, format), dtype, device);
 }
 

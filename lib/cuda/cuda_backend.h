@@ -1,26 +1,124 @@
 // cuda_backend.h — what the device-independent code (lib/core, lib/ops) calls on
 // CUDA tensors. Compiled only when meson finds nvcc (SB_WITH_CUDA); implemented in
-// lib/cuda/*.cu. Every function expects its preconditions checked by the public op.
+// lib/cuda/*.cu. Every function expects its preconditions checked by the public op;
+// each still checks devices and dtypes (cheap) before launching anything.
+//
+// Streams: every synchronous function runs on the legacy default stream and returns
+// when the host may read or reuse what it passed (copies to or from the host are
+// complete; device-only work is stream-ordered, as in PyTorch). to_async is the one
+// asynchronous entry point.
 #pragma once
+#include <cstdint>
+#include <string>
+
 #include "core/tensor.h"
+#include "ops/conv.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
+
+typedef struct CUstream_st* cudaStream_t;  // the same declaration as cuda_runtime.h
 
 namespace sb::cuda {
 
 bool is_available();   // a device is present and the driver answers
 int device_count();    // 0 when none
-Allocator* allocator(int device);  // the current CUDA allocator (caching by default)
 
+// ---- allocators (lib/cuda/allocator.cu, rules in lib/cuda/caching_allocator.h) ----
+enum class CudaAllocatorKind : uint8_t { Caching, Direct };
+// The current CUDA allocator of `device`: caching unless SB_CUDA_ALLOCATOR=direct is
+// set at start-up or set_allocator() says otherwise. Error when the device is absent.
+Allocator* allocator(int device);
+Allocator* caching_allocator(int device);  // pools, splitting, best fit (caching_allocator.h)
+Allocator* direct_allocator(int device);   // cudaMalloc/cudaFree on every call, for comparison
+void set_allocator(CudaAllocatorKind kind);
+CudaAllocatorKind allocator_kind();
+// Page-locked host memory (cudaHostAlloc, cached like device memory): a CPU-device
+// allocator, so a CPU tensor may live in it and copy to/from the GPU by DMA.
+Allocator* pinned_allocator();
+Tensor pinned_empty(const Shape& sizes, DType dtype = DType::Float32, MemoryFormat format = MemoryFormat::Contiguous);
+bool is_pinned(const Tensor& t);
+
+class AllocatorGuard {  // sets the CUDA allocator kind for one scope
+ public:
+  explicit AllocatorGuard(CudaAllocatorKind kind) : prev_(allocator_kind()) { set_allocator(kind); }
+  ~AllocatorGuard() { set_allocator(prev_); }
+  AllocatorGuard(const AllocatorGuard&) = delete;
+  AllocatorGuard& operator=(const AllocatorGuard&) = delete;
+
+ private:
+  CudaAllocatorKind prev_;
+};
+
+// ---- device facts, for benchmark context (sb_gpu_* keys) ----
+struct DeviceInfo {
+  std::string name;
+  int64_t total_memory = 0;  // bytes
+  int sm_count = 0;
+  int major = 0, minor = 0;  // compute capability
+  int driver_version = 0;    // cudaDriverGetVersion: 1000 * major + 10 * minor
+  int runtime_version = 0;   // cudaRuntimeGetVersion
+  int64_t l2_bytes = 0;
+  double memory_clock_khz = 0;  // 0 when the runtime no longer reports it
+  int memory_bus_bits = 0;
+};
+DeviceInfo device_info(int device = 0);  // error when absent
+void synchronize(int device = 0);        // cudaDeviceSynchronize, checked
+
+// ---- copies (lib/cuda/copy.cu) ----
 void copy(const Tensor& dst, const Tensor& src);  // any device pair, dtype conversion, broadcast src
 void fill(const Tensor& t, double value);
+// t copied to `device` on `stream` without waiting. Truly asynchronous only between a
+// pinned, non-overlapping-and-dense CPU tensor and a CUDA tensor (either way; a
+// result on the CPU is allocated pinned); any other source is staged synchronously
+// first. The caller synchronises the stream before reading the result and before
+// the source or the result is freed (the caching allocators are not stream-aware).
+Tensor to_async(const Tensor& t, Device device, cudaStream_t stream);
 
+// Counts of which copy path ran since the last reset (the benchmarks and tests read
+// them to show that a layout took the fast path).
+struct CopyPathCounts {
+  int64_t memcpy = 0;      // one cudaMemcpy of a dense span
+  int64_t strided = 0;     // generic offset-calculator kernel
+  int64_t transpose = 0;   // shared-memory tiled transpose (incl. NCHW <-> NHWC)
+  int64_t staged = 0;      // went through a host or device staging buffer
+};
+CopyPathCounts copy_path_counts();
+void reset_copy_path_counts();
+
+// ---- elementwise (lib/cuda/elementwise.cu) ----
 // a and b already broadcast (expanded) to out's sizes.
 void binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b);
 void binary_scalar(BinaryOp op, const Tensor& out, const Tensor& a, double b);
 void unary(UnaryOp op, const Tensor& out, const Tensor& a);
 void normalize(const Tensor& out, const Tensor& x, int64_t dim, double eps);
+struct ElementwisePathCounts {  // launches of each path since the last reset
+  int64_t vectorized = 0;       // contiguous, 16-byte aligned: 16-byte accesses
+  int64_t strided = 0;          // offset calculator (any layout, misaligned contiguous)
+};
+ElementwisePathCounts elementwise_path_counts();
+void reset_elementwise_path_counts();
+
+// ---- reductions (lib/cuda/reduce.cu) ----
 // out has x's sizes with the reduced dims (sorted, unique) set to 1 (keepdim form).
 void reduce(ReduceOp op, const Tensor& out, const Tensor& x, const Shape& dims, int64_t correction);
+// out [N, O, OH, OW] (x's memory format) = conv2d(x, w) + bias (undefined: none),
+// relu when asked. Sizes, dtypes (float32) and devices checked by sb::conv2d.
+// Not implemented yet: whoever adds it in lib/cuda also adds -DSB_HAVE_CUDA_CONV2D to
+// sb_defs in lib/meson.build (Note [CUDA conv2d] in lib/ops/conv.cpp).
+void conv2d(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p, bool relu);
+
+// ---- matmul through cuBLAS (lib/cuda/matmul.cu) ----
+// out = a @ b: 2-D (M,K)x(K,N) or 3-D batched (B,M,K)x(B,K,N) (a batch of size 1 or
+// stride 0 broadcasts). float32 (TF32 tensor cores when allowed), float64, float16
+// (tensor cores, float accumulation), int8 x int8 -> int32 (int32 accumulation).
+// Row-major and column-major (transposed) operands go to cuBLAS as op flags with
+// their leading dimension, no copy; any other layout is copied first and counted.
+void matmul(const Tensor& out, const Tensor& a, const Tensor& b);
+// out = x @ w^T, w of shape (N, K) (PyTorch's linear without bias).
+void linear(const Tensor& out, const Tensor& x, const Tensor& w);
+void set_allow_tf32(bool allow);  // off by default (PyTorch's default since 1.12)
+bool allow_tf32();
+int64_t matmul_operand_copies();  // operands copied because their strides fit no cuBLAS layout
+void reset_matmul_operand_copies();
 
 }  // namespace sb::cuda

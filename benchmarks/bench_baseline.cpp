@@ -1,0 +1,230 @@
+// bench_baseline.cpp — the machine's own ceilings, measured in the same run as the
+// kernels: every memory-bound row of the tables is shown as a % of one of these.
+//
+//   copy   c[i] = a[i]            2 x 4 bytes per element, 0 flop
+//   scale  b[i] = s * c[i]        2 x 4 bytes, 1 flop
+//   add    c[i] = a[i] + b[i]     3 x 4 bytes, 1 flop
+//   triad  a[i] = b[i] + s * c[i] 3 x 4 bytes, 2 flop
+//   read   sum += a[i]            1 x 4 bytes, 1 flop (16 accumulators)
+//   fma_peak  register-resident FMA chains, 8 floats wide (AVX2), 12 independent
+//          accumulators per thread (FMA latency 4 cycles x 2 ports needs >= 8), no memory
+//
+// STREAM conventions: bytes count each array once (no write-allocate traffic). The
+// loops are plain C++ (no OpenMP pragmas), parallelised with sb::parallel_for and
+// the same grain (sb::kGrainSize) as the library's kernels, compiled with the same
+// flags, so the ceiling is what the library's own machinery can reach. GCC would turn
+// the copy loop into a memcpy call (whose non-temporal stores no kernel of ours
+// uses), so loop-pattern distribution is off for this file's kernels.
+//
+// Working sets (float32, one array = n elements), fixed by name so runs compare across
+// machines; the regime label comes from this machine's caches:
+//   L1 n = 2048 (triad 24 KiB), L2 n = 65536 (triad 768 KiB), LLC n = 8 Mi (triad
+//   96 MiB), DRAM ~1 GiB per op (read n = 256 Mi, copy/scale n = 128 Mi, add/triad
+//   n = 96 Mi): beyond any last-level cache up to 260 MiB, >= 3.9x this machine's.
+//   (A level counts when the working set fills at most half of it: bench_common.h.)
+// Arrays are re-initialised (a = 1, b = 2, c = 0) before each run's timed loop, so no
+// run sees values grown by earlier runs; within a run the inputs never change.
+#include <atomic>
+#include <cstring>
+#include <mutex>
+
+#include "bench_common.h"
+
+#ifdef SB_HAVE_AVX2
+#include <immintrin.h>
+#endif
+
+#if defined(__GNUC__) && !defined(__clang__)
+#define SB_NO_MEMCPY_IDIOM __attribute__((optimize("no-tree-loop-distribute-patterns")))
+#else
+#define SB_NO_MEMCPY_IDIOM
+#endif
+
+namespace sb::bench {
+
+const char* const kFamily = "baseline";
+
+namespace {
+
+constexpr float kScale = 3.0f;
+
+enum class Op { Copy, Scale, Add, Triad, Read };
+const char* op_name(Op op) {
+  switch (op) {
+    case Op::Copy: return "copy";
+    case Op::Scale: return "scale";
+    case Op::Add: return "add";
+    case Op::Triad: return "triad";
+    case Op::Read: return "read";
+  }
+  return "?";
+}
+int arrays(Op op) { return op == Op::Read ? 1 : (op == Op::Copy || op == Op::Scale) ? 2 : 3; }
+int flop_per_elem(Op op) { return op == Op::Copy ? 0 : op == Op::Triad ? 2 : 1; }
+
+// The three STREAM arrays, each grown to the largest n an op that uses it asks for
+// (prefixes serve smaller n): first-touch page faults are slow on VMs (~1.5 s per GiB
+// here), so nothing is allocated twice and no array is larger than needed.
+Tensor& array_for(int which, int64_t n) {
+  static Tensor arr[3];
+  if (arr[which].numel() < n) {
+    arr[which] = Tensor();  // free before growing
+    caching_cpu_allocator()->empty_cache();
+    arr[which] = empty({n});
+  }
+  return arr[which];
+}
+
+// Before a run: the arrays the op reads and writes set to a = 1, b = 2, c = 0.
+SB_NO_MEMCPY_IDIOM void init(float* p, float v, int64_t n) {
+  parallel_for(0, n, kGrainSize, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) p[i] = v;
+  });
+}
+
+SB_NO_MEMCPY_IDIOM void copy(const float* __restrict a, float* __restrict c, int64_t n) {
+  parallel_for(0, n, kGrainSize, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) c[i] = a[i];
+  });
+}
+SB_NO_MEMCPY_IDIOM void scale(const float* __restrict c, float* __restrict b, int64_t n) {
+  parallel_for(0, n, kGrainSize, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) b[i] = kScale * c[i];
+  });
+}
+SB_NO_MEMCPY_IDIOM void add(const float* __restrict a, const float* __restrict b, float* __restrict c, int64_t n) {
+  parallel_for(0, n, kGrainSize, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) c[i] = a[i] + b[i];
+  });
+}
+SB_NO_MEMCPY_IDIOM void triad(const float* __restrict b, const float* __restrict c, float* __restrict a, int64_t n) {
+  parallel_for(0, n, kGrainSize, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) a[i] = b[i] + kScale * c[i];
+  });
+}
+float read(const float* __restrict a, int64_t n) {
+  std::mutex m;
+  double total = 0;
+  parallel_for(0, n, kGrainSize, [&](int64_t lo, int64_t hi) {
+    constexpr int kAcc = 16;  // two AVX2 vectors of independent sums
+    float acc[kAcc] = {};
+    int64_t i = lo;
+    for (; i + kAcc <= hi; i += kAcc)
+      for (int j = 0; j < kAcc; ++j) acc[j] += a[i + j];
+    for (; i < hi; ++i) acc[0] += a[i];
+    float s = 0;
+    for (int j = 0; j < kAcc; ++j) s += acc[j];
+    std::lock_guard<std::mutex> g(m);
+    total += s;
+  });
+  return static_cast<float>(total);
+}
+
+void run_stream(benchmark::State& st, Op op, int64_t n, int threads) {
+  ThreadScope ts(threads);
+  // Which arrays each op touches: copy a->c, scale c->b, add a,b->c, triad b,c->a, read a.
+  const bool uses[5][3] = {{1, 0, 1}, {0, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 0, 0}};
+  float* p[3] = {nullptr, nullptr, nullptr};
+  const float init_value[3] = {1.0f, 2.0f, 0.0f};
+  for (int k = 0; k < 3; ++k) {
+    if (!uses[static_cast<int>(op)][k]) continue;
+    p[k] = array_for(k, n).data<float>();
+    init(p[k], init_value[k], n);
+  }
+  float *a = p[0], *b = p[1], *c = p[2];
+  for (auto _ : st) {
+    switch (op) {
+      case Op::Copy: copy(a, c, n); break;
+      case Op::Scale: scale(c, b, n); break;
+      case Op::Add: add(a, b, c, n); break;
+      case Op::Triad: triad(b, c, a, n); break;
+      case Op::Read: {
+        float r = read(a, n);
+        benchmark::DoNotOptimize(r);
+        break;
+      }
+    }
+    benchmark::ClobberMemory();
+  }
+  const int64_t bytes = arrays(op) * n * static_cast<int64_t>(sizeof(float));
+  set_work(st, bytes, flop_per_elem(op) * n);
+  set_regime(st, bytes, threads);
+}
+
+// ---- fma_peak ----
+constexpr int kFmaAcc = 12;
+constexpr int64_t kFmaSteps = 1 << 15;  // per call and thread: 12 x 8 x 2 x 32768 = 6.3 MFLOP
+
+float fma_chain() {
+#ifdef SB_HAVE_AVX2
+  const __m256 x = _mm256_set1_ps(0.9999f), y = _mm256_set1_ps(1e-4f);  // fixed point 1.0: no denormals
+  __m256 acc[kFmaAcc];
+  for (int j = 0; j < kFmaAcc; ++j) acc[j] = _mm256_set1_ps(0.1f * j);
+  for (int64_t k = 0; k < kFmaSteps; ++k) {
+#pragma GCC unroll 12
+    for (int j = 0; j < kFmaAcc; ++j) acc[j] = _mm256_fmadd_ps(acc[j], x, y);
+  }
+  __m256 s = acc[0];
+  for (int j = 1; j < kFmaAcc; ++j) s = _mm256_add_ps(s, acc[j]);
+  alignas(32) float out[8];
+  _mm256_store_ps(out, s);
+  return out[0] + out[7];
+#else
+  // Scalar build: the same chains in GCC vector types (mul + add where no FMA exists).
+  typedef float v8f __attribute__((vector_size(32)));
+  const v8f x = {0.9999f, 0.9999f, 0.9999f, 0.9999f, 0.9999f, 0.9999f, 0.9999f, 0.9999f};
+  const v8f y = x * 0.0f + 1e-4f;
+  v8f acc[kFmaAcc];
+  for (int j = 0; j < kFmaAcc; ++j) acc[j] = x * 0.0f + 0.1f * j;
+  for (int64_t k = 0; k < kFmaSteps; ++k) {
+#pragma GCC unroll 12
+    for (int j = 0; j < kFmaAcc; ++j) acc[j] = acc[j] * x + y;
+  }
+  v8f s = acc[0];
+  for (int j = 1; j < kFmaAcc; ++j) s += acc[j];
+  return s[0] + s[7];
+#endif
+}
+
+void run_fma(benchmark::State& st, int threads) {
+  ThreadScope ts(threads);
+  std::atomic<float> sink{0};
+  for (auto _ : st) {
+    parallel_for(0, threads, 1, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) sink.store(fma_chain(), std::memory_order_relaxed);
+    });
+  }
+  benchmark::DoNotOptimize(sink.load());
+  set_work(st, 0, static_cast<int64_t>(threads) * kFmaSteps * kFmaAcc * 8 * 2);
+}
+
+}  // namespace
+
+void register_family() {
+  struct Regime {
+    const char* name;
+    int64_t n[5];  // per op, in the order of Op: copy, scale, add, triad, read
+  };
+  auto same = [](const char* name, int64_t n) { return Regime{name, {n, n, n, n, n}}; };
+  const std::vector<Regime> regimes =
+      smoke() ? std::vector<Regime>{same("L1", 1024), same("L2", 65536)}
+              : std::vector<Regime>{same("L1", 2048), same("L2", 65536), same("LLC", int64_t{8} << 20),
+                                    Regime{"DRAM",
+                                           {int64_t{128} << 20, int64_t{128} << 20, int64_t{96} << 20,
+                                            int64_t{96} << 20, int64_t{256} << 20}}};
+  // read first: it needs the largest array a, so a is allocated once at its full size.
+  const Op ops[] = {Op::Read, Op::Copy, Op::Scale, Op::Add, Op::Triad};
+  for (int t : thread_counts()) {
+    for (const auto& r : regimes) {
+      for (const Op op : ops) {
+        const int64_t n = r.n[static_cast<int>(op)];
+        add_run(RunName().op(op_name(op)).dtype(DType::Float32).shape({n}).threads(t),
+                [op, n, t](benchmark::State& st) { run_stream(st, op, n, t); });
+      }
+    }
+    add_run(RunName().op("fma_peak").dtype(DType::Float32).threads(t),
+            [t](benchmark::State& st) { run_fma(st, t); });
+  }
+}
+
+}  // namespace sb::bench

@@ -1,0 +1,480 @@
+// bench_common.cpp — the shared harness (see bench_common.h) and the shared main().
+//
+// Machine facts come from /proc/cpuinfo, sysconf and /sys/devices/system/cpu (caches),
+// sb::compiled_simd_level(), the build (bench_config.h from meson: compiler, flags,
+// default matrix; bench_version.h from vcs_tag: git revision) and gpu_info(). They are
+// read once, before any run, and cost nothing inside the timed loops.
+#include "bench_common.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cmath>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <iostream>
+#include <set>
+#include <sstream>
+
+#include "bench_config.h"
+#include "bench_version.h"
+#include "core/cpu_features.h"
+
+namespace sb::bench {
+
+// ------------------------------------------------------------------ matrix
+
+namespace {
+Matrix g_matrix = Matrix::Quick;
+bool g_run_failed = false;
+
+bool parse_matrix(const std::string& s, Matrix* m) {
+  if (s == "smoke") *m = Matrix::Smoke;
+  else if (s == "quick") *m = Matrix::Quick;
+  else if (s == "full") *m = Matrix::Full;
+  else return false;
+  return true;
+}
+}  // namespace
+
+Matrix matrix() { return g_matrix; }
+
+const char* matrix_name(Matrix m) {
+  switch (m) {
+    case Matrix::Smoke: return "smoke";
+    case Matrix::Quick: return "quick";
+    case Matrix::Full: return "full";
+  }
+  return "?";
+}
+
+int repetitions() { return pick(1, 5, 10); }
+double min_time_s() { return pick(1e-4, 0.02, 0.1); }
+
+std::vector<int> thread_counts() {
+  std::vector<int> t{1, 2};
+  if (full() && machine().cores > 2) t.push_back(machine().cores);
+  return t;
+}
+
+// ------------------------------------------------------------------ names
+
+const std::vector<std::string>& RunName::keys() {
+  static const std::vector<std::string> k{"op", "impl", "device", "layout", "style", "dtype",
+                                          "shape", "threads", "dim", "alloc", "step", "size"};
+  return k;
+}
+
+RunName::RunName(std::string family) : family_(std::move(family)) {
+  values_["impl"] = "ours";
+  values_["device"] = "cpu";
+}
+
+RunName& RunName::set(const std::string& key, const std::string& value) {
+  const auto& k = keys();
+  SB_INTERNAL_ASSERT(std::find(k.begin(), k.end(), key) != k.end(), "RunName: key '", key,
+                     "' is not in docs/BENCHMARKS.md");
+  SB_INTERNAL_ASSERT(!value.empty() && value.find('/') == std::string::npos, "RunName: bad value '", value,
+                     "' for key ", key);
+  values_[key] = value;
+  return *this;
+}
+
+std::string RunName::str() const {
+  std::string s = family_;
+  for (const auto& k : keys()) {
+    auto it = values_.find(k);
+    if (it != values_.end()) s += "/" + k + ":" + it->second;
+  }
+  return s;
+}
+
+std::string RunName::dtype_key(DType t) {
+  switch (t) {
+    case DType::Float32: return "f32";
+    case DType::Float64: return "f64";
+    case DType::Float16: return "f16";
+    case DType::Int8: return "i8";
+    case DType::Int32: return "i32";
+    case DType::Int64: return "i64";
+  }
+  return "?";
+}
+
+std::string RunName::shape_key(const Shape& s) {
+  if (s.empty()) return "1";
+  std::string r;
+  for (size_t i = 0; i < s.size(); ++i) r += (i ? "x" : "") + std::to_string(s[i]);
+  return r;
+}
+
+// ------------------------------------------------------------------ registration
+
+namespace {
+benchmark::internal::Benchmark* register_guarded(const RunName& name, BenchFn fn) {
+  return benchmark::RegisterBenchmark(name.str().c_str(), [fn](benchmark::State& st) {
+    // An sb::Error (or any exception) becomes a reported error for this run only;
+    // main() then exits non-zero after the other runs.
+    try {
+      fn(st);
+    } catch (const std::exception& e) {
+      g_run_failed = true;
+      st.SkipWithError(e.what());
+    }
+  });
+}
+}  // namespace
+
+benchmark::internal::Benchmark* add_run(const RunName& name, BenchFn fn, benchmark::TimeUnit unit) {
+  auto* b = register_guarded(name, std::move(fn));
+  // Every repetition goes to the JSON file (the scripts use the samples); the console
+  // shows the aggregates only (DisplayAggregatesOnly keeps the file complete, unlike
+  // ReportAggregatesOnly(true)).
+  b->Repetitions(repetitions())->DisplayAggregatesOnly(true)->UseRealTime()->MinTime(min_time_s())->Unit(unit);
+  return b;
+}
+
+benchmark::internal::Benchmark* add_single_run(const RunName& name, BenchFn fn, benchmark::TimeUnit unit) {
+  // Iterations() and MinTime() exclude each other in Google Benchmark: no MinTime here.
+  auto* b = register_guarded(name, std::move(fn));
+  b->Iterations(1)->Repetitions(1)->ReportAggregatesOnly(false)->UseManualTime()->Unit(unit);
+  return b;
+}
+
+// ------------------------------------------------------------------ counters
+
+void set_work(benchmark::State& st, int64_t bytes, int64_t flop) {
+  const double it = static_cast<double>(st.iterations());
+  st.counters["bytes"] = benchmark::Counter(static_cast<double>(bytes));
+  st.SetBytesProcessed(static_cast<int64_t>(bytes * it));
+  if (flop > 0) {
+    st.counters["flop"] = benchmark::Counter(static_cast<double>(flop));
+    st.counters["flops_per_second"] = benchmark::Counter(static_cast<double>(flop) * it, benchmark::Counter::kIsRate);
+  }
+}
+
+AllocCount measure_allocs(const std::function<void()>& f) {
+  Allocator* as[2] = {caching_cpu_allocator(), system_cpu_allocator()};
+  AllocatorStats before[2];
+  for (int i = 0; i < 2; ++i) {
+    as[i]->reset_peak_stats();
+    before[i] = as[i]->stats();
+  }
+  f();
+  AllocCount r;
+  for (int i = 0; i < 2; ++i) {
+    const AllocatorStats after = as[i]->stats();
+    r.peak_bytes += after.peak_allocated_bytes - before[i].allocated_bytes;
+    r.allocs += after.allocation_count - before[i].allocation_count;
+  }
+  return r;
+}
+
+void set_alloc_counters(benchmark::State& st, const AllocCount& a) {
+  st.counters["peak_alloc_bytes"] = benchmark::Counter(static_cast<double>(a.peak_bytes));
+  st.counters["allocs_per_iter"] = benchmark::Counter(static_cast<double>(a.allocs));
+}
+
+// ------------------------------------------------------------------ regimes
+
+const char* regime(int64_t ws, int threads) {
+  // A level holds a working set when it fits in half its capacity: the other half
+  // goes to associativity conflicts, other data, inclusive copies and (for the LLC)
+  // other cores and tenants. A 256 MiB tensor is DRAM-bound with a 260 MiB LLC.
+  const MachineInfo& m = machine();
+  const int64_t t = std::max(1, std::min(threads, m.cores));
+  if (m.l1d > 0 && 2 * ws <= m.l1d * t) return "L1";
+  if (m.l2 > 0 && 2 * ws <= m.l2 * (m.llc_level > 2 ? t : 1)) return "L2";
+  if (m.llc > 0 && m.llc_level > 2 && 2 * ws <= m.llc) return "LLC";
+  return "DRAM";
+}
+
+void set_regime(benchmark::State& st, int64_t ws, int threads) {
+  st.SetLabel(std::string("regime:") + regime(ws, threads));
+}
+
+int64_t span_bytes(const Tensor& t) {
+  if (t.numel() == 0) return 0;
+  int64_t span = 1;
+  for (int64_t d = 0; d < t.dim(); ++d) span += (t.size(d) - 1) * std::abs(t.stride(d));
+  return span * static_cast<int64_t>(t.element_size());
+}
+
+int64_t distinct_bytes(const Tensor& t) {
+  int64_t n = 1;
+  for (int64_t d = 0; d < t.dim(); ++d)
+    if (t.stride(d) != 0) n *= t.size(d);
+  return t.numel() == 0 ? 0 : n * static_cast<int64_t>(t.element_size());
+}
+
+// ------------------------------------------------------------------ pool
+
+namespace {
+std::map<std::string, Tensor>& pool() {
+  static std::map<std::string, Tensor> p;
+  return p;
+}
+}  // namespace
+
+const Tensor& pooled(const std::string& key, const std::function<Tensor()>& make) {
+  auto it = pool().find(key);
+  if (it == pool().end()) it = pool().emplace(key, make()).first;
+  return it->second;
+}
+
+void pool_scope(const std::string& group) {
+  static std::string current;
+  if (group == current) return;
+  pool().clear();
+  caching_cpu_allocator()->empty_cache();
+  current = group;
+}
+
+Tensor random_tensor(const Shape& sizes, uint64_t seed, DType dtype, Dist dist) {
+  const int64_t n = checked_numel(sizes, "random_tensor");
+  const int64_t block = std::min<int64_t>(n, int64_t{1} << 20);
+  Tensor t = empty(sizes, dtype);
+  if (n == 0) return t;
+  const bool integer = !is_floating(dtype);
+  Tensor base;
+  if (integer) {
+    std::vector<double> v = rand({block}, seed, DType::Float64).to_vector();
+    for (auto& x : v) x = std::floor(x * 200.0) - 100.0;
+    base = from_vector(v, {block});
+  } else {
+    base = dist == Dist::Normal ? randn({block}, seed, DType::Float64) : rand({block}, seed, DType::Float64);
+  }
+  base = base.to(dtype);
+  Tensor flat = t.view({n});
+  const int64_t whole = (n / block) * block;
+  flat.slice(0, 0, whole).view({n / block, block}).copy_(base.view({1, block}));
+  if (whole < n) flat.slice(0, whole, n).copy_(base.slice(0, 0, n - whole));
+  return t;
+}
+
+// ------------------------------------------------------------------ machine
+
+namespace {
+
+std::string trim(std::string s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
+  size_t i = 0;
+  while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
+  return s.substr(i);
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return trim(ss.str());
+}
+
+// "48K" / "2048K" / "260M" -> bytes
+int64_t parse_size(const std::string& s) {
+  if (s.empty()) return 0;
+  char* end = nullptr;
+  int64_t v = std::strtoll(s.c_str(), &end, 10);
+  if (end && (*end == 'K' || *end == 'k')) v <<= 10;
+  else if (end && (*end == 'M' || *end == 'm')) v <<= 20;
+  else if (end && (*end == 'G' || *end == 'g')) v <<= 30;
+  return v;
+}
+
+void read_caches(MachineInfo& m) {
+  m.l1d = sysconf(_SC_LEVEL1_DCACHE_SIZE);
+  m.l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  const int64_t l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  m.l1d = std::max<int64_t>(m.l1d, 0);
+  m.l2 = std::max<int64_t>(m.l2, 0);
+  m.llc = std::max<int64_t>(l3, 0);
+  // sysfs as the fallback where glibc does not know (e.g. some ARM and AMD parts).
+  for (int i = 0; i < 8; ++i) {
+    const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
+    const std::string level = read_file(dir + "level"), type = read_file(dir + "type");
+    if (level.empty()) break;
+    const int64_t size = parse_size(read_file(dir + "size"));
+    if (level == "1" && type == "Data" && m.l1d == 0) m.l1d = size;
+    if (level == "2" && m.l2 == 0) m.l2 = size;
+    if (level == "3" && m.llc == 0) m.llc = size;
+  }
+  if (m.llc == 0) {
+    m.llc = m.l2;
+    m.llc_level = 2;
+  }
+}
+
+std::string cpu_model() {
+  std::ifstream f("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("model name", 0) == 0 || line.rfind("Model", 0) == 0 || line.rfind("Hardware", 0) == 0) {
+      const auto colon = line.find(':');
+      if (colon != std::string::npos) return trim(line.substr(colon + 1));
+    }
+  }
+  return "unknown-cpu";
+}
+
+std::string utc_now() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string openmp_info() {
+#ifdef _OPENMP
+  std::string s = "OpenMP " + std::to_string(_OPENMP) + ", max " + std::to_string(omp_get_max_threads()) + " threads";
+  if (const char* e = std::getenv("OMP_NUM_THREADS")) s += ", OMP_NUM_THREADS=" + std::string(e);
+  return s;
+#else
+  return "off";
+#endif
+}
+
+}  // namespace
+
+std::string slug_words(const std::string& name) {
+  std::string s = name.substr(0, name.find('@'));  // drop the clock
+  std::string lower;
+  for (char c : s) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (const char* junk : {"(r)", "(tm)", "(c)"}) {
+    for (size_t p; (p = lower.find(junk)) != std::string::npos;) lower.erase(p, std::strlen(junk));
+  }
+  std::vector<std::string> words;
+  std::string w;
+  auto flush = [&] {
+    if (!w.empty() && w != "cpu") words.push_back(w);
+    w.clear();
+  };
+  for (char c : lower) {
+    if (std::isalnum(static_cast<unsigned char>(c))) w += c;
+    else flush();
+  }
+  flush();
+  std::string r;
+  for (const auto& x : words) r += (r.empty() ? "" : "-") + x;
+  return r;
+}
+
+std::string MachineInfo::caches() const {
+  return "L1d:" + std::to_string(l1d) + ",L2:" + std::to_string(l2) + ",L" + std::to_string(llc_level) + ":" +
+         std::to_string(llc);
+}
+
+std::string MachineInfo::slug() const {
+  std::string s = slug_words(cpu_model) + "-" + std::to_string(cores) + "c";
+  if (!gpu.name.empty()) s += "-" + slug_words(gpu.name);
+  return s;
+}
+
+const MachineInfo& machine() {
+  static const MachineInfo m = [] {
+    MachineInfo r;
+    r.cpu_model = cpu_model();
+    r.cores = std::max<int>(1, static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)));
+    read_caches(r);
+    r.simd = std::string(simd_level_name(compiled_simd_level()));
+    if (simd_level() != compiled_simd_level()) r.simd += " (lowered to " + std::string(simd_level_name(simd_level())) + ")";
+    r.compiler = SB_BENCH_COMPILER;
+    r.flags = SB_BENCH_FLAGS;
+    r.openmp = openmp_info();
+    r.git_revision = SB_GIT_REVISION;
+    r.date = utc_now();
+    r.gpu = gpu_info();
+    return r;
+  }();
+  return m;
+}
+
+int64_t host_rss_bytes() {
+  std::ifstream f("/proc/self/statm");
+  int64_t size = 0, resident = 0;
+  if (!(f >> size >> resident)) return 0;
+  return resident * static_cast<int64_t>(sysconf(_SC_PAGESIZE));
+}
+
+}  // namespace sb::bench
+
+// ------------------------------------------------------------------ main
+
+namespace {
+
+void make_parent_dirs(const std::string& file) {
+  for (size_t p = file.find('/', 1); p != std::string::npos; p = file.find('/', p + 1)) {
+    const std::string dir = file.substr(0, p);
+    if (mkdir(dir.c_str(), 0777) != 0 && errno != EEXIST) return;
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace sb::bench;
+  // Take our own flag out before Google Benchmark sees the command line.
+  std::string matrix_arg = SB_BENCH_DEFAULT_MATRIX;
+  std::vector<char*> args;
+  for (int i = 0; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a.rfind("--sb_matrix=", 0) == 0) {
+      matrix_arg = a.substr(12);
+      continue;
+    }
+    if (a.rfind("--benchmark_out=", 0) == 0) make_parent_dirs(a.substr(16));
+    args.push_back(argv[i]);
+  }
+  if (!parse_matrix(matrix_arg, &g_matrix)) {
+    std::fprintf(stderr, "%s: --sb_matrix must be smoke, quick or full (got '%s')\n", argv[0], matrix_arg.c_str());
+    return 2;
+  }
+  int n = static_cast<int>(args.size());
+  args.push_back(nullptr);
+
+  const MachineInfo& m = machine();
+  std::string threads;
+  for (int t : thread_counts()) threads += (threads.empty() ? "" : ",") + std::to_string(t);
+  const std::pair<const char*, std::string> ctx[] = {
+      {"sb_machine", m.slug()},
+      {"sb_cpu_model", m.cpu_model},
+      {"sb_cores", std::to_string(m.cores)},
+      {"sb_threads", threads},
+      {"sb_simd", m.simd},
+      {"sb_caches", m.caches()},
+      {"sb_compiler", m.compiler},
+      {"sb_flags", m.flags},
+      {"sb_openmp", m.openmp},
+      {"sb_gpu_name", m.gpu.name},
+      {"sb_gpu_memory", m.gpu.memory_bytes},
+      {"sb_gpu_sms", m.gpu.sms},
+      {"sb_gpu_cc", m.gpu.cc},
+      {"sb_gpu_l2", m.gpu.l2_bytes},
+      {"sb_cuda_driver", m.gpu.driver},
+      {"sb_cuda_runtime", m.gpu.runtime},
+      {"sb_git_revision", m.git_revision},
+      {"sb_date", m.date},
+      {"sb_matrix", matrix_name(g_matrix)},
+      {"sb_family", kFamily},
+  };
+  for (const auto& [k, v] : ctx) benchmark::AddCustomContext(k, v);
+
+  register_family();
+  benchmark::Initialize(&n, args.data());
+  if (benchmark::ReportUnrecognizedArguments(n, args.data())) return 2;
+  std::fprintf(stderr, "%s: matrix %s, machine %s\n", kFamily, matrix_name(g_matrix), m.slug().c_str());
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  if (g_run_failed) {
+    std::fprintf(stderr, "%s: some runs reported errors (error_occurred in the JSON)\n", kFamily);
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,87 @@
+// bench_copy.cpp — materialising layouts (CLAIMS.md L4, the channels-last conversion
+// cost of L5): every run allocates its result through the caching allocator and
+// copies once. Cost: one read of the source, one write of the result (bytes =
+// 2 x nbytes); the allocation is served from the cache after the first call.
+//
+//   op:contiguous layout:transposed     x.t().contiguous(), 4096x4096 and 256x256
+//   op:contiguous layout:contiguous     the twin: a copy of the same bytes in the same
+//                                       order (clone() of a contiguous tensor; a
+//                                       contiguous() there would return itself)
+//   op:nchw_to_nhwc layout:contiguous   x.contiguous(ChannelsLast), 32x64x56x56
+//   op:contiguous layout:channels_last  NHWC -> NCHW: contiguous() of a channels-last
+//                                       tensor, 32x64x56x56
+//   op:permute layout:contiguous        x.permute({2, 0, 1}).contiguous(), 256x256x256
+// `layout` is the source's layout; `shape` its (logical) sizes. Threads 1 and 2.
+#include "bench_common.h"
+
+namespace sb::bench {
+
+const char* const kFamily = "copy";
+
+namespace {
+
+using CopyFn = std::function<Tensor(const Tensor&)>;
+
+void run_copy(benchmark::State& st, const Tensor& src, const CopyFn& f, int threads) {
+  ThreadScope ts(threads);
+  Tensor probe;
+  const AllocCount a = measure_allocs([&] { probe = f(src); });
+  SB_CHECK(!probe.shares_storage_with(src), "copy bench: expected a copy of ", src.str());
+  const int64_t bytes = distinct_bytes(src) + static_cast<int64_t>(probe.nbytes());
+  const int64_t ws = span_bytes(src) + span_bytes(probe);
+  probe = Tensor();
+  for (auto _ : st) {
+    Tensor y = f(src);
+    benchmark::DoNotOptimize(y);
+  }
+  set_work(st, bytes);
+  set_alloc_counters(st, a);
+  set_regime(st, ws, threads);
+}
+
+const Tensor& input(const Shape& s, uint64_t seed) {
+  return pooled("in" + RunName::shape_key(s) + "/" + std::to_string(seed), [&] { return random_tensor(s, seed); });
+}
+
+}  // namespace
+
+void register_family() {
+  struct Case {
+    const char* op;
+    const char* layout;
+    Shape shape;  // the source's logical sizes
+    std::function<Tensor()> source;
+    CopyFn f;
+  };
+  std::vector<Case> cases;
+  const std::vector<int64_t> squares = smoke() ? std::vector<int64_t>{64} : std::vector<int64_t>{256, 4096};
+  for (int64_t n : squares) {
+    cases.push_back({"contiguous", "transposed", {n, n}, [n] { return input({n, n}, 11).t(); },
+                     [](const Tensor& x) { return x.contiguous(); }});
+    cases.push_back({"contiguous", "contiguous", {n, n}, [n] { return input({n, n}, 11); },
+                     [](const Tensor& x) { return x.clone(); }});
+  }
+  const Shape nchw = smoke() ? Shape{2, 8, 6, 6} : Shape{32, 64, 56, 56};
+  cases.push_back({"nchw_to_nhwc", "contiguous", nchw, [nchw] { return input(nchw, 12); },
+                   [](const Tensor& x) { return x.contiguous(MemoryFormat::ChannelsLast); }});
+  cases.push_back({"contiguous", "channels_last", nchw,
+                   [nchw] {
+                     return pooled("cl", [&] { return input(nchw, 12).contiguous(MemoryFormat::ChannelsLast); });
+                   },
+                   [](const Tensor& x) { return x.contiguous(); }});
+  cases.push_back({"contiguous", "contiguous", nchw, [nchw] { return input(nchw, 12); },
+                   [](const Tensor& x) { return x.clone(); }});
+  const Shape cube = smoke() ? Shape{8, 8, 8} : Shape{256, 256, 256};
+  cases.push_back({"permute", "contiguous", cube, [cube] { return input(cube, 13); },
+                   [](const Tensor& x) { return x.permute({2, 0, 1}).contiguous(); }});
+
+  for (int t : thread_counts()) {
+    for (const auto& c : cases) {
+      const RunName name =
+          RunName().op(c.op).layout(c.layout).style("copy").dtype(DType::Float32).shape(c.shape).threads(t);
+      add_run(name, [c, t](benchmark::State& st) { run_copy(st, c.source(), c.f, t); });
+    }
+  }
+}
+
+}  // namespace sb::bench

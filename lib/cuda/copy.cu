@@ -1,0 +1,336 @@
+// copy.cu — copies to, from and between GPUs, fill, and the asynchronous to_async.
+//
+// Paths (counted in CopyPathCounts):
+//   memcpy      same dtype, same sizes and strides, both non-overlapping and dense:
+//               one cudaMemcpy of numel * element_size bytes (H2D, D2H, D2D, peer)
+//   transpose   on one device, same dtype, when (after ordering by dst strides and
+//               coalescing) dst is contiguous in its last dim and src in the one
+//               before: a batched 2-D transpose through 32x33 shared-memory tiles,
+//               so both the read and the write are coalesced. NCHW <-> NHWC and
+//               .t().contiguous() take it.
+//   strided     on one device, anything else: dst[off_d(i)] = convert(src[off_s(i)])
+//               over the flat index (kernel_util.cuh)
+//   staged      between host and device when the layouts or dtypes differ: the
+//               conversion / gather runs on the side that has the data (the CPU copy
+//               on the host, the strided kernel on the device) into a dense staging
+//               buffer, then one cudaMemcpy
+// Cost: one read of src, one write of dst (the staged path adds one pass over the
+// staging buffer). H2D/D2H from pageable memory goes through the driver's pinned
+// bounce buffer (about half the PCIe rate); from pinned memory (pinned_empty) it is
+// DMA at the link rate, and to_async overlaps it with other work.
+#include <atomic>
+#include <mutex>
+#include <vector>
+
+#include "cuda/cuda_backend.h"
+#include "cuda/kernel_util.cuh"
+
+namespace sb::cuda {
+
+int sm_count(int device) {
+  static std::mutex mu;
+  static std::vector<int> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  if (cache.empty()) cache.assign(static_cast<size_t>(std::max(device_count(), 1)), 0);
+  int& c = cache[static_cast<size_t>(device)];
+  if (c == 0) SB_CUDA_CHECK(cudaDeviceGetAttribute(&c, cudaDevAttrMultiProcessorCount, device));
+  return c;
+}
+
+namespace {
+
+std::atomic<int64_t> g_memcpy{0}, g_strided{0}, g_transpose{0}, g_staged{0};
+
+bool dense(const Tensor& t) { return t.is_non_overlapping_and_dense(); }
+
+// dst and src cover the same bytes in the same order: one memcpy moves everything.
+bool memcpy_compatible(const Tensor& dst, const Tensor& src) {
+  return dst.dtype() == src.dtype() && dst.sizes() == src.sizes() && dense(dst) && dense(src) &&
+         (dst.strides() == src.strides() || (dst.is_contiguous() && src.is_contiguous()));
+}
+
+// ---------------------------------------------------------------- kernels
+
+template <typename D, typename S>
+__global__ void strided_copy_kernel(D* dst, const S* src, OffsetCalc<2> it, int64_t n) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
+    int64_t off[2];
+    it.get(i, off);
+    dst[off[0]] = cvt<D>(src[off[1]]);
+  }
+}
+
+template <typename T>
+__global__ void fill_kernel(T* t, OffsetCalc<1> it, int64_t n, T value) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
+    int64_t off[1];
+    it.get(i, off);
+    t[off[0]] = value;
+  }
+}
+
+constexpr int kTile = 32;      // tile edge, elements
+constexpr int kTileRows = 8;   // threads per tile column: each thread moves 4 elements
+
+// dst[b][i][j] = src[b][i][j] where dst is contiguous along j (stride 1) and src along
+// i (stride 1): block (32, 8) reads a 32x32 tile along i (coalesced in src), writes it
+// along j (coalesced in dst); the tile has 33 columns so that the column reads of the
+// write phase hit 32 different banks. Batches (any strides) come from `batch`.
+template <typename T>
+__global__ void transpose_kernel(T* dst, const T* src, OffsetCalc<2> batch, int64_t nbatch, int64_t rows,
+                                 int64_t cols, int64_t dst_row_stride, int64_t src_col_stride, int64_t tiles_i,
+                                 int64_t tiles_j) {
+  __shared__ T tile[kTile][kTile + 1];
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  for (int64_t b = blockIdx.z; b < nbatch; b += gridDim.z) {
+    int64_t off[2];
+    batch.get(b, off);
+    T* d = dst + off[0];
+    const T* s = src + off[1];
+    for (int64_t ti = blockIdx.y; ti < tiles_i; ti += gridDim.y) {
+      for (int64_t tj = blockIdx.x; tj < tiles_j; tj += gridDim.x) {
+        const int64_t i0 = ti * kTile, j0 = tj * kTile;
+        // read: i = i0 + tx (contiguous in src), j = j0 + ty + k
+        const int64_t i = i0 + tx;
+#pragma unroll
+        for (int k = 0; k < kTile; k += kTileRows) {
+          const int64_t j = j0 + ty + k;
+          if (i < rows && j < cols) tile[ty + k][tx] = s[i + j * src_col_stride];
+        }
+        __syncthreads();
+        // write: j = j0 + tx (contiguous in dst), i = i0 + ty + k
+        const int64_t j = j0 + tx;
+#pragma unroll
+        for (int k = 0; k < kTile; k += kTileRows) {
+          const int64_t ii = i0 + ty + k;
+          if (ii < rows && j < cols) d[ii * dst_row_stride + j] = tile[tx][ty + k];
+        }
+        __syncthreads();  // the tile is reused by the next iteration
+      }
+    }
+  }
+}
+
+template <int N> struct UInt;
+template <> struct UInt<1> { using type = uint8_t; };
+template <> struct UInt<2> { using type = uint16_t; };
+template <> struct UInt<4> { using type = uint32_t; };
+template <> struct UInt<8> { using type = uint64_t; };
+
+// dst and src on one device (the current one), src broadcast to dst's sizes.
+void copy_same_device(const Tensor& dst, const Tensor& src) {
+  const int64_t n = dst.numel();
+  if (n == 0) return;
+  const int dev = dst.device().index;
+  if (memcpy_compatible(dst, src)) {
+    SB_CUDA_CHECK(cudaMemcpyAsync(dst.data_ptr(), src.data_ptr(), dst.nbytes(), cudaMemcpyDeviceToDevice, 0));
+    ++g_memcpy;
+    return;
+  }
+  const Shape sst = broadcast_strides(src, dst.sizes());
+  const Shape* sp[2] = {&dst.strides(), &sst};
+  const OffsetCalc<2> it = make_iter<2>(dst.sizes(), sp, "copy_");
+  const int nd = it.ndim;
+  if (dst.dtype() == src.dtype() && nd >= 2 && it.strides[0][nd - 1] == 1 && it.strides[1][nd - 2] == 1 &&
+      it.strides[1][nd - 1] != 1 && it.sizes[nd - 1] >= 4 && it.sizes[nd - 2] >= 4) {
+    // batched transpose: rows = dim nd-2 (i), cols = dim nd-1 (j)
+    OffsetCalc<2> batch;
+    batch.ndim = nd - 2;
+    int64_t nbatch = 1;
+    for (int d = 0; d < nd - 2; ++d) {
+      batch.sizes[d] = it.sizes[d];
+      batch.strides[0][d] = it.strides[0][d];
+      batch.strides[1][d] = it.strides[1][d];
+      nbatch *= it.sizes[d];
+    }
+    batch.use32 = nbatch <= static_cast<int64_t>(UINT32_MAX);
+    const int64_t rows = it.sizes[nd - 2], cols = it.sizes[nd - 1];
+    const int64_t tiles_i = (rows + kTile - 1) / kTile, tiles_j = (cols + kTile - 1) / kTile;
+    const dim3 grid(static_cast<unsigned>(std::min<int64_t>(tiles_j, 1 << 30)),
+                    static_cast<unsigned>(std::min<int64_t>(tiles_i, 65535)),
+                    static_cast<unsigned>(std::min<int64_t>(nbatch, 65535)));
+    const dim3 block(kTile, kTileRows);
+    switch (dst.element_size()) {
+#define SB_TRANSPOSE_CASE(N)                                                                                     \
+  case N:                                                                                                        \
+    transpose_kernel<UInt<N>::type><<<grid, block>>>(static_cast<UInt<N>::type*>(dst.data_ptr()),               \
+                                                     static_cast<const UInt<N>::type*>(src.data_ptr()), batch,   \
+                                                     nbatch, rows, cols, it.strides[0][nd - 2],                  \
+                                                     it.strides[1][nd - 1], tiles_i, tiles_j);                   \
+    break;
+      SB_TRANSPOSE_CASE(1)
+      SB_TRANSPOSE_CASE(2)
+      SB_TRANSPOSE_CASE(4)
+      SB_TRANSPOSE_CASE(8)
+#undef SB_TRANSPOSE_CASE
+      default: SB_INTERNAL_ASSERT(false, "copy_: element size ", dst.element_size());
+    }
+    SB_CUDA_LAUNCH_CHECK();
+    ++g_transpose;
+    return;
+  }
+  SB_CUDA_DISPATCH_ALL(dst.dtype(), "copy_", {
+    using D = scalar_t;
+    SB_CUDA_DISPATCH_ALL(src.dtype(), "copy_", {
+      strided_copy_kernel<D, scalar_t><<<grid_for(n, dev), kThreads>>>(
+          static_cast<D*>(dst.data_ptr()), static_cast<const scalar_t*>(src.data_ptr()), it, n);
+      SB_CUDA_LAUNCH_CHECK();
+    });
+  });
+  ++g_strided;
+}
+
+// An uninitialised tensor with t's sizes and strides (t dense) on `device`.
+Tensor empty_same_layout(const Tensor& t, DType dtype, Device device) {
+  return empty_strided(t.sizes(), t.strides(), dtype, device);
+}
+
+void copy_h2d(const Tensor& dst, const Tensor& src) {
+  DeviceGuard g(dst.device().index);
+  if (memcpy_compatible(dst, src)) {
+    SB_CUDA_CHECK(cudaMemcpy(dst.data_ptr(), src.data_ptr(), dst.nbytes(), cudaMemcpyHostToDevice));
+    ++g_memcpy;
+    return;
+  }
+  ++g_staged;
+  // Gather/convert on the host into dst's dtype and (dense) layout, then one memcpy.
+  const bool dst_dense = dense(dst);
+  Tensor host = dst_dense ? empty_same_layout(dst, dst.dtype(), Device::cpu()) : empty(dst.sizes(), dst.dtype());
+  host.copy_(src);  // CPU copy: broadcast, dtype conversion, any layout
+  if (dst_dense) {
+    SB_CUDA_CHECK(cudaMemcpy(dst.data_ptr(), host.data_ptr(), dst.nbytes(), cudaMemcpyHostToDevice));
+    return;
+  }
+  Tensor dev = empty(dst.sizes(), dst.dtype(), dst.device());
+  SB_CUDA_CHECK(cudaMemcpy(dev.data_ptr(), host.data_ptr(), dev.nbytes(), cudaMemcpyHostToDevice));
+  copy_same_device(dst, dev);
+}
+
+void copy_d2h(const Tensor& dst, const Tensor& src) {
+  DeviceGuard g(src.device().index);
+  if (memcpy_compatible(dst, src)) {  // cudaMemcpy waits for the kernels before it on stream 0
+    SB_CUDA_CHECK(cudaMemcpy(dst.data_ptr(), src.data_ptr(), dst.nbytes(), cudaMemcpyDeviceToHost));
+    ++g_memcpy;
+    return;
+  }
+  ++g_staged;
+  if (dense(dst) && dst.dtype() == src.dtype()) {  // gather on the device into dst's layout
+    Tensor dev = empty_same_layout(dst, dst.dtype(), src.device());
+    copy_same_device(dev, src);
+    SB_CUDA_CHECK(cudaMemcpy(dst.data_ptr(), dev.data_ptr(), dst.nbytes(), cudaMemcpyDeviceToHost));
+    return;
+  }
+  // Gather on the device (src's dtype, dst's sizes, dense), copy, convert on the host.
+  Tensor dev = src;
+  if (!(dense(src) && src.sizes() == dst.sizes())) {
+    dev = empty(dst.sizes(), src.dtype(), src.device());
+    copy_same_device(dev, src);
+  }
+  Tensor host = empty_same_layout(dev, dev.dtype(), Device::cpu());
+  SB_CUDA_CHECK(cudaMemcpy(host.data_ptr(), dev.data_ptr(), dev.nbytes(), cudaMemcpyDeviceToHost));
+  Tensor(dst).copy_(host);  // CPU copy: dtype conversion, dst layout
+}
+
+// Between two GPUs: gather to dense on the source, peer copy, finish on the destination.
+void copy_peer(const Tensor& dst, const Tensor& src) {
+  ++g_staged;
+  Tensor s = src;
+  {
+    DeviceGuard g(src.device().index);
+    if (!(dense(src) && src.sizes() == dst.sizes())) {
+      s = empty(dst.sizes(), src.dtype(), src.device());
+      copy_same_device(s, src);
+    }
+  }
+  DeviceGuard g(dst.device().index);
+  Tensor t = (dense(dst) && dst.dtype() == s.dtype() && dst.strides() == s.strides())
+                 ? dst
+                 : empty_same_layout(s, s.dtype(), dst.device());
+  SB_CUDA_CHECK(cudaMemcpyPeer(t.data_ptr(), dst.device().index, s.data_ptr(), src.device().index, s.nbytes()));
+  if (!t.shares_storage_with(dst)) copy_same_device(dst, t);
+}
+
+}  // namespace
+
+void copy(const Tensor& dst, const Tensor& src) {
+  SB_CHECK(dst.device().is_cuda() || src.device().is_cuda(), "copy_ (CUDA): neither tensor is on a CUDA device (",
+           src.device(), " -> ", dst.device(), ")");
+  SB_CHECK(broadcast_shapes(src.sizes(), dst.sizes(), "copy_") == dst.sizes(), "copy_ (CUDA): source sizes ",
+           src.sizes(), " cannot be broadcast to destination sizes ", dst.sizes());
+  if (dst.numel() == 0) return;
+  if (dst.device().is_cuda() && src.device().is_cuda()) {
+    if (dst.device() == src.device()) {
+      DeviceGuard g(dst.device().index);
+      copy_same_device(dst, src);
+    } else {
+      copy_peer(dst, src);
+    }
+  } else if (dst.device().is_cuda()) {
+    copy_h2d(dst, src);
+  } else {
+    copy_d2h(dst, src);
+  }
+}
+
+void fill(const Tensor& t, double value) {
+  SB_CHECK(t.device().is_cuda(), "fill_ (CUDA): expected a CUDA tensor, got one on ", t.device());
+  const int64_t n = t.numel();
+  if (n == 0) return;
+  const int dev = t.device().index;
+  DeviceGuard g(dev);
+  const Shape* sp[1] = {&t.strides()};
+  const OffsetCalc<1> it = make_iter<1>(t.sizes(), sp, "fill_");
+  SB_CUDA_DISPATCH_ALL(t.dtype(), "fill_", {
+    fill_kernel<scalar_t><<<grid_for(n, dev), kThreads>>>(static_cast<scalar_t*>(t.data_ptr()), it, n,
+                                                          host_value<scalar_t>(value));
+    SB_CUDA_LAUNCH_CHECK();
+  });
+}
+
+Tensor to_async(const Tensor& t, Device device, cudaStream_t stream) {
+  SB_CHECK(t.defined(), "to_async: undefined tensor");
+  if (t.device() == device) return t;
+  const bool h2d = t.device().is_cpu() && device.is_cuda();
+  const bool d2h = t.device().is_cuda() && device.is_cpu();
+  if (!(h2d && is_pinned(t) && dense(t)) && !(d2h && dense(t))) {
+    ++g_staged;
+    Tensor out = t.to(device);  // synchronous fallback, documented in cuda_backend.h
+    return out;
+  }
+  const int dev = h2d ? device.index : t.device().index;
+  DeviceGuard g(dev);
+  Tensor out;
+  if (h2d) {
+    out = empty_strided(t.sizes(), t.strides(), t.dtype(), device);
+  } else {
+    auto storage = std::make_shared<Storage>(t.nbytes(), pinned_allocator());
+    out = Tensor(std::move(storage), t.sizes(), t.strides(), 0, t.dtype());
+  }
+  if (t.numel() == 0) return out;
+  // `stream` first waits for the work already queued on the legacy default stream:
+  // the device block may have been freed by a tensor whose kernels are still queued,
+  // and a D2H source may still be being written.
+  cudaEvent_t ev;
+  SB_CUDA_CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+  SB_CUDA_CHECK(cudaEventRecord(ev, cudaStreamLegacy));
+  SB_CUDA_CHECK(cudaStreamWaitEvent(stream, ev, 0));
+  SB_CUDA_CHECK(cudaEventDestroy(ev));
+  SB_CUDA_CHECK(cudaMemcpyAsync(out.data_ptr(), t.data_ptr(), t.nbytes(),
+                                h2d ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost, stream));
+  ++g_memcpy;
+  return out;
+}
+
+CopyPathCounts copy_path_counts() {
+  return {g_memcpy.load(), g_strided.load(), g_transpose.load(), g_staged.load()};
+}
+void reset_copy_path_counts() {
+  g_memcpy = 0;
+  g_strided = 0;
+  g_transpose = 0;
+  g_staged = 0;
+}
+
+}  // namespace sb::cuda

@@ -1,0 +1,319 @@
+// elementwise.cu — the elementwise family on the GPU: binary (tensor-tensor and
+// tensor-scalar), unary, and the fused normalize along one dim.
+//
+// Variants (chosen per call, see kernel_util.cuh Note [Strided iteration on the GPU]):
+//   vectorized  every operand contiguous (one dim of stride 1 after coalescing) and
+//               16-byte aligned: each thread moves 16 bytes per operand per step
+//               (float4, 2 doubles, 8 halves, 4 int32), scalar tail
+//   contiguous  one dim of stride 1 but misaligned: one element per access
+//   strided     any layout: offsets from the flat index (OffsetCalc)
+// Arithmetic happens in acc_t: float for half, int64 for int32 (wrapping back on the
+// store, as int32 arithmetic wraps), the type itself otherwise. Integer division by
+// zero gives 0 (the CPU would trap; no GPU trap exists). maximum/minimum propagate
+// NaN. Cost: one read per input element, one write per output element: memory bound,
+// so the ceiling is the device-to-device copy bandwidth (baseline d2d_copy).
+//
+// normalize: one warp per row along `dim`: mean, then the sum of squared deviations
+// (two passes over the row, the second usually from L1/L2), then the write: three
+// reads and one write of each element worst case, one read from DRAM when the row
+// fits in cache. Accumulates in float (float32/float16) or double.
+#include <atomic>
+
+#include "cuda/cuda_backend.h"
+#include "cuda/kernel_util.cuh"
+
+namespace sb::cuda {
+
+namespace {
+
+const char* bname(BinaryOp op) {
+  switch (op) {
+    case BinaryOp::Add: return "add";
+    case BinaryOp::Sub: return "sub";
+    case BinaryOp::Mul: return "mul";
+    case BinaryOp::Div: return "div";
+    case BinaryOp::Maximum: return "maximum";
+    case BinaryOp::Minimum: return "minimum";
+  }
+  return "?";
+}
+const char* uname(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::Neg: return "neg";
+    case UnaryOp::Abs: return "abs";
+    case UnaryOp::Relu: return "relu";
+    case UnaryOp::Exp: return "exp";
+    case UnaryOp::Sqrt: return "sqrt";
+  }
+  return "?";
+}
+
+template <BinaryOp OP>
+struct BinaryFn {
+  template <typename A>
+  __device__ __forceinline__ A operator()(A a, A b) const {
+    if constexpr (OP == BinaryOp::Add) return a + b;
+    else if constexpr (OP == BinaryOp::Sub) return a - b;
+    else if constexpr (OP == BinaryOp::Mul) return a * b;
+    else if constexpr (OP == BinaryOp::Div) {
+      if constexpr (std::is_integral_v<A>) return b == 0 ? A(0) : a / b;
+      else return a / b;
+    } else if constexpr (OP == BinaryOp::Maximum) {
+      if (a != a) return a;
+      return (b != b || b > a) ? b : a;
+    } else {
+      if (a != a) return a;
+      return (b != b || b < a) ? b : a;
+    }
+  }
+};
+
+template <BinaryOp OP, typename A>
+struct ScalarFn {  // a op s, s fixed
+  A s;
+  __device__ __forceinline__ A operator()(A a) const { return BinaryFn<OP>()(a, s); }
+};
+
+template <UnaryOp OP>
+struct UnaryFn {
+  template <typename A>
+  __device__ __forceinline__ A operator()(A a) const {
+    if constexpr (OP == UnaryOp::Neg) return -a;
+    else if constexpr (OP == UnaryOp::Abs) return a < A(0) ? -a : a;  // NaN stays NaN
+    else if constexpr (OP == UnaryOp::Relu) return a < A(0) ? A(0) : a;  // NaN stays NaN
+    else if constexpr (OP == UnaryOp::Exp) {
+      if constexpr (std::is_same_v<A, float>) return expf(a);
+      else if constexpr (std::is_same_v<A, double>) return ::exp(a);
+      else return static_cast<A>(::exp(static_cast<double>(a)));
+    } else {
+      if constexpr (std::is_same_v<A, float>) return sqrtf(a);
+      else if constexpr (std::is_same_v<A, double>) return ::sqrt(a);
+      else return static_cast<A>(::sqrt(static_cast<double>(a)));
+    }
+  }
+};
+
+template <typename F, typename A, int NIN>
+__device__ __forceinline__ A call(const F& f, const A (&x)[NIN]) {
+  if constexpr (NIN == 1) return f(x[0]);
+  else return f(x[0], x[1]);
+}
+
+struct Ptrs2 { const void* p[2]; };
+
+// Every operand contiguous and 16-byte aligned.
+template <typename T, int NIN, typename F>
+__global__ void vectorized_kernel(T* __restrict__ out, Ptrs2 in, int64_t n, F f) {
+  using A = acc_t<T>;
+  constexpr int V = 16 / sizeof(T);
+  using Vec = AlignedVector<T, V>;
+  const int64_t nv = n / V;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  const int64_t tid = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  for (int64_t i = tid; i < nv; i += step) {
+    Vec v[NIN];
+#pragma unroll
+    for (int k = 0; k < NIN; ++k) v[k] = reinterpret_cast<const Vec*>(in.p[k])[i];
+    Vec r;
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+      A x[NIN];
+#pragma unroll
+      for (int k = 0; k < NIN; ++k) x[k] = cvt<A>(v[k].val[j]);
+      r.val[j] = cvt<T>(call(f, x));
+    }
+    reinterpret_cast<Vec*>(out)[i] = r;
+  }
+  for (int64_t i = nv * V + tid; i < n; i += step) {  // tail: fewer than V elements
+    A x[NIN];
+#pragma unroll
+    for (int k = 0; k < NIN; ++k) x[k] = cvt<A>(static_cast<const T*>(in.p[k])[i]);
+    out[i] = cvt<T>(call(f, x));
+  }
+}
+
+// Any layout (contiguous-but-misaligned included: one dim of stride 1).
+template <typename T, int NIN, typename F>
+__global__ void strided_kernel(T* out, Ptrs2 in, OffsetCalc<NIN + 1> it, int64_t n, F f) {
+  using A = acc_t<T>;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
+    int64_t off[NIN + 1];
+    it.get(i, off);
+    A x[NIN];
+#pragma unroll
+    for (int k = 0; k < NIN; ++k) x[k] = cvt<A>(static_cast<const T*>(in.p[k])[off[k + 1]]);
+    out[off[0]] = cvt<T>(call(f, x));
+  }
+}
+
+std::atomic<int64_t> g_vectorized{0}, g_strided{0};
+
+template <typename T, int NIN, typename F>
+void launch(const char* op, const Tensor& out, const Tensor* const (&in)[NIN], F f) {
+  const int64_t n = out.numel();
+  if (n == 0) return;
+  const int dev = out.device().index;
+  DeviceGuard g(dev);
+  Shape st[NIN + 1];
+  st[0] = out.strides();
+  for (int k = 0; k < NIN; ++k) st[k + 1] = broadcast_strides(*in[k], out.sizes());
+  const Shape* sp[NIN + 1];
+  for (int k = 0; k <= NIN; ++k) sp[k] = &st[k];
+  const OffsetCalc<NIN + 1> it = make_iter<NIN + 1>(out.sizes(), sp, op);
+  Ptrs2 p{{nullptr, nullptr}};
+  for (int k = 0; k < NIN; ++k) p.p[k] = in[k]->data_ptr();
+  T* o = static_cast<T*>(out.data_ptr());
+  bool vec = it.ndim == 1 && it.strides[0][0] == 1 && reinterpret_cast<uintptr_t>(o) % 16 == 0;
+  for (int k = 0; k < NIN; ++k)
+    vec = vec && it.strides[k + 1][0] == 1 && reinterpret_cast<uintptr_t>(p.p[k]) % 16 == 0;
+  if (vec) {
+    constexpr int V = 16 / sizeof(T);
+    vectorized_kernel<T, NIN><<<grid_for((n + V - 1) / V, dev), kThreads>>>(o, p, n, f);
+    SB_CUDA_LAUNCH_CHECK();
+    ++g_vectorized;
+  } else {
+    strided_kernel<T, NIN><<<grid_for(n, dev), kThreads>>>(o, p, it, n, f);
+    SB_CUDA_LAUNCH_CHECK();
+    ++g_strided;
+  }
+}
+
+void check_same(const char* op, const Tensor& out, const Tensor& a) {
+  SB_CHECK(out.dtype() == a.dtype(), op, " (CUDA): dtypes differ: out ", out.dtype(), ", input ", a.dtype());
+  SB_CHECK(broadcast_shapes(a.sizes(), out.sizes(), op) == out.sizes(), op, " (CUDA): input sizes ", a.sizes(),
+           " do not broadcast to out sizes ", out.sizes());
+}
+
+// ---------------------------------------------------------------- normalize
+
+template <typename T>
+__global__ void normalize_kernel(T* out, const T* x, OffsetCalc<2> rows_it, int64_t rows, int64_t len,
+                                 int64_t out_step, int64_t x_step, double eps) {
+  using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  const int lane = threadIdx.x % kWarp;
+  const int64_t warps = static_cast<int64_t>(gridDim.x) * (blockDim.x / kWarp);
+  for (int64_t r = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / kWarp; r < rows; r += warps) {
+    int64_t off[2];
+    rows_it.get(r, off);
+    T* o = out + off[0];
+    const T* xs = x + off[1];
+    A s = 0;
+    for (int64_t k = lane; k < len; k += kWarp) s += cvt<A>(xs[k * x_step]);
+    s = warp_sum(s);
+    const A mean = __shfl_sync(0xffffffffu, s, 0) / static_cast<A>(len);
+    A q = 0;
+    for (int64_t k = lane; k < len; k += kWarp) {
+      const A d = cvt<A>(xs[k * x_step]) - mean;
+      q += d * d;
+    }
+    q = warp_sum(q);
+    const A var = __shfl_sync(0xffffffffu, q, 0) / static_cast<A>(len);
+    const A inv = A(1) / ::sqrt(var + static_cast<A>(eps));
+    for (int64_t k = lane; k < len; k += kWarp) o[k * out_step] = cvt<T>((cvt<A>(xs[k * x_step]) - mean) * inv);
+  }
+}
+
+}  // namespace
+
+void binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b) {
+  const char* name = bname(op);
+  common_device(name, {&out, &a, &b});
+  check_same(name, out, a);
+  check_same(name, out, b);
+  const Tensor* in[2] = {&a, &b};
+  SB_CUDA_DISPATCH_MATH(out.dtype(), name, {
+    switch (op) {
+      case BinaryOp::Add: launch<scalar_t, 2>(name, out, in, BinaryFn<BinaryOp::Add>()); break;
+      case BinaryOp::Sub: launch<scalar_t, 2>(name, out, in, BinaryFn<BinaryOp::Sub>()); break;
+      case BinaryOp::Mul: launch<scalar_t, 2>(name, out, in, BinaryFn<BinaryOp::Mul>()); break;
+      case BinaryOp::Div: launch<scalar_t, 2>(name, out, in, BinaryFn<BinaryOp::Div>()); break;
+      case BinaryOp::Maximum: launch<scalar_t, 2>(name, out, in, BinaryFn<BinaryOp::Maximum>()); break;
+      case BinaryOp::Minimum: launch<scalar_t, 2>(name, out, in, BinaryFn<BinaryOp::Minimum>()); break;
+    }
+  });
+}
+
+void binary_scalar(BinaryOp op, const Tensor& out, const Tensor& a, double b) {
+  const char* name = bname(op);
+  common_device(name, {&out, &a});
+  check_same(name, out, a);
+  const Tensor* in[1] = {&a};
+  SB_CUDA_DISPATCH_MATH(out.dtype(), name, {
+    using A = acc_t<scalar_t>;
+    // The scalar as the tensor's arithmetic type sees it: float for float16 (not
+    // rounded to half first, as PyTorch's CUDA kernels), truncated for integers.
+    const A s = std::is_integral_v<A> ? static_cast<A>(static_cast<int64_t>(b)) : static_cast<A>(b);
+    switch (op) {
+      case BinaryOp::Add: launch<scalar_t, 1>(name, out, in, ScalarFn<BinaryOp::Add, A>{s}); break;
+      case BinaryOp::Sub: launch<scalar_t, 1>(name, out, in, ScalarFn<BinaryOp::Sub, A>{s}); break;
+      case BinaryOp::Mul: launch<scalar_t, 1>(name, out, in, ScalarFn<BinaryOp::Mul, A>{s}); break;
+      case BinaryOp::Div: launch<scalar_t, 1>(name, out, in, ScalarFn<BinaryOp::Div, A>{s}); break;
+      case BinaryOp::Maximum: launch<scalar_t, 1>(name, out, in, ScalarFn<BinaryOp::Maximum, A>{s}); break;
+      case BinaryOp::Minimum: launch<scalar_t, 1>(name, out, in, ScalarFn<BinaryOp::Minimum, A>{s}); break;
+    }
+  });
+}
+
+void unary(UnaryOp op, const Tensor& out, const Tensor& a) {
+  const char* name = uname(op);
+  common_device(name, {&out, &a});
+  check_same(name, out, a);
+  const Tensor* in[1] = {&a};
+  SB_CUDA_DISPATCH_MATH(out.dtype(), name, {
+    switch (op) {
+      case UnaryOp::Neg: launch<scalar_t, 1>(name, out, in, UnaryFn<UnaryOp::Neg>()); break;
+      case UnaryOp::Abs: launch<scalar_t, 1>(name, out, in, UnaryFn<UnaryOp::Abs>()); break;
+      case UnaryOp::Relu: launch<scalar_t, 1>(name, out, in, UnaryFn<UnaryOp::Relu>()); break;
+      case UnaryOp::Exp: launch<scalar_t, 1>(name, out, in, UnaryFn<UnaryOp::Exp>()); break;
+      case UnaryOp::Sqrt: launch<scalar_t, 1>(name, out, in, UnaryFn<UnaryOp::Sqrt>()); break;
+    }
+  });
+}
+
+void normalize(const Tensor& out, const Tensor& x, int64_t dim, double eps) {
+  const int dev = common_device("normalize", {&out, &x});
+  SB_CHECK(out.dtype() == x.dtype(), "normalize (CUDA): dtypes differ: out ", out.dtype(), ", input ", x.dtype());
+  SB_CHECK(is_floating(x.dtype()), "normalize (CUDA): expected a floating dtype, got ", x.dtype());
+  SB_CHECK(out.sizes() == x.sizes(), "normalize (CUDA): out sizes ", out.sizes(), " != input sizes ", x.sizes());
+  SB_CHECK(x.dim() > 0, "normalize (CUDA): a 0-D tensor has no dim to normalize along");
+  dim = wrap_dim(dim, x.dim(), "normalize");
+  if (x.numel() == 0) return;
+  DeviceGuard g(dev);
+  Shape sizes = x.sizes(), so = out.strides(), sx = x.strides();
+  const int64_t len = sizes[dim], out_step = so[dim], x_step = sx[dim];
+  sizes.erase(sizes.begin() + dim);
+  so.erase(so.begin() + dim);
+  sx.erase(sx.begin() + dim);
+  const Shape* sp[2] = {&so, &sx};
+  const OffsetCalc<2> it = make_iter<2>(sizes, sp, "normalize");
+  const int64_t rows = x.numel() / len;
+  const unsigned grid = grid_for(rows * kWarp, dev);  // one warp per row
+  switch (x.dtype()) {
+    case DType::Float32:
+      normalize_kernel<float><<<grid, kThreads>>>(static_cast<float*>(out.data_ptr()),
+                                                  static_cast<const float*>(x.data_ptr()), it, rows, len, out_step,
+                                                  x_step, eps);
+      break;
+    case DType::Float64:
+      normalize_kernel<double><<<grid, kThreads>>>(static_cast<double*>(out.data_ptr()),
+                                                   static_cast<const double*>(x.data_ptr()), it, rows, len, out_step,
+                                                   x_step, eps);
+      break;
+    case DType::Float16:
+      normalize_kernel<__half><<<grid, kThreads>>>(static_cast<__half*>(out.data_ptr()),
+                                                   static_cast<const __half*>(x.data_ptr()), it, rows, len, out_step,
+                                                   x_step, eps);
+      break;
+    default: SB_INTERNAL_ASSERT(false, "normalize: dtype ", x.dtype());
+  }
+  SB_CUDA_LAUNCH_CHECK();
+}
+
+ElementwisePathCounts elementwise_path_counts() { return {g_vectorized.load(), g_strided.load()}; }
+void reset_elementwise_path_counts() {
+  g_vectorized = 0;
+  g_strided = 0;
+}
+
+}  // namespace sb::cuda

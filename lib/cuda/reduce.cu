@@ -1,0 +1,209 @@
+// reduce.cu — sum, mean, max, var, std over any set of dims on the GPU.
+//
+// out is in keepdim form (x's sizes, reduced dims set to 1). O outputs, R reduced
+// elements each. Two kernels (kernel_util.cuh Note [Strided iteration on the GPU]
+// for the offsets: kept dims ordered by out's strides, reduced dims by x's):
+//   block   one block per (output, split of R): threads stride over the R elements,
+//           then a block reduction (warp shuffles, one double per warp in shared
+//           memory). Taken when the reduced dims are innermost in memory (coalesced
+//           reads), or when there are too few outputs to fill the device; R is then
+//           split over several blocks and a finalize kernel adds the partials in a
+//           fixed order (deterministic).
+//   thread  one thread per output walks its R elements: neighbouring threads read
+//           neighbouring addresses when the kept dims are innermost (dim:outer).
+// Accumulation in double for every dtype (max compares in double too; NaN
+// propagates); var/std are two-pass (mean first, then the squared deviations), with
+// PyTorch's divisor max(0, R - correction). Cost: one read of x (var/std: two), one
+// write of out.
+#include <cmath>
+#include <limits>
+
+#include "cuda/cuda_backend.h"
+#include "cuda/kernel_util.cuh"
+
+namespace sb::cuda {
+
+namespace {
+
+enum Mode : int { kSum = 0, kMax = 1, kSqDev = 2 };
+
+__device__ __forceinline__ double combine(int mode, double acc, double v) {
+  return mode == kMax ? nan_max(acc, v) : acc + v;
+}
+
+__device__ __forceinline__ double finish(ReduceOp op, double s, int64_t R, int64_t correction) {
+  switch (op) {
+    case ReduceOp::Sum:
+    case ReduceOp::Max: return s;
+    case ReduceOp::Mean: return s / static_cast<double>(R);
+    case ReduceOp::Var: return s / static_cast<double>(R - correction > 0 ? R - correction : 0);
+    case ReduceOp::Std: return ::sqrt(s / static_cast<double>(R - correction > 0 ? R - correction : 0));
+  }
+  return s;
+}
+
+template <typename T>
+__global__ void reduce_thread_kernel(T* out, const T* x, OffsetCalc<2> kept, OffsetCalc<1> red, int64_t O, int64_t R,
+                                     ReduceOp op, int64_t correction) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t o = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; o < O; o += step) {
+    int64_t off[2];
+    kept.get(o, off);
+    const T* xs = x + off[1];
+    double s = op == ReduceOp::Max ? -INFINITY : 0.0;
+    const int mode = op == ReduceOp::Max ? kMax : kSum;
+    for (int64_t r = 0; r < R; ++r) {
+      int64_t ro[1];
+      red.get(r, ro);
+      s = combine(mode, s, cvt<double>(xs[ro[0]]));
+    }
+    if (op == ReduceOp::Var || op == ReduceOp::Std) {
+      const double mean = s / static_cast<double>(R);
+      s = 0;
+      for (int64_t r = 0; r < R; ++r) {
+        int64_t ro[1];
+        red.get(r, ro);
+        const double d = cvt<double>(xs[ro[0]]) - mean;
+        s += d * d;
+      }
+    }
+    out[off[0]] = cvt<T>(finish(op, s, R, correction));
+  }
+}
+
+// partial[w] for w = o * splits + s: the reduction of elements [s*chunk, (s+1)*chunk) of output o.
+template <typename T>
+__global__ void reduce_block_kernel(const T* x, OffsetCalc<2> kept, OffsetCalc<1> red, int64_t O, int64_t R,
+                                    int64_t splits, int64_t chunk, int mode, const double* mean, double* partial) {
+  __shared__ double warp_acc[kThreads / kWarp];
+  const double identity = mode == kMax ? -INFINITY : 0.0;
+  const int tid = threadIdx.x, lane = tid % kWarp, wid = tid / kWarp, nwarps = blockDim.x / kWarp;
+  for (int64_t w = blockIdx.x; w < O * splits; w += gridDim.x) {
+    const int64_t o = w / splits, s = w - o * splits;
+    int64_t off[2];
+    kept.get(o, off);
+    const T* xs = x + off[1];
+    const double m = mode == kSqDev ? mean[o] : 0.0;
+    const int64_t r0 = s * chunk, r1 = r0 + chunk < R ? r0 + chunk : R;
+    double acc = identity;
+    for (int64_t r = r0 + tid; r < r1; r += blockDim.x) {
+      int64_t ro[1];
+      red.get(r, ro);
+      double v = cvt<double>(xs[ro[0]]);
+      if (mode == kSqDev) v = (v - m) * (v - m);
+      acc = combine(mode, acc, v);
+    }
+    acc = mode == kMax ? warp_max(acc) : warp_sum(acc);
+    if (lane == 0) warp_acc[wid] = acc;
+    __syncthreads();
+    if (wid == 0) {
+      acc = lane < nwarps ? warp_acc[lane] : identity;
+      acc = mode == kMax ? warp_max(acc) : warp_sum(acc);
+      if (lane == 0) partial[w] = acc;
+    }
+    __syncthreads();  // warp_acc is rewritten by the next iteration
+  }
+}
+
+// Adds (or maxes) the splits of each output in order; writes the mean (var stage 1)
+// or the final value.
+template <typename T>
+__global__ void reduce_finalize_kernel(T* out, OffsetCalc<2> kept, const double* partial, int64_t O, int64_t splits,
+                                       int64_t R, ReduceOp op, int64_t correction, double* mean_out) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  const int mode = op == ReduceOp::Max ? kMax : kSum;
+  for (int64_t o = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; o < O; o += step) {
+    double s = mode == kMax ? -INFINITY : 0.0;
+    for (int64_t k = 0; k < splits; ++k) s = combine(mode, s, partial[o * splits + k]);
+    if (mean_out) {
+      mean_out[o] = s / static_cast<double>(R);
+    } else {
+      int64_t off[2];
+      kept.get(o, off);
+      out[off[0]] = cvt<T>(finish(op, s, R, correction));
+    }
+  }
+}
+
+const char* reduce_name(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum: return "sum";
+    case ReduceOp::Mean: return "mean";
+    case ReduceOp::Max: return "max";
+    case ReduceOp::Var: return "var";
+    case ReduceOp::Std: return "std";
+  }
+  return "?";
+}
+
+}  // namespace
+
+void reduce(ReduceOp op, const Tensor& out, const Tensor& x, const Shape& dims, int64_t correction) {
+  const char* name = reduce_name(op);
+  const int dev = common_device(name, {&out, &x});
+  SB_CHECK(out.dtype() == x.dtype(), name, " (CUDA): dtypes differ: out ", out.dtype(), ", input ", x.dtype());
+  Shape keep = x.sizes();
+  Shape red_sizes(x.sizes().size(), 1);
+  int64_t prev = -1;
+  for (int64_t d : dims) {
+    SB_CHECK(d > prev && d < x.dim(), name, " (CUDA): dims ", dims, " must be sorted, unique and in [0, ", x.dim(),
+             ")");
+    prev = d;
+    keep[d] = 1;
+    red_sizes[d] = x.sizes()[d];
+  }
+  SB_CHECK(out.sizes() == keep, name, " (CUDA): out sizes ", out.sizes(), " != keepdim sizes ", keep, " of input ",
+           x.sizes(), " reduced over ", dims);
+  const int64_t O = out.numel();
+  int64_t R = 1;
+  for (int64_t s : red_sizes) R *= s;
+  SB_CHECK(!(op == ReduceOp::Max && R == 0 && O > 0), name, " (CUDA): max of an empty set (input sizes ", x.sizes(),
+           ", dims ", dims, ")");
+  if (O == 0) return;
+  DeviceGuard g(dev);
+  const Shape* kp[2] = {&out.strides(), &x.strides()};
+  const OffsetCalc<2> kept = make_iter<2>(keep, kp, name);
+  const Shape* rp[1] = {&x.strides()};
+  const OffsetCalc<1> red = make_iter<1>(red_sizes, rp, name);
+  const bool inner = red.ndim > 0 && red.strides[0][red.ndim - 1] == 1;
+  const int sms = sm_count(dev);
+  const bool use_block = R > 0 && ((inner && R >= 32) || (O < 1024 && R >= 1024));
+
+  SB_CUDA_DISPATCH_MATH(x.dtype(), name, {
+    scalar_t* po = static_cast<scalar_t*>(out.data_ptr());
+    const scalar_t* px = static_cast<const scalar_t*>(x.data_ptr());
+    if (!use_block) {
+      reduce_thread_kernel<scalar_t><<<grid_for(O, dev), kThreads>>>(po, px, kept, red, O, R, op, correction);
+      SB_CUDA_LAUNCH_CHECK();
+    } else {
+      const int64_t want = 4LL * sms;  // blocks to fill the device
+      int64_t splits = 1;
+      if (O < want && R > 8192) splits = std::min<int64_t>((R + 4095) / 4096, (want + O - 1) / O);
+      const int64_t chunk = (R + splits - 1) / splits;
+      splits = (R + chunk - 1) / chunk;
+      const int threads = static_cast<int>(std::min<int64_t>(kThreads, std::max<int64_t>(kWarp, (chunk + kWarp - 1) / kWarp * kWarp)));
+      const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(O * splits, static_cast<int64_t>(sms) * 64));
+      Tensor partial = empty({O * splits}, DType::Float64, out.device());
+      double* pp = partial.data<double>();
+      Tensor mean;
+      const int mode = op == ReduceOp::Max ? kMax : kSum;
+      const bool two_pass = op == ReduceOp::Var || op == ReduceOp::Std;
+      reduce_block_kernel<scalar_t><<<blocks, threads>>>(px, kept, red, O, R, splits, chunk, mode, nullptr, pp);
+      SB_CUDA_LAUNCH_CHECK();
+      if (two_pass) {
+        mean = empty({O}, DType::Float64, out.device());
+        reduce_finalize_kernel<scalar_t><<<grid_for(O, dev), kThreads>>>(po, kept, pp, O, splits, R, op, correction,
+                                                                         mean.data<double>());
+        SB_CUDA_LAUNCH_CHECK();
+        reduce_block_kernel<scalar_t><<<blocks, threads>>>(px, kept, red, O, R, splits, chunk, kSqDev,
+                                                           mean.data<double>(), pp);
+        SB_CUDA_LAUNCH_CHECK();
+      }
+      reduce_finalize_kernel<scalar_t><<<grid_for(O, dev), kThreads>>>(po, kept, pp, O, splits, R, op, correction,
+                                                                       nullptr);
+      SB_CUDA_LAUNCH_CHECK();
+    }
+  });
+}
+
+}  // namespace sb::cuda

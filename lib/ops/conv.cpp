@@ -1,0 +1,470 @@
+// conv.cpp — conv2d (implicit GEMM in NCHW and NHWC, direct loops for depthwise/tiny
+// groups) and max/avg pooling in either layout. See conv.h for the paths and costs.
+#include "ops/conv.h"
+
+#include <cmath>
+#include <limits>
+
+#include "ops/gemm_impl.h"
+// Note [CUDA conv2d]: sb::cuda::conv2d is declared in cuda_backend.h; the dispatch is
+// compiled once lib/cuda provides it and meson defines SB_HAVE_CUDA_CONV2D, so CUDA
+// builds link before that (a CUDA input then gets the "no backend" error).
+#if defined(SB_WITH_CUDA) && defined(SB_HAVE_CUDA_CONV2D)
+#include "cuda/cuda_backend.h"
+#endif
+
+namespace sb {
+namespace {
+
+using detail::kMRf;
+using detail::kNRf;
+
+struct Geom {
+  int64_t N, C, H, W, O, KH, KW, OH, OW, s, p, d, G, Cg, Og;
+};
+
+Geom conv_geom(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p, const char* op) {
+  SB_CHECK(x.defined() && w.defined(), op, ": undefined input or weight");
+  SB_CHECK(x.dim() == 4, op, ": expected a 4-D input [N, C, H, W], got ", x.dim(), "-D sizes ", x.sizes());
+  SB_CHECK(w.dim() == 4, op, ": expected a 4-D weight [O, C/groups, KH, KW], got ", w.dim(), "-D sizes ", w.sizes());
+  SB_CHECK(x.dtype() == DType::Float32, op, ": expected a float32 input, got ", x.dtype());
+  SB_CHECK(w.dtype() == x.dtype(), op, ": weight dtype ", w.dtype(), " differs from input dtype ", x.dtype());
+  SB_CHECK(w.device() == x.device(), op, ": device mismatch: input on ", x.device(), ", weight on ", w.device());
+  SB_CHECK(p.stride >= 1 && p.dilation >= 1 && p.padding >= 0 && p.groups >= 1, op,
+           ": expected stride >= 1, dilation >= 1, padding >= 0, groups >= 1, got stride ", p.stride, " dilation ",
+           p.dilation, " padding ", p.padding, " groups ", p.groups);
+  Geom g{};
+  g.N = x.size(0); g.C = x.size(1); g.H = x.size(2); g.W = x.size(3);
+  g.O = w.size(0); g.KH = w.size(2); g.KW = w.size(3);
+  g.s = p.stride; g.p = p.padding; g.d = p.dilation; g.G = p.groups;
+  SB_CHECK(g.C % g.G == 0, op, ": input channels ", g.C, " not divisible by groups ", g.G);
+  SB_CHECK(g.O % g.G == 0, op, ": output channels ", g.O, " not divisible by groups ", g.G);
+  g.Cg = g.C / g.G; g.Og = g.O / g.G;
+  SB_CHECK(w.size(1) == g.Cg, op, ": weight sizes ", w.sizes(), " expect ", g.Cg, " input channels per group (input ",
+           x.sizes(), ", groups ", g.G, ")");
+  if (bias.defined()) {
+    SB_CHECK(bias.dim() == 1 && bias.size(0) == g.O, op, ": bias must be 1-D of size ", g.O, ", got sizes ",
+             bias.sizes());
+    SB_CHECK(bias.dtype() == x.dtype(), op, ": bias dtype ", bias.dtype(), " differs from input dtype ", x.dtype());
+    SB_CHECK(bias.device() == x.device(), op, ": device mismatch: input on ", x.device(), ", bias on ", bias.device());
+  }
+  const int64_t eh = g.d * (g.KH - 1) + 1, ew = g.d * (g.KW - 1) + 1;
+  SB_CHECK(g.KH >= 1 && g.KW >= 1 && eh <= g.H + 2 * g.p && ew <= g.W + 2 * g.p, op, ": kernel ", g.KH, "x", g.KW,
+           " (dilated ", eh, "x", ew, ") is larger than the padded input ", g.H + 2 * g.p, "x", g.W + 2 * g.p);
+  g.OH = (g.H + 2 * g.p - eh) / g.s + 1;
+  g.OW = (g.W + 2 * g.p - ew) / g.s + 1;
+  return g;
+}
+
+// ---- direct kernel: depthwise and groups with very few channels ----
+void conv_direct(const Geom& g, const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias, bool relu) {
+  const float* xp = x.data<float>();
+  const float* wp = w.data<float>();
+  const float* bp = bias.defined() ? bias.data<float>() : nullptr;
+  float* op = out.data<float>();
+  const int64_t xn = x.stride(0), xc = x.stride(1), xh = x.stride(2), xw = x.stride(3);
+  const int64_t wo = w.stride(0), wc = w.stride(1), wh = w.stride(2), ww = w.stride(3);
+  const int64_t on = out.stride(0), oc = out.stride(1), oh_ = out.stride(2), ow_ = out.stride(3);
+  const int64_t bs = bias.defined() ? bias.stride(0) : 0;
+  const bool cl = out.suggest_memory_format() == MemoryFormat::ChannelsLast;
+  if (!cl) {  // per (n, o) plane, inner loop along OW
+    parallel_for(0, g.N * g.O, 1, [&](int64_t b, int64_t e) {
+      for (int64_t no = b; no < e; ++no) {
+        const int64_t n = no / g.O, o = no % g.O, grp = o / g.Og;
+        float* plane = op + n * on + o * oc;
+        const float b0 = bp ? bp[o * bs] : 0.0f;
+        for (int64_t oh = 0; oh < g.OH; ++oh)
+          for (int64_t ow = 0; ow < g.OW; ++ow) plane[oh * oh_ + ow * ow_] = b0;
+        for (int64_t ci = 0; ci < g.Cg; ++ci) {
+          const float* xpl = xp + n * xn + (grp * g.Cg + ci) * xc;
+          for (int64_t kh = 0; kh < g.KH; ++kh)
+            for (int64_t kw = 0; kw < g.KW; ++kw) {
+              const float wv = wp[o * wo + ci * wc + kh * wh + kw * ww];
+              // valid ow: 0 <= ow*s - p + kw*d < W
+              const int64_t off = kw * g.d - g.p;
+              int64_t lo = off >= 0 ? 0 : (-off + g.s - 1) / g.s;
+              int64_t hi = g.W - off <= 0 ? 0 : std::min(g.OW, (g.W - off - 1) / g.s + 1);
+              for (int64_t oh = 0; oh < g.OH; ++oh) {
+                const int64_t ih = oh * g.s - g.p + kh * g.d;
+                if (ih < 0 || ih >= g.H) continue;
+                float* orow = plane + oh * oh_;
+                const float* xrow = xpl + ih * xh + off * xw;
+                if (ow_ == 1 && xw == 1 && g.s == 1)
+                  for (int64_t ow = lo; ow < hi; ++ow) orow[ow] += wv * xrow[ow];
+                else
+                  for (int64_t ow = lo; ow < hi; ++ow) orow[ow * ow_] += wv * xrow[ow * g.s * xw];
+              }
+            }
+        }
+        if (relu)
+          for (int64_t oh = 0; oh < g.OH; ++oh)
+            for (int64_t ow = 0; ow < g.OW; ++ow) {
+              float& v = plane[oh * oh_ + ow * ow_];
+              v = v > 0.0f ? v : 0.0f;
+            }
+      }
+    });
+  } else {  // per output pixel, inner loop along output channels
+    parallel_for(0, g.N * g.OH, 1, [&](int64_t b, int64_t e) {
+      for (int64_t nh = b; nh < e; ++nh) {
+        const int64_t n = nh / g.OH, oh = nh % g.OH;
+        for (int64_t ow = 0; ow < g.OW; ++ow) {
+          float* opx = op + n * on + oh * oh_ + ow * ow_;
+          for (int64_t o = 0; o < g.O; ++o) opx[o * oc] = bp ? bp[o * bs] : 0.0f;
+          for (int64_t kh = 0; kh < g.KH; ++kh) {
+            const int64_t ih = oh * g.s - g.p + kh * g.d;
+            if (ih < 0 || ih >= g.H) continue;
+            for (int64_t kw = 0; kw < g.KW; ++kw) {
+              const int64_t iw = ow * g.s - g.p + kw * g.d;
+              if (iw < 0 || iw >= g.W) continue;
+              const float* xpx = xp + n * xn + ih * xh + iw * xw;
+              const float* wk = wp + kh * wh + kw * ww;
+              for (int64_t ci = 0; ci < g.Cg; ++ci)
+                for (int64_t o = 0; o < g.O; ++o)
+                  opx[o * oc] += xpx[((o / g.Og) * g.Cg + ci) * xc] * wk[o * wo + ci * wc];
+            }
+          }
+          if (relu)
+            for (int64_t o = 0; o < g.O; ++o) opx[o * oc] = opx[o * oc] > 0.0f ? opx[o * oc] : 0.0f;
+        }
+      }
+    });
+  }
+}
+
+// Panel packer for the NCHW im2col matrix B[k = (c, kh, kw), j = (oh, ow)] of one image
+// and group; columns in one output row are copied as contiguous runs with the padding
+// zeroed (Note: the fast loop needs stride 1 and unit W stride).
+struct Im2colNchw {
+  const Geom* g;
+  const float* x;  // image n, first channel of the group
+  int64_t xc, xh, xw;
+  void operator()(float* dst, int64_t p0, int64_t kc, int64_t j0, int64_t nc) const {
+    const Geom& G = *g;
+    const int64_t khw = G.KH * G.KW;
+    for (int64_t jp = 0; jp < nc; jp += kNRf, dst += kNRf * kc) {
+      const int nr = static_cast<int>(std::min<int64_t>(kNRf, nc - jp));
+      // segments of columns sharing one output row
+      int seg_q[kNRf + 1];
+      int64_t seg_oh[kNRf], seg_ow[kNRf];
+      int nseg = 0;
+      for (int q = 0; q < nr;) {
+        const int64_t j = j0 + jp + q, oh = j / G.OW, ow = j % G.OW;
+        const int len = static_cast<int>(std::min<int64_t>(nr - q, G.OW - ow));
+        seg_q[nseg] = q; seg_oh[nseg] = oh; seg_ow[nseg] = ow;
+        ++nseg;
+        q += len;
+      }
+      seg_q[nseg] = nr;
+      int64_t c = p0 / khw, kh = (p0 % khw) / G.KW, kw = p0 % G.KW;
+      for (int64_t k = 0; k < kc; ++k) {
+        float* d = dst + k * kNRf;
+        const float* xcp = x + c * xc;
+        for (int sgi = 0; sgi < nseg; ++sgi) {
+          const int q0 = seg_q[sgi], q1 = seg_q[sgi + 1];
+          const int64_t ih = seg_oh[sgi] * G.s - G.p + kh * G.d;
+          if (ih < 0 || ih >= G.H) {
+            for (int q = q0; q < q1; ++q) d[q] = 0.0f;
+            continue;
+          }
+          const int64_t iw0 = seg_ow[sgi] * G.s - G.p + kw * G.d;  // iw of column q0
+          const float* row = xcp + ih * xh;
+          if (G.s == 1 && xw == 1) {
+            // valid q: 0 <= iw0 + (q - q0) < W
+            const int lo = static_cast<int>(std::max<int64_t>(q0, std::min<int64_t>(q1, q0 - iw0)));
+            const int hi = static_cast<int>(std::max<int64_t>(lo, std::min<int64_t>(q1, q0 + G.W - iw0)));
+            for (int q = q0; q < lo; ++q) d[q] = 0.0f;
+            const float* src = row + iw0 - q0;
+            for (int q = lo; q < hi; ++q) d[q] = src[q];
+            for (int q = hi; q < q1; ++q) d[q] = 0.0f;
+          } else {
+            for (int q = q0; q < q1; ++q) {
+              const int64_t iw = iw0 + (q - q0) * G.s;
+              d[q] = (iw >= 0 && iw < G.W) ? row[iw * xw] : 0.0f;
+            }
+          }
+        }
+        for (int q = nr; q < kNRf; ++q) d[q] = 0.0f;
+        if (++kw == G.KW) { kw = 0; if (++kh == G.KH) { kh = 0; ++c; } }
+      }
+    }
+  }
+};
+
+// Panel packer for the NHWC im2col matrix A[m = (n, oh, ow), k = (kh, kw, c)] of one
+// group: each row's channel runs are contiguous in x.
+struct Im2colNhwc {
+  const Geom* g;
+  const float* x;  // first channel of the group
+  int64_t xn, xc, xh, xw;
+  void operator()(float* dst, int64_t i0, int64_t mc, int64_t p0, int64_t kc) const {
+    const Geom& G = *g;
+    const int64_t kwc = G.KW * G.Cg;
+    for (int64_t ip = 0; ip < mc; ip += kMRf, dst += kMRf * kc) {
+      const int mr = static_cast<int>(std::min<int64_t>(kMRf, mc - ip));
+      for (int r = 0; r < mr; ++r) {
+        const int64_t m = i0 + ip + r, n = m / (G.OH * G.OW), pix = m % (G.OH * G.OW);
+        const int64_t ih0 = (pix / G.OW) * G.s - G.p, iw0 = (pix % G.OW) * G.s - G.p;
+        const float* xb = x + n * xn;
+        int64_t k = 0;
+        while (k < kc) {
+          const int64_t kk = p0 + k, kh = kk / kwc, kw = (kk % kwc) / G.Cg, c = kk % G.Cg;
+          const int64_t run = std::min(kc - k, G.Cg - c);
+          const int64_t ih = ih0 + kh * G.d, iw = iw0 + kw * G.d;
+          float* d = dst + k * kMRf + r;
+          if (ih < 0 || ih >= G.H || iw < 0 || iw >= G.W) {
+            for (int64_t t = 0; t < run; ++t) d[t * kMRf] = 0.0f;
+          } else {
+            const float* src = xb + ih * xh + iw * xw + c * xc;
+            if (xc == 1) for (int64_t t = 0; t < run; ++t) d[t * kMRf] = src[t];
+            else for (int64_t t = 0; t < run; ++t) d[t * kMRf] = src[t * xc];
+          }
+          k += run;
+        }
+      }
+      for (int r = mr; r < kMRf; ++r)
+        for (int64_t k = 0; k < kc; ++k) dst[k * kMRf + r] = 0.0f;
+    }
+  }
+};
+
+// Weight element offsets along k for one output channel: koff[k] for the k order of
+// the path (NCHW: (c, kh, kw); NHWC: (kh, kw, c)).
+void weight_koff(const Geom& g, const Tensor& w, bool nhwc, int64_t* koff) {
+  const int64_t wc = w.stride(1), wh = w.stride(2), ww = w.stride(3);
+  int64_t k = 0;
+  if (!nhwc) {
+    for (int64_t c = 0; c < g.Cg; ++c)
+      for (int64_t kh = 0; kh < g.KH; ++kh)
+        for (int64_t kw = 0; kw < g.KW; ++kw) koff[k++] = c * wc + kh * wh + kw * ww;
+  } else {
+    for (int64_t kh = 0; kh < g.KH; ++kh)
+      for (int64_t kw = 0; kw < g.KW; ++kw)
+        for (int64_t c = 0; c < g.Cg; ++c) koff[k++] = c * wc + kh * wh + kw * ww;
+  }
+}
+
+void conv_gemm(const Geom& g, const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias, bool relu,
+               bool nhwc) {
+  const int64_t K = g.Cg * g.KH * g.KW;
+  detail::Workspace koff_ws(K * sizeof(int64_t));
+  int64_t* koff = koff_ws.as<int64_t>();
+  weight_koff(g, w, nhwc, koff);
+  const float* xp = x.data<float>();
+  const float* wp = w.data<float>();
+  float* op = out.data<float>();
+  const int64_t xn = x.stride(0), xc = x.stride(1), xh = x.stride(2), xw = x.stride(3);
+  const int64_t wo = w.stride(0);
+  GemmEpilogue ep;
+  ep.relu = relu;
+  ep.bias_stride = bias.defined() ? bias.stride(0) : 1;
+  const bool one_by_one = g.KH == 1 && g.KW == 1 && g.s == 1 && g.p == 0;
+  if (nhwc) {
+    // C[m, o] over all N*OH*OW pixels (out is channels-last dense: pixel m at m*O).
+    for (int64_t grp = 0; grp < g.G; ++grp) {
+      const float* xg = xp + grp * g.Cg * xc;
+      const float* wg = wp + grp * g.Og * wo;
+      ep.bias = bias.defined() ? bias.data<float>() + grp * g.Og * ep.bias_stride : nullptr;
+      ep.bias_per_row = false;
+      auto pack_b = [&](float* dst, int64_t p0, int64_t kc, int64_t j0, int64_t nc) {
+        for (int64_t jp = 0; jp < nc; jp += kNRf, dst += kNRf * kc) {
+          const int nr = static_cast<int>(std::min<int64_t>(kNRf, nc - jp));
+          for (int64_t k = 0; k < kc; ++k) {
+            const float* src = wg + koff[p0 + k] + (j0 + jp) * wo;
+            for (int q = 0; q < nr; ++q) dst[k * kNRf + q] = src[q * wo];
+            for (int q = nr; q < kNRf; ++q) dst[k * kNRf + q] = 0.0f;
+          }
+        }
+      };
+      float* cg = op + grp * g.Og * out.stride(1);
+      const int64_t M = g.N * g.OH * g.OW;
+      if (one_by_one && xh == g.W * xw && xn == g.H * xh) {  // pixels fold: a plain strided GEMM
+        detail::gemm_driver<float>(
+            M, g.Og, K,
+            [&](float* dst, int64_t i0, int64_t mc, int64_t p0, int64_t kc) {
+              detail::pack_a_strided<float, kMRf>(dst, xg, xw, xc, i0, mc, p0, kc);
+            },
+            pack_b, cg, out.stride(3), out.stride(1), ep);
+      } else {
+        Im2colNhwc pa{&g, xg, xn, xc, xh, xw};
+        detail::gemm_driver<float>(M, g.Og, K, pa, pack_b, cg, out.stride(3), out.stride(1), ep);
+      }
+    }
+    return;
+  }
+  // NCHW: per (image, group) C[o, j] = W_g[o, k] x im2col[k, j]; images in parallel.
+  const int64_t units = g.N * g.G;
+  const bool outer = units >= detail::team_size() && detail::team_size() > 1;
+  auto one = [&](int64_t u) {
+    const int64_t n = u / g.G, grp = u % g.G;
+    const float* xg = xp + n * xn + grp * g.Cg * xc;
+    const float* wg = wp + grp * g.Og * wo;
+    GemmEpilogue e2 = ep;
+    e2.bias = bias.defined() ? bias.data<float>() + grp * g.Og * ep.bias_stride : nullptr;
+    e2.bias_per_row = true;
+    auto pack_a = [&](float* dst, int64_t i0, int64_t mc, int64_t p0, int64_t kc) {
+      for (int64_t ip = 0; ip < mc; ip += kMRf, dst += kMRf * kc) {
+        const int mr = static_cast<int>(std::min<int64_t>(kMRf, mc - ip));
+        for (int r = 0; r < kMRf; ++r) {
+          if (r >= mr) { for (int64_t k = 0; k < kc; ++k) dst[k * kMRf + r] = 0.0f; continue; }
+          const float* row = wg + (i0 + ip + r) * wo;
+          for (int64_t k = 0; k < kc; ++k) dst[k * kMRf + r] = row[koff[p0 + k]];
+        }
+      }
+    };
+    float* cg = op + n * out.stride(0) + grp * g.Og * out.stride(1);
+    const int64_t N = g.OH * g.OW;
+    if (one_by_one && xh == g.W * xw) {
+      detail::gemm_driver<float>(
+          g.Og, N, K, pack_a,
+          [&](float* dst, int64_t p0, int64_t kc, int64_t j0, int64_t nc) {
+            detail::pack_b_strided<float, kNRf>(dst, xg, xc, xw, p0, kc, j0, nc);
+          },
+          cg, out.stride(1), out.stride(3), e2);
+    } else {
+      Im2colNchw pb{&g, xg, xc, xh, xw};
+      detail::gemm_driver<float>(g.Og, N, K, pack_a, pb, cg, out.stride(1), out.stride(3), e2);
+    }
+  };
+  if (outer)
+    parallel_for(0, units, 1, [&](int64_t b, int64_t e) { for (int64_t u = b; u < e; ++u) one(u); });
+  else
+    for (int64_t u = 0; u < units; ++u) one(u);
+}
+
+void conv_cpu(const Geom& g, const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias, bool relu) {
+  const bool nhwc = x.suggest_memory_format() == MemoryFormat::ChannelsLast;
+  const MemoryFormat native = nhwc ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous;
+  // The GEMM paths write C with the pixel index folded: out must be dense in the
+  // native layout, else compute into a temporary and copy.
+  if (g.Og < 4 || g.Cg * g.KH * g.KW < 8) {
+    conv_direct(g, out, x, w, bias, relu);  // any out strides
+    return;
+  }
+  Tensor res = out.is_contiguous(native) ? out : empty(out.sizes(), DType::Float32, Device::cpu(), native);
+  conv_gemm(g, res, x, w, bias, relu, nhwc);
+  if (!res.shares_storage_with(out)) Tensor(out).copy_(res);  // a view handle writes into out's storage
+}
+
+void conv_dispatch(const Geom& g, const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias,
+                   const Conv2dParams& p, bool relu) {
+  if (out.numel() == 0) return;
+#if defined(SB_WITH_CUDA) && defined(SB_HAVE_CUDA_CONV2D)
+  if (x.device().is_cuda()) {
+    cuda::conv2d(out, x, w, bias, p, relu);
+    return;
+  }
+#endif
+  (void)p;
+  SB_CHECK(x.device().is_cpu(), "conv2d: no backend for device ", x.device(), " in this build");
+  conv_cpu(g, out, x, w, bias, relu);
+}
+
+}  // namespace
+
+Shape conv2d_output_sizes(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p) {
+  const Geom g = conv_geom(x, w, bias, p, "conv2d");
+  return {g.N, g.O, g.OH, g.OW};
+}
+
+Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p, bool relu) {
+  const Geom g = conv_geom(x, w, bias, p, "conv2d");
+  Tensor out = empty({g.N, g.O, g.OH, g.OW}, x.dtype(), x.device(), x.suggest_memory_format());
+  conv_dispatch(g, out, x, w, bias, p, relu);
+  return out;
+}
+
+Tensor& conv2d_out(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p,
+                   bool relu) {
+  const Geom g = conv_geom(x, w, bias, p, "conv2d_out");
+  const Shape sizes{g.N, g.O, g.OH, g.OW};
+  SB_CHECK(out.defined() && out.sizes() == sizes, "conv2d_out: out has sizes ",
+           out.defined() ? out.sizes() : Shape{}, ", expected ", sizes);
+  SB_CHECK(out.dtype() == x.dtype(), "conv2d_out: out dtype ", out.dtype(), ", expected ", x.dtype());
+  SB_CHECK(out.device() == x.device(), "conv2d_out: out on ", out.device(), ", input on ", x.device());
+  SB_CHECK(has_internal_overlap(out) != MemOverlap::Yes, "conv2d_out: out has overlapping elements (strides ",
+           out.strides(), ")");
+  SB_CHECK(get_overlap_status(out, x) == MemOverlapStatus::No && get_overlap_status(out, w) == MemOverlapStatus::No &&
+               (!bias.defined() || get_overlap_status(out, bias) == MemOverlapStatus::No),
+           "conv2d_out: out overlaps an input");
+  conv_dispatch(g, out, x, w, bias, p, relu);
+  return out;
+}
+
+// ---- pooling ----
+namespace {
+template <bool kMax>
+Tensor pool2d(const Tensor& x, const Pool2dParams& p, const char* op) {
+  SB_CHECK(x.defined() && x.dim() == 4, op, ": expected a 4-D input [N, C, H, W], got sizes ",
+           x.defined() ? x.sizes() : Shape{});
+  SB_CHECK(x.dtype() == DType::Float32, op, ": expected float32, got ", x.dtype());
+  SB_CHECK(x.device().is_cpu(), op, ": expected a CPU tensor, got ", x.device());
+  const int64_t k = p.kernel, s = p.stride > 0 ? p.stride : p.kernel, pad = p.padding;
+  SB_CHECK(k >= 1 && s >= 1 && pad >= 0 && pad <= k / 2, op, ": expected kernel >= 1, stride >= 0, 0 <= padding <= kernel/2, got kernel ", k,
+           " stride ", p.stride, " padding ", pad);
+  const int64_t N = x.size(0), C = x.size(1), H = x.size(2), W = x.size(3);
+  SB_CHECK(k <= H + 2 * pad && k <= W + 2 * pad, op, ": kernel ", k, " larger than the padded input ", H + 2 * pad,
+           "x", W + 2 * pad);
+  const int64_t OH = (H + 2 * pad - k) / s + 1, OW = (W + 2 * pad - k) / s + 1;
+  Tensor out = empty({N, C, OH, OW}, x.dtype(), x.device(), x.suggest_memory_format());
+  if (out.numel() == 0) return out;
+  const float* xp = x.data<float>();
+  float* op_ = out.data<float>();
+  const int64_t xn = x.stride(0), xc = x.stride(1), xh = x.stride(2), xw = x.stride(3);
+  const int64_t on = out.stride(0), oc = out.stride(1), oh_ = out.stride(2), ow_ = out.stride(3);
+  const float inv = 1.0f / static_cast<float>(k * k);
+  const float init = kMax ? -std::numeric_limits<float>::infinity() : 0.0f;
+  auto window = [&](int64_t oh, int64_t ow, int64_t& h0, int64_t& h1, int64_t& w0, int64_t& w1) {
+    h0 = std::max<int64_t>(oh * s - pad, 0); h1 = std::min<int64_t>(oh * s - pad + k, H);
+    w0 = std::max<int64_t>(ow * s - pad, 0); w1 = std::min<int64_t>(ow * s - pad + k, W);
+  };
+  if (out.suggest_memory_format() == MemoryFormat::ChannelsLast) {  // inner loop along channels
+    parallel_for(0, N * OH, 1, [&](int64_t b, int64_t e) {
+      for (int64_t nh = b; nh < e; ++nh) {
+        const int64_t n = nh / OH, oh = nh % OH;
+        for (int64_t ow = 0; ow < OW; ++ow) {
+          float* o = op_ + n * on + oh * oh_ + ow * ow_;
+          for (int64_t c = 0; c < C; ++c) o[c * oc] = init;
+          int64_t h0, h1, w0, w1;
+          window(oh, ow, h0, h1, w0, w1);
+          for (int64_t ih = h0; ih < h1; ++ih)
+            for (int64_t iw = w0; iw < w1; ++iw) {
+              const float* xi = xp + n * xn + ih * xh + iw * xw;
+              for (int64_t c = 0; c < C; ++c) {
+                if (kMax) o[c * oc] = std::max(o[c * oc], xi[c * xc]);
+                else o[c * oc] += xi[c * xc];
+              }
+            }
+          if (!kMax) for (int64_t c = 0; c < C; ++c) o[c * oc] *= inv;
+        }
+      }
+    });
+  } else {
+    parallel_for(0, N * C, 1, [&](int64_t b, int64_t e) {
+      for (int64_t nc = b; nc < e; ++nc) {
+        const int64_t n = nc / C, c = nc % C;
+        const float* xpl = xp + n * xn + c * xc;
+        float* opl = op_ + n * on + c * oc;
+        for (int64_t oh = 0; oh < OH; ++oh)
+          for (int64_t ow = 0; ow < OW; ++ow) {
+            int64_t h0, h1, w0, w1;
+            window(oh, ow, h0, h1, w0, w1);
+            float acc = init;
+            for (int64_t ih = h0; ih < h1; ++ih)
+              for (int64_t iw = w0; iw < w1; ++iw) {
+                const float v = xpl[ih * xh + iw * xw];
+                acc = kMax ? std::max(acc, v) : acc + v;
+              }
+            opl[oh * oh_ + ow * ow_] = kMax ? acc : acc * inv;
+          }
+      }
+    });
+  }
+  return out;
+}
+}  // namespace
+
+Tensor max_pool2d(const Tensor& x, const Pool2dParams& p) { return pool2d<true>(x, p, "max_pool2d"); }
+Tensor avg_pool2d(const Tensor& x, const Pool2dParams& p) { return pool2d<false>(x, p, "avg_pool2d"); }
+
+}  // namespace sb

@@ -1,0 +1,50 @@
+// conv.h — 2-D convolution and pooling, NCHW and channels-last (NHWC strides).
+//
+//   conv2d(x, w, bias, params, relu)   x [N, C, H, W], w [O, C/groups, KH, KW], bias [O]
+//                                      or an undefined Tensor; relu fused in the epilogue.
+//                                      Output [N, O, OH, OW] in x.suggest_memory_format().
+//                                      OH = (H + 2*pad - dil*(KH-1) - 1) / stride + 1.
+//   conv2d_out(out, ...)               out of those sizes, any non-overlapping strides
+//                                      (computed in place when out is dense in the
+//                                      path's native layout, else through a temporary).
+//   max_pool2d / avg_pool2d            kernel, stride, padding (avg counts the padding,
+//                                      PyTorch's count_include_pad=True), either layout.
+// Paths (float32; weights and bias of any strides):
+//   NCHW   implicit GEMM per (image, group): C[O_g, OH*OW] = W_g[O_g, C_g*KH*KW] x
+//          im2col[C_g*KH*KW, OH*OW], the im2col panels packed straight from x (no column
+//          buffer); images run in parallel when there are enough of them.
+//   NHWC   implicit GEMM over all pixels: C[N*OH*OW, O_g] = im2col[N*OH*OW, KH*KW*C_g] x
+//          W_g^T, A panels gathered from x's contiguous channel runs (1x1: a plain GEMM).
+//   direct depthwise / few channels per group (C_g*KH*KW or O_g tiny): plain loops,
+//          vectorised along OW (NCHW) or along channels (NHWC).
+// Cost: 2*N*O*OH*OW*C_g*KH*KW flop; x and w read once (plus packing), out written once.
+// Workspace: the GEMM packing buffers (Note [GEMM workspace]) per thread, from cpu_allocator().
+// CUDA inputs go to sb::cuda::conv2d after the same checks.
+#pragma once
+#include "core/tensor.h"
+
+namespace sb {
+
+struct Conv2dParams {
+  int64_t stride = 1;
+  int64_t padding = 0;
+  int64_t dilation = 1;
+  int64_t groups = 1;
+};
+
+Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& bias = Tensor(), const Conv2dParams& p = {},
+              bool relu = false);
+Tensor& conv2d_out(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias = Tensor(),
+                   const Conv2dParams& p = {}, bool relu = false);
+// The output sizes conv2d would give (after all checks).
+Shape conv2d_output_sizes(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p);
+
+struct Pool2dParams {
+  int64_t kernel = 2;
+  int64_t stride = 0;   // 0: = kernel
+  int64_t padding = 0;  // at most kernel / 2
+};
+Tensor max_pool2d(const Tensor& x, const Pool2dParams& p);
+Tensor avg_pool2d(const Tensor& x, const Pool2dParams& p);
+
+}  // namespace sb

@@ -1,0 +1,753 @@
+// elementwise.cpp — binary, unary and normalize ops (CPU), in three styles, on the shared
+// strided iterator (lib/ops/iterator.h); CUDA tensors go to lib/cuda after the same checks.
+//
+// Each public op: checks (one per precondition, before any work) -> broadcast inputs
+// with expand() -> allocate the output (out-of-place: PyTorch's layout rule,
+// output_strides_like) -> StridedIter -> a 1-D strip kernel per (op, dtype).
+// Strip kernels: AVX2+FMA(+F16C for float16) when sb::use_avx2() and the strip is
+// dense (stride == element size) or a stride-0 scalar operand; a scalar loop otherwise,
+// always compiled. float16 is stored as half and computed in float32.
+// exp: float32/float16 AVX2 uses a Cephes-style polynomial with range reduction
+// (<= 2 ulp, tests/elementwise_test.cpp checks every 997th float in [-104, 89]); the
+// scalar path and float64 call std::exp per element (about 5-10 ns each: compute-bound,
+// several times slower than memory for large tensors).
+// Cost: one read per input element, one write per output element; normalize reads x
+// up to three times per row (twice from cache when a row chunk fits in L2) and writes once.
+#include "ops/elementwise.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+
+#include "core/cpu_features.h"
+#include "ops/iterator.h"
+
+#ifdef SB_HAVE_AVX2
+#include <immintrin.h>
+#endif
+#ifdef SB_WITH_CUDA
+#include "cuda/cuda_backend.h"
+#endif
+
+namespace sb {
+
+const char* binary_op_name(BinaryOp op) {
+  switch (op) {
+    case BinaryOp::Add: return "add";
+    case BinaryOp::Sub: return "sub";
+    case BinaryOp::Mul: return "mul";
+    case BinaryOp::Div: return "div";
+    case BinaryOp::Maximum: return "maximum";
+    case BinaryOp::Minimum: return "minimum";
+  }
+  return "?";
+}
+
+const char* unary_op_name(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::Neg: return "neg";
+    case UnaryOp::Abs: return "abs";
+    case UnaryOp::Relu: return "relu";
+    case UnaryOp::Exp: return "exp";
+    case UnaryOp::Sqrt: return "sqrt";
+  }
+  return "?";
+}
+
+namespace {
+
+// ---------------------------------------------------------------- element ops
+
+template <typename T> struct AccOf { using type = T; };
+template <> struct AccOf<Half> { using type = float; };
+template <typename T> using acc_t = typename AccOf<T>::type;
+
+// int32 add/sub/mul/neg wrap around (two's complement), as PyTorch's do in practice.
+inline int32_t wrap(uint32_t v) { return static_cast<int32_t>(v); }
+
+template <BinaryOp OP>
+struct Bin {
+  template <typename A>
+  A operator()(A x, A y) const {
+    if constexpr (std::is_same_v<A, int32_t>) {
+      const auto ux = static_cast<uint32_t>(x), uy = static_cast<uint32_t>(y);
+      if constexpr (OP == BinaryOp::Add) return wrap(ux + uy);
+      if constexpr (OP == BinaryOp::Sub) return wrap(ux - uy);
+      if constexpr (OP == BinaryOp::Mul) return wrap(ux * uy);
+      if constexpr (OP == BinaryOp::Div) return 0;  // rejected before any kernel runs
+    } else {
+      if constexpr (OP == BinaryOp::Add) return x + y;
+      if constexpr (OP == BinaryOp::Sub) return x - y;
+      if constexpr (OP == BinaryOp::Mul) return x * y;
+      if constexpr (OP == BinaryOp::Div) return x / y;
+      // NaN propagates (PyTorch); otherwise the same choice as vmaxps/vminps
+      if constexpr (OP == BinaryOp::Maximum) return x != x ? x : y != y ? y : (x > y ? x : y);
+      if constexpr (OP == BinaryOp::Minimum) return x != x ? x : y != y ? y : (x < y ? x : y);
+    }
+    if constexpr (OP == BinaryOp::Maximum) return x > y ? x : y;
+    if constexpr (OP == BinaryOp::Minimum) return x < y ? x : y;
+    return x;
+  }
+#ifdef SB_HAVE_AVX2
+  __m256 operator()(__m256 x, __m256 y) const {
+    if constexpr (OP == BinaryOp::Add) return _mm256_add_ps(x, y);
+    if constexpr (OP == BinaryOp::Sub) return _mm256_sub_ps(x, y);
+    if constexpr (OP == BinaryOp::Mul) return _mm256_mul_ps(x, y);
+    if constexpr (OP == BinaryOp::Div) return _mm256_div_ps(x, y);
+    if constexpr (OP == BinaryOp::Maximum)
+      return _mm256_blendv_ps(_mm256_max_ps(x, y), _mm256_add_ps(x, y), _mm256_cmp_ps(x, y, _CMP_UNORD_Q));
+    if constexpr (OP == BinaryOp::Minimum)
+      return _mm256_blendv_ps(_mm256_min_ps(x, y), _mm256_add_ps(x, y), _mm256_cmp_ps(x, y, _CMP_UNORD_Q));
+    return x;
+  }
+  __m256d operator()(__m256d x, __m256d y) const {
+    if constexpr (OP == BinaryOp::Add) return _mm256_add_pd(x, y);
+    if constexpr (OP == BinaryOp::Sub) return _mm256_sub_pd(x, y);
+    if constexpr (OP == BinaryOp::Mul) return _mm256_mul_pd(x, y);
+    if constexpr (OP == BinaryOp::Div) return _mm256_div_pd(x, y);
+    if constexpr (OP == BinaryOp::Maximum)
+      return _mm256_blendv_pd(_mm256_max_pd(x, y), _mm256_add_pd(x, y), _mm256_cmp_pd(x, y, _CMP_UNORD_Q));
+    if constexpr (OP == BinaryOp::Minimum)
+      return _mm256_blendv_pd(_mm256_min_pd(x, y), _mm256_add_pd(x, y), _mm256_cmp_pd(x, y, _CMP_UNORD_Q));
+    return x;
+  }
+#endif
+};
+
+// x OP s with the scalar s fixed (tensor-scalar ops).
+template <BinaryOp OP, typename A>
+struct BinScalar {
+  A s;
+  A operator()(A x) const { return Bin<OP>{}(x, s); }
+#ifdef SB_HAVE_AVX2
+  __m256 operator()(__m256 x) const { return Bin<OP>{}(x, _mm256_set1_ps(static_cast<float>(s))); }
+  __m256d operator()(__m256d x) const { return Bin<OP>{}(x, _mm256_set1_pd(static_cast<double>(s))); }
+#endif
+};
+
+#ifdef SB_HAVE_AVX2
+// exp(x) for 8 floats: n = round(x / ln2), r = x - n ln2 (two-constant Cody-Waite),
+// e^r by Cephes' degree-7 polynomial (FMA), times 2^n built in two halves so that
+// results down to the smallest subnormal round once. Max error about 1-2 ulp.
+inline __m256 exp8(__m256 x) {
+  const __m256 hi = _mm256_set1_ps(89.0f), lo = _mm256_set1_ps(-104.0f);
+  const __m256 xc = _mm256_min_ps(_mm256_max_ps(x, lo), hi);
+  const __m256 fx = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(1.44269504088896341f)),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(fx, _mm256_set1_ps(0.693359375f), xc);
+  r = _mm256_fnmadd_ps(fx, _mm256_set1_ps(-2.12194440e-4f), r);
+  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+  __m256 y = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), r);
+  y = _mm256_add_ps(y, _mm256_set1_ps(1.0f));
+  const __m256i n = _mm256_cvtps_epi32(fx);  // in [-150, 128]
+  const __m256i n1 = _mm256_srai_epi32(n, 1), n2 = _mm256_sub_epi32(n, n1);
+  const __m256i bias = _mm256_set1_epi32(127);
+  y = _mm256_mul_ps(y, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, bias), 23)));
+  y = _mm256_mul_ps(y, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, bias), 23)));
+  y = _mm256_blendv_ps(y, _mm256_set1_ps(std::numeric_limits<float>::infinity()), _mm256_cmp_ps(x, hi, _CMP_GT_OQ));
+  y = _mm256_blendv_ps(y, _mm256_setzero_ps(), _mm256_cmp_ps(x, lo, _CMP_LT_OQ));
+  return _mm256_blendv_ps(y, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));  // NaN in, NaN out
+}
+#endif
+
+template <UnaryOp OP>
+struct Un {
+  template <typename A>
+  A operator()(A x) const {
+    if constexpr (std::is_same_v<A, int32_t>) {
+      if constexpr (OP == UnaryOp::Neg) return wrap(0u - static_cast<uint32_t>(x));
+      if constexpr (OP == UnaryOp::Abs) return x < 0 ? wrap(0u - static_cast<uint32_t>(x)) : x;
+      if constexpr (OP == UnaryOp::Relu) return x < 0 ? 0 : x;
+      return x;  // exp/sqrt rejected before any kernel runs
+    } else {
+      if constexpr (OP == UnaryOp::Neg) return -x;
+      if constexpr (OP == UnaryOp::Abs) return std::fabs(x);
+      if constexpr (OP == UnaryOp::Relu) return x < 0 ? A(0) : x;  // NaN stays NaN, as PyTorch
+      if constexpr (OP == UnaryOp::Exp) return std::exp(x);
+      if constexpr (OP == UnaryOp::Sqrt) return std::sqrt(x);
+    }
+    return x;
+  }
+#ifdef SB_HAVE_AVX2
+  __m256 operator()(__m256 x) const {
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    if constexpr (OP == UnaryOp::Neg) return _mm256_xor_ps(x, sign);
+    if constexpr (OP == UnaryOp::Abs) return _mm256_andnot_ps(sign, x);
+    if constexpr (OP == UnaryOp::Relu) return _mm256_max_ps(_mm256_setzero_ps(), x);  // NaN: returns x
+    if constexpr (OP == UnaryOp::Exp) return exp8(x);
+    if constexpr (OP == UnaryOp::Sqrt) return _mm256_sqrt_ps(x);
+    return x;
+  }
+  __m256d operator()(__m256d x) const {
+    const __m256d sign = _mm256_set1_pd(-0.0);
+    if constexpr (OP == UnaryOp::Neg) return _mm256_xor_pd(x, sign);
+    if constexpr (OP == UnaryOp::Abs) return _mm256_andnot_pd(sign, x);
+    if constexpr (OP == UnaryOp::Relu) return _mm256_max_pd(_mm256_setzero_pd(), x);
+    if constexpr (OP == UnaryOp::Sqrt) return _mm256_sqrt_pd(x);
+    if constexpr (OP == UnaryOp::Exp) {  // float64 exp: std::exp per lane
+      alignas(32) double v[4];
+      _mm256_store_pd(v, x);
+      for (double& e : v) e = std::exp(e);
+      return _mm256_load_pd(v);
+    }
+    return x;
+  }
+#endif
+};
+
+// ---------------------------------------------------------------- vector I/O
+
+template <typename T> constexpr bool kHasVec = std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, Half>;
+
+#ifdef SB_HAVE_AVX2
+template <typename T> struct VecIO;
+template <> struct VecIO<float> {
+  using V = __m256;
+  static constexpr int kW = 8;
+  static V load(const float* p) { return _mm256_loadu_ps(p); }
+  static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
+  static V set1(float v) { return _mm256_set1_ps(v); }
+};
+template <> struct VecIO<double> {
+  using V = __m256d;
+  static constexpr int kW = 4;
+  static V load(const double* p) { return _mm256_loadu_pd(p); }
+  static void store(double* p, V v) { _mm256_storeu_pd(p, v); }
+  static V set1(double v) { return _mm256_set1_pd(v); }
+};
+template <> struct VecIO<Half> {  // F16C: 8 halves <-> 8 floats, round to nearest even
+  using V = __m256;
+  static constexpr int kW = 8;
+  static V load(const Half* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+  static void store(Half* p, V v) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+  }
+  static V set1(Half v) { return _mm256_set1_ps(static_cast<float>(v)); }
+};
+
+// o[j] = f(a[j], b[j]); AS/BS: a or b is a stride-0 scalar. The tail goes through
+// W-wide buffers (padded with a real element), so every element sees the same code.
+template <typename T, bool AS, bool BS, typename F>
+void vloop2(T* o, const T* a, const T* b, int64_t n, const F& f) {
+  using IO = VecIO<T>;
+  constexpr int W = IO::kW;
+  const typename IO::V va = IO::set1(a[0]), vb = IO::set1(b[0]);
+  int64_t j = 0;
+  for (; j + W <= n; j += W) IO::store(o + j, f(AS ? va : IO::load(a + j), BS ? vb : IO::load(b + j)));
+  if (j < n) {
+    T ta[W], tb[W], to[W];
+    for (int k = 0; k < W; ++k) {
+      ta[k] = AS ? a[0] : a[j + (j + k < n ? k : 0)];
+      tb[k] = BS ? b[0] : b[j + (j + k < n ? k : 0)];
+    }
+    IO::store(to, f(IO::load(ta), IO::load(tb)));
+    std::memcpy(o + j, to, static_cast<size_t>(n - j) * sizeof(T));
+  }
+}
+
+template <typename T, bool AS, typename F>
+void vloop1(T* o, const T* a, int64_t n, const F& f) {
+  using IO = VecIO<T>;
+  constexpr int W = IO::kW;
+  const typename IO::V va = IO::set1(a[0]);
+  int64_t j = 0;
+  for (; j + W <= n; j += W) IO::store(o + j, f(AS ? va : IO::load(a + j)));
+  if (j < n) {
+    T ta[W], to[W];
+    for (int k = 0; k < W; ++k) ta[k] = AS ? a[0] : a[j + (j + k < n ? k : 0)];
+    IO::store(to, f(IO::load(ta)));
+    std::memcpy(o + j, to, static_cast<size_t>(n - j) * sizeof(T));
+  }
+}
+#endif
+
+// ---------------------------------------------------------------- strip kernels
+
+template <typename T>
+inline const T& at(const char* p, int64_t j, int64_t stride_bytes) {
+  return *reinterpret_cast<const T*>(p + j * stride_bytes);
+}
+
+// out = f(a, b) over one strip of the iterator.
+template <typename T, typename F>
+void strip2(bool avx, char* const* p, const int64_t* s, int64_t n, const F& f) {
+  using A = acc_t<T>;
+  constexpr int64_t es = sizeof(T);
+  T* o = reinterpret_cast<T*>(p[0]);
+  const T* a = reinterpret_cast<const T*>(p[1]);
+  const T* b = reinterpret_cast<const T*>(p[2]);
+#ifdef SB_HAVE_AVX2
+  if constexpr (kHasVec<T>) {
+    if (avx && s[0] == es) {
+      if (s[1] == es && s[2] == es) return vloop2<T, false, false>(o, a, b, n, f);
+      if (s[1] == es && s[2] == 0) return vloop2<T, false, true>(o, a, b, n, f);
+      if (s[1] == 0 && s[2] == es) return vloop2<T, true, false>(o, a, b, n, f);
+    }
+  }
+#else
+  (void)avx;
+#endif
+  if (s[0] == es && s[1] == es && s[2] == es) {
+    for (int64_t j = 0; j < n; ++j) o[j] = T(f(A(a[j]), A(b[j])));
+  } else if (s[0] == es && s[1] == es && s[2] == 0) {
+    const A bv = A(b[0]);
+    for (int64_t j = 0; j < n; ++j) o[j] = T(f(A(a[j]), bv));
+  } else {
+    for (int64_t j = 0; j < n; ++j)
+      *reinterpret_cast<T*>(p[0] + j * s[0]) = T(f(A(at<T>(p[1], j, s[1])), A(at<T>(p[2], j, s[2]))));
+  }
+}
+
+// out = f(a) over one strip.
+template <typename T, typename F>
+void strip1(bool avx, char* const* p, const int64_t* s, int64_t n, const F& f) {
+  using A = acc_t<T>;
+  constexpr int64_t es = sizeof(T);
+  T* o = reinterpret_cast<T*>(p[0]);
+  const T* a = reinterpret_cast<const T*>(p[1]);
+#ifdef SB_HAVE_AVX2
+  if constexpr (kHasVec<T>) {
+    if (avx && s[0] == es) {
+      if (s[1] == es) return vloop1<T, false>(o, a, n, f);
+      if (s[1] == 0) return vloop1<T, true>(o, a, n, f);
+    }
+  }
+#else
+  (void)avx;
+#endif
+  if (s[0] == es && s[1] == es) {
+    for (int64_t j = 0; j < n; ++j) o[j] = T(f(A(a[j])));
+  } else {
+    for (int64_t j = 0; j < n; ++j) *reinterpret_cast<T*>(p[0] + j * s[0]) = T(f(A(at<T>(p[1], j, s[1]))));
+  }
+}
+
+// ---------------------------------------------------------------- normalize kernel
+
+// Mean and 1/sqrt(var + eps) of n elements at x (stride stride_bytes), in double.
+template <typename T>
+void row_stats(bool avx, const char* x, int64_t stride_bytes, int64_t n, double eps, double* mean, double* rstd) {
+  using A = acc_t<T>;
+  const T* xt = reinterpret_cast<const T*>(x);
+  const bool dense = stride_bytes == static_cast<int64_t>(sizeof(T));
+  double sum = 0, m2 = 0;
+  int64_t j0 = 0;
+#ifdef SB_HAVE_AVX2
+  if constexpr (kHasVec<T>) {
+    if (avx && dense) {
+      __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
+      constexpr int W = VecIO<T>::kW;
+      for (; j0 + W <= n; j0 += W) {
+        if constexpr (W == 8) {
+          const __m256 v = VecIO<T>::load(xt + j0);
+          s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(v)));
+          s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
+        } else {
+          s0 = _mm256_add_pd(s0, _mm256_loadu_pd(reinterpret_cast<const double*>(xt + j0)));
+        }
+      }
+      alignas(32) double t[4];
+      _mm256_store_pd(t, _mm256_add_pd(s0, s1));
+      sum = (t[0] + t[1]) + (t[2] + t[3]);
+      for (int64_t j = j0; j < n; ++j) sum += static_cast<double>(A(xt[j]));
+      *mean = sum / static_cast<double>(n);
+      const __m256d mv = _mm256_set1_pd(*mean);
+      s0 = s1 = _mm256_setzero_pd();
+      int64_t j = 0;
+      for (; j + W <= n; j += W) {
+        if constexpr (W == 8) {
+          const __m256 v = VecIO<T>::load(xt + j);
+          const __m256d d0 = _mm256_sub_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(v)), mv);
+          const __m256d d1 = _mm256_sub_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)), mv);
+          s0 = _mm256_fmadd_pd(d0, d0, s0);
+          s1 = _mm256_fmadd_pd(d1, d1, s1);
+        } else {
+          const __m256d d0 = _mm256_sub_pd(_mm256_loadu_pd(reinterpret_cast<const double*>(xt + j)), mv);
+          s0 = _mm256_fmadd_pd(d0, d0, s0);
+        }
+      }
+      _mm256_store_pd(t, _mm256_add_pd(s0, s1));
+      m2 = (t[0] + t[1]) + (t[2] + t[3]);
+      for (; j < n; ++j) {
+        const double d = static_cast<double>(A(xt[j])) - *mean;
+        m2 += d * d;
+      }
+      *rstd = 1.0 / std::sqrt(m2 / static_cast<double>(n) + eps);
+      return;
+    }
+  }
+#else
+  (void)avx;
+  (void)dense;
+#endif
+  for (int64_t j = 0; j < n; ++j) sum += static_cast<double>(A(at<T>(x, j, stride_bytes)));
+  *mean = sum / static_cast<double>(n);
+  for (int64_t j = 0; j < n; ++j) {
+    const double d = static_cast<double>(A(at<T>(x, j, stride_bytes))) - *mean;
+    m2 += d * d;
+  }
+  *rstd = 1.0 / std::sqrt(m2 / static_cast<double>(n) + eps);
+}
+
+// out = (x - mean) * rstd in the accumulation type of T.
+template <typename A>
+struct NormWrite {
+  A m, rs;
+  A operator()(A v) const { return static_cast<A>((v - m) * rs); }
+#ifdef SB_HAVE_AVX2
+  __m256 operator()(__m256 v) const {
+    return _mm256_mul_ps(_mm256_sub_ps(v, _mm256_set1_ps(static_cast<float>(m))), _mm256_set1_ps(static_cast<float>(rs)));
+  }
+  __m256d operator()(__m256d v) const {
+    return _mm256_mul_pd(_mm256_sub_pd(v, _mm256_set1_pd(static_cast<double>(m))), _mm256_set1_pd(static_cast<double>(rs)));
+  }
+#endif
+};
+
+// One strip of rows: row r of operand i starts at p[i] + r * s[i] and runs n elements
+// with stride xsd (x) / osd (out) bytes. Rows go in chunks of kRows so that, when a
+// row is strided (normalizing an outer dim), a chunk reads whole cache lines.
+template <typename T>
+void normalize_strip(bool avx, char* const* p, const int64_t* s, int64_t rows, int64_t n, int64_t xsd, int64_t osd,
+                     double eps) {
+  using A = acc_t<T>;
+  constexpr int64_t es = sizeof(T);
+  constexpr int kRows = 16;
+  for (int64_t r0 = 0; r0 < rows; r0 += kRows) {
+    const int kk = static_cast<int>(std::min<int64_t>(kRows, rows - r0));
+    char* ob = p[0] + r0 * s[0];
+    const char* xb = p[1] + r0 * s[1];
+    double mean[kRows], rstd[kRows];
+    if (xsd == es) {
+      for (int k = 0; k < kk; ++k) row_stats<T>(avx, xb + k * s[1], xsd, n, eps, &mean[k], &rstd[k]);
+    } else {  // strided rows: walk kk of them side by side
+      double sum[kRows] = {}, m2[kRows] = {};
+      for (int64_t i = 0; i < n; ++i)
+        for (int k = 0; k < kk; ++k) sum[k] += static_cast<double>(A(at<T>(xb + k * s[1], i, xsd)));
+      for (int k = 0; k < kk; ++k) mean[k] = sum[k] / static_cast<double>(n);
+      for (int64_t i = 0; i < n; ++i)
+        for (int k = 0; k < kk; ++k) {
+          const double d = static_cast<double>(A(at<T>(xb + k * s[1], i, xsd))) - mean[k];
+          m2[k] += d * d;
+        }
+      for (int k = 0; k < kk; ++k) rstd[k] = 1.0 / std::sqrt(m2[k] / static_cast<double>(n) + eps);
+    }
+    // write: out = (x - mean) * rstd, in the accumulation type of T
+    for (int k = 0; k < kk; ++k) {
+      const A m = static_cast<A>(mean[k]), rs = static_cast<A>(rstd[k]);
+      const NormWrite<A> f{m, rs};
+      char* q[2] = {ob + k * s[0], const_cast<char*>(xb + k * s[1])};
+      const int64_t st[2] = {osd, xsd};
+      strip1<T>(avx, q, st, n, f);
+    }
+  }
+}
+
+// ---------------------------------------------------------------- dispatch helpers
+
+#define SB_BINARY_OP_CASES(OPV, ...)                                  \
+  switch (OPV) {                                                      \
+    case BinaryOp::Add: { constexpr BinaryOp OP = BinaryOp::Add; __VA_ARGS__; break; }         \
+    case BinaryOp::Sub: { constexpr BinaryOp OP = BinaryOp::Sub; __VA_ARGS__; break; }         \
+    case BinaryOp::Mul: { constexpr BinaryOp OP = BinaryOp::Mul; __VA_ARGS__; break; }         \
+    case BinaryOp::Div: { constexpr BinaryOp OP = BinaryOp::Div; __VA_ARGS__; break; }         \
+    case BinaryOp::Maximum: { constexpr BinaryOp OP = BinaryOp::Maximum; __VA_ARGS__; break; } \
+    case BinaryOp::Minimum: { constexpr BinaryOp OP = BinaryOp::Minimum; __VA_ARGS__; break; } \
+  }
+
+#define SB_UNARY_OP_CASES(OPV, ...)                                                \
+  switch (OPV) {                                                                   \
+    case UnaryOp::Neg: { constexpr UnaryOp OP = UnaryOp::Neg; __VA_ARGS__; break; }   \
+    case UnaryOp::Abs: { constexpr UnaryOp OP = UnaryOp::Abs; __VA_ARGS__; break; }   \
+    case UnaryOp::Relu: { constexpr UnaryOp OP = UnaryOp::Relu; __VA_ARGS__; break; } \
+    case UnaryOp::Exp: { constexpr UnaryOp OP = UnaryOp::Exp; __VA_ARGS__; break; }   \
+    case UnaryOp::Sqrt: { constexpr UnaryOp OP = UnaryOp::Sqrt; __VA_ARGS__; break; } \
+  }
+
+// The dtypes elementwise ops compute on; the caller has checked the dtype.
+#define SB_DISPATCH_EW(DTYPE, ...)                                 \
+  switch (DTYPE) {                                                 \
+    SB_DTYPE_CASE(::sb::DType::Float32, float, __VA_ARGS__)        \
+    SB_DTYPE_CASE(::sb::DType::Float64, double, __VA_ARGS__)       \
+    SB_DTYPE_CASE(::sb::DType::Float16, ::sb::Half, __VA_ARGS__)   \
+    SB_DTYPE_CASE(::sb::DType::Int32, int32_t, __VA_ARGS__)        \
+    default: SB_INTERNAL_ASSERT(false, "unchecked dtype ", DTYPE); \
+  }
+
+void check_dtype(const char* name, DType dt, bool floating_only) {
+  const bool ok = dt == DType::Float32 || dt == DType::Float64 || dt == DType::Float16 || dt == DType::Int32;
+  SB_CHECK(ok, name, ": dtype ", dt, " is not supported (float32, float64, float16 or int32)");
+  SB_CHECK(!floating_only || is_floating(dt), name, ": dtype ", dt,
+           " is not supported: this op needs a floating dtype (PyTorch would promote integers to float; "
+           "stridebench has no type promotion: convert with .to(DType::Float32) first)");
+}
+
+void check_out(const char* name, const Tensor& out, const Shape& sizes, DType dt, Device dev,
+               const std::vector<const Tensor*>& inputs) {
+  SB_CHECK(out.defined(), name, ": undefined output tensor");
+  SB_CHECK(out.dtype() == dt, name, ": output dtype ", out.dtype(), " does not match the result dtype ", dt);
+  SB_CHECK(out.device() == dev, name, ": output is on ", out.device(), " but the inputs are on ", dev);
+  SB_CHECK(out.sizes() == sizes, name, ": output sizes ", out.sizes(), " do not match the result sizes ", sizes,
+           " (stridebench does not resize outputs)");
+  SB_CHECK(has_internal_overlap(out) != MemOverlap::Yes, name, ": the output (sizes ", out.sizes(), ", strides ",
+           out.strides(), ") has several elements at one memory location (an expanded tensor); clone() it first");
+  for (const Tensor* in : inputs)
+    SB_CHECK(get_overlap_status(out, *in) != MemOverlapStatus::Partial, name, ": an input (sizes ", in->sizes(),
+             ", strides ", in->strides(), ", offset ", in->storage_offset(),
+             ") partially overlaps the output in memory (sizes ", out.sizes(), ", strides ", out.strides(),
+             ", offset ", out.storage_offset(), "); clone() the input first");
+}
+
+void check_inputs(const char* name, const Tensor& a, const Tensor& b) {
+  SB_CHECK(a.defined() && b.defined(), name, ": undefined input tensor");
+  SB_CHECK(a.dtype() == b.dtype(), name, ": dtype mismatch: ", a.dtype(), " and ", b.dtype(),
+           " (stridebench has no type promotion)");
+  SB_CHECK(a.device() == b.device(), name, ": expected both inputs on one device, got ", a.device(), " and ",
+           b.device());
+}
+
+[[maybe_unused]] void no_cuda(const char* name, Device d) {
+  SB_CHECK(false, name, ": tensor on ", d, " needs CUDA, and stridebench was built without it");
+}
+
+// ---------------------------------------------------------------- the three bodies (checks done)
+
+void run_binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b) {
+  if (out.numel() == 0) return;
+  if (!out.device().is_cpu()) {
+#ifdef SB_WITH_CUDA
+    return cuda::binary(op, out, a, b);
+#else
+    return no_cuda(binary_op_name(op), out.device());
+#endif
+  }
+  const StridedIter it = StridedIter::from_tensors({out, a, b});
+  const bool avx = use_avx2();
+  SB_DISPATCH_EW(out.dtype(), SB_BINARY_OP_CASES(op, {
+    it.for_each([avx](char* const* p, const int64_t* s, int64_t n) { strip2<scalar_t>(avx, p, s, n, Bin<OP>{}); });
+  }));
+}
+
+void run_binary_scalar(BinaryOp op, const Tensor& out, const Tensor& a, double b) {
+  if (out.numel() == 0) return;
+  if (!out.device().is_cpu()) {
+#ifdef SB_WITH_CUDA
+    return cuda::binary_scalar(op, out, a, b);
+#else
+    return no_cuda(binary_op_name(op), out.device());
+#endif
+  }
+  const StridedIter it = StridedIter::from_tensors({out, a});
+  const bool avx = use_avx2();
+  SB_DISPATCH_EW(out.dtype(), SB_BINARY_OP_CASES(op, {
+    using A = acc_t<scalar_t>;
+    const BinScalar<OP, A> f{static_cast<A>(b)};
+    it.for_each([avx, f](char* const* p, const int64_t* s, int64_t n) { strip1<scalar_t>(avx, p, s, n, f); });
+  }));
+}
+
+void run_unary(UnaryOp op, const Tensor& out, const Tensor& a) {
+  if (out.numel() == 0) return;
+  if (!out.device().is_cpu()) {
+#ifdef SB_WITH_CUDA
+    return cuda::unary(op, out, a);
+#else
+    return no_cuda(unary_op_name(op), out.device());
+#endif
+  }
+  const StridedIter it = StridedIter::from_tensors({out, a});
+  const bool avx = use_avx2();
+  SB_DISPATCH_EW(out.dtype(), SB_UNARY_OP_CASES(op, {
+    it.for_each([avx](char* const* p, const int64_t* s, int64_t n) { strip1<scalar_t>(avx, p, s, n, Un<OP>{}); });
+  }));
+}
+
+void run_normalize(const Tensor& out, const Tensor& x, int64_t dim, double eps) {
+  if (out.numel() == 0) return;
+  if (!out.device().is_cpu()) {
+#ifdef SB_WITH_CUDA
+    return cuda::normalize(out, x, dim, eps);
+#else
+    return no_cuda("normalize", out.device());
+#endif
+  }
+  // Iterate over the rows (x with `dim` selected away); each strip element is one row.
+  const Tensor x1 = x.dim() == 0 ? x.reshape({1}) : x;
+  const Tensor o1 = out.dim() == 0 ? out.as_strided({1}, {1}) : out;
+  const int64_t d = x.dim() == 0 ? 0 : dim;
+  const int64_t n = x1.size(d);
+  const int64_t xsd = x1.stride(d) * static_cast<int64_t>(x1.element_size());
+  const int64_t osd = o1.stride(d) * static_cast<int64_t>(o1.element_size());
+  const StridedIter it = StridedIter::from_tensors({o1.select(d, 0), x1.select(d, 0)});
+  const bool avx = use_avx2();
+  const int64_t grain = std::max<int64_t>(1, kGrainSize / n);
+  SB_DISPATCH_FLOATING(out.dtype(), "normalize", {
+    it.for_each([=](char* const* p, const int64_t* s, int64_t rows) {
+      normalize_strip<scalar_t>(avx, p, s, rows, n, xsd, osd, eps);
+    }, grain);
+  });
+}
+
+void check_int_scalar(const char* name, DType dt, double b) {
+  if (dt != DType::Int32) return;
+  SB_CHECK(std::trunc(b) == b && b >= std::numeric_limits<int32_t>::min() && b <= std::numeric_limits<int32_t>::max(),
+           name, ": scalar ", b, " is not an int32 value, and an int32 tensor needs one (no type promotion)");
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- public entry points
+
+namespace {
+Tensor& binary_out_named(const char* name, BinaryOp op, Tensor& out, const Tensor& a, const Tensor& b) {
+  check_inputs(name, a, b);
+  check_dtype(name, a.dtype(), op == BinaryOp::Div);
+  const Shape sizes = broadcast_shapes(a.sizes(), b.sizes(), name);
+  check_out(name, out, sizes, a.dtype(), a.device(), {&a, &b});
+  run_binary(op, out, a.expand(sizes), b.expand(sizes));
+  return out;
+}
+
+Tensor& binary_scalar_out_named(const char* name, BinaryOp op, Tensor& out, const Tensor& a, double b) {
+  SB_CHECK(a.defined(), name, ": undefined input tensor");
+  check_dtype(name, a.dtype(), op == BinaryOp::Div);
+  check_int_scalar(name, a.dtype(), b);
+  check_out(name, out, a.sizes(), a.dtype(), a.device(), {&a});
+  run_binary_scalar(op, out, a, b);
+  return out;
+}
+
+Tensor& unary_out_named(const char* name, UnaryOp op, Tensor& out, const Tensor& a) {
+  SB_CHECK(a.defined(), name, ": undefined input tensor");
+  check_dtype(name, a.dtype(), op == UnaryOp::Exp || op == UnaryOp::Sqrt);
+  check_out(name, out, a.sizes(), a.dtype(), a.device(), {&a});
+  run_unary(op, out, a);
+  return out;
+}
+
+Tensor& normalize_out_named(const char* name, Tensor& out, const Tensor& x, int64_t dim, double eps) {
+  SB_CHECK(x.defined(), name, ": undefined input tensor");
+  check_dtype(name, x.dtype(), true);
+  dim = wrap_dim(dim, x.dim(), name);
+  SB_CHECK(eps >= 0, name, ": eps must be >= 0, got ", eps);
+  check_out(name, out, x.sizes(), x.dtype(), x.device(), {&x});
+  run_normalize(out, x, dim, eps);
+  return out;
+}
+
+// The output of an op over `inputs` (already of `sizes`), laid out as PyTorch lays it.
+Tensor new_output(const Shape& sizes, const std::vector<const Tensor*>& inputs) {
+  std::vector<const Shape*> st;
+  for (const Tensor* t : inputs) st.push_back(&t->strides());
+  return empty_strided(sizes, output_strides_like(sizes, st), inputs[0]->dtype(), inputs[0]->device());
+}
+}  // namespace
+
+Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
+  const char* name = binary_op_name(op);
+  check_inputs(name, a, b);
+  check_dtype(name, a.dtype(), op == BinaryOp::Div);
+  const Shape sizes = broadcast_shapes(a.sizes(), b.sizes(), name);
+  const Tensor ea = a.expand(sizes), eb = b.expand(sizes);
+  Tensor out = new_output(sizes, {&ea, &eb});
+  run_binary(op, out, ea, eb);
+  return out;
+}
+
+Tensor& binary_out(BinaryOp op, Tensor& out, const Tensor& a, const Tensor& b) {
+  return binary_out_named(binary_op_name(op), op, out, a, b);
+}
+
+Tensor binary(BinaryOp op, const Tensor& a, double b) {
+  const char* name = binary_op_name(op);
+  SB_CHECK(a.defined(), name, ": undefined input tensor");
+  check_dtype(name, a.dtype(), op == BinaryOp::Div);
+  check_int_scalar(name, a.dtype(), b);
+  Tensor out = new_output(a.sizes(), {&a});
+  run_binary_scalar(op, out, a, b);
+  return out;
+}
+
+Tensor& binary_out(BinaryOp op, Tensor& out, const Tensor& a, double b) {
+  return binary_scalar_out_named(binary_op_name(op), op, out, a, b);
+}
+
+Tensor unary(UnaryOp op, const Tensor& a) {
+  const char* name = unary_op_name(op);
+  SB_CHECK(a.defined(), name, ": undefined input tensor");
+  check_dtype(name, a.dtype(), op == UnaryOp::Exp || op == UnaryOp::Sqrt);
+  Tensor out = new_output(a.sizes(), {&a});
+  run_unary(op, out, a);
+  return out;
+}
+
+Tensor& unary_out(UnaryOp op, Tensor& out, const Tensor& a) { return unary_out_named(unary_op_name(op), op, out, a); }
+
+Tensor normalize(const Tensor& x, int64_t dim, double eps) {
+  SB_CHECK(x.defined(), "normalize: undefined input tensor");
+  check_dtype("normalize", x.dtype(), true);
+  dim = wrap_dim(dim, x.dim(), "normalize");
+  SB_CHECK(eps >= 0, "normalize: eps must be >= 0, got ", eps);
+  Tensor out = new_output(x.sizes(), {&x});
+  run_normalize(out, x, dim, eps);
+  return out;
+}
+
+Tensor& normalize_out(Tensor& out, const Tensor& x, int64_t dim, double eps) {
+  return normalize_out_named("normalize_out", out, x, dim, eps);
+}
+
+#define SB_DEFINE_BINARY(name, OPV)                                                                         \
+  Tensor name(const Tensor& a, const Tensor& b) { return binary(OPV, a, b); }                               \
+  Tensor& name##_out(Tensor& out, const Tensor& a, const Tensor& b) {                                       \
+    return binary_out_named(#name "_out", OPV, out, a, b);                                                  \
+  }                                                                                                         \
+  Tensor name(const Tensor& a, double b) { return binary(OPV, a, b); }                                      \
+  Tensor& name##_out(Tensor& out, const Tensor& a, double b) {                                              \
+    return binary_scalar_out_named(#name "_out", OPV, out, a, b);                                           \
+  }
+SB_DEFINE_BINARY(add, BinaryOp::Add)
+SB_DEFINE_BINARY(sub, BinaryOp::Sub)
+SB_DEFINE_BINARY(mul, BinaryOp::Mul)
+SB_DEFINE_BINARY(div, BinaryOp::Div)
+SB_DEFINE_BINARY(maximum, BinaryOp::Maximum)
+SB_DEFINE_BINARY(minimum, BinaryOp::Minimum)
+#undef SB_DEFINE_BINARY
+
+#define SB_DEFINE_UNARY(name, OPV)                                   \
+  Tensor name(const Tensor& a) { return unary(OPV, a); }             \
+  Tensor& name##_out(Tensor& out, const Tensor& a) { return unary_out_named(#name "_out", OPV, out, a); }
+SB_DEFINE_UNARY(neg, UnaryOp::Neg)
+SB_DEFINE_UNARY(abs, UnaryOp::Abs)
+SB_DEFINE_UNARY(relu, UnaryOp::Relu)
+SB_DEFINE_UNARY(exp, UnaryOp::Exp)
+SB_DEFINE_UNARY(sqrt, UnaryOp::Sqrt)
+#undef SB_DEFINE_UNARY
+
+// ---------------------------------------------------------------- in-place Tensor methods
+
+#define SB_DEFINE_INPLACE_BINARY(name, OPV)                                                           \
+  Tensor& Tensor::name##_(const Tensor& other) { return binary_out_named(#name "_", OPV, *this, *this, other); } \
+  Tensor& Tensor::name##_(double other) { return binary_scalar_out_named(#name "_", OPV, *this, *this, other); }
+SB_DEFINE_INPLACE_BINARY(add, BinaryOp::Add)
+SB_DEFINE_INPLACE_BINARY(sub, BinaryOp::Sub)
+SB_DEFINE_INPLACE_BINARY(mul, BinaryOp::Mul)
+SB_DEFINE_INPLACE_BINARY(div, BinaryOp::Div)
+#undef SB_DEFINE_INPLACE_BINARY
+
+Tensor& Tensor::maximum_(const Tensor& other) { return binary_out_named("maximum_", BinaryOp::Maximum, *this, *this, other); }
+Tensor& Tensor::minimum_(const Tensor& other) { return binary_out_named("minimum_", BinaryOp::Minimum, *this, *this, other); }
+Tensor& Tensor::neg_() { return unary_out_named("neg_", UnaryOp::Neg, *this, *this); }
+Tensor& Tensor::abs_() { return unary_out_named("abs_", UnaryOp::Abs, *this, *this); }
+Tensor& Tensor::relu_() { return unary_out_named("relu_", UnaryOp::Relu, *this, *this); }
+Tensor& Tensor::exp_() { return unary_out_named("exp_", UnaryOp::Exp, *this, *this); }
+Tensor& Tensor::sqrt_() { return unary_out_named("sqrt_", UnaryOp::Sqrt, *this, *this); }
+Tensor& Tensor::normalize_(int64_t dim, double eps) { return normalize_out_named("normalize_", *this, *this, dim, eps); }
+
+}  // namespace sb

@@ -1,0 +1,159 @@
+// iterator.cpp — set-up of the shared strided iterator: drop size-1 dims, order by the
+// output's strides, coalesce, pick the path (see Note [Strided iteration] in iterator.h).
+// Cost: O(ndim^2) integer work per op call, nothing per element.
+#include "ops/iterator.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace sb {
+
+namespace {
+
+// PyTorch's reorder_dimensions comparison: > 0 when dim d0 should go outside d1
+// (d0 is slower), < 0 when it should stay inside, 0 when no operand can tell.
+int should_swap(const std::vector<const Shape*>& strides, const Shape& sizes, int64_t d0, int64_t d1) {
+  for (const Shape* st : strides) {
+    const int64_t s0 = (*st)[d0], s1 = (*st)[d1];
+    if (s0 == 0 || s1 == 0) continue;
+    if (s0 < s1) return -1;
+    if (s0 > s1) return 1;
+    if (sizes[d0] > sizes[d1]) return 1;
+  }
+  return 0;
+}
+
+// Dims fastest first: perm[0] is the dim to walk innermost.
+std::vector<int64_t> fastest_first(const Shape& sizes, const std::vector<const Shape*>& strides) {
+  const int64_t nd = static_cast<int64_t>(sizes.size());
+  std::vector<int64_t> perm(nd);
+  for (int64_t i = 0; i < nd; ++i) perm[i] = nd - 1 - i;  // row-major by default
+  for (int64_t i = 1; i < nd; ++i) {  // insertion sort that tolerates "don't know"
+    int64_t d1 = i;
+    for (int64_t d0 = i - 1; d0 >= 0; --d0) {
+      const int c = should_swap(strides, sizes, perm[d0], perm[d1]);
+      if (c > 0) {
+        std::swap(perm[d0], perm[d1]);
+        d1 = d0;
+      } else if (c < 0) {
+        break;
+      }
+    }
+  }
+  return perm;
+}
+
+}  // namespace
+
+Shape output_strides_like(const Shape& sizes, const std::vector<const Shape*>& input_strides) {
+  const std::vector<int64_t> perm = fastest_first(sizes, input_strides);
+  Shape st(sizes.size());
+  int64_t z = 1;
+  for (int64_t d : perm) {
+    st[d] = z;
+    z *= std::max<int64_t>(sizes[d], 1);
+  }
+  return st;
+}
+
+StridedIter StridedIter::from_tensors(const std::vector<Tensor>& tensors) {
+  SB_INTERNAL_ASSERT(!tensors.empty());
+  std::vector<Operand> ops;
+  for (const Tensor& t : tensors) {
+    SB_INTERNAL_ASSERT(t.sizes() == tensors[0].sizes(), "operand sizes ", t.sizes(), " vs output ", tensors[0].sizes());
+    ops.push_back({static_cast<char*>(t.numel() ? t.data_ptr() : nullptr), t.strides(),
+                   static_cast<int64_t>(t.element_size())});
+  }
+  return StridedIter(tensors[0].sizes(), ops);
+}
+
+StridedIter::StridedIter(const Shape& sizes, const std::vector<Operand>& ops) {
+  nops_ = static_cast<int>(ops.size());
+  SB_INTERNAL_ASSERT(nops_ >= 1 && nops_ <= kMaxOperands, "operands: ", nops_);
+  numel_ = 1;
+  for (int64_t s : sizes) numel_ *= s;
+  for (int i = 0; i < nops_; ++i) {
+    SB_INTERNAL_ASSERT(ops[i].strides.size() == sizes.size(), "operand ", i, " strides ", ops[i].strides,
+                       " for sizes ", sizes);
+    base_[i] = ops[i].data;
+  }
+  if (numel_ == 0) {
+    sizes_ = {0};
+    strides_.assign(1, Strides{});
+    return;
+  }
+  // 1. drop size-1 dims
+  Shape kept;
+  for (size_t d = 0; d < sizes.size(); ++d)
+    if (sizes[d] != 1) kept.push_back(static_cast<int64_t>(d));
+  Shape ksizes;
+  std::vector<Shape> kstrides(nops_);
+  for (int64_t d : kept) {
+    ksizes.push_back(sizes[d]);
+    for (int i = 0; i < nops_; ++i) kstrides[i].push_back(ops[i].strides[d]);
+  }
+  // 2. order fastest first by the output's strides (then the inputs')
+  std::vector<const Shape*> order_by;
+  for (int i = 0; i < nops_; ++i) order_by.push_back(&kstrides[i]);
+  const std::vector<int64_t> perm = fastest_first(ksizes, order_by);
+  // 3. coalesce
+  for (int64_t d : perm) {
+    Strides s{};
+    for (int i = 0; i < nops_; ++i) s[i] = kstrides[i][d] * ops[i].elem_size;
+    if (!sizes_.empty()) {
+      const int64_t prev = sizes_.back();
+      bool merge = true;
+      for (int i = 0; i < nops_; ++i) merge = merge && s[i] == strides_.back()[i] * prev;
+      if (merge) {
+        sizes_.back() *= ksizes[d];
+        continue;
+      }
+    }
+    sizes_.push_back(ksizes[d]);
+    strides_.push_back(s);
+  }
+  if (sizes_.empty()) {  // every dim was size 1: one element
+    sizes_ = {1};
+    Strides s{};
+    for (int i = 0; i < nops_; ++i) s[i] = ops[i].elem_size;
+    strides_.push_back(s);
+  }
+  // 4. pick the path
+  const int nd = ndim();
+  if (nd == 1) {
+    bool dense = strides_[0][0] == ops[0].elem_size;
+    for (int i = 1; i < nops_; ++i) dense = dense && (strides_[0][i] == ops[i].elem_size || strides_[0][i] == 0);
+    if (dense) {
+      path_ = Path::Contiguous;
+      return;
+    }
+  }
+  // Tiled: an input whose fastest dim k is not dim 0 (and both dims long enough to tile)
+  for (int i = 1; i < nops_ && nd >= 2; ++i) {
+    const int64_t s0 = strides_[0][i];
+    if (s0 == 0) continue;
+    int k = -1;
+    for (int d = 1; d < nd; ++d) {
+      const int64_t sd = strides_[d][i];
+      if (sd != 0 && sd < s0 && (k < 0 || sd < strides_[k][i])) k = d;
+    }
+    tile0_ = std::max<int64_t>(1, kTileBytes0 / ops[0].elem_size);
+    if (k < 0 || sizes_[0] < 8 || sizes_[k] < 8) continue;
+    // move dim k to position 1 (the order of the outer dims does not matter to the tiles)
+    std::rotate(sizes_.begin() + 1, sizes_.begin() + k, sizes_.begin() + k + 1);
+    std::rotate(strides_.begin() + 1, strides_.begin() + k, strides_.begin() + k + 1);
+    tiles0_ = (sizes_[0] + tile0_ - 1) / tile0_;
+    tiles1_ = (sizes_[1] + kTileRows - 1) / kTileRows;
+    path_ = Path::Tiled;
+    return;
+  }
+  tile0_ = 0;
+  for (int i = 1; i < nops_; ++i)
+    if (strides_[0][i] == 0) {
+      path_ = Path::Broadcast;
+      return;
+    }
+  path_ = Path::Strided;
+}
+
+}  // namespace sb

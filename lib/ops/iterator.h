@@ -1,0 +1,180 @@
+// iterator.h — the one strided iterator every elementwise kernel shares.
+//
+// Note [Strided iteration]
+// Operand 0 is the output; the others are inputs already broadcast to the output's
+// sizes (stride 0 where expanded). Before any loop runs the iterator
+//   1. drops size-1 dims (they move nothing),
+//   2. orders the dims fastest-first by the output's strides (PyTorch's
+//      reorder_dimensions: ties and stride-0 dims fall back to the next operand),
+//      so a channels-last or a transposed output is walked in memory order,
+//   3. coalesces neighbours d, d+1 where every operand has
+//      stride[d+1] == stride[d] * size[d] (a dense tensor becomes one dim),
+//   4. picks a path:
+//      Contiguous  one dim left and every operand has stride == its element size,
+//                  or 0 (a stride-0 scalar): one strip per thread.
+//      Tiled       an input's fastest dim k is not the output's fastest dim 0 (e.g.
+//                  a.t() + b): dims 0 and k are walked in kTileBytes0 x kTileRows
+//                  tiles, so the lines each strip touches of the transposed operand
+//                  are reused by the next kTileRows strips from L1/L2.
+//      Broadcast   an input has stride 0 in the inner dim (x + col[N,1]).
+//      Strided     anything else: an odometer over the outer dims, strips over dim 0.
+// Kernels only ever see 1-D strips: f(char* const* ptrs, const int64_t* strides_bytes,
+// int64_t n), element j of operand i at ptrs[i] + j * strides_bytes[i]. A kernel looks
+// at the strides to take its SIMD path (all == element size, or 0 for a scalar operand)
+// or its scalar strided loop; no kernel writes an N-D loop of its own.
+// Work is split over sb::parallel_for by linear index (tiles for the Tiled path), so a
+// single long strip is split too; below `grain` elements one thread does it all.
+// Cost: O(ndim^2) set-up per call, O(ndim) per strip or tile; no allocation of data.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "core/parallel.h"
+#include "core/tensor.h"
+
+namespace sb {
+
+class StridedIter {
+ public:
+  static constexpr int kMaxOperands = 4;
+  static constexpr int64_t kTileBytes0 = 256;  // bytes of the output per tile strip
+  static constexpr int64_t kTileRows = 32;     // strips per tile (dim k of the tile)
+  enum class Path : uint8_t { Contiguous, Broadcast, Tiled, Strided };
+
+  struct Operand {
+    char* data;         // address of element [0, ..., 0]
+    Shape strides;      // in elements, one per dim of the common sizes
+    int64_t elem_size;  // bytes
+  };
+
+  // sizes: the output's sizes; ops[0] the output. Every operand has sizes.size() strides.
+  StridedIter(const Shape& sizes, const std::vector<Operand>& ops);
+  // Convenience: tensors already of `tensors[0]`'s sizes (inputs expanded).
+  static StridedIter from_tensors(const std::vector<Tensor>& tensors);
+
+  Path path() const { return path_; }
+  int num_operands() const { return nops_; }
+  int ndim() const { return static_cast<int>(sizes_.size()); }
+  const Shape& sizes() const { return sizes_; }  // iteration dims, fastest first
+  int64_t stride_bytes(int op, int dim) const { return strides_[dim][op]; }
+  int64_t numel() const { return numel_; }
+  int64_t tile0() const { return tile0_; }  // Tiled: elements of dim 0 per tile
+
+  // Calls f on strips covering every element exactly once, in parallel above grain.
+  template <typename F>
+  void for_each(const F& f, int64_t grain = kGrainSize) const;
+
+ private:
+  using Strides = std::array<int64_t, kMaxOperands>;
+  void ptrs_at(const Shape& idx, char** p) const;   // idx: one index per dim
+  template <typename F>
+  void run_range(const F& f, int64_t begin, int64_t end) const;
+  template <typename F>
+  void run_tiles(const F& f, int64_t begin, int64_t end) const;
+
+  int nops_ = 0;
+  Shape sizes_;                  // fastest first
+  std::vector<Strides> strides_;  // [dim][op], bytes
+  std::array<char*, kMaxOperands> base_{};
+  int64_t numel_ = 0;
+  Path path_ = Path::Strided;
+  int64_t tile0_ = 0, tiles0_ = 0, tiles1_ = 0;
+};
+
+// PyTorch's output layout for an op over `inputs` (each with `sizes`' number of dims,
+// stride 0 where broadcast): dense strides whose order follows the first input that
+// orders a pair of dims (so channels-last in, channels-last out; a.t() + b gives a
+// column-major result, as in PyTorch).
+Shape output_strides_like(const Shape& sizes, const std::vector<const Shape*>& input_strides);
+
+// ---------------------------------------------------------------- template bodies
+
+inline void StridedIter::ptrs_at(const Shape& idx, char** p) const {
+  for (int i = 0; i < nops_; ++i) {
+    char* q = base_[i];
+    for (size_t d = 0; d < sizes_.size(); ++d) q += idx[d] * strides_[d][i];
+    p[i] = q;
+  }
+}
+
+template <typename F>
+void StridedIter::run_range(const F& f, int64_t begin, int64_t end) const {
+  const int nd = ndim();
+  Shape idx(nd);
+  int64_t rem = begin;
+  for (int d = 0; d < nd; ++d) {
+    idx[d] = rem % sizes_[d];
+    rem /= sizes_[d];
+  }
+  char* p[kMaxOperands];
+  ptrs_at(idx, p);
+  const Strides& s0 = strides_[0];
+  int64_t pos = begin;
+  while (pos < end) {
+    const int64_t n = std::min(sizes_[0] - idx[0], end - pos);
+    f(static_cast<char* const*>(p), s0.data(), n);
+    pos += n;
+    if (pos >= end) break;
+    // advance: finish dim 0, then odometer over the outer dims
+    for (int i = 0; i < nops_; ++i) p[i] -= idx[0] * s0[i];
+    idx[0] = 0;
+    for (int d = 1; d < nd; ++d) {
+      if (++idx[d] < sizes_[d]) {
+        for (int i = 0; i < nops_; ++i) p[i] += strides_[d][i];
+        break;
+      }
+      for (int i = 0; i < nops_; ++i) p[i] -= (sizes_[d] - 1) * strides_[d][i];
+      idx[d] = 0;
+    }
+  }
+}
+
+template <typename F>
+void StridedIter::run_tiles(const F& f, int64_t begin, int64_t end) const {
+  const int nd = ndim();
+  Shape idx(nd);
+  char* p[kMaxOperands];
+  char* q[kMaxOperands];
+  for (int64_t t = begin; t < end; ++t) {
+    int64_t rem = t;
+    const int64_t t0 = rem % tiles0_;
+    rem /= tiles0_;
+    const int64_t t1 = rem % tiles1_;
+    rem /= tiles1_;
+    idx[0] = t0 * tile0_;
+    idx[1] = t1 * kTileRows;
+    for (int d = 2; d < nd; ++d) {
+      idx[d] = rem % sizes_[d];
+      rem /= sizes_[d];
+    }
+    ptrs_at(idx, p);
+    const int64_t n0 = std::min(tile0_, sizes_[0] - idx[0]);
+    const int64_t n1 = std::min(kTileRows, sizes_[1] - idx[1]);
+    for (int64_t j = 0; j < n1; ++j) {
+      for (int i = 0; i < nops_; ++i) q[i] = p[i] + j * strides_[1][i];
+      f(static_cast<char* const*>(q), strides_[0].data(), n0);
+    }
+  }
+}
+
+template <typename F>
+void StridedIter::for_each(const F& f, int64_t grain) const {
+  if (numel_ == 0) return;
+  grain = std::max<int64_t>(grain, 1);
+  if (path_ == Path::Contiguous) {
+    parallel_for(0, numel_, grain, [&](int64_t b, int64_t e) {
+      char* p[kMaxOperands];
+      for (int i = 0; i < nops_; ++i) p[i] = base_[i] + b * strides_[0][i];
+      f(static_cast<char* const*>(p), strides_[0].data(), e - b);
+    });
+  } else if (path_ == Path::Tiled) {
+    const int64_t ntiles = numel_ / (sizes_[0] * sizes_[1]) * tiles0_ * tiles1_;
+    const int64_t tile_grain = std::max<int64_t>(1, grain / (tile0_ * kTileRows));
+    parallel_for(0, ntiles, tile_grain, [&](int64_t b, int64_t e) { run_tiles(f, b, e); });
+  } else {
+    parallel_for(0, numel_, grain, [&](int64_t b, int64_t e) { run_range(f, b, e); });
+  }
+}
+
+}  // namespace sb

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# gpu_prepare.sh — run HERE (the build machine, no GPU): copies the CUDA test and
+# benchmark binaries of a CUDA build, plus the shared libraries they need that a
+# device machine's CUDA image lacks, into .devcarry/ (git-ignored), for the device
+# tool's `carry`. See docs/GPU.md.
+#
+#   scripts/gpu_prepare.sh [build-dir]     (default: build)
+#
+# Libraries: everything `ldd` lists except the C runtime (libc, libm, libstdc++, …,
+# newer on the device image) and CUDA's own (libcudart, libcublas, libcublasLt: the
+# device image has CUDA 13, and libcublasLt alone is ~540 MB, over the 64 MiB carry).
+set -euo pipefail
+build=${1:-build}
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+out=.devcarry
+rm -rf "$out"
+mkdir -p "$out/bin" "$out/lib"
+bins=()
+for b in tests/cuda_test tests/cuda_allocator_test benchmarks/bench_transfer benchmarks/bench_baseline_cuda \
+         benchmarks/bench_alloc_cuda; do
+  if [[ -x "$build/$b" ]]; then
+    cp "$build/$b" "$out/bin/"
+    bins+=("$build/$b")
+  else
+    echo "gpu_prepare: $build/$b missing (is $build a CUDA build? meson setup $build; ninja -C $build)" >&2
+  fi
+done
+[[ ${#bins[@]} -gt 0 ]] || { echo "gpu_prepare: no binaries found" >&2; exit 1; }
+skip='^(linux-vdso|ld-linux|libc\.so|libm\.so|libdl\.so|libpthread\.so|librt\.so|libgcc_s\.so|libstdc\+\+\.so|libcudart\.so|libcublas\.so|libcublasLt\.so|libcuda\.so)'
+ldd "${bins[@]}" | awk '/=>/ {print $1, $3}' | sort -u | while read -r name path; do
+  if [[ "$name" =~ $skip ]]; then continue; fi
+  if [[ "$path" == "not" || ! -e "$path" ]]; then
+    echo "gpu_prepare: $name not found here" >&2
+    exit 1
+  fi
+  cp -L "$path" "$out/lib/$name"
+  echo "carry lib: $name ($path)"
+done
+cp scripts/gpu_run.sh "$out/"
+du -sh "$out"
+echo "now: device run with carry [\"$out\"] and command: bash $out/gpu_run.sh"

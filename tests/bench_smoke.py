@@ -1,0 +1,160 @@
+#!/usr/bin/env python3
+# bench_smoke.py — the CI smoke test of the benchmark matrix (meson test --suite smoke).
+#
+# Runs every bench_<family> binary given on the command line with --sb_matrix=smoke
+# (tiny sizes, one repetition, tiny min_time) into a temporary json dir, plus the
+# `semantics` program, then checks each JSON: it parses, has the sb_* context of
+# docs/BENCHMARKS.md, every run name is <sb_family>/key:value/... with the contract's
+# keys in order, no run reported an error (but "no CUDA device" in GPU binaries on a
+# machine without a GPU), counters are numbers. Then it runs scripts/collect
+# (when that script exists) into a temporary results root with --no-plots and checks
+# that results/<sb_machine>/ holds raw/*.json, raw/semantics.json, machine.json and a
+# non-empty TABLES.md. Exit 0 on success, 1 with a message naming what failed.
+#
+# Usage: bench_smoke.py --collect=SCRIPT --semantics EXE BENCH_EXE...
+import argparse
+import glob
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+KEYS = ["op", "impl", "device", "layout", "style", "dtype", "shape", "threads",
+        "dim", "alloc", "step", "size"]
+NO_DEVICE = "no CUDA device"  # GPU runs skip with this where no GPU is present
+GBENCH_SEGMENTS = re.compile(r"^(manual_time|real_time|repeats:\d+|iterations:\d+|"
+                             r"min_time:[\d.]+|min_warmup_time:[\d.]+|threads:\d+)$")
+CONTEXT = ["sb_machine", "sb_cpu_model", "sb_cores", "sb_threads", "sb_simd", "sb_caches",
+           "sb_compiler", "sb_flags", "sb_openmp", "sb_gpu_name", "sb_gpu_memory",
+           "sb_gpu_sms", "sb_gpu_cc", "sb_gpu_l2", "sb_cuda_driver", "sb_cuda_runtime", "sb_git_revision",
+           "sb_date", "sb_matrix", "sb_family"]
+NONEMPTY = ["sb_machine", "sb_cpu_model", "sb_cores", "sb_threads", "sb_simd",
+            "sb_caches", "sb_compiler", "sb_flags", "sb_git_revision", "sb_date",
+            "sb_matrix", "sb_family"]
+
+
+class Fail(Exception):
+    pass
+
+
+def check_name(name, family):
+    segs = name.split("/")
+    if segs[0] != family:
+        raise Fail(f"{name}: family is not {family}")
+    last = -1
+    seen = set()
+    ours = [s for s in segs[1:] if not GBENCH_SEGMENTS.match(s)]
+    # Google Benchmark's segments come after ours; ours are key:value in order.
+    for s in ours:
+        key, sep, value = s.partition(":")
+        if not sep or key not in KEYS or not value:
+            raise Fail(f"{name}: segment {s!r} is not key:value with a contract key")
+        if key in seen or KEYS.index(key) < last:
+            raise Fail(f"{name}: key {key!r} repeated or out of order")
+        seen.add(key)
+        last = KEYS.index(key)
+    for need in ("op", "impl", "device"):
+        if need not in seen:
+            raise Fail(f"{name}: no {need}: segment")
+    if "regime:" in name:
+        raise Fail(f"{name}: the regime belongs in the label")
+
+
+def check_json(path):
+    with open(path) as f:
+        doc = json.load(f)
+    ctx = doc.get("context", {})
+    for k in CONTEXT:
+        if k not in ctx:
+            raise Fail(f"{path}: context has no {k}")
+    for k in NONEMPTY:
+        if not ctx[k]:
+            raise Fail(f"{path}: context {k} is empty")
+    family = ctx["sb_family"]
+    if ctx["sb_matrix"] != "smoke":
+        raise Fail(f"{path}: sb_matrix is {ctx['sb_matrix']}")
+    if not re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*-\d+c(-[a-z0-9]+)*", ctx["sb_machine"]):
+        raise Fail(f"{path}: sb_machine {ctx['sb_machine']!r} is not a slug")
+    runs = doc.get("benchmarks", [])
+    if not runs:
+        raise Fail(f"{path}: no runs")
+    for r in runs:
+        if r.get("error_occurred") and r.get("error_message") != NO_DEVICE:
+            raise Fail(f"{path}: {r['name']}: {r.get('error_message')}")
+        check_name(r.get("run_name", r["name"]), family)
+        label = r.get("label", "")
+        if label and not re.fullmatch(r"regime:(L1|L2|LLC|DRAM)", label):
+            raise Fail(f"{path}: {r['name']}: label {label!r}")
+        if r.get("run_type") == "iteration":
+            for k in ("bytes", "flop", "peak_alloc_bytes", "allocs_per_iter"):
+                if k in r and not isinstance(r[k], (int, float)):
+                    raise Fail(f"{path}: {r['name']}: counter {k} is not a number")
+    return ctx["sb_machine"], len(runs)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--collect", default="")
+    ap.add_argument("--semantics", required=True)
+    ap.add_argument("benches", nargs="+")
+    a = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="sb-smoke-") as tmp:
+        json_dir = os.path.join(tmp, "bench-json")
+        slug = None
+        for exe in a.benches:
+            stem = os.path.basename(exe)[len("bench_"):]
+            out = os.path.join(json_dir, stem + ".json")
+            print(f"== {os.path.basename(exe)} --sb_matrix=smoke", flush=True)
+            p = subprocess.run([exe, "--sb_matrix=smoke", "--benchmark_out=" + out,
+                                "--benchmark_out_format=json"],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            if p.returncode != 0:
+                print(p.stdout)
+                raise Fail(f"{exe} exited with {p.returncode}")
+            slug, n = check_json(out)
+            print(f"   {n} entries, machine {slug}")
+        p = subprocess.run([a.semantics, os.path.join(json_dir, "semantics.json")],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        print(p.stdout, end="")
+        with open(os.path.join(json_dir, "semantics.json")) as f:
+            sem = json.load(f)
+        if sorted(sem) != ["V1", "V2", "V3", "V4"] or not all(v is True for v in sem.values()):
+            raise Fail(f"semantics.json: {sem}")
+        if p.returncode != 0:
+            raise Fail(f"semantics exited with {p.returncode}")
+        if not a.collect or not os.path.exists(a.collect):
+            print(f"bench_smoke: scripts/collect not found ({a.collect or 'no path'}): "
+                  "collect step skipped")
+            return 0
+        results = os.path.join(tmp, "results")
+        py = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+        p = subprocess.run([py, a.collect, "--json-dir", json_dir, "--results", results,
+                            "--no-plots"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           text=True)
+        print(p.stdout, end="")
+        if p.returncode != 0:
+            raise Fail(f"scripts/collect exited with {p.returncode}")
+        mdir = os.path.join(results, slug)
+        raw = sorted(os.path.basename(f) for f in glob.glob(os.path.join(mdir, "raw", "*.json")))
+        want = sorted([os.path.basename(e)[len("bench_"):] + ".json" for e in a.benches]
+                      + ["semantics.json"])
+        if raw != want:
+            raise Fail(f"{mdir}/raw holds {raw}, expected {want}")
+        with open(os.path.join(mdir, "machine.json")) as f:
+            json.load(f)
+        with open(os.path.join(mdir, "TABLES.md")) as f:
+            tables = f.read()
+        if not tables.startswith("#") or "## Claims" not in tables:
+            raise Fail(f"{mdir}/TABLES.md has no title or no Claims table")
+        print(f"bench_smoke: collect wrote {mdir} ({len(tables)} bytes of TABLES.md)")
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except (Fail, OSError, ValueError, subprocess.SubprocessError) as e:
+        print(f"bench_smoke: FAILED: {e}", file=sys.stderr)
+        sys.exit(1)

@@ -1,0 +1,485 @@
+// elementwise_test.cpp — lib/ops/elementwise.* against float64 naive references: every
+// op, every input layout (test_util's with_layout), broadcasting, the three styles
+// (out-of-place, out=, in-place), outputs poisoned first, 1 and 2 threads, the AVX2
+// and scalar paths, float32/float64/float16/int32; the AVX2 exp's ulp error; the
+// out-of-place layout rule; bad inputs and the overlap rules.
+#include "ops/elementwise.h"
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+
+#include "core/cpu_features.h"
+#include "core/parallel.h"
+#include "test_util.h"
+
+namespace sb {
+namespace {
+
+using test::Layout;
+
+const std::vector<BinaryOp> kBinaryOps = {BinaryOp::Add,     BinaryOp::Sub,    BinaryOp::Mul,
+                                          BinaryOp::Div,     BinaryOp::Maximum, BinaryOp::Minimum};
+const std::vector<UnaryOp> kUnaryOps = {UnaryOp::Neg, UnaryOp::Abs, UnaryOp::Relu, UnaryOp::Exp, UnaryOp::Sqrt};
+const std::vector<DType> kDTypes = {DType::Float32, DType::Float64, DType::Float16, DType::Int32};
+
+double ref_binary(BinaryOp op, double x, double y) {
+  switch (op) {
+    case BinaryOp::Add: return x + y;
+    case BinaryOp::Sub: return x - y;
+    case BinaryOp::Mul: return x * y;
+    case BinaryOp::Div: return x / y;
+    case BinaryOp::Maximum: return std::isnan(x) || std::isnan(y) ? NAN : std::max(x, y);
+    case BinaryOp::Minimum: return std::isnan(x) || std::isnan(y) ? NAN : std::min(x, y);
+  }
+  return 0;
+}
+
+double ref_unary(UnaryOp op, double x) {
+  switch (op) {
+    case UnaryOp::Neg: return -x;
+    case UnaryOp::Abs: return std::fabs(x);
+    case UnaryOp::Relu: return x < 0 ? 0 : x;
+    case UnaryOp::Exp: return std::exp(x);
+    case UnaryOp::Sqrt: return std::sqrt(x);
+  }
+  return 0;
+}
+
+bool supported(BinaryOp op, DType dt) { return !(op == BinaryOp::Div && dt == DType::Int32); }
+bool supported(UnaryOp op, DType dt) { return dt != DType::Int32 || (op != UnaryOp::Exp && op != UnaryOp::Sqrt); }
+
+// Random values in a useful range for dtype: [-2, 2) for floats, integers in [-50, 50)
+// for int32; constant along dim 0 so that the Expanded layout can hold them. Values are
+// rounded to the dtype, so the float64 reference sees what the kernel sees.
+Tensor values(const Shape& sz, uint64_t seed, DType dt, bool positive = false) {
+  std::vector<double> v = test::expandable_rand(sz, seed, DType::Float64).to_vector();
+  for (double& x : v) x = dt == DType::Int32 ? std::floor(100 * x - 50) : positive ? 0.125 + 4 * x : 4 * x - 2;
+  return from_vector(v, sz).to(dt);
+}
+
+// The values of t (row-major over its sizes) seen through the broadcast sizes `to`.
+std::vector<double> broadcast_values(const Tensor& t, const Shape& to) {
+  const std::vector<double> v = t.to_vector();
+  const int64_t n = checked_numel(to, "test");
+  std::vector<double> r(n);
+  const size_t lead = to.size() - t.sizes().size();
+  for (int64_t i = 0; i < n; ++i) {
+    const Shape idx = test::unravel(i, to);
+    int64_t flat = 0;
+    for (size_t d = 0; d < t.sizes().size(); ++d) flat = flat * t.sizes()[d] + (t.sizes()[d] == 1 ? 0 : idx[lead + d]);
+    r[i] = v[flat];
+  }
+  return r;
+}
+
+// Round a float64 reference to what the dtype can hold (int32 wraps as the kernels do).
+std::vector<double> round_to(std::vector<double> v, DType dt) {
+  if (dt == DType::Int32)
+    for (double& x : v) x = static_cast<double>(static_cast<int32_t>(static_cast<uint32_t>(static_cast<int64_t>(x))));
+  return v;
+}
+
+double atol(DType dt) { return test::default_atol(dt); }
+double rtol(DType dt, bool transcendental = false) {
+  return dt == DType::Float32 && transcendental ? 2e-6 : test::default_rtol(dt);
+}
+
+// Runs `body` under each SIMD level and thread count.
+void for_each_config(const std::function<void(const std::string&)>& body) {
+  for (SimdLevel simd : {SimdLevel::AVX2, SimdLevel::Scalar}) {
+    if (simd > compiled_simd_level()) continue;
+    for (int threads : {1, 2}) {
+      set_simd_level(simd);
+      set_num_threads(threads);
+      body(std::string(simd_level_name(simd)) + ", " + std::to_string(threads) + " threads");
+    }
+  }
+  set_simd_level(compiled_simd_level());
+  set_num_threads(2);
+}
+
+// Random shapes: small ones of 0-4 dims with sizes 0, 1, odd, not multiples of 8,
+// and every few trials one over kGrainSize elements so that 2 threads really split.
+Shape trial_shape(std::mt19937_64& rng, int trial) {
+  if (trial % 5 == 4) return {2, 3, 67, 97};  // 38994 elements
+  return test::random_shape(rng, static_cast<int>(rng() % 5), 11);
+}
+
+// b's shape: a with random dims set to 1, some leading dims dropped.
+Shape broadcast_partner(std::mt19937_64& rng, const Shape& a) {
+  Shape b = a;
+  for (auto& s : b)
+    if (rng() % 3 == 0) s = 1;
+  const size_t drop = b.empty() ? 0 : rng() % (b.size() + 1);
+  return Shape(b.begin() + static_cast<int64_t>(drop), b.end());
+}
+
+TEST(Elementwise, BinaryEveryLayoutStyleDtypeAgainstReference) {
+  for_each_config([](const std::string& cfg) {
+    std::mt19937_64 rng(21);
+    for (int trial = 0; trial < 10; ++trial) {
+      const Shape sa = trial_shape(rng, trial);
+      const Shape sb = trial % 3 == 0 ? sa : broadcast_partner(rng, sa);
+      const bool swap = trial % 4 == 1;  // sometimes a is the broadcast one
+      const Shape& sx = swap ? sb : sa;
+      const Shape& sy = swap ? sa : sb;
+      const Shape so = broadcast_shapes(sx, sy, "test");
+      const bool big = checked_numel(so, "test") > 10000;
+      for (DType dt : kDTypes) {
+        const Tensor xv = values(sx, rng(), dt), yv = values(sy, rng(), dt, /*positive=*/true);
+        const std::vector<double> xb = broadcast_values(xv, so), yb = broadcast_values(yv, so);
+        for (BinaryOp op : kBinaryOps) {
+          if (!supported(op, dt)) continue;
+          std::vector<double> ref(xb.size());
+          for (size_t i = 0; i < ref.size(); ++i) ref[i] = ref_binary(op, xb[i], yb[i]);
+          ref = round_to(ref, dt);
+          for (Layout lx : test::all_layouts()) {
+            for (Layout ly : test::all_layouts()) {
+              if (big && ((lx != ly && ly != Layout::Contiguous) || (op != BinaryOp::Add && op != BinaryOp::Maximum)))
+                continue;  // keep big cases few
+              const std::string what = cfg + ", " + binary_op_name(op) + ", " + dtype_name(dt) + ", " +
+                                       test::layout_name(lx) + " x " + test::layout_name(ly) + ", trial " +
+                                       std::to_string(trial);
+              const Tensor x = test::with_layout(xv, lx), y = test::with_layout(yv, ly);
+              // out-of-place
+              const Tensor r = binary(op, x, y);
+              ASSERT_TRUE(test::all_close(r, ref, atol(dt), rtol(dt))) << what << " (out-of-place)";
+              // out= into a poisoned output of a varying layout
+              const Layout lo = test::all_layouts()[(trial + static_cast<int>(ly)) % 6];
+              Tensor out = test::with_layout(zeros(so, dt), lo == Layout::Expanded ? Layout::Sliced : lo);
+              test::poison(out);
+              binary_out(op, out, x, y);
+              ASSERT_TRUE(test::all_close(out, ref, atol(dt), rtol(dt))) << what << " (out=)";
+              // in-place, when the broadcast shape is x's own
+              if (so == sx && lx != Layout::Expanded) {
+                Tensor xi = test::with_layout(xv, lx);
+                switch (op) {
+                  case BinaryOp::Add: xi.add_(y); break;
+                  case BinaryOp::Sub: xi.sub_(y); break;
+                  case BinaryOp::Mul: xi.mul_(y); break;
+                  case BinaryOp::Div: xi.div_(y); break;
+                  case BinaryOp::Maximum: xi.maximum_(y); break;
+                  case BinaryOp::Minimum: xi.minimum_(y); break;
+                }
+                ASSERT_TRUE(test::all_close(xi, ref, atol(dt), rtol(dt))) << what << " (in-place)";
+              }
+            }
+          }
+        }
+      }
+    }
+  });
+}
+
+TEST(Elementwise, BinaryScalarEveryLayoutStyleDtype) {
+  for_each_config([](const std::string& cfg) {
+    std::mt19937_64 rng(22);
+    for (int trial = 0; trial < 10; ++trial) {
+      const Shape sz = trial_shape(rng, trial);
+      for (DType dt : kDTypes) {
+        const double s = dt == DType::Int32 ? -7.0 : 0.375;
+        const Tensor xv = values(sz, rng(), dt);
+        const std::vector<double> xr = xv.to_vector();
+        const bool big = xv.numel() > 10000;
+        for (BinaryOp op : kBinaryOps) {
+          if (!supported(op, dt) || (big && op != BinaryOp::Add && op != BinaryOp::Div)) continue;
+          std::vector<double> ref(xr.size());
+          for (size_t i = 0; i < ref.size(); ++i) ref[i] = ref_binary(op, xr[i], s);
+          ref = round_to(ref, dt);
+          for (Layout l : test::all_layouts()) {
+            const std::string what = cfg + ", " + binary_op_name(op) + " scalar, " + dtype_name(dt) + ", " +
+                                     test::layout_name(l) + ", trial " + std::to_string(trial);
+            const Tensor x = test::with_layout(xv, l);
+            ASSERT_TRUE(test::all_close(binary(op, x, s), ref, atol(dt), rtol(dt))) << what << " (out-of-place)";
+            Tensor out = test::with_layout(zeros(sz, dt), l == Layout::Expanded ? Layout::Offset : l);
+            test::poison(out);
+            binary_out(op, out, x, s);
+            ASSERT_TRUE(test::all_close(out, ref, atol(dt), rtol(dt))) << what << " (out=)";
+            if (l == Layout::Expanded) continue;
+            Tensor xi = test::with_layout(xv, l);
+            switch (op) {
+              case BinaryOp::Add: xi.add_(s); break;
+              case BinaryOp::Sub: xi.sub_(s); break;
+              case BinaryOp::Mul: xi.mul_(s); break;
+              case BinaryOp::Div: xi.div_(s); break;
+              default: binary_out(op, xi, xi, s);
+            }
+            ASSERT_TRUE(test::all_close(xi, ref, atol(dt), rtol(dt))) << what << " (in-place)";
+          }
+        }
+      }
+    }
+  });
+}
+
+TEST(Elementwise, UnaryEveryLayoutStyleDtype) {
+  for_each_config([](const std::string& cfg) {
+    std::mt19937_64 rng(23);
+    for (int trial = 0; trial < 10; ++trial) {
+      const Shape sz = trial_shape(rng, trial);
+      for (DType dt : kDTypes) {
+        const Tensor xv = values(sz, rng(), dt);
+        const std::vector<double> xr = xv.to_vector();
+        const bool big = xv.numel() > 10000;
+        for (UnaryOp op : kUnaryOps) {
+          if (!supported(op, dt) || (big && op != UnaryOp::Relu && op != UnaryOp::Exp)) continue;
+          std::vector<double> ref(xr.size());
+          for (size_t i = 0; i < ref.size(); ++i) ref[i] = ref_unary(op, xr[i]);
+          ref = round_to(ref, dt);
+          const double rt = rtol(dt, op == UnaryOp::Exp || op == UnaryOp::Sqrt);
+          for (Layout l : test::all_layouts()) {
+            const std::string what = cfg + ", " + unary_op_name(op) + ", " + dtype_name(dt) + ", " +
+                                     test::layout_name(l) + ", trial " + std::to_string(trial);
+            const Tensor x = test::with_layout(xv, l);
+            ASSERT_TRUE(test::all_close(unary(op, x), ref, atol(dt), rt)) << what << " (out-of-place)";
+            Tensor out = test::with_layout(zeros(sz, dt), l == Layout::Expanded ? Layout::Transposed : l);
+            test::poison(out);
+            unary_out(op, out, x);
+            ASSERT_TRUE(test::all_close(out, ref, atol(dt), rt)) << what << " (out=)";
+            if (l == Layout::Expanded) continue;
+            Tensor xi = test::with_layout(xv, l);
+            switch (op) {
+              case UnaryOp::Neg: xi.neg_(); break;
+              case UnaryOp::Abs: xi.abs_(); break;
+              case UnaryOp::Relu: xi.relu_(); break;
+              case UnaryOp::Exp: xi.exp_(); break;
+              case UnaryOp::Sqrt: xi.sqrt_(); break;
+            }
+            ASSERT_TRUE(test::all_close(xi, ref, atol(dt), rt)) << what << " (in-place)";
+          }
+        }
+      }
+    }
+  });
+}
+
+// Population mean/variance along dim, in float64.
+std::vector<double> ref_normalize(const Tensor& xv, int64_t dim, double eps) {
+  const std::vector<double> x = xv.to_vector();
+  std::vector<double> r(x.size());
+  const Shape& sz = xv.sizes();
+  if (sz.empty()) return std::vector<double>(x.size(), 0.0);
+  int64_t inner = 1;
+  for (size_t d = static_cast<size_t>(dim) + 1; d < sz.size(); ++d) inner *= sz[d];
+  const int64_t n = sz[dim], outer = n * inner != 0 ? static_cast<int64_t>(x.size()) / (n * inner) : 0;
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t in = 0; in < inner; ++in) {
+      double m = 0, v = 0;
+      for (int64_t i = 0; i < n; ++i) m += x[(o * n + i) * inner + in];
+      m /= static_cast<double>(n);
+      for (int64_t i = 0; i < n; ++i) v += (x[(o * n + i) * inner + in] - m) * (x[(o * n + i) * inner + in] - m);
+      v /= static_cast<double>(n);
+      for (int64_t i = 0; i < n; ++i) r[(o * n + i) * inner + in] = (x[(o * n + i) * inner + in] - m) / std::sqrt(v + eps);
+    }
+  return r;
+}
+
+TEST(Elementwise, NormalizeEveryDimLayoutStyleDtype) {
+  for_each_config([](const std::string& cfg) {
+    std::mt19937_64 rng(24);
+    for (int trial = 0; trial < 14; ++trial) {
+      const Shape sz = trial % 7 == 6 ? Shape{2, 300, 77} : trial_shape(rng, trial);
+      const int64_t nd = static_cast<int64_t>(sz.size());
+      const int64_t dim = nd ? static_cast<int64_t>(rng() % nd) - (trial % 2 ? nd : 0) : 0;  // negative dims too
+      const double eps = trial % 3 == 0 ? 0.0 + 1e-5 : 0.5;
+      for (DType dt : {DType::Float32, DType::Float64, DType::Float16}) {
+        const Tensor xv = values(sz, rng(), dt);
+        const std::vector<double> ref = ref_normalize(xv, nd ? (dim + nd) % nd : 0, eps);
+        // (x - mean) is computed in float for float16/float32: error grows with 1/std
+        const double at = dt == DType::Float64 ? 1e-10 : dt == DType::Float32 ? 1e-4 : 1e-2;
+        const double rt = dt == DType::Float64 ? 1e-10 : dt == DType::Float32 ? 1e-5 : 4e-3;
+        for (Layout l : test::all_layouts()) {
+          const std::string what = cfg + ", normalize dim " + std::to_string(dim) + ", " + dtype_name(dt) + ", " +
+                                   test::layout_name(l) + ", sizes " + ::testing::PrintToString(sz);
+          const Tensor x = test::with_layout(xv, l);
+          ASSERT_TRUE(test::all_close(normalize(x, dim, eps), ref, at, rt)) << what << " (out-of-place)";
+          Tensor out = test::with_layout(zeros(sz, dt), l == Layout::Expanded ? Layout::ChannelsLast : l);
+          test::poison(out);
+          normalize_out(out, x, dim, eps);
+          ASSERT_TRUE(test::all_close(out, ref, at, rt)) << what << " (out=)";
+          if (l == Layout::Expanded) continue;
+          Tensor xi = test::with_layout(xv, l);
+          xi.normalize_(dim, eps);
+          ASSERT_TRUE(test::all_close(xi, ref, at, rt)) << what << " (in-place)";
+        }
+      }
+    }
+  });
+}
+
+// Every 997th float in [-104, 89] plus the edges: the AVX2 exp within 2 ulp of the
+// correctly rounded result (std::exp in double, rounded to float).
+TEST(Elementwise, Avx2ExpIsWithinTwoUlp) {
+  if (compiled_simd_level() != SimdLevel::AVX2) GTEST_SKIP() << "built without AVX2";
+  std::vector<float> xs;
+  auto bits = [](float f) {
+    int32_t b;
+    std::memcpy(&b, &f, 4);
+    return b;
+  };
+  auto from_bits = [](uint32_t b) {
+    float f;
+    std::memcpy(&f, &b, 4);
+    return f;
+  };
+  // every 997th float of each sign (subnormal inputs included), then the integers' neighbours
+  for (uint32_t m = 0; m <= static_cast<uint32_t>(bits(104.0f)); m += 997) xs.push_back(-from_bits(m));
+  for (uint32_t m = 0; m <= static_cast<uint32_t>(bits(89.0f)); m += 997) xs.push_back(from_bits(m));
+  for (int k = -103; k <= 88; ++k)
+    for (float d : {-1e-3f, 0.0f, 0.5f, 1e-3f}) xs.push_back(static_cast<float>(k) + d);
+  const int64_t n = static_cast<int64_t>(xs.size());
+  ASSERT_GT(n, 100000);
+  set_simd_level(SimdLevel::AVX2);
+  const Tensor r = exp(from_vector(xs));
+  const float* p = r.data<float>();
+  int32_t worst = 0;
+  float worst_x = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const float want = static_cast<float>(std::exp(static_cast<double>(xs[i])));
+    const int32_t d = std::abs(bits(p[i]) - bits(want));
+    if (d > worst) {
+      worst = d;
+      worst_x = xs[i];
+    }
+  }
+  EXPECT_LE(worst, 2) << "worst at x = " << worst_x;
+  const Tensor e = exp(from_vector<float>({-INFINITY, INFINITY, NAN, 100.0f, -110.0f, 0.0f, -0.0f, 88.72f, -103.0f}));
+  const std::vector<double> got = e.to_vector();
+  EXPECT_EQ(got[0], 0.0);
+  EXPECT_TRUE(std::isinf(got[1]) && got[1] > 0);
+  EXPECT_TRUE(std::isnan(got[2]));
+  EXPECT_TRUE(std::isinf(got[3]));
+  EXPECT_EQ(got[4], 0.0);
+  EXPECT_EQ(got[5], 1.0);
+  EXPECT_EQ(got[6], 1.0);
+  EXPECT_EQ(static_cast<float>(got[7]), static_cast<float>(std::exp(static_cast<double>(88.72f))));
+  EXPECT_EQ(static_cast<float>(got[8]), static_cast<float>(std::exp(-103.0)));
+}
+
+TEST(Elementwise, NanPropagatesThroughMaximumMinimumRelu) {
+  for_each_config([](const std::string& cfg) {
+    for (DType dt : {DType::Float32, DType::Float64, DType::Float16}) {
+      const Tensor a = from_vector<double>({NAN, 1, NAN, -2, 3, 4, 5, 6, 7, NAN}).to(dt);
+      const Tensor b = from_vector<double>({1, NAN, NAN, -3, 2, 9, 5, 1, 8, 0}).to(dt);
+      const std::vector<double> mx = maximum(a, b).to_vector(), mn = minimum(a, b).to_vector(),
+                                rl = relu(a).to_vector();
+      for (int i : {0, 1, 2, 9}) EXPECT_TRUE(std::isnan(mx[i]) && std::isnan(mn[i])) << cfg << " " << i;
+      EXPECT_EQ(mx[3], -2);
+      EXPECT_EQ(mn[3], -3);
+      EXPECT_TRUE(std::isnan(rl[0]) && rl[3] == 0) << cfg;
+    }
+  });
+}
+
+TEST(Elementwise, OutOfPlaceTakesTheInputsLayout) {
+  Tensor cl = values({2, 3, 4, 5}, 1, DType::Float32).contiguous(MemoryFormat::ChannelsLast);
+  Tensor ex = values({1, 3, 1, 1}, 2, DType::Float32).expand({2, 3, 4, 5});
+  EXPECT_TRUE(add(cl, cl).is_contiguous(MemoryFormat::ChannelsLast));
+  EXPECT_TRUE(add(ex, cl).is_contiguous(MemoryFormat::ChannelsLast));
+  EXPECT_TRUE(relu(cl).is_contiguous(MemoryFormat::ChannelsLast));
+  EXPECT_TRUE(normalize(cl, 1).is_contiguous(MemoryFormat::ChannelsLast));
+  Tensor at = values({5, 4}, 3, DType::Float32).t();  // column-major 4x5: as torch, a.t() + b is column-major
+  Tensor b = values({4, 5}, 4, DType::Float32);
+  EXPECT_EQ(add(at, b).strides(), Shape({1, 4}));
+  EXPECT_EQ(add(b, at).strides(), Shape({5, 1}));
+  EXPECT_TRUE(add(ex, ex).is_contiguous());  // no dense input: contiguous
+}
+
+TEST(Elementwise, OutOfPlaceAllocatesOnceThroughTheCurrentAllocator) {
+  Tensor a = ones({1000}), b = ones({1000});
+  for (AllocatorKind kind : {AllocatorKind::Caching, AllocatorKind::System}) {
+    CpuAllocatorGuard guard(kind);
+    const AllocatorStats before = cpu_allocator()->stats();
+    Tensor r = add(a, b);
+    const AllocatorStats after = cpu_allocator()->stats();
+    EXPECT_EQ(after.allocation_count - before.allocation_count, 1);
+    EXPECT_EQ(r.storage()->allocator(), cpu_allocator());
+    a.add_(b);
+    a.add_(1.0);
+    a.relu_();
+    EXPECT_EQ(cpu_allocator()->stats().allocation_count, after.allocation_count) << "in-place allocated";
+  }
+}
+
+// ---------------------------------------------------------------- bad input
+
+template <typename F>
+void expect_error(F f, const std::vector<std::string>& parts) {
+  try {
+    f();
+    ADD_FAILURE() << "no error; expected one mentioning " << ::testing::PrintToString(parts);
+  } catch (const Error& e) {
+    for (const std::string& p : parts)
+      EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << "message \"" << e.what() << "\" lacks \"" << p << "\"";
+  }
+}
+
+TEST(ElementwiseErrors, ShapesDtypesOutputs) {
+  Tensor a3 = ones({3}), a2 = ones({2});
+  expect_error([&] { add(a3, a2); }, {"add", "not broadcastable", "[3]", "[2]"});  // CLAIMS.md V4
+  expect_error([&] { mul(ones({2, 3}), ones({3, 2})); }, {"mul", "[2, 3]", "[3, 2]"});
+  expect_error([&] { a3.add_(a2); }, {"add_", "[3]", "[2]"});
+  expect_error([&] { sub(a3, ones({3}, DType::Float64)); }, {"sub", "float32", "float64"});
+  Tensor out = empty({4});
+  test::poison(out);
+  expect_error([&] { add_out(out, a3, a3); }, {"add_out", "[4]", "[3]"});
+  Tensor out64 = empty({3}, DType::Float64);
+  expect_error([&] { add_out(out64, a3, a3); }, {"add_out", "float64", "float32"});
+  expect_error([&] { relu_out(out64, a3); }, {"relu_out", "float64", "float32"});
+  expect_error([&] { exp_out(out, a3); }, {"exp_out", "[4]", "[3]"});
+  // in-place into a smaller tensor: b broadcasts to a, never the reverse
+  Tensor row = ones({1, 3});
+  expect_error([&] { row.add_(ones({2, 3})); }, {"add_", "[1, 3]", "[2, 3]"});
+  // a failed check leaves the output as it was
+  EXPECT_TRUE(std::isnan(out.to_vector()[0]));
+  EXPECT_EQ(row.to_vector(), std::vector<double>({1, 1, 1}));
+}
+
+TEST(ElementwiseErrors, IntegerAndUnsupportedDtypes) {
+  Tensor i = ones({4}, DType::Int32);
+  expect_error([&] { div(i, i); }, {"div", "int32", "floating"});
+  expect_error([&] { i.div_(2.0); }, {"div_", "int32"});
+  expect_error([&] { exp(i); }, {"exp", "int32"});
+  expect_error([&] { i.sqrt_(); }, {"sqrt_", "int32"});
+  expect_error([&] { add(i, 0.5); }, {"add", "0.5", "int32"});
+  expect_error([&] { normalize(i, 0); }, {"normalize", "int32"});
+  Tensor i8 = ones({4}, DType::Int8);
+  expect_error([&] { add(i8, i8); }, {"add", "int8"});
+  expect_error([&] { normalize(ones({2, 3}), 2); }, {"normalize", "dimension 2"});
+  // int32 results that PyTorch defines: wrap-around add, int scalar, abs
+  Tensor big = full({2}, 2147483647.0, DType::Int32);
+  EXPECT_EQ(add(big, 1.0).to_vector(), std::vector<double>({-2147483648.0, -2147483648.0}));
+}
+
+TEST(ElementwiseErrors, OverlapRules) {
+  // writing into an expanded tensor
+  Tensor row = ones({1, 4});
+  Tensor ex = row.expand({3, 4});
+  expect_error([&] { ex.add_(1.0); }, {"add_", "memory location"});
+  expect_error([&] { ex.relu_(); }, {"relu_", "memory location"});
+  expect_error([&] { add_out(ex, ones({3, 4}), ones({3, 4})); }, {"add_out", "memory location"});
+  expect_error([&] { ex.normalize_(0); }, {"normalize_", "memory location"});
+  // an input that partly overlaps the output
+  Tensor a = values({4, 4}, 5, DType::Float32);
+  const std::vector<double> before = a.to_vector();
+  expect_error([&] { a.add_(a.t()); }, {"add_", "partially overlaps"});
+  expect_error([&] { add_out(a, a.t(), a); }, {"add_out", "partially overlaps"});
+  Tensor lo = a.narrow(0, 0, 2), hi = a.narrow(0, 1, 2);
+  expect_error([&] { neg_out(hi, lo); }, {"neg_out", "partially overlaps"});
+  EXPECT_EQ(a.to_vector(), before);  // nothing was written
+  // exactly the output is fine: a.add_(a) doubles, out=a of a op b too
+  a.add_(a);
+  std::vector<double> twice = before;
+  for (double& x : twice) x *= 2;
+  EXPECT_TRUE(test::all_close(a, twice, 0, 0));
+  mul_out(a, a, a);
+  for (double& x : twice) x = static_cast<double>(static_cast<float>(x * x));
+  EXPECT_TRUE(test::all_close(a, twice, 0, 0));
+  // disjoint halves of one storage are fine
+  Tensor top = a.narrow(0, 0, 2), bottom = a.narrow(0, 2, 2);
+  add_out(top, bottom, bottom);
+}
+
+}  // namespace
+}  // namespace sb

@@ -1,0 +1,201 @@
+// iterator_test.cpp — the shared strided iterator (lib/ops/iterator.*): its coalescing,
+// ordering and path decisions on known layouts, and, on random layouts, that every
+// output element is visited exactly once with the right input elements, serially and
+// split over 2 threads.
+#include "ops/iterator.h"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+
+#include "test_util.h"
+
+namespace sb {
+namespace {
+
+using Path = StridedIter::Path;
+
+const char* path_name(Path p) {
+  switch (p) {
+    case Path::Contiguous: return "contiguous";
+    case Path::Broadcast: return "broadcast";
+    case Path::Tiled: return "tiled";
+    case Path::Strided: return "strided";
+  }
+  return "?";
+}
+
+TEST(Iterator, DenseOperandsCoalesceToOneContiguousDim) {
+  Tensor o = empty({4, 5, 6}), a = empty({4, 5, 6}), b = empty({4, 5, 6});
+  StridedIter it = StridedIter::from_tensors({o, a, b});
+  EXPECT_EQ(it.path(), Path::Contiguous);
+  EXPECT_EQ(it.sizes(), Shape({120}));
+  EXPECT_EQ(it.stride_bytes(0, 0), 4);
+}
+
+TEST(Iterator, TransposedAndChannelsLastOutputsIterateInMemoryOrder) {
+  Tensor o = empty({5, 4}).t(), a = empty({5, 4}).t();  // column-major 4x5
+  StridedIter it = StridedIter::from_tensors({o, a});
+  EXPECT_EQ(it.path(), Path::Contiguous);
+  EXPECT_EQ(it.sizes(), Shape({20}));
+  Tensor c = empty({2, 3, 4, 5}, DType::Float64, Device::cpu(), MemoryFormat::ChannelsLast);
+  Tensor d = empty({2, 3, 4, 5}, DType::Float64, Device::cpu(), MemoryFormat::ChannelsLast);
+  StridedIter it2 = StridedIter::from_tensors({c, d});
+  EXPECT_EQ(it2.path(), Path::Contiguous);
+  EXPECT_EQ(it2.sizes(), Shape({120}));
+  EXPECT_EQ(it2.stride_bytes(1, 0), 8);
+}
+
+TEST(Iterator, OneTransposedInputTakesTheTiledPath) {
+  Tensor o = empty({64, 48}), b = empty({64, 48}), a = empty({48, 64}).t();
+  StridedIter it = StridedIter::from_tensors({o, a, b});
+  EXPECT_EQ(it.path(), Path::Tiled);
+  EXPECT_EQ(it.sizes(), Shape({48, 64}));  // dim 0: the output's fastest
+  EXPECT_EQ(it.stride_bytes(0, 0), 4);
+  EXPECT_EQ(it.stride_bytes(1, 1), 4);  // dim 1 of the tile: a's fastest
+  EXPECT_EQ(it.tile0(), StridedIter::kTileBytes0 / 4);
+  // too small to tile: the plain strided walk
+  Tensor o2 = empty({4, 6}), a2 = empty({6, 4}).t();
+  EXPECT_EQ(StridedIter::from_tensors({o2, a2}).path(), Path::Strided);
+  // 3-D: a permuted input whose fastest dim is the output's outermost
+  Tensor o3 = empty({16, 3, 20}), a3 = empty({3, 20, 16}).permute({2, 0, 1});
+  StridedIter it3 = StridedIter::from_tensors({o3, a3});
+  EXPECT_EQ(it3.path(), Path::Tiled);
+  EXPECT_EQ(it3.sizes(), Shape({60, 16}));  // 3x20 coalesced for both, then the 16
+}
+
+TEST(Iterator, BroadcastAndStridedDecisions) {
+  Tensor o = empty({8, 16});
+  Tensor col = empty({8, 1}).expand({8, 16});
+  StridedIter it = StridedIter::from_tensors({o, o, col});
+  EXPECT_EQ(it.path(), Path::Broadcast);
+  EXPECT_EQ(it.sizes(), Shape({16, 8}));
+  EXPECT_EQ(it.stride_bytes(2, 0), 0);
+  Tensor row = empty({1, 16}).expand({8, 16});
+  StridedIter it2 = StridedIter::from_tensors({o, row});
+  EXPECT_EQ(it2.path(), Path::Strided);
+  EXPECT_EQ(it2.sizes(), Shape({16, 8}));
+  Tensor scalar = empty({}).expand({8, 16});  // stride-0 scalar: still the fast path
+  StridedIter it3 = StridedIter::from_tensors({o, o, scalar});
+  EXPECT_EQ(it3.path(), Path::Contiguous);
+  EXPECT_EQ(it3.sizes(), Shape({128}));
+  EXPECT_EQ(it3.stride_bytes(2, 0), 0);
+  // a stepped slice output: rows merge (32 == 2 * 16), the step stays
+  Tensor sl = empty({8, 32}).slice(1, 0, std::nullopt, 2);
+  StridedIter it4 = StridedIter::from_tensors({sl, o});
+  EXPECT_EQ(it4.path(), Path::Strided);
+  EXPECT_EQ(it4.sizes(), Shape({128}));
+  EXPECT_EQ(it4.stride_bytes(0, 0), 8);
+  // size-1 dims are dropped; all size 1 is one element
+  Tensor one = empty({1, 1, 1});
+  StridedIter it5 = StridedIter::from_tensors({one, one});
+  EXPECT_EQ(it5.path(), Path::Contiguous);
+  EXPECT_EQ(it5.numel(), 1);
+}
+
+TEST(Iterator, OutputStridesFollowPyTorchsRule) {
+  Tensor cl = empty({2, 3, 4, 5}, DType::Float32, Device::cpu(), MemoryFormat::ChannelsLast);
+  Tensor ex = empty({1, 3, 1, 1}).expand({2, 3, 4, 5});
+  EXPECT_EQ(output_strides_like(cl.sizes(), {&cl.strides(), &cl.strides()}), channels_last_strides(cl.sizes()));
+  EXPECT_EQ(output_strides_like(cl.sizes(), {&ex.strides(), &cl.strides()}), channels_last_strides(cl.sizes()));
+  Tensor at = empty({5, 4}).t(), b = empty({4, 5});
+  EXPECT_EQ(output_strides_like({4, 5}, {&at.strides(), &b.strides()}), Shape({1, 4}));  // first input wins
+  EXPECT_EQ(output_strides_like({4, 5}, {&b.strides(), &at.strides()}), Shape({5, 1}));
+}
+
+// A random view of a fresh int64 buffer holding `vals` (row-major over sizes): random
+// permutation of the storage order, random steps, random offset, or expanded when the
+// caller's values are constant along dim 0.
+Tensor random_layout(std::mt19937_64& rng, const Tensor& vals, bool allow_expand) {
+  const int64_t nd = vals.dim();
+  const int kind = static_cast<int>(rng() % (allow_expand ? 4 : 3));
+  if (kind == 3 && nd > 0 && vals.size(0) > 0) {  // values are constant along dim 0
+    return vals.narrow(0, 0, 1).clone(MemoryFormat::Contiguous).expand(vals.sizes());
+  }
+  std::vector<int64_t> perm(nd);
+  std::iota(perm.begin(), perm.end(), 0);
+  std::shuffle(perm.begin(), perm.end(), rng);
+  Shape psz(nd);
+  for (int64_t d = 0; d < nd; ++d) psz[d] = vals.size(perm[d]);
+  Shape big = psz;
+  Shape step(nd, 1);
+  if (kind >= 1)
+    for (int64_t d = 0; d < nd; ++d) {
+      step[d] = 1 + static_cast<int64_t>(rng() % 3);
+      big[d] = psz[d] * step[d] + 1;
+    }
+  Tensor buf = empty(big, vals.dtype());
+  test::poison(buf);
+  Tensor v = buf;
+  for (int64_t d = 0; d < nd; ++d) v = v.slice(d, kind == 2 ? 1 : 0, std::nullopt, step[d]).narrow(d, 0, psz[d]);
+  Shape inv(nd);
+  for (int64_t d = 0; d < nd; ++d) inv[perm[d]] = d;
+  v = v.permute(inv);
+  v.copy_(vals);
+  return v;
+}
+
+TEST(Iterator, EveryElementVisitedOnceWithItsInputs) {
+  std::mt19937_64 rng(11);
+  std::map<Path, int> seen;
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    for (int trial = 0; trial < 300; ++trial) {
+      const int nd = static_cast<int>(rng() % 5);
+      Shape sz = test::random_shape(rng, nd, trial % 3 == 0 && nd <= 2 ? 70 : 9);
+      const int64_t n = checked_numel(sz, "test");
+      std::vector<double> av(n), bv(n);
+      for (int64_t i = 0; i < n; ++i) av[i] = static_cast<double>(i);
+      Tensor bvals = test::expandable_rand(sz, rng(), DType::Float64);
+      bv = bvals.to_vector();
+      for (double& x : bv) x = std::floor(x * 100);
+      Tensor a = random_layout(rng, from_vector(av, sz).to(DType::Int64), false);
+      Tensor b = random_layout(rng, from_vector(bv, sz).to(DType::Int64), true);
+      Tensor out = random_layout(rng, zeros(sz, DType::Int64), false);
+      out.zero_();
+      StridedIter it = StridedIter::from_tensors({out, a, b});
+      seen[it.path()]++;
+      const int64_t grain = trial % 2 ? 1 : kGrainSize;  // grain 1: split even tiny work
+      it.for_each(
+          [](char* const* p, const int64_t* s, int64_t len) {
+            for (int64_t j = 0; j < len; ++j) {
+              auto* o = reinterpret_cast<int64_t*>(p[0] + j * s[0]);
+              *o += 1 + *reinterpret_cast<const int64_t*>(p[1] + j * s[1]) +
+                    1000000 * *reinterpret_cast<const int64_t*>(p[2] + j * s[2]);
+            }
+          },
+          grain);
+      std::vector<double> ref(n);
+      for (int64_t i = 0; i < n; ++i) ref[i] = 1 + av[i] + 1000000 * bv[i];
+      ASSERT_TRUE(test::all_close(out, ref, 0, 0))
+          << "trial " << trial << " path " << path_name(it.path()) << " out " << out.str() << " a " << a.str()
+          << " b " << b.str();
+    }
+  }
+  set_num_threads(2);
+  for (Path p : {Path::Contiguous, Path::Broadcast, Path::Tiled, Path::Strided})
+    EXPECT_GT(seen[p], 0) << "random layouts never took the " << path_name(p) << " path";
+}
+
+TEST(Iterator, TiledPathSplitsAcrossThreadsExactlyOnce) {
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    Tensor o = zeros({300, 517}, DType::Int64);
+    Tensor a = arange(300 * 517, DType::Int64).view({517, 300}).t();
+    StridedIter it = StridedIter::from_tensors({o, a});
+    ASSERT_EQ(it.path(), Path::Tiled);
+    it.for_each(
+        [](char* const* p, const int64_t* s, int64_t len) {
+          for (int64_t j = 0; j < len; ++j)
+            *reinterpret_cast<int64_t*>(p[0] + j * s[0]) += 1 + *reinterpret_cast<const int64_t*>(p[1] + j * s[1]);
+        },
+        1);
+    std::vector<double> ref = a.to_vector();
+    for (double& x : ref) x += 1;
+    ASSERT_TRUE(test::all_close(o, ref, 0, 0)) << threads << " threads";
+  }
+  set_num_threads(2);
+}
+
+}  // namespace
+}  // namespace sb

@@ -1,0 +1,253 @@
+// matmul_test.cpp — matmul / matmul_out / gemm (lib/ops/matmul.*, gemm_kernel.cpp)
+// against a float64 triple loop, over random shapes (K not a multiple of KC, M or N
+// of 1, sizes 0), every operand layout, poisoned outputs, 1 and 2 threads, AVX2 and
+// scalar micro-kernels; plus the epilogue, batch broadcasting, workspace accounting
+// and bad inputs.
+#include "ops/matmul.h"
+
+#include "core/cpu_features.h"
+#include "core/parallel.h"
+#include "test_util.h"
+
+namespace sb {
+namespace {
+
+using test::Layout;
+
+// float64 reference of a @ b with batch broadcasting, row-major over the result.
+std::vector<double> ref_matmul(const Tensor& a, const Tensor& b) {
+  const std::vector<double> va = a.to_vector(), vb = b.to_vector();
+  const int64_t M = a.size(-2), K = a.size(-1), N = b.size(-1);
+  const int64_t ba = a.dim() == 3 ? a.size(0) : 1, bb = b.dim() == 3 ? b.size(0) : 1;
+  const int64_t B = std::max(ba, bb);
+  std::vector<double> out(static_cast<size_t>(B * M * N));
+  for (int64_t z = 0; z < B; ++z) {
+    const double* pa = va.data() + (ba == 1 ? 0 : z) * M * K;
+    const double* pb = vb.data() + (bb == 1 ? 0 : z) * K * N;
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        double s = 0;
+        for (int64_t k = 0; k < K; ++k) s += pa[i * K + k] * pb[k * N + j];
+        out[(z * M + i) * N + j] = s;
+      }
+  }
+  return out;
+}
+
+// A column-major [r, c] tensor with the values of v.
+Tensor column_major(const Tensor& v) { return v.t().clone(MemoryFormat::Contiguous).t(); }
+
+struct Modes {
+  int threads;
+  SimdLevel simd;
+};
+const Modes kModes[] = {{1, SimdLevel::AVX2}, {2, SimdLevel::AVX2}, {1, SimdLevel::Scalar}, {2, SimdLevel::Scalar}};
+
+class ModeGuard {
+ public:
+  explicit ModeGuard(const Modes& m) : threads_(get_num_threads()) {
+    set_num_threads(m.threads);
+    set_simd_level(m.simd);
+  }
+  ~ModeGuard() {
+    set_num_threads(threads_);
+    set_simd_level(compiled_simd_level());
+  }
+ private:
+  int threads_;
+};
+
+double tol_for(DType dt, int64_t K) { return dt == DType::Float64 ? 1e-12 * (K + 1) : 2e-6 * (K + 1); }
+
+TEST(Matmul, RandomShapesEveryLayoutModeAndDtype) {
+  std::mt19937_64 rng(11);
+  const int64_t sizes[] = {0, 1, 2, 5, 7, 13, 17, 33, 70, 161, 300};
+  for (int trial = 0; trial < 40; ++trial) {
+    const int64_t M = sizes[rng() % 11], N = sizes[rng() % 11];
+    int64_t K = sizes[rng() % 11];
+    if (trial % 7 == 0) K = 257 + rng() % 300;  // K across several KC blocks, not a multiple
+    const DType dt = trial % 5 == 4 ? DType::Float64 : DType::Float32;
+    const Tensor va = randn({M, K}, rng(), dt), vb = randn({K, N}, rng(), dt);
+    const std::vector<double> ref = ref_matmul(va, vb);
+    for (const Modes& m : kModes) {
+      ModeGuard g(m);
+      for (int la = 0; la < 4; ++la) {
+        const Tensor a = la == 3 ? column_major(va) : test::with_layout(va, la == 0 ? Layout::Contiguous : la == 1 ? Layout::Transposed : Layout::Sliced);
+        const Tensor b = test::with_layout(vb, la == 2 ? Layout::Transposed : la == 1 ? Layout::Sliced : Layout::Offset);
+        Tensor out = matmul(a, b);
+        ASSERT_TRUE(test::all_close(out, ref, tol_for(dt, K), 1e-5))
+            << M << "x" << K << "x" << N << " layout " << la << " threads " << m.threads << " simd " << int(m.simd);
+        // out= into a poisoned, non-contiguous (transposed or sliced) buffer
+        Tensor o2 = test::with_layout(zeros({M, N}, dt), la % 2 ? Layout::Transposed : Layout::Sliced);
+        test::poison(o2);
+        matmul_out(o2, a, b);
+        ASSERT_TRUE(test::all_close(o2, ref, tol_for(dt, K), 1e-5)) << "out= layout " << la;
+      }
+    }
+  }
+}
+
+TEST(Matmul, BatchedAndBroadcast) {
+  std::mt19937_64 rng(5);
+  for (int trial = 0; trial < 12; ++trial) {
+    const int64_t B = 1 + rng() % 4, M = rng() % 20, K = 1 + rng() % 40, N = rng() % 30;
+    const int kind = trial % 4;  // 0: both 3-D, 1: a 2-D, 2: b 2-D, 3: a batch 1 expanded
+    Tensor va = randn(kind == 1 ? Shape{M, K} : Shape{kind == 3 ? 1 : B, M, K}, rng());
+    Tensor vb = randn(kind == 2 ? Shape{K, N} : Shape{B, K, N}, rng());
+    const std::vector<double> ref = ref_matmul(va, vb);
+    for (const Modes& m : kModes) {
+      ModeGuard g(m);
+      Tensor a = test::with_layout(va, trial % 2 ? Layout::Transposed : Layout::Sliced);
+      Tensor b = test::with_layout(vb, trial % 3 ? Layout::Contiguous : Layout::Transposed);
+      if (kind == 3) a = a.expand({B, M, K});  // stride-0 batch
+      Tensor out = matmul(a, b);
+      ASSERT_EQ(out.sizes(), (Shape{B, M, N}));
+      ASSERT_TRUE(test::all_close(out, ref, tol_for(DType::Float32, K), 1e-5)) << "kind " << kind;
+      Tensor o2 = test::with_layout(zeros({B, M, N}), Layout::Transposed);
+      test::poison(o2);
+      matmul_out(o2, a, b);
+      ASSERT_TRUE(test::all_close(o2, ref, tol_for(DType::Float32, K), 1e-5)) << "out= kind " << kind;
+    }
+  }
+}
+
+TEST(Gemm, EpilogueAlphaBetaBiasRelu) {
+  std::mt19937_64 rng(3);
+  for (int trial = 0; trial < 16; ++trial) {
+    const int64_t M = 1 + rng() % 40, N = 1 + rng() % 40, K = rng() % 600;
+    const Tensor a = randn({M, K}, rng()), b = randn({K, N}, rng()), c0 = randn({M, N}, rng());
+    const Tensor bias = randn({std::max(M, N) * 2}, rng());
+    const std::vector<double> ab = ref_matmul(a, b), vc = c0.to_vector(), vbias = bias.to_vector();
+    GemmEpilogue ep;
+    ep.alpha = 0.5f + trial % 3;
+    ep.beta = trial % 2 ? 0.75f : 0.0f;
+    ep.bias = trial % 4 < 2 ? bias.data<float>() : nullptr;
+    ep.bias_stride = 2;
+    ep.bias_per_row = trial % 8 >= 4;
+    ep.relu = trial % 3 == 0;
+    std::vector<double> ref(ab.size());
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        double v = ep.alpha * ab[i * N + j] + ep.beta * vc[i * N + j];
+        if (ep.bias) v += vbias[(ep.bias_per_row ? i : j) * 2];
+        if (ep.relu) v = std::max(v, 0.0);
+        ref[i * N + j] = v;
+      }
+    for (const Modes& m : kModes) {
+      ModeGuard g(m);
+      Tensor c = c0.clone();
+      if (ep.beta == 0.0f) test::poison(c);  // beta == 0 must never read C
+      gemm(M, N, K, a.data<float>(), K, 1, b.data<float>(), N, 1, c.data<float>(), N, 1, ep);
+      ASSERT_TRUE(test::all_close(c, ref, 2e-6 * (K + 1), 1e-5)) << "trial " << trial;
+    }
+  }
+}
+
+TEST(Gemm, HalfBMatchesReference) {
+  std::mt19937_64 rng(9);
+  for (int trial = 0; trial < 8; ++trial) {
+    const int64_t M = 1 + rng() % 30, N = 1 + rng() % 40, K = 1 + rng() % 300;
+    const Tensor a = randn({M, K}, rng());
+    const Tensor bh = randn({N, K}, rng()).to(DType::Float16);  // used as B = bh^T
+    const std::vector<double> ref = ref_matmul(a, bh.t());
+    for (const Modes& m : kModes) {
+      ModeGuard g(m);
+      for (int tr = 0; tr < 2; ++tr) {
+        Tensor c = empty({M, N});
+        test::poison(c);
+        const Tensor b = tr ? bh.t() : bh.t().clone(MemoryFormat::Contiguous);
+        gemm(M, N, K, a.data<float>(), K, 1, b.data<Half>(), b.stride(0), b.stride(1), c.data<float>(), N, 1);
+        ASSERT_TRUE(test::all_close(c, ref, 2e-6 * (K + 1), 1e-5)) << "trial " << trial << " tr " << tr;
+      }
+    }
+  }
+}
+
+TEST(Matmul, AllocatesOnlyResultPlusDocumentedWorkspace) {
+  Allocator* al = cpu_allocator();
+  for (int threads : {1, 2}) {
+    const int prev = get_num_threads();
+    set_num_threads(threads);
+    const int64_t M = 300, K = 520, N = 200;
+    const Tensor a = randn({M, K}, 1).t().clone(MemoryFormat::Contiguous).t(), b = randn({K, N}, 2);
+    Tensor out = empty({M, N});
+    const size_t ws = gemm_workspace_bytes(M, N, K);
+    EXPECT_GT(ws, 0u);
+    al->reset_peak_stats();
+    const int64_t base = al->stats().allocated_bytes;
+    matmul_out(out, a, b);
+    const int64_t peak_out = al->stats().peak_allocated_bytes - base;
+    EXPECT_LE(peak_out, static_cast<int64_t>(cpu_caching_round_size(ws)) + 64);
+    EXPECT_GE(peak_out, static_cast<int64_t>(ws));
+    al->reset_peak_stats();
+    const int64_t base2 = al->stats().allocated_bytes;
+    Tensor r = matmul(a, b);
+    const int64_t peak_oop = al->stats().peak_allocated_bytes - base2;
+    EXPECT_LE(peak_oop, static_cast<int64_t>(cpu_caching_round_size(ws) + cpu_caching_round_size(M * N * 4)) + 64);
+    EXPECT_EQ(al->stats().allocated_bytes - base2, static_cast<int64_t>(cpu_caching_round_size(M * N * 4)));
+    set_num_threads(prev);
+  }
+}
+
+TEST(Matmul, BadInputs) {
+  const Tensor a = randn({3, 4}, 1), b = randn({5, 6}, 2);
+  auto expect_msg = [](auto f, const std::string& part) {
+    try {
+      f();
+      ADD_FAILURE() << "no throw, expected: " << part;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+    }
+  };
+  expect_msg([&] { matmul(a, b); }, "inner dimensions differ");
+  expect_msg([&] { matmul(randn({3}, 1), b); }, "1-D");
+  expect_msg([&] { matmul(randn({2, 3, 4, 5}, 1), b); }, "4-D");
+  expect_msg([&] { matmul(a, randn({4, 2}, 1, DType::Float64)); }, "dtype mismatch");
+  expect_msg([&] { matmul(a.to(DType::Int32), randn({4, 2}, 1).to(DType::Int32)); }, "int32");
+  expect_msg([&] { matmul(randn({2, 3, 4}, 1), randn({3, 4, 2}, 1)); }, "batch sizes do not broadcast");
+  Tensor out = empty({3, 7});
+  test::poison(out);
+  const std::vector<double> before = out.to_vector();
+  expect_msg([&] { matmul_out(out, a, randn({4, 6}, 3)); }, "[3, 6]");
+  Tensor big = empty({4, 4});
+  Tensor alias = big.narrow(1, 0, 2);
+  expect_msg([&] { matmul_out(alias, big.narrow(0, 0, 4), randn({4, 2}, 1)); }, "overlaps");
+  Tensor exp_out = empty({1, 2}).expand({3, 2});
+  expect_msg([&] { matmul_out(exp_out, randn({3, 4}, 1), randn({4, 2}, 1)); }, "overlapping");
+  Tensor wrong_dt = empty({3, 2}, DType::Float64);
+  expect_msg([&] { matmul_out(wrong_dt, randn({3, 4}, 1), randn({4, 2}, 1)); }, "out dtype");
+  EXPECT_TRUE(test::all_close(out, before, 0, 0));  // untouched (NaN == NaN in all_close?)
+}
+
+// A host buffer that reports itself as cuda:0, so the device checks can be exercised
+// without a GPU (no kernel ever touches it: the checks come first).
+class FakeCudaAllocator : public Allocator {
+ public:
+  void* allocate(size_t n) override { return n ? caching_cpu_allocator()->allocate(n) : nullptr; }
+  void deallocate(void* p, size_t n) override { if (p) caching_cpu_allocator()->deallocate(p, n); }
+  AllocatorStats stats() const override { return {}; }
+  void reset_peak_stats() override {}
+  void empty_cache() override {}
+  const char* name() const override { return "fake-cuda"; }
+  Device device() const override { return Device::cuda(0); }
+};
+Tensor fake_cuda(const Shape& sizes) {
+  static FakeCudaAllocator al;
+  return Tensor(std::make_shared<Storage>(checked_numel(sizes, "fake") * 4, &al), sizes, contiguous_strides(sizes), 0,
+                DType::Float32);
+}
+
+TEST(Matmul, DeviceMismatch) {
+  const Tensor a = randn({3, 4}, 1), g = fake_cuda({4, 2});
+  try {
+    matmul(a, g);
+    ADD_FAILURE() << "no throw";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("device mismatch"), std::string::npos) << e.what();
+  }
+  Tensor out = fake_cuda({3, 2});
+  EXPECT_THROW(matmul_out(out, a, randn({4, 2}, 2)), Error);
+}
+
+}  // namespace
+}  // namespace sb

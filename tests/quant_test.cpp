@@ -1,0 +1,227 @@
+// quant_test.cpp — Linear / Mlp in every precision and the int8 core (lib/ops/quant.*):
+// int32 accumulators EXACTLY equal to an int64 reference (including the worst case for
+// vpmaddubsw saturation), the quantization rules, each precision's output against a
+// float64 reference of what it computes, weight bytes, calibration, bad inputs;
+// 1 and 2 threads, AVX2 and scalar, non-contiguous inputs.
+#include "ops/quant.h"
+
+#include <cmath>
+#include <functional>
+
+#include "core/cpu_features.h"
+#include "core/parallel.h"
+#include "test_util.h"
+
+namespace sb {
+namespace {
+
+using test::Layout;
+
+struct Modes {
+  int threads;
+  SimdLevel simd;
+};
+const Modes kModes[] = {{1, SimdLevel::AVX2}, {2, SimdLevel::AVX2}, {1, SimdLevel::Scalar}, {2, SimdLevel::Scalar}};
+class ModeGuard {
+ public:
+  explicit ModeGuard(const Modes& m) : threads_(get_num_threads()) {
+    set_num_threads(m.threads);
+    set_simd_level(m.simd);
+  }
+  ~ModeGuard() {
+    set_num_threads(threads_);
+    set_simd_level(compiled_simd_level());
+  }
+ private:
+  int threads_;
+};
+
+Tensor scaled(const Tensor& t, double s) {
+  std::vector<float> v;
+  for (double e : t.to_vector()) v.push_back(static_cast<float>(e * s));
+  return from_vector<float>(v, t.sizes());
+}
+
+// y = x W^T + b (+relu) in float64, W given as float64 values.
+std::vector<double> ref_linear(const std::vector<double>& x, const std::vector<double>& w, const std::vector<double>& b,
+                               int64_t M, int64_t K, int64_t N, bool relu) {
+  std::vector<double> y(static_cast<size_t>(M * N));
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n) {
+      double s = b.empty() ? 0.0 : b[n];
+      for (int64_t k = 0; k < K; ++k) s += x[m * K + k] * w[n * K + k];
+      y[m * N + n] = relu ? std::max(s, 0.0) : s;
+    }
+  return y;
+}
+
+TEST(Int8, AccumulatorsExactIncludingSaturationWorstCase) {
+  std::mt19937_64 rng(8);
+  for (int trial = 0; trial < 20; ++trial) {
+    const int64_t M = rng() % 23, N = 1 + rng() % 40, K = trial == 0 ? 1000 : 1 + rng() % 300;
+    // weights that quantize to +-127 (and mixed), activations 0..127 (worst case: all 127)
+    Tensor w = randn({N, K}, rng());
+    if (trial < 3) w = full({N, K}, trial == 1 ? -1.0 : 1.0);
+    const QuantizedWeight qw = quantize_weight(w);
+    std::vector<uint8_t> a(static_cast<size_t>(std::max<int64_t>(M, 1) * (K + 3)));
+    for (auto& v : a) v = trial < 3 ? 127 : static_cast<uint8_t>(rng() % 128);
+    const std::vector<double> wq = unpack_weight(qw).to_vector();
+    for (const Modes& m : kModes) {
+      ModeGuard g(m);
+      std::vector<int32_t> acc(static_cast<size_t>(M * N), 0x5A5A5A5A);
+      int8_gemm_s32(M, a.data(), K + 3, qw, acc.data());
+      for (int64_t i = 0; i < M; ++i)
+        for (int64_t n = 0; n < N; ++n) {
+          int64_t s = 0;
+          for (int64_t k = 0; k < K; ++k) s += static_cast<int64_t>(a[i * (K + 3) + k]) * static_cast<int64_t>(wq[n * K + k]);
+          ASSERT_EQ(acc[i * N + n], s) << "trial " << trial << " at (" << i << ", " << n << ") threads " << m.threads
+                                       << " simd " << int(m.simd);
+        }
+    }
+  }
+}
+
+TEST(Int8, QuantizationRules) {
+  const Tensor w = test::with_layout(randn({37, 53}, 3), Layout::Transposed);
+  const QuantizedWeight qw = quantize_weight(w);
+  const std::vector<double> wv = w.to_vector(), wq = unpack_weight(qw).to_vector();
+  const std::vector<double> sc = qw.scale.to_vector(), rs = qw.row_sum.to_vector();
+  for (int64_t n = 0; n < 37; ++n) {
+    double amax = 0, sum = 0;
+    for (int64_t k = 0; k < 53; ++k) amax = std::max(amax, std::fabs(wv[n * 53 + k]));
+    EXPECT_NEAR(sc[n], amax / 127, 1e-6 * amax);
+    for (int64_t k = 0; k < 53; ++k) {
+      EXPECT_LE(std::fabs(wq[n * 53 + k]), 127);
+      EXPECT_LE(std::fabs(wq[n * 53 + k] * sc[n] - wv[n * 53 + k]), sc[n] * 0.5 + 1e-6);
+      sum += wq[n * 53 + k];
+    }
+    EXPECT_EQ(rs[n], sum);
+  }
+  const ActQParams q = act_qparams(-1.5f, 2.5f);
+  EXPECT_FLOAT_EQ(q.scale, 4.0f / 127);
+  EXPECT_EQ(q.zero_point, static_cast<int>(std::nearbyint(1.5 / (4.0 / 127))));
+  const Tensor xq = quantize_activations(from_vector<float>({-1.5f, 0.0f, 2.5f, 100.0f, -100.0f}, {1, 5}), q);
+  const std::vector<double> v = xq.to_vector();
+  EXPECT_EQ(v[0], 0);
+  EXPECT_EQ(v[1], q.zero_point);
+  EXPECT_EQ(v[2], 127);
+  EXPECT_EQ(v[3], 127);  // clamped
+  EXPECT_EQ(v[4], 0);
+  const ActQParams z = act_qparams(0.0f, 0.0f);
+  EXPECT_EQ(z.scale, 1.0f);
+  EXPECT_EQ(z.zero_point, 0);
+}
+
+// Each precision against a float64 reference of exactly what it computes: f32 with the
+// float weights, f16 with the float16-rounded weights, int8 with the dequantized
+// integer product (acc - zp*row_sum) * sx * sw + b from the exact integers.
+TEST(Linear, EveryPrecisionMatchesItsReference) {
+  std::mt19937_64 rng(12);
+  for (int trial = 0; trial < 10; ++trial) {
+    const int64_t M = trial == 0 ? 0 : 1 + rng() % 30, K = 1 + rng() % 200, N = 1 + rng() % 50;
+    const bool relu = trial % 2, with_bias = trial % 3 != 0;
+    const Tensor vx = randn({M, K}, rng()), w = randn({N, K}, rng());
+    const Tensor b = with_bias ? randn({N}, rng()) : Tensor();
+    const std::vector<double> vb = with_bias ? b.to_vector() : std::vector<double>();
+    for (Precision p : {Precision::F32, Precision::F16, Precision::Int8Dynamic, Precision::Int8Static}) {
+      Linear lin(test::with_layout(w, Layout::Transposed), b, p);
+      if (p == Precision::Int8Static) lin.observe(scaled(randn({7, K}, 99), 2.0));  // wider than x
+      std::vector<double> ref;
+      if (p == Precision::F32) ref = ref_linear(vx.to_vector(), w.to_vector(), vb, M, K, N, relu);
+      if (p == Precision::F16) ref = ref_linear(vx.to_vector(), w.to(DType::Float16).to_vector(), vb, M, K, N, relu);
+      if (p == Precision::Int8Dynamic || p == Precision::Int8Static) {
+        float lo = 0, hi = 0;
+        const Tensor range_src = p == Precision::Int8Dynamic ? vx : scaled(randn({7, K}, 99), 2.0);
+        for (double v : range_src.to_vector()) { lo = std::min(lo, float(v)); hi = std::max(hi, float(v)); }
+        const ActQParams q = act_qparams(lo, hi);
+        const std::vector<double> xq = quantize_activations(vx, q).to_vector();
+        const QuantizedWeight qw = quantize_weight(w);
+        const std::vector<double> wq = unpack_weight(qw).to_vector(), sw = qw.scale.to_vector();
+        ref.assign(static_cast<size_t>(M * N), 0);
+        for (int64_t m = 0; m < M; ++m)
+          for (int64_t n = 0; n < N; ++n) {
+            double acc = 0, rs = 0;
+            for (int64_t k = 0; k < K; ++k) { acc += xq[m * K + k] * wq[n * K + k]; rs += wq[n * K + k]; }
+            double v = double(q.scale) * sw[n] * (acc - q.zero_point * rs) + (with_bias ? vb[n] : 0.0);
+            ref[m * N + n] = relu ? std::max(v, 0.0) : v;
+          }
+      }
+      for (const Modes& m : kModes) {
+        ModeGuard g(m);
+        for (Layout l : {Layout::Contiguous, Layout::Transposed, Layout::Sliced}) {
+          const Tensor y = lin.forward(test::with_layout(vx, l), relu);
+          ASSERT_EQ(y.sizes(), (Shape{M, N}));
+          ASSERT_TRUE(test::all_close(y, ref, 2e-6 * (K + 1) * (p >= Precision::Int8Dynamic ? 10 : 1), 1e-5))
+              << precision_name(p) << " trial " << trial << " " << test::layout_name(l);
+        }
+      }
+    }
+  }
+}
+
+TEST(Linear, WeightBytesAndErrorOrdering) {
+  const int64_t K = 256, N = 64;
+  const Tensor w = randn({N, K}, 1), b = randn({N}, 2), x = randn({32, K}, 3);
+  Linear f32(w, b, Precision::F32), f16(w, b, Precision::F16), dyn(w, b, Precision::Int8Dynamic);
+  EXPECT_EQ(f32.weight_bytes(), static_cast<size_t>(N * K * 4));
+  EXPECT_EQ(f16.weight_bytes(), static_cast<size_t>(N * K * 2));
+  EXPECT_EQ(dyn.weight_bytes(), static_cast<size_t>(N * K + 8 * N));
+  const Tensor ref = f32.forward(x);
+  const double e16 = relative_error(f16.forward(x), ref), e8 = relative_error(dyn.forward(x), ref);
+  EXPECT_GT(e16, 0.0);
+  EXPECT_LT(e16, 2e-3);
+  EXPECT_GT(e8, e16);
+  EXPECT_LT(e8, 0.05);
+  EXPECT_EQ(relative_error(ref, ref), 0.0);
+}
+
+TEST(Mlp, ThreeLayersEveryPrecision) {
+  const std::vector<Tensor> ws = {scaled(randn({48, 40}, 1), 0.2), scaled(randn({32, 48}, 2), 0.2), scaled(randn({10, 32}, 3), 0.2)};
+  const std::vector<Tensor> bs = {randn({48}, 4), randn({32}, 5), randn({10}, 6)};
+  const Tensor x = randn({20, 40}, 7);
+  // float64 reference of the fp32 MLP
+  std::vector<double> h = x.to_vector();
+  int64_t K = 40;
+  for (int i = 0; i < 3; ++i) {
+    h = ref_linear(h, ws[i].to_vector(), bs[i].to_vector(), 20, K, ws[i].size(0), i < 2);
+    K = ws[i].size(0);
+  }
+  Mlp f32(ws, bs, Precision::F32);
+  EXPECT_TRUE(test::all_close(f32.forward(x), h, 1e-4, 1e-5));
+  const Tensor ref = f32.forward(x);
+  for (Precision p : {Precision::F16, Precision::Int8Dynamic, Precision::Int8Static}) {
+    Mlp m(ws, bs, p);
+    if (p == Precision::Int8Static) {
+      EXPECT_THROW(m.forward(x), Error);  // not calibrated yet
+      m.calibrate(randn({64, 40}, 11));
+    }
+    const double e = relative_error(m.forward(x), ref);
+    EXPECT_LT(e, p == Precision::F16 ? 2e-3 : 0.08) << precision_name(p);
+    EXPECT_GT(e, 0.0) << precision_name(p);
+  }
+  EXPECT_EQ(Mlp(ws, bs, Precision::F16).weight_bytes() * 2, f32.weight_bytes());
+}
+
+void expect_msg(const std::function<void()>& f, const std::string& part) {
+  try {
+    f();
+    ADD_FAILURE() << "no throw, expected: " << part;
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+  }
+}
+
+TEST(Linear, BadInputs) {
+  const Tensor w = randn({4, 6}, 1);
+  Linear lin(w, Tensor(), Precision::Int8Dynamic);
+  expect_msg([&] { lin.forward(randn({3, 5}, 1)); }, "input has 5 features");
+  expect_msg([&] { lin.forward(randn({3, 6}, 1, DType::Float64)); }, "float32");
+  expect_msg([&] { lin.forward(randn({6}, 1)); }, "2-D");
+  expect_msg([&] { Linear(w, randn({3}, 1), Precision::F32); }, "bias must be 1-D of size 4");
+  expect_msg([&] { Linear(randn({4, 6, 1}, 1), Tensor(), Precision::F32); }, "2-D");
+  expect_msg([&] { Linear(w, Tensor(), Precision::Int8Static).forward(randn({2, 6}, 1)); }, "before calibration");
+  expect_msg([&] { Mlp({w, w, w}, {Tensor(), Tensor(), Tensor()}, Precision::F32); }, "do not follow");
+}
+
+}  // namespace
+}  // namespace sb

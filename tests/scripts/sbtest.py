@@ -1,0 +1,91 @@
+# sbtest.py: helpers shared by tests/scripts/test_*.py: paths, running a script with
+# the interpreter that runs the tests, fixture results folders in a temp directory,
+# editing fixture JSON, and hiding scipy or matplotlib from a child process.
+import importlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SCRIPTS = os.path.join(ROOT, "scripts")
+FIXTURES = os.path.join(ROOT, "tests", "fixtures")
+sys.path.insert(0, SCRIPTS)
+sbtables = importlib.import_module("sbtables")
+
+
+def run(script, *args, env=None):
+    """Runs scripts/<script> with the current interpreter; returns CompletedProcess."""
+    full = dict(os.environ, **(env or {}))
+    return subprocess.run([sys.executable, os.path.join(SCRIPTS, script), *args],
+                          capture_output=True, text=True, env=full, timeout=120)
+
+
+def fixture(*parts):
+    return os.path.join(FIXTURES, *parts)
+
+
+def results_dir(tmp, machine="machine-a", name="res"):
+    """tmp/name/raw/ holding a copy of a fixture machine's JSON."""
+    d = os.path.join(tmp, name)
+    os.makedirs(os.path.join(d, "raw"))
+    for f in os.listdir(fixture(machine)):
+        shutil.copy(fixture(machine, f), os.path.join(d, "raw", f))
+    return d
+
+
+def edit(path, fn):
+    """Rewrites the JSON file at path with fn(doc) applied in place."""
+    with open(path) as f:
+        doc = json.load(f)
+    fn(doc)
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=1)
+
+
+def _matches(e, name):
+    n = e.get("run_name") or e["name"]
+    return n == name or n.startswith(name + "/")
+
+
+def scale_time(path, name, factor):
+    """Multiplies every time of the run `name` (canonical, without Google Benchmark's
+    suffixes) in the file by factor."""
+    def fn(doc):
+        hits = [e for e in doc["benchmarks"] if _matches(e, name)]
+        assert hits, f"{name} not in {path}"
+        for e in hits:
+            if e.get("aggregate_name") != "cv":
+                e["real_time"] *= factor
+                e["cpu_time"] *= factor
+    edit(path, fn)
+
+
+def set_counter(path, name, counter, value):
+    def fn(doc):
+        hits = [e for e in doc["benchmarks"] if _matches(e, name)]
+        assert hits, f"{name} not in {path}"
+        for e in hits:
+            e[counter] = value
+    edit(path, fn)
+
+
+def hide_module(tmp, module, error="ImportError"):
+    """env for a child process in which `import module` raises `error`."""
+    d = os.path.join(tmp, f"hide-{module}")
+    os.makedirs(os.path.join(d, module), exist_ok=True)
+    with open(os.path.join(d, module, "__init__.py"), "w") as f:
+        f.write(f"raise {error}('{module} hidden by the test')\n")
+    return {"PYTHONPATH": d}
+
+
+def snapshot(d):
+    """{relative path: bytes} of every file under d, hidden ones included."""
+    out = {}
+    for root, _, files in os.walk(d):
+        for f in files:
+            p = os.path.join(root, f)
+            with open(p, "rb") as fh:
+                out[os.path.relpath(p, d)] = fh.read()
+    return out

@@ -1,0 +1,142 @@
+# test_compare.py: scripts/compare: the Mann-Whitney U p-value (own implementation
+# against known values and, when importable, scipy), ratios and geometric means on
+# the machine-a / machine-b fixtures, -o, and bad or disjoint input.
+import os
+import random
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sbtest  # noqa: E402
+from sbtest import sbtables as sb  # noqa: E402
+
+compare = sb.load_script("compare")
+
+# (x, y, U of x, two-sided p) from scipy.stats.mannwhitneyu(x, y) (scipy 1.10, auto)
+KNOWN = [
+    ([1, 2, 3], [4, 5, 6], 0.0, 0.1),                                       # exact
+    ([1.0, 2.0, 3.0, 4.0, 5.0], [3.5, 6, 7, 8, 9], 2.0, 0.031746031746031744),
+    ([0.98, 1.0, 1.04], [0.49, 0.5, 0.52], 9.0, 0.1),
+    ([1, 2, 2, 3, 4, 5, 6, 7, 8, 9], [5, 6, 7, 8, 9, 10, 11, 12, 13, 14], 12.5,
+     0.005058770636928006),                                                 # ties
+    (list(range(20)), [v + 7.5 for v in range(20)], 78.0, 0.0010140986852160438),
+    ([1, 1, 1, 1], [1, 1, 1, 1], 8.0, 1.0),
+]
+ADD_T = "op:add/impl:ours/device:cpu/layout:transposed/style:out/dtype:f32/shape:4096x4096/threads:8"
+
+
+def row(text, name):
+    """The cells of the table row for run `name`."""
+    for line in text.splitlines():
+        if line.startswith(f"| {name} |"):
+            return [c.strip() for c in line.strip("|").split(" | ")]
+    raise AssertionError(f"no row {name}")
+
+
+class MannWhitneyTest(unittest.TestCase):
+    def test_own_implementation_matches_known_values(self):
+        for x, y, u, p in KNOWN:
+            with self.subTest(x=x, y=y):
+                got_u, got_p = compare.mwu_own(x, y)
+                self.assertEqual(got_u, u)
+                self.assertAlmostEqual(got_p, p, delta=1e-12 + 1e-9 * p)
+                self.assertAlmostEqual(compare.mann_whitney_u(x, y)[1], p,
+                                       delta=1e-12 + 1e-9 * p)
+
+    def test_symmetric_and_too_few_samples(self):
+        self.assertAlmostEqual(compare.mwu_own([4, 5, 6], [1, 2, 3])[1], 0.1)
+        self.assertEqual(compare.mann_whitney_u([1.0], [2.0, 3.0]), (None, None))
+
+    def test_agrees_with_scipy_on_random_samples(self):
+        try:
+            from scipy.stats import mannwhitneyu
+        except ImportError:
+            self.skipTest("scipy not installed")
+        rnd = random.Random(7)
+        for _ in range(500):
+            n1, n2 = rnd.randint(2, 14), rnd.randint(2, 14)
+            gen = (lambda: rnd.randint(0, 5)) if rnd.random() < 0.4 else rnd.random
+            x = [gen() for _ in range(n1)]
+            y = [gen() + rnd.choice((0, 0.3, 2)) for _ in range(n2)]
+            ref = mannwhitneyu(x, y, alternative="two-sided")
+            u, p = compare.mwu_own(x, y)
+            self.assertEqual(u, ref.statistic)
+            self.assertAlmostEqual(p, ref.pvalue, delta=1e-12)
+
+
+class CompareTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+        self.a = sbtest.results_dir(self.tmp.name, "machine-a", "a")
+        self.b = sbtest.results_dir(self.tmp.name, "machine-b", "b")
+
+    def test_ratios_p_values_and_ceilings(self):
+        p = sbtest.run("compare", self.a, self.b)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        out = p.stdout
+        self.assertIn("`xeon-8c-rtx4090`", out)
+        self.assertIn("`epyc-64c`", out)
+        self.assertIn("26 runs in both; 56 only in A, 0 only in B.", out)
+        # B runs its 6 CPU baseline rows and elementwise at half A's time, its 2 GPU
+        # baseline rows at the same time, matmul at 1.25x (make_fixtures.py)
+        self.assertEqual(row(out, "baseline")[1:], ["8", f"{0.5 ** (6 / 8):.2f}x", "6", "0"])
+        self.assertEqual(row(out, "elementwise")[1:], ["12", "0.50x", "12", "0"])
+        self.assertEqual(row(out, "matmul")[1:], ["6", "1.25x", "0", "6"])
+        allr = (0.5 ** 18 * 1.25 ** 6) ** (1 / 26)
+        self.assertEqual(row(out, "**all**")[2], f"{allr:.2f}x")
+        # transposed add: 17.7 ms vs 8.87 ms; 3 samples each, fully separated: p = 0.1;
+        # B's baseline is twice as fast too, so both sit at 57% of their own ceiling
+        self.assertEqual(row(out, ADD_T)[1:], ["17.7 ms ±3%", "8.87 ms ±3%", "0.50x", "0.1",
+                                               "57%", "57%"])
+
+    def test_single_files_and_output_file(self):
+        out = os.path.join(self.tmp.name, "cmp.md")
+        p = sbtest.run("compare", sbtest.fixture("machine-a", "bench_elementwise.json"),
+                       sbtest.fixture("machine-b", "bench_elementwise.json"), "-o", out)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(out, encoding="utf-8") as f:
+            self.assertEqual(f.read(), p.stdout)
+        self.assertEqual(row(p.stdout, ADD_T)[3], "0.50x")
+        self.assertEqual(row(p.stdout, ADD_T)[5:], ["—", "—"])  # no baseline file given
+
+    def test_same_results_give_ratio_one(self):
+        p = sbtest.run("compare", self.a, self.a)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(row(p.stdout, ADD_T)[3:5], ["1.00x", "1"])
+        self.assertEqual(row(p.stdout, "**all**")[2], "1.00x")
+
+    def test_without_scipy_same_numbers(self):
+        env = sbtest.hide_module(self.tmp.name, "scipy")
+        with_scipy = sbtest.run("compare", self.a, self.b)
+        without = sbtest.run("compare", self.a, self.b, env=env)
+        self.assertEqual(without.returncode, 0, without.stderr)
+        self.assertIn("own implementation", without.stdout)
+        strip = lambda t: [l for l in t.splitlines() if "Mann–Whitney" not in l]
+        self.assertEqual(strip(without.stdout), strip(with_scipy.stdout))
+        self.assertIn("| 0.1 |", without.stdout)
+
+    def test_disjoint_and_bad_input(self):
+        out = os.path.join(self.tmp.name, "cmp.md")
+        with open(out, "w") as f:
+            f.write("previous\n")
+        cases = ((sbtest.fixture("bad", "disjoint.json"), "no benchmark run in common"),
+                 (sbtest.fixture("bad", "truncated.json"), "truncated"),
+                 (sbtest.fixture("bad", "malformed.json"), "malformed JSON"),
+                 (sbtest.fixture("bad", "foreign.json"), "not Google Benchmark JSON"),
+                 (sbtest.fixture("bad", "badname.json"), "not in the vocabulary"),
+                 (os.path.join(self.tmp.name, "missing.json"), "no such"))
+        for path, why in cases:
+            with self.subTest(path=path):
+                p = sbtest.run("compare", self.a, path, "-o", out)
+                self.assertEqual(p.returncode, 2)
+                self.assertIn(path, p.stderr)
+                self.assertIn(why, p.stderr)
+                self.assertEqual(p.stdout, "")
+                with open(out) as f:
+                    self.assertEqual(f.read(), "previous\n")
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,252 @@
+# test_tables.py: scripts/sbtables.py (names, loading, medians, ceilings, atomic
+# writes) and scripts/tables (TABLES.md content, claim verdicts, bad input), on the
+# fixture JSON of tests/fixtures (see make_fixtures.py for the numbers).
+import os
+import re
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sbtest  # noqa: E402
+from sbtest import sbtables as sb  # noqa: E402
+
+ADD = "elementwise/op:add/impl:ours/device:cpu/layout:{}/style:{}/dtype:f32/shape:4096x4096/threads:8"
+MATMUL = "matmul/op:matmul/impl:ours/device:cpu/layout:{}/style:out/dtype:f32/shape:1024x1024/threads:8"
+TORCH_ADD = "elementwise/op:add/impl:torch/device:cpu/layout:contiguous/style:{}/dtype:f32/shape:4096x4096/threads:8"
+
+
+def claims(text):
+    """{claim ID: (figure, verdict)} from the Claims table of a TABLES.md."""
+    out = {}
+    for line in text.splitlines():
+        m = re.match(r"\| ([LSPMHV]\d) \|", line)
+        if m:
+            cells = [c.strip() for c in line.strip("|").split(" | ")]
+            out[m.group(1)] = (cells[3], cells[4])
+    return out
+
+
+class NameTest(unittest.TestCase):
+    def test_parses_and_strips_gbench_segments(self):
+        fam, keys = sb.parse_name(
+            "alloc/op:reuse_experiment/impl:torch/device:cuda:0/dtype:f32/"
+            "shape:256x1024x1024/step:3/repeats:3/manual_time")
+        self.assertEqual(fam, "alloc")
+        self.assertEqual(keys, {"op": "reuse_experiment", "impl": "torch",
+                                "device": "cuda:0", "dtype": "f32",
+                                "shape": "256x1024x1024", "step": "3"})
+        self.assertEqual(sb.canonical(fam, keys), "alloc/op:reuse_experiment/impl:torch/"
+                         "device:cuda:0/dtype:f32/shape:256x1024x1024/step:3")
+
+    def test_rejects_names_outside_the_vocabulary(self):
+        for name, why in (
+                ("elementwize/op:add/device:cpu", "unknown family"),
+                ("elementwise/op:add/device:cpu/layout:diagonal", "layout 'diagonal'"),
+                ("elementwise/op:plus/device:cpu", "op 'plus'"),
+                ("elementwise/op:add/device:cpu/layuot:transposed", "unknown key"),
+                ("elementwise/op:add/device:cpu/dtype:f32/layout:sliced", "out of order"),
+                ("elementwise/op:add/device:cpu/shape:4096by4096", "shape"),
+                ("elementwise/op:add/layout:sliced", "no device"),
+                ("elementwise/op:add/device:cpu/threads:4/threads:8", "twice")):
+            with self.subTest(name=name):
+                with self.assertRaisesRegex(ValueError, why):
+                    sb.parse_name(name)
+
+
+class LoadTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.rs = sb.load_results(sbtest.fixture("machine-a", "bench_elementwise.json"))
+        cls.all = sb.load_results(sbtest.results_dir(tempfile.mkdtemp()))
+
+    def test_median_and_spread_over_iteration_entries(self):
+        r = self.rs.runs[ADD.format("transposed", "out")]
+        self.assertEqual(len(r.samples), 3)  # the 4 aggregates are not samples
+        self.assertAlmostEqual(r.median, 17.742e6, delta=1)  # ms -> ns
+        self.assertAlmostEqual(r.spread, (1.04 - 0.98) / 2, places=9)
+        self.assertEqual(r.counters["bytes"], 3 * 4096 * 4096 * 4)
+        self.assertEqual(r.regime, "DRAM")
+
+    def test_aggregates_only_and_time_units(self):
+        view = self.all.runs["views/op:view/impl:ours/device:cpu/layout:contiguous/"
+                             "style:view/dtype:f32/shape:4096x4096/threads:8"]
+        self.assertTrue(view.from_aggregate)
+        self.assertAlmostEqual(view.median, 21.0, places=6)
+        self.assertEqual(sb.fmt_tm(view), "21.0 ns ±?")
+        s = self.all.runs["reduce/op:sum/impl:ours/device:cpu/layout:contiguous/dtype:f32/"
+                          "shape:4096x4096/threads:8/dim:outer"]  # written in us
+        self.assertAlmostEqual(s.median, 3.3e6, delta=1e-3)
+
+    def test_ceilings(self):
+        r = self.all.runs[ADD.format("transposed", "out")]
+        base, top, pct = sb.ceiling(self.all, r)
+        self.assertEqual((base["op"], base.regime), ("add", "DRAM"))
+        self.assertAlmostEqual(top, 20.0, places=6)
+        self.assertAlmostEqual(pct, 100 * 3 * 4096 * 4096 * 4 / 17.742e6 / 20, places=6)
+        mm = self.all.runs[MATMUL.format("sliced")]
+        self.assertEqual(sb.ceiling(self.all, mm)[0]["op"], "fma_peak")
+        self.assertAlmostEqual(sb.ceiling(self.all, mm)[2], 100 * 2 * 1024**3 / 16e6 / 500)
+        gpu = [r for r in self.all.runs.values() if r["op"] == "matmul"
+               and r["device"] == "cuda:0"][0]
+        self.assertEqual(sb.ceiling(self.all, gpu)[0]["op"], "gemm_peak")
+        r.keys["threads"] = "3"  # no baseline row with 3 threads: no ceiling
+        try:
+            self.assertIsNone(sb.ceiling(self.all, r))
+        finally:
+            r.keys["threads"] = "8"
+
+    def test_duplicate_run_across_files(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            d = sbtest.results_dir(tmp)
+            os.link(os.path.join(d, "raw", "bench_matmul.json"),
+                    os.path.join(d, "raw", "bench_matmul2.json"))
+            with self.assertRaisesRegex(sb.InputError, "also in"):
+                sb.load_results(d)
+
+    def test_atomic_write_keeps_old_file_on_failure(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            p = os.path.join(tmp, "TABLES.md")
+            sb.atomic_write(p, "old\n")
+            with self.assertRaises(TypeError):
+                sb.atomic_write(p, None)
+            with open(p) as f:
+                self.assertEqual(f.read(), "old\n")
+            self.assertEqual(os.listdir(tmp), ["TABLES.md"])  # no temp file left
+
+
+class TablesTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+        self.res = sbtest.results_dir(self.tmp.name)
+        self.raw = os.path.join(self.res, "raw")
+
+    def render(self):
+        p = sbtest.run("tables", self.res)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(os.path.join(self.res, "TABLES.md"), encoding="utf-8") as f:
+            return f.read()
+
+    def test_every_table_and_the_layout_ratio(self):
+        text = self.render()
+        for title in ("Memory layout", "In-place vs out-of-place", "Precision and "
+                      "quantization", "Channels-last", "Views vs copies", "Allocator",
+                      "Host to device", "Roofline", "Claims", "Peers"):
+            self.assertIn(f"\n## {title}\n", text)
+        self.assertIn("half the range", text)  # the spread is defined in the header
+        # transposed add: 17.742 ms vs 11.0 ms contiguous, 57% of the 20 GB/s DRAM add
+        row = [l for l in text.splitlines()
+               if l.startswith("| add | transposed | f32 | 4096x4096 | 8 | out |")]
+        self.assertEqual(len(row), 1)
+        self.assertIn("| 11.0 ms ±3% | 17.7 ms ±3% | 1.61x | 0.62x | 57% |", row[0])
+        self.assertIn("transposed add runs at 0.62x the contiguous rate (1.61x its time)",
+                      text)
+        self.assertIn("| ours | linear | 64x4096x4096 | 8 | int8_dynamic | 8.00 ms ±3% | "
+                      "2.50x | 16.0 MiB | 25% | 8.0e-03 | 54% |", text)
+        self.assertIn("| conv2d | f32 | 32x64x56x56 | 8 | out | 60.0 ms ±3% | 45.0 ms ±3% "
+                      "| 1.33x | 3.00 ms ±3% | 1 |", text)
+        self.assertIn("| 5 | c = zeros again | 2.00 GiB | 3.00 GiB | 1.00 GiB |", text)
+        self.assertIn("| ours | h2d | 64.0 MiB | 5.59 ms ±3% | 12.0 GB/s | 2.80 ms ±3% | "
+                      "24.0 GB/s | 2.00x |", text)
+
+    def test_claim_verdicts(self):
+        c = claims(self.render())
+        self.assertEqual(len(c), 23)
+        expect = {
+            "L1": "holds only for sliced cpu 1024x1024 8 threads", "L2": "not measured",
+            "L3": "does not hold", "L4": "holds", "L5": "holds",
+            "L6": "holds only for contiguous", "L7": "holds", "S1": "holds",
+            "S2": "holds only for relu 4096x4096, matmul 1024x1024", "S3": "holds",
+            "P1": "holds", "P2": "holds", "P3": "does not hold", "M1": "holds",
+            "M2": "holds", "M3": "holds", "M4": "holds",
+            "M5": "holds (caching wins from 64.0 KiB)",
+            "H1": "holds only for 64.0 MiB, 1.00 GiB",
+            "V1": "holds", "V2": "holds", "V3": "holds", "V4": "holds"}
+        self.assertEqual({k: v for k, (_, v) in c.items()}, expect)
+        self.assertEqual(c["L3"][0], "transposed 1.61x, sliced 1.20x")
+        self.assertTrue(c["S1"][0].startswith("torch rows: "))
+        self.assertIn("add 1.06x, relu 1.04x", c["S1"][0])
+        self.assertTrue(c["M1"][0].startswith("torch rows on cuda:0"))
+
+    def test_verdicts_flip_with_the_numbers(self):
+        ew = os.path.join(self.raw, "bench_elementwise.json")
+        sbtest.scale_time(ew, ADD.format("transposed", "out"), 11.5 / 17.742)
+        sbtest.scale_time(ew, ADD.format("sliced", "out"), 11.5 / 13.2)
+        sbtest.scale_time(os.path.join(self.raw, "bench_quant.json"),
+                          "quant/op:linear/impl:ours/device:cpu/dtype:f16/"
+                          "shape:64x4096x4096/threads:8", 10.0 / 12.0)
+        sbtest.scale_time(os.path.join(self.raw, "peer_torch.json"),
+                          TORCH_ADD.format("outofplace"), 1.5)
+        sbtest.scale_time(os.path.join(self.raw, "bench_matmul.json"),
+                          MATMUL.format("sliced"), 10.1 / 16.0)
+        sbtest.edit(os.path.join(self.raw, "semantics.json"),
+                    lambda d: d.update(V4=False))
+        c = claims(self.render())
+        self.assertEqual(c["L3"], ("transposed 1.05x, sliced 1.05x", "holds"))
+        self.assertEqual(c["P3"][1], "holds")
+        self.assertEqual(c["S1"][1], "holds only for relu")
+        self.assertEqual(c["L1"][1], "does not hold")
+        self.assertEqual(c["V4"], ("semantic check failed", "does not hold"))
+
+    def test_memory_claims_follow_the_allocator_counters(self):
+        step4 = "alloc/op:reuse_experiment/impl:torch/device:cuda:0/dtype:f32/" \
+                "shape:256x1024x1024/step:4"
+        sbtest.set_counter(os.path.join(self.raw, "peer_torch.json"), step4,
+                           "reserved_bytes", 3 * 2**30)
+        c = claims(self.render())
+        self.assertEqual(c["M1"][1], "holds only for step 3 (kept), step 6 (reused), "
+                         "step 7 (kept)")
+        self.assertEqual(c["M2"][1], "does not hold")
+        # without the torch peer file the claims fall back to our own rows
+        os.unlink(os.path.join(self.raw, "peer_torch.json"))
+        c = claims(self.render())
+        self.assertTrue(c["M1"][0].startswith("ours rows on cuda:0"))
+        self.assertEqual(c["M1"][1], "holds")
+        self.assertTrue(c["S1"][0].startswith("ours rows: "))
+
+    def test_missing_data_says_not_measured(self):
+        for f in ("bench_transfer.json", "semantics.json", "bench_quant.json"):
+            os.unlink(os.path.join(self.raw, f))
+        text = self.render()
+        c = claims(text)
+        for cid in ("H1", "V1", "V4", "P1", "P2", "P3"):
+            self.assertEqual(c[cid], ("not measured", "not measured"))
+        self.assertIn("## Host to device\n\nNot measured: no `transfer` rows.", text)
+        self.assertIn("## Precision and quantization\n\nNot measured: no `quant` rows.",
+                      text)
+
+    def test_works_without_scipy_and_matplotlib(self):
+        env = sbtest.hide_module(self.tmp.name, "scipy")
+        env["PYTHONPATH"] += os.pathsep + sbtest.hide_module(
+            self.tmp.name, "matplotlib")["PYTHONPATH"]
+        p = sbtest.run("tables", self.res, env=env)
+        self.assertEqual(p.returncode, 0, p.stderr)
+
+    def test_bad_input_exits_2_and_keeps_tables(self):
+        tables = os.path.join(self.res, "TABLES.md")
+        with open(tables, "w") as f:
+            f.write("previous tables\n")
+        cases = (("malformed.json", "malformed JSON at line"),
+                 ("truncated.json", "truncated"),
+                 ("foreign.json", "not Google Benchmark JSON"),
+                 ("badname.json", "layout 'diagonal' is not in the vocabulary"))
+        for name, why in cases:
+            with self.subTest(name=name):
+                dst = os.path.join(self.raw, "zz_" + name)
+                os.link(sbtest.fixture("bad", name), dst)
+                p = sbtest.run("tables", self.res)
+                os.unlink(dst)
+                self.assertEqual(p.returncode, 2)
+                self.assertIn(dst, p.stderr)
+                self.assertIn(why, p.stderr)
+                self.assertEqual(p.stderr.count("\n"), 1)  # one message, no traceback
+                with open(tables) as f:
+                    self.assertEqual(f.read(), "previous tables\n")
+        p = sbtest.run("tables", os.path.join(self.tmp.name, "nowhere"))
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("no such results folder", p.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
