@@ -3,9 +3,10 @@
 // CUDA allocator (a cache hit after the first call) and copies once: bytes = read of
 // the source + write of the result.
 //
-//   op:contiguous layout:transposed     x.t().contiguous(), 8192x8192 (256 MiB): the
-//                                       tiled shared-memory transpose (copy.cu)
-//   op:contiguous layout:contiguous     the twin: clone() of a contiguous 8192x8192
+//   op:contiguous layout:transposed     x.t().contiguous(), 4096x4096 (64 MiB, as
+//                                       bench_copy.cpp and the peers) and 8192x8192
+//                                       (256 MiB): the tiled shared-memory transpose
+//   op:contiguous layout:contiguous     the twin: clone() of a contiguous square
 //                                       (one cudaMemcpy of the same bytes)
 //   op:nchw_to_nhwc layout:contiguous   x.contiguous(ChannelsLast), 32x64x56x56
 //                                       (a batched tiled transpose)
@@ -57,11 +58,12 @@ void register_family() {
     CopyFn f;
   };
   std::vector<Case> cases;
-  const int64_t n = smoke() ? 64 : 8192;
-  cases.push_back({"contiguous", "transposed", {n, n}, [n] { return input({n, n}, 11).t(); },
-                   [](const Tensor& x) { return x.contiguous(); }});
-  cases.push_back({"contiguous", "contiguous", {n, n}, [n] { return input({n, n}, 11); },
-                   [](const Tensor& x) { return x.clone(); }});
+  for (int64_t n : smoke() ? std::vector<int64_t>{64} : std::vector<int64_t>{4096, 8192}) {
+    cases.push_back({"contiguous", "transposed", {n, n}, [n] { return input({n, n}, 11).t(); },
+                     [](const Tensor& x) { return x.contiguous(); }});
+    cases.push_back({"contiguous", "contiguous", {n, n}, [n] { return input({n, n}, 11); },
+                     [](const Tensor& x) { return x.clone(); }});
+  }
   const Shape nchw = smoke() ? Shape{2, 8, 6, 6} : Shape{32, 64, 56, 56};
   cases.push_back({"nchw_to_nhwc", "contiguous", nchw, [nchw] { return input(nchw, 12); },
                    [](const Tensor& x) { return x.contiguous(MemoryFormat::ChannelsLast); }});

@@ -6,8 +6,9 @@
 //   EventTimer                 UseManualTime timing of one iteration with CUDA events
 //                              on the legacy default stream
 //   regime_label(bytes)        regime:L2 when the working set fits the GPU's L2, else DRAM
-//   gpu_name()                 RunName with device:cuda:0 (no threads key: OpenMP
-//                              threads mean nothing to a GPU row, nor to its baseline)
+//   gpu_name()                 RunName with device:cuda:0 and threads:1 (one host
+//                              thread drives the GPU; the peers' torch cuda:0 rows
+//                              carry threads:1 too, so the rows pair up)
 //   measure_cuda_allocs(f)     peak_alloc_bytes / allocs_per_iter of one call of f
 //                              through the device allocators (caching and direct),
 //                              outside the timed loop (as measure_allocs on the CPU)
@@ -61,7 +62,7 @@ inline std::string regime_label(int64_t working_set_bytes) {
   return working_set_bytes <= cuda::device_info(0).l2_bytes / 2 ? "regime:L2" : "regime:DRAM";
 }
 
-inline RunName gpu_name() { return RunName().device("cuda:0"); }
+inline RunName gpu_name() { return RunName().device("cuda:0").threads(1); }
 
 inline AllocCount measure_cuda_allocs(const std::function<void()>& f) {
   Allocator* as[2] = {cuda::caching_allocator(0), cuda::direct_allocator(0)};
@@ -84,6 +85,7 @@ inline AllocCount measure_cuda_allocs(const std::function<void()>& f) {
 // Each iteration timed alone between two events on the legacy default stream (the
 // stop event's synchronisation is outside the interval that is reported).
 inline void time_gpu_loop(benchmark::State& st, const std::function<void()>& f) {
+  ThreadScope one(1);  // threads:1 in the name: any host-side work runs on one thread
   EventTimer timer;
   for (auto _ : st) {
     timer.start();
