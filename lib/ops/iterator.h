@@ -23,8 +23,9 @@
 //                  padded by kTilePad so its column writes do not alias one cache set.
 //                  Kernels then see dense strips for every operand and take their SIMD
 //                  path. Measured on the dev VM (docs/NOTES-elementwise.md, 8192^2
-//                  float32, 1 thread): ~55-65% of contiguous add out-of-place,
-//                  ~50% of the (faster) contiguous in-place add, 60-90% of STREAM add.
+//                  float32, 1 thread): ~60% of contiguous add out-of-place, 50-60%
+//                  of the (faster) contiguous in-place add, 70-99% of STREAM add
+//                  (31-36% / 25% / 45% with the scalar 1024 B x 16 staging before).
 //      Broadcast   an input has stride 0 in the inner dim (x + col[N,1]).
 //      Strided     anything else: an odometer over the outer dims, strips over dim 0.
 // Kernels only ever see 1-D strips: f(char* const* ptrs, const int64_t* strides_bytes,
