@@ -165,7 +165,7 @@ void run_case(benchmark::State& st, const Case& c) {
   const int64_t bytes = distinct_bytes(a) + distinct_bytes(b) + c_bytes + (first ? 2 * distinct_bytes(a) : 0);
   set_work(st, bytes, 2 * n * n * n);
   set_alloc_counters(st, allocs);
-  set_regime(st, span_bytes(a) + span_bytes(b) + c_bytes + (first ? c_bytes : 0), c.threads);
+  set_regime(st, span_bytes(a) + span_bytes(b) + c_bytes + (first ? distinct_bytes(a) : 0), c.threads);
 }
 
 void add_case(const Case& c) {
