@@ -67,7 +67,7 @@ void register_family() {
   cases.push_back({"nchw_to_nhwc", "contiguous", nchw, [nchw] { return input(nchw, 12); },
                    [](const Tensor& x) { return x.contiguous(MemoryFormat::ChannelsLast); }});
   // bench_conv's 3x3 input: the conversion the Channels-last table's break-even needs.
-  const Shape conv_in = smoke() ? Shape{2, 8, 10, 10} : Shape{8, 64, 56, 56};
+  const Shape conv_in = smoke() ? Shape{1, 8, 8, 8} : Shape{8, 64, 56, 56};
   cases.push_back({"nchw_to_nhwc", "contiguous", conv_in, [conv_in] { return input(conv_in, 14); },
                    [](const Tensor& x) { return x.contiguous(MemoryFormat::ChannelsLast); }});
   cases.push_back({"contiguous", "channels_last", nchw,

@@ -1,14 +1,15 @@
 // bench_quant.cpp — a Linear layer and a 3-layer MLP in four precisions (CLAIMS.md
 // P1–P3, the Precision table): sb::Linear / sb::Mlp of ops/quant.h.
 //
-//   op:linear  y = x W^T + b, shape MxINxOUT = 256x1024x1024 (smoke 8x60x36)
+//   op:linear  y = x W^T + b, shape MxINxOUT = 256x1024x1024 (smoke 8x32x32, as scripts/peers.py)
 //   op:mlp     three layers 1024-1024-1024-1024, relu after the first two, batch 256:
 //              shape MxD0xD1xD2xD3 = 256x1024x1024x1024x1024 (smoke 8x60x48x40x36)
 //   dtype:     f32, f16 (float16 weights, float32 compute), int8_dynamic (int8 weights
 //              per output channel, activations quantized per call), int8_static
 //              (activation ranges from a calibration batch: another batch drawn from
 //              the same distribution as the timed input, never the timed input itself)
-//   layout contiguous, style outofplace (forward() returns a new tensor), threads 1, 2.
+//   No layout or style key (always contiguous inputs, forward() returns a new tensor):
+//   the names match scripts/peers.py's torch/numpy linear rows. Threads 1, 2.
 // Counters: weight_bytes (Linear/Mlp::weight_bytes(): what the weights hold in this
 //   precision, scales and row sums included, bias not), rel_error = ||y - y_f32|| /
 //   ||y_f32|| against the f32 model's output on the same input (computed once, outside
@@ -123,7 +124,7 @@ void run_case(benchmark::State& st, const Case& c, std::shared_ptr<Net>& net, do
 
 void register_family() {
   const int64_t m = smoke() ? 8 : 256;
-  const std::vector<int64_t> lin = smoke() ? std::vector<int64_t>{60, 36} : std::vector<int64_t>{1024, 1024};
+  const std::vector<int64_t> lin = smoke() ? std::vector<int64_t>{32, 32} : std::vector<int64_t>{1024, 1024};
   const std::vector<int64_t> mlp =
       smoke() ? std::vector<int64_t>{60, 48, 40, 36} : std::vector<int64_t>{1024, 1024, 1024, 1024};
   for (int t : thread_counts()) {
@@ -134,8 +135,6 @@ void register_family() {
         const Case c{op, p, m, widths, t};
         const RunName name = RunName()
                                  .op(op)
-                                 .layout("contiguous")
-                                 .style("outofplace")
                                  .set("dtype", precision_name(p))
                                  .shape(shape)
                                  .threads(t);
