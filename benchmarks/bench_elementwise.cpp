@@ -245,20 +245,21 @@ void register_family() {
   for (DType dt : dtypes) {
     for (const Shape& shape : {l2, dram}) {
       const auto& layouts = shape == l2 ? all_layouts : dram_layouts;
-      for (int t : thread_counts()) {
-        for (Layout l : layouts) {  // layout outermost: one pool group per layout
-          for (Op op : shape == l2 ? ops : dram_ops) {
-            if (op == Op::Normalize && !is_floating(dt)) continue;
-            for (Style s : styles) {
-              // Writing in place into an expanded (overlapping) tensor is an error.
-              if (s == Style::Inplace && l == Layout::Expanded && !binary_op(op)) continue;
-              if (s == Style::OutofplaceSystem && l != Layout::Contiguous && !full()) continue;
-              add_case({op, s, l, shape, dt, t});
-            }
+      // Layout outermost, threads innermost: one pool group (the inputs of one size,
+      // dtype and layout) serves every run that reads it, then is dropped.
+      for (Layout l : layouts) {
+        for (Op op : shape == l2 ? ops : dram_ops) {
+          if (op == Op::Normalize && !is_floating(dt)) continue;
+          for (Style s : styles) {
+            // Writing in place into an expanded (overlapping) tensor is an error.
+            if (s == Style::Inplace && l == Layout::Expanded && !binary_op(op)) continue;
+            if (s == Style::OutofplaceSystem && l != Layout::Contiguous && !full()) continue;
+            for (int t : thread_counts()) add_case({op, s, l, shape, dt, t});
           }
         }
-        for (Style s : {Style::Out, Style::Outofplace, Style::OutofplaceSystem})
-          add_case({Op::Loop, s, Layout::Contiguous, shape, dt, t});
+        if (l == Layout::Contiguous)
+          for (Style s : {Style::Out, Style::Outofplace, Style::OutofplaceSystem})
+            for (int t : thread_counts()) add_case({Op::Loop, s, Layout::Contiguous, shape, dt, t});
       }
     }
   }
