@@ -1,8 +1,18 @@
 // copy_test.cpp — the strided copy (lib/ops/copy.*) against element-by-element
-// reference reads, for every layout pair and dtype pair.
+// reference reads and against copy_generic, for every layout pair and dtype pair: the
+// fast paths (memcpy, rows, tiled transpose/permute, NCHW<->NHWC, strided, convert,
+// fill) on shapes large enough to take them (checked through last_copy_path()), sizes
+// not a multiple of 8, misaligned offsets, 1 and 2 threads, AVX2 and scalar, regular
+// and non-temporal stores (forced at small sizes through set_nt_threshold_bytes).
 #include "ops/copy.h"
 
+#include <cmath>
+#include <cstring>
+#include <functional>
+
 #include "core/convert.h"
+#include "core/cpu_features.h"
+#include "core/parallel.h"
 #include "test_util.h"
 
 namespace sb {
@@ -71,6 +81,252 @@ TEST(Copy, BroadcastSourceFillsDestination) {
   std::vector<double> ref;
   for (int i = 0; i < 4; ++i) ref.insert(ref.end(), {1, 2, 3});
   EXPECT_TRUE(test::all_close(dst, ref, 0, 0));
+}
+
+// ---------------------------------------------------------------- fast paths
+
+struct Scope {  // restores threads, SIMD level and the streaming threshold
+  int threads = get_num_threads();
+  SimdLevel level = simd_level();
+  ~Scope() {
+    set_num_threads(threads);
+    set_simd_level(level);
+    set_nt_threshold_bytes(-1);
+  }
+};
+
+// The test layouts plus a fully column-major one (all dims reversed in memory).
+enum class L2 { Contiguous, Transposed, Sliced, Expanded, ChannelsLast, Offset, ColumnMajor };
+const char* l2_name(L2 l) {
+  return l == L2::ColumnMajor ? "column_major" : test::layout_name(static_cast<Layout>(l));
+}
+Tensor make_layout(const Tensor& vals, L2 l) {
+  if (l != L2::ColumnMajor) return test::with_layout(vals, static_cast<Layout>(l));
+  Shape rev(vals.sizes().rbegin(), vals.sizes().rend()), perm;
+  for (int64_t d = vals.dim() - 1; d >= 0; --d) perm.push_back(d);
+  Tensor t = empty(rev, vals.dtype()).permute(perm);
+  test::poison(t);
+  t.copy_(vals);
+  return t;
+}
+
+// Values of dtype dt exactly representable in every dtype we test (small integers and
+// halves), constant along dim 0 for the Expanded layout.
+Tensor exact_values(const Shape& sz, uint64_t seed, DType dt) {
+  std::vector<double> v = test::expandable_rand(sz, seed, DType::Float64).to_vector();
+  for (double& e : v) e = std::floor(e * 200.0) * 0.5 - 50.0;
+  if (dt == DType::Int8 || dt == DType::Int32 || dt == DType::Int64)
+    for (double& e : v) e = std::floor(e);
+  return from_vector(v, sz).to(dt);
+}
+
+// Every storage element outside the view still holds the poison.
+::testing::AssertionResult untouched_outside(const Tensor& view) {
+  const int64_t esz = static_cast<int64_t>(view.element_size());
+  const int64_t n = static_cast<int64_t>(view.storage()->nbytes()) / esz;
+  std::vector<char> in(n, 0);
+  if (view.numel() > 0) {
+    Shape idx(view.dim(), 0);
+    int64_t off = view.storage_offset();
+    for (int64_t i = 0; i < view.numel(); ++i) {
+      in[off] = 1;
+      for (int64_t d = view.dim() - 1; d >= 0; --d) {  // odometer
+        if (++idx[d] < view.sizes()[d]) {
+          off += view.strides()[d];
+          break;
+        }
+        off -= (view.sizes()[d] - 1) * view.strides()[d];
+        idx[d] = 0;
+      }
+    }
+  }
+  Tensor ref = empty({1}, view.dtype());
+  test::poison(ref);
+  const char* base = static_cast<const char*>(view.storage()->data());
+  for (int64_t i = 0; i < n; ++i)
+    if (!in[i] && std::memcmp(base + i * esz, ref.data_ptr(), esz) != 0)
+      return ::testing::AssertionFailure() << "storage element " << i << " outside the view was written ("
+                                           << view.str() << ")";
+  return ::testing::AssertionSuccess();
+}
+
+// src -> dst (poisoned, layout ld) through copy_kernel, checked against the values,
+// against copy_generic, and for writes outside dst.
+::testing::AssertionResult check_copy(const Tensor& vals, L2 ls, L2 ld, const std::vector<double>& ref) {
+  const Tensor src = make_layout(vals, ls);
+  Tensor dst = make_layout(zeros(vals.sizes(), vals.dtype()), ld);
+  Tensor gen = make_layout(zeros(vals.sizes(), vals.dtype()), ld);
+  test::poison(dst);
+  test::poison(gen);
+  dst.copy_(src);
+  copy_generic(gen, src);
+  auto r = test::all_close(dst, ref, 0, 0);
+  if (!r) return r << " (" << l2_name(ls) << " -> " << l2_name(ld) << ", path " << copy_path_name(last_copy_path())
+                   << ")";
+  r = test::all_close(gen, ref, 0, 0);
+  if (!r) return r << " copy_generic";
+  r = untouched_outside(dst);
+  if (!r) return r << " (" << l2_name(ls) << " -> " << l2_name(ld) << ")";
+  return ::testing::AssertionSuccess();
+}
+
+TEST(CopyFast, EveryLayoutPairDtypeThreadsSimdAndStreaming) {
+  Scope scope;
+  std::mt19937_64 rng(21);
+  const std::vector<L2> srcs = {L2::Contiguous, L2::Transposed,   L2::Sliced,     L2::Expanded,
+                                L2::ChannelsLast, L2::Offset, L2::ColumnMajor};
+  const std::vector<L2> dsts = {L2::Contiguous, L2::Transposed, L2::Sliced,
+                                L2::ChannelsLast, L2::Offset,   L2::ColumnMajor};
+  for (int trial = 0; trial < 24; ++trial) {
+    const int nd = 1 + trial % 4;
+    const int64_t max_size = nd == 1 ? 3000 : nd == 2 ? 150 : nd == 3 ? 24 : 13;
+    const Shape sz = test::random_shape(rng, nd, max_size);
+    for (DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::Int8}) {
+      const Tensor vals = exact_values(sz, rng(), dt);
+      const std::vector<double> ref = vals.to_vector();
+      for (int threads : {1, 2})
+        for (SimdLevel level : {SimdLevel::AVX2, SimdLevel::Scalar})
+          for (int64_t nt : {int64_t{-1}, int64_t{0}}) {
+            set_num_threads(threads);
+            set_simd_level(level);
+            set_nt_threshold_bytes(nt);
+            for (L2 ls : srcs)
+              for (L2 ld : dsts)
+                ASSERT_TRUE(check_copy(vals, ls, ld, ref))
+                    << "sizes " << ::testing::PrintToString(sz) << " " << dtype_name(dt) << " threads " << threads
+                    << " " << simd_level_name(simd_level()) << " nt threshold " << nt;
+          }
+    }
+  }
+}
+
+// Each fast path, on shapes chosen to take it, with ragged sizes and offsets.
+TEST(CopyFast, EachPathIsTakenAndCorrect) {
+  Scope scope;
+  struct Case {
+    const char* what;
+    std::function<Tensor(const Tensor&)> src;  // a view of the values buffer
+    std::function<Tensor(const Shape&, DType)> dst;
+    CopyPath path;
+  };
+  auto contiguous_dst = [](const Shape& s, DType dt) { return empty(s, dt); };
+  auto offset_dst = [](const Shape& s, DType dt) {  // misaligned by 3 elements
+    const int64_t n = checked_numel(s, "test");
+    return empty({n + 3}, dt).as_strided(s, contiguous_strides(s), 3);
+  };
+  auto cl_dst = [](const Shape& s, DType dt) { return empty(s, dt, Device::cpu(), MemoryFormat::ChannelsLast); };
+  const std::vector<std::pair<Shape, Case>> cases = {
+      {{1001, 67}, {"memcpy", [](const Tensor& v) { return v; }, contiguous_dst, CopyPath::Memcpy}},
+      {{1001, 67}, {"memcpy misaligned", [](const Tensor& v) { return test::with_layout(v, Layout::Offset); },
+                    offset_dst, CopyPath::Memcpy}},
+      {{301, 67}, {"rows (outer slice)", [](const Tensor& v) { return v.slice(0, 1, std::nullopt, 2); },
+                   contiguous_dst, CopyPath::Rows}},
+      {{133, 201}, {"2-D transpose", [](const Tensor& v) { return v.t(); }, contiguous_dst, CopyPath::Tiled}},
+      {{133, 201}, {"2-D transpose into misaligned", [](const Tensor& v) { return v.t(); }, offset_dst,
+                    CopyPath::Tiled}},
+      {{17, 29, 71}, {"3-D permute", [](const Tensor& v) { return v.permute({2, 0, 1}); }, contiguous_dst,
+                      CopyPath::Tiled}},
+      {{7, 19, 23, 31}, {"4-D permute", [](const Tensor& v) { return v.permute({3, 1, 0, 2}); }, contiguous_dst,
+                         CopyPath::Tiled}},
+      {{3, 37, 13, 11}, {"NCHW -> NHWC", [](const Tensor& v) { return v; }, cl_dst, CopyPath::Tiled}},
+      {{3, 37, 13, 11}, {"NHWC -> NCHW", [](const Tensor& v) { return v.contiguous(MemoryFormat::ChannelsLast); },
+                         contiguous_dst, CopyPath::Tiled}},
+      {{41, 300}, {"stepped inner slice", [](const Tensor& v) { return v.slice(1, 0, std::nullopt, 2); },
+                   contiguous_dst, CopyPath::Strided}},
+      {{41, 300}, {"broadcast row", [](const Tensor& v) { return v.narrow(0, 0, 1).expand({41, 300}); },
+                   contiguous_dst, CopyPath::Rows}},
+      {{41, 300}, {"broadcast column", [](const Tensor& v) { return v.narrow(1, 0, 1).expand({41, 300}); },
+                   contiguous_dst, CopyPath::Strided}},
+  };
+  uint64_t seed = 500;
+  for (const auto& [sz, c] : cases)
+    for (DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::Int8, DType::Int32})
+      for (int threads : {1, 2})
+        for (SimdLevel level : {SimdLevel::AVX2, SimdLevel::Scalar})
+          for (int64_t nt : {int64_t{-1}, int64_t{0}}) {
+            set_num_threads(threads);
+            set_simd_level(level);
+            set_nt_threshold_bytes(nt);
+            const Tensor vals = exact_values(sz, ++seed, dt);
+            const Tensor src = c.src(vals);
+            const std::vector<double> ref = src.to_vector();
+            Tensor dst = c.dst(src.sizes(), dt);
+            test::poison(dst);
+            dst.copy_(src);
+            const std::string where = std::string(c.what) + " " + dtype_name(dt) + " threads " +
+                                      std::to_string(threads) + " " + simd_level_name(simd_level()) +
+                                      " nt threshold " + std::to_string(nt);
+            EXPECT_EQ(last_copy_path(), c.path) << where << ": took " << copy_path_name(last_copy_path());
+            // streaming: byte copies and 4-byte tiles, AVX2 only, when forced
+            const bool nt_expected = nt == 0 && simd_level() == SimdLevel::AVX2 &&
+                                     (c.path == CopyPath::Memcpy || c.path == CopyPath::Rows ||
+                                      (c.path == CopyPath::Tiled && dtype_size(dt) == 4));
+            EXPECT_EQ(last_copy_used_nt(), nt_expected) << where;
+            ASSERT_TRUE(test::all_close(dst, ref, 0, 0)) << where;
+            ASSERT_TRUE(untouched_outside(dst)) << where;
+            Tensor gen = c.dst(src.sizes(), dt);
+            test::poison(gen);
+            copy_generic(gen, src);
+            ASSERT_TRUE(test::all_close(gen, ref, 0, 0)) << where << " copy_generic";
+          }
+  // dtype conversion takes the parallel convert path
+  Tensor d = empty({50, 70}, DType::Float64);
+  d.copy_(exact_values({70, 50}, 1, DType::Float16).t());
+  EXPECT_EQ(last_copy_path(), CopyPath::Convert);
+  EXPECT_TRUE(test::all_close(d, exact_values({70, 50}, 1, DType::Float16).t().to_vector(), 0, 0));
+}
+
+TEST(CopyFast, ContiguousAndChannelsLastRoundTrip) {
+  Scope scope;
+  for (int threads : {1, 2})
+    for (SimdLevel level : {SimdLevel::AVX2, SimdLevel::Scalar}) {
+      set_num_threads(threads);
+      set_simd_level(level);
+      const Tensor x = exact_values({4, 21, 9, 13}, 77, DType::Float32);
+      const Tensor cl = x.contiguous(MemoryFormat::ChannelsLast);
+      EXPECT_TRUE(cl.is_contiguous(MemoryFormat::ChannelsLast));
+      EXPECT_TRUE(test::all_close(cl, x.to_vector(), 0, 0));
+      const Tensor back = cl.contiguous();
+      EXPECT_TRUE(back.is_contiguous());
+      EXPECT_TRUE(test::all_close(back, x.to_vector(), 0, 0));
+      const Tensor tt = x.transpose(1, 3).contiguous();
+      EXPECT_EQ(last_copy_path(), CopyPath::Tiled);
+      EXPECT_TRUE(test::all_close(tt, x.transpose(1, 3).to_vector(), 0, 0));
+    }
+}
+
+TEST(CopyFast, FillEveryLayoutDtypeAndStreaming) {
+  Scope scope;
+  for (DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::Int8, DType::Int32, DType::Int64})
+    for (L2 l : {L2::Contiguous, L2::Transposed, L2::Sliced, L2::ChannelsLast, L2::Offset, L2::ColumnMajor})
+      for (int threads : {1, 2})
+        for (SimdLevel level : {SimdLevel::AVX2, SimdLevel::Scalar})
+          for (int64_t nt : {int64_t{-1}, int64_t{0}}) {
+            set_num_threads(threads);
+            set_simd_level(level);
+            set_nt_threshold_bytes(nt);
+            const Shape sz = {3, 17, 29, 45};  // 66555 elements: parallel, ragged
+            Tensor t = make_layout(zeros(sz, dt), l);
+            test::poison(t);
+            const double v = is_floating(dt) ? -2.5 : -7.0;
+            t.fill_(v);
+            const bool dense = l != L2::Sliced;
+            EXPECT_EQ(last_copy_path(), dense ? CopyPath::Fill : CopyPath::FillStrided) << l2_name(l);
+            EXPECT_EQ(last_copy_used_nt(), dense && nt == 0 && simd_level() == SimdLevel::AVX2);
+            ASSERT_TRUE(test::all_close(t, std::vector<double>(t.numel(), v), 0, 0))
+                << dtype_name(dt) << " " << l2_name(l) << " threads " << threads << " "
+                << simd_level_name(simd_level()) << " nt " << nt;
+            ASSERT_TRUE(untouched_outside(t)) << dtype_name(dt) << " " << l2_name(l);
+          }
+}
+
+TEST(CopyFast, StreamingThresholdDefaultIsDetectedAndSettable) {
+  Scope scope;
+  EXPECT_GT(nt_threshold_bytes(), int64_t{1} << 20);  // some MiB, detected once
+  set_nt_threshold_bytes(12345);
+  EXPECT_EQ(nt_threshold_bytes(), 12345);
+  set_nt_threshold_bytes(-1);
+  EXPECT_GT(nt_threshold_bytes(), int64_t{1} << 20);
 }
 
 }  // namespace

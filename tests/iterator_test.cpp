@@ -54,6 +54,8 @@ TEST(Iterator, OneTransposedInputTakesTheTiledPath) {
   EXPECT_EQ(it.stride_bytes(0, 0), 4);
   EXPECT_EQ(it.stride_bytes(1, 1), 4);  // dim 1 of the tile: a's fastest
   EXPECT_EQ(it.tile0(), StridedIter::kTileBytes0 / 4);
+  EXPECT_TRUE(it.staged(1));   // a goes through the tile buffer
+  EXPECT_FALSE(it.staged(2));  // b is dense in the output order already
   // too small to tile: the plain strided walk
   Tensor o2 = empty({4, 6}), a2 = empty({6, 4}).t();
   EXPECT_EQ(StridedIter::from_tensors({o2, a2}).path(), Path::Strided);

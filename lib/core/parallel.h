@@ -56,6 +56,8 @@ void parallel_for(int64_t begin, int64_t end, int64_t grain, const F& f) {
     }
     return;
   }
+#else
+  (void)grain;
 #endif
   f(begin, end);
 }

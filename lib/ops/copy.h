@@ -29,8 +29,8 @@ const char* copy_path_name(CopyPath p);
 CopyPath last_copy_path();
 bool last_copy_used_nt();
 // Outputs larger than this many bytes take non-temporal (streaming) stores. Default:
-// the last-level cache size (detected once). Tests set 0 to force streaming at small
-// sizes; a negative value restores the default.
+// min(last-level cache, 2 x cores x L2), detected once (copy.cpp, Note [Streaming
+// threshold]). Tests set 0 to force streaming at small sizes; negative: the default.
 void set_nt_threshold_bytes(int64_t bytes);
 int64_t nt_threshold_bytes();
 

@@ -11,7 +11,17 @@
 // Unary: neg, abs, relu, exp, sqrt. Fused: normalize ((x - mean) / sqrt(var + eps)
 // along one dim, population variance).
 // Broadcasting follows PyTorch. Inputs must share one dtype (no type promotion) and
-// one device. Cost: one read per input element, one write per output element.
+// one device (a mismatch is an error naming both). Cost: one read per input element,
+// one write per output element.
+//
+// dtypes: float32, float64, int32, and float16 (stored as half, computed in float32).
+// Integers (no type promotion, so where PyTorch would return a float we refuse):
+//   div on int32 is an error (PyTorch true-divides integers into a float result);
+//   exp, sqrt, normalize on int32 are errors; a tensor-scalar op on int32 needs an
+//   integral scalar in int32 range; add/sub/mul/neg/abs wrap around (two's complement).
+// NaN propagates through maximum/minimum/relu, as in PyTorch.
+// exp: float32/float16 on the AVX2 path use a polynomial (<= 2 ulp); the scalar path
+// and float64 call std::exp per element (compute-bound, several ns per element).
 //
 // Overlap rules (PyTorch's): writing into a tensor whose elements overlap (an expanded
 // one) is an error; an input that partly overlaps the output (a.add_(a.t())) is an

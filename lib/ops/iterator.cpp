@@ -4,6 +4,7 @@
 #include "ops/iterator.h"
 
 #include <algorithm>
+#include <cstring>
 #include <numeric>
 
 namespace sb {
@@ -43,7 +44,28 @@ std::vector<int64_t> fastest_first(const Shape& sizes, const std::vector<const S
   return perm;
 }
 
+template <int64_t ES>
+void stage_fixed(char* buf, const char* src, int64_t s0, int64_t s1, int64_t n0, int64_t n1, int64_t ld) {
+  for (int64_t i = 0; i < n0; ++i) {
+    const char* row = src + i * s0;
+    char* dst = buf + i * ES;
+    for (int64_t j = 0; j < n1; ++j) std::memcpy(dst + j * ld * ES, row + j * s1, ES);
+  }
+}
+
 }  // namespace
+
+void stage_tile(char* buf, const char* src, int64_t s0, int64_t s1, int64_t n0, int64_t n1, int64_t ld, int64_t es) {
+  switch (es) {
+    case 1: return stage_fixed<1>(buf, src, s0, s1, n0, n1, ld);
+    case 2: return stage_fixed<2>(buf, src, s0, s1, n0, n1, ld);
+    case 4: return stage_fixed<4>(buf, src, s0, s1, n0, n1, ld);
+    case 8: return stage_fixed<8>(buf, src, s0, s1, n0, n1, ld);
+    default:
+      for (int64_t i = 0; i < n0; ++i)
+        for (int64_t j = 0; j < n1; ++j) std::memcpy(buf + (j * ld + i) * es, src + i * s0 + j * s1, es);
+  }
+}
 
 Shape output_strides_like(const Shape& sizes, const std::vector<const Shape*>& input_strides) {
   const std::vector<int64_t> perm = fastest_first(sizes, input_strides);
@@ -76,6 +98,7 @@ StridedIter::StridedIter(const Shape& sizes, const std::vector<Operand>& ops) {
     SB_INTERNAL_ASSERT(ops[i].strides.size() == sizes.size(), "operand ", i, " strides ", ops[i].strides,
                        " for sizes ", sizes);
     base_[i] = ops[i].data;
+    elem_size_[i] = ops[i].elem_size;
   }
   if (numel_ == 0) {
     sizes_ = {0};
@@ -138,13 +161,20 @@ StridedIter::StridedIter(const Shape& sizes, const std::vector<Operand>& ops) {
       if (sd != 0 && sd < s0 && (k < 0 || sd < strides_[k][i])) k = d;
     }
     tile0_ = std::max<int64_t>(1, kTileBytes0 / ops[0].elem_size);
+    tile1_ = kTileRows;
     if (k < 0 || sizes_[0] < 8 || sizes_[k] < 8) continue;
     // move dim k to position 1 (the order of the outer dims does not matter to the tiles)
     std::rotate(sizes_.begin() + 1, sizes_.begin() + k, sizes_.begin() + k + 1);
     std::rotate(strides_.begin() + 1, strides_.begin() + k, strides_.begin() + k + 1);
     tiles0_ = (sizes_[0] + tile0_ - 1) / tile0_;
-    tiles1_ = (sizes_[1] + kTileRows - 1) / kTileRows;
+    tiles1_ = (sizes_[1] + tile1_ - 1) / tile1_;
     path_ = Path::Tiled;
+    // stage every input that runs faster along dim 1 than along dim 0
+    for (int j = 1; j < nops_; ++j) {
+      const int64_t a0 = strides_[0][j], a1 = strides_[1][j];
+      if (a0 != 0 && a1 != 0 && a1 < a0 && ops[j].elem_size <= 8)
+        staged_mask_ |= 1u << j;
+    }
     return;
   }
   tile0_ = 0;

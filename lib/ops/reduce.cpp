@@ -579,6 +579,7 @@ void reduce_float(ReduceOp op, const Tensor& out_k, const Tensor& x, const Geo& 
 
 void reduce_cpu(ReduceOp op, const Tensor& out_k, const Tensor& x, const Geo& g, int64_t correction) {
   const bool simd = use_avx2();
+  (void)simd;  // unused without SB_HAVE_AVX2
   switch (x.dtype()) {
 #ifdef SB_HAVE_AVX2
     case DType::Float32: return reduce_float<float, VScalar<float, double>, VF32>(op, out_k, x, g, correction, simd);

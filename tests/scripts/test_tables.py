@@ -1,6 +1,7 @@
 # test_tables.py: scripts/sbtables.py (names, loading, medians, ceilings, atomic
 # writes) and scripts/tables (TABLES.md content, claim verdicts, bad input), on the
 # fixture JSON of tests/fixtures (see make_fixtures.py for the numbers).
+import json
 import os
 import re
 import sys
@@ -127,6 +128,29 @@ class TablesTest(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         with open(os.path.join(self.res, "TABLES.md"), encoding="utf-8") as f:
             return f.read()
+
+    def test_reuse_experiments_of_two_allocators_stay_apart(self):
+        # a second allocator's experiment (reserved == allocated, as cudaMalloc direct
+        # gives) must get its own table, not overwrite the caching one's steps
+        def fn(doc):
+            extra = []
+            for e in doc["benchmarks"]:
+                if "op:reuse_experiment/impl:ours/" in e["name"]:
+                    c = json.loads(json.dumps(e))
+                    for k in ("name", "run_name"):
+                        if k in c:
+                            c[k] = c[k].replace("/step:", "/alloc:cudamalloc/step:")
+                    if "allocated_bytes" in c:
+                        c["reserved_bytes"] = c["allocated_bytes"]
+                    extra.append(c)
+            self.assertTrue(extra)
+            doc["benchmarks"] += extra
+        sbtest.edit(os.path.join(self.raw, "bench_alloc.json"), fn)
+        text = self.render()
+        self.assertIn("(`impl:ours`), allocator state after each step", text)
+        self.assertIn("(`impl:ours`, `alloc:cudamalloc`), allocator state after each step", text)
+        self.assertIn("| 5 | c = zeros again | 2.00 GiB | 3.00 GiB | 1.00 GiB |", text)
+        self.assertIn("| 5 | c = zeros again | 2.00 GiB | 2.00 GiB | 1.00 GiB |", text)
 
     def test_every_table_and_the_layout_ratio(self):
         text = self.render()
