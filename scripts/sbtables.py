@@ -36,7 +36,7 @@ class InputError(Exception):
 # ---------------------------------------------------------------- vocabulary
 
 FAMILIES = ("baseline", "elementwise", "copy", "views", "reduce", "matmul", "conv",
-            "quant", "alloc", "transfer")
+            "quant", "alloc", "transfer", "peers")
 KEYS = ("op", "impl", "device", "layout", "style", "dtype", "shape", "threads",
         "dim", "alloc", "step", "size")
 # Ops of the views family (view, reshape, ...) and d2h are not in BENCHMARKS.md's op
@@ -51,7 +51,9 @@ VOCAB = {
            "d2d_copy",
            # in docs/BENCHMARKS.md's op row: reductions, pooling, the S3 chain
            "nhwc_to_nchw", "mean", "max", "var", "max_pool2d", "avg_pool2d",
-           "loop") + VIEW_OPS[:-1],
+           "loop",
+           # the peers family (scripts/peers.py): one call's fixed cost from Python
+           "overhead") + VIEW_OPS[:-1],
     "impl": ("ours", "torch", "numpy", "openblas", "cudnn"),
     "layout": ("contiguous", "transposed", "sliced", "expanded", "channels_last",
                "column_major", "contiguous_first"),

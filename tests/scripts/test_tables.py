@@ -1,6 +1,7 @@
 # test_tables.py: scripts/sbtables.py (names, loading, medians, ceilings, atomic
 # writes) and scripts/tables (TABLES.md content, claim verdicts, bad input), on the
 # fixture JSON of tests/fixtures (see make_fixtures.py for the numbers).
+import json
 import os
 import re
 import sys
@@ -128,6 +129,29 @@ class TablesTest(unittest.TestCase):
         with open(os.path.join(self.res, "TABLES.md"), encoding="utf-8") as f:
             return f.read()
 
+    def test_reuse_experiments_of_two_allocators_stay_apart(self):
+        # a second allocator's experiment (reserved == allocated, as cudaMalloc direct
+        # gives) must get its own table, not overwrite the caching one's steps
+        def fn(doc):
+            extra = []
+            for e in doc["benchmarks"]:
+                if "op:reuse_experiment/impl:ours/" in e["name"]:
+                    c = json.loads(json.dumps(e))
+                    for k in ("name", "run_name"):
+                        if k in c:
+                            c[k] = c[k].replace("/step:", "/alloc:cudamalloc/step:")
+                    if "allocated_bytes" in c:
+                        c["reserved_bytes"] = c["allocated_bytes"]
+                    extra.append(c)
+            self.assertTrue(extra)
+            doc["benchmarks"] += extra
+        sbtest.edit(os.path.join(self.raw, "bench_alloc.json"), fn)
+        text = self.render()
+        self.assertIn("(`impl:ours`), allocator state after each step", text)
+        self.assertIn("(`impl:ours`, `alloc:cudamalloc`), allocator state after each step", text)
+        self.assertIn("| 5 | c = zeros again | 2.00 GiB | 3.00 GiB | 1.00 GiB |", text)
+        self.assertIn("| 5 | c = zeros again | 2.00 GiB | 2.00 GiB | 1.00 GiB |", text)
+
     def test_every_table_and_the_layout_ratio(self):
         text = self.render()
         for title in ("Memory layout", "In-place vs out-of-place", "Precision and "
@@ -149,6 +173,35 @@ class TablesTest(unittest.TestCase):
         self.assertIn("| 5 | c = zeros again | 2.00 GiB | 3.00 GiB | 1.00 GiB |", text)
         self.assertIn("| ours | h2d | 64.0 MiB | 5.59 ms ±3% | 12.0 GB/s | 2.80 ms ±3% | "
                       "24.0 GB/s | 2.00x |", text)
+
+    def test_channels_last_conversion_of_the_same_threads_and_no_gemm_row(self):
+        # A 1-thread conversion row (sorted first) must not stand in for the 8-thread
+        # one; the conv family's GEMM reference row (op:matmul) has no NHWC twin and
+        # stays out of the Channels-last table.
+        def add_rows(doc):
+            extra = []
+            for e in doc["benchmarks"]:
+                if "nchw_to_nhwc" in e["name"] and "threads:8" in e["name"]:
+                    e1 = dict(e)
+                    for k in ("name", "run_name"):
+                        e1[k] = e[k].replace("threads:8", "threads:1")
+                    e1["real_time"] = e["real_time"] * 10
+                    extra.append(e1)
+            doc["benchmarks"] = extra + doc["benchmarks"]
+        sbtest.edit(os.path.join(self.raw, "bench_copy.json"), add_rows)
+
+        def add_gemm(doc):
+            e = dict(doc["benchmarks"][0])
+            for k in ("name", "run_name"):
+                e[k] = e[k].replace("op:conv2d", "op:matmul").replace(
+                    "shape:32x64x56x56", "shape:100352x576x64")
+            doc["benchmarks"].append(e)
+        sbtest.edit(os.path.join(self.raw, "bench_conv.json"), add_gemm)
+        text = self.render()
+        self.assertIn("| conv2d | f32 | 32x64x56x56 | 8 | out | 60.0 ms ±3% | 45.0 ms ±3% "
+                      "| 1.33x | 3.00 ms ±3% | 1 |", text)
+        cl = text.split("\n## Channels-last\n")[1].split("\n## Views vs copies\n")[0]
+        self.assertNotIn("| matmul |", cl)
 
     def test_claim_verdicts(self):
         c = claims(self.render())

@@ -1,0 +1,323 @@
+# test_peers.py: scripts/peers.py, the PyTorch / NumPy peer runner. One smoke run
+# (tiny shapes, 1 repetition) is shared by the tests; its JSON must be Google
+# Benchmark's schema with names in the vocabulary (sbtables.parse_name), load through
+# sbtables, mirror the C++ names (bench_copy.cpp, bench_alloc.cpp,
+# bench_elementwise.cpp, bench_reduce.cpp), and give the Peers table a ratio next to a
+# fixture of ours (tests/fixtures/peers/). Torch-specific
+# checks skip with a message when torch does not import for this interpreter; a run
+# where neither library imports must exit 0 with a message and write nothing.
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sbtest  # noqa: E402
+
+sb = sbtest.sbtables
+PEERS = os.path.join(sbtest.SCRIPTS, "peers.py")
+FIX = sbtest.fixture("peers", "bench_ours_smoke.json")
+MACHINE = "test-machine-2c"
+HAVE = {lib: importlib.util.find_spec(lib) is not None for lib in ("torch", "numpy")}
+
+
+def load_peers_module():
+    spec = importlib.util.spec_from_file_location("sb_peers", PEERS)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def run_peers(*args, env=None, timeout=600):
+    return subprocess.run([sys.executable, PEERS, *args], capture_output=True, text=True,
+                          env=dict(os.environ, **(env or {})), timeout=timeout)
+
+
+class SmokeRun(unittest.TestCase):
+    """Every test here reads the one smoke run of setUpClass."""
+
+    @classmethod
+    def setUpClass(cls):
+        if not any(HAVE.values()):
+            raise unittest.SkipTest("neither torch nor numpy imports for "
+                                    f"{sys.executable}: no peer JSON to check")
+        cls.tmp = tempfile.mkdtemp(prefix="sb-peers-")
+        cls.out = os.path.join(cls.tmp, "json")
+        t0 = time.perf_counter()
+        cls.proc = run_peers("--out-dir", cls.out, "--matrix", "smoke", "--machine", MACHINE,
+                             "--no-cuda")
+        cls.seconds = time.perf_counter() - t0
+        if cls.proc.returncode != 0:
+            raise AssertionError(f"peers.py failed ({cls.proc.returncode}):\n"
+                                 f"{cls.proc.stderr[-4000:]}")
+        cls.docs = {}
+        for lib in ("torch", "numpy"):
+            p = os.path.join(cls.out, f"peers_{lib}.json")
+            if HAVE[lib]:
+                with open(p) as f:
+                    cls.docs[lib] = json.load(f)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def test_files_per_library(self):
+        for lib, have in HAVE.items():
+            p = os.path.join(self.out, f"peers_{lib}.json")
+            self.assertEqual(os.path.exists(p), have, p)
+
+    def test_context(self):
+        for lib, doc in self.docs.items():
+            c = doc["context"]
+            for k in ("date", "host_name", "executable", "num_cpus", "caches",
+                      "library_build_type", "sb_machine", "sb_caches", "sb_matrix",
+                      "sb_family", "sb_python_overhead_ns", f"sb_{lib}_version"):
+                self.assertIn(k, c, f"{lib}: context lacks {k}")
+            self.assertEqual(c["sb_family"], f"peers_{lib}")
+            self.assertEqual(c["sb_machine"], MACHINE)  # --machine overrides the slug
+            self.assertEqual(c["sb_matrix"], "smoke")
+            self.assertGreater(float(c["sb_python_overhead_ns"]), 0)
+            self.assertRegex(c["sb_caches"], r"^L1d:\d+,L2:\d+,L[23]:\d+$")
+            self.assertIsInstance(c["caches"], list)
+
+    def test_schema_and_names(self):
+        for lib, doc in self.docs.items():
+            ok = [e for e in doc["benchmarks"] if not e.get("error_occurred")]
+            self.assertGreater(len(ok), 20, lib)
+            for e in doc["benchmarks"]:
+                family, keys = sb.parse_name(e["name"])  # raises outside the vocabulary
+                self.assertEqual(e["name"], sb.canonical(family, keys),
+                                 "names are canonical: keys in the contract's order")
+                self.assertEqual(keys["impl"], lib)
+                self.assertEqual(e["run_name"], e["name"])
+                self.assertEqual(e["run_type"], "iteration")
+                self.assertEqual(e["time_unit"], "ns")
+                if e.get("error_occurred"):
+                    self.assertTrue(e["error_message"])
+                    continue
+                self.assertGreaterEqual(e["iterations"], 1)
+                self.assertGreater(e["real_time"], 0)
+                self.assertGreaterEqual(e["cpu_time"], 0)
+                self.assertEqual(e["repetitions"], 1)  # smoke: one repetition
+                self.assertIn(e["repetition_index"], range(e["repetitions"]))
+                if "bytes" in e:
+                    self.assertAlmostEqual(e["bytes_per_second"],
+                                           e["bytes"] / e["real_time"] * 1e9,
+                                           delta=1e-6 * e["bytes_per_second"])
+                if "flop" in e:
+                    self.assertAlmostEqual(e["flops_per_second"],
+                                           e["flop"] / e["real_time"] * 1e9,
+                                           delta=1e-6 * e["flops_per_second"])
+                if family not in ("alloc", "transfer", "peers", "quant"):
+                    self.assertRegex(e.get("label", ""), r"^regime:(L1|L2|LLC|DRAM)$")
+
+    def test_loads_through_sbtables(self):
+        for lib in self.docs:
+            ctx, runs, skipped = sb.load_gbench(os.path.join(self.out, f"peers_{lib}.json"))
+            self.assertEqual(ctx["sb_family"], f"peers_{lib}")
+            self.assertTrue(runs)
+            self.assertTrue(all(r.median > 0 for r in runs))
+
+    def names(self, lib):
+        return {e["name"] for e in self.docs[lib]["benchmarks"]}
+
+    def test_mirrors_the_cpp_names(self):
+        """Names the C++ harness registers at --sb_matrix=smoke (bench_copy.cpp,
+        bench_alloc.cpp, bench_elementwise.cpp, bench_reduce.cpp), with the peer's impl."""
+        want = [
+            "copy/op:contiguous/impl:{}/device:cpu/layout:transposed/style:copy/dtype:f32/shape:64x64/threads:1",
+            "copy/op:nchw_to_nhwc/impl:{}/device:cpu/layout:contiguous/style:copy/dtype:f32/shape:2x8x6x6/threads:1",
+            "copy/op:permute/impl:{}/device:cpu/layout:contiguous/style:copy/dtype:f32/shape:8x8x8/threads:1",
+            "alloc/op:alloc_free/impl:{}/device:cpu/threads:1/alloc:system/size:65536",
+            "elementwise/op:add/impl:{}/device:cpu/layout:transposed/style:out/dtype:f32/shape:2x4x8x8/threads:1",
+            "elementwise/op:relu/impl:{}/device:cpu/layout:sliced/style:inplace/dtype:f32/shape:2x4x16x16/threads:1",
+            "reduce/op:sum/impl:{}/device:cpu/layout:column_major/dtype:f32/shape:64x48/threads:1/dim:outer",
+        ]
+        for lib in self.docs:
+            for w in want:
+                self.assertIn(w.format(lib), self.names(lib))
+
+    def test_elementwise_matrix(self):
+        for lib in self.docs:
+            got = {sb.parse_name(n)[1].get("layout") + "/" + sb.parse_name(n)[1].get("style")
+                   for n in self.names(lib) if n.startswith("elementwise/op:add/")}
+            for layout in ("contiguous", "transposed", "sliced", "expanded", "channels_last"):
+                for style in ("inplace", "out", "outofplace"):
+                    self.assertIn(f"{layout}/{style}", got, lib)
+
+    def test_overhead_rows(self):
+        for lib in self.docs:
+            rows = [n for n in self.names(lib) if n.startswith("peers/op:overhead/")]
+            self.assertEqual(len(rows), 3, rows)
+            self.assertIn("a no-op Python call costs", self.proc.stderr)
+
+    def test_peak_alloc_by_style(self):
+        """Out-of-place allocates its result; in-place and out= allocate nothing."""
+        n = 2 * 4 * 16 * 16 * 4
+        for lib, doc in self.docs.items():
+            by = {}
+            for e in doc["benchmarks"]:
+                if e["name"].startswith("elementwise/op:add/") and \
+                        "/layout:contiguous/" in e["name"] and "shape:2x4x16x16/" in e["name"]:
+                    by[sb.parse_name(e["name"])[1]["style"]] = e
+            self.assertGreaterEqual(by["outofplace"]["peak_alloc_bytes"], n, lib)
+            self.assertEqual(by["outofplace"]["allocs_per_iter"], 1, lib)
+            for s in ("inplace", "out"):
+                self.assertLess(by[s]["peak_alloc_bytes"], 1024, f"{lib} {s}")
+                self.assertEqual(by[s]["allocs_per_iter"], 0, f"{lib} {s}")
+
+    def test_peers_table_ratio(self):
+        """A fixture of ours (impl:ours, a smoke name) beside the peers' JSON:
+        scripts/collect accepts them and the Peers table shows a peer ÷ ours ratio for
+        the shared case."""
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "json")
+            shutil.copytree(self.out, out)
+            shutil.copy(FIX, out)
+            res = os.path.join(tmp, "results")
+            c = sbtest.run("collect", "--json-dir", out, "--results", res, "--no-plots")
+            self.assertEqual(c.returncode, 0, c.stdout + c.stderr)
+            with open(os.path.join(res, MACHINE, "TABLES.md")) as f:
+                text = f.read()
+        peers = text[text.index("## Peers"):]
+        case = "elementwise/op:add/layout:contiguous/style:out/dtype:f32/shape:2x4x16x16/threads:1"
+        rows = [l for l in peers.splitlines() if f"| {case} |" in l]
+        self.assertEqual(len(rows), len(self.docs), peers[:3000])
+        for row in rows:
+            cells = [x.strip() for x in row.strip("|").split("|")]
+            self.assertIn(cells[0], self.docs)
+            self.assertNotEqual(cells[2], "not measured")       # ours, from the fixture
+            self.assertRegex(cells[4], r"^\d+(\.\d+)?x$")  # peer ÷ ours time
+
+    def test_numpy_threads(self):
+        if "numpy" not in self.docs:
+            self.skipTest("numpy does not import")
+        for n in self.names("numpy"):
+            self.assertIn("/threads:1", n)  # smoke runs one thread count
+
+    def test_torch_quant_and_reuse(self):
+        if "torch" not in self.docs:
+            self.skipTest("torch does not import for this interpreter")
+        by = {e["name"]: e for e in self.docs["torch"]["benchmarks"]}
+        q = [e for n, e in by.items() if n.startswith("quant/op:linear/")]
+        dts = {sb.parse_name(e["name"])[1]["dtype"] for e in q}
+        self.assertEqual(dts, {"f32", "f16", "int8_dynamic", "int8_static"})
+        for e in q:
+            if e.get("error_occurred"):
+                self.assertIn("not supported", e["error_message"])
+                continue
+            self.assertGreater(e["weight_bytes"], 0)
+            self.assertLess(e["rel_error"], 0.1)
+        f32 = next(e for e in q if "/dtype:f32/" in e["name"])
+        i8 = next(e for e in q if "/dtype:int8_dynamic/" in e["name"])
+        self.assertLess(i8["weight_bytes"], 0.5 * f32["weight_bytes"])
+        steps = sorted((int(sb.parse_name(n)[1]["step"]), e) for n, e in by.items()
+                       if "/op:reuse_experiment/" in n)
+        self.assertEqual([s for s, _ in steps], list(range(10)))
+        nbytes = 64 * 1024 * 4
+        alloc = {s: e["allocated_bytes"] for s, e in steps}
+        self.assertEqual((alloc[0], alloc[1], alloc[2], alloc[3]), (0, nbytes, 2 * nbytes, nbytes))
+        for _, e in steps:
+            self.assertGreater(e["host_rss_bytes"], 0)
+            self.assertIn("reserved_bytes", e)
+
+
+class NoLibrary(unittest.TestCase):
+    def test_skips_with_a_message(self):
+        """Neither library imports: exit 0, a message, no file, stale files removed."""
+        with tempfile.TemporaryDirectory() as tmp:
+            fake = os.path.join(tmp, "fake")
+            os.makedirs(fake)
+            for lib in ("torch", "numpy"):
+                with open(os.path.join(fake, lib + ".py"), "w") as f:
+                    f.write(f"raise ImportError('{lib} hidden by test_peers')\n")
+            out = os.path.join(tmp, "json")
+            os.makedirs(out)
+            stale = os.path.join(out, "peers_torch.json")
+            with open(stale, "w") as f:
+                f.write("{}")
+            p = run_peers("--out-dir", out, "--matrix", "smoke",
+                          env={"PYTHONPATH": fake}, timeout=120)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertIn("torch does not import", p.stderr)
+            self.assertIn("numpy does not import", p.stderr)
+            self.assertIn("neither torch nor numpy", p.stderr)
+            self.assertEqual(os.listdir(out), [])
+
+    def test_filter(self):
+        """--filter keeps the matching runs (and the overhead rows) only."""
+        lib = "numpy" if HAVE["numpy"] else "torch" if HAVE["torch"] else None
+        if lib is None:
+            self.skipTest("neither torch nor numpy imports")
+        with tempfile.TemporaryDirectory() as tmp:
+            p = run_peers("--out-dir", tmp, "--matrix", "smoke", "--libs", lib, "--no-cuda",
+                          "--filter", "^copy/op:permute/", timeout=300)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            with open(os.path.join(tmp, f"peers_{lib}.json")) as f:
+                names = {e["name"] for e in json.load(f)["benchmarks"]}
+        self.assertEqual({n.split("/")[0] for n in names}, {"copy", "peers"})
+        self.assertEqual(len([n for n in names if n.startswith("copy/")]), 1)
+
+    def test_bad_arguments(self):
+        p = run_peers("--out-dir", "/nonexistent-dir-sb", "--filter", "(", timeout=60)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("bad --filter", p.stderr)
+        p = run_peers("--out-dir", "/tmp", "--libs", "jax", timeout=60)
+        self.assertEqual(p.returncode, 2)
+
+
+class Units(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.m = load_peers_module()
+
+    def test_slug_words_as_bench_common(self):
+        w = self.m.slug_words
+        self.assertEqual(w("Intel(R) Xeon(R) Processor"), "intel-xeon-processor")
+        self.assertEqual(w("Intel(R) Core(TM) i7-8700 CPU @ 3.20GHz"), "intel-core-i7-8700")
+        self.assertEqual(w("AMD EPYC 7763 64-Core Processor"), "amd-epyc-7763-64-core-processor")
+        self.assertEqual(w("NVIDIA H100 80GB HBM3"), "nvidia-h100-80gb-hbm3")
+
+    def test_slug_matches_this_machine(self):
+        s = self.m.machine_slug()
+        self.assertRegex(s, r"^[a-z0-9-]+-\d+c$")
+        self.assertTrue(s.endswith(f"-{os.sysconf('SC_NPROCESSORS_ONLN')}c"))
+
+    def test_regimes(self):
+        r = self.m.Regimes()
+        r.l1d, r.l2, r.llc, r.llc_level, r.cores = 48 << 10, 2 << 20, 256 << 20, 3, 2
+        self.assertEqual(r(32 << 10, 1), "L1")
+        self.assertEqual(r(64 << 10, 2), "L1")   # private L1 per thread
+        self.assertEqual(r(3 << 20, 1), "LLC")
+        self.assertEqual(r(3 << 20, 2), "L2")
+        self.assertEqual(r(300 << 20, 2), "DRAM")
+
+    def test_run_name_order(self):
+        n = self.m.run_name("reduce", dim="inner", threads=2, op="sum", impl="torch",
+                            device="cpu", shape="8x8")
+        self.assertEqual(n, "reduce/op:sum/impl:torch/device:cpu/shape:8x8/threads:2/dim:inner")
+        with self.assertRaises(AssertionError):
+            self.m.run_name("reduce", colour="red")
+
+    def test_timer_repetitions_last_min_time(self):
+        calls = [0]
+
+        def f():
+            calls[0] += 1
+            time.sleep(0.001)
+        samples = self.m.Timer(3, 0.02).run(f, lambda: None)
+        self.assertEqual(len(samples), 3)
+        for real, cpu, iters in samples:
+            self.assertGreaterEqual(real * iters, 0.02)
+            self.assertGreater(real, 0.0009)
+            self.assertLess(cpu, real)  # sleeping costs no CPU time
+        self.assertGreaterEqual(calls[0], sum(i for _, _, i in samples) + 1)
+
+
+if __name__ == "__main__":
+    unittest.main()
