@@ -7,7 +7,9 @@
 //   op:contiguous layout:contiguous     the twin: a copy of the same bytes in the same
 //                                       order (clone() of a contiguous tensor; a
 //                                       contiguous() there would return itself)
-//   op:nchw_to_nhwc layout:contiguous   x.contiguous(ChannelsLast), 32x64x56x56
+//   op:nchw_to_nhwc layout:contiguous   x.contiguous(ChannelsLast), 32x64x56x56, and
+//                                       8x64x56x56 (bench_conv's conv2d input: the
+//                                       Channels-last table's break-even)
 //   op:contiguous layout:channels_last  NHWC -> NCHW: contiguous() of a channels-last
 //                                       tensor, 32x64x56x56
 //   op:permute layout:contiguous        x.permute({2, 0, 1}).contiguous(), 256x256x256
@@ -63,6 +65,10 @@ void register_family() {
   }
   const Shape nchw = smoke() ? Shape{2, 8, 6, 6} : Shape{32, 64, 56, 56};
   cases.push_back({"nchw_to_nhwc", "contiguous", nchw, [nchw] { return input(nchw, 12); },
+                   [](const Tensor& x) { return x.contiguous(MemoryFormat::ChannelsLast); }});
+  // bench_conv's 3x3 input: the conversion the Channels-last table's break-even needs.
+  const Shape conv_in = smoke() ? Shape{1, 8, 8, 8} : Shape{8, 64, 56, 56};
+  cases.push_back({"nchw_to_nhwc", "contiguous", conv_in, [conv_in] { return input(conv_in, 14); },
                    [](const Tensor& x) { return x.contiguous(MemoryFormat::ChannelsLast); }});
   cases.push_back({"contiguous", "channels_last", nchw,
                    [nchw] {

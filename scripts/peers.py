@@ -802,19 +802,16 @@ def _reduce_work(be, op, layout, dim, shape):
 
 
 def matmul_cases(be, dev, matrix, threads):
-    """[M,K] x [K,N], shape MxKxN. layout names the left operand a except `transposed`:
-    contiguous (both row-major), transposed (b = B.t(), the x @ W.t() of a linear
-    layer), sliced (a = A[:, ::2] of a twice-as-wide buffer), column_major (a stored
-    column-major), contiguous_first (a sliced; a.contiguous() then the product, timed
-    together). Style outofplace for every layout, plus out= for contiguous."""
+    """[M,K] x [K,N], shape MxKxN, as benchmarks/bench_matmul.cpp: layout names the
+    non-contiguous operand, always A: contiguous (A, B row-major), transposed (A a .t()
+    view of a row-major [K, M] buffer), sliced (A every other row of a row-major [2M, K]
+    buffer), column_major (A, B and the out= buffer column-major), contiguous_first (A
+    transposed; A.contiguous() then the product, timed together). Styles out and
+    outofplace on every layout."""
     m, k, n = shapes(matrix)["matmul"]
     out = []
-    plan = [("contiguous", "out")] + [(l, "outofplace") for l in (
-        "contiguous", "transposed", "sliced", "column_major", "contiguous_first")]
-    if be.impl == "numpy" and matrix == "quick":
-        # NumPy leaves BLAS for an operand strided in both dims (its naive loop: seconds
-        # per call here), which the quick budget cannot hold; full measures it.
-        plan.remove(("sliced", "outofplace"))
+    plan = [(l, st) for l in ("contiguous", "transposed", "sliced", "column_major", "contiguous_first")
+            for st in ("out", "outofplace")]
     for layout, style in plan:
         keys = dict(op="matmul", impl=be.impl, device=dev, layout=layout, style=style,
                     dtype="f32", shape=f"{m}x{k}x{n}", threads=threads)
@@ -822,16 +819,19 @@ def matmul_cases(be, dev, matrix, threads):
         def build(layout=layout, style=style):
             a = pooled(be, ("mm_a", m, k), lambda: be.rand((m, k)))
             b = pooled(be, ("mm_b", k, n), lambda: be.rand((k, n)))
-            if layout == "transposed":
+            if layout in ("transposed", "contiguous_first", "column_major"):
+                a = pooled(be, ("mm_at", m, k), lambda: be.transpose(be.rand((k, m))))
+            elif layout == "sliced":
+                a = pooled(be, ("mm_as", m, k), lambda: be.rand((2 * m, k))[::2])
+            if layout == "column_major":
                 b = pooled(be, ("mm_bt", k, n), lambda: be.transpose(be.rand((n, k))))
-            elif layout in ("sliced", "contiguous_first"):
-                a = pooled(be, ("mm_as", m, k), lambda: be.rand((m, 2 * k))[:, ::2])
-            elif layout == "column_major":
-                a = pooled(be, ("mm_ac", m, k), lambda: be.transpose(be.rand((k, m))))
-            c = be.empty((m, n)) if style == "out" else None
+            c = None
+            if style == "out":
+                c = be.transpose(be.empty((n, m))) if layout == "column_major" else be.empty((m, n))
             if layout == "contiguous_first":
                 mm = be.matmul
-                fn = lambda: mm(be.contiguous(a), b)()  # noqa: E731
+                fn = (lambda: mm(be.contiguous(a), b, c)()) if c is not None else \
+                    (lambda: mm(be.contiguous(a), b)())  # noqa: E731
             else:
                 fn = be.matmul(a, b, c)
             peak, allocs, y = be.alloc_of(fn, [a, b] + ([c] if c is not None else []))

@@ -40,7 +40,9 @@ TEST(SizeClasses, RoundingBounds) {
     const size_t r = cpu_caching_round_size(n);
     ASSERT_GE(r, n);
     ASSERT_EQ(r % 64, 0u);
-    if (n > kCpuSmallSize) ASSERT_LE(r, n + n / 4) << n;  // wastes at most 25%
+    if (n > kCpuSmallSize) {
+      ASSERT_LE(r, n + n / 4) << n;  // wastes at most 25%
+    }
     ASSERT_EQ(cpu_caching_round_size(r), r) << "a class must round to itself";
   }
 }

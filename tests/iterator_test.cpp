@@ -5,9 +5,11 @@
 #include "ops/iterator.h"
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <numeric>
 
+#include "core/cpu_features.h"
 #include "test_util.h"
 
 namespace sb {
@@ -196,6 +198,66 @@ TEST(Iterator, TiledPathSplitsAcrossThreadsExactlyOnce) {
     for (double& x : ref) x += 1;
     ASSERT_TRUE(test::all_close(o, ref, 0, 0)) << threads << " threads";
   }
+  set_num_threads(2);
+}
+
+
+// A [n1, n0] tensor of distinct values (exact in every dtype up to 2048) viewed as its
+// transpose [n0, n1], starting `offset` elements into its storage and taking every
+// `step`-th element along its fast dim.
+Tensor transposed_source(int64_t n0, int64_t n1, DType dt, int64_t offset, int64_t step) {
+  Tensor buf = empty({offset + n1 * n0 * step}, dt);
+  test::poison(buf);
+  std::vector<double> v(static_cast<size_t>(n0 * n1));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>(i % 2039) - 1000;
+  Tensor a = buf.as_strided({n1, n0}, {n0 * step, step}, offset);
+  a.copy_(from_vector(v, {n1, n0}).to(dt));
+  return a.t();
+}
+
+// Staging (the AVX2 8x8 / 4x4 transposes and the scalar copies): ragged sizes around
+// the 8x8 micro-tiles and the tile edges, misaligned starts, a stepped source (scalar
+// staging), every element size, both SIMD levels, 1 and 2 threads, tiles split to one
+// per task (grain 1) or not. The kernel copies operand 1's bytes into operand 0, so
+// any misplaced element shows.
+TEST(Iterator, TiledStagingEverySizeDtypeSimdThreads) {
+  const std::vector<std::pair<int64_t, int64_t>> shapes = {{8, 8}, {9, 13}, {31, 67}, {261, 41}, {300, 517}, {1031, 17}};
+  for (SimdLevel simd : {SimdLevel::AVX2, SimdLevel::Scalar}) {
+    if (simd > compiled_simd_level()) continue;
+    set_simd_level(simd);
+    for (int threads : {1, 2}) {
+      set_num_threads(threads);
+      for (DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::Int32, DType::Int64}) {
+        const int64_t es = static_cast<int64_t>(dtype_size(dt));
+        for (auto [n0, n1] : shapes) {
+          for (int variant = 0; variant < 4; ++variant) {
+            const int64_t offset = variant % 2, step = variant >= 2 ? 2 : 1;
+            const std::string what = std::string(simd_level_name(simd)) + ", " + std::to_string(threads) +
+                                     " threads, " + dtype_name(dt) + ", " + std::to_string(n0) + "x" +
+                                     std::to_string(n1) + ", variant " + std::to_string(variant);
+            Tensor a = transposed_source(n0, n1, dt, offset, step);
+            Tensor obuf = empty({n0 * n1 + 1}, dt);
+            Tensor out = obuf.as_strided({n0, n1}, {n1, 1}, offset);  // misaligned when offset = 1
+            test::poison(obuf);
+            StridedIter it = StridedIter::from_tensors({out, a});
+            ASSERT_EQ(it.path(), Path::Tiled) << what;
+            ASSERT_TRUE(it.staged(1)) << what;
+            it.for_each(
+                [es](char* const* p, const int64_t* s, int64_t len) {
+                  for (int64_t j = 0; j < len; ++j) std::memcpy(p[0] + j * s[0], p[1] + j * s[1], es);
+                },
+                (variant + n0) % 3 ? 1 : kGrainSize);
+            ASSERT_TRUE(test::all_close(out, a.to_vector(), 0, 0)) << what;
+            if (offset) {  // the element before the output is untouched
+              const std::vector<double> head = obuf.narrow(0, 0, 1).to_vector();
+              ASSERT_TRUE(head[0] != head[0] || dt == DType::Int32 || dt == DType::Int64) << what;
+            }
+          }
+        }
+      }
+    }
+  }
+  set_simd_level(compiled_simd_level());
   set_num_threads(2);
 }
 

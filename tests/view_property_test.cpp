@@ -265,7 +265,9 @@ TEST(ViewProperty, RandomChainsMatchReferenceModel) {
           ns.insert(ns.end(), m.sizes.begin() + b + 1, m.sizes.end());
           const bool possible = viewable(m.vals, ns);
           t = t.flatten(a, b);
-          if (shares && a != b) EXPECT_EQ(t.shares_storage_with(base), possible) << trace << " flatten";
+          if (shares && a != b) {
+            EXPECT_EQ(t.shares_storage_with(base), possible) << trace << " flatten";
+          }
           if (!t.shares_storage_with(base)) shares = false;
           m = Model{ns, m.vals};
           trace += detail::str_cat(" flatten(", a, ",", b, ")");

@@ -11,8 +11,8 @@
 //   Tiled    dst's fastest dim B and src's fastest dim A differ, both unit-stride:
 //            2-D transposes, N-D permutes, NCHW<->NHWC (a batch of C x HW
 //            transposes after merging H and W). Cache-blocked tiles: for 4-byte
-//            elements AVX2 8x8 in-register transposes (unpack/shuffle/permute2f128)
-//            into an L1 buffer, then whole tile rows out; a scalar tile for other
+//            elements AVX2 8x8 in-register transposes (ops/transpose_tile.h, shared
+//            with the iterator's Tiled path) into an L1 buffer, then whole tile rows out; a scalar tile for other
 //            element sizes (tile rows of 256 bytes, 32..64 elements). Parallel over (outer, tile).
 //   Strided  anything else of the same dtype (stepped slices, broadcast): a parallel
 //            strided row loop on same-size unsigned words.
@@ -45,6 +45,7 @@
 #include "core/convert.h"
 #include "core/cpu_features.h"
 #include "core/parallel.h"
+#include "ops/transpose_tile.h"
 
 #ifdef SB_WITH_CUDA
 #include "cuda/cuda_backend.h"
@@ -214,26 +215,7 @@ inline void step_offsets(const Plan& p, int64_t n, int64_t& doff, int64_t& soff,
 
 void copy_bytes(char* d, const char* s, int64_t n, bool nt) {
 #ifdef SB_HAVE_AVX2
-  if (nt && n >= 256) {
-    const int64_t head = (32 - static_cast<int64_t>(reinterpret_cast<uintptr_t>(d) & 31)) & 31;
-    std::memcpy(d, s, head);
-    int64_t i = head;
-    for (; i + 128 <= n; i += 128) {
-      const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i));
-      const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i + 32));
-      const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i + 64));
-      const __m256i e = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i + 96));
-      _mm256_stream_si256(reinterpret_cast<__m256i*>(d + i), a);
-      _mm256_stream_si256(reinterpret_cast<__m256i*>(d + i + 32), b);
-      _mm256_stream_si256(reinterpret_cast<__m256i*>(d + i + 64), c);
-      _mm256_stream_si256(reinterpret_cast<__m256i*>(d + i + 96), e);
-    }
-    for (; i + 32 <= n; i += 32)
-      _mm256_stream_si256(reinterpret_cast<__m256i*>(d + i),
-                          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i)));
-    std::memcpy(d + i, s + i, n - i);
-    return;
-  }
+  if (nt && n >= 256) return detail::stream_copy(d, s, n);
 #else
   (void)nt;
 #endif
@@ -303,60 +285,11 @@ void strided_rows(D* d, const S* s, const Plan& p) {
 constexpr int64_t kTileBytes = 256;  // bytes of one tile row: 64 floats, 4 cache lines
 
 #ifdef SB_HAVE_AVX2
-// 8x8 float transpose: rows r0..r7 (8 consecutive A elements each, one per B index)
-// become 8 rows along B.
-inline void transpose8(__m256& r0, __m256& r1, __m256& r2, __m256& r3, __m256& r4, __m256& r5, __m256& r6,
-                       __m256& r7) {
-  const __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
-  const __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
-  const __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
-  const __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
-  const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
-  const __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
-  const __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
-  const __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
-  r0 = _mm256_permute2f128_ps(u0, u4, 0x20);
-  r1 = _mm256_permute2f128_ps(u1, u5, 0x20);
-  r2 = _mm256_permute2f128_ps(u2, u6, 0x20);
-  r3 = _mm256_permute2f128_ps(u3, u7, 0x20);
-  r4 = _mm256_permute2f128_ps(u0, u4, 0x31);
-  r5 = _mm256_permute2f128_ps(u1, u5, 0x31);
-  r6 = _mm256_permute2f128_ps(u2, u6, 0x31);
-  r7 = _mm256_permute2f128_ps(u3, u7, 0x31);
-}
-
-// buf[i*kTileB + j] = src[i + j*sB] for an na x nb tile of 4-byte elements (na <=
-// kTileA, nb <= kTileB). The 8x8 micro-tiles go along A (i) innermost so each group of
-// 8 source rows is read start to end once; the tile lands in a contiguous L1 buffer,
-// so power-of-two strides cannot make its rows conflict in the cache.
+// A tile of 4-byte elements goes through detail::transpose_tile_f32 (transpose_tile.h,
+// shared with the iterator) into a contiguous L1 buffer buf[i*kTileB + j] = src[i +
+// j*sB] (na <= kTileA, nb <= kTileB), so power-of-two strides cannot make its rows
+// conflict in the cache; then whole tile rows go out.
 constexpr int64_t kTileA = 128, kTileB = 64;  // 4-byte elements: a 32 KiB buffer
-void tile_avx2_f32(float* buf, const float* src, int64_t na, int64_t nb, int64_t sB) {
-  int64_t j = 0;
-  for (; j + 8 <= nb; j += 8) {
-    const float* s = src + j * sB;
-    int64_t i = 0;
-    for (; i + 8 <= na; i += 8) {
-      __m256 r0 = _mm256_loadu_ps(s + i), r1 = _mm256_loadu_ps(s + sB + i), r2 = _mm256_loadu_ps(s + 2 * sB + i),
-             r3 = _mm256_loadu_ps(s + 3 * sB + i), r4 = _mm256_loadu_ps(s + 4 * sB + i),
-             r5 = _mm256_loadu_ps(s + 5 * sB + i), r6 = _mm256_loadu_ps(s + 6 * sB + i),
-             r7 = _mm256_loadu_ps(s + 7 * sB + i);
-      transpose8(r0, r1, r2, r3, r4, r5, r6, r7);
-      float* d = buf + i * kTileB + j;
-      _mm256_store_ps(d, r0);
-      _mm256_store_ps(d + kTileB, r1);
-      _mm256_store_ps(d + 2 * kTileB, r2);
-      _mm256_store_ps(d + 3 * kTileB, r3);
-      _mm256_store_ps(d + 4 * kTileB, r4);
-      _mm256_store_ps(d + 5 * kTileB, r5);
-      _mm256_store_ps(d + 6 * kTileB, r6);
-      _mm256_store_ps(d + 7 * kTileB, r7);
-    }
-    for (; i < na; ++i)
-      for (int64_t jj = j; jj < j + 8; ++jj) buf[i * kTileB + jj] = src[i + jj * sB];
-  }
-  for (; j < nb; ++j)
-    for (int64_t i = 0; i < na; ++i) buf[i * kTileB + j] = src[i + j * sB];
-}
 
 // One tile row of nb 4-byte elements from the L1 buffer to memory: streaming stores
 // where 32-byte aligned (nt), else plain stores; scalar at the ragged ends.
@@ -419,7 +352,7 @@ void tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool nt) {
       const U* st = s + soff + i0 + j0 * sB;
 #ifdef SB_HAVE_AVX2
       if (simd) {
-        tile_avx2_f32(buf, reinterpret_cast<const float*>(st), na, nb, sB);
+        detail::transpose_tile_f32(buf, kTileB, reinterpret_cast<const float*>(st), sB, na, nb);
         for (int64_t i = 0; i < na; ++i) store_row_f32(reinterpret_cast<float*>(dt + i * dA), buf + i * kTileB, nb, nt);
         continue;
       }

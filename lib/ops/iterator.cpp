@@ -3,6 +3,9 @@
 // Cost: O(ndim^2) integer work per op call, nothing per element.
 #include "ops/iterator.h"
 
+#include "core/cpu_features.h"
+#include "ops/transpose_tile.h"
+
 #include <algorithm>
 #include <cstring>
 #include <numeric>
@@ -56,6 +59,16 @@ void stage_fixed(char* buf, const char* src, int64_t s0, int64_t s1, int64_t n0,
 }  // namespace
 
 void stage_tile(char* buf, const char* src, int64_t s0, int64_t s1, int64_t n0, int64_t n1, int64_t ld, int64_t es) {
+#ifdef SB_HAVE_AVX2
+  if (use_avx2() && s1 == es && s0 % es == 0) {
+    if (es == 4)
+      return detail::transpose_tile_f32(reinterpret_cast<float*>(buf), ld, reinterpret_cast<const float*>(src), s0 / 4,
+                                        n1, n0);
+    if (es == 8)
+      return detail::transpose_tile_f64(reinterpret_cast<double*>(buf), ld, reinterpret_cast<const double*>(src),
+                                        s0 / 8, n1, n0);
+  }
+#endif
   switch (es) {
     case 1: return stage_fixed<1>(buf, src, s0, s1, n0, n1, ld);
     case 2: return stage_fixed<2>(buf, src, s0, s1, n0, n1, ld);

@@ -16,11 +16,16 @@
 //                  a.t() + b): dims 0 and k are walked in tiles of kTileBytes0 (of
 //                  the output) x kTileRows, tiles going down dim k first, and each
 //                  such input is first staged (transposed) into a per-thread tile
-//                  buffer, read along its own fastest dim; buffer rows are padded by
-//                  kTilePad so its column writes do not alias one cache set. Kernels
-//                  then see dense strips for every operand and take their SIMD path.
-//                  Measured on the dev VM (docs/NOTES-elementwise.md): about 35-40%
-//                  of the contiguous rate for 8192^2 float32, vs 20-35% unstaged.
+//                  buffer, read along its own fastest dim (256 B = 4 whole lines per
+//                  row for float32) by the AVX2 8x8 / 4x4 in-register transposes of
+//                  ops/transpose_tile.h (4/8-byte elements; scalar otherwise), with a
+//                  software prefetch of the next tile's source lines; buffer rows are
+//                  padded by kTilePad so its column writes do not alias one cache set.
+//                  Kernels then see dense strips for every operand and take their SIMD
+//                  path. Measured on the dev VM (docs/NOTES-elementwise.md, 8192^2
+//                  float32, 1 thread): ~60% of contiguous add out-of-place, 50-60%
+//                  of the (faster) contiguous in-place add, 70-99% of STREAM add
+//                  (31-36% / 25% / 45% with the scalar 1024 B x 16 staging before).
 //      Broadcast   an input has stride 0 in the inner dim (x + col[N,1]).
 //      Strided     anything else: an odometer over the outer dims, strips over dim 0.
 // Kernels only ever see 1-D strips: f(char* const* ptrs, const int64_t* strides_bytes,
@@ -44,7 +49,7 @@ class StridedIter {
  public:
   static constexpr int kMaxOperands = 4;
   static constexpr int64_t kTileBytes0 = 1024;  // bytes of the output per tile strip
-  static constexpr int64_t kTileRows = 16;      // strips per tile (dim k of the tile)
+  static constexpr int64_t kTileRows = 64;      // strips per tile (dim k of the tile): 256 B of a float32 source row
   static constexpr int64_t kTilePad = 64;  // bytes added to each staged row: no power-of-two stride
   enum class Path : uint8_t { Contiguous, Broadcast, Tiled, Strided };
 
@@ -140,7 +145,9 @@ void StridedIter::run_range(const F& f, int64_t begin, int64_t end) const {
 }
 
 // Copies an n0 x n1 block whose element (i, j) is at src + i*s0 + j*s1 to buf[j][i]
-// (row length ld elements): reads along j, the source's fast dim.
+// (row length ld elements): reads along j, the source's fast dim. 4- and 8-byte
+// elements with s1 == es take detail::transpose_tile_* (AVX2, ops/transpose_tile.h,
+// shared with the copy) when use_avx2(); the rest a scalar loop.
 void stage_tile(char* buf, const char* src, int64_t s0, int64_t s1, int64_t n0, int64_t n1, int64_t ld, int64_t es);
 
 template <typename F>
@@ -180,6 +187,15 @@ void StridedIter::run_tiles(const F& f, int64_t begin, int64_t end) const {
     const int64_t n1 = std::min(tile1_, sizes_[1] - idx[1]);
     for (int i = 1; i < nops_; ++i)
       if (staged(i)) {
+        // Prefetch the next tile's part of each source row (tile1_ * s1 bytes, whole
+        // lines) while this one is transposed: the tile's n0 rows are too many
+        // streams for the hardware prefetcher.
+        if (t1 + 1 < tiles1_ && t + 1 < end) {
+          const char* nx = p[i] + tile1_ * strides_[1][i];
+          const int64_t n1n = std::min(tile1_, sizes_[1] - idx[1] - tile1_);
+          for (int64_t r = 0; r < n0; ++r)
+            for (int64_t l = 0; l < n1n * strides_[1][i]; l += 64) __builtin_prefetch(nx + r * strides_[0][i] + l);
+        }
         stage_tile(bufs[i - 1], p[i], strides_[0][i], strides_[1][i], n0, n1, rs[i] / elem_size_[i], elem_size_[i]);
         p[i] = bufs[i - 1];
       }

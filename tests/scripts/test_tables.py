@@ -174,6 +174,35 @@ class TablesTest(unittest.TestCase):
         self.assertIn("| ours | h2d | 64.0 MiB | 5.59 ms ±3% | 12.0 GB/s | 2.80 ms ±3% | "
                       "24.0 GB/s | 2.00x |", text)
 
+    def test_channels_last_conversion_of_the_same_threads_and_no_gemm_row(self):
+        # A 1-thread conversion row (sorted first) must not stand in for the 8-thread
+        # one; the conv family's GEMM reference row (op:matmul) has no NHWC twin and
+        # stays out of the Channels-last table.
+        def add_rows(doc):
+            extra = []
+            for e in doc["benchmarks"]:
+                if "nchw_to_nhwc" in e["name"] and "threads:8" in e["name"]:
+                    e1 = dict(e)
+                    for k in ("name", "run_name"):
+                        e1[k] = e[k].replace("threads:8", "threads:1")
+                    e1["real_time"] = e["real_time"] * 10
+                    extra.append(e1)
+            doc["benchmarks"] = extra + doc["benchmarks"]
+        sbtest.edit(os.path.join(self.raw, "bench_copy.json"), add_rows)
+
+        def add_gemm(doc):
+            e = dict(doc["benchmarks"][0])
+            for k in ("name", "run_name"):
+                e[k] = e[k].replace("op:conv2d", "op:matmul").replace(
+                    "shape:32x64x56x56", "shape:100352x576x64")
+            doc["benchmarks"].append(e)
+        sbtest.edit(os.path.join(self.raw, "bench_conv.json"), add_gemm)
+        text = self.render()
+        self.assertIn("| conv2d | f32 | 32x64x56x56 | 8 | out | 60.0 ms ±3% | 45.0 ms ±3% "
+                      "| 1.33x | 3.00 ms ±3% | 1 |", text)
+        cl = text.split("\n## Channels-last\n")[1].split("\n## Views vs copies\n")[0]
+        self.assertNotIn("| matmul |", cl)
+
     def test_claim_verdicts(self):
         c = claims(self.render())
         self.assertEqual(len(c), 23)

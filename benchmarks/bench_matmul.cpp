@@ -1,0 +1,206 @@
+// bench_matmul.cpp — float32 matmul by operand layout and by style (CLAIMS.md L1, S2),
+// with OpenBLAS cblas_sgemm as the peer where the build has it (SB_HAVE_OPENBLAS).
+//
+// shape key: MxKxN (A [M, K] x B [K, N] -> C [M, N]); square 1024 in quick, plus 256 and
+//   2048 in full, 64 in smoke.
+// layouts (`layout` names the non-contiguous operand, always A; B is contiguous except
+//   in column_major):
+//   contiguous        A, B row-major
+//   transposed        A a .t() view of a row-major [K, M] buffer
+//   sliced            A every other row of a row-major [2M, K] buffer (a stepped slice)
+//   column_major      A and B column-major (.t() views of [K, M] and [N, K]); the out=
+//                     buffer column-major too (a Fortran-order caller)
+//   contiguous_first  A transposed as above; A.contiguous() then matmul, timed together
+// styles: out (matmul_out into C made before the loop), outofplace (matmul(a, b): C and
+//   the packing workspace through the caching allocator), outofplace_system (the same
+//   inside CpuAllocatorGuard(System)); quick runs outofplace_system on contiguous only.
+// impl:openblas: cblas_sgemm into a C made before the loop (style out) on contiguous
+//   (NoTrans), transposed (CblasTrans on A), sliced (lda = 2K) and column_major
+//   (CblasColMajor); openblas_set_num_threads(threads). Its kernel set is
+//   openblas_get_corename(), written to the context as sb_openblas_core (meson sets
+//   OPENBLAS_CORETYPE=Haswell for `ninja benchmark` on AVX2 builds: the packaged 0.3.21
+//   takes this VM for a Prescott and would run its SSE3 kernels, docs/NOTES-gemm.md).
+//   The OpenBLAS rows run after all of ours, so its spinning threads never meet ours.
+//
+// Cost: flop = 2*M*N*K; bytes = A, B read once + C written once (contiguous_first also
+// reads A and writes its copy: + 2 x A). 1024^3: 2.1 GFLOP, ~80 ms per call at ~25
+// GFLOP/s on one core of this VM; C 4 MiB, working set 12 MiB (regime LLC).
+#include <cmath>
+#include <memory>
+
+#include "bench_common.h"
+#include "ops/matmul.h"
+#include "ops/quant.h"  // relative_error
+
+#ifdef SB_HAVE_OPENBLAS
+#include <cblas.h>
+#endif
+
+namespace sb::bench {
+
+const char* const kFamily = "matmul";
+
+namespace {
+
+enum class Layout { Contiguous, Transposed, Sliced, ColumnMajor, ContiguousFirst };
+const char* layout_name(Layout l) {
+  switch (l) {
+    case Layout::Contiguous: return "contiguous";
+    case Layout::Transposed: return "transposed";
+    case Layout::Sliced: return "sliced";
+    case Layout::ColumnMajor: return "column_major";
+    case Layout::ContiguousFirst: return "contiguous_first";
+  }
+  return "?";
+}
+
+enum class Style { Out, Outofplace, OutofplaceSystem };
+const char* style_name(Style s) {
+  switch (s) {
+    case Style::Out: return "out";
+    case Style::Outofplace: return "outofplace";
+    case Style::OutofplaceSystem: return "outofplace_system";
+  }
+  return "?";
+}
+
+struct Case {
+  Layout layout;
+  Style style;
+  int64_t n;  // M = K = N
+  int threads;
+  bool openblas = false;
+  std::shared_ptr<bool> checked = std::make_shared<bool>(false);  // openblas result checked once
+};
+
+// A in the case's layout (pooled per n and layout; contiguous_first shares transposed's).
+Tensor operand_a(Layout l, int64_t n) {
+  const std::string k = "a" + std::to_string(n) + "/";
+  switch (l) {
+    case Layout::Contiguous: return pooled(k + "rm", [&] { return random_tensor({n, n}, 31); });
+    case Layout::Transposed:
+    case Layout::ContiguousFirst:
+    case Layout::ColumnMajor: return pooled(k + "cm", [&] { return random_tensor({n, n}, 32); }).t();
+    case Layout::Sliced:
+      return pooled(k + "sl", [&] { return random_tensor({2 * n, n}, 33); }).slice(0, 0, std::nullopt, 2);
+  }
+  return Tensor();
+}
+Tensor operand_b(Layout l, int64_t n) {
+  const std::string k = "b" + std::to_string(n) + "/";
+  if (l == Layout::ColumnMajor) return pooled(k + "cm", [&] { return random_tensor({n, n}, 34); }).t();
+  return pooled(k + "rm", [&] { return random_tensor({n, n}, 35); });
+}
+
+#ifdef SB_HAVE_OPENBLAS
+// C = A B through cblas_sgemm for our strided operands (C [n, n], row-major unless
+// column_major).
+void sgemm(Layout l, int64_t n, const Tensor& a, const Tensor& b, Tensor& c) {
+  const int m = static_cast<int>(n);
+  const float* pa = a.data<float>();
+  const float* pb = b.data<float>();
+  float* pc = c.data<float>();
+  switch (l) {
+    case Layout::Contiguous:
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, m, m, 1.0f, pa, m, pb, m, 0.0f, pc, m);
+      break;
+    case Layout::Transposed:  // A(i, k) at a[k*M + i]: the row-major [K, M] buffer, transposed
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, m, m, m, 1.0f, pa, m, pb, m, 0.0f, pc, m);
+      break;
+    case Layout::Sliced:  // rows 2K apart
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, m, m, 1.0f, pa, static_cast<int>(a.stride(0)), pb, m,
+                  0.0f, pc, m);
+      break;
+    case Layout::ColumnMajor:
+      cblas_sgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, m, m, m, 1.0f, pa, m, pb, m, 0.0f, pc, m);
+      break;
+    case Layout::ContiguousFirst: SB_INTERNAL_ASSERT(false, "no openblas contiguous_first run"); break;
+  }
+}
+#endif
+
+void run_case(benchmark::State& st, const Case& c) {
+  pool_scope("n" + std::to_string(c.n));
+  ThreadScope ts(c.threads);
+#ifdef SB_HAVE_OPENBLAS
+  openblas_set_num_threads(c.threads);
+#endif
+  const int64_t n = c.n;
+  const Tensor a = operand_a(c.layout, n);
+  const Tensor b = operand_b(c.layout, n);
+  Tensor out;
+  if (c.style == Style::Out)  // NaN-filled: the openblas check below fails if a call skips an element
+    out = c.layout == Layout::ColumnMajor ? sb::full({n, n}, std::nan("")).t() : sb::full({n, n}, std::nan(""));
+  const bool first = c.layout == Layout::ContiguousFirst;
+  auto call = [&]() {
+    if (c.openblas) {
+#ifdef SB_HAVE_OPENBLAS
+      sgemm(c.layout, n, a, b, out);
+#endif
+      return;
+    }
+    if (c.style == Style::Out) {
+      matmul_out(out, first ? a.contiguous() : a, b);
+    } else {
+      Tensor y = matmul(first ? a.contiguous() : a, b);
+      benchmark::DoNotOptimize(y);
+    }
+  };
+
+  std::optional<CpuAllocatorGuard> system;
+  if (c.style == Style::OutofplaceSystem) system.emplace(AllocatorKind::System);
+  const AllocCount allocs = measure_allocs(call);  // first call: also the warm-up
+  if (c.openblas && !*c.checked) {  // the cblas arguments describe our operands: same C as ours
+    const double err = relative_error(out, matmul(a, b));
+    SB_CHECK(err < 1e-4, "matmul bench: openblas ", layout_name(c.layout), " differs from ours by ", err);
+    *c.checked = true;
+  }
+  for (auto _ : st) {
+    call();
+    benchmark::ClobberMemory();
+  }
+  system.reset();
+
+  const int64_t c_bytes = n * n * 4;
+  const int64_t bytes = distinct_bytes(a) + distinct_bytes(b) + c_bytes + (first ? 2 * distinct_bytes(a) : 0);
+  set_work(st, bytes, 2 * n * n * n);
+  set_alloc_counters(st, allocs);
+  set_regime(st, span_bytes(a) + span_bytes(b) + c_bytes + (first ? distinct_bytes(a) : 0), c.threads);
+}
+
+void add_case(const Case& c) {
+  const RunName name = RunName()
+                           .op("matmul")
+                           .impl(c.openblas ? "openblas" : "ours")
+                           .layout(layout_name(c.layout))
+                           .style(style_name(c.style))
+                           .dtype(DType::Float32)
+                           .shape({c.n, c.n, c.n})
+                           .threads(c.threads);
+  add_run(name, [c](benchmark::State& st) { run_case(st, c); }, benchmark::kMillisecond);
+}
+
+}  // namespace
+
+void register_family() {
+  const std::vector<int64_t> sizes =
+      smoke() ? std::vector<int64_t>{64} : full() ? std::vector<int64_t>{256, 1024, 2048} : std::vector<int64_t>{1024};
+  const std::vector<Layout> layouts = {Layout::Contiguous, Layout::Transposed, Layout::Sliced, Layout::ColumnMajor,
+                                       Layout::ContiguousFirst};
+  for (int64_t n : sizes)
+    for (int t : thread_counts())
+      for (Layout l : layouts)
+        for (Style s : {Style::Out, Style::Outofplace, Style::OutofplaceSystem}) {
+          if (s == Style::OutofplaceSystem && l != Layout::Contiguous && !full()) continue;
+          add_case({l, s, n, t});
+        }
+#ifdef SB_HAVE_OPENBLAS
+  benchmark::AddCustomContext("sb_openblas_core", openblas_get_corename());
+  for (int64_t n : sizes)
+    for (int t : thread_counts())
+      for (Layout l : {Layout::Contiguous, Layout::Transposed, Layout::Sliced, Layout::ColumnMajor})
+        add_case({l, Style::Out, n, t, true});
+#endif
+}
+
+}  // namespace sb::bench

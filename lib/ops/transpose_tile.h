@@ -1,0 +1,126 @@
+// transpose_tile.h — the one AVX2 tile transpose, shared by the copy's Tiled path
+// (lib/ops/copy.cpp) and the strided iterator's staging of a transposed input
+// (lib/ops/iterator.cpp). Internal header: not part of the public API.
+//
+// transpose_tile(dst, ld, src, sB, na, nb): dst[i*ld + j] = src[i + j*sB] for an
+// na x nb tile (i: the source's unit-stride dim, j: its sB-strided dim; strides in
+// elements). 4-byte elements go through 8x8 in-register transposes (unpack / shuffle /
+// permute2f128: 24 shuffles per 64 elements), 8-byte elements through 4x4 ones
+// (unpack / permute2f128: 8 per 16); the ragged edges are scalar. Micro-tiles walk i
+// innermost, so each group of 8 (4) source rows is read start to end once and whole
+// cache lines of the source are used while they are in L1.
+// Cost: one read and one write per element, about 0.1 ns per element from L1/L2;
+// callers keep dst in L1/L2 (a tile buffer) and pay the memory traffic of src only.
+//
+// stream_copy(d, s, n): n bytes from s to d with non-temporal 32-byte stores (plain
+// stores for the unaligned head and the tail); no fence: the caller issues
+// _mm_sfence once per thread after its last streaming store. Used for the copy's
+// memcpy/rows paths and the iterator's streamed output tiles.
+#pragma once
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#ifdef SB_HAVE_AVX2
+#include <immintrin.h>
+#endif
+
+namespace sb::detail {
+
+#ifdef SB_HAVE_AVX2
+// 8x8 float transpose: rows r0..r7 (8 consecutive A elements each, one per B index)
+// become 8 rows along B.
+inline void transpose8(__m256& r0, __m256& r1, __m256& r2, __m256& r3, __m256& r4, __m256& r5, __m256& r6,
+                       __m256& r7) {
+  const __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+  const __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+  const __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
+  const __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+  const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+  const __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+  const __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+  const __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+  r0 = _mm256_permute2f128_ps(u0, u4, 0x20);
+  r1 = _mm256_permute2f128_ps(u1, u5, 0x20);
+  r2 = _mm256_permute2f128_ps(u2, u6, 0x20);
+  r3 = _mm256_permute2f128_ps(u3, u7, 0x20);
+  r4 = _mm256_permute2f128_ps(u0, u4, 0x31);
+  r5 = _mm256_permute2f128_ps(u1, u5, 0x31);
+  r6 = _mm256_permute2f128_ps(u2, u6, 0x31);
+  r7 = _mm256_permute2f128_ps(u3, u7, 0x31);
+}
+
+// 4-byte elements (float, int32: bit patterns only).
+inline void transpose_tile_f32(float* dst, int64_t ld, const float* src, int64_t sB, int64_t na, int64_t nb) {
+  int64_t j = 0;
+  for (; j + 8 <= nb; j += 8) {
+    const float* s = src + j * sB;
+    int64_t i = 0;
+    for (; i + 8 <= na; i += 8) {
+      __m256 r0 = _mm256_loadu_ps(s + i), r1 = _mm256_loadu_ps(s + sB + i), r2 = _mm256_loadu_ps(s + 2 * sB + i),
+             r3 = _mm256_loadu_ps(s + 3 * sB + i), r4 = _mm256_loadu_ps(s + 4 * sB + i),
+             r5 = _mm256_loadu_ps(s + 5 * sB + i), r6 = _mm256_loadu_ps(s + 6 * sB + i),
+             r7 = _mm256_loadu_ps(s + 7 * sB + i);
+      transpose8(r0, r1, r2, r3, r4, r5, r6, r7);
+      float* d = dst + i * ld + j;
+      _mm256_storeu_ps(d, r0);
+      _mm256_storeu_ps(d + ld, r1);
+      _mm256_storeu_ps(d + 2 * ld, r2);
+      _mm256_storeu_ps(d + 3 * ld, r3);
+      _mm256_storeu_ps(d + 4 * ld, r4);
+      _mm256_storeu_ps(d + 5 * ld, r5);
+      _mm256_storeu_ps(d + 6 * ld, r6);
+      _mm256_storeu_ps(d + 7 * ld, r7);
+    }
+    for (; i < na; ++i)
+      for (int64_t jj = j; jj < j + 8; ++jj) dst[i * ld + jj] = src[i + jj * sB];
+  }
+  for (; j < nb; ++j)
+    for (int64_t i = 0; i < na; ++i) dst[i * ld + j] = src[i + j * sB];
+}
+
+// 8-byte elements (double, int64: bit patterns only).
+inline void transpose_tile_f64(double* dst, int64_t ld, const double* src, int64_t sB, int64_t na, int64_t nb) {
+  int64_t j = 0;
+  for (; j + 4 <= nb; j += 4) {
+    const double* s = src + j * sB;
+    int64_t i = 0;
+    for (; i + 4 <= na; i += 4) {
+      const __m256d r0 = _mm256_loadu_pd(s + i), r1 = _mm256_loadu_pd(s + sB + i),
+                    r2 = _mm256_loadu_pd(s + 2 * sB + i), r3 = _mm256_loadu_pd(s + 3 * sB + i);
+      const __m256d t0 = _mm256_unpacklo_pd(r0, r1), t1 = _mm256_unpackhi_pd(r0, r1);
+      const __m256d t2 = _mm256_unpacklo_pd(r2, r3), t3 = _mm256_unpackhi_pd(r2, r3);
+      double* d = dst + i * ld + j;
+      _mm256_storeu_pd(d, _mm256_permute2f128_pd(t0, t2, 0x20));
+      _mm256_storeu_pd(d + ld, _mm256_permute2f128_pd(t1, t3, 0x20));
+      _mm256_storeu_pd(d + 2 * ld, _mm256_permute2f128_pd(t0, t2, 0x31));
+      _mm256_storeu_pd(d + 3 * ld, _mm256_permute2f128_pd(t1, t3, 0x31));
+    }
+    for (; i < na; ++i)
+      for (int64_t jj = j; jj < j + 4; ++jj) dst[i * ld + jj] = src[i + jj * sB];
+  }
+  for (; j < nb; ++j)
+    for (int64_t i = 0; i < na; ++i) dst[i * ld + j] = src[i + j * sB];
+}
+
+inline void stream_copy(char* d, const char* s, int64_t n) {
+  const int64_t head = std::min<int64_t>(n, (32 - static_cast<int64_t>(reinterpret_cast<uintptr_t>(d) & 31)) & 31);
+  std::memcpy(d, s, static_cast<size_t>(head));
+  int64_t i = head;
+  for (; i + 128 <= n; i += 128) {
+    const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i));
+    const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i + 32));
+    const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i + 64));
+    const __m256i e = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i + 96));
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(d + i), a);
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(d + i + 32), b);
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(d + i + 64), c);
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(d + i + 96), e);
+  }
+  for (; i + 32 <= n; i += 32)
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(d + i), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i)));
+  std::memcpy(d + i, s + i, static_cast<size_t>(n - i));
+}
+#endif
+
+}  // namespace sb::detail
