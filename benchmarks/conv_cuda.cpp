@@ -1,18 +1,23 @@
 // conv_cuda.cpp — conv2d on cuda:0, NCHW vs channels-last (CLAIMS.md L5 on the GPU; the
 // break-even reads copy/op:nchw_to_nhwc of the same shape from bench_copy_cuda).
 //
-// x Nx64x56x56 (the shape key: x's logical NCHW sizes), w 64x64x3x3, no bias, padding
-// 1, stride 1: a ResNet stage-1 layer, as the peers' conv cases. N = 8 (the peers'
-// size) and 32 (the copy/op:nchw_to_nhwc row's shape, for the channels-last
-// break-even). layouts: contiguous (x, w and out NCHW) and channels_last (x, w and out
-// NHWC). styles: out (conv2d_out into an out of x's layout made before the loop) and
-// outofplace (conv2d: out and the im2col workspace through the caching CUDA allocator).
+// The cases of bench_conv.cpp (and the peers'), on cuda:0: conv2d 3x3, 64 -> 64,
+// stride 1, padding 1, no bias; shape key = the input's logical NCHW sizes.
+//   8x64x56x56 (bench_conv's size): layouts contiguous (NCHW x and weights),
+//     channels_last (NHWC x and weights), sliced (x every other column of an
+//     [N, C, H, 2W] buffer), transposed (x a .transpose(2, 3) view of [N, C, W, H]);
+//     weights contiguous except in channels_last.
+//   32x64x56x56 (copy/op:nchw_to_nhwc's other shape): contiguous and channels_last.
+// styles: out (conv2d_out into an output made before the loop, dense in the path's
+// native layout: NHWC for channels_last, NCHW otherwise) and outofplace (conv2d: the
+// result and the im2col workspace through the caching CUDA allocator).
 // Path (lib/cuda/conv.cu): im2col (9 taps x 64 channels x 3136 pixels: 6.9 MiB per
 // image; the 128 MiB workspace takes 18 images, so two chunks at N = 32), cuBLAS
-// SGEMMs. flop = 2 N O OH OW C KH KW = 59.2 GFLOP at N = 32; bytes = x, w read once,
-// out written once (im2col traffic not counted: it is the implementation's cost).
-// Ceiling: baseline gemm_peak f32 (~1.1 ms at 55 TF/s for N = 32); the im2col
-// workspace adds ~2 x 221 MiB of traffic (~0.15 ms at 3 TB/s).
+// SGEMMs; the NHWC path reads channels contiguously. flop = 2 N O OH OW C KH KW
+// (14.8 GFLOP at N = 8); bytes = x (its elements once), w read once, out written once
+// (the im2col traffic is the implementation's cost, not counted).
+// Ceiling: baseline gemm_peak f32 (~0.27 ms at 55 TF/s for N = 8); the im2col
+// workspace adds ~2 x 55 MiB of traffic (~0.04 ms at 3 TB/s).
 #include "cuda_bench_common.h"
 #include "ops/conv.h"
 
@@ -22,8 +27,31 @@ const char* const kFamily = "conv";
 
 namespace {
 
+enum class Layout { Contiguous, ChannelsLast, Sliced, Transposed };
+const char* layout_name(Layout l) {
+  switch (l) {
+    case Layout::Contiguous: return "contiguous";
+    case Layout::ChannelsLast: return "channels_last";
+    case Layout::Sliced: return "sliced";
+    case Layout::Transposed: return "transposed";
+  }
+  return "?";
+}
+
+// x of logical sizes s on cuda:0 in layout l.
+Tensor make_x(Layout l, const Shape& s) {
+  const Device g = Device::cuda(0);
+  switch (l) {
+    case Layout::Contiguous: return random_tensor(s, 51).to(g);
+    case Layout::ChannelsLast: return random_tensor(s, 51).to(g).contiguous(MemoryFormat::ChannelsLast);
+    case Layout::Sliced: return random_tensor({s[0], s[1], s[2], 2 * s[3]}, 51).to(g).slice(3, 0, std::nullopt, 2);
+    case Layout::Transposed: return random_tensor({s[0], s[1], s[3], s[2]}, 51).to(g).transpose(2, 3);
+  }
+  return Tensor();
+}
+
 struct Case {
-  bool channels_last;
+  Layout layout;
   bool out_style;
   Shape x;  // N, C, H, W
   int64_t O, k;
@@ -32,11 +60,11 @@ struct Case {
 void run_case(benchmark::State& st, const Case& c) {
   SB_REQUIRE_DEVICE(st);
   const Device g = Device::cuda(0);
-  const MemoryFormat fmt = c.channels_last ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous;
+  const bool cl = c.layout == Layout::ChannelsLast;
+  const MemoryFormat fmt = cl ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous;
   pool_scope("cuda/" + RunName::shape_key(c.x));
-  const Tensor& x = pooled(std::string("cuda/x/") + (c.channels_last ? "cl" : "nchw"),
-                           [&] { return random_tensor(c.x, 51).to(g).contiguous(fmt); });
-  const Tensor& w = pooled(std::string("cuda/w/") + (c.channels_last ? "cl" : "nchw"),
+  const Tensor& x = pooled(std::string("cuda/x/") + layout_name(c.layout), [&] { return make_x(c.layout, c.x); });
+  const Tensor& w = pooled(std::string("cuda/w/") + (cl ? "cl" : "nchw"),
                            [&] { return random_tensor({c.O, c.x[1], c.k, c.k}, 52).to(g).contiguous(fmt); });
   const Tensor bias;  // none, as the peers' rows
   Conv2dParams p;
@@ -65,16 +93,17 @@ void run_case(benchmark::State& st, const Case& c) {
 }  // namespace
 
 void register_family() {
-  const std::vector<Shape> xs =
-      smoke() ? std::vector<Shape>{{2, 8, 10, 10}} : std::vector<Shape>{{8, 64, 56, 56}, {32, 64, 56, 56}};
+  const Shape small = smoke() ? Shape{1, 8, 8, 8} : Shape{8, 64, 56, 56};
+  const Shape big = smoke() ? Shape{2, 8, 10, 10} : Shape{32, 64, 56, 56};
   const int64_t O = smoke() ? 8 : 64;
-  for (const Shape& x : xs) {
-    for (bool cl : {false, true}) {
+  for (const Shape& x : {small, big}) {
+    for (Layout l : {Layout::Contiguous, Layout::ChannelsLast, Layout::Sliced, Layout::Transposed}) {
+      if (x == big && (l == Layout::Sliced || l == Layout::Transposed)) continue;
       for (bool out_style : {true, false}) {
-        const Case c{cl, out_style, x, O, 3};
+        const Case c{l, out_style, x, O, 3};
         const RunName name = gpu_name()
                                  .op("conv2d")
-                                 .layout(cl ? "channels_last" : "contiguous")
+                                 .layout(layout_name(l))
                                  .style(out_style ? "out" : "outofplace")
                                  .dtype(DType::Float32)
                                  .shape(x);

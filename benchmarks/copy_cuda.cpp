@@ -8,8 +8,10 @@
 //                                       (256 MiB): the tiled shared-memory transpose
 //   op:contiguous layout:contiguous     the twin: clone() of a contiguous square
 //                                       (one cudaMemcpy of the same bytes)
-//   op:nchw_to_nhwc layout:contiguous   x.contiguous(ChannelsLast), 32x64x56x56
-//                                       (a batched tiled transpose)
+//   op:nchw_to_nhwc layout:contiguous   x.contiguous(ChannelsLast), 32x64x56x56 and
+//                                       8x64x56x56 (bench_conv_cuda's inputs: the
+//                                       channels-last break-even), a batched tiled
+//                                       transpose
 //   op:contiguous layout:channels_last  NHWC -> NCHW of the same tensor
 //   op:contiguous layout:contiguous     clone() of the contiguous 32x64x56x56
 // `layout` is the source's layout, `shape` its logical sizes; style copy, f32.
@@ -66,6 +68,9 @@ void register_family() {
   }
   const Shape nchw = smoke() ? Shape{2, 8, 6, 6} : Shape{32, 64, 56, 56};
   cases.push_back({"nchw_to_nhwc", "contiguous", nchw, [nchw] { return input(nchw, 12); },
+                   [](const Tensor& x) { return x.contiguous(MemoryFormat::ChannelsLast); }});
+  const Shape conv_in = smoke() ? Shape{1, 8, 8, 8} : Shape{8, 64, 56, 56};
+  cases.push_back({"nchw_to_nhwc", "contiguous", conv_in, [conv_in] { return input(conv_in, 14); },
                    [](const Tensor& x) { return x.contiguous(MemoryFormat::ChannelsLast); }});
   cases.push_back({"contiguous", "channels_last", nchw,
                    [nchw] {
