@@ -6,8 +6,12 @@
 //   add    c[i] = a[i] + b[i]     3 x 4 bytes, 1 flop
 //   triad  a[i] = b[i] + s * c[i] 3 x 4 bytes, 2 flop
 //   read   sum += a[i]            1 x 4 bytes, 1 flop (16 accumulators)
-//   fma_peak  register-resident FMA chains, 8 floats wide (AVX2), 12 independent
-//          accumulators per thread (FMA latency 4 cycles x 2 ports needs >= 8), no memory
+//   fma_peak  register-resident FMA chains, 12 independent accumulators per thread
+//          (FMA latency 4 cycles x 2 ports needs >= 8), no memory; 16 floats wide where
+//          the CPU has AVX-512F, else 8 (AVX2). dtype:i8: u8 x s8 multiply-adds into
+//          int32 (AVX-512 VNNI, else AVX-512BW, else AVX2), 2 ops per multiply-add.
+//          The ISA used is in the context as sb_peak_isa. These are the machine's
+//          peaks, wider than our kernels' AVX2 path where the CPU has AVX-512.
 //
 // STREAM conventions: bytes count each array once (no write-allocate traffic). The
 // loops are plain C++ (no OpenMP pragmas), parallelised with sb::parallel_for and
@@ -29,9 +33,13 @@
 #include <mutex>
 
 #include "bench_common.h"
+#include "core/cpu_features.h"
 
-#ifdef SB_HAVE_AVX2
+#include <string>
+
+#if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
+#define SB_X86 1
 #endif
 
 #if defined(__GNUC__) && !defined(__clang__)
@@ -186,21 +194,152 @@ float fma_chain() {
 #endif
 }
 
+#ifdef SB_X86
+// The machine's peak, not our kernels' ISA: where the CPU has AVX-512 the same chains
+// run 16 wide (GCC target attributes; picked at run time), so compute rows are shown
+// against what the hardware can do (PyTorch's oneDNN uses AVX-512 here).
+__attribute__((target("avx512f"))) float fma_chain_avx512() {
+  const __m512 x = _mm512_set1_ps(0.9999f), y = _mm512_set1_ps(1e-4f);
+  __m512 acc[kFmaAcc];
+  for (int j = 0; j < kFmaAcc; ++j) acc[j] = _mm512_set1_ps(0.1f * j);
+  for (int64_t k = 0; k < kFmaSteps; ++k) {
+#pragma GCC unroll 12
+    for (int j = 0; j < kFmaAcc; ++j) acc[j] = _mm512_fmadd_ps(acc[j], x, y);
+  }
+  __m512 s = acc[0];
+  for (int j = 1; j < kFmaAcc; ++j) s = _mm512_add_ps(s, acc[j]);
+  alignas(64) float out[16];
+  _mm512_store_ps(out, s);
+  return out[0] + out[15];
+}
+
+// ---- int8 multiply-add peak (the quant rows' ceiling) ----
+// u8 x s8 products summed into int32, counted as the quant rows count them: 2 ops per
+// multiply-add. Best ISA first: AVX-512 VNNI (vpdpbusd: 64 per instruction), AVX-512BW
+// (vpmaddubsw + vpmaddwd + vpaddd), AVX2 (the same, 32 per sequence). Inputs keep the
+// int16 pair sums far from saturation; the accumulators wrap harmlessly.
+constexpr int64_t kI8Steps = 1 << 14;
+
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) int32_t i8_chain_vnni() {
+  const __m512i a = _mm512_set1_epi8(3), b = _mm512_set1_epi8(-2);
+  __m512i acc[kFmaAcc];
+  for (int j = 0; j < kFmaAcc; ++j) acc[j] = _mm512_set1_epi32(j);
+  for (int64_t k = 0; k < kI8Steps; ++k) {
+#pragma GCC unroll 12
+    for (int j = 0; j < kFmaAcc; ++j) acc[j] = _mm512_dpbusd_epi32(acc[j], a, b);
+  }
+  __m512i s = acc[0];
+  for (int j = 1; j < kFmaAcc; ++j) s = _mm512_add_epi32(s, acc[j]);
+  alignas(64) int32_t out[16];
+  _mm512_store_si512(out, s);
+  return out[0] + out[15];
+}
+
+__attribute__((target("avx512f,avx512bw"))) int32_t i8_chain_avx512bw() {
+  const __m512i a = _mm512_set1_epi8(3), b = _mm512_set1_epi8(-2), ones = _mm512_set1_epi16(1);
+  __m512i acc[kFmaAcc];
+  for (int j = 0; j < kFmaAcc; ++j) acc[j] = _mm512_set1_epi32(j);
+  for (int64_t k = 0; k < kI8Steps; ++k) {
+#pragma GCC unroll 12
+    for (int j = 0; j < kFmaAcc; ++j)
+      acc[j] = _mm512_add_epi32(acc[j], _mm512_madd_epi16(_mm512_maddubs_epi16(a, b), ones));
+  }
+  __m512i s = acc[0];
+  for (int j = 1; j < kFmaAcc; ++j) s = _mm512_add_epi32(s, acc[j]);
+  alignas(64) int32_t out[16];
+  _mm512_store_si512(out, s);
+  return out[0] + out[15];
+}
+
+__attribute__((target("avx2"))) int32_t i8_chain_avx2() {
+  const __m256i a = _mm256_set1_epi8(3), b = _mm256_set1_epi8(-2), ones = _mm256_set1_epi16(1);
+  __m256i acc[kFmaAcc];
+  for (int j = 0; j < kFmaAcc; ++j) acc[j] = _mm256_set1_epi32(j);
+  for (int64_t k = 0; k < kI8Steps; ++k) {
+#pragma GCC unroll 12
+    for (int j = 0; j < kFmaAcc; ++j)
+      acc[j] = _mm256_add_epi32(acc[j], _mm256_madd_epi16(_mm256_maddubs_epi16(a, b), ones));
+  }
+  __m256i s = acc[0];
+  for (int j = 1; j < kFmaAcc; ++j) s = _mm256_add_epi32(s, acc[j]);
+  alignas(32) int32_t out[8];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(out), s);
+  return out[0] + out[7];
+}
+
+struct PeakIsa {
+  const char* f32;
+  const char* i8;
+  int f32_width;  // floats per FMA
+  int i8_width;   // multiply-adds per step and accumulator
+};
+
+PeakIsa peak_isa() {
+  __builtin_cpu_init();
+  PeakIsa p{"scalar", "none", 8, 0};
+  if (__builtin_cpu_supports("avx2")) p = PeakIsa{sb::compiled_simd_level() == sb::SimdLevel::AVX2 ? "avx2+fma" : "scalar", "avx2", 8, 32};
+  if (__builtin_cpu_supports("avx512f")) p.f32 = "avx512f", p.f32_width = 16;
+  if (__builtin_cpu_supports("avx512bw")) p.i8 = "avx512bw", p.i8_width = 64;
+  if (__builtin_cpu_supports("avx512vnni")) p.i8 = "avx512vnni", p.i8_width = 64;
+  return p;
+}
+
+float fma_best() { return peak_isa().f32_width == 16 ? fma_chain_avx512() : fma_chain(); }
+
+int32_t i8_best() {
+  const PeakIsa p = peak_isa();
+  if (std::string(p.i8) == "avx512vnni") return i8_chain_vnni();
+  if (std::string(p.i8) == "avx512bw") return i8_chain_avx512bw();
+  return i8_chain_avx2();
+}
+
+#else
+struct PeakIsa {
+  const char* f32;
+  const char* i8;
+  int f32_width;
+  int i8_width;
+};
+PeakIsa peak_isa() { return {"scalar", "none", 8, 0}; }
+float fma_best() { return fma_chain(); }
+int32_t i8_best() { return 0; }
+#endif
+
 void run_fma(benchmark::State& st, int threads) {
   ThreadScope ts(threads);
+  const int width = peak_isa().f32_width;
   std::atomic<float> sink{0};
   for (auto _ : st) {
     parallel_for(0, threads, 1, [&](int64_t lo, int64_t hi) {
-      for (int64_t i = lo; i < hi; ++i) sink.store(fma_chain(), std::memory_order_relaxed);
+      for (int64_t i = lo; i < hi; ++i) sink.store(fma_best(), std::memory_order_relaxed);
     });
   }
   benchmark::DoNotOptimize(sink.load());
-  set_work(st, 0, static_cast<int64_t>(threads) * kFmaSteps * kFmaAcc * 8 * 2);
+  set_work(st, 0, static_cast<int64_t>(threads) * kFmaSteps * kFmaAcc * width * 2);
+}
+
+void run_i8(benchmark::State& st, int threads) {
+  ThreadScope ts(threads);
+  const PeakIsa p = peak_isa();
+  if (p.i8_width == 0) {
+    st.SkipWithError("no AVX2 or AVX-512 integer multiply-add on this CPU");
+    return;
+  }
+  std::atomic<int32_t> sink{0};
+  for (auto _ : st) {
+    parallel_for(0, threads, 1, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) sink.store(i8_best(), std::memory_order_relaxed);
+    });
+  }
+  benchmark::DoNotOptimize(sink.load());
+  set_work(st, 0, static_cast<int64_t>(threads) * kI8Steps * kFmaAcc * p.i8_width * 2);
 }
 
 }  // namespace
 
 void register_family() {
+  const PeakIsa isa = peak_isa();
+  benchmark::AddCustomContext("sb_peak_isa", std::string("f32:") + isa.f32 + ",i8:" + isa.i8);
   struct Regime {
     const char* name;
     int64_t n[5];  // per op, in the order of Op: copy, scale, add, triad, read
@@ -224,6 +363,8 @@ void register_family() {
     }
     add_run(RunName().op("fma_peak").dtype(DType::Float32).threads(t),
             [t](benchmark::State& st) { run_fma(st, t); });
+    add_run(RunName().op("fma_peak").dtype(DType::Int8).threads(t),
+            [t](benchmark::State& st) { run_i8(st, t); });
   }
 }
 

@@ -394,6 +394,9 @@ BINARY_OPS = ("add", "mul")
 READ_OPS = ("sum",)
 
 
+INT8_DTYPES = ("i8", "int8_dynamic", "int8_static")
+
+
 def ceiling_kind(run):
     """(baseline ops to try, 'bytes' or 'flop') for a kernel row, None otherwise."""
     gpu = run["device"].startswith("cuda")
@@ -435,8 +438,13 @@ def _best_baseline(rs, run, ops, what):
                  if _same(b["threads"], run["threads"])
                  and (what == "flop" or _same(b.regime, run.regime))
                  and rate(b, what)]
-        if what == "flop" and any(b["dtype"] == run["dtype"] for b in cands):
-            cands = [b for b in cands if b["dtype"] == run["dtype"]]
+        if what == "flop":
+            # int8 rows (i8, int8_dynamic, int8_static) against the int8 multiply-add
+            # peak; any other dtype against its own peak, else the float32 one: never
+            # against a peak of another kind (an int8 peak would flatter f16 rows).
+            want = "i8" if run["dtype"] in INT8_DTYPES else run["dtype"]
+            same = [b for b in cands if b["dtype"] == want]
+            cands = same or [b for b in cands if b["dtype"] in (None, "f32")]
         if cands:
             return max(cands, key=lambda b: rate(b, what))
     return None

@@ -97,6 +97,35 @@ class LoadTest(unittest.TestCase):
         finally:
             r.keys["threads"] = "8"
 
+    def test_int8_rows_use_the_int8_peak_and_nothing_else_does(self):
+        tmp = tempfile.mkdtemp()
+        res = sbtest.results_dir(tmp)
+        path = os.path.join(res, "raw", "bench_baseline.json")
+
+        def fn(doc):  # an int8 peak 4x the float32 one
+            extra = []
+            for e in doc["benchmarks"]:
+                if "/op:fma_peak/" in e["name"]:
+                    c = json.loads(json.dumps(e))
+                    for k in ("name", "run_name"):
+                        if k in c:
+                            c[k] = c[k].replace("dtype:f32", "dtype:i8")
+                    for k in ("flop", "flops_per_second"):
+                        if k in c:
+                            c[k] *= 4
+                    extra.append(c)
+            self.assertTrue(extra)
+            doc["benchmarks"] += extra
+        sbtest.edit(path, fn)
+        rs = sb.load_results(res)
+        quant = [r for r in rs.runs.values() if r["op"] == "linear" and r["device"] == "cpu"
+                 and r["impl"] == "ours"]
+        by = {r["dtype"]: sb.ceiling(rs, r)[0]["dtype"] for r in quant}
+        self.assertEqual(by["int8_dynamic"], "i8")
+        self.assertEqual(by["int8_static"], "i8")
+        self.assertEqual(by["f32"], "f32")
+        self.assertEqual(by["f16"], "f32")  # never the (higher) int8 peak
+
     def test_duplicate_run_across_files(self):
         with tempfile.TemporaryDirectory() as tmp:
             d = sbtest.results_dir(tmp)
