@@ -66,24 +66,9 @@ std::vector<double> ref_pool(const Tensor& x, int64_t k, int64_t s, int64_t pad,
   return out;
 }
 
-struct Modes {
-  int threads;
-  SimdLevel simd;
-};
+using test::Modes;
+using test::ModeGuard;
 const Modes kModes[] = {{1, SimdLevel::AVX2}, {2, SimdLevel::AVX2}, {2, SimdLevel::Scalar}};
-class ModeGuard {
- public:
-  explicit ModeGuard(const Modes& m) : threads_(get_num_threads()) {
-    set_num_threads(m.threads);
-    set_simd_level(m.simd);
-  }
-  ~ModeGuard() {
-    set_num_threads(threads_);
-    set_simd_level(compiled_simd_level());
-  }
- private:
-  int threads_;
-};
 
 struct Case {
   int64_t N, C, H, W, O, KH, KW;

@@ -37,25 +37,9 @@ std::vector<double> ref_matmul(const Tensor& a, const Tensor& b) {
 // A column-major [r, c] tensor with the values of v.
 Tensor column_major(const Tensor& v) { return v.t().clone(MemoryFormat::Contiguous).t(); }
 
-struct Modes {
-  int threads;
-  SimdLevel simd;
-};
+using test::Modes;
+using test::ModeGuard;
 const Modes kModes[] = {{1, SimdLevel::AVX2}, {2, SimdLevel::AVX2}, {1, SimdLevel::Scalar}, {2, SimdLevel::Scalar}};
-
-class ModeGuard {
- public:
-  explicit ModeGuard(const Modes& m) : threads_(get_num_threads()) {
-    set_num_threads(m.threads);
-    set_simd_level(m.simd);
-  }
-  ~ModeGuard() {
-    set_num_threads(threads_);
-    set_simd_level(compiled_simd_level());
-  }
- private:
-  int threads_;
-};
 
 double tol_for(DType dt, int64_t K) { return dt == DType::Float64 ? 1e-12 * (K + 1) : 2e-6 * (K + 1); }
 

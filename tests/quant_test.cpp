@@ -17,24 +17,9 @@ namespace {
 
 using test::Layout;
 
-struct Modes {
-  int threads;
-  SimdLevel simd;
-};
+using test::Modes;
+using test::ModeGuard;
 const Modes kModes[] = {{1, SimdLevel::AVX2}, {2, SimdLevel::AVX2}, {1, SimdLevel::Scalar}, {2, SimdLevel::Scalar}};
-class ModeGuard {
- public:
-  explicit ModeGuard(const Modes& m) : threads_(get_num_threads()) {
-    set_num_threads(m.threads);
-    set_simd_level(m.simd);
-  }
-  ~ModeGuard() {
-    set_num_threads(threads_);
-    set_simd_level(compiled_simd_level());
-  }
- private:
-  int threads_;
-};
 
 Tensor scaled(const Tensor& t, double s) {
   std::vector<float> v;

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "core/cpu_features.h"
+#include "core/parallel.h"
 #include "core/tensor.h"
 
 namespace sb::test {
@@ -45,6 +47,29 @@ Shape random_shape(std::mt19937_64& rng, int ndim, int64_t max_size, bool allow_
 // Tolerances for float32/float16/float64/integer results of a few operations.
 double default_atol(DType t);
 double default_rtol(DType t);
+
+// A thread count and SIMD level to run a kernel under; ModeGuard sets them for one
+// scope and restores the previous thread count and the build's SIMD level.
+struct Modes {
+  int threads;
+  SimdLevel simd;
+};
+class ModeGuard {
+ public:
+  explicit ModeGuard(const Modes& m) : threads_(get_num_threads()) {
+    set_num_threads(m.threads);
+    set_simd_level(m.simd);
+  }
+  ~ModeGuard() {
+    set_num_threads(threads_);
+    set_simd_level(compiled_simd_level());
+  }
+  ModeGuard(const ModeGuard&) = delete;
+  ModeGuard& operator=(const ModeGuard&) = delete;
+
+ private:
+  int threads_;
+};
 
 // Row-major unravel of a flat index.
 Shape unravel(int64_t flat, const Shape& sizes);

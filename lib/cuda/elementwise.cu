@@ -26,27 +26,6 @@ namespace sb::cuda {
 
 namespace {
 
-const char* bname(BinaryOp op) {
-  switch (op) {
-    case BinaryOp::Add: return "add";
-    case BinaryOp::Sub: return "sub";
-    case BinaryOp::Mul: return "mul";
-    case BinaryOp::Div: return "div";
-    case BinaryOp::Maximum: return "maximum";
-    case BinaryOp::Minimum: return "minimum";
-  }
-  return "?";
-}
-const char* uname(UnaryOp op) {
-  switch (op) {
-    case UnaryOp::Neg: return "neg";
-    case UnaryOp::Abs: return "abs";
-    case UnaryOp::Relu: return "relu";
-    case UnaryOp::Exp: return "exp";
-    case UnaryOp::Sqrt: return "sqrt";
-  }
-  return "?";
-}
 
 template <BinaryOp OP>
 struct BinaryFn {
@@ -217,7 +196,7 @@ __global__ void normalize_kernel(T* out, const T* x, OffsetCalc<2> rows_it, int6
 }  // namespace
 
 void binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b) {
-  const char* name = bname(op);
+  const char* name = binary_op_name(op);
   common_device(name, {&out, &a, &b});
   check_same(name, out, a);
   check_same(name, out, b);
@@ -235,7 +214,7 @@ void binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b) {
 }
 
 void binary_scalar(BinaryOp op, const Tensor& out, const Tensor& a, double b) {
-  const char* name = bname(op);
+  const char* name = binary_op_name(op);
   common_device(name, {&out, &a});
   check_same(name, out, a);
   const Tensor* in[1] = {&a};
@@ -256,7 +235,7 @@ void binary_scalar(BinaryOp op, const Tensor& out, const Tensor& a, double b) {
 }
 
 void unary(UnaryOp op, const Tensor& out, const Tensor& a) {
-  const char* name = uname(op);
+  const char* name = unary_op_name(op);
   common_device(name, {&out, &a});
   check_same(name, out, a);
   const Tensor* in[1] = {&a};
