@@ -28,6 +28,29 @@
 
 namespace sb::bench {
 
+const char* layout_name(Layout l) {
+  switch (l) {
+    case Layout::Contiguous: return "contiguous";
+    case Layout::Transposed: return "transposed";
+    case Layout::Sliced: return "sliced";
+    case Layout::Expanded: return "expanded";
+    case Layout::ChannelsLast: return "channels_last";
+    case Layout::ColumnMajor: return "column_major";
+    case Layout::ContiguousFirst: return "contiguous_first";
+  }
+  return "?";
+}
+
+const char* style_name(Style s) {
+  switch (s) {
+    case Style::Inplace: return "inplace";
+    case Style::Out: return "out";
+    case Style::Outofplace: return "outofplace";
+    case Style::OutofplaceSystem: return "outofplace_system";
+  }
+  return "?";
+}
+
 // ------------------------------------------------------------------ matrix
 
 namespace {

@@ -63,6 +63,13 @@ std::vector<int> thread_counts();  // {1, 2} (full adds every core when there ar
 // ---- run names ----
 // The contract's keys, in order; values are not checked here (the scripts check the
 // vocabulary), keys are.
+// The `layout` and `style` values of docs/BENCHMARKS.md, shared by every family (CPU and
+// GPU), so a name is spelled in one place. A family uses the subset it measures.
+enum class Layout { Contiguous, Transposed, Sliced, Expanded, ChannelsLast, ColumnMajor, ContiguousFirst };
+enum class Style { Inplace, Out, Outofplace, OutofplaceSystem };
+const char* layout_name(Layout l);
+const char* style_name(Style s);
+
 class RunName {
  public:
   explicit RunName(std::string family = kFamily);

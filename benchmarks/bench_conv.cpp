@@ -36,16 +36,6 @@ const char* const kFamily = "conv";
 
 namespace {
 
-enum class Layout { Contiguous, ChannelsLast, Sliced, Transposed };
-const char* layout_name(Layout l) {
-  switch (l) {
-    case Layout::Contiguous: return "contiguous";
-    case Layout::ChannelsLast: return "channels_last";
-    case Layout::Sliced: return "sliced";
-    case Layout::Transposed: return "transposed";
-  }
-  return "?";
-}
 
 enum class Op { Conv, MaxPool, AvgPool, Gemm };
 const char* op_name(Op op) {
@@ -81,6 +71,7 @@ const Tensor& input(const Case& c) {
       case Layout::Transposed:
         std::swap(s[2], s[3]);
         return random_tensor(s, 41, DType::Float32, Dist::Normal).transpose(2, 3);
+      default: SB_INTERNAL_ASSERT(false, "bench_conv: layout ", layout_name(c.layout), " is not measured");
     }
     return Tensor();
   });

@@ -56,28 +56,7 @@ const char* op_name(Op op) {
 bool binary_op(Op op) { return op == Op::Add || op == Op::Mul || op == Op::Loop; }
 int64_t flop_per_elem(Op op) { return op == Op::Normalize ? 6 : op == Op::Loop ? 3 : 1; }
 
-enum class Style { Inplace, Out, Outofplace, OutofplaceSystem };
-const char* style_name(Style s) {
-  switch (s) {
-    case Style::Inplace: return "inplace";
-    case Style::Out: return "out";
-    case Style::Outofplace: return "outofplace";
-    case Style::OutofplaceSystem: return "outofplace_system";
-  }
-  return "?";
-}
 
-enum class Layout { Contiguous, Transposed, Sliced, Expanded, ChannelsLast };
-const char* layout_name(Layout l) {
-  switch (l) {
-    case Layout::Contiguous: return "contiguous";
-    case Layout::Transposed: return "transposed";
-    case Layout::Sliced: return "sliced";
-    case Layout::Expanded: return "expanded";
-    case Layout::ChannelsLast: return "channels_last";
-  }
-  return "?";
-}
 
 enum class Values { Uniform, Normal, Ones };
 
@@ -93,6 +72,7 @@ Tensor make(Layout l, const Shape& sizes, DType dt, Values v, uint64_t seed) {
     case Layout::Sliced: s[3] *= 2; return fill(s).slice(3, 0, std::nullopt, 2);
     case Layout::Expanded: s[0] = s[1] = 1; return fill(s).expand(sizes);
     case Layout::ChannelsLast: return fill(s).contiguous(MemoryFormat::ChannelsLast);
+    default: SB_INTERNAL_ASSERT(false, "bench_elementwise: layout ", layout_name(l), " is not measured");
   }
   return Tensor();
 }

@@ -42,27 +42,7 @@ const char* const kFamily = "matmul";
 
 namespace {
 
-enum class Layout { Contiguous, Transposed, Sliced, ColumnMajor, ContiguousFirst };
-const char* layout_name(Layout l) {
-  switch (l) {
-    case Layout::Contiguous: return "contiguous";
-    case Layout::Transposed: return "transposed";
-    case Layout::Sliced: return "sliced";
-    case Layout::ColumnMajor: return "column_major";
-    case Layout::ContiguousFirst: return "contiguous_first";
-  }
-  return "?";
-}
 
-enum class Style { Out, Outofplace, OutofplaceSystem };
-const char* style_name(Style s) {
-  switch (s) {
-    case Style::Out: return "out";
-    case Style::Outofplace: return "outofplace";
-    case Style::OutofplaceSystem: return "outofplace_system";
-  }
-  return "?";
-}
 
 struct Case {
   Layout layout;
@@ -83,6 +63,7 @@ Tensor operand_a(Layout l, int64_t n) {
     case Layout::ColumnMajor: return pooled(k + "cm", [&] { return random_tensor({n, n}, 32); }).t();
     case Layout::Sliced:
       return pooled(k + "sl", [&] { return random_tensor({2 * n, n}, 33); }).slice(0, 0, std::nullopt, 2);
+    default: SB_INTERNAL_ASSERT(false, "bench_matmul: layout ", layout_name(l), " is not measured");
   }
   return Tensor();
 }
@@ -115,6 +96,7 @@ void sgemm(Layout l, int64_t n, const Tensor& a, const Tensor& b, Tensor& c) {
       cblas_sgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, m, m, m, 1.0f, pa, m, pb, m, 0.0f, pc, m);
       break;
     case Layout::ContiguousFirst: SB_INTERNAL_ASSERT(false, "no openblas contiguous_first run"); break;
+    default: SB_INTERNAL_ASSERT(false, "bench_matmul: layout ", layout_name(l), " has no OpenBLAS run"); break;
   }
 }
 #endif

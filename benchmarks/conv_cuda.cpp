@@ -27,16 +27,6 @@ const char* const kFamily = "conv";
 
 namespace {
 
-enum class Layout { Contiguous, ChannelsLast, Sliced, Transposed };
-const char* layout_name(Layout l) {
-  switch (l) {
-    case Layout::Contiguous: return "contiguous";
-    case Layout::ChannelsLast: return "channels_last";
-    case Layout::Sliced: return "sliced";
-    case Layout::Transposed: return "transposed";
-  }
-  return "?";
-}
 
 // x of logical sizes s on cuda:0 in layout l.
 Tensor make_x(Layout l, const Shape& s) {
@@ -46,6 +36,7 @@ Tensor make_x(Layout l, const Shape& s) {
     case Layout::ChannelsLast: return random_tensor(s, 51).to(g).contiguous(MemoryFormat::ChannelsLast);
     case Layout::Sliced: return random_tensor({s[0], s[1], s[2], 2 * s[3]}, 51).to(g).slice(3, 0, std::nullopt, 2);
     case Layout::Transposed: return random_tensor({s[0], s[1], s[3], s[2]}, 51).to(g).transpose(2, 3);
+    default: SB_INTERNAL_ASSERT(false, "bench_conv_cuda: layout ", layout_name(l), " is not measured");
   }
   return Tensor();
 }

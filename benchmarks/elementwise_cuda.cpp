@@ -34,28 +34,7 @@ namespace {
 enum class Op { Add, Mul, Relu };
 const char* op_name(Op op) { return op == Op::Add ? "add" : op == Op::Mul ? "mul" : "relu"; }
 
-enum class Style { Inplace, Out, Outofplace, OutofplaceSystem };
-const char* style_name(Style s) {
-  switch (s) {
-    case Style::Inplace: return "inplace";
-    case Style::Out: return "out";
-    case Style::Outofplace: return "outofplace";
-    case Style::OutofplaceSystem: return "outofplace_system";
-  }
-  return "?";
-}
 
-enum class Layout { Contiguous, Transposed, Sliced, Expanded, ChannelsLast };
-const char* layout_name(Layout l) {
-  switch (l) {
-    case Layout::Contiguous: return "contiguous";
-    case Layout::Transposed: return "transposed";
-    case Layout::Sliced: return "sliced";
-    case Layout::Expanded: return "expanded";
-    case Layout::ChannelsLast: return "channels_last";
-  }
-  return "?";
-}
 
 // A cuda:0 tensor of NCHW `sizes` in layout l: random (normal when `normal`) or ones.
 Tensor make(Layout l, const Shape& sizes, bool ones, bool normal, uint64_t seed) {
@@ -70,6 +49,7 @@ Tensor make(Layout l, const Shape& sizes, bool ones, bool normal, uint64_t seed)
     case Layout::Sliced: s[3] *= 2; return fill(s).slice(3, 0, std::nullopt, 2);
     case Layout::Expanded: s[0] = s[1] = 1; return fill(s).expand(sizes);
     case Layout::ChannelsLast: return fill(s).contiguous(MemoryFormat::ChannelsLast);
+    default: SB_INTERNAL_ASSERT(false, "bench_elementwise_cuda: layout ", layout_name(l), " is not measured");
   }
   return Tensor();
 }

@@ -36,23 +36,6 @@ const char* const kFamily = "matmul";
 
 namespace {
 
-enum class Layout { Contiguous, Transposed, ColumnMajor, Sliced, ContiguousFirst };
-const char* layout_name(Layout l) {
-  switch (l) {
-    case Layout::Contiguous: return "contiguous";
-    case Layout::Transposed: return "transposed";
-    case Layout::ColumnMajor: return "column_major";
-    case Layout::Sliced: return "sliced";
-    case Layout::ContiguousFirst: return "contiguous_first";
-  }
-  return "?";
-}
-
-enum class Style { Out, Outofplace, OutofplaceSystem };
-const char* style_name(Style s) {
-  return s == Style::Out ? "out" : s == Style::Outofplace ? "outofplace" : "outofplace_system";
-}
-
 struct Case {
   Layout layout;
   Style style;
@@ -72,6 +55,7 @@ Tensor operand(Layout l, int64_t rows, int64_t cols, DType dt, bool right, uint6
     case Layout::ColumnMajor:
     case Layout::ContiguousFirst: return rnd({cols, rows}).t();
     case Layout::Sliced: return rnd({2 * rows, cols}).slice(0, 0, std::nullopt, 2);
+    default: SB_INTERNAL_ASSERT(false, "bench_matmul_cuda: layout ", layout_name(l), " is not measured");
   }
   return Tensor();
 }
