@@ -208,6 +208,7 @@ TEST(CopyFast, EachPathIsTakenAndCorrect) {
     std::function<Tensor(const Tensor&)> src;  // a view of the values buffer
     std::function<Tensor(const Shape&, DType)> dst;
     CopyPath path;
+    bool bands = false;  // 4-byte streaming tiles go out as 16-column bands (Note [Transpose bands])
   };
   auto contiguous_dst = [](const Shape& s, DType dt) { return empty(s, dt); };
   auto offset_dst = [](const Shape& s, DType dt) {  // misaligned by 3 elements
@@ -215,6 +216,9 @@ TEST(CopyFast, EachPathIsTakenAndCorrect) {
     return empty({n + 3}, dt).as_strided(s, contiguous_strides(s), 3);
   };
   auto cl_dst = [](const Shape& s, DType dt) { return empty(s, dt, Device::cpu(), MemoryFormat::ChannelsLast); };
+  auto padded_dst = [](const Shape& s, DType dt) {  // rows padded to a multiple of 16 elements (64 bytes for f32)
+    return empty({s[0], (s[1] + 15) / 16 * 16 + 16}, dt).narrow(1, 0, s[1]);
+  };
   const std::vector<std::pair<Shape, Case>> cases = {
       {{1001, 67}, {"memcpy", [](const Tensor& v) { return v; }, contiguous_dst, CopyPath::Memcpy}},
       {{1001, 67}, {"memcpy misaligned", [](const Tensor& v) { return test::with_layout(v, Layout::Offset); },
@@ -229,6 +233,15 @@ TEST(CopyFast, EachPathIsTakenAndCorrect) {
       {{7, 19, 23, 31}, {"4-D permute", [](const Tensor& v) { return v.permute({3, 1, 0, 2}); }, contiguous_dst,
                          CopyPath::Tiled}},
       {{3, 37, 13, 11}, {"NCHW -> NHWC", [](const Tensor& v) { return v; }, cl_dst, CopyPath::Tiled}},
+      // bands: B a multiple of 16 or ragged (168 = 10 x 16 + 8), A ragged (1100 = 2 x 512 + 76, 76 = 9 x 8 + 4)
+      {{168, 1100}, {"2-D transpose into 64-byte rows", [](const Tensor& v) { return v.t(); }, padded_dst,
+                     CopyPath::Tiled, true}},
+      {{64, 203}, {"2-D transpose, 64-element rows", [](const Tensor& v) { return v.t(); }, contiguous_dst,
+                   CopyPath::Tiled, true}},
+      {{3, 32, 13, 11}, {"NCHW -> NHWC, 32 channels", [](const Tensor& v) { return v; }, cl_dst, CopyPath::Tiled,
+                         true}},
+      {{9, 200}, {"2-D transpose, 9 columns (< 16: no bands)", [](const Tensor& v) { return v.t(); },
+                  contiguous_dst, CopyPath::Tiled}},
       {{3, 37, 13, 11}, {"NHWC -> NCHW", [](const Tensor& v) { return v.contiguous(MemoryFormat::ChannelsLast); },
                          contiguous_dst, CopyPath::Tiled}},
       {{41, 300}, {"stepped inner slice", [](const Tensor& v) { return v.slice(1, 0, std::nullopt, 2); },
@@ -262,6 +275,7 @@ TEST(CopyFast, EachPathIsTakenAndCorrect) {
                                      (c.path == CopyPath::Memcpy || c.path == CopyPath::Rows ||
                                       (c.path == CopyPath::Tiled && dtype_size(dt) == 4));
             EXPECT_EQ(last_copy_used_nt(), nt_expected) << where;
+            EXPECT_EQ(last_copy_used_bands(), nt_expected && c.bands && dtype_size(dt) == 4) << where;
             ASSERT_TRUE(test::all_close(dst, ref, 0, 0)) << where;
             ASSERT_TRUE(untouched_outside(dst)) << where;
             Tensor gen = c.dst(src.sizes(), dt);

@@ -14,6 +14,9 @@
 //            elements AVX2 8x8 in-register transposes (ops/transpose_tile.h, shared
 //            with the iterator's Tiled path) into an L1 buffer, then whole tile rows out; a scalar tile for other
 //            element sizes (tile rows of 256 bytes, 32..64 elements). Parallel over (outer, tile).
+//            Streaming 4-byte copies into 64-byte aligned dst rows take bands instead
+//            (Note [Transpose bands]): 16 source rows x 512, no buffer, every dst line
+//            written whole by two streaming stores.
 //   Strided  anything else of the same dtype (stepped slices, broadcast): a parallel
 //            strided row loop on same-size unsigned words.
 //   Convert  dtypes differ: the same parallel row loop with convert<D, S>.
@@ -57,6 +60,7 @@ namespace {
 
 std::atomic<CopyPath> g_last_path{CopyPath::Empty};
 std::atomic<bool> g_last_nt{false};
+std::atomic<bool> g_last_bands{false};
 std::atomic<int64_t> g_nt_threshold{-1};  // bytes; -1 = not set: default_nt_threshold()
 
 int64_t detect_llc_bytes() {
@@ -98,9 +102,10 @@ int64_t default_nt_threshold() {
   return v;
 }
 
-void record(CopyPath p, bool nt) {
+void record(CopyPath p, bool nt, bool bands = false) {
   g_last_path.store(p, std::memory_order_relaxed);
   g_last_nt.store(nt, std::memory_order_relaxed);
+  g_last_bands.store(bands, std::memory_order_relaxed);
 }
 
 bool want_nt(int64_t out_bytes) {
@@ -314,17 +319,27 @@ void tile_scalar(U* dst, const U* src, int64_t na, int64_t nb, int64_t dA, int64
     for (int64_t j = 0; j < nb; ++j) dst[i * dA + j] = src[i + j * sB];
 }
 
+// Note [Transpose bands]
+// The buffered tiles above read 128-float (512-byte) pieces of 64 source rows, one
+// 4 KiB page each, and the transpose of a 4096^2 float32 stalled on those reads:
+// source reads alone took 60% of its time (docs/NOTES-copy-reduce.md). With streaming
+// stores the dst side needs no buffer: a band of 16 source rows x kBandA columns goes
+// through detail::stream_band16_f32 (two 8x8 transposes per 8 columns, each dst row
+// gets one whole 64-byte line), so 16 source rows are read as long sequential runs
+// (2 KiB each) and the buffer round trip disappears. Tiles run B fastest, so the
+// threads' contiguous task ranges are contiguous bands of dst rows. Taken when the
+// copy streams, elements are 4 bytes, nB >= 16, and every dst row start is 64-byte
+// aligned (base, dA and the outer dst strides); ragged edges (nB % 16 columns,
+// nA % 8 rows) go through the buffer with plain stores.
+constexpr int64_t kBandA = 512, kBandB = 16;
+
 // Plan dims: B = last (dst stride 1), A = a (src stride 1); others loop outside.
+// Returns whether the streaming bands were used.
 template <typename U>
-void tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool nt) {
+bool tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool nt) {
   const int64_t last = p.ndim() - 1;
   const bool simd = sizeof(U) == 4 && use_avx2();
   const int64_t tile = std::clamp<int64_t>(kTileBytes / static_cast<int64_t>(sizeof(U)), 32, 64);  // scalar tiles
-#ifdef SB_HAVE_AVX2
-  const int64_t tA = simd ? kTileA : tile, tB = simd ? kTileB : tile;
-#else
-  const int64_t tA = tile, tB = tile;
-#endif
   const int64_t nA = p.size[a], nB = p.size[last], dA = p.dst[a], sB = p.src[last];
   Plan outer;  // the other dims
   for (int64_t k = 0; k < last; ++k)
@@ -333,6 +348,14 @@ void tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool nt) {
       outer.dst.push_back(p.dst[k]);
       outer.src.push_back(p.src[k]);
     }
+  bool bands = false;
+#ifdef SB_HAVE_AVX2
+  bands = simd && nt && nB >= kBandB && dA % 16 == 0 && reinterpret_cast<uintptr_t>(d) % 64 == 0;
+  for (int64_t st : outer.dst) bands = bands && st % 16 == 0;
+  const int64_t tA = bands ? kBandA : simd ? kTileA : tile, tB = bands ? kBandB : simd ? kTileB : tile;
+#else
+  const int64_t tA = tile, tB = tile;
+#endif
   const int64_t no = outer.ndim();
   const int64_t nouter = std::accumulate(outer.size.begin(), outer.size.end(), int64_t{1}, std::multiplies<>());
   const int64_t ta = (nA + tA - 1) / tA, tb = (nB + tB - 1) / tB;
@@ -340,7 +363,8 @@ void tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool nt) {
   parallel_for(0, tasks, std::max<int64_t>(1, kGrainSize / (tA * tB)), [&](int64_t b, int64_t e) {
     Shape idx(std::max<int64_t>(no, 1));
 #ifdef SB_HAVE_AVX2
-    alignas(64) float buf[kTileA * kTileB];  // one 4-byte tile
+    alignas(64) float buf[kTileA * kTileB];  // one 4-byte tile (or a band's ragged edge)
+    static_assert(kBandA * kBandB <= kTileA * kTileB, "a band's edge must fit the buffer");
 #endif
     for (int64_t t = b; t < e; ++t) {
       const int64_t o = t / (ta * tb), ia = (t / tb) % ta, ib = t % tb;
@@ -351,9 +375,20 @@ void tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool nt) {
       U* dt = d + doff + i0 * dA + j0;
       const U* st = s + soff + i0 + j0 * sB;
 #ifdef SB_HAVE_AVX2
+      float* df = reinterpret_cast<float*>(dt);
+      const float* sf = reinterpret_cast<const float*>(st);
+      if (bands) {  // Note [Transpose bands]
+        const int64_t na8 = nb == kBandB ? na / 8 * 8 : 0;
+        detail::stream_band16_f32(df, dA, sf, sB, na8);
+        if (na8 < na) {  // ragged edge: through the buffer, plain stores
+          detail::transpose_tile_f32(buf, kBandB, sf + na8, sB, na - na8, nb);
+          for (int64_t i = na8; i < na; ++i) store_row_f32(df + i * dA, buf + (i - na8) * kBandB, nb, false);
+        }
+        continue;
+      }
       if (simd) {
-        detail::transpose_tile_f32(buf, kTileB, reinterpret_cast<const float*>(st), sB, na, nb);
-        for (int64_t i = 0; i < na; ++i) store_row_f32(reinterpret_cast<float*>(dt + i * dA), buf + i * kTileB, nb, nt);
+        detail::transpose_tile_f32(buf, kTileB, sf, sB, na, nb);
+        for (int64_t i = 0; i < na; ++i) store_row_f32(df + i * dA, buf + i * kTileB, nb, nt);
         continue;
       }
 #endif
@@ -361,6 +396,7 @@ void tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool nt) {
     }
     fence(nt && simd);
   });
+  return bands;
 }
 
 template <typename F>
@@ -392,6 +428,7 @@ const char* copy_path_name(CopyPath p) {
 }
 CopyPath last_copy_path() { return g_last_path.load(); }
 bool last_copy_used_nt() { return g_last_nt.load(); }
+bool last_copy_used_bands() { return g_last_bands.load(); }
 void set_nt_threshold_bytes(int64_t bytes) { g_nt_threshold.store(bytes < 0 ? -1 : bytes); }
 int64_t nt_threshold_bytes() {
   const int64_t v = g_nt_threshold.load(std::memory_order_relaxed);
@@ -454,11 +491,12 @@ void copy_kernel(const Tensor& dst, const Tensor& src) {
       if (p.src[k] == 1) a = k;
     if (a >= 0) {
       const bool tnt = nt && esz == 4;
+      bool bands = false;
       dispatch_size(esz, [&](auto u) {
         using U = decltype(u);
-        tiled_path<U>(reinterpret_cast<U*>(d), reinterpret_cast<const U*>(s), p, a, tnt);
+        bands = tiled_path<U>(reinterpret_cast<U*>(d), reinterpret_cast<const U*>(s), p, a, tnt);
       });
-      return record(CopyPath::Tiled, tnt);
+      return record(CopyPath::Tiled, tnt, bands);
     }
   }
   dispatch_size(esz, [&](auto u) {

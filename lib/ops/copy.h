@@ -28,6 +28,9 @@ enum class CopyPath : uint8_t { Empty, Memcpy, Rows, Tiled, Strided, Convert, Ov
 const char* copy_path_name(CopyPath p);
 CopyPath last_copy_path();
 bool last_copy_used_nt();
+// Tiled path: whether 4-byte tiles went straight to memory as streaming 16-column
+// bands (copy.cpp, Note [Transpose bands]) rather than through the L1 tile buffer.
+bool last_copy_used_bands();
 // Outputs larger than this many bytes take non-temporal (streaming) stores. Default:
 // min(last-level cache, 2 x cores x L2), detected once (copy.cpp, Note [Streaming
 // threshold]). Tests set 0 to force streaming at small sizes; negative: the default.
