@@ -6,6 +6,16 @@
 //   add    c[i] = a[i] + b[i]     3 x 4 bytes, 1 flop
 //   triad  a[i] = b[i] + s * c[i] 3 x 4 bytes, 2 flop
 //   read   sum += a[i]            1 x 4 bytes, 1 flop (16 accumulators)
+//   add_inplace    a[i] += b[i]   3 x 4 bytes, 1 flop  } the in-place patterns: the
+//   scale_inplace  a[i] *= s      2 x 4 bytes, 1 flop  } updated array is read, then
+//          written back. Bytes are counted as the in-place kernel rows count them (the
+//          updated array read and written: 3 resp. 2 arrays), but the written lines are
+//          already in the cache, so there is no read-for-ownership: a plain-store
+//          add/copy pays one extra line read per written line that these do not, and
+//          in-place rows measured against add/copy read up to 155-200% at DRAM size.
+//          The tables use these as the ceilings of in-place elementwise rows
+//          (docs/BENCHMARKS.md, Ceilings). s is 1, read at run time (no drift, no
+//          folding); add_inplace grows a by 2 per call, far from overflow.
 //   fma_peak  register-resident FMA chains, 12 independent accumulators per thread
 //          (FMA latency 4 cycles x 2 ports needs >= 8), no memory; 16 floats wide where
 //          the CPU has AVX-512F, else 8 (AVX2). dtype:i8: u8 x s8 multiply-adds into
@@ -21,10 +31,12 @@
 // uses), so loop-pattern distribution is off for this file's kernels.
 //
 // Working sets (float32, one array = n elements), fixed by name so runs compare across
-// machines; the regime label comes from this machine's caches:
+// machines; the regime label comes from this machine's caches (the in-place ops' working
+// set is their distinct arrays: 2 and 1, as the in-place kernel rows count theirs):
 //   L1 n = 2048 (triad 24 KiB), L2 n = 65536 (triad 768 KiB), LLC n = 8 Mi (triad
 //   96 MiB), DRAM ~1 GiB per op (read n = 256 Mi, copy/scale n = 128 Mi, add/triad
-//   n = 96 Mi): beyond any last-level cache up to 260 MiB, >= 3.9x this machine's.
+//   n = 96 Mi, add_inplace n = 96 Mi, scale_inplace n = 128 Mi): beyond any last-level
+//   cache up to 260 MiB, >= 3.9x this machine's (scale_inplace: 512 MiB, 1.9x).
 //   (A level counts when the working set fills at most half of it: bench_common.h.)
 // Arrays are re-initialised (a = 1, b = 2, c = 0) before each run's timed loop, so no
 // run sees values grown by earlier runs; within a run the inputs never change.
@@ -56,7 +68,7 @@ namespace {
 
 constexpr float kScale = 3.0f;
 
-enum class Op { Copy, Scale, Add, Triad, Read };
+enum class Op { Copy, Scale, Add, Triad, Read, AddInplace, ScaleInplace };
 const char* op_name(Op op) {
   switch (op) {
     case Op::Copy: return "copy";
@@ -64,10 +76,16 @@ const char* op_name(Op op) {
     case Op::Add: return "add";
     case Op::Triad: return "triad";
     case Op::Read: return "read";
+    case Op::AddInplace: return "add_inplace";
+    case Op::ScaleInplace: return "scale_inplace";
   }
   return "?";
 }
-int arrays(Op op) { return op == Op::Read ? 1 : (op == Op::Copy || op == Op::Scale) ? 2 : 3; }
+// Arrays counted in the bytes (each read once, each write once) and arrays touched.
+int arrays(Op op) {
+  return op == Op::Read ? 1 : (op == Op::Copy || op == Op::Scale || op == Op::ScaleInplace) ? 2 : 3;
+}
+int distinct_arrays(Op op) { return op == Op::AddInplace ? 2 : op == Op::ScaleInplace ? 1 : arrays(op); }
 int flop_per_elem(Op op) { return op == Op::Copy ? 0 : op == Op::Triad ? 2 : 1; }
 
 // The three STREAM arrays, each grown to the largest n an op that uses it asks for
@@ -110,6 +128,18 @@ SB_NO_MEMCPY_IDIOM void triad(const float* __restrict b, const float* __restrict
     for (int64_t i = lo; i < hi; ++i) a[i] = b[i] + kScale * c[i];
   });
 }
+SB_NO_MEMCPY_IDIOM void add_inplace(float* __restrict a, const float* __restrict b, int64_t n) {
+  parallel_for(0, n, kGrainSize, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) a[i] += b[i];
+  });
+}
+volatile float g_inplace_scale = 1.0f;  // read once per call: the compiler cannot fold a *= 1
+SB_NO_MEMCPY_IDIOM void scale_inplace(float* __restrict a, int64_t n) {
+  const float s = g_inplace_scale;
+  parallel_for(0, n, kGrainSize, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) a[i] *= s;
+  });
+}
 float read(const float* __restrict a, int64_t n) {
   std::mutex m;
   double total = 0;
@@ -130,8 +160,9 @@ float read(const float* __restrict a, int64_t n) {
 
 void run_stream(benchmark::State& st, Op op, int64_t n, int threads) {
   ThreadScope ts(threads);
-  // Which arrays each op touches: copy a->c, scale c->b, add a,b->c, triad b,c->a, read a.
-  const bool uses[5][3] = {{1, 0, 1}, {0, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 0, 0}};
+  // Which arrays each op touches: copy a->c, scale c->b, add a,b->c, triad b,c->a, read a,
+  // add_inplace a,b->a, scale_inplace a->a.
+  const bool uses[7][3] = {{1, 0, 1}, {0, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 0, 0}, {1, 1, 0}, {1, 0, 0}};
   float* p[3] = {nullptr, nullptr, nullptr};
   const float init_value[3] = {1.0f, 2.0f, 0.0f};
   for (int k = 0; k < 3; ++k) {
@@ -146,6 +177,8 @@ void run_stream(benchmark::State& st, Op op, int64_t n, int threads) {
       case Op::Scale: scale(c, b, n); break;
       case Op::Add: add(a, b, c, n); break;
       case Op::Triad: triad(b, c, a, n); break;
+      case Op::AddInplace: add_inplace(a, b, n); break;
+      case Op::ScaleInplace: scale_inplace(a, n); break;
       case Op::Read: {
         float r = read(a, n);
         benchmark::DoNotOptimize(r);
@@ -156,7 +189,7 @@ void run_stream(benchmark::State& st, Op op, int64_t n, int threads) {
   }
   const int64_t bytes = arrays(op) * n * static_cast<int64_t>(sizeof(float));
   set_work(st, bytes, flop_per_elem(op) * n);
-  set_regime(st, bytes, threads);
+  set_regime(st, distinct_arrays(op) * n * static_cast<int64_t>(sizeof(float)), threads);
 }
 
 // ---- fma_peak ----
@@ -342,17 +375,18 @@ void register_family() {
   benchmark::AddCustomContext("sb_peak_isa", std::string("f32:") + isa.f32 + ",i8:" + isa.i8);
   struct Regime {
     const char* name;
-    int64_t n[5];  // per op, in the order of Op: copy, scale, add, triad, read
+    int64_t n[7];  // per op, in the order of Op: copy, scale, add, triad, read, add_inplace, scale_inplace
   };
-  auto same = [](const char* name, int64_t n) { return Regime{name, {n, n, n, n, n}}; };
+  auto same = [](const char* name, int64_t n) { return Regime{name, {n, n, n, n, n, n, n}}; };
   const std::vector<Regime> regimes =
       smoke() ? std::vector<Regime>{same("L1", 1024), same("L2", 65536)}
               : std::vector<Regime>{same("L1", 2048), same("L2", 65536), same("LLC", int64_t{8} << 20),
                                     Regime{"DRAM",
                                            {int64_t{128} << 20, int64_t{128} << 20, int64_t{96} << 20,
-                                            int64_t{96} << 20, int64_t{256} << 20}}};
+                                            int64_t{96} << 20, int64_t{256} << 20, int64_t{96} << 20,
+                                            int64_t{128} << 20}}};
   // read first: it needs the largest array a, so a is allocated once at its full size.
-  const Op ops[] = {Op::Read, Op::Copy, Op::Scale, Op::Add, Op::Triad};
+  const Op ops[] = {Op::Read, Op::Copy, Op::Scale, Op::Add, Op::Triad, Op::AddInplace, Op::ScaleInplace};
   for (int t : thread_counts()) {
     for (const auto& r : regimes) {
       for (const Op op : ops) {

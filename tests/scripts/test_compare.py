@@ -78,13 +78,13 @@ class CompareTest(unittest.TestCase):
         out = p.stdout
         self.assertIn("`xeon-8c-rtx4090`", out)
         self.assertIn("`epyc-64c`", out)
-        self.assertIn("26 runs in both; 56 only in A, 0 only in B.", out)
-        # B runs its 6 CPU baseline rows and elementwise at half A's time, its 2 GPU
+        self.assertIn("28 runs in both; 56 only in A, 0 only in B.", out)
+        # B runs its 8 CPU baseline rows and elementwise at half A's time, its 2 GPU
         # baseline rows at the same time, matmul at 1.25x (make_fixtures.py)
-        self.assertEqual(row(out, "baseline")[1:], ["8", f"{0.5 ** (6 / 8):.2f}x", "6", "0"])
+        self.assertEqual(row(out, "baseline")[1:], ["10", f"{0.5 ** (8 / 10):.2f}x", "8", "0"])
         self.assertEqual(row(out, "elementwise")[1:], ["12", "0.50x", "12", "0"])
         self.assertEqual(row(out, "matmul")[1:], ["6", "1.25x", "0", "6"])
-        allr = (0.5 ** 18 * 1.25 ** 6) ** (1 / 26)
+        allr = (0.5 ** 20 * 1.25 ** 6) ** (1 / 28)
         self.assertEqual(row(out, "**all**")[2], f"{allr:.2f}x")
         # transposed add: 17.7 ms vs 8.87 ms; 3 samples each, fully separated: p = 0.1;
         # B's baseline is twice as fast too, so both sit at 57% of their own ceiling

@@ -97,6 +97,32 @@ class LoadTest(unittest.TestCase):
         finally:
             r.keys["threads"] = "8"
 
+    def test_inplace_rows_use_the_inplace_baselines(self):
+        T = 4096 * 4096 * 4
+        relu = ADD.replace("op:add", "op:relu")
+        want = {ADD.format("contiguous", "inplace"): ("add_inplace", 3 * T / 10.5e6 / 30),
+                relu.format("contiguous", "inplace"): ("scale_inplace", 2 * T / 6.8e6 / 28),
+                ADD.format("contiguous", "out"): ("add", 3 * T / 11e6 / 20),
+                ADD.format("contiguous", "outofplace"): ("add", 3 * T / 12.1e6 / 20),
+                relu.format("contiguous", "out"): ("copy", 2 * T / 7e6 / 20)}
+        for name, (op, frac) in want.items():
+            with self.subTest(name=name):
+                base, _, pct = sb.ceiling(self.all, self.all.runs[name])
+                self.assertEqual((base["op"], base.regime), (op, "DRAM"))
+                self.assertAlmostEqual(pct, 100 * frac, places=6)
+        # peers' in-place rows too; results from before the in-place baselines fall back
+        torch = self.all.runs[TORCH_ADD.format("inplace")]
+        self.assertEqual(sb.ceiling(self.all, torch)[0]["op"], "add_inplace")
+        tmp = tempfile.mkdtemp()
+        res = sbtest.results_dir(tmp)
+
+        def drop(doc):
+            doc["benchmarks"] = [e for e in doc["benchmarks"] if "_inplace/" not in e["name"]]
+        sbtest.edit(os.path.join(res, "raw", "bench_baseline.json"), drop)
+        old = sb.load_results(res)
+        self.assertEqual(sb.ceiling(old, old.runs[ADD.format("contiguous", "inplace")])[0]["op"], "add")
+        self.assertEqual(sb.ceiling(old, old.runs[relu.format("contiguous", "inplace")])[0]["op"], "copy")
+
     def test_int8_rows_use_the_int8_peak_and_nothing_else_does(self):
         tmp = tempfile.mkdtemp()
         res = sbtest.results_dir(tmp)
