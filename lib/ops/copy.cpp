@@ -15,7 +15,7 @@
 //            with the iterator's Tiled path) into an L1 buffer, then whole tile rows out; a scalar tile for other
 //            element sizes (tile rows of 256 bytes, 32..64 elements). Parallel over (outer, tile).
 //            Streaming 4-byte copies into 64-byte aligned dst rows take bands instead
-//            (Note [Transpose bands]): 16 source rows x 512, no buffer, every dst line
+//            (Note [Transpose bands]): 32 source rows x 1024, no buffer, every dst line
 //            written whole by two streaming stores.
 //   Strided  anything else of the same dtype (stepped slices, broadcast): a parallel
 //            strided row loop on same-size unsigned words.
@@ -321,17 +321,18 @@ void tile_scalar(U* dst, const U* src, int64_t na, int64_t nb, int64_t dA, int64
 
 // Note [Transpose bands]
 // The buffered tiles above read 128-float (512-byte) pieces of 64 source rows, one
-// 4 KiB page each, and the transpose of a 4096^2 float32 stalled on those reads:
-// source reads alone took 60% of its time (docs/NOTES-copy-reduce.md). With streaming
-// stores the dst side needs no buffer: a band of 16 source rows x kBandA columns goes
-// through detail::stream_band16_f32 (two 8x8 transposes per 8 columns, each dst row
-// gets one whole 64-byte line), so 16 source rows are read as long sequential runs
-// (2 KiB each) and the buffer round trip disappears. Tiles run B fastest, so the
-// threads' contiguous task ranges are contiguous bands of dst rows. Taken when the
-// copy streams, elements are 4 bytes, nB >= 16, and every dst row start is 64-byte
-// aligned (base, dA and the outer dst strides); ragged edges (nB % 16 columns,
-// nA % 8 rows) go through the buffer with plain stores.
-constexpr int64_t kBandA = 512, kBandB = 16;
+// 4 KiB page each, and the transpose of a 4096^2 float32 stalled on those reads
+// (docs/NOTES-copy-reduce.md). With streaming stores the dst side needs no buffer: a
+// band of 32 source rows x kBandA columns goes through detail::stream_band_f32 (per 8
+// columns, two 16-row halves of two 8x8 transposes; each dst row gets 128 contiguous
+// bytes as two whole 64-byte lines), so 32 source rows are read as long sequential
+// runs (4 KiB each) and the buffer round trip disappears: 1.3-1.4x the buffered
+// tiles' rate on one thread, above a streaming memcpy of the same bytes. Tiles run B
+// fastest, so the threads' contiguous task ranges are contiguous bands of dst rows.
+// Taken when the copy streams, elements are 4 bytes, nB >= 16, and every dst row start
+// is 64-byte aligned (base, dA and the outer dst strides); ragged edges (nB % 16
+// columns, nA % 8 rows) go through the buffer with plain stores.
+constexpr int64_t kBandA = 1024, kBandB = 32, kEdgeRows = 512;
 
 // Plan dims: B = last (dst stride 1), A = a (src stride 1); others loop outside.
 // Returns whether the streaming bands were used.
@@ -350,7 +351,7 @@ bool tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool nt) {
     }
   bool bands = false;
 #ifdef SB_HAVE_AVX2
-  bands = simd && nt && nB >= kBandB && dA % 16 == 0 && reinterpret_cast<uintptr_t>(d) % 64 == 0;
+  bands = simd && nt && nB >= 16 && dA % 16 == 0 && reinterpret_cast<uintptr_t>(d) % 64 == 0;
   for (int64_t st : outer.dst) bands = bands && st % 16 == 0;
   const int64_t tA = bands ? kBandA : simd ? kTileA : tile, tB = bands ? kBandB : simd ? kTileB : tile;
 #else
@@ -364,7 +365,7 @@ bool tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool nt) {
     Shape idx(std::max<int64_t>(no, 1));
 #ifdef SB_HAVE_AVX2
     alignas(64) float buf[kTileA * kTileB];  // one 4-byte tile (or a band's ragged edge)
-    static_assert(kBandA * kBandB <= kTileA * kTileB, "a band's edge must fit the buffer");
+    static_assert(kEdgeRows * 16 <= kTileA * kTileB && 8 * kBandB <= kTileA * kTileB, "band edges fit the buffer");
 #endif
     for (int64_t t = b; t < e; ++t) {
       const int64_t o = t / (ta * tb), ia = (t / tb) % ta, ib = t % tb;
@@ -378,9 +379,14 @@ bool tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool nt) {
       float* df = reinterpret_cast<float*>(dt);
       const float* sf = reinterpret_cast<const float*>(st);
       if (bands) {  // Note [Transpose bands]
-        const int64_t na8 = nb == kBandB ? na / 8 * 8 : 0;
-        detail::stream_band16_f32(df, dA, sf, sB, na8);
-        if (na8 < na) {  // ragged edge: through the buffer, plain stores
+        const int64_t jr = nb / 16 * 16, na8 = na / 8 * 8;
+        detail::stream_band_f32(df, dA, sf, sB, na8, jr / 16);
+        for (int64_t i = 0; i < na8 && jr < nb; i += kEdgeRows) {  // ragged columns [jr, nb): buffer, plain stores
+          const int64_t n = std::min(kEdgeRows, na8 - i);
+          detail::transpose_tile_f32(buf, 16, sf + i + jr * sB, sB, n, nb - jr);
+          for (int64_t r = 0; r < n; ++r) store_row_f32(df + (i + r) * dA + jr, buf + r * 16, nb - jr, false);
+        }
+        if (na8 < na) {  // ragged rows [na8, na), every column
           detail::transpose_tile_f32(buf, kBandB, sf + na8, sB, na - na8, nb);
           for (int64_t i = na8; i < na; ++i) store_row_f32(df + i * dA, buf + (i - na8) * kBandB, nb, false);
         }
