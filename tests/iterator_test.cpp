@@ -35,6 +35,19 @@ TEST(Iterator, DenseOperandsCoalesceToOneContiguousDim) {
   EXPECT_EQ(it.stride_bytes(0, 0), 4);
 }
 
+TEST(Iterator, OfTakesTheDirectContiguousSetUpOnlyForContiguousOperands) {
+  Tensor o = empty({1, 4, 1, 6}), a = empty({1, 4, 1, 6}), b = empty({4, 6}).t().t().unsqueeze(0).unsqueeze(2);
+  StridedIter it = StridedIter::of({&o, &a, &b});
+  EXPECT_EQ(it.path(), Path::Contiguous);
+  EXPECT_EQ(it.sizes(), Shape({24}));
+  EXPECT_EQ(it.num_operands(), 3);
+  EXPECT_EQ(it.stride_bytes(2, 0), 4);
+  Tensor o2 = empty({16, 24}), t = empty({24, 16}).t();  // transposed: the general set-up, Tiled
+  EXPECT_EQ(StridedIter::of({&o2, &t}).path(), Path::Tiled);
+  Tensor e = empty({0, 3});
+  EXPECT_EQ(StridedIter::of({&e, &e}).numel(), 0);
+}
+
 TEST(Iterator, TransposedAndChannelsLastOutputsIterateInMemoryOrder) {
   Tensor o = empty({5, 4}).t(), a = empty({5, 4}).t();  // column-major 4x5
   StridedIter it = StridedIter::from_tensors({o, a});
@@ -157,7 +170,14 @@ TEST(Iterator, EveryElementVisitedOnceWithItsInputs) {
       Tensor b = random_layout(rng, from_vector(bv, sz).to(DType::Int64), true);
       Tensor out = random_layout(rng, zeros(sz, DType::Int64), false);
       out.zero_();
-      StridedIter it = StridedIter::from_tensors({out, a, b});
+      // of() (no tensor copies, a direct Contiguous set-up) must decide as from_tensors does
+      const StridedIter full = StridedIter::from_tensors({out, a, b});
+      const StridedIter fast = StridedIter::of({&out, &a, &b});
+      ASSERT_EQ(fast.path(), full.path()) << "trial " << trial;
+      ASSERT_EQ(fast.sizes(), full.sizes()) << "trial " << trial;
+      for (int op = 0; op < 3; ++op)
+        for (int d = 0; d < full.ndim(); ++d) ASSERT_EQ(fast.stride_bytes(op, d), full.stride_bytes(op, d));
+      const StridedIter& it = (trial / 2) % 2 ? fast : full;
       seen[it.path()]++;
       const int64_t grain = trial % 2 ? 1 : kGrainSize;  // grain 1: split even tiny work
       it.for_each(

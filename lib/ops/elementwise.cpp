@@ -553,7 +553,7 @@ void run_binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b
     return no_cuda(binary_op_name(op), out.device());
 #endif
   }
-  const StridedIter it = StridedIter::from_tensors({out, a, b});
+  const StridedIter it = StridedIter::of({&out, &a, &b});
   const bool avx = use_avx2();
   SB_DISPATCH_EW(out.dtype(), SB_BINARY_OP_CASES(op, {
     it.for_each([avx](char* const* p, const int64_t* s, int64_t n) { strip2<scalar_t>(avx, p, s, n, Bin<OP>{}); });
@@ -569,7 +569,7 @@ void run_binary_scalar(BinaryOp op, const Tensor& out, const Tensor& a, double b
     return no_cuda(binary_op_name(op), out.device());
 #endif
   }
-  const StridedIter it = StridedIter::from_tensors({out, a});
+  const StridedIter it = StridedIter::of({&out, &a});
   const bool avx = use_avx2();
   SB_DISPATCH_EW(out.dtype(), SB_BINARY_OP_CASES(op, {
     using A = acc_t<scalar_t>;
@@ -587,7 +587,7 @@ void run_unary(UnaryOp op, const Tensor& out, const Tensor& a) {
     return no_cuda(unary_op_name(op), out.device());
 #endif
   }
-  const StridedIter it = StridedIter::from_tensors({out, a});
+  const StridedIter it = StridedIter::of({&out, &a});
   const bool avx = use_avx2();
   SB_DISPATCH_EW(out.dtype(), SB_UNARY_OP_CASES(op, {
     it.for_each([avx](char* const* p, const int64_t* s, int64_t n) { strip1<scalar_t>(avx, p, s, n, Un<OP>{}); });
@@ -636,7 +636,11 @@ Tensor& binary_out_named(const char* name, BinaryOp op, Tensor& out, const Tenso
   check_dtype(name, a.dtype(), op == BinaryOp::Div);
   const Shape sizes = broadcast_shapes(a.sizes(), b.sizes(), name);
   check_out(name, out, sizes, a.dtype(), a.device(), {&a, &b});
-  run_binary(op, out, a.expand(sizes), b.expand(sizes));
+  if (a.sizes() == sizes && b.sizes() == sizes) {  // nothing to broadcast: no expanded copies (per-call cost)
+    run_binary(op, out, a, b);
+  } else {
+    run_binary(op, out, a.expand(sizes), b.expand(sizes));
+  }
   return out;
 }
 

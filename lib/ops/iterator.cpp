@@ -102,6 +102,39 @@ StridedIter StridedIter::from_tensors(const std::vector<Tensor>& tensors) {
   return StridedIter(tensors[0].sizes(), ops);
 }
 
+StridedIter StridedIter::of(std::initializer_list<const Tensor*> tensors) {
+  SB_INTERNAL_ASSERT(tensors.size() >= 1 && tensors.size() <= kMaxOperands, "operands: ", tensors.size());
+  const Tensor& out = **tensors.begin();
+  bool contiguous = out.numel() > 0;
+  for (const Tensor* t : tensors) {
+    SB_INTERNAL_ASSERT(t->sizes() == out.sizes(), "operand sizes ", t->sizes(), " vs output ", out.sizes());
+    contiguous = contiguous && t->is_contiguous();
+  }
+  if (!contiguous) {  // the general set-up
+    std::vector<Operand> ops;
+    for (const Tensor* t : tensors)
+      ops.push_back({static_cast<char*>(t->numel() ? t->data_ptr() : nullptr), t->strides(),
+                     static_cast<int64_t>(t->element_size())});
+    return StridedIter(out.sizes(), ops);
+  }
+  // What steps 1-4 give for dense row-major operands: one dim of numel, Contiguous.
+  StridedIter it;
+  it.nops_ = static_cast<int>(tensors.size());
+  it.numel_ = out.numel();
+  it.sizes_ = {it.numel_};
+  Strides s{};
+  int i = 0;
+  for (const Tensor* t : tensors) {
+    it.base_[i] = static_cast<char*>(t->data_ptr());
+    it.elem_size_[i] = static_cast<int64_t>(t->element_size());
+    s[i] = it.elem_size_[i];
+    ++i;
+  }
+  it.strides_.assign(1, s);
+  it.path_ = Path::Contiguous;
+  return it;
+}
+
 StridedIter::StridedIter(const Shape& sizes, const std::vector<Operand>& ops) {
   nops_ = static_cast<int>(ops.size());
   SB_INTERNAL_ASSERT(nops_ >= 1 && nops_ <= kMaxOperands, "operands: ", nops_);

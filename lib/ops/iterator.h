@@ -35,9 +35,12 @@
 // Work is split over sb::parallel_for by linear index (tiles for the Tiled path), so a
 // single long strip is split too; below `grain` elements one thread does it all.
 // Cost: O(ndim^2) set-up per call, O(ndim) per strip or tile; no allocation of data.
+// All-contiguous operands (StridedIter::of) skip the set-up: O(ndim) checks, 2 small
+// allocations.
 #pragma once
 #include <array>
 #include <cstdint>
+#include <initializer_list>
 #include <vector>
 
 #include "core/parallel.h"
@@ -63,6 +66,10 @@ class StridedIter {
   StridedIter(const Shape& sizes, const std::vector<Operand>& ops);
   // Convenience: tensors already of `tensors[0]`'s sizes (inputs expanded).
   static StridedIter from_tensors(const std::vector<Tensor>& tensors);
+  // The same without copying the tensors; when every one is contiguous (the common
+  // case) the result (one dim, Contiguous) is built directly, skipping steps 1-4 and
+  // their small allocations: a 1-element add_out cost 0.9 us, half of it malloc/free.
+  static StridedIter of(std::initializer_list<const Tensor*> tensors);
 
   Path path() const { return path_; }
   int num_operands() const { return nops_; }
@@ -78,6 +85,7 @@ class StridedIter {
   void for_each(const F& f, int64_t grain = kGrainSize) const;
 
  private:
+  StridedIter() = default;  // of(): filled in directly
   using Strides = std::array<int64_t, kMaxOperands>;
   void ptrs_at(const Shape& idx, char** p) const;   // idx: one index per dim
   template <typename F>
