@@ -415,6 +415,45 @@ TEST(Elementwise, TransposedOperandAgainstReference) {
   });
 }
 
+// Note [Packed strided inputs]: stepped-slice inputs (steps 2 and 3) of a dense output,
+// at the SIMD width's and the 512-element chunk's edges, with the slice's last element
+// the last of its storage (an over-read shows under the sanitizer build).
+TEST(Elementwise, SteppedSliceInputsAtChunkEdges) {
+  for_each_config([](const std::string& cfg) {
+    std::mt19937_64 rng(9);
+    for (int64_t n : {1, 7, 8, 9, 16, 17, 511, 512, 513, 1025, 40000})
+      for (int64_t step : {2, 3})
+        for (DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::Int32}) {
+          // values() is constant along dim 0: make the 1-D tensors from a 1 x m one
+          const int64_t m = (n - 1) * step + 1;
+          const Tensor xs = values({1, m}, rng(), dt).reshape({m}).slice(0, 0, std::nullopt, step);
+          const Tensor y = values({1, n}, rng(), dt, /*positive=*/true).reshape({n});
+          const std::vector<double> xr = xs.to_vector(), yr = y.to_vector();
+          const std::string what = cfg + ", " + dtype_name(dt) + ", n " + std::to_string(n) + ", step " +
+                                   std::to_string(step);
+          std::vector<double> ref(n), ref2(n), rr(n);
+          for (int64_t i = 0; i < n; ++i) {
+            ref[i] = ref_binary(BinaryOp::Sub, xr[i], yr[i]);
+            ref2[i] = ref_binary(BinaryOp::Sub, yr[i], xr[i]);
+            rr[i] = std::max(xr[i], 0.0);
+          }
+          Tensor out = empty({n}, dt);
+          test::poison(out);
+          sub_out(out, xs, y);
+          ASSERT_TRUE(test::all_close(out, round_to(ref, dt), atol(dt), rtol(dt))) << what << " (x[::step] - y)";
+          test::poison(out);
+          sub_out(out, y, xs);
+          ASSERT_TRUE(test::all_close(out, round_to(ref2, dt), atol(dt), rtol(dt))) << what << " (y - x[::step])";
+          Tensor yi = y.clone();
+          yi.sub_(xs);
+          ASSERT_TRUE(test::all_close(yi, round_to(ref2, dt), atol(dt), rtol(dt))) << what << " (y -= x[::step])";
+          test::poison(out);
+          relu_out(out, xs);
+          ASSERT_TRUE(test::all_close(out, rr, atol(dt), rtol(dt))) << what << " (relu)";
+        }
+  });
+}
+
 TEST(Elementwise, OutOfPlaceTakesTheInputsLayout) {
   Tensor cl = values({2, 3, 4, 5}, 1, DType::Float32).contiguous(MemoryFormat::ChannelsLast);
   Tensor ex = values({1, 3, 1, 1}, 2, DType::Float32).expand({2, 3, 4, 5});

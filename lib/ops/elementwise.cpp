@@ -4,9 +4,9 @@
 // Each public op: checks (one per precondition, before any work) -> broadcast inputs
 // with expand() -> allocate the output (out-of-place: PyTorch's layout rule,
 // output_strides_like) -> StridedIter -> a 1-D strip kernel per (op, dtype).
-// Strip kernels: AVX2+FMA(+F16C for float16) when sb::use_avx2() and the strip is
-// dense (stride == element size) or a stride-0 scalar operand; a scalar loop otherwise,
-// always compiled. float16 is stored as half and computed in float32.
+// Strip kernels: AVX2+FMA(+F16C for float16) when sb::use_avx2() and the output strip is
+// dense (stride == element size), strided inputs packed into L1 chunks first (Note
+// [Packed strided inputs]); a scalar loop otherwise, always compiled. float16 is stored as half and computed in float32.
 // exp: float32/float16 AVX2 uses a Cephes-style polynomial with range reduction
 // (<= 2 ulp, tests/elementwise_test.cpp checks every 997th float in [-104, 89]); the
 // scalar path and float64 call std::exp per element (about 5-10 ns each: compute-bound,
@@ -16,6 +16,7 @@
 // and writes once.
 #include "ops/elementwise.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -270,6 +271,41 @@ void vloop1(T* o, const T* a, int64_t n, const F& f) {
 
 // ---------------------------------------------------------------- strip kernels
 
+#ifdef SB_HAVE_AVX2
+// Note [Packed strided inputs]
+// A dense output with a strided input (a stepped slice x[..., ::2]: stride 2 elements)
+// used to take the scalar strided loop (0.26-0.35x the contiguous rate). Now such a
+// strip goes in chunks of kPackChunk elements: each strided input is packed into an L1
+// buffer (float stride 2: two loads and a shuffle per 8 elements; other strides a
+// scalar gather), then the dense vector loop runs on the chunk.
+constexpr int64_t kPackChunk = 512;
+
+template <typename T>
+void pack_strided(T* buf, const char* p, int64_t stride_bytes, int64_t n) {
+  int64_t j = 0;
+  if constexpr (std::is_same_v<T, float>) {
+    if (stride_bytes == 8) {  // 16 loaded floats span 2j .. 2j+15: stay within element n-1 (2n-2)
+      const float* f = reinterpret_cast<const float*>(p);
+      for (; j + 9 <= n; j += 8) {
+        const __m256 v0 = _mm256_loadu_ps(f + 2 * j), v1 = _mm256_loadu_ps(f + 2 * j + 8);
+        const __m256 ev = _mm256_shuffle_ps(v0, v1, 0x88);  // v0_0 v0_2 v1_0 v1_2 | v0_4 v0_6 v1_4 v1_6
+        _mm256_storeu_ps(buf + j, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(ev), 0xD8)));
+      }
+    }
+  }
+  for (; j < n; ++j) std::memcpy(buf + j, p + j * stride_bytes, sizeof(T));
+}
+
+// An operand of a chunk [j0, j0 + m): dense or stride-0 as is, else packed into buf.
+template <typename T>
+const T* chunk_operand(T* buf, const char* p, int64_t stride_bytes, int64_t j0, int64_t m) {
+  if (stride_bytes == static_cast<int64_t>(sizeof(T))) return reinterpret_cast<const T*>(p) + j0;
+  if (stride_bytes == 0) return reinterpret_cast<const T*>(p);
+  pack_strided(buf, p + j0 * stride_bytes, stride_bytes, m);
+  return buf;
+}
+#endif
+
 template <typename T>
 inline const T& at(const char* p, int64_t j, int64_t stride_bytes) {
   return *reinterpret_cast<const T*>(p + j * stride_bytes);
@@ -289,6 +325,18 @@ void strip2(bool avx, char* const* p, const int64_t* s, int64_t n, const F& f) {
       if (s[1] == es && s[2] == es) return vloop2<T, false, false>(o, a, b, n, f);
       if (s[1] == es && s[2] == 0) return vloop2<T, false, true>(o, a, b, n, f);
       if (s[1] == 0 && s[2] == es) return vloop2<T, true, false>(o, a, b, n, f);
+      if (s[1] != 0 || s[2] != 0) {  // a strided input: Note [Packed strided inputs]
+        T ba[kPackChunk], bb[kPackChunk];
+        for (int64_t j0 = 0; j0 < n; j0 += kPackChunk) {
+          const int64_t m = std::min(kPackChunk, n - j0);
+          const T* ca = chunk_operand(ba, p[1], s[1], j0, m);
+          const T* cb = chunk_operand(bb, p[2], s[2], j0, m);
+          if (s[1] == 0) vloop2<T, true, false>(o + j0, ca, cb, m, f);
+          else if (s[2] == 0) vloop2<T, false, true>(o + j0, ca, cb, m, f);
+          else vloop2<T, false, false>(o + j0, ca, cb, m, f);
+        }
+        return;
+      }
     }
   }
 #else
@@ -317,6 +365,12 @@ void strip1(bool avx, char* const* p, const int64_t* s, int64_t n, const F& f) {
     if (avx && s[0] == es) {
       if (s[1] == es) return vloop1<T, false>(o, a, n, f);
       if (s[1] == 0) return vloop1<T, true>(o, a, n, f);
+      T ba[kPackChunk];  // a strided input: Note [Packed strided inputs]
+      for (int64_t j0 = 0; j0 < n; j0 += kPackChunk) {
+        const int64_t m = std::min(kPackChunk, n - j0);
+        vloop1<T, false>(o + j0, chunk_operand(ba, p[1], s[1], j0, m), m, f);
+      }
+      return;
     }
   }
 #else
