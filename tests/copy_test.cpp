@@ -233,7 +233,7 @@ TEST(CopyFast, EachPathIsTakenAndCorrect) {
       {{7, 19, 23, 31}, {"4-D permute", [](const Tensor& v) { return v.permute({3, 1, 0, 2}); }, contiguous_dst,
                          CopyPath::Tiled}},
       {{3, 37, 13, 11}, {"NCHW -> NHWC", [](const Tensor& v) { return v; }, cl_dst, CopyPath::Tiled}},
-      // bands (32 x 1024 tiles): B ragged (184 = 5 x 32 + 16 + 8), A ragged (1100 = 1024 + 76, 76 = 9 x 8 + 4)
+      // bands (32 x 512 tiles): B ragged (184 = 5 x 32 + 16 + 8), A ragged (1100 = 2 x 512 + 76, 76 = 9 x 8 + 4)
       {{184, 1100}, {"2-D transpose into 64-byte rows", [](const Tensor& v) { return v.t(); }, padded_dst,
                      CopyPath::Tiled, true}},
       {{20, 37}, {"2-D transpose into 64-byte rows, 20 columns", [](const Tensor& v) { return v.t(); }, padded_dst,

@@ -15,7 +15,7 @@
 //            with the iterator's Tiled path) into an L1 buffer, then whole tile rows out; a scalar tile for other
 //            element sizes (tile rows of 256 bytes, 32..64 elements). Parallel over (outer, tile).
 //            Streaming 4-byte copies into 64-byte aligned dst rows take bands instead
-//            (Note [Transpose bands]): 32 source rows x 1024, no buffer, every dst line
+//            (Note [Transpose bands]): 32 source rows x 512, no buffer, every dst line
 //            written whole by two streaming stores.
 //   Strided  anything else of the same dtype (stepped slices, broadcast): a parallel
 //            strided row loop on same-size unsigned words.
@@ -326,13 +326,13 @@ void tile_scalar(U* dst, const U* src, int64_t na, int64_t nb, int64_t dA, int64
 // band of 32 source rows x kBandA columns goes through detail::stream_band_f32 (per 8
 // columns, two 16-row halves of two 8x8 transposes; each dst row gets 128 contiguous
 // bytes as two whole 64-byte lines), so 32 source rows are read as long sequential
-// runs (4 KiB each) and the buffer round trip disappears: 1.3-1.4x the buffered
+// runs (2 KiB each) and the buffer round trip disappears: 1.3-1.4x the buffered
 // tiles' rate on one thread, above a streaming memcpy of the same bytes. Tiles run B
 // fastest, so the threads' contiguous task ranges are contiguous bands of dst rows.
 // Taken when the copy streams, elements are 4 bytes, nB >= 16, and every dst row start
 // is 64-byte aligned (base, dA and the outer dst strides); ragged edges (nB % 16
 // columns, nA % 8 rows) go through the buffer with plain stores.
-constexpr int64_t kBandA = 1024, kBandB = 32, kEdgeRows = 512;
+constexpr int64_t kBandA = 512, kBandB = 32, kEdgeRows = 512;
 
 // Plan dims: B = last (dst stride 1), A = a (src stride 1); others loop outside.
 // Returns whether the streaming bands were used.
