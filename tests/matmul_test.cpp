@@ -123,6 +123,11 @@ TEST(Gemm, EpilogueAlphaBetaBiasRelu) {
       if (ep.beta == 0.0f) test::poison(c);  // beta == 0 must never read C
       gemm(M, N, K, a.data<float>(), K, 1, b.data<float>(), N, 1, c.data<float>(), N, 1, ep);
       ASSERT_TRUE(test::all_close(c, ref, 2e-6 * (K + 1), 1e-5)) << "trial " << trial;
+      // column-major C (Note [Column-major C]: computed as C^T = B^T A^T, bias side swapped)
+      Tensor ct = c0.t().contiguous();  // [N, M]: C(i, j) at i + j*M
+      if (ep.beta == 0.0f) test::poison(ct);
+      gemm(M, N, K, a.data<float>(), K, 1, b.data<float>(), N, 1, ct.data<float>(), 1, M, ep);
+      ASSERT_TRUE(test::all_close(ct.t(), ref, 2e-6 * (K + 1), 1e-5)) << "column-major C, trial " << trial;
     }
   }
 }

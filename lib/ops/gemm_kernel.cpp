@@ -190,6 +190,18 @@ template <typename T, typename SB>
 static void gemm_strided(int64_t M, int64_t N, int64_t K, const T* a, int64_t a_rs, int64_t a_cs, const SB* b,
                          int64_t b_rs, int64_t b_cs, T* c, int64_t c_rs, int64_t c_cs, const GemmEpilogueT<T>& ep) {
   constexpr int MR = Tile<T>::MR, NR = Tile<T>::NR;
+  // Note [Column-major C]: the tile store is fast for unit column stride only, so a C
+  // with unit row stride (column-major) is computed as C^T = B^T A^T, which swaps the
+  // operands' roles and the bias side; for column-major A, B and C all three become
+  // row-major. Needs A and B of one type (the f16 path keeps its order).
+  if constexpr (std::is_same<T, SB>::value) {
+    if (c_rs == 1 && c_cs != 1 && M > 1) {
+      GemmEpilogueT<T> ept = ep;
+      ept.bias_per_row = !ep.bias_per_row;
+      gemm_strided<T, T>(N, M, K, b, b_cs, b_rs, a, a_cs, a_rs, c, c_cs, c_rs, ept);
+      return;
+    }
+  }
   gemm_driver<T>(
       M, N, K,
       [&](T* dst, int64_t i0, int64_t mc, int64_t p0, int64_t kc) {
