@@ -39,7 +39,7 @@ Tensor column_major(const Tensor& v) { return v.t().clone(MemoryFormat::Contiguo
 
 using test::Modes;
 using test::ModeGuard;
-const Modes kModes[] = {{1, SimdLevel::AVX2}, {2, SimdLevel::AVX2}, {1, SimdLevel::Scalar}, {2, SimdLevel::Scalar}};
+const std::vector<Modes> kModes = test::all_kernel_modes();
 
 double tol_for(DType dt, int64_t K) { return dt == DType::Float64 ? 1e-12 * (K + 1) : 2e-6 * (K + 1); }
 

@@ -19,7 +19,7 @@ using test::Layout;
 
 using test::Modes;
 using test::ModeGuard;
-const Modes kModes[] = {{1, SimdLevel::AVX2}, {2, SimdLevel::AVX2}, {1, SimdLevel::Scalar}, {2, SimdLevel::Scalar}};
+const std::vector<Modes> kModes = test::all_kernel_modes();
 
 Tensor scaled(const Tensor& t, double s) {
   std::vector<float> v;

@@ -16,7 +16,6 @@
 namespace sb {
 namespace {
 
-using detail::kMRf;
 using detail::kNRf;
 
 struct Geom {
@@ -197,11 +196,11 @@ struct Im2colNhwc {
   const Geom* g;
   const float* x;  // first channel of the group
   int64_t xn, xc, xh, xw;
-  void operator()(float* dst, int64_t i0, int64_t mc, int64_t p0, int64_t kc) const {
+  void operator()(float* dst, int64_t i0, int64_t mc, int64_t p0, int64_t kc, int MR) const {
     const Geom& G = *g;
     const int64_t kwc = G.KW * G.Cg;
-    for (int64_t ip = 0; ip < mc; ip += kMRf, dst += kMRf * kc) {
-      const int mr = static_cast<int>(std::min<int64_t>(kMRf, mc - ip));
+    for (int64_t ip = 0; ip < mc; ip += MR, dst += MR * kc) {
+      const int mr = static_cast<int>(std::min<int64_t>(MR, mc - ip));
       for (int r = 0; r < mr; ++r) {
         const int64_t m = i0 + ip + r, n = m / (G.OH * G.OW), pix = m % (G.OH * G.OW);
         const int64_t ih0 = (pix / G.OW) * G.s - G.p, iw0 = (pix % G.OW) * G.s - G.p;
@@ -211,19 +210,19 @@ struct Im2colNhwc {
           const int64_t kk = p0 + k, kh = kk / kwc, kw = (kk % kwc) / G.Cg, c = kk % G.Cg;
           const int64_t run = std::min(kc - k, G.Cg - c);
           const int64_t ih = ih0 + kh * G.d, iw = iw0 + kw * G.d;
-          float* d = dst + k * kMRf + r;
+          float* d = dst + k * MR + r;
           if (ih < 0 || ih >= G.H || iw < 0 || iw >= G.W) {
-            for (int64_t t = 0; t < run; ++t) d[t * kMRf] = 0.0f;
+            for (int64_t t = 0; t < run; ++t) d[t * MR] = 0.0f;
           } else {
             const float* src = xb + ih * xh + iw * xw + c * xc;
-            if (xc == 1) for (int64_t t = 0; t < run; ++t) d[t * kMRf] = src[t];
-            else for (int64_t t = 0; t < run; ++t) d[t * kMRf] = src[t * xc];
+            if (xc == 1) for (int64_t t = 0; t < run; ++t) d[t * MR] = src[t];
+            else for (int64_t t = 0; t < run; ++t) d[t * MR] = src[t * xc];
           }
           k += run;
         }
       }
-      for (int r = mr; r < kMRf; ++r)
-        for (int64_t k = 0; k < kc; ++k) dst[k * kMRf + r] = 0.0f;
+      for (int r = mr; r < MR; ++r)
+        for (int64_t k = 0; k < kc; ++k) dst[k * MR + r] = 0.0f;
     }
   }
 };
@@ -281,8 +280,8 @@ void conv_gemm(const Geom& g, const Tensor& out, const Tensor& x, const Tensor& 
       if (one_by_one && xh == g.W * xw && xn == g.H * xh) {  // pixels fold: a plain strided GEMM
         detail::gemm_driver<float>(
             M, g.Og, K,
-            [&](float* dst, int64_t i0, int64_t mc, int64_t p0, int64_t kc) {
-              detail::pack_a_strided<float, kMRf>(dst, xg, xw, xc, i0, mc, p0, kc);
+            [&](float* dst, int64_t i0, int64_t mc, int64_t p0, int64_t kc, int MR) {
+              detail::pack_a_strided<float>(dst, xg, xw, xc, i0, mc, p0, kc, MR);
             },
             pack_b, cg, out.stride(3), out.stride(1), ep);
       } else {
@@ -302,13 +301,13 @@ void conv_gemm(const Geom& g, const Tensor& out, const Tensor& x, const Tensor& 
     GemmEpilogue e2 = ep;
     e2.bias = bias.defined() ? bias.data<float>() + grp * g.Og * ep.bias_stride : nullptr;
     e2.bias_per_row = true;
-    auto pack_a = [&](float* dst, int64_t i0, int64_t mc, int64_t p0, int64_t kc) {
-      for (int64_t ip = 0; ip < mc; ip += kMRf, dst += kMRf * kc) {
-        const int mr = static_cast<int>(std::min<int64_t>(kMRf, mc - ip));
-        for (int r = 0; r < kMRf; ++r) {
-          if (r >= mr) { for (int64_t k = 0; k < kc; ++k) dst[k * kMRf + r] = 0.0f; continue; }
+    auto pack_a = [&](float* dst, int64_t i0, int64_t mc, int64_t p0, int64_t kc, int MR) {
+      for (int64_t ip = 0; ip < mc; ip += MR, dst += MR * kc) {
+        const int mr = static_cast<int>(std::min<int64_t>(MR, mc - ip));
+        for (int r = 0; r < MR; ++r) {
+          if (r >= mr) { for (int64_t k = 0; k < kc; ++k) dst[k * MR + r] = 0.0f; continue; }
           const float* row = wg + (i0 + ip + r) * wo;
-          for (int64_t k = 0; k < kc; ++k) dst[k * kMRf + r] = row[koff[p0 + k]];
+          for (int64_t k = 0; k < kc; ++k) dst[k * MR + r] = row[koff[p0 + k]];
         }
       }
     };
