@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "ops/gemm_impl.h"
+#include "ops/transpose_tile.h"
 // Note [CUDA conv2d]: sb::cuda::conv2d is declared in cuda_backend.h; the dispatch is
 // compiled once lib/cuda provides it and meson defines SB_HAVE_CUDA_CONV2D, so CUDA
 // builds link before that (a CUDA input then gets the "no backend" error).
@@ -197,6 +198,66 @@ struct Im2colNhwc {
   const float* x;  // first channel of the group
   int64_t xn, xc, xh, xw;
   void operator()(float* dst, int64_t i0, int64_t mc, int64_t p0, int64_t kc, int MR) const {
+#ifdef SB_HAVE_AVX2
+    if (xc == 1 && use_avx2()) return pack_tiled(dst, i0, mc, p0, kc, MR);
+#endif
+    pack_rows(dst, i0, mc, p0, kc, MR);
+  }
+
+#ifdef SB_HAVE_AVX2
+  // Note [NHWC im2col by transposes]: within one tap (kh, kw) and one output row, the
+  // panel's consecutive pixels read channel runs that sit a fixed s*xw apart in x, so
+  // that block (run channels x pixels) goes through the AVX2 8x8 transposes into the
+  // MR-interleaved panel instead of MR-strided scalar stores; padded pixels are zeroed.
+  void pack_tiled(float* dst, int64_t i0, int64_t mc, int64_t p0, int64_t kc, int MR) const {
+    const Geom& G = *g;
+    const int64_t kwc = G.KW * G.Cg;
+    int seg_r[detail::kMRmax + 1];
+    int64_t seg_n[detail::kMRmax], seg_oh[detail::kMRmax], seg_ow[detail::kMRmax];
+    for (int64_t ip = 0; ip < mc; ip += MR, dst += MR * kc) {
+      const int mr = static_cast<int>(std::min<int64_t>(MR, mc - ip));
+      int nseg = 0;
+      for (int r = 0; r < mr;) {  // segments of pixels in one output row
+        const int64_t m = i0 + ip + r, pix = m % (G.OH * G.OW), ow = pix % G.OW;
+        seg_r[nseg] = r; seg_n[nseg] = m / (G.OH * G.OW); seg_oh[nseg] = pix / G.OW; seg_ow[nseg] = ow;
+        ++nseg;
+        r += static_cast<int>(std::min<int64_t>(mr - r, G.OW - ow));
+      }
+      seg_r[nseg] = mr;
+      int64_t k = 0;
+      while (k < kc) {
+        const int64_t kk = p0 + k, kh = kk / kwc, kw = (kk % kwc) / G.Cg, c = kk % G.Cg;
+        const int64_t run = std::min(kc - k, G.Cg - c);
+        float* d = dst + k * MR;
+        auto zero_rows = [&](int r0, int r1) {
+          for (int64_t t = 0; t < run; ++t)
+            for (int r = r0; r < r1; ++r) d[t * MR + r] = 0.0f;
+        };
+        for (int sg = 0; sg < nseg; ++sg) {
+          const int r0 = seg_r[sg], r1 = seg_r[sg + 1];
+          const int64_t ih = seg_oh[sg] * G.s - G.p + kh * G.d;
+          if (ih < 0 || ih >= G.H) { zero_rows(r0, r1); continue; }
+          const int64_t iw0 = seg_ow[sg] * G.s - G.p + kw * G.d;  // iw of row r0; row r adds (r - r0)*s
+          // valid rows: 0 <= iw0 + (r - r0)*s < W
+          int lo = r0, hi = r1;
+          while (lo < hi && iw0 + (lo - r0) * G.s < 0) ++lo;
+          while (hi > lo && iw0 + (hi - 1 - r0) * G.s >= G.W) --hi;
+          zero_rows(r0, lo);
+          zero_rows(hi, r1);
+          if (hi > lo) {
+            const float* src = x + seg_n[sg] * xn + ih * xh + (iw0 + (lo - r0) * G.s) * xw + c;
+            detail::transpose_tile_f32(d + lo, MR, src, G.s * xw, run, hi - lo);
+          }
+        }
+        k += run;
+      }
+      for (int r = mr; r < MR; ++r)
+        for (int64_t kq = 0; kq < kc; ++kq) dst[kq * MR + r] = 0.0f;
+    }
+  }
+#endif
+
+  void pack_rows(float* dst, int64_t i0, int64_t mc, int64_t p0, int64_t kc, int MR) const {
     const Geom& G = *g;
     const int64_t kwc = G.KW * G.Cg;
     for (int64_t ip = 0; ip < mc; ip += MR, dst += MR * kc) {
