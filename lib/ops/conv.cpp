@@ -2,6 +2,8 @@
 // groups) and max/avg pooling in either layout. See conv.h for the paths and costs.
 #include "ops/conv.h"
 
+#include <immintrin.h>
+
 #include <cmath>
 #include <limits>
 
@@ -142,6 +144,8 @@ struct Im2colNchw {
   void operator()(float* dst, int64_t p0, int64_t kc, int64_t j0, int64_t nc) const {
     const Geom& G = *g;
     const int64_t khw = G.KH * G.KW;
+    const bool avx2 = use_avx2();
+    (void)avx2;
     for (int64_t jp = 0; jp < nc; jp += kNRf, dst += kNRf * kc) {
       const int nr = static_cast<int>(std::min<int64_t>(kNRf, nc - jp));
       // segments of columns sharing one output row
@@ -173,8 +177,15 @@ struct Im2colNchw {
             // valid q: 0 <= iw0 + (q - q0) < W
             const int lo = static_cast<int>(std::max<int64_t>(q0, std::min<int64_t>(q1, q0 - iw0)));
             const int hi = static_cast<int>(std::max<int64_t>(lo, std::min<int64_t>(q1, q0 + G.W - iw0)));
-            for (int q = q0; q < lo; ++q) d[q] = 0.0f;
             const float* src = row + iw0 - q0;
+#ifdef SB_HAVE_AVX2
+            if (lo == 0 && hi == kNRf && avx2) {  // the whole panel row from one input row
+              _mm256_storeu_ps(d, _mm256_loadu_ps(src));
+              _mm256_storeu_ps(d + 8, _mm256_loadu_ps(src + 8));
+              continue;
+            }
+#endif
+            for (int q = q0; q < lo; ++q) d[q] = 0.0f;
             for (int q = lo; q < hi; ++q) d[q] = src[q];
             for (int q = hi; q < q1; ++q) d[q] = 0.0f;
           } else {

@@ -186,6 +186,16 @@ void pack_b_strided(T* dst, const S* b, int64_t rs, int64_t cs, int64_t p0, int6
       if (cs == 1 && nr == NR) {
         for (int64_t k = 0; k < kc; ++k) std::memcpy(dst + k * NR, bp + k * rs, NR * sizeof(T));
       } else if (rs == 1) {
+#ifdef SB_HAVE_AVX2
+        if constexpr (std::is_same<T, float>::value && std::is_same<S, float>::value) {
+          if (use_avx2()) {  // unit-stride columns: 8x8 transposes into the NR-wide panel
+            transpose_tile_f32(dst, NR, bp, cs, kc, nr);
+            for (int q = nr; q < NR; ++q)
+              for (int64_t k = 0; k < kc; ++k) dst[k * NR + q] = T(0);
+            continue;
+          }
+        }
+#endif
         for (int q = 0; q < nr; ++q) {
           const S* col = bp + q * cs;
           for (int64_t k = 0; k < kc; ++k) dst[k * NR + q] = static_cast<T>(col[k]);
