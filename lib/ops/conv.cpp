@@ -146,14 +146,25 @@ struct Im2colNchw {
     const int64_t khw = G.KH * G.KW;
     const bool avx2 = use_avx2();
     (void)avx2;
-    for (int64_t jp = 0; jp < nc; jp += kNRf, dst += kNRf * kc) {
-      const int nr = static_cast<int>(std::min<int64_t>(kNRf, nc - jp));
-      // segments of columns sharing one output row
+#ifdef SB_HAVE_AVX2
+    if (avx2 && G.s == 1 && xw == 1 && khw <= kMaxTaps) return pack_unit(dst, p0, kc, j0, nc);
+#endif
+    for (int64_t jp = 0; jp < nc; jp += kNRf, dst += kNRf * kc)
+      pack_panel(dst, p0, kc, j0 + jp, static_cast<int>(std::min<int64_t>(kNRf, nc - jp)));
+  }
+
+  // One 16-column panel (columns jcol .. jcol + nr - 1, zero past nr), any geometry.
+  void pack_panel(float* dst, int64_t p0, int64_t kc, int64_t jcol, int nr) const {
+    const Geom& G = *g;
+    const int64_t khw = G.KH * G.KW;
+    const bool avx2 = use_avx2();
+    (void)avx2;
+    {  // segments of columns sharing one output row
       int seg_q[kNRf + 1];
       int64_t seg_oh[kNRf], seg_ow[kNRf];
       int nseg = 0;
       for (int q = 0; q < nr;) {
-        const int64_t j = j0 + jp + q, oh = j / G.OW, ow = j % G.OW;
+        const int64_t j = jcol + q, oh = j / G.OW, ow = j % G.OW;
         const int len = static_cast<int>(std::min<int64_t>(nr - q, G.OW - ow));
         seg_q[nseg] = q; seg_oh[nseg] = oh; seg_ow[nseg] = ow;
         ++nseg;
@@ -200,6 +211,70 @@ struct Im2colNchw {
       }
     }
   }
+
+#ifdef SB_HAVE_AVX2
+  static constexpr int64_t kMaxTaps = 64;
+  // Stride 1, unit W stride: per panel, each tap's (kh, kw) source offset and valid
+  // column range per output-row segment are worked out once, so a k row is a table
+  // lookup and (in the common case of 16 columns from one input row) two vector moves.
+  void pack_unit(float* dst, int64_t p0, int64_t kc, int64_t j0, int64_t nc) const {
+    const Geom& G = *g;
+    const int64_t khw = G.KH * G.KW;
+    int64_t off[kMaxTaps][2];
+    int lo[kMaxTaps][2], hi[kMaxTaps][2];
+    bool full[kMaxTaps];
+    for (int64_t jp = 0; jp < nc; jp += kNRf, dst += kNRf * kc) {
+      const int nr = static_cast<int>(std::min<int64_t>(kNRf, nc - jp));
+      int seg_q[3], nseg = 0;
+      int64_t seg_oh[2], seg_ow[2];
+      bool generic = false;
+      for (int q = 0; q < nr;) {
+        if (nseg == 2) { generic = true; break; }  // a panel over three output rows (OW < 16)
+        const int64_t j = j0 + jp + q, oh = j / G.OW, ow = j % G.OW;
+        seg_q[nseg] = q; seg_oh[nseg] = oh; seg_ow[nseg] = ow;
+        ++nseg;
+        q += static_cast<int>(std::min<int64_t>(nr - q, G.OW - ow));
+      }
+      if (generic) {  // rare: the general packer for this panel alone
+        pack_panel(dst, p0, kc, j0 + jp, nr);
+        continue;
+      }
+      seg_q[nseg] = nr;
+      for (int64_t t = 0; t < khw; ++t) {
+        const int64_t kh = t / G.KW, kw = t % G.KW;
+        for (int sg = 0; sg < nseg; ++sg) {
+          const int q0 = seg_q[sg], q1 = seg_q[sg + 1];
+          const int64_t ih = seg_oh[sg] - G.p + kh * G.d, iw0 = seg_ow[sg] - G.p + kw * G.d;
+          if (ih < 0 || ih >= G.H) { lo[t][sg] = hi[t][sg] = q1; off[t][sg] = 0; continue; }
+          lo[t][sg] = static_cast<int>(std::max<int64_t>(q0, std::min<int64_t>(q1, q0 - iw0)));
+          hi[t][sg] = static_cast<int>(std::max<int64_t>(lo[t][sg], std::min<int64_t>(q1, q0 + G.W - iw0)));
+          off[t][sg] = ih * xh + iw0 - q0;
+        }
+        full[t] = nseg == 1 && nr == kNRf && lo[t][0] == 0 && hi[t][0] == kNRf;
+      }
+      int64_t c = p0 / khw, t = p0 % khw;
+      for (int64_t k = 0; k < kc; ++k) {
+        float* d = dst + k * kNRf;
+        const float* xcp = x + c * xc;
+        if (full[t]) {
+          const float* src = xcp + off[t][0];
+          _mm256_storeu_ps(d, _mm256_loadu_ps(src));
+          _mm256_storeu_ps(d + 8, _mm256_loadu_ps(src + 8));
+        } else {
+          for (int sg = 0; sg < nseg; ++sg) {
+            const int q0 = seg_q[sg], q1 = seg_q[sg + 1], l = lo[t][sg], h = hi[t][sg];
+            const float* src = xcp + off[t][sg];
+            for (int q = q0; q < l; ++q) d[q] = 0.0f;
+            for (int q = l; q < h; ++q) d[q] = src[q];
+            for (int q = h; q < q1; ++q) d[q] = 0.0f;
+          }
+          for (int q = nr; q < kNRf; ++q) d[q] = 0.0f;
+        }
+        if (++t == khw) { t = 0; ++c; }
+      }
+    }
+  }
+#endif
 };
 
 // Panel packer for the NHWC im2col matrix A[m = (n, oh, ow), k = (kh, kw, c)] of one
