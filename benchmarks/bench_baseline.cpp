@@ -310,7 +310,7 @@ struct PeakIsa {
 PeakIsa peak_isa() {
   __builtin_cpu_init();
   PeakIsa p{"scalar", "none", 8, 0};
-  if (__builtin_cpu_supports("avx2")) p = PeakIsa{sb::compiled_simd_level() == sb::SimdLevel::AVX2 ? "avx2+fma" : "scalar", "avx2", 8, 32};
+  if (__builtin_cpu_supports("avx2")) p = PeakIsa{sb::compiled_simd_level() >= sb::SimdLevel::AVX2 ? "avx2+fma" : "scalar", "avx2", 8, 32};
   if (__builtin_cpu_supports("avx512f")) p.f32 = "avx512f", p.f32_width = 16;
   if (__builtin_cpu_supports("avx512bw")) p.i8 = "avx512bw", p.i8_width = 64;
   if (__builtin_cpu_supports("avx512vnni")) p.i8 = "avx512vnni", p.i8_width = 64;

@@ -28,6 +28,43 @@
 
 namespace sb::bench {
 
+Tensor nchw_in_layout(Layout l, const Shape& sizes, const std::function<Tensor(const Shape&)>& fill, const char* family) {
+  Shape s = sizes;
+  switch (l) {
+    case Layout::Contiguous: return fill(s);
+    case Layout::Transposed: std::swap(s[2], s[3]); return fill(s).transpose(2, 3);
+    case Layout::Sliced: s[3] *= 2; return fill(s).slice(3, 0, std::nullopt, 2);
+    case Layout::Expanded: s[0] = s[1] = 1; return fill(s).expand(sizes);
+    case Layout::ChannelsLast: return fill(s).contiguous(MemoryFormat::ChannelsLast);
+    default: SB_INTERNAL_ASSERT(false, family, ": layout ", layout_name(l), " is not measured");
+  }
+  return Tensor();
+}
+
+std::vector<CopyCase> copy_cases(const std::vector<int64_t>& squares, const InputFn& input, const std::string& pool_prefix) {
+  std::vector<CopyCase> cases;
+  for (int64_t n : squares) {
+    cases.push_back({"contiguous", "transposed", {n, n}, [n, input] { return input({n, n}, 11).t(); },
+                     [](const Tensor& x) { return x.contiguous(); }});
+    cases.push_back({"contiguous", "contiguous", {n, n}, [n, input] { return input({n, n}, 11); },
+                     [](const Tensor& x) { return x.clone(); }});
+  }
+  const Shape nchw = smoke() ? Shape{2, 8, 6, 6} : Shape{32, 64, 56, 56};
+  cases.push_back({"nchw_to_nhwc", "contiguous", nchw, [nchw, input] { return input(nchw, 12); },
+                   [](const Tensor& x) { return x.contiguous(MemoryFormat::ChannelsLast); }});
+  const Shape conv_in = smoke() ? Shape{1, 8, 8, 8} : Shape{8, 64, 56, 56};
+  cases.push_back({"nchw_to_nhwc", "contiguous", conv_in, [conv_in, input] { return input(conv_in, 14); },
+                   [](const Tensor& x) { return x.contiguous(MemoryFormat::ChannelsLast); }});
+  cases.push_back({"contiguous", "channels_last", nchw,
+                   [nchw, input, pool_prefix] {
+                     return pooled(pool_prefix + "cl", [&] { return input(nchw, 12).contiguous(MemoryFormat::ChannelsLast); });
+                   },
+                   [](const Tensor& x) { return x.contiguous(); }});
+  cases.push_back({"contiguous", "contiguous", nchw, [nchw, input] { return input(nchw, 12); },
+                   [](const Tensor& x) { return x.clone(); }});
+  return cases;
+}
+
 const char* layout_name(Layout l) {
   switch (l) {
     case Layout::Contiguous: return "contiguous";

@@ -69,6 +69,26 @@ enum class Layout { Contiguous, Transposed, Sliced, Expanded, ChannelsLast, Colu
 enum class Style { Inplace, Out, Outofplace, OutofplaceSystem };
 const char* layout_name(Layout l);
 const char* style_name(Style s);
+// The 4-D (NCHW-sized) operand of the elementwise families in layout l, from
+// fill(storage sizes): transposed swaps H and W, sliced takes every other W of a
+// twice-as-wide tensor, expanded broadcasts a [1, 1, H, W] tensor, channels-last is a
+// dense NHWC copy. `family` names the caller in the error for a layout it does not measure.
+Tensor nchw_in_layout(Layout l, const Shape& sizes, const std::function<Tensor(const Shape&)>& fill, const char* family);
+
+// The copy family's cases, one list for CPU and GPU: for each n in `squares`,
+// contiguous() of a transposed n x n and clone() of it; NCHW->NHWC at the family's NCHW
+// shape and at bench_conv's input (the Channels-last table's break-even); contiguous()
+// of a channels-last NCHW tensor and clone() of the NCHW one. input(sizes, seed) makes
+// the device's (pooled) tensors; `pool_prefix` keeps the devices' pooled copies apart.
+struct CopyCase {
+  const char* op;
+  const char* layout;
+  Shape shape;  // the source's logical sizes
+  std::function<Tensor()> source;
+  std::function<Tensor(const Tensor&)> f;
+};
+using InputFn = std::function<const Tensor&(const Shape&, uint64_t)>;
+std::vector<CopyCase> copy_cases(const std::vector<int64_t>& squares, const InputFn& input, const std::string& pool_prefix);
 
 class RunName {
  public:

@@ -48,35 +48,8 @@ const Tensor& input(const Shape& s, uint64_t seed) {
 }  // namespace
 
 void register_family() {
-  struct Case {
-    const char* op;
-    const char* layout;
-    Shape shape;  // the source's logical sizes
-    std::function<Tensor()> source;
-    CopyFn f;
-  };
-  std::vector<Case> cases;
-  const std::vector<int64_t> squares = smoke() ? std::vector<int64_t>{64} : std::vector<int64_t>{256, 4096};
-  for (int64_t n : squares) {
-    cases.push_back({"contiguous", "transposed", {n, n}, [n] { return input({n, n}, 11).t(); },
-                     [](const Tensor& x) { return x.contiguous(); }});
-    cases.push_back({"contiguous", "contiguous", {n, n}, [n] { return input({n, n}, 11); },
-                     [](const Tensor& x) { return x.clone(); }});
-  }
-  const Shape nchw = smoke() ? Shape{2, 8, 6, 6} : Shape{32, 64, 56, 56};
-  cases.push_back({"nchw_to_nhwc", "contiguous", nchw, [nchw] { return input(nchw, 12); },
-                   [](const Tensor& x) { return x.contiguous(MemoryFormat::ChannelsLast); }});
-  // bench_conv's 3x3 input: the conversion the Channels-last table's break-even needs.
-  const Shape conv_in = smoke() ? Shape{1, 8, 8, 8} : Shape{8, 64, 56, 56};
-  cases.push_back({"nchw_to_nhwc", "contiguous", conv_in, [conv_in] { return input(conv_in, 14); },
-                   [](const Tensor& x) { return x.contiguous(MemoryFormat::ChannelsLast); }});
-  cases.push_back({"contiguous", "channels_last", nchw,
-                   [nchw] {
-                     return pooled("cl", [&] { return input(nchw, 12).contiguous(MemoryFormat::ChannelsLast); });
-                   },
-                   [](const Tensor& x) { return x.contiguous(); }});
-  cases.push_back({"contiguous", "contiguous", nchw, [nchw] { return input(nchw, 12); },
-                   [](const Tensor& x) { return x.clone(); }});
+  std::vector<CopyCase> cases =
+      copy_cases(smoke() ? std::vector<int64_t>{64} : std::vector<int64_t>{256, 4096}, input, "");
   const Shape cube = smoke() ? Shape{8, 8, 8} : Shape{256, 256, 256};
   cases.push_back({"permute", "contiguous", cube, [cube] { return input(cube, 13); },
                    [](const Tensor& x) { return x.permute({2, 0, 1}).contiguous(); }});

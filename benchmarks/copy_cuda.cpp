@@ -52,33 +52,8 @@ void run_copy(benchmark::State& st, const std::function<Tensor()>& source, const
 }  // namespace
 
 void register_family() {
-  struct Case {
-    const char* op;
-    const char* layout;
-    Shape shape;
-    std::function<Tensor()> source;
-    CopyFn f;
-  };
-  std::vector<Case> cases;
-  for (int64_t n : smoke() ? std::vector<int64_t>{64} : std::vector<int64_t>{4096, 8192}) {
-    cases.push_back({"contiguous", "transposed", {n, n}, [n] { return input({n, n}, 11).t(); },
-                     [](const Tensor& x) { return x.contiguous(); }});
-    cases.push_back({"contiguous", "contiguous", {n, n}, [n] { return input({n, n}, 11); },
-                     [](const Tensor& x) { return x.clone(); }});
-  }
-  const Shape nchw = smoke() ? Shape{2, 8, 6, 6} : Shape{32, 64, 56, 56};
-  cases.push_back({"nchw_to_nhwc", "contiguous", nchw, [nchw] { return input(nchw, 12); },
-                   [](const Tensor& x) { return x.contiguous(MemoryFormat::ChannelsLast); }});
-  const Shape conv_in = smoke() ? Shape{1, 8, 8, 8} : Shape{8, 64, 56, 56};
-  cases.push_back({"nchw_to_nhwc", "contiguous", conv_in, [conv_in] { return input(conv_in, 14); },
-                   [](const Tensor& x) { return x.contiguous(MemoryFormat::ChannelsLast); }});
-  cases.push_back({"contiguous", "channels_last", nchw,
-                   [nchw] {
-                     return pooled("cuda/cl", [&] { return input(nchw, 12).contiguous(MemoryFormat::ChannelsLast); });
-                   },
-                   [](const Tensor& x) { return x.contiguous(); }});
-  cases.push_back({"contiguous", "contiguous", nchw, [nchw] { return input(nchw, 12); },
-                   [](const Tensor& x) { return x.clone(); }});
+  const std::vector<CopyCase> cases =
+      copy_cases(smoke() ? std::vector<int64_t>{64} : std::vector<int64_t>{4096, 8192}, input, "cuda/");
   for (const auto& c : cases) {
     const RunName name = gpu_name().op(c.op).layout(c.layout).style("copy").dtype(DType::Float32).shape(c.shape);
     add_manual_run(name, [c](benchmark::State& st) { run_copy(st, c.source, c.f); });

@@ -42,16 +42,7 @@ Tensor make(Layout l, const Shape& sizes, bool ones, bool normal, uint64_t seed)
   auto fill = [&](const Shape& s) {
     return ones ? full(s, 1.0, DType::Float32, g) : random_tensor(s, seed, DType::Float32, normal ? Dist::Normal : Dist::Uniform).to(g);
   };
-  Shape s = sizes;
-  switch (l) {
-    case Layout::Contiguous: return fill(s);
-    case Layout::Transposed: std::swap(s[2], s[3]); return fill(s).transpose(2, 3);
-    case Layout::Sliced: s[3] *= 2; return fill(s).slice(3, 0, std::nullopt, 2);
-    case Layout::Expanded: s[0] = s[1] = 1; return fill(s).expand(sizes);
-    case Layout::ChannelsLast: return fill(s).contiguous(MemoryFormat::ChannelsLast);
-    default: SB_INTERNAL_ASSERT(false, "bench_elementwise_cuda: layout ", layout_name(l), " is not measured");
-  }
-  return Tensor();
+  return nchw_in_layout(l, sizes, fill, "bench_elementwise_cuda");
 }
 
 struct Case {

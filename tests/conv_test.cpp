@@ -68,7 +68,8 @@ std::vector<double> ref_pool(const Tensor& x, int64_t k, int64_t s, int64_t pad,
 
 using test::Modes;
 using test::ModeGuard;
-const Modes kModes[] = {{1, SimdLevel::AVX2}, {2, SimdLevel::AVX2}, {2, SimdLevel::Scalar}};
+const std::vector<Modes> kModes =
+    test::available_modes({{1, SimdLevel::AVX512}, {2, SimdLevel::AVX512}, {1, SimdLevel::AVX2}, {2, SimdLevel::AVX2}, {2, SimdLevel::Scalar}});
 
 struct Case {
   int64_t N, C, H, W, O, KH, KW;

@@ -275,7 +275,7 @@ TEST(CopyFast, EachPathIsTakenAndCorrect) {
                                       " nt threshold " + std::to_string(nt);
             EXPECT_EQ(last_copy_path(), c.path) << where << ": took " << copy_path_name(last_copy_path());
             // streaming: byte copies and 4-byte tiles, AVX2 only, when forced
-            const bool nt_expected = nt == 0 && simd_level() == SimdLevel::AVX2 &&
+            const bool nt_expected = nt == 0 && simd_level() >= SimdLevel::AVX2 &&
                                      (c.path == CopyPath::Memcpy || c.path == CopyPath::Rows ||
                                       (c.path == CopyPath::Tiled && dtype_size(dt) == 4));
             EXPECT_EQ(last_copy_used_nt(), nt_expected) << where;
@@ -330,7 +330,7 @@ TEST(CopyFast, FillEveryLayoutDtypeAndStreaming) {
             t.fill_(v);
             const bool dense = l != L2::Sliced;
             EXPECT_EQ(last_copy_path(), dense ? CopyPath::Fill : CopyPath::FillStrided) << l2_name(l);
-            EXPECT_EQ(last_copy_used_nt(), dense && nt == 0 && simd_level() == SimdLevel::AVX2);
+            EXPECT_EQ(last_copy_used_nt(), dense && nt == 0 && simd_level() >= SimdLevel::AVX2);
             ASSERT_TRUE(test::all_close(t, std::vector<double>(t.numel(), v), 0, 0))
                 << dtype_name(dt) << " " << l2_name(l) << " threads " << threads << " "
                 << simd_level_name(simd_level()) << " nt " << nt;

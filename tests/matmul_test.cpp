@@ -39,7 +39,7 @@ Tensor column_major(const Tensor& v) { return v.t().clone(MemoryFormat::Contiguo
 
 using test::Modes;
 using test::ModeGuard;
-const Modes kModes[] = {{1, SimdLevel::AVX2}, {2, SimdLevel::AVX2}, {1, SimdLevel::Scalar}, {2, SimdLevel::Scalar}};
+const std::vector<Modes> kModes = test::all_kernel_modes();
 
 double tol_for(DType dt, int64_t K) { return dt == DType::Float64 ? 1e-12 * (K + 1) : 2e-6 * (K + 1); }
 
@@ -123,6 +123,11 @@ TEST(Gemm, EpilogueAlphaBetaBiasRelu) {
       if (ep.beta == 0.0f) test::poison(c);  // beta == 0 must never read C
       gemm(M, N, K, a.data<float>(), K, 1, b.data<float>(), N, 1, c.data<float>(), N, 1, ep);
       ASSERT_TRUE(test::all_close(c, ref, 2e-6 * (K + 1), 1e-5)) << "trial " << trial;
+      // column-major C (Note [Column-major C]: computed as C^T = B^T A^T, bias side swapped)
+      Tensor ct = c0.t().contiguous();  // [N, M]: C(i, j) at i + j*M
+      if (ep.beta == 0.0f) test::poison(ct);
+      gemm(M, N, K, a.data<float>(), K, 1, b.data<float>(), N, 1, ct.data<float>(), 1, M, ep);
+      ASSERT_TRUE(test::all_close(ct.t(), ref, 2e-6 * (K + 1), 1e-5)) << "column-major C, trial " << trial;
     }
   }
 }

@@ -19,7 +19,7 @@ using test::Layout;
 
 using test::Modes;
 using test::ModeGuard;
-const Modes kModes[] = {{1, SimdLevel::AVX2}, {2, SimdLevel::AVX2}, {1, SimdLevel::Scalar}, {2, SimdLevel::Scalar}};
+const std::vector<Modes> kModes = test::all_kernel_modes();
 
 Tensor scaled(const Tensor& t, double s) {
   std::vector<float> v;
@@ -140,6 +140,45 @@ TEST(Linear, EveryPrecisionMatchesItsReference) {
               << precision_name(p) << " trial " << trial << " " << test::layout_name(l);
         }
       }
+    }
+  }
+}
+
+// The run-time activation quantizer (vectorised for unit-stride rows) against
+// quantize_activations (scalar quant1) on the values where they could part: ties at
+// exactly half a quantum (scale 1: round half to even), values far outside the
+// calibrated range, +-inf and NaN (quantized to 0), K with a tail past the 8-wide steps
+// and M with a partial 4-row panel.
+TEST(Linear, Int8ActivationQuantizerEdgeValues) {
+  const int64_t M = 9, K = 37, N = 20;
+  const Tensor w = randn({N, K}, 5);
+  Linear lin(w, Tensor(), Precision::Int8Static);
+  std::vector<float> calib(static_cast<size_t>(2 * K), 0.0f);
+  calib[K] = 127.0f;
+  lin.observe(from_vector<float>(calib, {2, K}));  // range [0, 127]: scale 1, zero point 0
+  const ActQParams q = act_qparams(0.0f, 127.0f);
+  ASSERT_EQ(q.scale, 1.0f);
+  std::mt19937_64 rng(21);
+  const float specials[] = {0.5f, 1.5f, 2.5f, 126.5f, 127.5f, -0.5f, 1e30f, -1e30f, INFINITY, -INFINITY, NAN, 300.0f, -300.0f};
+  std::vector<float> xv(static_cast<size_t>(M * K));
+  for (size_t i = 0; i < xv.size(); ++i)
+    xv[i] = i % 3 == 0 ? specials[rng() % 13] : static_cast<float>(static_cast<int>(rng() % 300) - 100) / 2.0f;
+  const Tensor x = from_vector<float>(xv, {M, K});
+  const std::vector<double> xq = quantize_activations(x, q).to_vector();
+  const QuantizedWeight qw = quantize_weight(w);
+  const std::vector<double> wq = unpack_weight(qw).to_vector(), sw = qw.scale.to_vector();
+  std::vector<double> ref(static_cast<size_t>(M * N));
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n) {
+      double acc = 0;
+      for (int64_t k = 0; k < K; ++k) acc += xq[m * K + k] * wq[n * K + k];
+      ref[m * N + n] = sw[n] * acc;
+    }
+  for (const Modes& m : kModes) {
+    ModeGuard g(m);
+    for (Layout l : {Layout::Contiguous, Layout::Transposed}) {
+      const Tensor y = lin.forward(test::with_layout(x, l));
+      ASSERT_TRUE(test::all_close(y, ref, 1e-5 * K, 1e-6)) << test::layout_name(l) << " threads " << m.threads;
     }
   }
 }

@@ -2,6 +2,7 @@
 #include "test_util.h"
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <sstream>
 
@@ -112,6 +113,23 @@ Shape random_shape(std::mt19937_64& rng, int ndim, int64_t max_size, bool allow_
     else x = 1 + static_cast<int64_t>(rng() % static_cast<uint64_t>(max_size));
   }
   return s;
+}
+
+std::vector<Modes> available_modes(std::initializer_list<Modes> want) {
+  std::vector<Modes> out;
+  for (const Modes& m : want) {
+    if (m.simd <= compiled_simd_level()) {
+      out.push_back(m);
+      continue;
+    }
+    static bool said[3] = {};
+    if (!said[static_cast<int>(m.simd)]) {
+      said[static_cast<int>(m.simd)] = true;
+      std::fprintf(stderr, "note: SIMD level %s is not available in this build on this CPU: its kernels are not tested here\n",
+                   simd_level_name(m.simd));
+    }
+  }
+  return out;
 }
 
 Shape unravel(int64_t flat, const Shape& sizes) {

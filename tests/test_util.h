@@ -71,6 +71,16 @@ class ModeGuard {
   int threads_;
 };
 
+// The modes of `want` whose SIMD level this build has on this CPU; a level left out is
+// reported once on stderr (e.g. the AVX-512 kernels on a CPU without AVX-512 VNNI), so
+// a run never claims to have tested a path it did not take.
+std::vector<Modes> available_modes(std::initializer_list<Modes> want);
+// Every level (AVX-512, AVX2, scalar) x 1 and 2 threads, as available.
+inline std::vector<Modes> all_kernel_modes() {
+  return available_modes({{1, SimdLevel::AVX512}, {2, SimdLevel::AVX512}, {1, SimdLevel::AVX2}, {2, SimdLevel::AVX2},
+                          {1, SimdLevel::Scalar}, {2, SimdLevel::Scalar}});
+}
+
 // Row-major unravel of a flat index.
 Shape unravel(int64_t flat, const Shape& sizes);
 

@@ -29,11 +29,6 @@ void* system_aligned_alloc(size_t nbytes) {
   return std::aligned_alloc(kCpuAlignment, rounded);
 }
 
-void bump_peak(AllocatorStats& s) {
-  if (s.allocated_bytes > s.peak_allocated_bytes) s.peak_allocated_bytes = s.allocated_bytes;
-  if (s.reserved_bytes > s.peak_reserved_bytes) s.peak_reserved_bytes = s.reserved_bytes;
-}
-
 std::string stats_str(const AllocatorStats& s) {
   return detail::str_cat("allocated ", s.allocated_bytes, " B, reserved ", s.reserved_bytes,
                          " B, peak reserved ", s.peak_reserved_bytes, " B");
@@ -48,12 +43,8 @@ class SystemAllocator final : public Allocator {
     SB_CHECK(p != nullptr, "system CPU allocator: out of memory allocating ", nbytes, " bytes (",
              stats_str(stats_), ")");
     const auto n = static_cast<int64_t>(nbytes);
-    stats_.allocated_bytes += n;
-    stats_.requested_bytes += n;
-    stats_.reserved_bytes += n;
-    stats_.allocation_count++;
-    stats_.system_allocs++;
-    bump_peak(stats_);
+    stats_.on_system_alloc(n);
+    stats_.on_alloc(n, n, false);
     return p;
   }
   void deallocate(void* ptr, size_t nbytes) override {
@@ -61,11 +52,8 @@ class SystemAllocator final : public Allocator {
     std::free(ptr);
     std::lock_guard<std::mutex> g(mu_);
     const auto n = static_cast<int64_t>(nbytes);
-    stats_.allocated_bytes -= n;
-    stats_.requested_bytes -= n;
-    stats_.reserved_bytes -= n;
-    stats_.free_count++;
-    stats_.system_frees++;
+    stats_.on_free(n, n);
+    stats_.on_system_free(n);
   }
   AllocatorStats stats() const override {
     std::lock_guard<std::mutex> g(mu_);
@@ -73,8 +61,7 @@ class SystemAllocator final : public Allocator {
   }
   void reset_peak_stats() override {
     std::lock_guard<std::mutex> g(mu_);
-    stats_.peak_allocated_bytes = stats_.allocated_bytes;
-    stats_.peak_reserved_bytes = stats_.reserved_bytes;
+    stats_.reset_peaks();
   }
   void empty_cache() override {}
   const char* name() const override { return "system"; }
@@ -95,10 +82,10 @@ class CachingAllocator final : public Allocator {
     std::lock_guard<std::mutex> g(mu_);
     void* p = nullptr;
     auto it = free_.find(size);
-    if (it != free_.end() && !it->second.empty()) {
+    const bool hit = it != free_.end() && !it->second.empty();
+    if (hit) {
       p = it->second.back();
       it->second.pop_back();
-      stats_.cache_hits++;
     } else {
       p = system_aligned_alloc(size);
       if (!p) {  // free what we hold and try once more
@@ -107,13 +94,9 @@ class CachingAllocator final : public Allocator {
       }
       SB_CHECK(p != nullptr, "caching CPU allocator: out of memory allocating ", nbytes,
                " bytes (rounded to ", size, "; ", stats_str(stats_), ")");
-      stats_.system_allocs++;
-      stats_.reserved_bytes += static_cast<int64_t>(size);
+      stats_.on_system_alloc(static_cast<int64_t>(size));
     }
-    stats_.allocated_bytes += static_cast<int64_t>(size);
-    stats_.requested_bytes += static_cast<int64_t>(nbytes);
-    stats_.allocation_count++;
-    bump_peak(stats_);
+    stats_.on_alloc(static_cast<int64_t>(size), static_cast<int64_t>(nbytes), hit);
     return p;
   }
 
@@ -122,9 +105,7 @@ class CachingAllocator final : public Allocator {
     const size_t size = cpu_caching_round_size(nbytes);
     std::lock_guard<std::mutex> g(mu_);
     free_[size].push_back(ptr);
-    stats_.allocated_bytes -= static_cast<int64_t>(size);
-    stats_.requested_bytes -= static_cast<int64_t>(nbytes);
-    stats_.free_count++;
+    stats_.on_free(static_cast<int64_t>(size), static_cast<int64_t>(nbytes));
   }
 
   AllocatorStats stats() const override {
@@ -133,8 +114,7 @@ class CachingAllocator final : public Allocator {
   }
   void reset_peak_stats() override {
     std::lock_guard<std::mutex> g(mu_);
-    stats_.peak_allocated_bytes = stats_.allocated_bytes;
-    stats_.peak_reserved_bytes = stats_.reserved_bytes;
+    stats_.reset_peaks();
   }
   void empty_cache() override {
     std::lock_guard<std::mutex> g(mu_);

@@ -42,6 +42,35 @@ struct AllocatorStats {
   int64_t cache_hits = 0;
   int64_t system_allocs = 0;
   int64_t system_frees = 0;
+
+  // The bookkeeping every allocator shares (the caller holds its own lock):
+  // a block handed out (`block` bytes set aside for `requested` asked; from the cache
+  // or not), a block given back, memory obtained from / returned to the system.
+  void on_alloc(int64_t block, int64_t requested, bool cache_hit) {
+    allocated_bytes += block;
+    requested_bytes += requested;
+    ++allocation_count;
+    if (cache_hit) ++cache_hits;
+    if (allocated_bytes > peak_allocated_bytes) peak_allocated_bytes = allocated_bytes;
+  }
+  void on_free(int64_t block, int64_t requested) {
+    allocated_bytes -= block;
+    requested_bytes -= requested;
+    ++free_count;
+  }
+  void on_system_alloc(int64_t bytes) {
+    reserved_bytes += bytes;
+    ++system_allocs;
+    if (reserved_bytes > peak_reserved_bytes) peak_reserved_bytes = reserved_bytes;
+  }
+  void on_system_free(int64_t bytes) {
+    reserved_bytes -= bytes;
+    ++system_frees;
+  }
+  void reset_peaks() {
+    peak_allocated_bytes = allocated_bytes;
+    peak_reserved_bytes = reserved_bytes;
+  }
 };
 
 class Allocator {

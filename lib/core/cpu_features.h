@@ -1,24 +1,37 @@
 // cpu_features.h — which SIMD path the CPU kernels take.
 //
-// The level is fixed at build time (meson option `simd`, default: AVX2+FMA+F16C when
-// the compiler and the building CPU have them; see meson.build), and can be lowered at
-// run time to Scalar (set_simd_level, or SB_SIMD=scalar in the environment) so the
-// scalar fallback, always compiled, is tested and measurable on the same machine.
+// Levels: Scalar (plain C, always compiled), AVX2 (AVX2+FMA+F16C: every kernel), and
+// AVX512 (AVX-512F/BW/VNNI: the float32 GEMM micro-kernel and the int8 kernel only;
+// every other kernel keeps its AVX2 path, which is memory-bound anyway).
+// AVX2 is chosen at build time (meson option `simd`, default: when the compiler and the
+// building CPU have it; see meson.build). The AVX-512 kernels are compiled with function
+// target attributes whenever the compiler supports them (SB_HAVE_AVX512) and taken only
+// when the running CPU reports all three extensions (Note [Run-time AVX-512]).
+// The level can be lowered at run time (set_simd_level, or SB_SIMD=scalar / SB_SIMD=avx2
+// in the environment) so every path is tested and measurable on the same machine.
 #pragma once
 #include <cstdint>
 
 namespace sb {
 
-enum class SimdLevel : uint8_t { Scalar, AVX2 };
+enum class SimdLevel : uint8_t { Scalar, AVX2, AVX512 };
 
-SimdLevel compiled_simd_level();  // the best path this build has
+SimdLevel compiled_simd_level();  // the best path this build has on this CPU
 SimdLevel simd_level();           // the path kernels take now
 void set_simd_level(SimdLevel level);  // clamps to compiled_simd_level()
 const char* simd_level_name(SimdLevel level);
 
 inline bool use_avx2() {
 #ifdef SB_HAVE_AVX2
-  return simd_level() == SimdLevel::AVX2;
+  return simd_level() >= SimdLevel::AVX2;
+#else
+  return false;
+#endif
+}
+
+inline bool use_avx512() {
+#if defined(SB_HAVE_AVX2) && defined(SB_HAVE_AVX512)
+  return simd_level() == SimdLevel::AVX512;
 #else
   return false;
 #endif

@@ -145,13 +145,8 @@ class DirectAllocator : public Allocator {
     }
     SB_CUDA_CHECK(err);
     std::lock_guard<std::mutex> lock(mu_);
-    s_.allocated_bytes += static_cast<int64_t>(nbytes);
-    s_.requested_bytes += static_cast<int64_t>(nbytes);
-    s_.reserved_bytes += static_cast<int64_t>(nbytes);
-    s_.peak_allocated_bytes = std::max(s_.peak_allocated_bytes, s_.allocated_bytes);
-    s_.peak_reserved_bytes = std::max(s_.peak_reserved_bytes, s_.reserved_bytes);
-    ++s_.allocation_count;
-    ++s_.system_allocs;
+    s_.on_system_alloc(static_cast<int64_t>(nbytes));
+    s_.on_alloc(static_cast<int64_t>(nbytes), static_cast<int64_t>(nbytes), false);
     return p;
   }
   void deallocate(void* ptr, size_t nbytes) override {
@@ -159,11 +154,8 @@ class DirectAllocator : public Allocator {
     DeviceGuard g(device_);
     SB_CUDA_CHECK(cudaFree(ptr));
     std::lock_guard<std::mutex> lock(mu_);
-    s_.allocated_bytes -= static_cast<int64_t>(nbytes);
-    s_.requested_bytes -= static_cast<int64_t>(nbytes);
-    s_.reserved_bytes -= static_cast<int64_t>(nbytes);
-    ++s_.free_count;
-    ++s_.system_frees;
+    s_.on_free(static_cast<int64_t>(nbytes), static_cast<int64_t>(nbytes));
+    s_.on_system_free(static_cast<int64_t>(nbytes));
   }
   AllocatorStats stats() const override {
     std::lock_guard<std::mutex> lock(mu_);
@@ -171,8 +163,7 @@ class DirectAllocator : public Allocator {
   }
   void reset_peak_stats() override {
     std::lock_guard<std::mutex> lock(mu_);
-    s_.peak_allocated_bytes = s_.allocated_bytes;
-    s_.peak_reserved_bytes = s_.reserved_bytes;
+    s_.reset_peaks();
   }
   void empty_cache() override {}
   const char* name() const override { return name_.c_str(); }

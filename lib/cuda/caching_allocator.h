@@ -96,20 +96,14 @@ class CachingAllocator : public Allocator {
     const bool small = size <= kSmallSize;
     Pool& pool = small ? small_ : large_;
     Block* b = best_fit(pool, size);
-    if (b) {
-      ++stats_.cache_hits;
-    } else {
-      b = new_segment(pool, size, small, nbytes);
-    }
+    const bool hit = b != nullptr;
+    if (!hit) b = new_segment(pool, size, small, nbytes);
     pool.erase(b);
     maybe_split(pool, b, size, small);
     b->allocated = true;
     b->requested = nbytes;
     live_.emplace(b->ptr, b);
-    stats_.allocated_bytes += static_cast<int64_t>(b->size);
-    stats_.requested_bytes += static_cast<int64_t>(nbytes);
-    if (stats_.allocated_bytes > stats_.peak_allocated_bytes) stats_.peak_allocated_bytes = stats_.allocated_bytes;
-    ++stats_.allocation_count;
+    stats_.on_alloc(static_cast<int64_t>(b->size), static_cast<int64_t>(nbytes), hit);
     return b->ptr;
   }
 
@@ -122,9 +116,7 @@ class CachingAllocator : public Allocator {
     SB_INTERNAL_ASSERT(b->requested == nbytes, name_, ": deallocate of ", nbytes, " bytes, block was asked for ",
                        b->requested);
     live_.erase(it);
-    stats_.allocated_bytes -= static_cast<int64_t>(b->size);
-    stats_.requested_bytes -= static_cast<int64_t>(b->requested);
-    ++stats_.free_count;
+    stats_.on_free(static_cast<int64_t>(b->size), static_cast<int64_t>(b->requested));
     b->allocated = false;
     b->requested = 0;
     Pool& pool = b->small ? small_ : large_;
@@ -139,8 +131,7 @@ class CachingAllocator : public Allocator {
   }
   void reset_peak_stats() override {
     std::lock_guard<std::mutex> lock(mu_);
-    stats_.peak_allocated_bytes = stats_.allocated_bytes;
-    stats_.peak_reserved_bytes = stats_.reserved_bytes;
+    stats_.reset_peaks();
   }
   void empty_cache() override {
     std::lock_guard<std::mutex> lock(mu_);
@@ -199,9 +190,7 @@ class CachingAllocator : public Allocator {
              stats_.reserved_bytes, " bytes (peak allocated ", stats_.peak_allocated_bytes, ", peak reserved ",
              stats_.peak_reserved_bytes, "), ", stats_.system_allocs - stats_.system_frees,
              " segments held; the cache was freed and the request retried");
-    ++stats_.system_allocs;
-    stats_.reserved_bytes += static_cast<int64_t>(seg);
-    if (stats_.reserved_bytes > stats_.peak_reserved_bytes) stats_.peak_reserved_bytes = stats_.reserved_bytes;
+    stats_.on_system_alloc(static_cast<int64_t>(seg));
     Block* b = new Block{static_cast<char*>(p), seg, small};
     b->segment_bytes = seg;
     pool.insert(b);
@@ -243,8 +232,7 @@ class CachingAllocator : public Allocator {
         SB_INTERNAL_ASSERT(b->segment_bytes == b->size, name_, ": free segment of ", b->size, " bytes, made as ",
                            b->segment_bytes);
         backend_->free(b->ptr, b->size);
-        ++stats_.system_frees;
-        stats_.reserved_bytes -= static_cast<int64_t>(b->size);
+        stats_.on_system_free(static_cast<int64_t>(b->size));
         it = pool.erase(it);
         delete b;
       } else {

@@ -2,10 +2,13 @@
 // groups) and max/avg pooling in either layout. See conv.h for the paths and costs.
 #include "ops/conv.h"
 
+#include <immintrin.h>
+
 #include <cmath>
 #include <limits>
 
 #include "ops/gemm_impl.h"
+#include "ops/transpose_tile.h"
 // Note [CUDA conv2d]: sb::cuda::conv2d is declared in cuda_backend.h; the dispatch is
 // compiled once lib/cuda provides it and meson defines SB_HAVE_CUDA_CONV2D, so CUDA
 // builds link before that (a CUDA input then gets the "no backend" error).
@@ -16,7 +19,6 @@
 namespace sb {
 namespace {
 
-using detail::kMRf;
 using detail::kNRf;
 
 struct Geom {
@@ -142,14 +144,27 @@ struct Im2colNchw {
   void operator()(float* dst, int64_t p0, int64_t kc, int64_t j0, int64_t nc) const {
     const Geom& G = *g;
     const int64_t khw = G.KH * G.KW;
-    for (int64_t jp = 0; jp < nc; jp += kNRf, dst += kNRf * kc) {
-      const int nr = static_cast<int>(std::min<int64_t>(kNRf, nc - jp));
-      // segments of columns sharing one output row
+    const bool avx2 = use_avx2();
+    (void)avx2;
+#ifdef SB_HAVE_AVX2
+    if (avx2 && G.s == 1 && xw == 1 && khw <= kMaxTaps) return pack_unit(dst, p0, kc, j0, nc);
+#endif
+    for (int64_t jp = 0; jp < nc; jp += kNRf, dst += kNRf * kc)
+      pack_panel(dst, p0, kc, j0 + jp, static_cast<int>(std::min<int64_t>(kNRf, nc - jp)));
+  }
+
+  // One 16-column panel (columns jcol .. jcol + nr - 1, zero past nr), any geometry.
+  void pack_panel(float* dst, int64_t p0, int64_t kc, int64_t jcol, int nr) const {
+    const Geom& G = *g;
+    const int64_t khw = G.KH * G.KW;
+    const bool avx2 = use_avx2();
+    (void)avx2;
+    {  // segments of columns sharing one output row
       int seg_q[kNRf + 1];
       int64_t seg_oh[kNRf], seg_ow[kNRf];
       int nseg = 0;
       for (int q = 0; q < nr;) {
-        const int64_t j = j0 + jp + q, oh = j / G.OW, ow = j % G.OW;
+        const int64_t j = jcol + q, oh = j / G.OW, ow = j % G.OW;
         const int len = static_cast<int>(std::min<int64_t>(nr - q, G.OW - ow));
         seg_q[nseg] = q; seg_oh[nseg] = oh; seg_ow[nseg] = ow;
         ++nseg;
@@ -173,8 +188,15 @@ struct Im2colNchw {
             // valid q: 0 <= iw0 + (q - q0) < W
             const int lo = static_cast<int>(std::max<int64_t>(q0, std::min<int64_t>(q1, q0 - iw0)));
             const int hi = static_cast<int>(std::max<int64_t>(lo, std::min<int64_t>(q1, q0 + G.W - iw0)));
-            for (int q = q0; q < lo; ++q) d[q] = 0.0f;
             const float* src = row + iw0 - q0;
+#ifdef SB_HAVE_AVX2
+            if (lo == 0 && hi == kNRf && avx2) {  // the whole panel row from one input row
+              _mm256_storeu_ps(d, _mm256_loadu_ps(src));
+              _mm256_storeu_ps(d + 8, _mm256_loadu_ps(src + 8));
+              continue;
+            }
+#endif
+            for (int q = q0; q < lo; ++q) d[q] = 0.0f;
             for (int q = lo; q < hi; ++q) d[q] = src[q];
             for (int q = hi; q < q1; ++q) d[q] = 0.0f;
           } else {
@@ -189,6 +211,70 @@ struct Im2colNchw {
       }
     }
   }
+
+#ifdef SB_HAVE_AVX2
+  static constexpr int64_t kMaxTaps = 64;
+  // Stride 1, unit W stride: per panel, each tap's (kh, kw) source offset and valid
+  // column range per output-row segment are worked out once, so a k row is a table
+  // lookup and (in the common case of 16 columns from one input row) two vector moves.
+  void pack_unit(float* dst, int64_t p0, int64_t kc, int64_t j0, int64_t nc) const {
+    const Geom& G = *g;
+    const int64_t khw = G.KH * G.KW;
+    int64_t off[kMaxTaps][2];
+    int lo[kMaxTaps][2], hi[kMaxTaps][2];
+    bool full[kMaxTaps];
+    for (int64_t jp = 0; jp < nc; jp += kNRf, dst += kNRf * kc) {
+      const int nr = static_cast<int>(std::min<int64_t>(kNRf, nc - jp));
+      int seg_q[3], nseg = 0;
+      int64_t seg_oh[2], seg_ow[2];
+      bool generic = false;
+      for (int q = 0; q < nr;) {
+        if (nseg == 2) { generic = true; break; }  // a panel over three output rows (OW < 16)
+        const int64_t j = j0 + jp + q, oh = j / G.OW, ow = j % G.OW;
+        seg_q[nseg] = q; seg_oh[nseg] = oh; seg_ow[nseg] = ow;
+        ++nseg;
+        q += static_cast<int>(std::min<int64_t>(nr - q, G.OW - ow));
+      }
+      if (generic) {  // rare: the general packer for this panel alone
+        pack_panel(dst, p0, kc, j0 + jp, nr);
+        continue;
+      }
+      seg_q[nseg] = nr;
+      for (int64_t t = 0; t < khw; ++t) {
+        const int64_t kh = t / G.KW, kw = t % G.KW;
+        for (int sg = 0; sg < nseg; ++sg) {
+          const int q0 = seg_q[sg], q1 = seg_q[sg + 1];
+          const int64_t ih = seg_oh[sg] - G.p + kh * G.d, iw0 = seg_ow[sg] - G.p + kw * G.d;
+          if (ih < 0 || ih >= G.H) { lo[t][sg] = hi[t][sg] = q1; off[t][sg] = 0; continue; }
+          lo[t][sg] = static_cast<int>(std::max<int64_t>(q0, std::min<int64_t>(q1, q0 - iw0)));
+          hi[t][sg] = static_cast<int>(std::max<int64_t>(lo[t][sg], std::min<int64_t>(q1, q0 + G.W - iw0)));
+          off[t][sg] = ih * xh + iw0 - q0;
+        }
+        full[t] = nseg == 1 && nr == kNRf && lo[t][0] == 0 && hi[t][0] == kNRf;
+      }
+      int64_t c = p0 / khw, t = p0 % khw;
+      for (int64_t k = 0; k < kc; ++k) {
+        float* d = dst + k * kNRf;
+        const float* xcp = x + c * xc;
+        if (full[t]) {
+          const float* src = xcp + off[t][0];
+          _mm256_storeu_ps(d, _mm256_loadu_ps(src));
+          _mm256_storeu_ps(d + 8, _mm256_loadu_ps(src + 8));
+        } else {
+          for (int sg = 0; sg < nseg; ++sg) {
+            const int q0 = seg_q[sg], q1 = seg_q[sg + 1], l = lo[t][sg], h = hi[t][sg];
+            const float* src = xcp + off[t][sg];
+            for (int q = q0; q < l; ++q) d[q] = 0.0f;
+            for (int q = l; q < h; ++q) d[q] = src[q];
+            for (int q = h; q < q1; ++q) d[q] = 0.0f;
+          }
+          for (int q = nr; q < kNRf; ++q) d[q] = 0.0f;
+        }
+        if (++t == khw) { t = 0; ++c; }
+      }
+    }
+  }
+#endif
 };
 
 // Panel packer for the NHWC im2col matrix A[m = (n, oh, ow), k = (kh, kw, c)] of one
@@ -197,11 +283,71 @@ struct Im2colNhwc {
   const Geom* g;
   const float* x;  // first channel of the group
   int64_t xn, xc, xh, xw;
-  void operator()(float* dst, int64_t i0, int64_t mc, int64_t p0, int64_t kc) const {
+  void operator()(float* dst, int64_t i0, int64_t mc, int64_t p0, int64_t kc, int MR) const {
+#ifdef SB_HAVE_AVX2
+    if (xc == 1 && use_avx2()) return pack_tiled(dst, i0, mc, p0, kc, MR);
+#endif
+    pack_rows(dst, i0, mc, p0, kc, MR);
+  }
+
+#ifdef SB_HAVE_AVX2
+  // Note [NHWC im2col by transposes]: within one tap (kh, kw) and one output row, the
+  // panel's consecutive pixels read channel runs that sit a fixed s*xw apart in x, so
+  // that block (run channels x pixels) goes through the AVX2 8x8 transposes into the
+  // MR-interleaved panel instead of MR-strided scalar stores; padded pixels are zeroed.
+  void pack_tiled(float* dst, int64_t i0, int64_t mc, int64_t p0, int64_t kc, int MR) const {
     const Geom& G = *g;
     const int64_t kwc = G.KW * G.Cg;
-    for (int64_t ip = 0; ip < mc; ip += kMRf, dst += kMRf * kc) {
-      const int mr = static_cast<int>(std::min<int64_t>(kMRf, mc - ip));
+    int seg_r[detail::kMRmax + 1];
+    int64_t seg_n[detail::kMRmax], seg_oh[detail::kMRmax], seg_ow[detail::kMRmax];
+    for (int64_t ip = 0; ip < mc; ip += MR, dst += MR * kc) {
+      const int mr = static_cast<int>(std::min<int64_t>(MR, mc - ip));
+      int nseg = 0;
+      for (int r = 0; r < mr;) {  // segments of pixels in one output row
+        const int64_t m = i0 + ip + r, pix = m % (G.OH * G.OW), ow = pix % G.OW;
+        seg_r[nseg] = r; seg_n[nseg] = m / (G.OH * G.OW); seg_oh[nseg] = pix / G.OW; seg_ow[nseg] = ow;
+        ++nseg;
+        r += static_cast<int>(std::min<int64_t>(mr - r, G.OW - ow));
+      }
+      seg_r[nseg] = mr;
+      int64_t k = 0;
+      while (k < kc) {
+        const int64_t kk = p0 + k, kh = kk / kwc, kw = (kk % kwc) / G.Cg, c = kk % G.Cg;
+        const int64_t run = std::min(kc - k, G.Cg - c);
+        float* d = dst + k * MR;
+        auto zero_rows = [&](int r0, int r1) {
+          for (int64_t t = 0; t < run; ++t)
+            for (int r = r0; r < r1; ++r) d[t * MR + r] = 0.0f;
+        };
+        for (int sg = 0; sg < nseg; ++sg) {
+          const int r0 = seg_r[sg], r1 = seg_r[sg + 1];
+          const int64_t ih = seg_oh[sg] * G.s - G.p + kh * G.d;
+          if (ih < 0 || ih >= G.H) { zero_rows(r0, r1); continue; }
+          const int64_t iw0 = seg_ow[sg] * G.s - G.p + kw * G.d;  // iw of row r0; row r adds (r - r0)*s
+          // valid rows: 0 <= iw0 + (r - r0)*s < W
+          int lo = r0, hi = r1;
+          while (lo < hi && iw0 + (lo - r0) * G.s < 0) ++lo;
+          while (hi > lo && iw0 + (hi - 1 - r0) * G.s >= G.W) --hi;
+          zero_rows(r0, lo);
+          zero_rows(hi, r1);
+          if (hi > lo) {
+            const float* src = x + seg_n[sg] * xn + ih * xh + (iw0 + (lo - r0) * G.s) * xw + c;
+            detail::transpose_tile_f32(d + lo, MR, src, G.s * xw, run, hi - lo);
+          }
+        }
+        k += run;
+      }
+      for (int r = mr; r < MR; ++r)
+        for (int64_t kq = 0; kq < kc; ++kq) dst[kq * MR + r] = 0.0f;
+    }
+  }
+#endif
+
+  void pack_rows(float* dst, int64_t i0, int64_t mc, int64_t p0, int64_t kc, int MR) const {
+    const Geom& G = *g;
+    const int64_t kwc = G.KW * G.Cg;
+    for (int64_t ip = 0; ip < mc; ip += MR, dst += MR * kc) {
+      const int mr = static_cast<int>(std::min<int64_t>(MR, mc - ip));
       for (int r = 0; r < mr; ++r) {
         const int64_t m = i0 + ip + r, n = m / (G.OH * G.OW), pix = m % (G.OH * G.OW);
         const int64_t ih0 = (pix / G.OW) * G.s - G.p, iw0 = (pix % G.OW) * G.s - G.p;
@@ -211,19 +357,19 @@ struct Im2colNhwc {
           const int64_t kk = p0 + k, kh = kk / kwc, kw = (kk % kwc) / G.Cg, c = kk % G.Cg;
           const int64_t run = std::min(kc - k, G.Cg - c);
           const int64_t ih = ih0 + kh * G.d, iw = iw0 + kw * G.d;
-          float* d = dst + k * kMRf + r;
+          float* d = dst + k * MR + r;
           if (ih < 0 || ih >= G.H || iw < 0 || iw >= G.W) {
-            for (int64_t t = 0; t < run; ++t) d[t * kMRf] = 0.0f;
+            for (int64_t t = 0; t < run; ++t) d[t * MR] = 0.0f;
           } else {
             const float* src = xb + ih * xh + iw * xw + c * xc;
-            if (xc == 1) for (int64_t t = 0; t < run; ++t) d[t * kMRf] = src[t];
-            else for (int64_t t = 0; t < run; ++t) d[t * kMRf] = src[t * xc];
+            if (xc == 1) for (int64_t t = 0; t < run; ++t) d[t * MR] = src[t];
+            else for (int64_t t = 0; t < run; ++t) d[t * MR] = src[t * xc];
           }
           k += run;
         }
       }
-      for (int r = mr; r < kMRf; ++r)
-        for (int64_t k = 0; k < kc; ++k) dst[k * kMRf + r] = 0.0f;
+      for (int r = mr; r < MR; ++r)
+        for (int64_t k = 0; k < kc; ++k) dst[k * MR + r] = 0.0f;
     }
   }
 };
@@ -281,8 +427,8 @@ void conv_gemm(const Geom& g, const Tensor& out, const Tensor& x, const Tensor& 
       if (one_by_one && xh == g.W * xw && xn == g.H * xh) {  // pixels fold: a plain strided GEMM
         detail::gemm_driver<float>(
             M, g.Og, K,
-            [&](float* dst, int64_t i0, int64_t mc, int64_t p0, int64_t kc) {
-              detail::pack_a_strided<float, kMRf>(dst, xg, xw, xc, i0, mc, p0, kc);
+            [&](float* dst, int64_t i0, int64_t mc, int64_t p0, int64_t kc, int MR) {
+              detail::pack_a_strided<float>(dst, xg, xw, xc, i0, mc, p0, kc, MR);
             },
             pack_b, cg, out.stride(3), out.stride(1), ep);
       } else {
@@ -302,13 +448,13 @@ void conv_gemm(const Geom& g, const Tensor& out, const Tensor& x, const Tensor& 
     GemmEpilogue e2 = ep;
     e2.bias = bias.defined() ? bias.data<float>() + grp * g.Og * ep.bias_stride : nullptr;
     e2.bias_per_row = true;
-    auto pack_a = [&](float* dst, int64_t i0, int64_t mc, int64_t p0, int64_t kc) {
-      for (int64_t ip = 0; ip < mc; ip += kMRf, dst += kMRf * kc) {
-        const int mr = static_cast<int>(std::min<int64_t>(kMRf, mc - ip));
-        for (int r = 0; r < kMRf; ++r) {
-          if (r >= mr) { for (int64_t k = 0; k < kc; ++k) dst[k * kMRf + r] = 0.0f; continue; }
+    auto pack_a = [&](float* dst, int64_t i0, int64_t mc, int64_t p0, int64_t kc, int MR) {
+      for (int64_t ip = 0; ip < mc; ip += MR, dst += MR * kc) {
+        const int mr = static_cast<int>(std::min<int64_t>(MR, mc - ip));
+        for (int r = 0; r < MR; ++r) {
+          if (r >= mr) { for (int64_t k = 0; k < kc; ++k) dst[k * MR + r] = 0.0f; continue; }
           const float* row = wg + (i0 + ip + r) * wo;
-          for (int64_t k = 0; k < kc; ++k) dst[k * kMRf + r] = row[koff[p0 + k]];
+          for (int64_t k = 0; k < kc; ++k) dst[k * MR + r] = row[koff[p0 + k]];
         }
       }
     };

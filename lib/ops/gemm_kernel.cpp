@@ -44,6 +44,27 @@ void ukernel_f32_avx2(int64_t kc, const float* a, const float* b, float* tile) {
 void ukernel_f32_avx2(int64_t kc, const float* a, const float* b, float* tile) { ukernel_f32_scalar(kc, a, b, tile); }
 #endif
 
+#if defined(SB_HAVE_AVX2) && defined(SB_HAVE_AVX512)
+// 16x16 tile, one zmm accumulator per row: per k 1 load of B, 16 broadcasts of A (load
+// ports), 16 FMAs (256 MACs; 2 zmm FMA ports: 8 cycles, FMA-bound).
+__attribute__((target("avx512f"))) void ukernel_f32_avx512(int64_t kc, const float* a, const float* b, float* tile) {
+  __m512 c[kMRf512];
+#pragma GCC unroll 16
+  for (int r = 0; r < kMRf512; ++r) c[r] = _mm512_setzero_ps();
+#pragma GCC unroll 2
+  for (int64_t k = 0; k < kc; ++k, a += kMRf512, b += kNRf) {
+    _mm_prefetch(reinterpret_cast<const char*>(a + 8 * kMRf512), _MM_HINT_T0);
+    const __m512 b0 = _mm512_loadu_ps(b);
+#pragma GCC unroll 16
+    for (int r = 0; r < kMRf512; ++r) c[r] = _mm512_fmadd_ps(_mm512_set1_ps(a[r]), b0, c[r]);
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < kMRf512; ++r) _mm512_store_ps(tile + r * kNRf, c[r]);
+}
+#else
+void ukernel_f32_avx512(int64_t kc, const float* a, const float* b, float* tile) { ukernel_f32_avx2(kc, a, b, tile); }
+#endif
+
 template <typename T, int MR, int NR>
 static void ukernel_plain(int64_t kc, const T* a, const T* b, T* tile) {
   T acc[MR][NR] = {};
@@ -165,6 +186,16 @@ void pack_b_strided(T* dst, const S* b, int64_t rs, int64_t cs, int64_t p0, int6
       if (cs == 1 && nr == NR) {
         for (int64_t k = 0; k < kc; ++k) std::memcpy(dst + k * NR, bp + k * rs, NR * sizeof(T));
       } else if (rs == 1) {
+#ifdef SB_HAVE_AVX2
+        if constexpr (std::is_same<T, float>::value && std::is_same<S, float>::value) {
+          if (use_avx2()) {  // unit-stride columns: 8x8 transposes into the NR-wide panel
+            transpose_tile_f32(dst, NR, bp, cs, kc, nr);
+            for (int q = nr; q < NR; ++q)
+              for (int64_t k = 0; k < kc; ++k) dst[k * NR + q] = T(0);
+            continue;
+          }
+        }
+#endif
         for (int q = 0; q < nr; ++q) {
           const S* col = bp + q * cs;
           for (int64_t k = 0; k < kc; ++k) dst[k * NR + q] = static_cast<T>(col[k]);
@@ -189,11 +220,23 @@ template void pack_b_strided<double, kNRd, double>(double*, const double*, int64
 template <typename T, typename SB>
 static void gemm_strided(int64_t M, int64_t N, int64_t K, const T* a, int64_t a_rs, int64_t a_cs, const SB* b,
                          int64_t b_rs, int64_t b_cs, T* c, int64_t c_rs, int64_t c_cs, const GemmEpilogueT<T>& ep) {
-  constexpr int MR = Tile<T>::MR, NR = Tile<T>::NR;
+  constexpr int NR = Tile<T>::NR;
+  // Note [Column-major C]: the tile store is fast for unit column stride only, so a C
+  // with unit row stride (column-major) is computed as C^T = B^T A^T, which swaps the
+  // operands' roles and the bias side; for column-major A, B and C all three become
+  // row-major. Needs A and B of one type (the f16 path keeps its order).
+  if constexpr (std::is_same<T, SB>::value) {
+    if (c_rs == 1 && c_cs != 1 && M > 1) {
+      GemmEpilogueT<T> ept = ep;
+      ept.bias_per_row = !ep.bias_per_row;
+      gemm_strided<T, T>(N, M, K, b, b_cs, b_rs, a, a_cs, a_rs, c, c_cs, c_rs, ept);
+      return;
+    }
+  }
   gemm_driver<T>(
       M, N, K,
-      [&](T* dst, int64_t i0, int64_t mc, int64_t p0, int64_t kc) {
-        pack_a_strided<T, MR>(dst, a, a_rs, a_cs, i0, mc, p0, kc);
+      [&](T* dst, int64_t i0, int64_t mc, int64_t p0, int64_t kc, int MR) {
+        pack_a_strided<T>(dst, a, a_rs, a_cs, i0, mc, p0, kc, MR);
       },
       [&](T* dst, int64_t p0, int64_t kc, int64_t j0, int64_t nc) {
         pack_b_strided<T, NR>(dst, b, b_rs, b_cs, p0, kc, j0, nc);

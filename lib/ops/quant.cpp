@@ -11,6 +11,7 @@
 #include <immintrin.h>
 
 #include <cmath>
+#include <mutex>
 
 #include "core/cpu_features.h"
 #include "ops/gemm_impl.h"
@@ -78,6 +79,33 @@ void qkernel_avx2(int64_t kg, const uint8_t* ap, const int8_t* bp, int32_t* tile
 }
 #endif
 
+#if defined(SB_HAVE_AVX2) && defined(SB_HAVE_AVX512)
+// AVX-512 VNNI: NP activation panels (4*NP rows) x one 16-channel weight panel, one zmm
+// accumulator (16 int32) per row; per group of 4 k: 1 zmm load of weights, 4*NP
+// broadcasts of 4 activation bytes, 4*NP vpdpbusd (u8 x s8, 4 products summed into
+// int32 without saturation). NP = 4: 1024 multiply-adds in 16 instructions. tile:
+// NP stacked 4x16 tiles (row-major, ld 16).
+template <int NP>
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) void qkernel_vnni(int64_t kg, const uint8_t* ap, int64_t a_panel,
+                                                                         const int8_t* bp, int32_t* tile) {
+  constexpr int R = NP * kQMR;
+  __m512i c[R];
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) c[r] = _mm512_setzero_si512();
+  for (int64_t g = 0; g < kg; ++g, ap += 16, bp += 64) {
+    const __m512i b = _mm512_loadu_si512(bp);
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      int32_t a4;
+      std::memcpy(&a4, ap + (r / kQMR) * a_panel + (r % kQMR) * 4, 4);
+      c[r] = _mm512_dpbusd_epi32(c[r], _mm512_set1_epi32(a4), b);
+    }
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) _mm512_storeu_si512(tile + r * kQNR, c[r]);
+}
+#endif
+
 // Runs the int8 GEMM over packed activations; store(tile, m0, mr, n0, nr) consumes
 // each 4x16 int32 tile (row-major, ld 16).
 template <typename Store>
@@ -85,15 +113,36 @@ void int8_gemm_packed(int64_t M, const uint8_t* apacked, const QuantizedWeight& 
   const int64_t kg = qw.in_padded / 4;
   const int64_t npanels = (qw.out + kQNR - 1) / kQNR, mpanels = (M + kQMR - 1) / kQMR;
   const int8_t* wp = qw.packed.data<int8_t>();
-  const bool avx2 = use_avx2();
+  const bool avx2 = use_avx2(), vnni = use_avx512();
   const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, M * qw.in_padded));
   parallel_for(0, npanels, grain, [&](int64_t b, int64_t e) {
-    alignas(32) int32_t tile[kQMR * kQNR];
+    alignas(64) int32_t tile[4 * kQMR * kQNR];
     constexpr int64_t kMBlock = 64;  // activation panels per pass: 256 rows x in' bytes in L2
     for (int64_t mb = 0; mb < mpanels; mb += kMBlock) {
       for (int64_t jp = b; jp < e; ++jp) {
         const int8_t* bp = wp + jp * kQNR * qw.in_padded;
-        for (int64_t ip = mb; ip < std::min(mpanels, mb + kMBlock); ++ip) {
+        const int64_t mend = std::min(mpanels, mb + kMBlock);
+#if defined(SB_HAVE_AVX2) && defined(SB_HAVE_AVX512)
+        if (vnni) {
+          const int64_t a_panel = kQMR * qw.in_padded;
+          for (int64_t ip = mb; ip < mend; ip += 4) {
+            const int np = static_cast<int>(std::min<int64_t>(4, mend - ip));
+            const uint8_t* ap = apacked + ip * a_panel;
+            switch (np) {
+              case 4: qkernel_vnni<4>(kg, ap, a_panel, bp, tile); break;
+              case 3: qkernel_vnni<3>(kg, ap, a_panel, bp, tile); break;
+              case 2: qkernel_vnni<2>(kg, ap, a_panel, bp, tile); break;
+              default: qkernel_vnni<1>(kg, ap, a_panel, bp, tile); break;
+            }
+            for (int q = 0; q < np; ++q)
+              store(tile + q * kQMR * kQNR, (ip + q) * kQMR, static_cast<int>(std::min<int64_t>(kQMR, M - (ip + q) * kQMR)),
+                    jp * kQNR, static_cast<int>(std::min<int64_t>(kQNR, qw.out - jp * kQNR)));
+          }
+          continue;
+        }
+#endif
+        (void)vnni;
+        for (int64_t ip = mb; ip < mend; ++ip) {
           const uint8_t* ap = apacked + ip * kQMR * qw.in_padded;
 #ifdef SB_HAVE_AVX2
           if (avx2) qkernel_avx2(kg, ap, bp, tile);
@@ -115,16 +164,42 @@ void check_2d_f32(const Tensor& t, const char* op, const char* what) {
   SB_CHECK(t.device().is_cpu(), op, ": expected a CPU ", what, ", got ", t.device());
 }
 
+// min and max over x (0 included, NaN ignored, as std::min/std::max with v first):
+// rows split across threads, AVX2 min/max along unit-stride rows.
 void tensor_range(const Tensor& x, float& lo, float& hi) {
   const float* p = x.data<float>();
-  const int64_t rs = x.stride(0), cs = x.stride(1);
+  const int64_t rows = x.size(0), cols = x.size(1), rs = x.stride(0), cs = x.stride(1);
+  std::mutex mu;
   float mn = 0.0f, mx = 0.0f;
-  for (int64_t m = 0; m < x.size(0); ++m)
-    for (int64_t k = 0; k < x.size(1); ++k) {
-      const float v = p[m * rs + k * cs];
-      mn = std::min(mn, v);
-      mx = std::max(mx, v);
+  parallel_for(0, rows, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, cols)), [&](int64_t b, int64_t e) {
+    float tmn = 0.0f, tmx = 0.0f;
+    for (int64_t m = b; m < e; ++m) {
+      const float* row = p + m * rs;
+      int64_t k = 0;
+#ifdef SB_HAVE_AVX2
+      if (cs == 1 && use_avx2() && cols >= 8) {
+        __m256 vmn = _mm256_setzero_ps(), vmx = vmn;
+        for (; k + 8 <= cols; k += 8) {
+          const __m256 v = _mm256_loadu_ps(row + k);
+          vmn = _mm256_min_ps(v, vmn);  // NaN in v: keeps vmn
+          vmx = _mm256_max_ps(v, vmx);
+        }
+        alignas(32) float a[8], c[8];
+        _mm256_store_ps(a, vmn);
+        _mm256_store_ps(c, vmx);
+        for (int i = 0; i < 8; ++i) { tmn = std::min(tmn, a[i]); tmx = std::max(tmx, c[i]); }
+      }
+#endif
+      for (; k < cols; ++k) {
+        const float v = row[k * cs];
+        tmn = std::min(tmn, v);
+        tmx = std::max(tmx, v);
+      }
     }
+    std::lock_guard<std::mutex> g(mu);
+    mn = std::min(mn, tmn);
+    mx = std::max(mx, tmx);
+  });
   lo = mn;
   hi = mx;
 }
@@ -132,6 +207,49 @@ void tensor_range(const Tensor& x, float& lo, float& hi) {
 inline uint8_t quant1(float v, float inv, int32_t zp) {
   const float q = std::nearbyint(v * inv) + static_cast<float>(zp);
   return static_cast<uint8_t>(std::min(127.0f, std::max(0.0f, q)));
+}
+
+// Quantizes rows of float x (element (m, k) at x[m*rs + k*cs]) with quant1 and packs
+// them as pack_act does. Unit-stride rows take the AVX2 path: per 4-row panel and 8 k,
+// four cvtps (round to nearest even, as nearbyint) and two packs give the two 16-byte
+// groups (k..k+3, k+4..k+7) of the panel in one 32-byte store; clamping happens in
+// float (to +-256, NaN to the low side) and in int32 (to 0..127), so every value equals
+// quant1's. Tails (k % 8, rows past M) are scalar.
+void quantize_pack_act(uint8_t* dst, const float* x, int64_t rs, int64_t cs, int64_t M, int64_t K, int64_t Kp, float inv,
+                       int32_t zp) {
+  const int64_t panels = (M + kQMR - 1) / kQMR;
+  parallel_for(0, panels, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, Kp * kQMR)), [&](int64_t b, int64_t e) {
+    for (int64_t pnl = b; pnl < e; ++pnl) {
+      uint8_t* d = dst + pnl * Kp * kQMR;
+      const int64_t m0 = pnl * kQMR;
+      const int rows = static_cast<int>(std::min<int64_t>(kQMR, M - m0));
+      int64_t k = 0;
+#ifdef SB_HAVE_AVX2
+      if (cs == 1 && rows == kQMR && use_avx2()) {
+        const __m256 vinv = _mm256_set1_ps(inv), flo = _mm256_set1_ps(-256.0f), fhi = _mm256_set1_ps(256.0f);
+        const __m256i vzp = _mm256_set1_epi32(zp), ilo = _mm256_setzero_si256(), ihi = _mm256_set1_epi32(127);
+        auto q8 = [&](const float* p) {
+          __m256 v = _mm256_mul_ps(_mm256_loadu_ps(p), vinv);
+          v = _mm256_min_ps(_mm256_max_ps(v, flo), fhi);  // NaN -> -256 (quant1 maps NaN to 0)
+          const __m256i i = _mm256_add_epi32(_mm256_cvtps_epi32(v), vzp);
+          return _mm256_min_epi32(_mm256_max_epi32(i, ilo), ihi);
+        };
+        const float* r0 = x + m0 * rs;
+        for (; k + 8 <= K; k += 8) {
+          const __m256i a0 = q8(r0 + k), a1 = q8(r0 + rs + k), a2 = q8(r0 + 2 * rs + k), a3 = q8(r0 + 3 * rs + k);
+          const __m256i v = _mm256_packus_epi16(_mm256_packs_epi32(a0, a1), _mm256_packs_epi32(a2, a3));
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + (k >> 2) * 16), v);
+        }
+      }
+#endif
+      const int64_t kdone = k;
+      std::memset(d + (kdone >> 2) * 16, 0, static_cast<size_t>((Kp - kdone) * kQMR));
+      for (int r = 0; r < rows; ++r) {
+        const float* row = x + (m0 + r) * rs;
+        for (int64_t kk = kdone; kk < K; ++kk) d[(kk >> 2) * 16 + r * 4 + (kk & 3)] = quant1(row[kk * cs], inv, zp);
+      }
+    }
+  });
 }
 
 }  // namespace
@@ -284,10 +402,7 @@ Tensor Linear::forward(const Tensor& x, bool relu) const {
   const int64_t mp = (M + kQMR - 1) / kQMR;
   detail::Workspace ws(static_cast<size_t>(mp * kQMR * qw_.in_padded));
   uint8_t* ap = ws.as<uint8_t>();
-  const float* xp = x.data<float>();
-  const int64_t rs = x.stride(0), cs = x.stride(1);
-  const float inv = 1.0f / q.scale;
-  pack_act<float>(ap, M, in_, qw_.in_padded, [&](int64_t m, int64_t k) { return quant1(xp[m * rs + k * cs], inv, q.zero_point); });
+  quantize_pack_act(ap, x.data<float>(), x.stride(0), x.stride(1), M, in_, qw_.in_padded, 1.0f / q.scale, q.zero_point);
   float* yp = y.data<float>();
   const float* sw = qw_.scale.data<float>();
   const int32_t* rsum = qw_.row_sum.data<int32_t>();
@@ -295,6 +410,24 @@ Tensor Linear::forward(const Tensor& x, bool relu) const {
   const float sx = q.scale;
   const int32_t zp = q.zero_point;
   int8_gemm_packed(M, ap, qw_, [&](const int32_t* tile, int64_t m0, int mr, int64_t n0, int nr) {
+#ifdef SB_HAVE_AVX2
+    if (nr == kQNR && use_avx2()) {  // the same arithmetic, 8 columns at a time
+      const __m256 zero = _mm256_setzero_ps();
+      for (int h = 0; h < kQNR; h += 8) {
+        const __m256 s = _mm256_mul_ps(_mm256_set1_ps(sx), _mm256_loadu_ps(sw + n0 + h));
+        const __m256i zr = _mm256_mullo_epi32(_mm256_set1_epi32(zp), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rsum + n0 + h)));
+        const __m256 bias = bp ? _mm256_loadu_ps(bp + n0 + h) : zero;
+        for (int r = 0; r < mr; ++r) {
+          const __m256i t = _mm256_sub_epi32(_mm256_load_si256(reinterpret_cast<const __m256i*>(tile + r * kQNR + h)), zr);
+          __m256 v = _mm256_mul_ps(s, _mm256_cvtepi32_ps(t));
+          if (bp) v = _mm256_add_ps(v, bias);
+          if (relu) v = _mm256_max_ps(v, zero);
+          _mm256_storeu_ps(yp + (m0 + r) * out_ + n0 + h, v);
+        }
+      }
+      return;
+    }
+#endif
     for (int r = 0; r < mr; ++r) {
       float* yr = yp + (m0 + r) * out_ + n0;
       for (int c = 0; c < nr; ++c) {
