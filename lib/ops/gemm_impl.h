@@ -204,6 +204,15 @@ void pack_a_strided(T* dst, const S* a, int64_t rs, int64_t cs, int64_t i0, int6
       }
     }
 #endif
+    if (rs == 1 && std::is_same<T, S>::value) {  // unit-stride columns (a transposed A): one row copy per k
+      const S* col = a + (i0 + ip) + p0 * cs;
+      for (int64_t k = 0; k < kc; ++k) {
+        T* d = dst + k * MR;
+        std::memcpy(d, col + k * cs, static_cast<size_t>(mr) * sizeof(T));
+        for (int r = mr; r < MR; ++r) d[r] = T(0);
+      }
+      continue;
+    }
     for (int r = 0; r < mr; ++r) {
       const S* row = a + (i0 + ip + r) * rs + p0 * cs;
       if (cs == 1) for (int64_t k = 0; k < kc; ++k) dst[k * MR + r] = static_cast<T>(row[k]);
