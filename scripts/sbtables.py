@@ -585,3 +585,32 @@ def load_script(name):
     mod = importlib.util.module_from_spec(spec)
     loader.exec_module(mod)
     return mod
+
+
+def run_checks(rs):
+    """Warnings about baseline rows that contradict each other, i.e. the machine was
+    busy with other work while they ran: an N-thread FLOP peak below 0.75·N times the
+    1-thread one (another tenant shared the cores), or a last-level-cache ceiling below
+    the DRAM one for the same op and threads (the shared cache was contended). The %
+    ceiling of rows that use such a baseline reads high."""
+    out = []
+    for dev in sorted({b["device"] for b in rs.select("baseline")}):
+        peaks = {}
+        for b in rs.select("baseline", op="fma_peak", device=dev):
+            if b["dtype"] in (None, "f32") and b["threads"] and b.gflops():
+                peaks[int(b["threads"])] = b.gflops()
+        for t in sorted(peaks):
+            if t > 1 and 1 in peaks and peaks[t] < 0.75 * t * peaks[1]:
+                out.append(f"`{dev}`: the {t}-thread FLOP peak is only {peaks[t] / peaks[1]:.2f}x the "
+                           f"1-thread one ({peaks[t]:.0f} vs {peaks[1]:.0f} GFLOP/s): other work shared "
+                           f"the cores during the baseline; {t}-thread compute % ceilings read high")
+        by = {}
+        for b in rs.select("baseline", device=dev):
+            if b.regime in ("LLC", "DRAM") and b.gbps():
+                by.setdefault((b["op"], b["threads"]), {})[b.regime] = b.gbps()
+        for (op, t), reg in sorted(by.items(), key=lambda kv: (kv[0][0], str(kv[0][1]))):
+            if "LLC" in reg and "DRAM" in reg and reg["LLC"] < reg["DRAM"]:
+                out.append(f"`{dev}`: the LLC `{op}` ceiling with {t} thread(s) ({reg['LLC']:.1f} GB/s) is "
+                           f"below the DRAM one ({reg['DRAM']:.1f} GB/s): the shared last-level cache was "
+                           f"contended; LLC-regime % ceilings with that op read high")
+    return out

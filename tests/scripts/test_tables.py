@@ -152,6 +152,41 @@ class LoadTest(unittest.TestCase):
         self.assertEqual(by["f32"], "f32")
         self.assertEqual(by["f16"], "f32")  # never the (higher) int8 peak
 
+    def test_run_checks_flag_contradicting_baselines(self):
+        self.assertEqual(sb.run_checks(self.all), [])  # the fixture machine was quiet
+        tmp = tempfile.mkdtemp()
+        res = sbtest.results_dir(tmp)
+        path = os.path.join(res, "raw", "bench_baseline.json")
+
+        def fn(doc):  # a 1-thread FLOP peak half the 8-thread one; an LLC copy 10x slower
+            extra = []
+            for e in doc["benchmarks"]:
+                if "/op:fma_peak/" in e["name"] and "dtype:f32" in e["name"]:
+                    c = json.loads(json.dumps(e))
+                    for k in ("name", "run_name"):
+                        if k in c:
+                            c[k] = c[k].replace("threads:8", "threads:1")
+                    c["real_time"] *= 2
+                    if "flops_per_second" in c:
+                        c["flops_per_second"] /= 2
+                    extra.append(c)
+                if "/op:copy/" in e["name"] and e.get("label") == "regime:LLC":
+                    e["real_time"] *= 10
+                    if "bytes_per_second" in e:
+                        e["bytes_per_second"] /= 10
+            self.assertTrue(extra)
+            doc["benchmarks"] += extra
+        sbtest.edit(path, fn)
+        checks = sb.run_checks(sb.load_results(res))
+        self.assertEqual(len(checks), 2, checks)
+        self.assertIn("8-thread FLOP peak is only 2.00x", checks[0])
+        self.assertIn("LLC `copy` ceiling with 8 thread(s)", checks[1])
+        p = sbtest.run("tables", res)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(os.path.join(res, "TABLES.md")) as f:
+            text = f.read()
+        self.assertIn("- `cpu`: the 8-thread FLOP peak is only 2.00x", text)
+
     def test_duplicate_run_across_files(self):
         with tempfile.TemporaryDirectory() as tmp:
             d = sbtest.results_dir(tmp)
