@@ -590,7 +590,7 @@ def load_script(name):
 def run_checks(rs):
     """Warnings about baseline rows that contradict each other, i.e. the machine was
     busy with other work while they ran: an N-thread FLOP peak below 0.75·N times the
-    1-thread one (another tenant shared the cores), or a last-level-cache ceiling below
+    1-thread one (another tenant shared the cores), or a last-level-cache ceiling 10% below
     the DRAM one for the same op and threads (the shared cache was contended). The %
     ceiling of rows that use such a baseline reads high."""
     out = []
@@ -609,8 +609,8 @@ def run_checks(rs):
             if b.regime in ("LLC", "DRAM") and b.gbps():
                 by.setdefault((b["op"], b["threads"]), {})[b.regime] = b.gbps()
         for (op, t), reg in sorted(by.items(), key=lambda kv: (kv[0][0], str(kv[0][1]))):
-            if "LLC" in reg and "DRAM" in reg and reg["LLC"] < reg["DRAM"]:
+            if "LLC" in reg and "DRAM" in reg and reg["LLC"] < 0.9 * reg["DRAM"]:
                 out.append(f"`{dev}`: the LLC `{op}` ceiling with {t} thread(s) ({reg['LLC']:.1f} GB/s) is "
-                           f"below the DRAM one ({reg['DRAM']:.1f} GB/s): the shared last-level cache was "
+                           f"more than 10% below the DRAM one ({reg['DRAM']:.1f} GB/s): the shared last-level cache was "
                            f"contended; LLC-regime % ceilings with that op read high")
     return out
