@@ -218,21 +218,9 @@ TEST(Conv2d, BadInputs) {
   expect_msg([&] { avg_pool2d(x.to(DType::Float64), {2, 2, 0}); }, "float32");
 }
 
-class FakeCudaAllocator : public Allocator {
- public:
-  void* allocate(size_t n) override { return n ? caching_cpu_allocator()->allocate(n) : nullptr; }
-  void deallocate(void* p, size_t n) override { if (p) caching_cpu_allocator()->deallocate(p, n); }
-  AllocatorStats stats() const override { return {}; }
-  void reset_peak_stats() override {}
-  void empty_cache() override {}
-  const char* name() const override { return "fake-cuda"; }
-  Device device() const override { return Device::cuda(0); }
-};
 
 TEST(Conv2d, DeviceMismatch) {
-  static FakeCudaAllocator al;
-  const Shape ws{6, 4, 3, 3};
-  const Tensor wg(std::make_shared<Storage>(6 * 4 * 9 * 4, &al), ws, contiguous_strides(ws), 0, DType::Float32);
+  const Tensor wg = test::fake_cuda({6, 4, 3, 3});
   expect_msg([&] { conv2d(randn({1, 4, 5, 5}, 1), wg); }, "device mismatch");
 }
 

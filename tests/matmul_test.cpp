@@ -208,33 +208,16 @@ TEST(Matmul, BadInputs) {
   EXPECT_TRUE(test::all_close(out, before, 0, 0));  // untouched (NaN == NaN in all_close?)
 }
 
-// A host buffer that reports itself as cuda:0, so the device checks can be exercised
-// without a GPU (no kernel ever touches it: the checks come first).
-class FakeCudaAllocator : public Allocator {
- public:
-  void* allocate(size_t n) override { return n ? caching_cpu_allocator()->allocate(n) : nullptr; }
-  void deallocate(void* p, size_t n) override { if (p) caching_cpu_allocator()->deallocate(p, n); }
-  AllocatorStats stats() const override { return {}; }
-  void reset_peak_stats() override {}
-  void empty_cache() override {}
-  const char* name() const override { return "fake-cuda"; }
-  Device device() const override { return Device::cuda(0); }
-};
-Tensor fake_cuda(const Shape& sizes) {
-  static FakeCudaAllocator al;
-  return Tensor(std::make_shared<Storage>(checked_numel(sizes, "fake") * 4, &al), sizes, contiguous_strides(sizes), 0,
-                DType::Float32);
-}
 
 TEST(Matmul, DeviceMismatch) {
-  const Tensor a = randn({3, 4}, 1), g = fake_cuda({4, 2});
+  const Tensor a = randn({3, 4}, 1), g = test::fake_cuda({4, 2});
   try {
     matmul(a, g);
     ADD_FAILURE() << "no throw";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("device mismatch"), std::string::npos) << e.what();
   }
-  Tensor out = fake_cuda({3, 2});
+  Tensor out = test::fake_cuda({3, 2});
   EXPECT_THROW(matmul_out(out, a, randn({4, 2}, 2)), Error);
 }
 

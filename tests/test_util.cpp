@@ -132,6 +132,25 @@ std::vector<Modes> available_modes(std::initializer_list<Modes> want) {
   return out;
 }
 
+namespace {
+class FakeCudaAllocator : public Allocator {
+ public:
+  void* allocate(size_t n) override { return n ? caching_cpu_allocator()->allocate(n) : nullptr; }
+  void deallocate(void* p, size_t n) override { if (p) caching_cpu_allocator()->deallocate(p, n); }
+  AllocatorStats stats() const override { return {}; }
+  void reset_peak_stats() override {}
+  void empty_cache() override {}
+  const char* name() const override { return "fake-cuda"; }
+  Device device() const override { return Device::cuda(0); }
+};
+}  // namespace
+
+Tensor fake_cuda(const Shape& sizes) {
+  static FakeCudaAllocator al;
+  return Tensor(std::make_shared<Storage>(checked_numel(sizes, "fake_cuda") * 4, &al), sizes, contiguous_strides(sizes), 0,
+                DType::Float32);
+}
+
 Shape unravel(int64_t flat, const Shape& sizes) {
   Shape idx(sizes.size());
   for (int64_t d = static_cast<int64_t>(sizes.size()) - 1; d >= 0; --d) {

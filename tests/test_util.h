@@ -81,6 +81,11 @@ inline std::vector<Modes> all_kernel_modes() {
                           {1, SimdLevel::Scalar}, {2, SimdLevel::Scalar}});
 }
 
+// A float32 tensor in host memory whose storage reports itself as cuda:0, so the
+// device checks of every op can be exercised without a GPU (no kernel ever touches it:
+// the checks come first).
+Tensor fake_cuda(const Shape& sizes);
+
 // Row-major unravel of a flat index.
 Shape unravel(int64_t flat, const Shape& sizes);
 
