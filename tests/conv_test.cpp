@@ -16,6 +16,7 @@ namespace sb {
 namespace {
 
 using test::Layout;
+using test::expect_msg;
 
 std::vector<double> ref_conv(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p, bool relu) {
   const std::vector<double> vx = x.to_vector(), vw = w.to_vector();
@@ -185,15 +186,6 @@ TEST(Pool2d, MaxAndAvgBothLayouts) {
         }
       }
     }
-  }
-}
-
-void expect_msg(const std::function<void()>& f, const std::string& part) {
-  try {
-    f();
-    ADD_FAILURE() << "no throw, expected: " << part;
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
   }
 }
 

@@ -16,6 +16,7 @@ namespace sb {
 namespace {
 
 using test::Layout;
+using test::expect_msg;
 
 using test::Modes;
 using test::ModeGuard;
@@ -224,15 +225,6 @@ TEST(Mlp, ThreeLayersEveryPrecision) {
     EXPECT_GT(e, 0.0) << precision_name(p);
   }
   EXPECT_EQ(Mlp(ws, bs, Precision::F16).weight_bytes() * 2, f32.weight_bytes());
-}
-
-void expect_msg(const std::function<void()>& f, const std::string& part) {
-  try {
-    f();
-    ADD_FAILURE() << "no throw, expected: " << part;
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
-  }
 }
 
 TEST(Linear, BadInputs) {

@@ -145,6 +145,15 @@ class FakeCudaAllocator : public Allocator {
 };
 }  // namespace
 
+void expect_msg(const std::function<void()>& f, const std::string& part) {
+  try {
+    f();
+    ADD_FAILURE() << "no throw, expected: " << part;
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+  }
+}
+
 Tensor fake_cuda(const Shape& sizes) {
   static FakeCudaAllocator al;
   return Tensor(std::make_shared<Storage>(checked_numel(sizes, "fake_cuda") * 4, &al), sizes, contiguous_strides(sizes), 0,

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -80,6 +81,9 @@ inline std::vector<Modes> all_kernel_modes() {
   return available_modes({{1, SimdLevel::AVX512}, {2, SimdLevel::AVX512}, {1, SimdLevel::AVX2}, {2, SimdLevel::AVX2},
                           {1, SimdLevel::Scalar}, {2, SimdLevel::Scalar}});
 }
+
+// f() must throw sb::Error whose message contains `part` (a non-fatal failure otherwise).
+void expect_msg(const std::function<void()>& f, const std::string& part);
 
 // A float32 tensor in host memory whose storage reports itself as cuda:0, so the
 // device checks of every op can be exercised without a GPU (no kernel ever touches it:
