@@ -106,14 +106,14 @@ TEST(Gemm, EpilogueAlphaBetaBiasRelu) {
     ep.alpha = 0.5f + trial % 3;
     ep.beta = trial % 2 ? 0.75f : 0.0f;
     ep.bias = trial % 4 < 2 ? bias.data<float>() : nullptr;
-    ep.bias_stride = 2;
+    ep.bias_stride = 1 + trial / 8;  // unit and strided bias (fused AVX-512 store and tile paths)
     ep.bias_per_row = trial % 8 >= 4;
     ep.relu = trial % 3 == 0;
     std::vector<double> ref(ab.size());
     for (int64_t i = 0; i < M; ++i)
       for (int64_t j = 0; j < N; ++j) {
         double v = ep.alpha * ab[i * N + j] + ep.beta * vc[i * N + j];
-        if (ep.bias) v += vbias[(ep.bias_per_row ? i : j) * 2];
+        if (ep.bias) v += vbias[(ep.bias_per_row ? i : j) * ep.bias_stride];
         if (ep.relu) v = std::max(v, 0.0);
         ref[i * N + j] = v;
       }
