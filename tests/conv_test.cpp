@@ -120,6 +120,11 @@ TEST(Conv2d, FixedCasesBothLayouts) {
       {1, 3, 4, 4, 5, 4, 4, {1, 0, 1, 1}, true, false},      // kernel == input: 1x1 output
       {0, 3, 4, 4, 5, 3, 3, {1, 1, 1, 1}, true, false},      // empty batch
       {1, 2, 1, 30, 9, 1, 5, {3, 0, 1, 1}, false, false},    // H = 1, stride 3
+      // wide enough for several output-channel blocks and pixel tiles of the direct
+      // AVX-512 kernels (Note [Direct AVX-512 conv]): channel and pixel tails
+      {2, 24, 9, 23, 70, 3, 3, {1, 1, 1, 1}, true, true},    // 70 = 64 + 6 (NHWC), 4x16 + 6 (NCHW)
+      {1, 10, 8, 19, 40, 3, 3, {2, 1, 1, 1}, true, false},   // stride 2, 40 channels (3 zmm, last partial)
+      {1, 12, 6, 18, 40, 3, 3, {1, 1, 2, 2}, false, true},   // groups 2 of 20 channels, dilation 2
   };
   uint64_t seed = 100;
   for (const Case& c : cases) {
@@ -150,20 +155,31 @@ TEST(Conv2d, RandomCases) {
 
 TEST(Conv2d, AllocatesOnlyResultPlusWorkspace) {
   Allocator* al = cpu_allocator();
-  for (bool cl : {false, true}) {
-    Tensor x = randn({4, 16, 12, 12}, 1), w = randn({32, 16, 3, 3}, 2), b = randn({32}, 3);
-    if (cl) x = x.contiguous(MemoryFormat::ChannelsLast);
-    Tensor out = conv2d(x, w, b, {1, 1, 1, 1});
-    al->reset_peak_stats();
-    const int64_t base = al->stats().allocated_bytes;
-    conv2d_out(out, x, w, b, {1, 1, 1, 1});
-    const int64_t peak_out = al->stats().peak_allocated_bytes - base;
-    // packing workspace only: a GEMM's buffers per thread plus the weight offset table
-    const int64_t M = cl ? 4 * 144 : 32, N = cl ? 32 : 144, K = 16 * 9;
-    const int64_t ws = static_cast<int64_t>(gemm_workspace_bytes(M, N, K) * (cl ? 1 : get_num_threads())) + K * 8;
-    EXPECT_GT(peak_out, 0);
-    EXPECT_LE(peak_out, ws * 5 / 4 + 256) << (cl ? "nhwc" : "nchw");
-    EXPECT_EQ(al->stats().allocated_bytes, base);
+  for (const Modes& m : kModes) {
+    ModeGuard guard(m);
+    for (bool cl : {false, true}) {
+      Tensor x = randn({4, 16, 12, 12}, 1), w = randn({32, 16, 3, 3}, 2), b = randn({32}, 3);
+      if (cl) x = x.contiguous(MemoryFormat::ChannelsLast);
+      Tensor out = conv2d(x, w, b, {1, 1, 1, 1});
+      al->reset_peak_stats();
+      const int64_t base = al->stats().allocated_bytes;
+      conv2d_out(out, x, w, b, {1, 1, 1, 1});
+      const int64_t peak_out = al->stats().peak_allocated_bytes - base;
+      const int64_t K = 16 * 9;
+      int64_t ws = 0;
+      if (m.simd == SimdLevel::AVX512) {
+        // direct kernel: weights packed for 64 channels and a padded bias; NCHW also
+        // stages one image channels-last (Note [Direct AVX-512 conv])
+        ws = (64 * K + 64 + (cl ? 0 : 16 * 144)) * 4;
+      } else {
+        // a GEMM's packing buffers per thread plus the weight offset table
+        const int64_t M = cl ? 4 * 144 : 32, N = cl ? 32 : 144;
+        ws = static_cast<int64_t>(gemm_workspace_bytes(M, N, K) * (cl ? 1 : get_num_threads())) + K * 8;
+      }
+      EXPECT_GT(peak_out, 0);
+      EXPECT_LE(peak_out, ws * 5 / 4 + 256) << (cl ? "nhwc" : "nchw") << " simd " << static_cast<int>(m.simd);
+      EXPECT_EQ(al->stats().allocated_bytes, base);
+    }
   }
 }
 
