@@ -18,13 +18,13 @@
 //   direct AVX-512 (SimdLevel::AVX512, KH*KW <= 64; Note [Direct AVX-512 conv]): taken
 //          instead of both GEMM paths: 6-pixel x 64-channel register tiles read
 //          channels-last x in place; NCHW x is staged per (image, group) channels-last
-//          first and the results are scattered into the NCHW output.
+//          (zero-padded) first and the results are scattered into the NCHW output.
 //   direct depthwise / few channels per group (C_g*KH*KW or O_g tiny): plain loops,
 //          vectorised along OW (NCHW) or along channels (NHWC).
 // Cost: 2*N*O*OH*OW*C_g*KH*KW flop; x and w read once (plus packing), out written once.
 // Workspace: the GEMM packing buffers (Note [GEMM workspace]) per thread, from cpu_allocator();
 // the direct path: its packed weights (O_g rounded to 64 x C_g*KH*KW per group) and, for
-// NCHW, one (image, group) of x channels-last (C_g*H*W floats).
+// NCHW, one (image, group) of x channels-last with padding (C_g*(H+2p)*(W+2p) floats).
 // CUDA inputs go to sb::cuda::conv2d after the same checks.
 #pragma once
 #include "core/tensor.h"
