@@ -68,6 +68,17 @@ __attribute__((target("avx512f"))) void ukernel_f32_avx512(int64_t kc, const flo
 // missed in L1 after the KC loop (16 rows 4 KiB apart share one L1 set) and the loads
 // waited on them. Here C's rows are prefetched into L2 when the tile starts and into
 // L1 shortly before the k loop ends, so the misses overlap the FMAs.
+__attribute__((target("avx512f"), always_inline)) static inline void k_steps_512(int64_t n, const float*& a,
+                                                                                 const float*& b, __m512* acc) {
+#pragma GCC unroll 2
+  for (int64_t k = 0; k < n; ++k, a += kMRf512, b += kNRf) {
+    _mm_prefetch(reinterpret_cast<const char*>(a + 8 * kMRf512), _MM_HINT_T0);
+    const __m512 b0 = _mm512_loadu_ps(b);
+#pragma GCC unroll 16
+    for (int r = 0; r < kMRf512; ++r) acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(a[r]), b0, acc[r]);
+  }
+}
+
 __attribute__((target("avx512f"))) void ukernel_f32_avx512_c(int64_t kc, const float* a, const float* b, float* c,
                                                              int64_t c_rs, const GemmEpilogue& ep, bool first,
                                                              bool last, int64_t i0, int64_t j0) {
@@ -78,21 +89,11 @@ __attribute__((target("avx512f"))) void ukernel_f32_avx512_c(int64_t kc, const f
     acc[r] = _mm512_setzero_ps();
     _mm_prefetch(reinterpret_cast<const char*>(c + r * c_rs), _MM_HINT_T1);
   }
-  int64_t k = 0;
-  for (int pass = 0; pass < 2; ++pass) {
-    const int64_t kend = pass == 0 ? std::max<int64_t>(0, kc - kTail) : kc;
-    if (pass == 1) {
+  const int64_t head = std::max<int64_t>(0, kc - kTail);
+  k_steps_512(head, a, b, acc);
 #pragma GCC unroll 16
-      for (int r = 0; r < kMRf512; ++r) _mm_prefetch(reinterpret_cast<const char*>(c + r * c_rs), _MM_HINT_T0);
-    }
-#pragma GCC unroll 2
-    for (; k < kend; ++k, a += kMRf512, b += kNRf) {
-      _mm_prefetch(reinterpret_cast<const char*>(a + 8 * kMRf512), _MM_HINT_T0);
-      const __m512 b0 = _mm512_loadu_ps(b);
-#pragma GCC unroll 16
-      for (int r = 0; r < kMRf512; ++r) acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(a[r]), b0, acc[r]);
-    }
-  }
+  for (int r = 0; r < kMRf512; ++r) _mm_prefetch(reinterpret_cast<const char*>(c + r * c_rs), _MM_HINT_T0);
+  k_steps_512(kc - head, a, b, acc);
   const __m512 alpha = _mm512_set1_ps(ep.alpha), zero = _mm512_setzero_ps();
   const bool read_c = !first || ep.beta != 0.0f;
   const __m512 cmul = first ? _mm512_set1_ps(ep.beta) : _mm512_set1_ps(1.0f);
@@ -107,7 +108,8 @@ __attribute__((target("avx512f"))) void ukernel_f32_avx512_c(int64_t kc, const f
       cb = _mm512_load_ps(tmp);
     }
   }
-  for (int r = 0; r < kMRf512; ++r) {
+#pragma GCC unroll 16
+  for (int r = 0; r < kMRf512; ++r) {  // unrolled: constant indices keep acc in registers
     float* cr = c + r * c_rs;
     __m512 v = _mm512_mul_ps(alpha, acc[r]);
     if (read_c) v = _mm512_fmadd_ps(cmul, _mm512_loadu_ps(cr), v);
