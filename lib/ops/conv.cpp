@@ -672,22 +672,47 @@ void conv_direct512(const Geom& g, const Tensor& out, const Tensor& x, const Ten
   for (int64_t n = 0; n < g.N; ++n)
     for (int64_t grp = 0; grp < g.G; ++grp) {
       const float* xg = xp + n * xn + grp * g.Cg * xc;
-      parallel_for(0, gp.H, 1, [&](int64_t h0, int64_t h1) {
-        for (int64_t hp = h0; hp < h1; ++hp) {
-          float* d = xs + hp * rowlen;
-          const int64_t h = hp - g.p;
-          if (h < 0 || h >= g.H) { std::fill(d, d + rowlen, 0.0f); continue; }
-          std::fill(d, d + g.p * g.Cg, 0.0f);
-          std::fill(d + (g.p + g.W) * g.Cg, d + rowlen, 0.0f);
-          d += g.p * g.Cg;
-          if (xw == 1) {
-            detail::transpose_tile_f32(d, g.Cg, xg + h * xh, xc, g.W, g.Cg);  // d[iw*Cg + c] = x[c, h, iw]
-          } else {
-            for (int64_t iw = 0; iw < g.W; ++iw)
-              for (int64_t c = 0; c < g.Cg; ++c) d[iw * g.Cg + c] = xg[c * xc + h * xh + iw * xw];
+      if (xh == 1 && xw != 1) {  // a transposed x: per input column, (h, c) is a transpose with unit h stride
+        parallel_for(0, gp.W, 1, [&](int64_t w0, int64_t w1) {
+          for (int64_t wp = w0; wp < w1; ++wp) {
+            const int64_t iw = wp - g.p;
+            if (iw < 0 || iw >= g.W) {
+              for (int64_t hp = 0; hp < gp.H; ++hp) std::fill_n(xs + hp * rowlen + wp * g.Cg, g.Cg, 0.0f);
+              continue;
+            }
+            for (int64_t hp = 0; hp < g.p; ++hp) std::fill_n(xs + hp * rowlen + wp * g.Cg, g.Cg, 0.0f);
+            for (int64_t hp = g.p + g.H; hp < gp.H; ++hp) std::fill_n(xs + hp * rowlen + wp * g.Cg, g.Cg, 0.0f);
+            // staged[(h+p)*rowlen + wp*Cg + c] = x[c, h, iw]
+            detail::transpose_tile_f32(xs + g.p * rowlen + wp * g.Cg, rowlen, xg + iw * xw, xc, g.H, g.Cg);
           }
-        }
-      });
+        });
+      } else {
+        parallel_for(0, gp.H, 1, [&](int64_t h0, int64_t h1) {
+          alignas(64) float tmp[8 * 256];
+          for (int64_t hp = h0; hp < h1; ++hp) {
+            float* d = xs + hp * rowlen;
+            const int64_t h = hp - g.p;
+            if (h < 0 || h >= g.H) { std::fill(d, d + rowlen, 0.0f); continue; }
+            std::fill(d, d + g.p * g.Cg, 0.0f);
+            std::fill(d + (g.p + g.W) * g.Cg, d + rowlen, 0.0f);
+            d += g.p * g.Cg;
+            if (xw == 1) {
+              detail::transpose_tile_f32(d, g.Cg, xg + h * xh, xc, g.W, g.Cg);  // d[iw*Cg + c] = x[c, h, iw]
+              continue;
+            }
+            // any strides: gather 8 channels x 256 pixels of the row contiguous, then transpose
+            for (int64_t c0 = 0; c0 < g.Cg; c0 += 8)
+              for (int64_t w0 = 0; w0 < g.W; w0 += 256) {
+                const int64_t nc = std::min<int64_t>(8, g.Cg - c0), nw = std::min<int64_t>(256, g.W - w0);
+                for (int64_t j = 0; j < nc; ++j) {
+                  const float* src = xg + (c0 + j) * xc + h * xh + w0 * xw;
+                  for (int64_t i = 0; i < nw; ++i) tmp[j * 256 + i] = src[i * xw];
+                }
+                detail::transpose_tile_f32(d + w0 * g.Cg + c0, g.Cg, tmp, 256, nw, nc);
+              }
+          }
+        });
+      }
       parallel_for(0, g.OH, 1, [&](int64_t r0, int64_t r1) {
         for (int64_t oh = r0; oh < r1; ++oh)
           prow(xs, rowlen, g.Cg, op + n * on + grp * g.Og * oc + oh * ohs, ows, oc, grp, oh);
