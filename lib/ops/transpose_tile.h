@@ -22,8 +22,9 @@
 // source rows are read start to end: sequential streams the hardware prefetchers
 // follow (32 measured best: 16 leaves the writes 64 bytes per row visit, 48 and 64
 // outrun the prefetchers). No fence (as stream_copy). nh == 2 (the copy's full bands)
-// runs a compile-time instance with the h loop unrolled (stream_band_f32_n<2>): 5-15%
-// faster than the run-time loop at 1 and 2 threads (docs/NOTES-copy-reduce.md).
+// runs a compile-time instance with the h loop unrolled (stream_band_f32_n<2>): +3-7%
+// over the run-time loop in the benchmark, +5-15% in a harness, at 1 and 2 threads
+// (docs/NOTES-copy-reduce.md, round 3).
 //
 // stream_copy(d, s, n): n bytes from s to d with non-temporal 32-byte stores (plain
 // stores for the unaligned head and the tail); no fence: the caller issues
