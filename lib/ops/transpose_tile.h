@@ -21,7 +21,10 @@
 // read-for-ownership; dst rows must be 64-byte aligned (the caller checks). The 16 nh
 // source rows are read start to end: sequential streams the hardware prefetchers
 // follow (32 measured best: 16 leaves the writes 64 bytes per row visit, 48 and 64
-// outrun the prefetchers). No fence (as stream_copy).
+// outrun the prefetchers). No fence (as stream_copy). nh == 2 (the copy's full bands)
+// runs a compile-time instance with the h loop unrolled (stream_band_f32_n<2>): +3-7%
+// over the run-time loop in the benchmark, +5-15% in a harness, at 1 and 2 threads
+// (docs/NOTES-copy-reduce.md, round 3).
 //
 // stream_copy(d, s, n): n bytes from s to d with non-temporal 32-byte stores (plain
 // stores for the unaligned head and the tail); no fence: the caller issues
@@ -114,7 +117,10 @@ inline void transpose_tile_f64(double* dst, int64_t ld, const double* src, int64
     for (int64_t i = 0; i < na; ++i) dst[i * ld + j] = src[i + j * sB];
 }
 
-inline void stream_band_f32(float* dst, int64_t ld, const float* src, int64_t sB, int64_t na, int64_t nh) {
+// NH > 0: the number of 16-row halves fixed at compile time (the h loop unrolled); 0: nh.
+template <int NH>
+inline void stream_band_f32_n(float* dst, int64_t ld, const float* src, int64_t sB, int64_t na, int64_t nh) {
+  if (NH > 0) nh = NH;
   for (int64_t i = 0; i + 8 <= na; i += 8) {
     for (int64_t h = 0; h < nh; ++h) {
       const float* s0 = src + i + 16 * h * sB;
@@ -146,6 +152,11 @@ inline void stream_band_f32(float* dst, int64_t ld, const float* src, int64_t sB
       _mm256_stream_ps(d + 7 * ld + 8, b7);
     }
   }
+}
+
+inline void stream_band_f32(float* dst, int64_t ld, const float* src, int64_t sB, int64_t na, int64_t nh) {
+  if (nh == 2) return stream_band_f32_n<2>(dst, ld, src, sB, na, nh);
+  stream_band_f32_n<0>(dst, ld, src, sB, na, nh);
 }
 
 inline void stream_copy(char* d, const char* s, int64_t n) {
