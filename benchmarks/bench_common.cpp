@@ -514,6 +514,7 @@ int main(int argc, char** argv) {
       {"sb_cores", std::to_string(m.cores)},
       {"sb_threads", threads},
       {"sb_simd", m.simd},
+      {"sb_cpu_hugepages", sb::cpu_huge_pages_enabled() ? "on" : "off"},
       {"sb_caches", m.caches()},
       {"sb_compiler", m.compiler},
       {"sb_flags", m.flags},

@@ -7,6 +7,7 @@
 #include "core/allocator.h"
 
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 
@@ -45,6 +46,34 @@ TEST(SizeClasses, RoundingBounds) {
     }
     ASSERT_EQ(cpu_caching_round_size(r), r) << "a class must round to itself";
   }
+}
+
+// Note [Huge pages]: a block of 2 MiB or more starts on a 2 MiB boundary (so the
+// kernel can back it with huge pages) and the statistics still count its size class.
+TEST(CachingAllocator, LargeBlocksAlignedForHugePages) {
+  Fresh f;
+  const char* env = std::getenv("SB_CPU_HUGEPAGES");
+  const bool on = !(env && std::string(env) == "0");
+  for (size_t n : {size_t{3} << 20, (size_t{2} << 20) + 4097, size_t{2} << 20}) {
+    const size_t cls = cpu_caching_round_size(n);
+    const AllocatorStats before = f.a->stats();
+    void* p = f.a->allocate(n);
+    ASSERT_NE(p, nullptr);
+    std::memset(p, 7, n);  // the whole block is usable
+#ifdef __linux__
+    if (on) EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % (size_t{2} << 20), 0u) << n;
+#endif
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % kCpuAlignment, 0u);
+    const AllocatorStats s1 = f.a->stats();
+    EXPECT_EQ(s1.reserved_bytes - before.reserved_bytes, static_cast<int64_t>(cls)) << n;
+    EXPECT_EQ(s1.allocated_bytes - before.allocated_bytes, static_cast<int64_t>(cls)) << n;
+    f.a->deallocate(p, n);
+  }
+  // below 2 MiB: the plain 64-byte alignment
+  void* q = f.a->allocate(size_t{1} << 20);
+  ASSERT_NE(q, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(q) % kCpuAlignment, 0u);
+  f.a->deallocate(q, size_t{1} << 20);
 }
 
 TEST(CachingAllocator, ReusesFreedBlockOfSameClass) {

@@ -117,6 +117,9 @@ class CpuAllocatorGuard {
 // multiple of 64 bytes; larger ones to one of four steps per power of two
 // (2^k, 1.25·2^k, 1.5·2^k, 1.75·2^k), so a block wastes at most 25%.
 constexpr size_t kCpuSmallSize = 4096;  // bytes
+// Whether the caching allocator asks for 2 MiB pages on blocks of 2 MiB or more
+// (Note [Huge pages] in allocator.cpp; SB_CPU_HUGEPAGES=0 turns it off).
+bool cpu_huge_pages_enabled();
 size_t cpu_caching_round_size(size_t nbytes);
 
 }  // namespace sb
