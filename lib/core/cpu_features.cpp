@@ -55,7 +55,7 @@ void set_simd_level(SimdLevel l) {
 
 const char* simd_level_name(SimdLevel l) {
   switch (l) {
-    case SimdLevel::AVX512: return "avx512(gemm,int8)+avx2+fma+f16c";
+    case SimdLevel::AVX512: return "avx512(gemm,conv,int8)+avx2+fma+f16c";
     case SimdLevel::AVX2: return "avx2+fma+f16c";
     default: return "scalar";
   }
