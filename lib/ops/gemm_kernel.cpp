@@ -46,28 +46,7 @@ void ukernel_f32_avx2(int64_t kc, const float* a, const float* b, float* tile) {
 
 #if defined(SB_HAVE_AVX2) && defined(SB_HAVE_AVX512)
 // 16x16 tile, one zmm accumulator per row: per k 1 load of B, 16 broadcasts of A (load
-// ports), 16 FMAs (256 MACs; 2 zmm FMA ports: 8 cycles, FMA-bound).
-__attribute__((target("avx512f"))) void ukernel_f32_avx512(int64_t kc, const float* a, const float* b, float* tile) {
-  __m512 c[kMRf512];
-#pragma GCC unroll 16
-  for (int r = 0; r < kMRf512; ++r) c[r] = _mm512_setzero_ps();
-#pragma GCC unroll 2
-  for (int64_t k = 0; k < kc; ++k, a += kMRf512, b += kNRf) {
-    _mm_prefetch(reinterpret_cast<const char*>(a + 8 * kMRf512), _MM_HINT_T0);
-    const __m512 b0 = _mm512_loadu_ps(b);
-#pragma GCC unroll 16
-    for (int r = 0; r < kMRf512; ++r) c[r] = _mm512_fmadd_ps(_mm512_set1_ps(a[r]), b0, c[r]);
-  }
-#pragma GCC unroll 16
-  for (int r = 0; r < kMRf512; ++r) _mm512_store_ps(tile + r * kNRf, c[r]);
-}
-
-// The same tile written straight into C with the epilogue (a full 16x16 tile of a C
-// with unit column stride: the driver's common case). Note [Fused C store]: going
-// through the tile buffer and store_tile cost 12 % of a 1024^3 GEMM (perf): the C rows
-// missed in L1 after the KC loop (16 rows 4 KiB apart share one L1 set) and the loads
-// waited on them. Here C's rows are prefetched into L2 when the tile starts and into
-// L1 shortly before the k loop ends, so the misses overlap the FMAs.
+// ports), 16 FMAs (256 MACs; 2 zmm FMA ports: 8 cycles, FMA-bound). n k steps:
 __attribute__((target("avx512f"), always_inline)) static inline void k_steps_512(int64_t n, const float*& a,
                                                                                  const float*& b, __m512* acc) {
 #pragma GCC unroll 2
@@ -79,6 +58,21 @@ __attribute__((target("avx512f"), always_inline)) static inline void k_steps_512
   }
 }
 
+__attribute__((target("avx512f"))) void ukernel_f32_avx512(int64_t kc, const float* a, const float* b, float* tile) {
+  __m512 c[kMRf512];
+#pragma GCC unroll 16
+  for (int r = 0; r < kMRf512; ++r) c[r] = _mm512_setzero_ps();
+  k_steps_512(kc, a, b, c);
+#pragma GCC unroll 16
+  for (int r = 0; r < kMRf512; ++r) _mm512_store_ps(tile + r * kNRf, c[r]);
+}
+
+// The same tile written straight into C with the epilogue (a full 16x16 tile of a C
+// with unit column stride: the driver's common case). Note [Fused C store]: going
+// through the tile buffer and store_tile cost 12 % of a 1024^3 GEMM (perf): the C rows
+// missed in L1 after the KC loop (16 rows 4 KiB apart share one L1 set) and the loads
+// waited on them. Here C's rows are prefetched into L2 when the tile starts and into
+// L1 shortly before the k loop ends, so the misses overlap the FMAs.
 __attribute__((target("avx512f"))) void ukernel_f32_avx512_c(int64_t kc, const float* a, const float* b, float* c,
                                                              int64_t c_rs, const GemmEpilogue& ep, bool first,
                                                              bool last, int64_t i0, int64_t j0) {
