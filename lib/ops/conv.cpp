@@ -494,11 +494,11 @@ void conv_gemm(const Geom& g, const Tensor& out, const Tensor& x, const Tensor& 
 // scattered into the NCHW output (16 lanes OH*OW apart; 24 scatters per 13824 FMAs at
 // 64x3x3). 8x64x56x56, 1 thread: NCHW 13.5 ms, NHWC 12.0 ms (154 GFLOP/s, 93 % of the
 // FMA peak; best of 11, alternating), against 22.8 / 14.2 ms for PyTorch's oneDNN at
-// the same moment and 20-25 / 18-21 ms for the implicit GEMM. A direct NCHW kernel (16 channels x 16 pixels
-// of a row, one masked row load and 16 weight broadcasts per (c, tap)) was tried first:
-// 64 % of the FMA peak against 93 % for this one (and 1.5x the time), the row loads
-// being split across cache lines and the tile's 16 broadcasts per load tying up the
-// load ports.
+// the same moment and 20-25 / 18-21 ms for the implicit GEMM. A direct NCHW kernel (16
+// channels x 16 pixels of a row, one masked row load and 16 weight broadcasts per
+// (c, tap)) was tried first: 64 % of the FMA peak against 93 % for this one (1.5x the
+// time), with row loads split across cache lines and 16 broadcasts per load tying up
+// the load ports (docs/NOTES-gemm.md, session 3).
 #if defined(SB_HAVE_AVX2) && defined(SB_HAVE_AVX512)
 constexpr int kMaxDirectTaps = 64;
 constexpr int kCoTile = 64;  // output channels per tile (4 zmm)
