@@ -201,6 +201,65 @@ TEST(Iterator, EveryElementVisitedOnceWithItsInputs) {
     EXPECT_GT(seen[p], 0) << "random layouts never took the " << path_name(p) << " path";
 }
 
+// More dims than the iterator holds inline (StridedIter::kInlineDims): its dim lists
+// move to the heap part-way through the set-up. Operands are permuted views (no two
+// dims coalesce) with a stepped slice and a stride-0 dim; every element's storage
+// position is computed here by an N-D odometer over the views' own strides.
+TEST(Iterator, MoreDimsThanHeldInlineVisitEveryElementOnce) {
+  std::mt19937_64 rng(23);
+  int held_on_heap = 0;  // trials whose iteration dims (after coalescing) overflowed too
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    for (int trial = 0; trial < 12; ++trial) {
+      const int nd = StridedIter::kInlineDims + 2 + static_cast<int>(rng() % 4);
+      Shape sz(nd);
+      for (int64_t& s : sz) s = 2 + static_cast<int64_t>(rng() % 2);
+      auto permuted = [&](bool sliced) {  // an Int64 view of sizes sz whose storage holds 0, 1, 2, ...
+        Shape perm(nd);
+        std::iota(perm.begin(), perm.end(), 0);
+        std::shuffle(perm.begin(), perm.end(), rng);
+        Shape base_sz(nd), inv(nd);
+        for (int d = 0; d < nd; ++d) base_sz[d] = sz[perm[d]] * (sliced && d == nd - 1 ? 2 : 1);
+        for (int d = 0; d < nd; ++d) inv[perm[d]] = d;
+        Tensor base = arange(checked_numel(base_sz, "test"), DType::Int64).view(base_sz);
+        if (sliced) base = base.slice(nd - 1, 1, std::nullopt, 2);
+        return base.permute(inv);
+      };
+      Tensor a = permuted(true);
+      Shape bsz = sz;
+      bsz[rng() % nd] = 1;
+      Tensor b = arange(checked_numel(bsz, "test"), DType::Int64).view(bsz).expand(sz);
+      Tensor out = permuted(false);
+      test::poison(out);
+      const StridedIter it = (trial % 2) ? StridedIter::of({&out, &a, &b}) : StridedIter::from_tensors({out, a, b});
+      held_on_heap += it.ndim() > StridedIter::kInlineDims;
+      it.for_each(
+          [](char* const* p, const int64_t* s, int64_t len) {
+            for (int64_t j = 0; j < len; ++j)
+              *reinterpret_cast<int64_t*>(p[0] + j * s[0]) =
+                  *reinterpret_cast<const int64_t*>(p[1] + j * s[1]) +
+                  1000000 * *reinterpret_cast<const int64_t*>(p[2] + j * s[2]);
+          },
+          trial % 3 ? kGrainSize : 1);
+      // reference: walk every index; each operand's storage holds its own position
+      const auto* o = static_cast<const int64_t*>(out.data_ptr());
+      Shape idx(nd, 0);
+      for (int64_t i = 0, n = out.numel(); i < n; ++i) {
+        int64_t po = 0, pa = a.storage_offset(), pb = 0;
+        for (int d = 0; d < nd; ++d) {
+          po += idx[d] * out.stride(d);
+          pa += idx[d] * a.stride(d);
+          pb += idx[d] * b.stride(d);
+        }
+        ASSERT_EQ(o[po], pa + 1000000 * pb) << "trial " << trial << " threads " << threads << " element " << i;
+        for (int d = nd - 1; d >= 0 && ++idx[d] == sz[d]; --d) idx[d] = 0;
+      }
+    }
+  }
+  set_num_threads(2);
+  EXPECT_GE(held_on_heap, 12) << "most trials should keep more than kInlineDims dims after coalescing";
+}
+
 TEST(Iterator, TiledPathSplitsAcrossThreadsExactlyOnce) {
   for (int threads : {1, 2}) {
     set_num_threads(threads);

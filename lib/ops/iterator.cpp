@@ -16,9 +16,11 @@ namespace {
 
 // PyTorch's reorder_dimensions comparison: > 0 when dim d0 should go outside d1
 // (d0 is slower), < 0 when it should stay inside, 0 when no operand can tell.
-int should_swap(const std::vector<const Shape*>& strides, const Shape& sizes, int64_t d0, int64_t d1) {
-  for (const Shape* st : strides) {
-    const int64_t s0 = (*st)[d0], s1 = (*st)[d1];
+// stride(i, d): operand i's stride along dim d, for i in [0, nops).
+template <typename StrideOf>
+int should_swap(const StrideOf& stride, int nops, const int64_t* sizes, int64_t d0, int64_t d1) {
+  for (int i = 0; i < nops; ++i) {
+    const int64_t s0 = stride(i, d0), s1 = stride(i, d1);
     if (s0 == 0 || s1 == 0) continue;
     if (s0 < s1) return -1;
     if (s0 > s1) return 1;
@@ -27,15 +29,14 @@ int should_swap(const std::vector<const Shape*>& strides, const Shape& sizes, in
   return 0;
 }
 
-// Dims fastest first: perm[0] is the dim to walk innermost.
-std::vector<int64_t> fastest_first(const Shape& sizes, const std::vector<const Shape*>& strides) {
-  const int64_t nd = static_cast<int64_t>(sizes.size());
-  std::vector<int64_t> perm(nd);
+// Dims fastest first: perm[0] is the dim to walk innermost (perm: nd entries).
+template <typename StrideOf>
+void fastest_first(int64_t nd, const int64_t* sizes, const StrideOf& stride, int nops, int64_t* perm) {
   for (int64_t i = 0; i < nd; ++i) perm[i] = nd - 1 - i;  // row-major by default
   for (int64_t i = 1; i < nd; ++i) {  // insertion sort that tolerates "don't know"
     int64_t d1 = i;
     for (int64_t d0 = i - 1; d0 >= 0; --d0) {
-      const int c = should_swap(strides, sizes, perm[d0], perm[d1]);
+      const int c = should_swap(stride, nops, sizes, perm[d0], perm[d1]);
       if (c > 0) {
         std::swap(perm[d0], perm[d1]);
         d1 = d0;
@@ -44,7 +45,6 @@ std::vector<int64_t> fastest_first(const Shape& sizes, const std::vector<const S
       }
     }
   }
-  return perm;
 }
 
 template <int64_t ES>
@@ -81,7 +81,10 @@ void stage_tile(char* buf, const char* src, int64_t s0, int64_t s1, int64_t n0, 
 }
 
 Shape output_strides_like(const Shape& sizes, const std::vector<const Shape*>& input_strides) {
-  const std::vector<int64_t> perm = fastest_first(sizes, input_strides);
+  Shape perm(sizes.size());
+  const auto stride = [&](int i, int64_t d) { return (*input_strides[i])[d]; };
+  fastest_first(static_cast<int64_t>(sizes.size()), sizes.data(), stride, static_cast<int>(input_strides.size()),
+                perm.data());
   Shape st(sizes.size());
   int64_t z = 1;
   for (int64_t d : perm) {
@@ -92,14 +95,15 @@ Shape output_strides_like(const Shape& sizes, const std::vector<const Shape*>& i
 }
 
 StridedIter StridedIter::from_tensors(const std::vector<Tensor>& tensors) {
-  SB_INTERNAL_ASSERT(!tensors.empty());
-  std::vector<Operand> ops;
+  SB_INTERNAL_ASSERT(!tensors.empty() && tensors.size() <= kMaxOperands, "operands: ", tensors.size());
+  Operand ops[kMaxOperands];
+  int n = 0;
   for (const Tensor& t : tensors) {
     SB_INTERNAL_ASSERT(t.sizes() == tensors[0].sizes(), "operand sizes ", t.sizes(), " vs output ", tensors[0].sizes());
-    ops.push_back({static_cast<char*>(t.numel() ? t.data_ptr() : nullptr), t.strides(),
-                   static_cast<int64_t>(t.element_size())});
+    ops[n++] = {static_cast<char*>(t.numel() ? t.data_ptr() : nullptr), t.strides().data(),
+                static_cast<int64_t>(t.element_size())};
   }
-  return StridedIter(tensors[0].sizes(), ops);
+  return StridedIter(tensors[0].sizes(), ops, n);
 }
 
 StridedIter StridedIter::of(std::initializer_list<const Tensor*> tensors) {
@@ -111,17 +115,18 @@ StridedIter StridedIter::of(std::initializer_list<const Tensor*> tensors) {
     contiguous = contiguous && t->is_contiguous();
   }
   if (!contiguous) {  // the general set-up
-    std::vector<Operand> ops;
+    Operand ops[kMaxOperands];
+    int n = 0;
     for (const Tensor* t : tensors)
-      ops.push_back({static_cast<char*>(t->numel() ? t->data_ptr() : nullptr), t->strides(),
-                     static_cast<int64_t>(t->element_size())});
-    return StridedIter(out.sizes(), ops);
+      ops[n++] = {static_cast<char*>(t->numel() ? t->data_ptr() : nullptr), t->strides().data(),
+                  static_cast<int64_t>(t->element_size())};
+    return StridedIter(out.sizes(), ops, n);
   }
   // What steps 1-4 give for dense row-major operands: one dim of numel, Contiguous.
   StridedIter it;
   it.nops_ = static_cast<int>(tensors.size());
   it.numel_ = out.numel();
-  it.sizes_ = {it.numel_};
+  it.sizes_.assign(1, it.numel_);
   Strides s{};
   int i = 0;
   for (const Tensor* t : tensors) {
@@ -135,40 +140,38 @@ StridedIter StridedIter::of(std::initializer_list<const Tensor*> tensors) {
   return it;
 }
 
-StridedIter::StridedIter(const Shape& sizes, const std::vector<Operand>& ops) {
-  nops_ = static_cast<int>(ops.size());
+StridedIter::StridedIter(const Shape& sizes, const Operand* ops, int nops) {
+  nops_ = nops;
   SB_INTERNAL_ASSERT(nops_ >= 1 && nops_ <= kMaxOperands, "operands: ", nops_);
   numel_ = 1;
   for (int64_t s : sizes) numel_ *= s;
   for (int i = 0; i < nops_; ++i) {
-    SB_INTERNAL_ASSERT(ops[i].strides.size() == sizes.size(), "operand ", i, " strides ", ops[i].strides,
-                       " for sizes ", sizes);
     base_[i] = ops[i].data;
     elem_size_[i] = ops[i].elem_size;
   }
   if (numel_ == 0) {
-    sizes_ = {0};
+    sizes_.assign(1, 0);
     strides_.assign(1, Strides{});
     return;
   }
   // 1. drop size-1 dims
-  Shape kept;
-  for (size_t d = 0; d < sizes.size(); ++d)
-    if (sizes[d] != 1) kept.push_back(static_cast<int64_t>(d));
-  Shape ksizes;
-  std::vector<Shape> kstrides(nops_);
-  for (int64_t d : kept) {
+  SmallVec<int64_t, kInlineDims> ksizes;
+  SmallVec<Strides, kInlineDims> kstrides;  // [kept dim][op], elements
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (sizes[d] == 1) continue;
     ksizes.push_back(sizes[d]);
-    for (int i = 0; i < nops_; ++i) kstrides[i].push_back(ops[i].strides[d]);
+    Strides s{};
+    for (int i = 0; i < nops_; ++i) s[i] = ops[i].strides[d];
+    kstrides.push_back(s);
   }
   // 2. order fastest first by the output's strides (then the inputs')
-  std::vector<const Shape*> order_by;
-  for (int i = 0; i < nops_; ++i) order_by.push_back(&kstrides[i]);
-  const std::vector<int64_t> perm = fastest_first(ksizes, order_by);
+  const int64_t nk = static_cast<int64_t>(ksizes.size());
+  SmallVec<int64_t, kInlineDims> perm(static_cast<size_t>(nk));
+  fastest_first(nk, ksizes.data(), [&](int i, int64_t d) { return kstrides[d][i]; }, nops_, perm.data());
   // 3. coalesce
   for (int64_t d : perm) {
     Strides s{};
-    for (int i = 0; i < nops_; ++i) s[i] = kstrides[i][d] * ops[i].elem_size;
+    for (int i = 0; i < nops_; ++i) s[i] = kstrides[d][i] * ops[i].elem_size;
     if (!sizes_.empty()) {
       const int64_t prev = sizes_.back();
       bool merge = true;
@@ -182,7 +185,7 @@ StridedIter::StridedIter(const Shape& sizes, const std::vector<Operand>& ops) {
     strides_.push_back(s);
   }
   if (sizes_.empty()) {  // every dim was size 1: one element
-    sizes_ = {1};
+    sizes_.assign(1, 1);
     Strides s{};
     for (int i = 0; i < nops_; ++i) s[i] = ops[i].elem_size;
     strides_.push_back(s);
