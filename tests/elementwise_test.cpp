@@ -11,6 +11,7 @@
 
 #include "core/cpu_features.h"
 #include "core/parallel.h"
+#include "ops/copy.h"
 #include "test_util.h"
 
 namespace sb {
@@ -452,6 +453,78 @@ TEST(Elementwise, SteppedSliceInputsAtChunkEdges) {
           ASSERT_TRUE(test::all_close(out, rr, atol(dt), rtol(dt))) << what << " (relu)";
         }
   });
+}
+
+// Note [Streaming elementwise outputs]: with the streaming threshold at 0 every dense
+// output above 0 bytes streams. Lengths around the vector width and the thread split,
+// outputs starting 0-9 elements past a 64-byte boundary (the head before the first
+// aligned store), a stride-0 operand, a scalar, a unary op and a channels-last pair;
+// the output is a window of a poisoned buffer whose cells around it must stay poisoned.
+// In-place updates must not stream; int32 (no vector loop) never streams.
+TEST(Elementwise, StreamingOutputsAgainstReference) {
+  set_nt_threshold_bytes(0);
+  for_each_config([](const std::string& cfg) {
+    std::mt19937_64 rng(17);
+    const bool vec = simd_level() >= SimdLevel::AVX2;
+    for (int64_t n : {1, 3, 8, 9, 15, 17, 33, 1000, 40001, 70003})
+      for (DType dt : kDTypes) {
+        const int64_t off = static_cast<int64_t>(rng() % 10);
+        const Tensor x = values({1, n}, rng(), dt).reshape({n});
+        const Tensor y = values({1, n}, rng(), dt, /*positive=*/true).reshape({n});
+        const Tensor y0 = values({1}, rng(), dt, /*positive=*/true).expand({n});  // stride 0
+        const std::vector<double> xr = x.to_vector(), yr = y.to_vector();
+        const double y0v = y0.to_vector()[0], sc = dt == DType::Int32 ? 3.0 : 0.75;
+        std::vector<double> r_add(n), r_mul0(n), r_sc(n), r_relu(n);
+        for (int64_t i = 0; i < n; ++i) {
+          r_add[i] = xr[i] + yr[i];
+          r_mul0[i] = xr[i] * y0v;
+          r_sc[i] = xr[i] - sc;
+          r_relu[i] = std::max(xr[i], 0.0);
+        }
+        const std::string what = cfg + ", " + dtype_name(dt) + ", n " + std::to_string(n) + ", offset " +
+                                 std::to_string(off);
+        const bool want_nt = vec && dt != DType::Int32;
+        Tensor buf = empty({n + off + 9}, dt);
+        const Tensor out = buf.slice(0, off, off + n);
+        auto check = [&](const char* op, const std::vector<double>& ref, const std::function<void()>& run) {
+          test::poison(buf);
+          const std::vector<double> before = buf.to_vector();
+          run();
+          ASSERT_EQ(last_elementwise_used_nt(), want_nt) << what << " " << op;
+          ASSERT_TRUE(test::all_close(out, round_to(ref, dt), atol(dt), rtol(dt))) << what << " " << op;
+          const std::vector<double> after = buf.to_vector();
+          for (int64_t i = 0; i < off; ++i) ASSERT_TRUE(std::memcmp(&after[i], &before[i], 8) == 0) << what << " " << op;
+          for (int64_t i = off + n; i < n + off + 9; ++i)
+            ASSERT_TRUE(std::memcmp(&after[i], &before[i], 8) == 0) << what << " " << op << " cell " << i;
+        };
+        Tensor o = out;
+        check("add_out", r_add, [&] { add_out(o, x, y); });
+        check("mul_out (stride-0 y)", r_mul0, [&] { mul_out(o, x, y0); });
+        check("sub_out (scalar)", r_sc, [&] { sub_out(o, x, sc); });
+        check("relu_out", r_relu, [&] { relu_out(o, x); });
+        const Tensor r = add(x, y);  // out-of-place: a fresh dense output
+        ASSERT_EQ(last_elementwise_used_nt(), want_nt) << what << " add";
+        ASSERT_TRUE(test::all_close(r, round_to(r_add, dt), atol(dt), rtol(dt))) << what << " add";
+        Tensor xi = x.clone();
+        xi.add_(y);
+        ASSERT_FALSE(last_elementwise_used_nt()) << what << " add_ (in place must not stream)";
+        ASSERT_TRUE(test::all_close(xi, round_to(r_add, dt), atol(dt), rtol(dt))) << what << " add_";
+      }
+    // a dense channels-last pair coalesces to one dim and streams too
+    const Tensor a = values({2, 5, 7, 9}, 5, DType::Float32).contiguous(MemoryFormat::ChannelsLast);
+    const Tensor b = values({2, 5, 7, 9}, 6, DType::Float32, true).contiguous(MemoryFormat::ChannelsLast);
+    std::vector<double> ref = a.to_vector(), bv = b.to_vector();
+    for (size_t i = 0; i < ref.size(); ++i) ref[i] *= bv[i];
+    const Tensor m = mul(a, b);
+    EXPECT_EQ(last_elementwise_used_nt(), vec) << cfg << " channels-last mul";
+    EXPECT_TRUE(m.is_contiguous(MemoryFormat::ChannelsLast));
+    EXPECT_TRUE(test::all_close(m, ref, atol(DType::Float32), rtol(DType::Float32))) << cfg << " channels-last mul";
+  });
+  set_nt_threshold_bytes(-1);
+  // at the default threshold a small output does not stream
+  const Tensor s = values({1, 100}, 3, DType::Float32);
+  (void)add(s, s);
+  EXPECT_FALSE(last_elementwise_used_nt());
 }
 
 TEST(Elementwise, OutOfPlaceTakesTheInputsLayout) {
