@@ -510,6 +510,20 @@ TEST(Elementwise, StreamingOutputsAgainstReference) {
         ASSERT_FALSE(last_elementwise_used_nt()) << what << " add_ (in place must not stream)";
         ASSERT_TRUE(test::all_close(xi, round_to(r_add, dt), atol(dt), rtol(dt))) << what << " add_";
       }
+    // a transposed operand (the Tiled path) streams when each tile's output is one dense
+    // block (rows of at most kTileBytes0, adjacent), and not when rows are longer
+    for (const Shape& ys : {Shape{2, 3, 12, 9}, Shape{270, 300}}) {
+      const int64_t nd = static_cast<int64_t>(ys.size());
+      const Tensor yt = randn(ys, 31).transpose(nd - 2, nd - 1);
+      const Tensor xt = randn(yt.sizes(), 32);
+      std::vector<double> ref = xt.to_vector(), yv = yt.to_vector();
+      for (size_t i = 0; i < ref.size(); ++i) ref[i] += yv[i];
+      Tensor ot = empty(yt.sizes());
+      test::poison(ot);
+      add_out(ot, xt, yt);
+      EXPECT_EQ(last_elementwise_used_nt(), vec && nd == 4) << cfg << " transposed operand " << yt.str();
+      EXPECT_TRUE(test::all_close(ot, ref, atol(DType::Float32), rtol(DType::Float32))) << cfg << " " << yt.str();
+    }
     // a dense channels-last pair coalesces to one dim and streams too
     const Tensor a = values({2, 5, 7, 9}, 5, DType::Float32).contiguous(MemoryFormat::ChannelsLast);
     const Tensor b = values({2, 5, 7, 9}, 6, DType::Float32, true).contiguous(MemoryFormat::ChannelsLast);

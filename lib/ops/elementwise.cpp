@@ -250,9 +250,13 @@ template <> struct VecIO<Half> {  // F16C: 8 halves <-> 8 floats, round to neare
 // lines), with streaming stores 3. Measured, 64x64x128x128 float32 add out=, plain vs
 // streaming in one process: 58.7 vs 40.1 ms on 1 thread, 32.4 vs 22.9 ms on 2
 // (docs/NOTES-elementwise.md). Elements before the first kStreamAlign boundary and the
-// tail go through the W-wide buffers with plain stores; each strip ends with an sfence
-// (the Contiguous path hands each thread one strip). In-place updates never stream:
-// their lines were just read, so there is no read-for-ownership to save.
+// tail go through the W-wide buffers with plain stores; each thread issues one sfence
+// after its last strip (StridedIter::for_each's `fence`). The Tiled path (a transposed
+// input) streams too when each tile's output is one dense block (whole output rows of
+// at most kTileBytes0, rows adjacent: x + y.transpose(2, 3) with small H, W). Tiles of
+// longer rows write 64 pieces of 1 KiB on 64 pages, which streamed 17-31% slower
+// (docs/NOTES-elementwise.md), so those keep plain stores. In-place updates never
+// stream: their lines were just read, so there is no read-for-ownership to save.
 
 // o[j] = f(a[j], b[j]) for j in [j0, j0 + m), m < W: through W-wide buffers padded with
 // a real element, so every element sees the same vector code.
@@ -288,7 +292,6 @@ void vloop2(T* o, const T* a, const T* b, int64_t n, const F& f) {
     j = head_to_align(o, IO::kStreamAlign, n);
     if (j) part2<T, AS, BS>(o, a, b, 0, j, f);
     for (; j + W <= n; j += W) IO::stream(o + j, f(AS ? va : IO::load(a + j), BS ? vb : IO::load(b + j)));
-    _mm_sfence();
   } else {
     for (; j + W <= n; j += W) IO::store(o + j, f(AS ? va : IO::load(a + j), BS ? vb : IO::load(b + j)));
   }
@@ -315,7 +318,6 @@ void vloop1(T* o, const T* a, int64_t n, const F& f) {
     j = head_to_align(o, IO::kStreamAlign, n);
     if (j) part1<T, AS>(o, a, 0, j, f);
     for (; j + W <= n; j += W) IO::stream(o + j, f(AS ? va : IO::load(a + j)));
-    _mm_sfence();
   } else {
     for (; j + W <= n; j += W) IO::store(o + j, f(AS ? va : IO::load(a + j)));
   }
@@ -664,7 +666,8 @@ std::atomic<bool> g_last_nt{false};
 // streaming threshold that no input shares, on the vector path of a dtype that has one.
 bool stream_output(bool avx, const StridedIter& it, const Tensor& out, std::initializer_list<const Tensor*> ins) {
   const DType dt = out.dtype();  // the dtypes with vector loops (kHasVec)
-  bool nt = avx && (dt == DType::Float32 || dt == DType::Float64 || dt == DType::Float16) && it.path() == StridedIter::Path::Contiguous &&
+  bool nt = avx && (dt == DType::Float32 || dt == DType::Float64 || dt == DType::Float16) &&
+            (it.path() == StridedIter::Path::Contiguous || it.tiles_write_dense_blocks()) &&
             out.numel() * static_cast<int64_t>(out.element_size()) > nt_threshold_bytes();
   for (const Tensor* t : ins) nt = nt && t->data_ptr() != out.data_ptr();
   g_last_nt.store(nt, std::memory_order_relaxed);
@@ -690,7 +693,8 @@ void run_binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b
   const bool avx = use_avx2();
   const bool nt = stream_output(avx, it, out, {&a, &b});
   SB_DISPATCH_EW(out.dtype(), SB_BINARY_OP_CASES(op, {
-    it.for_each([avx, nt](char* const* p, const int64_t* s, int64_t n) { strip2<scalar_t>(avx, nt, p, s, n, Bin<OP>{}); });
+    it.for_each([avx, nt](char* const* p, const int64_t* s, int64_t n) { strip2<scalar_t>(avx, nt, p, s, n, Bin<OP>{}); },
+                kGrainSize, nt);
   }));
 }
 
@@ -709,7 +713,8 @@ void run_binary_scalar(BinaryOp op, const Tensor& out, const Tensor& a, double b
   SB_DISPATCH_EW(out.dtype(), SB_BINARY_OP_CASES(op, {
     using A = acc_t<scalar_t>;
     const BinScalar<OP, A> f{static_cast<A>(b)};
-    it.for_each([avx, nt, f](char* const* p, const int64_t* s, int64_t n) { strip1<scalar_t>(avx, nt, p, s, n, f); });
+    it.for_each([avx, nt, f](char* const* p, const int64_t* s, int64_t n) { strip1<scalar_t>(avx, nt, p, s, n, f); },
+                kGrainSize, nt);
   }));
 }
 
@@ -726,7 +731,8 @@ void run_unary(UnaryOp op, const Tensor& out, const Tensor& a) {
   const bool avx = use_avx2();
   const bool nt = stream_output(avx, it, out, {&a});
   SB_DISPATCH_EW(out.dtype(), SB_UNARY_OP_CASES(op, {
-    it.for_each([avx, nt](char* const* p, const int64_t* s, int64_t n) { strip1<scalar_t>(avx, nt, p, s, n, Un<OP>{}); });
+    it.for_each([avx, nt](char* const* p, const int64_t* s, int64_t n) { strip1<scalar_t>(avx, nt, p, s, n, Un<OP>{}); },
+                kGrainSize, nt);
   }));
 }
 

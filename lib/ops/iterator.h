@@ -46,6 +46,10 @@
 
 #include "core/parallel.h"
 #include "core/small_vec.h"
+
+#ifdef SB_HAVE_AVX2
+#include <immintrin.h>
+#endif
 #include "core/tensor.h"
 
 namespace sb {
@@ -83,9 +87,16 @@ class StridedIter {
   int64_t tile0() const { return tile0_; }  // Tiled: elements of dim 0 per tile
   bool staged(int op) const { return (staged_mask_ >> op) & 1; }  // Tiled: op goes through a tile buffer
 
+  // Tiled: each tile's output (tile0 x tile1) is one dense block: whole output rows
+  // (dim 0 fits one tile) lying next to each other (dim 1's stride is dim 0's length).
+  bool tiles_write_dense_blocks() const {
+    return path_ == Path::Tiled && tile0_ >= sizes_[0] && strides_[1][0] == sizes_[0] * elem_size_[0];
+  }
+
   // Calls f on strips covering every element exactly once, in parallel above grain.
+  // fence: each thread ends with an sfence (its strips used non-temporal stores).
   template <typename F>
-  void for_each(const F& f, int64_t grain = kGrainSize) const;
+  void for_each(const F& f, int64_t grain = kGrainSize, bool fence = false) const;
 
  private:
   StridedIter() = default;  // of(): filled in directly
@@ -218,8 +229,14 @@ void StridedIter::run_tiles(const F& f, int64_t begin, int64_t end) const {
   }
 }
 
+inline void store_fence() {
+#ifdef SB_HAVE_AVX2
+  _mm_sfence();
+#endif
+}
+
 template <typename F>
-void StridedIter::for_each(const F& f, int64_t grain) const {
+void StridedIter::for_each(const F& f, int64_t grain, bool fence) const {
   if (numel_ == 0) return;
   grain = std::max<int64_t>(grain, 1);
   if (path_ == Path::Contiguous) {
@@ -227,13 +244,20 @@ void StridedIter::for_each(const F& f, int64_t grain) const {
       char* p[kMaxOperands];
       for (int i = 0; i < nops_; ++i) p[i] = base_[i] + b * strides_[0][i];
       f(static_cast<char* const*>(p), strides_[0].data(), e - b);
+      if (fence) store_fence();
     });
   } else if (path_ == Path::Tiled) {
     const int64_t ntiles = numel_ / (sizes_[0] * sizes_[1]) * tiles0_ * tiles1_;
     const int64_t tile_grain = std::max<int64_t>(1, grain / (tile0_ * tile1_));
-    parallel_for(0, ntiles, tile_grain, [&](int64_t b, int64_t e) { run_tiles(f, b, e); });
+    parallel_for(0, ntiles, tile_grain, [&](int64_t b, int64_t e) {
+      run_tiles(f, b, e);
+      if (fence) store_fence();
+    });
   } else {
-    parallel_for(0, numel_, grain, [&](int64_t b, int64_t e) { run_range(f, b, e); });
+    parallel_for(0, numel_, grain, [&](int64_t b, int64_t e) {
+      run_range(f, b, e);
+      if (fence) store_fence();
+    });
   }
 }
 
