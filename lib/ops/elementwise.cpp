@@ -662,8 +662,9 @@ void check_inputs(const char* name, const Tensor& a, const Tensor& b) {
 
 std::atomic<bool> g_last_nt{false};
 
-// Note [Streaming elementwise outputs]: a dense (Contiguous path) output above the
-// streaming threshold that no input shares, on the vector path of a dtype that has one.
+// Note [Streaming elementwise outputs]: a dense output (the Contiguous path, or Tiled
+// with dense-block tiles) above the streaming threshold that no input shares, on the
+// vector path of a dtype that has one.
 bool stream_output(bool avx, const StridedIter& it, const Tensor& out, std::initializer_list<const Tensor*> ins) {
   const DType dt = out.dtype();  // the dtypes with vector loops (kHasVec)
   bool nt = avx && (dt == DType::Float32 || dt == DType::Float64 || dt == DType::Float16) &&
