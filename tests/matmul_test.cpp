@@ -71,6 +71,30 @@ TEST(Matmul, RandomShapesEveryLayoutModeAndDtype) {
   }
 }
 
+// N wider than the driver's NC block (1024 columns) and M taller than its MC block:
+// several jc and ic blocks, each B block packed once per KC block, A re-packed per jc,
+// with ragged last blocks. On 2 threads each stripe still spans more than one NC block.
+TEST(Matmul, WideAndTallAcrossSeveralCacheBlocks) {
+  std::mt19937_64 rng(23);
+  const int64_t shapes[][3] = {{5, 2085, 3}, {161, 2300, 37}, {300, 1100, 257}};  // M, N, K
+  for (const auto& s : shapes) {
+    const int64_t M = s[0], N = s[1], K = s[2];
+    const Tensor va = randn({M, K}, rng()), vb = randn({K, N}, rng());
+    const std::vector<double> ref = ref_matmul(va, vb);
+    for (const Modes& m : kModes) {
+      ModeGuard g(m);
+      for (int lb = 0; lb < 2; ++lb) {
+        const Tensor b = test::with_layout(vb, lb ? Layout::Transposed : Layout::Sliced);
+        Tensor out = test::with_layout(zeros({M, N}), lb ? Layout::Sliced : Layout::Contiguous);
+        test::poison(out);
+        matmul_out(out, test::with_layout(va, lb ? Layout::Contiguous : Layout::Transposed), b);
+        ASSERT_TRUE(test::all_close(out, ref, tol_for(DType::Float32, K), 1e-5))
+            << M << "x" << K << "x" << N << " b layout " << lb << " threads " << m.threads << " simd " << int(m.simd);
+      }
+    }
+  }
+}
+
 TEST(Matmul, BatchedAndBroadcast) {
   std::mt19937_64 rng(5);
   for (int trial = 0; trial < 12; ++trial) {

@@ -39,7 +39,7 @@ constexpr int kMRmax = 16;             // the largest MR of any path (tile buffe
 constexpr int kMRd = 4, kNRd = 8;      // float64 tile (scalar/auto-vectorised path)
 constexpr int64_t kKC = 256;           // elements: a 16 x 256 float B micro-panel = 16 KiB (L1 48 KiB)
 constexpr int64_t kMC = 144;           // rows: a 144 x 256 float A block = 144 KiB (L2 2 MiB)
-constexpr int64_t kNC = 768;           // cols: a 256 x 768 float B block = 768 KiB (L2 2 MiB; 3072 was 15% slower at 64x576x3136)
+constexpr int64_t kNC = 1024;          // cols: a 256 x 1024 float B block = 1 MiB (L2 2 MiB; 3072 was 15% slower at 64x576x3136, 768 packed a 1024-wide A twice)
 
 // RAII workspace from the current CPU allocator (counted in its statistics).
 class Workspace {
