@@ -11,7 +11,8 @@
 #   (one per repetition) in ns, or the median aggregate when only aggregates exist.
 #   median, spread (half the range over the median), counters (per-field medians).
 # - RunSet: every run of a results folder (or of some files), indexed by canonical
-#   name, with select()/like() lookups, plus machine.json and raw/semantics.json.
+#   name, with select()/like() lookups, plus machine.json, raw/semantics.json and
+#   raw/recheck.json (scripts/recheck).
 # - The Ceilings rule: ceiling() gives a kernel row's rate as a % of the machine's own
 #   baseline row (same device, threads, regime).
 # - Formatting and Markdown helpers, atomic_write() (temp file in the same directory,
@@ -287,12 +288,43 @@ def load_semantics(path):
     return doc
 
 
+def load_recheck(path):
+    """scripts/recheck's output -> its dict, checked: {"context": {...}, "cases":
+    [{"a": run, "b": run, "first_pass": x, "rounds": [{"a_ns", "b_ns", "first"}],
+    "ratio": {"median", "min", "max"}}]} (ratio absent when no round measured both)."""
+    doc = _read_json(path)
+
+    def bad(what):
+        raise InputError(path, f"not a recheck file: {what}")
+    if not isinstance(doc, dict) or not isinstance(doc.get("context"), dict) \
+            or not isinstance(doc.get("cases"), list):
+        bad("expected an object with a 'context' object and a 'cases' list")
+    num = (int, float)
+    for i, c in enumerate(doc["cases"]):
+        if not isinstance(c, dict) or not all(isinstance(c.get(k), str) for k in ("a", "b")):
+            bad(f"case {i} needs run names 'a' and 'b'")
+        for k in ("a", "b"):
+            try:
+                parse_name(c[k])
+            except ValueError as e:
+                bad(f"case {i} {k}: {e}")
+        if not isinstance(c.get("rounds"), list) or not all(
+                isinstance(r, dict) and isinstance(r.get("a_ns"), num) and isinstance(r.get("b_ns"), num)
+                and r["a_ns"] > 0 and r["b_ns"] > 0 for r in c["rounds"]):
+            bad(f"case {i}: 'rounds' must list objects with positive 'a_ns' and 'b_ns'")
+        if c["rounds"]:
+            x = c.get("ratio")
+            if not isinstance(x, dict) or not all(isinstance(x.get(k), num) for k in ("median", "min", "max")):
+                bad(f"case {i}: measured rounds but no 'ratio' {{median, min, max}}")
+    return doc
+
+
 class RunSet:
     """All runs of several files, indexed by canonical name."""
 
     def __init__(self):
         self.runs, self.contexts, self.skipped = {}, {}, []
-        self.machine, self.semantics = {}, None
+        self.machine, self.semantics, self.recheck = {}, None, None
         self._sorted, self._ceilings = None, {}
 
     def add_file(self, path):
@@ -361,7 +393,8 @@ def _match(value, want):
 
 
 def load_results(path):
-    """A results folder (raw/*.json, machine.json, raw/semantics.json) or a single
+    """A results folder (raw/*.json, machine.json, raw/semantics.json,
+    raw/recheck.json) or a single
     Google Benchmark JSON file -> RunSet."""
     rs = RunSet()
     if os.path.isfile(path):
@@ -372,13 +405,15 @@ def load_results(path):
     raw = os.path.join(path, "raw")
     files = sorted(f for f in os.listdir(raw) if f.endswith(".json")) \
         if os.path.isdir(raw) else []
-    bench = [f for f in files if f != "semantics.json"]
+    bench = [f for f in files if f not in ("semantics.json", "recheck.json")]
     if not bench:
         raise InputError(raw, "no Google Benchmark *.json files")
     for f in bench:
         rs.add_file(os.path.join(raw, f))
     if "semantics.json" in files:
         rs.semantics = load_semantics(os.path.join(raw, "semantics.json"))
+    if "recheck.json" in files:
+        rs.recheck = load_recheck(os.path.join(raw, "recheck.json"))
     mpath = os.path.join(path, "machine.json")
     if os.path.exists(mpath):
         rs.machine = _read_json(mpath)

@@ -1,0 +1,254 @@
+# test_recheck.py: scripts/recheck (which rows it picks, the alternating rounds, the
+# ratios it writes) with stand-in programs for our bench binary and the peer runner,
+# and the tables' use of raw/recheck.json.
+import json
+import os
+import shutil
+import stat
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sbtest  # noqa: E402
+
+SLUG = "fake-2c"
+CTX = {"sb_machine": SLUG, "sb_cpu_model": "Fake", "sb_cores": "2", "sb_threads": "1,2",
+       "sb_simd": "avx2", "sb_caches": "L1d:32768", "sb_compiler": "gcc", "sb_flags": "-O3",
+       "sb_openmp": "", "sb_git_revision": "abc", "sb_date": "2026-01-01", "sb_matrix": "quick"}
+
+
+def case(op, impl, style="out", threads=1):
+    return (f"elementwise/op:{op}/impl:{impl}/device:cpu/layout:contiguous/style:{style}"
+            f"/dtype:f32/shape:1x16x64x64/threads:{threads}")
+
+
+def gbench(family, times_ns, suffix="/min_time:0.020/repeats:3/real_time"):
+    """Google Benchmark JSON: 3 repetitions per run around the given median."""
+    bs = []
+    for name, t in times_ns.items():
+        for f in (0.98, 1.0, 1.03):
+            bs.append({"name": name + suffix, "run_name": name + suffix, "run_type": "iteration",
+                       "repetitions": 3, "iterations": 10, "real_time": t * f, "cpu_time": t * f,
+                       "time_unit": "ns", "bytes": 786432.0})
+    return {"context": dict(CTX, sb_family=family), "benchmarks": bs}
+
+
+# Stand-in for bench_elementwise and for peers.py: prints nothing, logs its call, and
+# writes Google Benchmark JSON for every canned run its filter selects; the n-th call
+# of a program gets the n-th time of each run (so each round's times are known).
+FAKE = r'''#!{python}
+import json, os, re, sys
+kind, canned, log = {kind!r}, json.load(open({canned!r})), {log!r}
+args = sys.argv[1:]
+if kind == "ours":
+    filt = next(a.split("=", 1)[1] for a in args if a.startswith("--benchmark_filter="))
+    out = next(a.split("=", 1)[1] for a in args if a.startswith("--benchmark_out="))
+    suffix = "/min_time:0.020/repeats:3/real_time"
+    match = lambda n: re.search(filt, n + suffix)
+else:
+    filt = args[args.index("--filter") + 1]
+    lib = args[args.index("--libs") + 1]
+    out = os.path.join(args[args.index("--out-dir") + 1], "peers_%s.json" % lib)
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    suffix = "/real_time"
+    match = lambda n: re.search(filt, n)
+calls = sum(1 for line in open(log) if line.startswith(kind + " ")) if os.path.exists(log) else 0
+picked = sorted(n for n in canned if match(n))
+with open(log, "a") as f:
+    f.write(kind + " " + json.dumps(picked) + "\n")
+if os.environ.get("FAKE_FAIL_" + kind.upper()) == str(calls):
+    sys.exit(1)
+if os.environ.get("FAKE_KILL_PARENT") == kind:  # recheck itself killed mid-round
+    os.kill(os.getppid(), 9)
+bs = [dict(name=n + suffix, run_name=n + suffix, run_type="iteration", repetitions=1,
+           iterations=10, real_time=canned[n][calls], cpu_time=canned[n][calls], time_unit="ns")
+      for n in picked]
+ctx = {ctx!r}
+ctx["sb_family"] = "elementwise" if kind == "ours" else "peers_torch"
+json.dump({{"context": ctx, "benchmarks": bs}}, open(out, "w"))
+'''
+
+
+class RecheckTest(unittest.TestCase):
+    def setUp(self):
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        self.tmp = tmp.name
+        self.json_dir = os.path.join(self.tmp, "bench-json")
+        self.bench_dir = os.path.join(self.tmp, "benchmarks")
+        os.makedirs(self.json_dir)
+        os.makedirs(self.bench_dir)
+        self.log = os.path.join(self.tmp, "calls.log")
+        # first pass: peer ÷ ours = 1.10 (in the band), 0.85 (in), 2.0 (out), 0.5 (out)
+        self.first = {"add": (1000, 1100), "mul": (1000, 850), "relu": (1000, 2000),
+                      "loop": (1000, 500)}
+        ours = {case(op, "ours"): t[0] for op, t in self.first.items()}
+        peer = {case(op, "torch"): t[1] for op, t in self.first.items()}
+        peer["peers/op:overhead/impl:torch/device:cpu/style:out/dtype:f32/shape:1/threads:1"] = 1000
+        self.write("elementwise.json", gbench("elementwise", ours))
+        self.write("peers_torch.json", gbench("peers_torch", peer, suffix="/real_time"))
+        self.write("semantics.json", {"V1": True})
+        # per-round times (3 rounds): add ratios 1.10, 0.75, 1.20 -> median 1.10;
+        # mul ratios 0.90, 1.05, 0.95 -> median 0.95
+        self.canned_ours = {case("add", "ours"): [100, 120, 100], case("mul", "ours"): [100, 100, 100],
+                            case("relu", "ours"): [1, 1, 1], case("loop", "ours"): [1, 1, 1]}
+        self.canned_peer = {case("add", "torch"): [110, 90, 120], case("mul", "torch"): [90, 105, 95],
+                            case("relu", "torch"): [1, 1, 1], case("loop", "torch"): [1, 1, 1]}
+        self.fake("ours", self.canned_ours, os.path.join(self.bench_dir, "bench_elementwise"))
+        self.peers = self.fake("peer", self.canned_peer, os.path.join(self.tmp, "peers.py"))
+
+    def write(self, name, doc):
+        with open(os.path.join(self.json_dir, name), "w") as f:
+            json.dump(doc, f)
+
+    def fake(self, kind, canned, path):
+        cpath = path + ".canned.json"
+        with open(cpath, "w") as f:
+            json.dump(canned, f)
+        with open(path, "w") as f:
+            f.write(FAKE.format(python=sys.executable, kind=kind, canned=cpath, log=self.log, ctx=CTX))
+        os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR)
+        return path
+
+    def recheck(self, *extra, env=None):
+        return sbtest.run("recheck", "--json-dir", self.json_dir, "--bench-dir", self.bench_dir,
+                          "--peers-script", self.peers, *extra, env=env)
+
+    def result(self):
+        with open(os.path.join(self.json_dir, "recheck.json")) as f:
+            return json.load(f)
+
+    def calls(self):
+        with open(self.log) as f:
+            return [(line.split(" ", 1)[0], json.loads(line.split(" ", 1)[1])) for line in f]
+
+    def test_picks_the_band_both_ways_and_alternates_the_programs(self):
+        p = self.recheck("--rounds", "3")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        doc = self.result()
+        self.assertEqual(doc["context"]["rounds"], 3)
+        self.assertEqual(doc["context"]["selection"], "band")
+        got = {c["b"]: c for c in doc["cases"]}
+        # 1.10x and 0.85x are within 1.25x; 2.0x, 0.5x and the overhead row are not
+        self.assertEqual(sorted(got), sorted([case("add", "torch"), case("mul", "torch")]))
+        add, mul = got[case("add", "torch")], got[case("mul", "torch")]
+        self.assertEqual(add["a"], case("add", "ours"))
+        self.assertAlmostEqual(add["first_pass"], 1.1)
+        self.assertAlmostEqual(mul["first_pass"], 0.85)
+        self.assertAlmostEqual(add["ratio"]["median"], 1.1)
+        self.assertAlmostEqual(add["ratio"]["min"], 0.75)
+        self.assertAlmostEqual(add["ratio"]["max"], 1.2)
+        self.assertAlmostEqual(mul["ratio"]["median"], 0.95)
+        self.assertEqual([r["first"] for r in add["rounds"]], ["a", "b", "a"])
+        self.assertEqual([(r["a_ns"], r["b_ns"]) for r in add["rounds"]], [(100, 110), (120, 90), (100, 120)])
+        # each program ran once per round, on exactly the picked runs, alternating
+        calls = self.calls()
+        self.assertEqual([k for k, _ in calls], ["ours", "peer", "peer", "ours", "ours", "peer"])
+        self.assertEqual(calls[0][1], sorted([case("add", "ours"), case("mul", "ours")]))
+        self.assertEqual(calls[1][1], sorted([case("add", "torch"), case("mul", "torch")]))
+
+    def test_band_and_max_cases(self):
+        p = self.recheck("--rounds", "1", "--band", "1.12")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual([c["b"] for c in self.result()["cases"]], [case("add", "torch")])
+        p = self.recheck("--rounds", "1", "--band", "3", "--max-cases", "3")
+        # the closest three: 1.10 (|log| 0.095), 0.85 (0.16), then 2.0 and 0.5 tie at
+        # |log 2| and the name breaks the tie (loop < relu)
+        self.assertEqual([c["b"] for c in self.result()["cases"]],
+                         [case("add", "torch"), case("mul", "torch"), case("loop", "torch")])
+
+    def test_nothing_close_writes_an_empty_file(self):
+        p = self.recheck("--band", "1.01")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("nothing to re-check", p.stderr)
+        self.assertEqual(self.result()["cases"], [])
+        self.assertFalse(os.path.exists(self.log))  # no program ran
+
+    def test_pairs_given_by_hand(self):
+        p = self.recheck("--rounds", "2", "--pair", case("add", "ours"), case("mul", "ours"))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        doc = self.result()
+        self.assertEqual(doc["context"]["selection"], "pairs")
+        [c] = doc["cases"]
+        self.assertEqual((c["a"], c["b"]), (case("add", "ours"), case("mul", "ours")))
+        self.assertEqual([r["first"] for r in c["rounds"]], ["same", "same"])  # one program
+        self.assertAlmostEqual(c["ratio"]["median"], (100 / 100 + 100 / 120) / 2)
+        self.assertEqual([k for k, _ in self.calls()], ["ours", "ours"])
+
+    def test_bad_input_changes_nothing(self):
+        old = {"context": {}, "cases": []}
+        self.write("recheck.json", old)
+        for args in (["--pair", case("add", "ours"), case("add", "numpy")],  # no such run
+                     ["--pair", "nonsense", case("add", "ours")],
+                     ["--band", "0.5"], ["--rounds", "0"]):
+            p = self.recheck(*args)
+            self.assertEqual(p.returncode, 2, args)
+            self.assertIn("recheck: error:", p.stderr)
+            self.assertEqual(self.result(), old)
+        self.assertFalse(os.path.exists(self.log))
+        shutil.rmtree(self.json_dir)
+        p = self.recheck()
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("no such directory", p.stderr)
+
+    def test_a_failed_round_is_an_error_and_keeps_the_rounds_before_it(self):
+        self.write("recheck.json", {"context": {"stale": True}, "cases": []})
+        p = self.recheck("--rounds", "3", env={"FAKE_FAIL_PEER": "1"})  # the peer's 2nd call fails
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("round 2 failed", p.stderr)
+        doc = self.result()
+        self.assertNotIn("stale", doc["context"])
+        add = {c["b"]: c for c in doc["cases"]}[case("add", "torch")]
+        self.assertEqual(len(add["rounds"]), 1)
+        self.assertAlmostEqual(add["ratio"]["median"], 1.1)
+
+    def test_killed_half_way_leaves_no_stale_file(self):
+        self.write("recheck.json", {"context": {"stale": True}, "cases": []})
+        p = self.recheck("--rounds", "2", env={"FAKE_KILL_PARENT": "peer"})
+        self.assertEqual(p.returncode, -9)
+        self.assertFalse(os.path.exists(os.path.join(self.json_dir, "recheck.json")))
+
+    def test_tables_show_the_interleaved_ratio(self):
+        self.assertEqual(self.recheck("--rounds", "3").returncode, 0)
+        results = os.path.join(self.tmp, "results")
+        p = sbtest.run("collect", "--json-dir", self.json_dir, "--results", results, "--no-plots")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("2 re-checked case(s)", p.stdout)
+        dest = os.path.join(results, SLUG)
+        self.assertTrue(os.path.exists(os.path.join(dest, "raw", "recheck.json")))
+        with open(os.path.join(dest, "TABLES.md"), encoding="utf-8") as f:
+            text = f.read()
+        rows = {line.split(" | ")[1]: line for line in text.splitlines()
+                if line.startswith("| torch | elementwise/")}
+        add = rows[case("add", "torch").replace("/impl:torch", "").replace("/device:cpu", "")]
+        self.assertIn("| 1.10x | 1.10x [0.75x–1.20x] |", add)
+        relu = rows[case("relu", "torch").replace("/impl:torch", "").replace("/device:cpu", "")]
+        self.assertIn("| 2.00x | — |", relu)
+        self.assertIn("re-checked alternating with ours, the 2 cases first within 1.25x read "
+                      "0.95x–1.10x (faster in 1)", text)
+        self.assertIn("## Interleaved re-check", text)
+        self.assertIn("in 3 rounds", text)
+
+    def test_tables_reject_a_bad_recheck_file(self):
+        self.assertEqual(self.recheck("--rounds", "1").returncode, 0)
+        results = os.path.join(self.tmp, "results")
+        self.assertEqual(sbtest.run("collect", "--json-dir", self.json_dir, "--results", results,
+                                    "--no-plots").returncode, 0)
+        dest = os.path.join(results, SLUG)
+        before = sbtest.snapshot(dest)
+        for bad in ({"cases": []}, {"context": {}, "cases": [{"a": "x", "b": case("add", "torch"), "rounds": []}]},
+                    {"context": {}, "cases": [{"a": case("add", "ours"), "b": case("add", "torch"),
+                                               "rounds": [{"a_ns": 0, "b_ns": 1}]}]},
+                    {"context": {}, "cases": [{"a": case("add", "ours"), "b": case("add", "torch"),
+                                               "rounds": [{"a_ns": 1, "b_ns": 1}]}]}):
+            with open(os.path.join(dest, "raw", "recheck.json"), "w") as f:
+                json.dump(bad, f)
+            p = sbtest.run("tables", dest)
+            self.assertEqual(p.returncode, 2, bad)
+            self.assertIn("not a recheck file", p.stderr)
+            self.assertEqual(sbtest.snapshot(dest)["TABLES.md"], before["TABLES.md"])
+
+
+if __name__ == "__main__":
+    unittest.main()
