@@ -9,7 +9,9 @@
 # machine without a GPU), counters are numbers. Then it runs scripts/collect
 # (when that script exists) into a temporary results root with --no-plots and checks
 # that results/<sb_machine>/ holds raw/*.json, raw/semantics.json, machine.json and a
-# non-empty TABLES.md. Exit 0 on success, 1 with a message naming what failed.
+# non-empty TABLES.md. Before collect, scripts/recheck re-measures one pair of runs
+# through the real binary (its exact-name filter in Google Benchmark's regex engine).
+# Exit 0 on success, 1 with a message naming what failed.
 #
 # Usage: bench_smoke.py --collect=SCRIPT --semantics EXE BENCH_EXE...
 import argparse
@@ -94,6 +96,34 @@ def check_json(path):
     return ctx["sb_machine"], len(runs)
 
 
+def recheck(py, script, json_dir, benches):
+    """scripts/recheck --pair on two runs of the first CPU family, one round, through the
+    real binary (Google Benchmark's own regex engine takes the exact-name filter):
+    the pair must come back measured. False when the script is absent."""
+    if not os.path.exists(script):
+        print(f"bench_smoke: {script} not found: recheck step skipped")
+        return False
+    sys.path.insert(0, os.path.dirname(script))
+    import sbtables  # noqa: E402 (scripts/, found next to collect)
+    cpu = [e for e in benches if os.path.basename(e) in ("bench_baseline", "bench_copy", "bench_elementwise")]
+    exe = (cpu or benches)[0]
+    _, runs, _ = sbtables.load_gbench(os.path.join(json_dir, os.path.basename(exe)[len("bench_"):] + ".json"))
+    names = [r.name for r in runs if r["device"] == "cpu"][:2]
+    if len(names) < 2:
+        raise Fail(f"{exe}: fewer than 2 CPU runs to re-check")
+    print(f"== scripts/recheck --rounds 1 --pair {names[0]} {names[1]}", flush=True)
+    p = subprocess.run([py, script, "--json-dir", json_dir, "--bench-dir", os.path.dirname(exe), "--rounds", "1",
+                        "--pair", names[0], names[1]], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    print(p.stdout, end="")
+    if p.returncode != 0:
+        raise Fail(f"scripts/recheck exited with {p.returncode}")
+    doc = sbtables.load_recheck(os.path.join(json_dir, "recheck.json"))
+    [c] = doc["cases"]
+    if (c["a"], c["b"]) != (names[0], names[1]) or len(c["rounds"]) != 1 or "ratio" not in c:
+        raise Fail(f"recheck.json: the pair was not measured: {c}")
+    return True
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--collect", default="")
@@ -130,6 +160,7 @@ def main():
             return 0
         results = os.path.join(tmp, "results")
         py = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+        rechecked = recheck(py, os.path.join(os.path.dirname(a.collect), "recheck"), json_dir, a.benches)
         p = subprocess.run([py, a.collect, "--json-dir", json_dir, "--results", results,
                             "--no-plots"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                            text=True)
@@ -139,7 +170,7 @@ def main():
         mdir = os.path.join(results, slug)
         raw = sorted(os.path.basename(f) for f in glob.glob(os.path.join(mdir, "raw", "*.json")))
         want = sorted([os.path.basename(e)[len("bench_"):] + ".json" for e in a.benches]
-                      + ["semantics.json"])
+                      + ["semantics.json"] + (["recheck.json"] if rechecked else []))
         if raw != want:
             raise Fail(f"{mdir}/raw holds {raw}, expected {want}")
         with open(os.path.join(mdir, "machine.json")) as f:
