@@ -1162,6 +1162,7 @@ def child(args):
         if mod.get_num_threads() != threads:
             say(f"warning: torch runs {mod.get_num_threads()} threads, not {threads}")
     reps, min_time = MATRIX[args.matrix]
+    reps = args.repetitions or reps
     timer = Timer(reps, min_time)
     regime = Regimes()
     filt = re.compile(args.filter) if args.filter else None
@@ -1422,6 +1423,8 @@ def parent(args):
                     cmd += ["--filter", args.filter]
                 if args.no_cuda:
                     cmd += ["--no-cuda"]
+                if args.repetitions:
+                    cmd += ["--repetitions", str(args.repetitions)]
                 t0 = time.perf_counter()
                 proc = subprocess.Popen(cmd, env=env)
                 try:
@@ -1490,6 +1493,8 @@ def main(argv):
     ap.add_argument("--threads-list", type=lambda s: [int(x) for x in s.split(",")],
                     help="thread counts (default: 1,2 as the C++ matrix; smoke: 1)")
     ap.add_argument("--no-cuda", action="store_true", help="CPU cases only")
+    ap.add_argument("--repetitions", type=int, help="repetitions per case (default: the matrix's; "
+                    "scripts/recheck uses 1 per round)")
     ap.add_argument("--child", choices=LIBS, help=argparse.SUPPRESS)
     ap.add_argument("--child-out", help=argparse.SUPPRESS)
     ap.add_argument("--child-filter", help=argparse.SUPPRESS)
