@@ -158,6 +158,17 @@ class RecheckTest(unittest.TestCase):
         self.assertEqual([c["b"] for c in self.result()["cases"]],
                          [case("add", "torch"), case("mul", "torch"), case("loop", "torch")])
 
+    def test_runs_go_back_to_the_binary_that_wrote_them(self):
+        # e.g. GPU rows of family elementwise come from bench_elementwise_cuda
+        sbtest.edit(os.path.join(self.json_dir, "elementwise.json"),
+                    lambda d: d["context"].update(executable="/elsewhere/bench_elementwise_cuda"))
+        os.rename(os.path.join(self.bench_dir, "bench_elementwise"),
+                  os.path.join(self.bench_dir, "bench_elementwise_cuda"))
+        p = self.recheck("--rounds", "1")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("ours bench_elementwise_cuda (2 runs)", p.stderr)
+        self.assertTrue(all(c.get("ratio") for c in self.result()["cases"]))
+
     def test_nothing_close_writes_an_empty_file(self):
         p = self.recheck("--band", "1.01")
         self.assertEqual(p.returncode, 0, p.stderr)
