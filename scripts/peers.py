@@ -1354,7 +1354,7 @@ def gbench_context(args, lib, threads_list, child_ctx):
 
 def git_revision():
     try:
-        r = subprocess.run(["git", "-C", HERE, "describe", "--always", "--dirty", "--abbrev=12"],
+        r = subprocess.run(["sh", os.path.join(HERE, "git_revision"), os.path.dirname(HERE)],
                            capture_output=True, text=True, timeout=20)
         return r.stdout.strip() if r.returncode == 0 else "unknown"
     except (OSError, subprocess.SubprocessError):
