@@ -4,6 +4,7 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -702,11 +703,15 @@ void conv_direct512(const Geom& g, const Tensor& out, const Tensor& x, const Ten
   const int64_t xn = x.stride(0), xc = x.stride(1), xh = x.stride(2), xw = x.stride(3);
   const int64_t on = out.stride(0), oc = out.stride(1), ohs = out.stride(2), ows = out.stride(3);
   const DirectRow row{g, wpk, bpad, relu, nblk};
-  if (nhwc) {  // blocks of kRowsTile output rows, so that edges() can tile a column across them
-    const int64_t nrb = (g.OH + kRowsTile - 1) / kRowsTile;
+  if (nhwc) {  // blocks of kRowsTile output rows, so that edges() can tile a column across them,
+    // but at least 2 blocks per thread when the batch is small (a single 6-row image would
+    // otherwise be one unit: one thread idle)
+    const int64_t per_img = (2 * get_num_threads() + g.N - 1) / g.N;
+    const int64_t rpb = std::clamp<int64_t>(g.OH / std::max<int64_t>(per_img, 1), 1, kRowsTile);
+    const int64_t nrb = (g.OH + rpb - 1) / rpb;
     parallel_for(0, g.N * nrb, 1, [&](int64_t b0, int64_t e0) {
       for (int64_t nb = b0; nb < e0; ++nb) {
-        const int64_t n = nb / nrb, oh0 = nb % nrb * kRowsTile, oh1 = std::min(g.OH, oh0 + kRowsTile);
+        const int64_t n = nb / nrb, oh0 = nb % nrb * rpb, oh1 = std::min(g.OH, oh0 + rpb);
         for (int64_t grp = 0; grp < g.G; ++grp) {
           const float* xg = xp + n * xn + grp * g.Cg * xc;
           float* og = op + n * on + grp * g.Og * oc;
