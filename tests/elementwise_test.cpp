@@ -266,9 +266,13 @@ std::vector<double> ref_normalize(const Tensor& xv, int64_t dim, double eps) {
   const int64_t n = sz[dim], outer = n * inner != 0 ? static_cast<int64_t>(x.size()) / (n * inner) : 0;
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t in = 0; in < inner; ++in) {
+      // mean = x0 + sum(x - x0) / n: exact for a constant row (expandable values have
+      // some), whose output (x - m) / sqrt(eps) would otherwise be the reference's own
+      // rounding error times 316
+      const double x0 = x[o * n * inner + in];
       double m = 0, v = 0;
-      for (int64_t i = 0; i < n; ++i) m += x[(o * n + i) * inner + in];
-      m /= static_cast<double>(n);
+      for (int64_t i = 0; i < n; ++i) m += x[(o * n + i) * inner + in] - x0;
+      m = x0 + m / static_cast<double>(n);
       for (int64_t i = 0; i < n; ++i) v += (x[(o * n + i) * inner + in] - m) * (x[(o * n + i) * inner + in] - m);
       v /= static_cast<double>(n);
       for (int64_t i = 0; i < n; ++i) r[(o * n + i) * inner + in] = (x[(o * n + i) * inner + in] - m) / std::sqrt(v + eps);
@@ -303,6 +307,81 @@ TEST(Elementwise, NormalizeEveryDimLayoutStyleDtype) {
           Tensor xi = test::with_layout(xv, l);
           xi.normalize_(dim, eps);
           ASSERT_TRUE(test::all_close(xi, ref, at, rt)) << what << " (in-place)";
+        }
+      }
+    }
+  });
+}
+
+// Rows longer than the kernels' float32 flush interval (1024) along the dense and the
+// outer dims, values centred far from 0 (mean 50, std ~1.2), and out= into a layout other
+// than x's (a transposed x written into a contiguous out goes through the 8x8 register
+// transposes of Note [Normalize across adjacent rows]; into a slice, through the element
+// stores).
+TEST(Elementwise, NormalizeLongRowsOffsetValuesMixedOutLayouts) {
+  for_each_config([](const std::string& cfg) {
+    std::mt19937_64 rng(31);
+    for (const Shape& sz : {Shape{3, 2500}, Shape{2500, 19}, Shape{2, 1100, 9}, Shape{4, 6, 70, 5}}) {
+      for (int64_t dim = 0; dim < static_cast<int64_t>(sz.size()); ++dim) {
+        for (DType dt : {DType::Float32, DType::Float64, DType::Float16}) {
+          std::vector<double> v = values(sz, rng(), DType::Float64).to_vector();
+          for (double& e : v) e += 50;
+          const Tensor xv = from_vector(v, sz).to(dt);
+          const std::vector<double> ref = ref_normalize(xv, dim, 1e-5);
+          // float32: (x - mean) in float with |mean| = 50: about 50 * 2^-24 / std
+          const double at = dt == DType::Float64 ? 1e-10 : dt == DType::Float32 ? 1e-4 : 2e-2;
+          const double rt = dt == DType::Float64 ? 1e-10 : dt == DType::Float32 ? 1e-5 : 4e-3;
+          for (Layout lx : {Layout::Contiguous, Layout::Transposed, Layout::Sliced, Layout::ChannelsLast}) {
+            const Tensor x = test::with_layout(xv, lx);
+            for (Layout lo : {Layout::Contiguous, Layout::Transposed, Layout::Sliced}) {
+              Tensor out = test::with_layout(zeros(sz, dt), lo);
+              test::poison(out);
+              normalize_out(out, x, dim, 1e-5);
+              ASSERT_TRUE(test::all_close(out, ref, at, rt))
+                  << cfg << ", normalize dim " << dim << ", " << dtype_name(dt) << ", x " << test::layout_name(lx)
+                  << ", out " << test::layout_name(lo) << ", sizes " << ::testing::PrintToString(sz);
+            }
+          }
+        }
+      }
+    }
+  });
+}
+
+// Writing through a stepped slice (in place, or out= into a slice) must leave the
+// elements between the slice's elements as they were: they belong to someone else.
+// Every element of the base storage outside the view is compared before and after.
+TEST(Elementwise, WritesThroughASliceLeaveTheGapsAlone) {
+  for_each_config([](const std::string& cfg) {
+    std::mt19937_64 rng(41);
+    for (const Shape& sz : {Shape{3, 37}, Shape{2, 5, 130}, Shape{1100}}) {
+      for (int64_t step : {2, 3}) {
+        for (DType dt : {DType::Float32, DType::Float64, DType::Float16}) {
+          Shape bsz = sz;
+          bsz.back() *= step;
+          const std::vector<std::pair<std::string, std::function<void(Tensor&)>>> writes = {
+              {"relu_", [](Tensor& v) { v.relu_(); }},
+              {"add_(tensor)", [&](Tensor& v) { v.add_(values(v.sizes(), 5, dt)); }},
+              {"mul_(scalar)", [](Tensor& v) { v.mul_(1.5); }},
+              {"normalize_(-1)", [](Tensor& v) { v.normalize_(-1); }},
+              {"exp_out", [&](Tensor& v) { exp_out(v, values(v.sizes(), 6, dt)); }},
+              {"sub_out", [&](Tensor& v) { sub_out(v, values(v.sizes(), 7, dt), values({v.sizes().back()}, 8, dt)); }},
+          };
+          for (const auto& [name, write] : writes) {
+            Tensor base = values(bsz, rng(), dt);
+            const std::vector<double> before = base.to_vector();
+            Tensor view = base.slice(-1, 0, std::nullopt, step);
+            write(view);
+            const std::vector<double> after = base.to_vector();
+            const int64_t last = bsz.back();
+            for (size_t i = 0; i < after.size(); ++i) {
+              if (static_cast<int64_t>(i) % last % step == 0) continue;  // an element of the view
+              ASSERT_EQ(std::memcmp(&before[i], &after[i], sizeof(double)), 0)
+                  << cfg << ", " << name << ", " << dtype_name(dt) << ", step " << step << ", base sizes "
+                  << ::testing::PrintToString(bsz) << ": element " << i << " outside the view changed from "
+                  << before[i] << " to " << after[i];
+            }
+          }
         }
       }
     }

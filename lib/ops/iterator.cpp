@@ -94,7 +94,7 @@ Shape output_strides_like(const Shape& sizes, const std::vector<const Shape*>& i
   return st;
 }
 
-StridedIter StridedIter::from_tensors(const std::vector<Tensor>& tensors) {
+StridedIter StridedIter::from_tensors(const std::vector<Tensor>& tensors, bool tiles) {
   SB_INTERNAL_ASSERT(!tensors.empty() && tensors.size() <= kMaxOperands, "operands: ", tensors.size());
   Operand ops[kMaxOperands];
   int n = 0;
@@ -103,7 +103,7 @@ StridedIter StridedIter::from_tensors(const std::vector<Tensor>& tensors) {
     ops[n++] = {static_cast<char*>(t.numel() ? t.data_ptr() : nullptr), t.strides().data(),
                 static_cast<int64_t>(t.element_size())};
   }
-  return StridedIter(tensors[0].sizes(), ops, n);
+  return StridedIter(tensors[0].sizes(), ops, n, tiles);
 }
 
 StridedIter StridedIter::of(std::initializer_list<const Tensor*> tensors) {
@@ -140,7 +140,7 @@ StridedIter StridedIter::of(std::initializer_list<const Tensor*> tensors) {
   return it;
 }
 
-StridedIter::StridedIter(const Shape& sizes, const Operand* ops, int nops) {
+StridedIter::StridedIter(const Shape& sizes, const Operand* ops, int nops, bool tiles) {
   nops_ = nops;
   SB_INTERNAL_ASSERT(nops_ >= 1 && nops_ <= kMaxOperands, "operands: ", nops_);
   numel_ = 1;
@@ -201,7 +201,7 @@ StridedIter::StridedIter(const Shape& sizes, const Operand* ops, int nops) {
     }
   }
   // Tiled: an input whose fastest dim k is not dim 0 (and both dims long enough to tile)
-  for (int i = 1; i < nops_ && nd >= 2; ++i) {
+  for (int i = 1; i < nops_ && nd >= 2 && tiles; ++i) {
     const int64_t s0 = strides_[0][i];
     if (s0 == 0) continue;
     int k = -1;

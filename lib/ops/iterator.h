@@ -70,9 +70,12 @@ class StridedIter {
   };
 
   // sizes: the output's sizes; ops[0] the output. Every operand has sizes.size() strides.
-  StridedIter(const Shape& sizes, const Operand* ops, int nops);
+  // tiles = false: never the Tiled path, so every strip pointer is an address inside its
+  // operand (a kernel that reads beyond the strip, as normalize's rows do, needs that:
+  // a staged strip points into a tile buffer that holds the strip and nothing else).
+  StridedIter(const Shape& sizes, const Operand* ops, int nops, bool tiles = true);
   // Convenience: tensors already of `tensors[0]`'s sizes (inputs expanded).
-  static StridedIter from_tensors(const std::vector<Tensor>& tensors);
+  static StridedIter from_tensors(const std::vector<Tensor>& tensors, bool tiles = true);
   // The same without copying the tensors; when every one is contiguous (the common
   // case) the result (one dim, Contiguous) is built directly, skipping steps 1-4 and
   // their small allocations: a 1-element add_out cost 0.9 us, half of it malloc/free.
