@@ -1,6 +1,6 @@
 // bench_common.cpp — the shared harness (see bench_common.h) and the shared main().
 //
-// Machine facts come from /proc/cpuinfo, sysconf and /sys/devices/system/cpu (caches),
+// Machine facts come from /proc/cpuinfo, sb::cpu_caches() (sysfs, then sysconf),
 // sb::compiled_simd_level(), the build (bench_config.h from meson: compiler, flags,
 // default matrix; bench_version.h from vcs_tag: git revision) and gpu_info(). They are
 // read once, before any run, and cost nothing inside the timed loops.
@@ -335,45 +335,12 @@ std::string trim(std::string s) {
   return s.substr(i);
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return trim(ss.str());
-}
-
-// "48K" / "2048K" / "260M" -> bytes
-int64_t parse_size(const std::string& s) {
-  if (s.empty()) return 0;
-  char* end = nullptr;
-  int64_t v = std::strtoll(s.c_str(), &end, 10);
-  if (end && (*end == 'K' || *end == 'k')) v <<= 10;
-  else if (end && (*end == 'M' || *end == 'm')) v <<= 20;
-  else if (end && (*end == 'G' || *end == 'g')) v <<= 30;
-  return v;
-}
-
-void read_caches(MachineInfo& m) {
-  m.l1d = sysconf(_SC_LEVEL1_DCACHE_SIZE);
-  m.l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
-  const int64_t l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
-  m.l1d = std::max<int64_t>(m.l1d, 0);
-  m.l2 = std::max<int64_t>(m.l2, 0);
-  m.llc = std::max<int64_t>(l3, 0);
-  // sysfs as the fallback where glibc does not know (e.g. some ARM and AMD parts).
-  for (int i = 0; i < 8; ++i) {
-    const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
-    const std::string level = read_file(dir + "level"), type = read_file(dir + "type");
-    if (level.empty()) break;
-    const int64_t size = parse_size(read_file(dir + "size"));
-    if (level == "1" && type == "Data" && m.l1d == 0) m.l1d = size;
-    if (level == "2" && m.l2 == 0) m.l2 = size;
-    if (level == "3" && m.llc == 0) m.llc = size;
-  }
-  if (m.llc == 0) {
-    m.llc = m.l2;
-    m.llc_level = 2;
-  }
+void read_caches(MachineInfo& m) {  // Note [Cache sizes] (lib/core/cpu_features.h)
+  const CacheSizes& c = cpu_caches();
+  m.l1d = c.l1d;
+  m.l2 = c.l2;
+  m.llc = c.llc;
+  m.llc_level = c.llc_level;
 }
 
 std::string cpu_model() {

@@ -222,6 +222,9 @@ def _read_json(path):
                          f"{e.msg}") from None
 
 
+NO_DEVICE = "no CUDA device"  # the error of every GPU run where no GPU exists
+
+
 def load_gbench(path):
     """Reads one Google Benchmark JSON file -> (context, [Run], [skipped names])."""
     doc = _read_json(path)
@@ -236,7 +239,9 @@ def load_gbench(path):
             raise InputError(path, f"{where}: not a benchmark entry (no name)")
         where += f" ({e['name']!r})"
         if e.get("error_occurred"):
-            skipped.append(f"{e['name']}: {e.get('error_message', 'error')}")
+            msg = f"{e['name']}: {e.get('error_message', 'error')}"
+            if msg not in skipped:  # one line per run, not per repetition
+                skipped.append(msg)
             continue
         kind = e.get("run_type", "iteration")
         if kind not in ("iteration", "aggregate"):

@@ -7,6 +7,7 @@
 #include "ops/copy.h"
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 
@@ -340,7 +341,21 @@ TEST(CopyFast, FillEveryLayoutDtypeAndStreaming) {
 
 TEST(CopyFast, StreamingThresholdDefaultIsDetectedAndSettable) {
   Scope scope;
+  // Note [Cache sizes]: what this core sees, from sysfs first (cpu_features.h)
+  const CacheSizes& c = cpu_caches();
+  EXPECT_GT(c.l1d, 0);
+  EXPECT_GE(c.l2, c.l1d);
+  EXPECT_GE(c.llc, c.l2);
+  if (std::FILE* f = std::fopen("/sys/devices/system/cpu/cpu0/cache/index3/size", "r")) {
+    long kib = 0;  // the kernel's size of this core's L3 instance wins over sysconf's
+    char unit = 0;
+    const int got = std::fscanf(f, "%ld%c", &kib, &unit);
+    std::fclose(f);
+    if (got == 2 && unit == 'K') EXPECT_EQ(c.llc, int64_t{kib} << 10);
+    if (got == 2 && unit == 'M') EXPECT_EQ(c.llc, int64_t{kib} << 20);
+  }
   EXPECT_GT(nt_threshold_bytes(), int64_t{1} << 20);  // some MiB, detected once
+  EXPECT_LE(nt_threshold_bytes(), c.llc);
   set_nt_threshold_bytes(12345);
   EXPECT_EQ(nt_threshold_bytes(), 12345);
   set_nt_threshold_bytes(-1);

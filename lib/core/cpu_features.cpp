@@ -6,10 +6,14 @@
 // that float32 and int8 are always compared on the same vector width.
 #include "core/cpu_features.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 namespace sb {
 
@@ -51,6 +55,55 @@ SimdLevel simd_level() { return level().load(std::memory_order_relaxed); }
 void set_simd_level(SimdLevel l) {
   if (l > compiled_simd_level()) l = compiled_simd_level();
   level().store(l);
+}
+
+namespace {
+std::string read_line(const std::string& path) {
+  std::string s;
+  if (FILE* f = std::fopen(path.c_str(), "r")) {
+    char buf[64] = {};
+    if (std::fgets(buf, sizeof buf, f)) s = buf;
+    std::fclose(f);
+  }
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+// "48K" / "2048K" / "32M" -> bytes; 0 when unreadable
+int64_t parse_size(const std::string& s) {
+  char* end = nullptr;
+  long long v = std::strtoll(s.c_str(), &end, 10);
+  if (v <= 0 || end == s.c_str()) return 0;
+  if (*end == 'K' || *end == 'k') v <<= 10;
+  else if (*end == 'M' || *end == 'm') v <<= 20;
+  else if (*end == 'G' || *end == 'g') v <<= 30;
+  return v;
+}
+CacheSizes read_caches() {
+  CacheSizes c;
+  for (int i = 0; i < 8; ++i) {  // Note [Cache sizes]: sysfs first
+    const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
+    const std::string level = read_line(dir + "level"), type = read_line(dir + "type");
+    if (level.empty()) break;
+    if (type == "Instruction") continue;
+    const int64_t size = parse_size(read_line(dir + "size"));
+    if (level == "1" && c.l1d == 0) c.l1d = size;
+    if (level == "2" && c.l2 == 0) c.l2 = size;
+    if (level == "3" && c.llc == 0) c.llc = size;
+  }
+  if (c.l1d == 0) c.l1d = std::max<long>(sysconf(_SC_LEVEL1_DCACHE_SIZE), 0);
+  if (c.l2 == 0) c.l2 = std::max<long>(sysconf(_SC_LEVEL2_CACHE_SIZE), 0);
+  if (c.llc == 0) c.llc = std::max<long>(sysconf(_SC_LEVEL3_CACHE_SIZE), 0);
+  if (c.llc == 0) {
+    c.llc = c.l2;
+    c.llc_level = 2;
+  }
+  return c;
+}
+}  // namespace
+
+const CacheSizes& cpu_caches() {
+  static const CacheSizes c = read_caches();
+  return c;
 }
 
 const char* simd_level_name(SimdLevel l) {

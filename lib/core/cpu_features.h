@@ -22,6 +22,18 @@ SimdLevel simd_level();           // the path kernels take now
 void set_simd_level(SimdLevel level);  // clamps to compiled_simd_level()
 const char* simd_level_name(SimdLevel level);
 
+// The data caches one core sees, in bytes (0 where unknown). Note [Cache sizes]: the
+// kernel's sysfs (/sys/devices/system/cpu/cpu0/cache/index*) first, glibc's sysconf
+// where sysfs says nothing. sysfs gives the size of the cache instance this core uses;
+// sysconf on the AMD EPYC VM we measure on reports the L3 of the whole socket (320 MiB,
+// ten 32 MiB CCD slices of which a core reaches one), which labelled 64 MiB working
+// sets "LLC". llc_level is 3, or 2 where no L3 is reported (then llc == l2).
+struct CacheSizes {
+  int64_t l1d = 0, l2 = 0, llc = 0;  // per core for L1d/L2; the LLC instance this core shares
+  int llc_level = 3;
+};
+const CacheSizes& cpu_caches();  // read once
+
 inline bool use_avx2() {
 #ifdef SB_HAVE_AVX2
   return simd_level() >= SimdLevel::AVX2;

@@ -63,41 +63,21 @@ std::atomic<bool> g_last_nt{false};
 std::atomic<bool> g_last_bands{false};
 std::atomic<int64_t> g_nt_threshold{-1};  // bytes; -1 = not set: default_nt_threshold()
 
-int64_t detect_llc_bytes() {
-  long v = sysconf(_SC_LEVEL3_CACHE_SIZE);
-  if (v > 0) return v;
-  for (int idx = 3; idx >= 2; --idx) {  // /sys fallback: index3 (L3), else index2
-    char path[96];
-    std::snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", idx);
-    if (FILE* f = std::fopen(path, "r")) {
-      long kb = 0;
-      char unit = 0;
-      const int got = std::fscanf(f, "%ld%c", &kb, &unit);
-      std::fclose(f);
-      if (got >= 1 && kb > 0) return unit == 'M' ? kb << 20 : kb << 10;
-    }
-  }
-  return 32ll << 20;  // unknown: assume 32 MiB
-}
-
-int64_t llc_bytes() {
-  static const int64_t v = detect_llc_bytes();
-  return v;
-}
-
 // Note [Streaming threshold]
 // The brief said "outputs larger than the last-level cache". On the development VM
 // the detected L3 (260 MB) is the host's, shared with other VMs, and measured
 // crossovers were far lower: regular-store transposes fall to 1-3 GB/s from 16 MiB
 // outputs while streaming keeps 6-20 GB/s; plain copies cross over near 4-32 MiB
-// (docs/NOTES-copy-reduce.md). So the default is min(LLC, 2 x cores x L2): 8 MiB here.
+// (docs/NOTES-copy-reduce.md). So the default is min(LLC, 2 x cores x L2): 8 MiB on
+// that Intel VM (2 MiB L2 per core), 4 MiB on the 2-core AMD EPYC VM (1 MiB L2).
 int64_t default_nt_threshold() {
   static const int64_t v = [] {
-    long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    const CacheSizes& c = cpu_caches();  // Note [Cache sizes] (cpu_features.h)
+    const int64_t l2 = c.l2 > 0 ? c.l2 : int64_t{1} << 20;
+    const int64_t llc = c.llc > 0 ? c.llc : int64_t{32} << 20;  // unknown: assume 32 MiB
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    if (l2 <= 0) l2 = 1 << 20;
     if (cores <= 0) cores = 1;
-    return std::min<int64_t>(llc_bytes(), 2 * static_cast<int64_t>(cores) * l2);
+    return std::min<int64_t>(llc, 2 * static_cast<int64_t>(cores) * l2);
   }();
   return v;
 }

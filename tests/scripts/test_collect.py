@@ -54,6 +54,36 @@ class CollectTest(unittest.TestCase):
         with open(os.path.join(self.dest, "TABLES.md"), encoding="utf-8") as f:
             self.assertEqual(f.read(), collected)
 
+    def gpu_only_file(self, name, message="no CUDA device"):
+        # what bench_<family>_cuda writes on a machine without a GPU: every run, every
+        # repetition, skipped with an error
+        with open(sbtest.fixture("machine-a", "bench_copy.json")) as f:
+            doc = json.load(f)
+        run = "copy/op:contiguous/impl:ours/device:cuda:0/layout:transposed/style:copy/" \
+              "dtype:f32/shape:4096x4096/threads:1/repeats:5/manual_time"
+        doc["benchmarks"] = [{"name": run, "run_name": run, "run_type": "iteration",
+                              "repetitions": 5, "repetition_index": i, "error_occurred": True,
+                              "error_message": message} for i in range(5)]
+        with open(os.path.join(self.json_dir, name), "w") as f:
+            json.dump(doc, f)
+
+    def test_gpu_binaries_without_a_gpu_are_one_line(self):
+        self.gpu_only_file("copy_cuda.json")
+        p = self.collect("--no-plots")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("copy_cuda.json: 1 GPU run, no CUDA device", p.stdout)
+        self.assertNotIn("copy_cuda.json", os.listdir(os.path.join(self.dest, "raw")))
+        with open(os.path.join(self.dest, "TABLES.md"), encoding="utf-8") as f:
+            self.assertNotIn("no CUDA device", f.read())
+        # any other error is still listed, once per run (not per repetition)
+        self.gpu_only_file("copy_cuda.json", message="cudaErrorLaunchFailure")
+        p = self.collect("--no-plots")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout.count("cudaErrorLaunchFailure"), 1)
+        self.assertIn("copy_cuda.json", os.listdir(os.path.join(self.dest, "raw")))
+        with open(os.path.join(self.dest, "TABLES.md"), encoding="utf-8") as f:
+            self.assertEqual(f.read().count("cudaErrorLaunchFailure"), 1)
+
     def test_replaces_the_old_folder(self):
         os.makedirs(self.dest)
         with open(os.path.join(self.dest, "stale.txt"), "w") as f:
