@@ -86,13 +86,14 @@ TEST(Copy, BroadcastSourceFillsDestination) {
 
 // ---------------------------------------------------------------- fast paths
 
-struct Scope {  // restores threads, SIMD level and the streaming threshold
+struct Scope {  // restores threads, SIMD level, the streaming threshold and the band shape
   int threads = get_num_threads();
   SimdLevel level = simd_level();
   ~Scope() {
     set_num_threads(threads);
     set_simd_level(level);
     set_nt_threshold_bytes(-1);
+    set_transpose_bands(0, true);
   }
 };
 
@@ -234,7 +235,8 @@ TEST(CopyFast, EachPathIsTakenAndCorrect) {
       {{7, 19, 23, 31}, {"4-D permute", [](const Tensor& v) { return v.permute({3, 1, 0, 2}); }, contiguous_dst,
                          CopyPath::Tiled}},
       {{3, 37, 13, 11}, {"NCHW -> NHWC", [](const Tensor& v) { return v; }, cl_dst, CopyPath::Tiled}},
-      // bands (32 x 512 tiles): B ragged (184 = 5 x 32 + 16 + 8), A ragged (1100 = 2 x 512 + 76, 76 = 9 x 8 + 4)
+      // bands (32 or 16 x 512 tiles): B ragged (184 = 5 x 32 + 16 + 8 = 11 x 16 + 8), A ragged (1100 = 2 x
+      // 512 + 76, 76 = 9 x 8 + 4)
       {{184, 1100}, {"2-D transpose into 64-byte rows", [](const Tensor& v) { return v.t(); }, padded_dst,
                      CopyPath::Tiled, true}},
       {{20, 37}, {"2-D transpose into 64-byte rows, 20 columns", [](const Tensor& v) { return v.t(); }, padded_dst,
@@ -256,15 +258,23 @@ TEST(CopyFast, EachPathIsTakenAndCorrect) {
       {{41, 300}, {"broadcast column", [](const Tensor& v) { return v.narrow(1, 0, 1).expand({41, 300}); },
                    contiguous_dst, CopyPath::Strided}},
   };
+  // both band shapes of Note [Transpose bands] (the Intel and the AMD one), whatever this CPU is
+  struct Bands {
+    int rows;
+    bool outer;
+  };
   uint64_t seed = 500;
   for (const auto& [sz, c] : cases)
     for (DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::Int8, DType::Int32})
       for (int threads : {1, 2})
         for (SimdLevel level : {SimdLevel::AVX2, SimdLevel::Scalar})
-          for (int64_t nt : {int64_t{-1}, int64_t{0}}) {
+          for (int64_t nt : {int64_t{-1}, int64_t{0}})
+            for (Bands bs : {Bands{32, false}, Bands{16, true}}) {
+            if (nt < 0 && bs.rows == 16) continue;  // no streaming: no bands
             set_num_threads(threads);
             set_simd_level(level);
             set_nt_threshold_bytes(nt);
+            set_transpose_bands(bs.rows, bs.outer);
             const Tensor vals = exact_values(sz, ++seed, dt);
             const Tensor src = c.src(vals);
             const std::vector<double> ref = src.to_vector();
@@ -273,7 +283,8 @@ TEST(CopyFast, EachPathIsTakenAndCorrect) {
             dst.copy_(src);
             const std::string where = std::string(c.what) + " " + dtype_name(dt) + " threads " +
                                       std::to_string(threads) + " " + simd_level_name(simd_level()) +
-                                      " nt threshold " + std::to_string(nt);
+                                      " nt threshold " + std::to_string(nt) + " bands of " +
+                                      std::to_string(bs.rows) + (bs.outer ? " rows, A fastest" : " rows, B fastest");
             EXPECT_EQ(last_copy_path(), c.path) << where << ": took " << copy_path_name(last_copy_path());
             // streaming: byte copies and 4-byte tiles, AVX2 only, when forced
             const bool nt_expected = nt == 0 && simd_level() >= SimdLevel::AVX2 &&
@@ -337,6 +348,19 @@ TEST(CopyFast, FillEveryLayoutDtypeAndStreaming) {
                 << simd_level_name(simd_level()) << " nt " << nt;
             ASSERT_TRUE(untouched_outside(t)) << dtype_name(dt) << " " << l2_name(l);
           }
+}
+
+TEST(CopyFast, TransposeBandsTakeOnlyTheirTwoShapes) {
+  Scope scope;
+  EXPECT_THROW(set_transpose_bands(24, true), Error);
+  EXPECT_THROW(set_transpose_bands(-16, false), Error);
+  try {
+    set_transpose_bands(8, true);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("set_transpose_bands: rows must be 0, 16 or 32, got 8"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(CopyFast, StreamingThresholdDefaultIsDetectedAndSettable) {

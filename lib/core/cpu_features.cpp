@@ -101,6 +101,18 @@ CacheSizes read_caches() {
 }
 }  // namespace
 
+CpuVendor cpu_vendor() {
+  static const CpuVendor v = [] {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_is("amd")) return CpuVendor::AMD;
+    if (__builtin_cpu_is("intel")) return CpuVendor::Intel;
+#endif
+    return CpuVendor::Other;
+  }();
+  return v;
+}
+
 const CacheSizes& cpu_caches() {
   static const CacheSizes c = read_caches();
   return c;

@@ -22,6 +22,11 @@ SimdLevel simd_level();           // the path kernels take now
 void set_simd_level(SimdLevel level);  // clamps to compiled_simd_level()
 const char* simd_level_name(SimdLevel level);
 
+// Who made the CPU (cpuid's vendor string): a few memory-bound kernels are tuned per
+// vendor where the two machines we measure on disagree (copy.cpp, Note [Transpose bands]).
+enum class CpuVendor : uint8_t { Intel, AMD, Other };
+CpuVendor cpu_vendor();
+
 // The data caches one core sees, in bytes (0 where unknown). Note [Cache sizes]: the
 // kernel's sysfs (/sys/devices/system/cpu/cpu0/cache/index*) first, glibc's sysconf
 // where sysfs says nothing. sysfs gives the size of the cache instance this core uses;

@@ -303,16 +303,38 @@ void tile_scalar(U* dst, const U* src, int64_t na, int64_t nb, int64_t dA, int64
 // The buffered tiles above read 128-float (512-byte) pieces of 64 source rows, one
 // 4 KiB page each, and the transpose of a 4096^2 float32 stalled on those reads
 // (docs/NOTES-copy-reduce.md). With streaming stores the dst side needs no buffer: a
-// band of 32 source rows x kBandA columns goes through detail::stream_band_f32 (per 8
-// columns, two 16-row halves of two 8x8 transposes; each dst row gets 128 contiguous
-// bytes as two whole 64-byte lines), so 32 source rows are read as long sequential
-// runs (2 KiB each) and the buffer round trip disappears: 1.3-1.4x the buffered
-// tiles' rate on one thread, above a streaming memcpy of the same bytes. Tiles run B
-// fastest, so the threads' contiguous task ranges are contiguous bands of dst rows.
+// band of 16 nh source rows x kBandA columns goes through detail::stream_band_f32 (per
+// 8 columns, nh 16-row halves of two 8x8 transposes; each dst row gets 64 nh
+// contiguous bytes as whole 64-byte lines), so the source rows are read as sequential
+// runs and the buffer round trip disappears. The two machines we measure on disagree on
+// the band (docs/NOTES-copy-reduce.md, rounds 2 and 5), so it is chosen per vendor
+// (transpose_bands()):
+//   Intel (Sapphire Rapids VM): 32 rows (nh = 2: 128 bytes per dst row visit), tasks
+//     along B fastest, so a thread's task range is a band of 512 dst rows: 1.3-1.4x
+//     the buffered tiles; 16 rows was 20% slower there.
+//   AMD (EPYC Zen 4 VM), and any other CPU: 16 rows (nh = 1: one whole line per dst row
+//     visit) and tasks along A fastest, so each band reads its 16 source rows start to
+//     end and a thread's range is a run of whole source-row bands: 4096^2 float32 5.9
+//     ms (1 thread) and 3.8 ms (2 threads), against 7.3 and 4.2 ms with Intel's band
+//     (32 rows: 7.5 ms; 64 rows: 8.8 ms).
 // Taken when the copy streams, elements are 4 bytes, nB >= 16, and every dst row start
 // is 64-byte aligned (base, dA and the outer dst strides); ragged edges (nB % 16
 // columns, nA % 8 rows) go through the buffer with plain stores.
-constexpr int64_t kBandA = 512, kBandB = 32, kEdgeRows = 512;
+constexpr int64_t kBandA = 512, kBandBMax = 32, kEdgeRows = 512;
+
+struct TransposeBands {
+  int64_t rows;            // source rows per band: 16 or 32 (<= kBandBMax)
+  bool source_rows_outer;  // tasks walk A fastest (each band's source rows start to end)
+};
+std::atomic<int> g_band_rows{0};  // 0: the vendor's choice; else set_transpose_bands()
+std::atomic<bool> g_band_outer{true};
+
+TransposeBands transpose_bands() {
+  const int forced = g_band_rows.load(std::memory_order_relaxed);
+  if (forced) return {forced, g_band_outer.load(std::memory_order_relaxed)};
+  if (cpu_vendor() == CpuVendor::Intel) return {32, false};
+  return {16, true};
+}
 
 // Plan dims: B = last (dst stride 1), A = a (src stride 1); others loop outside.
 // Returns whether the streaming bands were used.
@@ -333,9 +355,12 @@ bool tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool nt) {
 #ifdef SB_HAVE_AVX2
   bands = simd && nt && nB >= 16 && dA % 16 == 0 && reinterpret_cast<uintptr_t>(d) % 64 == 0;
   for (int64_t st : outer.dst) bands = bands && st % 16 == 0;
-  const int64_t tA = bands ? kBandA : simd ? kTileA : tile, tB = bands ? kBandB : simd ? kTileB : tile;
+  const TransposeBands tune = transpose_bands();
+  const int64_t tA = bands ? kBandA : simd ? kTileA : tile, tB = bands ? tune.rows : simd ? kTileB : tile;
+  const bool a_fastest = bands && tune.source_rows_outer;
 #else
   const int64_t tA = tile, tB = tile;
+  const bool a_fastest = false;
 #endif
   const int64_t no = outer.ndim();
   const int64_t nouter = std::accumulate(outer.size.begin(), outer.size.end(), int64_t{1}, std::multiplies<>());
@@ -345,10 +370,11 @@ bool tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool nt) {
     Shape idx(std::max<int64_t>(no, 1));
 #ifdef SB_HAVE_AVX2
     alignas(64) float buf[kTileA * kTileB];  // one 4-byte tile (or a band's ragged edge)
-    static_assert(kEdgeRows * 16 <= kTileA * kTileB && 8 * kBandB <= kTileA * kTileB, "band edges fit the buffer");
+    static_assert(kEdgeRows * 16 <= kTileA * kTileB && 8 * kBandBMax <= kTileA * kTileB, "band edges fit the buffer");
 #endif
     for (int64_t t = b; t < e; ++t) {
-      const int64_t o = t / (ta * tb), ia = (t / tb) % ta, ib = t % tb;
+      const int64_t o = t / (ta * tb);
+      const int64_t ia = a_fastest ? t % ta : (t / tb) % ta, ib = a_fastest ? (t / ta) % tb : t % tb;
       int64_t doff, soff;
       unravel_offsets(outer, no, o, doff, soff, idx);
       const int64_t i0 = ia * tA, j0 = ib * tB;
@@ -367,8 +393,8 @@ bool tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool nt) {
           for (int64_t r = 0; r < n; ++r) store_row_f32(df + (i + r) * dA + jr, buf + r * 16, nb - jr, false);
         }
         if (na8 < na) {  // ragged rows [na8, na), every column
-          detail::transpose_tile_f32(buf, kBandB, sf + na8, sB, na - na8, nb);
-          for (int64_t i = na8; i < na; ++i) store_row_f32(df + i * dA, buf + (i - na8) * kBandB, nb, false);
+          detail::transpose_tile_f32(buf, kBandBMax, sf + na8, sB, na - na8, nb);
+          for (int64_t i = na8; i < na; ++i) store_row_f32(df + i * dA, buf + (i - na8) * kBandBMax, nb, false);
         }
         continue;
       }
@@ -415,6 +441,12 @@ const char* copy_path_name(CopyPath p) {
 CopyPath last_copy_path() { return g_last_path.load(); }
 bool last_copy_used_nt() { return g_last_nt.load(); }
 bool last_copy_used_bands() { return g_last_bands.load(); }
+void set_transpose_bands(int rows, bool source_rows_outer) {
+  SB_CHECK(rows == 0 || rows == 16 || rows == 32, "set_transpose_bands: rows must be 0, 16 or 32, got ", rows);
+  g_band_outer.store(source_rows_outer, std::memory_order_relaxed);
+  g_band_rows.store(rows, std::memory_order_relaxed);
+}
+
 void set_nt_threshold_bytes(int64_t bytes) { g_nt_threshold.store(bytes < 0 ? -1 : bytes); }
 int64_t nt_threshold_bytes() {
   const int64_t v = g_nt_threshold.load(std::memory_order_relaxed);

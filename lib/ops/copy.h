@@ -31,6 +31,10 @@ bool last_copy_used_nt();
 // Tiled path: whether 4-byte tiles went straight to memory as streaming 16-column
 // bands (copy.cpp, Note [Transpose bands]) rather than through the L1 tile buffer.
 bool last_copy_used_bands();
+// The streaming bands' shape (copy.cpp, Note [Transpose bands]): source rows per band
+// (16 or 32) and whether tasks walk the source rows' direction fastest. Chosen per CPU
+// vendor; tests force each (rows = 0: back to the vendor's choice).
+void set_transpose_bands(int rows, bool source_rows_outer);
 // Outputs larger than this many bytes take non-temporal (streaming) stores. Default:
 // min(last-level cache, 2 x cores x L2), detected once (copy.cpp, Note [Streaming
 // threshold]). Tests set 0 to force streaming at small sizes; negative: the default.

@@ -21,8 +21,9 @@
 // read-for-ownership; dst rows must be 64-byte aligned (the caller checks). The 16 nh
 // source rows are read start to end: sequential streams the hardware prefetchers
 // follow (32 measured best: 16 leaves the writes 64 bytes per row visit, 48 and 64
-// outrun the prefetchers). No fence (as stream_copy). nh == 2 (the copy's full bands)
-// runs a compile-time instance with the h loop unrolled (stream_band_f32_n<2>): +3-7%
+// outrun the prefetchers; on the AMD EPYC VM 16 rows, nh = 1, are best: copy.cpp Note
+// [Transpose bands]). No fence (as stream_copy). nh == 1 and 2 (the copy's full bands)
+// run compile-time instances with the h loop unrolled (stream_band_f32_n<2>): +3-7%
 // over the run-time loop in the benchmark, +5-15% in a harness, at 1 and 2 threads
 // (docs/NOTES-copy-reduce.md, round 3).
 //
@@ -155,6 +156,7 @@ inline void stream_band_f32_n(float* dst, int64_t ld, const float* src, int64_t 
 }
 
 inline void stream_band_f32(float* dst, int64_t ld, const float* src, int64_t sB, int64_t na, int64_t nh) {
+  if (nh == 1) return stream_band_f32_n<1>(dst, ld, src, sB, na, nh);
   if (nh == 2) return stream_band_f32_n<2>(dst, ld, src, sB, na, nh);
   stream_band_f32_n<0>(dst, ld, src, sB, na, nh);
 }
