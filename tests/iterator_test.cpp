@@ -4,6 +4,8 @@
 // split over 2 threads.
 #include "ops/iterator.h"
 
+#include "ops/copy.h"
+
 #include <algorithm>
 #include <cstring>
 #include <map>
@@ -68,9 +70,27 @@ TEST(Iterator, OneTransposedInputTakesTheTiledPath) {
   EXPECT_EQ(it.sizes(), Shape({48, 64}));  // dim 0: the output's fastest
   EXPECT_EQ(it.stride_bytes(0, 0), 4);
   EXPECT_EQ(it.stride_bytes(1, 1), 4);  // dim 1 of the tile: a's fastest
-  EXPECT_EQ(it.tile0(), StridedIter::kTileBytes0 / 4);
+  EXPECT_EQ(it.tile0(), 48);  // the whole row: shorter than kTileBytes0
+  EXPECT_EQ(it.tile1(), 64);  // all of dim 1 (kTileElems would allow more)
   EXPECT_TRUE(it.staged(1));   // a goes through the tile buffer
   EXPECT_FALSE(it.staged(2));  // b is dense in the output order already
+  // tile shapes: kTileBytes0 of a long row x kTileRows; short rows take more rows, up to
+  // kTileElems elements (a whole 128 x 128 plane: the staged source read in long runs)
+  {
+    Tensor ol = empty({3, 40, 1000}), al = empty({3, 1000, 40}).transpose(1, 2);
+    StridedIter itl = StridedIter::from_tensors({ol, ol, al});
+    EXPECT_EQ(itl.tile0(), StridedIter::kTileBytes0 / 4);
+    EXPECT_EQ(itl.tile1(), 40);  // kTileRows, clipped to dim 1
+    Tensor op = empty({5, 128, 128}), ap = empty({5, 128, 128}).transpose(1, 2);
+    StridedIter itp = StridedIter::from_tensors({op, ap});
+    EXPECT_EQ(itp.tile0(), 128);
+    EXPECT_EQ(itp.tile1(), 128);
+    EXPECT_TRUE(itp.tiles_write_dense_blocks());
+    Tensor os = empty({5, 300, 16}), as = empty({5, 16, 300}).transpose(1, 2);
+    StridedIter its = StridedIter::from_tensors({os, as});
+    EXPECT_EQ(its.tile0(), 16);
+    EXPECT_EQ(its.tile1(), 300);  // kTileElems / 16 = 1024 rows, clipped to 300
+  }
   // too small to tile: the plain strided walk
   Tensor o2 = empty({4, 6}), a2 = empty({6, 4}).t();
   EXPECT_EQ(StridedIter::from_tensors({o2, a2}).path(), Path::Strided);
@@ -301,9 +321,11 @@ Tensor transposed_source(int64_t n0, int64_t n1, DType dt, int64_t offset, int64
 // any misplaced element shows.
 TEST(Iterator, TiledStagingEverySizeDtypeSimdThreads) {
   const std::vector<std::pair<int64_t, int64_t>> shapes = {{8, 8}, {9, 13}, {31, 67}, {261, 41}, {300, 517}, {1031, 17}};
+  for (int64_t nt : {int64_t{-1}, int64_t{0}})  // 0: every tile prefetches the next (Note [Tile prefetch])
   for (SimdLevel simd : {SimdLevel::AVX2, SimdLevel::Scalar}) {
     if (simd > compiled_simd_level()) continue;
     set_simd_level(simd);
+    set_nt_threshold_bytes(nt);
     for (int threads : {1, 2}) {
       set_num_threads(threads);
       for (DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::Int32, DType::Int64}) {
@@ -311,7 +333,7 @@ TEST(Iterator, TiledStagingEverySizeDtypeSimdThreads) {
         for (auto [n0, n1] : shapes) {
           for (int variant = 0; variant < 4; ++variant) {
             const int64_t offset = variant % 2, step = variant >= 2 ? 2 : 1;
-            const std::string what = std::string(simd_level_name(simd)) + ", " + std::to_string(threads) +
+            const std::string what = "nt threshold " + std::to_string(nt) + ", " + simd_level_name(simd) + ", " + std::to_string(threads) +
                                      " threads, " + dtype_name(dt) + ", " + std::to_string(n0) + "x" +
                                      std::to_string(n1) + ", variant " + std::to_string(variant);
             Tensor a = transposed_source(n0, n1, dt, offset, step);
@@ -337,6 +359,48 @@ TEST(Iterator, TiledStagingEverySizeDtypeSimdThreads) {
     }
   }
   set_simd_level(compiled_simd_level());
+  set_nt_threshold_bytes(-1);
+  set_num_threads(2);
+}
+
+// Note [Tile prefetch]: the prefetching walk (operands beyond the streaming threshold,
+// forced here with threshold 0) stages in steps of kStageRows source rows and prefetches
+// the next tile of the staged and of the dense inputs; it must still pair every output
+// element with its inputs exactly once: a transposed (staged) input, a dense one and an
+// expanded one, ragged tiles, whole 128 x 128 planes (tile1 128), 1 and 2 threads.
+TEST(Iterator, PrefetchingTiledWalkPairsEveryElementOnce) {
+  for (int64_t nt : {int64_t{-1}, int64_t{0}})
+    for (int threads : {1, 2}) {
+      set_num_threads(threads);
+      set_nt_threshold_bytes(nt);
+      for (const Shape& sz : {Shape{3, 128, 128}, Shape{2, 37, 301}, Shape{5, 260, 19}, Shape{1, 9, 1030}}) {
+        const int64_t n = checked_numel(sz, "test");
+        Tensor o = zeros(sz, DType::Int64);
+        Tensor a = arange(n, DType::Int64).view({sz[0], sz[2], sz[1]}).transpose(1, 2);  // staged
+        Tensor b = arange(n, DType::Int64).view(sz);                                     // dense
+        Tensor c = arange(sz[2], DType::Int64).view({1, 1, sz[2]}).expand(sz);           // stride 0
+        StridedIter it = StridedIter::from_tensors({o, a, b, c});
+        const std::string what = "nt " + std::to_string(nt) + ", " + std::to_string(threads) + " threads, " +
+                                 std::to_string(sz[0]) + "x" + std::to_string(sz[1]) + "x" + std::to_string(sz[2]);
+        ASSERT_EQ(it.path(), Path::Tiled) << what;
+        ASSERT_TRUE(it.staged(1)) << what;
+        ASSERT_FALSE(it.staged(2)) << what;
+        it.for_each(
+            [](char* const* p, const int64_t* s, int64_t len) {
+              for (int64_t j = 0; j < len; ++j)
+                *reinterpret_cast<int64_t*>(p[0] + j * s[0]) +=
+                    1 + *reinterpret_cast<const int64_t*>(p[1] + j * s[1]) * 1000000 +
+                    *reinterpret_cast<const int64_t*>(p[2] + j * s[2]) * 1000 +
+                    *reinterpret_cast<const int64_t*>(p[3] + j * s[3]);
+            },
+            sz[1] % 2 ? 1 : kGrainSize);
+        const std::vector<double> av = a.to_vector(), bv = b.to_vector(), cv = c.to_vector();
+        std::vector<double> ref(av.size());
+        for (size_t i = 0; i < ref.size(); ++i) ref[i] = 1 + av[i] * 1000000 + bv[i] * 1000 + cv[i];
+        ASSERT_TRUE(test::all_close(o, ref, 0, 0)) << what;
+      }
+    }
+  set_nt_threshold_bytes(-1);
   set_num_threads(2);
 }
 

@@ -4,10 +4,12 @@
 #include "ops/iterator.h"
 
 #include "core/cpu_features.h"
+#include "ops/copy.h"
 #include "ops/transpose_tile.h"
 
 #include <algorithm>
 #include <cstring>
+#include <cstdlib>
 #include <numeric>
 
 namespace sb {
@@ -209,12 +211,18 @@ StridedIter::StridedIter(const Shape& sizes, const Operand* ops, int nops, bool 
       const int64_t sd = strides_[d][i];
       if (sd != 0 && sd < s0 && (k < 0 || sd < strides_[k][i])) k = d;
     }
-    tile0_ = std::max<int64_t>(1, kTileBytes0 / ops[0].elem_size);
-    tile1_ = kTileRows;
     if (k < 0 || sizes_[0] < 8 || sizes_[k] < 8) continue;
+    // dim 0 shorter than kTileBytes0 (e.g. 128-float rows): the tile takes more rows, up
+    // to kTileElems elements (a whole 128 x 128 plane), so the staged source is read in
+    // longer runs (docs/NOTES-elementwise.md, session 7)
+    tile0_ = std::min(std::max<int64_t>(1, kTileBytes0 / ops[0].elem_size), sizes_[0]);
+    tile1_ = std::min(std::max(kTileRows, kTileElems / tile0_), sizes_[k]);
     // move dim k to position 1 (the order of the outer dims does not matter to the tiles)
     std::rotate(sizes_.begin() + 1, sizes_.begin() + k, sizes_.begin() + k + 1);
     std::rotate(strides_.begin() + 1, strides_.begin() + k, strides_.begin() + k + 1);
+    int64_t bytes = 0;  // Note [Tile prefetch]: only where the operands come from memory
+    for (int j = 0; j < nops_; ++j) bytes += numel_ * ops[j].elem_size;
+    prefetch_ = bytes > nt_threshold_bytes();
     tiles0_ = (sizes_[0] + tile0_ - 1) / tile0_;
     tiles1_ = (sizes_[1] + tile1_ - 1) / tile1_;
     path_ = Path::Tiled;
@@ -224,6 +232,7 @@ StridedIter::StridedIter(const Shape& sizes, const Operand* ops, int nops, bool 
       if (a0 != 0 && a1 != 0 && a1 < a0 && ops[j].elem_size <= 8)
         staged_mask_ |= 1u << j;
     }
+
     return;
   }
   tile0_ = 0;

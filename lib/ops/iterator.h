@@ -14,7 +14,9 @@
 //                  or 0 (a stride-0 scalar): one strip per thread.
 //      Tiled       an input's fastest dim k is not the output's fastest dim 0 (e.g.
 //                  a.t() + b): dims 0 and k are walked in tiles of kTileBytes0 (of
-//                  the output) x kTileRows, tiles going down dim k first, and each
+//                  the output; all of dim 0 when shorter) x kTileRows (more when dim 0
+//                  is short: up to kTileElems elements, a whole 128 x 128 plane), tiles
+//                  going down dim k first, and each
 //                  such input is first staged (transposed) into a per-thread tile
 //                  buffer, read along its own fastest dim (256 B = 4 whole lines per
 //                  row for float32) by the AVX2 8x8 / 4x4 in-register transposes of
@@ -22,7 +24,8 @@
 //                  software prefetch of the next tile's source lines; buffer rows are
 //                  padded by kTilePad so its column writes do not alias one cache set.
 //                  Kernels then see dense strips for every operand and take their SIMD
-//                  path. Measured on the dev VM (docs/NOTES-elementwise.md, 8192^2
+//                  path. Operands beyond the caches also prefetch the next tile (Note
+//                  [Tile prefetch]). Measured on the dev VM (docs/NOTES-elementwise.md, 8192^2
 //                  float32, 1 thread): ~60% of contiguous add out-of-place, 50-60%
 //                  of the (faster) contiguous in-place add, 70-99% of STREAM add
 //                  (31-36% / 25% / 45% with the scalar 1024 B x 16 staging before).
@@ -54,12 +57,27 @@
 
 namespace sb {
 
+// Note [Tile prefetch]
+// On the AMD EPYC VM the hardware prefetchers fail on the staging's access pattern: 8
+// source rows read side by side (32 bytes of each in turn) run at a third of a linear
+// read, even when the rows are the 512-byte rows of one contiguous 64 KiB plane, and
+// the dense inputs' streams stall while a tile is staged. So when the operands exceed
+// the streaming threshold (copy.h nt_threshold_bytes(): they come from memory), each
+// tile prefetches the next one into L2 (prefetcht2; T0 was no better): the staged
+// inputs' rows kStageRows at a time between the staging steps (a whole tile at once
+// overflows the miss queues), the dense inputs' strip j before strip j of this tile
+// runs. 64x64x128x128 float32 add with a transposed operand, old and new alternating:
+// 70 -> 36 ms (1 thread), 37 -> 24 ms (2 threads), with whole 128 x 128 planes as
+// tiles (kTileElems) a further 6-19%. Below the threshold nothing is prefetched and a
+// tile is staged in one call (the prefetch instructions cost 10-25% of an L2-sized op).
 class StridedIter {
  public:
   static constexpr int kMaxOperands = 4;
   static constexpr int64_t kTileBytes0 = 1024;  // bytes of the output per tile strip
   static constexpr int64_t kTileRows = 64;      // strips per tile (dim k of the tile): 256 B of a float32 source row
+  static constexpr int64_t kTileElems = 16384;  // elements per tile when dim 0 is shorter than kTileBytes0
   static constexpr int64_t kTilePad = 64;  // bytes added to each staged row: no power-of-two stride
+  static constexpr int64_t kStageRows = 8;  // source rows staged (and next-tile rows prefetched) per step
   enum class Path : uint8_t { Contiguous, Broadcast, Tiled, Strided };
 
   static constexpr int kInlineDims = 8;  // dims held without allocating
@@ -88,6 +106,7 @@ class StridedIter {
   int64_t stride_bytes(int op, int dim) const { return strides_[dim][op]; }
   int64_t numel() const { return numel_; }
   int64_t tile0() const { return tile0_; }  // Tiled: elements of dim 0 per tile
+  int64_t tile1() const { return tile1_; }  // Tiled: strips (elements of dim 1) per tile
   bool staged(int op) const { return (staged_mask_ >> op) & 1; }  // Tiled: op goes through a tile buffer
 
   // Tiled: each tile's output (tile0 x tile1) is one dense block: whole output rows
@@ -120,6 +139,8 @@ class StridedIter {
   int64_t numel_ = 0;
   Path path_ = Path::Strided;
   int64_t tile0_ = 0, tile1_ = 0, tiles0_ = 0, tiles1_ = 0;
+  bool prefetch_ = false;  // Tiled: operands beyond the caches: prefetch the next tile
+
 };
 
 // PyTorch's output layout for an op over `inputs` (each with `sizes`' number of dims,
@@ -195,38 +216,59 @@ void StridedIter::run_tiles(const F& f, int64_t begin, int64_t end) const {
       st[i] = elem_size_[i];
       rs[i] = (tile0_ + kTilePad / elem_size_[i]) * elem_size_[i];
     }
-  for (int64_t t = begin; t < end; ++t) {
-    // tiles walk dim 1 first: the staged inputs' rows continue from tile to tile
+  // tile t -> the index of its first element (tiles walk dim 1 first: the staged inputs'
+  // rows continue from tile to tile), its extent n0 x n1
+  const auto locate = [&](int64_t t, Index& ix, int64_t& n0, int64_t& n1) {
     int64_t rem = t;
     const int64_t t1 = rem % tiles1_;
     rem /= tiles1_;
     const int64_t t0 = rem % tiles0_;
     rem /= tiles0_;
-    idx[0] = t0 * tile0_;
-    idx[1] = t1 * tile1_;
+    ix[0] = t0 * tile0_;
+    ix[1] = t1 * tile1_;
     for (int d = 2; d < nd; ++d) {
-      idx[d] = rem % sizes_[d];
+      ix[d] = rem % sizes_[d];
       rem /= sizes_[d];
     }
+    n0 = std::min(tile0_, sizes_[0] - ix[0]);
+    n1 = std::min(tile1_, sizes_[1] - ix[1]);
+  };
+  Index nidx(nd);
+  char* np[kMaxOperands];
+  for (int64_t t = begin; t < end; ++t) {
+    int64_t n0, n1, n0n = 0, n1n = 0;
+    locate(t, idx, n0, n1);
     ptrs_at(idx, p);
-    const int64_t n0 = std::min(tile0_, sizes_[0] - idx[0]);
-    const int64_t n1 = std::min(tile1_, sizes_[1] - idx[1]);
+    if (prefetch_ && t + 1 < end) {
+      locate(t + 1, nidx, n0n, n1n);
+      ptrs_at(nidx, np);
+    }
     for (int i = 1; i < nops_; ++i)
       if (staged(i)) {
-        // Prefetch the next tile's part of each source row (tile1_ * s1 bytes, whole
-        // lines) while this one is transposed: the tile's n0 rows are too many
-        // streams for the hardware prefetcher.
-        if (t1 + 1 < tiles1_ && t + 1 < end) {
-          const char* nx = p[i] + tile1_ * strides_[1][i];
-          const int64_t n1n = std::min(tile1_, sizes_[1] - idx[1] - tile1_);
-          for (int64_t r = 0; r < n0; ++r)
-            for (int64_t l = 0; l < n1n * strides_[1][i]; l += 64) __builtin_prefetch(nx + r * strides_[0][i] + l);
+        // Prefetch the next tile's source (n0 rows of n1 * s1 bytes, whole lines) while
+        // this one is transposed: its rows are too many interleaved streams for the
+        // hardware prefetchers (on the AMD EPYC VM even two interleaved rows read at
+        // 40% of a linear read; docs/NOTES-elementwise.md, session 7).
+        // The prefetches are spread over the staging, 8 source rows at a time (a burst of
+        // a whole tile's lines overflows the miss queues and is dropped).
+        const int64_t s0 = strides_[0][i], s1 = strides_[1][i], es = elem_size_[i];
+        const int64_t step = n1n ? kStageRows : n0;  // nothing to prefetch: one call
+        for (int64_t r0 = 0; r0 < n0; r0 += step) {
+          for (int64_t r = r0; r < std::min(r0 + kStageRows, n0n); ++r)
+            for (int64_t l = 0; l < n1n * s1; l += 64) __builtin_prefetch(np[i] + r * s0 + l, 0, 1);
+          stage_tile(bufs[i - 1] + r0 * es, p[i] + r0 * s0, s0, s1, std::min(step, n0 - r0), n1, rs[i] / es, es);
         }
-        stage_tile(bufs[i - 1], p[i], strides_[0][i], strides_[1][i], n0, n1, rs[i] / elem_size_[i], elem_size_[i]);
+        if (n0n > n0)  // a longer next tile: the rest of its rows
+          for (int64_t r = n0; r < n0n; ++r)
+            for (int64_t l = 0; l < n1n * s1; l += 64) __builtin_prefetch(np[i] + r * s0 + l, 0, 1);
         p[i] = bufs[i - 1];
       }
     for (int64_t j = 0; j < n1; ++j) {
       for (int i = 0; i < nops_; ++i) q[i] = p[i] + j * rs[i];
+      if (j < n1n)  // the other inputs' strip j of the next tile (their hardware streams stall during staging)
+        for (int i = 1; i < nops_; ++i)
+          if (!staged(i) && strides_[0][i] != 0)
+            for (int64_t l = 0; l < n0n * strides_[0][i]; l += 64) __builtin_prefetch(np[i] + j * strides_[1][i] + l, 0, 1);
       f(static_cast<char* const*>(q), st.data(), n0);
     }
   }
