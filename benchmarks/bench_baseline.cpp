@@ -35,8 +35,9 @@
 // set is their distinct arrays: 2 and 1, as the in-place kernel rows count theirs):
 //   L1 n = 2048 (triad 24 KiB), L2 n = 65536 (triad 768 KiB), LLC n = 1 Mi (triad
 //   12 MiB: an LLC of 24 MiB or more) and n = 8 Mi (triad 96 MiB: LLCs of 192 MiB or
-//   more, as the 260 MiB L3 of the Intel VM; on a 32 MiB L3 it is a second DRAM row, and
-//   the tables take the faster of two rows of one regime), DRAM ~1 GiB per op (read n = 256 Mi, copy/scale n = 128 Mi, add/triad
+//   more, as the 260 MiB L3 of the Intel VM; on a 32 MiB L3 it is a second DRAM row,
+//   partly served by the L3: the tables take the fastest row of a cache regime and the
+//   largest of DRAM), DRAM ~1 GiB per op (read n = 256 Mi, copy/scale n = 128 Mi, add/triad
 //   n = 96 Mi, add_inplace n = 96 Mi, scale_inplace n = 128 Mi): beyond any last-level
 //   cache up to 260 MiB, >= 3.9x this machine's (scale_inplace: 512 MiB, 1.9x).
 //   (A level counts when the working set fills at most half of it: bench_common.h.)

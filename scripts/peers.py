@@ -127,15 +127,22 @@ def sysfs_caches():
 
 
 def machine_caches():
-    """(l1d, l2, llc, llc_level) in bytes, as bench_common.cpp read_caches()."""
-    l1d, l2, llc = _sysconf_cache(188), _sysconf_cache(191), _sysconf_cache(194)
+    """(l1d, l2, llc, llc_level) in bytes, as sb::cpu_caches() (lib/core/cpu_features.cpp,
+    Note [Cache sizes]): sysfs first (the cache instance cpu0 uses), glibc's sysconf only
+    where sysfs says nothing."""
+    l1d = l2 = llc = 0
     for level, typ, size, _ in sysfs_caches():
-        if level == 1 and typ == "Data" and l1d == 0:
+        if typ == "Instruction":
+            continue
+        if level == 1 and l1d == 0:
             l1d = size
         if level == 2 and l2 == 0:
             l2 = size
         if level == 3 and llc == 0:
             llc = size
+    l1d = l1d or _sysconf_cache(188)
+    l2 = l2 or _sysconf_cache(191)
+    llc = llc or _sysconf_cache(194)
     if llc == 0:
         return l1d, l2, l2, 2
     return l1d, l2, llc, 3
@@ -175,12 +182,14 @@ class Regimes:
         self.cores = num_cores()
 
     def __call__(self, ws, threads):
+        # bench_common.cpp regime(): a level counts when the working set fills at most
+        # half of it (private levels times the threads)
         t = max(1, min(threads, self.cores))
-        if self.l1d > 0 and ws <= self.l1d * t:
+        if self.l1d > 0 and 2 * ws <= self.l1d * t:
             return "L1"
-        if self.l2 > 0 and ws <= self.l2 * (t if self.llc_level > 2 else 1):
+        if self.l2 > 0 and 2 * ws <= self.l2 * (t if self.llc_level > 2 else 1):
             return "L2"
-        if self.llc > 0 and self.llc_level > 2 and ws <= self.llc:
+        if self.llc > 0 and self.llc_level > 2 and 2 * ws <= self.llc:
             return "LLC"
         return "DRAM"
 

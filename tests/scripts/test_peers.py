@@ -289,13 +289,31 @@ class Units(unittest.TestCase):
         self.assertTrue(s.endswith(f"-{os.sysconf('SC_NPROCESSORS_ONLN')}c"))
 
     def test_regimes(self):
+        # bench_common.cpp's rule: a level holds a working set that fills at most half of it
         r = self.m.Regimes()
         r.l1d, r.l2, r.llc, r.llc_level, r.cores = 48 << 10, 2 << 20, 256 << 20, 3, 2
-        self.assertEqual(r(32 << 10, 1), "L1")
-        self.assertEqual(r(64 << 10, 2), "L1")   # private L1 per thread
+        self.assertEqual(r(24 << 10, 1), "L1")
+        self.assertEqual(r(32 << 10, 1), "L2")   # fits L1, but fills 2/3 of it
+        self.assertEqual(r(48 << 10, 2), "L1")   # private L1 per thread
         self.assertEqual(r(3 << 20, 1), "LLC")
-        self.assertEqual(r(3 << 20, 2), "L2")
-        self.assertEqual(r(300 << 20, 2), "DRAM")
+        self.assertEqual(r(2 << 20, 2), "L2")
+        self.assertEqual(r(100 << 20, 2), "LLC")
+        self.assertEqual(r(200 << 20, 2), "DRAM")  # fits the LLC, but fills 78% of it
+        # the AMD EPYC VM: 1 MiB L2, 32 MiB L3 (sysfs; sysconf says 320 MiB)
+        r.l1d, r.l2, r.llc = 32 << 10, 1 << 20, 32 << 20
+        self.assertEqual(r(768 << 10, 1), "LLC")  # three 256 KiB tensors
+        self.assertEqual(r(768 << 10, 2), "L2")
+        self.assertEqual(r(64 << 20, 1), "DRAM")
+
+    def test_caches_come_from_sysfs_first(self):
+        l1d, l2, llc, level = self.m.machine_caches()
+        self.assertGreater(l1d, 0)
+        self.assertGreaterEqual(l2, l1d)
+        self.assertGreaterEqual(llc, l2)
+        for lvl, typ, size, _ in self.m.sysfs_caches():
+            if lvl == 3 and size:  # the kernel's size of cpu0's L3 instance wins
+                self.assertEqual((llc, level), (size, 3))
+                break
 
     def test_run_name_order(self):
         n = self.m.run_name("reduce", dim="inner", threads=2, op="sum", impl="torch",

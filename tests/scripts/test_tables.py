@@ -97,6 +97,48 @@ class LoadTest(unittest.TestCase):
         finally:
             r.keys["threads"] = "8"
 
+    def test_dram_ceiling_is_the_largest_baseline_of_the_regime(self):
+        # A 32 MiB L3 labels the 8 Mi-element baseline DRAM too, and part of it hits the
+        # L3: among several DRAM rows the largest is the ceiling; in a cache regime the
+        # fastest is.
+        res = sbtest.results_dir(tempfile.mkdtemp())
+        big = "baseline/op:add/impl:ours/device:cpu/dtype:f32/shape:33554432/threads:8"
+        llc = "baseline/op:add/impl:ours/device:cpu/dtype:f32/shape:1048576/threads:8"
+
+        def twin(e, old, new, speed):  # the run at another size, `speed` times the rate
+            k = int(new) / int(old)
+            f = dict(e, name=e["name"].replace(old, new), real_time=e["real_time"] * k / speed)
+            if "run_name" in e:
+                f["run_name"] = e["run_name"].replace(old, new)
+            for c in ("bytes", "flop"):
+                if c in e:
+                    f[c] = e[c] * k
+            return f
+
+        def add_rows(doc):
+            extra = []
+            for e in doc["benchmarks"]:
+                n = e.get("run_name") or e["name"]
+                if n.startswith(big + "/"):  # an 8 Mi-element twin, DRAM, 1.5x the rate
+                    extra.append(twin(e, "33554432", "8388608", 1.5))
+                if n.startswith(llc + "/"):  # a second LLC size, 1.2x the rate
+                    extra.append(twin(e, "1048576", "2097152", 1.2))
+            doc["benchmarks"] += extra
+        sbtest.edit(os.path.join(res, "raw", "bench_baseline.json"), add_rows)
+        rs = sb.load_results(res)
+        twin8 = rs.runs[big.replace("33554432", "8388608")]
+        self.assertAlmostEqual(twin8.gbps() / rs.runs[big].gbps(), 1.5, places=6)
+        r = rs.runs[ADD.format("transposed", "out")]
+        base, top, _ = sb.ceiling(rs, r)
+        self.assertEqual((base["shape"], base.regime), ("33554432", "DRAM"))
+        self.assertAlmostEqual(top, 20.0, places=6)
+        r.regime = "LLC"  # the same row as if it fitted the LLC: the faster LLC size
+        rs._ceilings = {}
+        try:
+            self.assertEqual(sb.ceiling(rs, r)[0]["shape"], "2097152")
+        finally:
+            r.regime = "DRAM"
+
     def test_inplace_rows_use_the_inplace_baselines(self):
         T = 4096 * 4096 * 4
         relu = ADD.replace("op:add", "op:relu")
