@@ -130,7 +130,7 @@ class RecheckTest(unittest.TestCase):
         self.assertEqual(doc["context"]["rounds"], 3)
         self.assertEqual(doc["context"]["selection"], "band")
         got = {c["b"]: c for c in doc["cases"]}
-        # 1.10x and 0.85x are within 1.25x; 2.0x, 0.5x and the overhead row are not
+        # 1.10x and 0.85x are within the default 1.5x; 2.0x, 0.5x and the overhead row are not
         self.assertEqual(sorted(got), sorted([case("add", "torch"), case("mul", "torch")]))
         add, mul = got[case("add", "torch")], got[case("mul", "torch")]
         self.assertEqual(add["a"], case("add", "ours"))
@@ -236,7 +236,7 @@ class RecheckTest(unittest.TestCase):
         self.assertIn("| 1.10x | 1.10x [0.75x–1.20x] |", add)
         relu = rows[case("relu", "torch").replace("/impl:torch", "").replace("/device:cpu", "")]
         self.assertIn("| 2.00x | — |", relu)
-        self.assertIn("re-checked alternating with ours, the 2 cases first within 1.25x read "
+        self.assertIn("re-checked alternating with ours, the 2 cases first within 1.5x read "
                       "0.95x–1.10x (faster in 1)", text)
         self.assertIn("## Interleaved re-check", text)
         self.assertIn("in 3 rounds", text)
