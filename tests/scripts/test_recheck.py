@@ -80,9 +80,9 @@ class RecheckTest(unittest.TestCase):
         os.makedirs(self.json_dir)
         os.makedirs(self.bench_dir)
         self.log = os.path.join(self.tmp, "calls.log")
-        # first pass: peer ÷ ours = 1.10 (in the band), 0.85 (in), 2.0 (out), 0.5 (out)
-        self.first = {"add": (1000, 1100), "mul": (1000, 850), "relu": (1000, 2000),
-                      "loop": (1000, 500)}
+        # first pass: peer ÷ ours = 1.10 (in the band), 0.85 (in), 2.5 (out), 0.4 (out)
+        self.first = {"add": (1000, 1100), "mul": (1000, 850), "relu": (1000, 2500),
+                      "loop": (1000, 400)}
         ours = {case(op, "ours"): t[0] for op, t in self.first.items()}
         peer = {case(op, "torch"): t[1] for op, t in self.first.items()}
         peer["peers/op:overhead/impl:torch/device:cpu/style:out/dtype:f32/shape:1/threads:1"] = 1000
@@ -130,7 +130,7 @@ class RecheckTest(unittest.TestCase):
         self.assertEqual(doc["context"]["rounds"], 3)
         self.assertEqual(doc["context"]["selection"], "band")
         got = {c["b"]: c for c in doc["cases"]}
-        # 1.10x and 0.85x are within the default 1.5x; 2.0x, 0.5x and the overhead row are not
+        # 1.10x and 0.85x are within the default 2x; 2.5x, 0.4x and the overhead row are not
         self.assertEqual(sorted(got), sorted([case("add", "torch"), case("mul", "torch")]))
         add, mul = got[case("add", "torch")], got[case("mul", "torch")]
         self.assertEqual(add["a"], case("add", "ours"))
@@ -153,8 +153,8 @@ class RecheckTest(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertEqual([c["b"] for c in self.result()["cases"]], [case("add", "torch")])
         p = self.recheck("--rounds", "1", "--band", "3", "--max-cases", "3")
-        # the closest three: 1.10 (|log| 0.095), 0.85 (0.16), then 2.0 and 0.5 tie at
-        # |log 2| and the name breaks the tie (loop < relu)
+        # the closest three: 1.10 (|log| 0.095), 0.85 (0.16), then 2.5 and 0.4 tie at
+        # |log 2.5| and the name breaks the tie (loop < relu)
         self.assertEqual([c["b"] for c in self.result()["cases"]],
                          [case("add", "torch"), case("mul", "torch"), case("loop", "torch")])
 
@@ -235,8 +235,8 @@ class RecheckTest(unittest.TestCase):
         add = rows[case("add", "torch").replace("/impl:torch", "").replace("/device:cpu", "")]
         self.assertIn("| 1.10x | 1.10x [0.75x–1.20x] |", add)
         relu = rows[case("relu", "torch").replace("/impl:torch", "").replace("/device:cpu", "")]
-        self.assertIn("| 2.00x | — |", relu)
-        self.assertIn("re-checked alternating with ours, the 2 cases first within 1.5x read "
+        self.assertIn("| 2.50x | — |", relu)
+        self.assertIn("re-checked alternating with ours, the 2 cases first within 2.0x read "
                       "0.95x–1.10x (faster in 1)", text)
         self.assertIn("## Interleaved re-check", text)
         self.assertIn("in 3 rounds", text)

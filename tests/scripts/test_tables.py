@@ -229,6 +229,35 @@ class LoadTest(unittest.TestCase):
             text = f.read()
         self.assertIn("- `cpu`: the 8-thread FLOP peak is only 2.00x", text)
 
+    def test_run_checks_flag_contended_compute_rows(self):
+        # a 1-thread twin of an 8-thread matmul row that is only 2x slower: 8 threads ran
+        # 2x (< 0.65 x 8): the other cores were busy
+        res = sbtest.results_dir(tempfile.mkdtemp())
+        row = "matmul/op:matmul/impl:ours/device:cpu/layout:contiguous/style:out/dtype:f32/shape:1024x1024/threads:8"
+
+        def fn(doc):
+            extra = []
+            for e in doc["benchmarks"]:
+                if (e.get("run_name") or e["name"]).startswith(row + "/"):
+                    c = json.loads(json.dumps(e))
+                    for k in ("name", "run_name"):
+                        if k in c:
+                            c[k] = c[k].replace("threads:8", "threads:1")
+                    c["real_time"] *= 2
+                    extra.append(c)
+            self.assertTrue(extra)
+            doc["benchmarks"] += extra
+        sbtest.edit(os.path.join(res, "raw", "bench_matmul.json"), fn)
+        checks = sb.run_checks(sb.load_results(res))
+        self.assertEqual(len(checks), 1, checks)
+        self.assertIn("1 of our compute rows ran less than 0.65 N times as fast on N threads", checks[0])
+        self.assertIn(f"`{row}` 2.00x", checks[0])
+        # 6x on 8 threads (0.75 N) is not flagged
+        sbtest.edit(os.path.join(res, "raw", "bench_matmul.json"), lambda d: [
+            e.update(real_time=e["real_time"] * 3) for e in d["benchmarks"]
+            if "threads:1" in (e.get("run_name") or e["name"]) and "impl:ours" in e["name"]])
+        self.assertEqual(sb.run_checks(sb.load_results(res)), [])
+
     def test_duplicate_run_across_files(self):
         with tempfile.TemporaryDirectory() as tmp:
             d = sbtest.results_dir(tmp)
