@@ -6,6 +6,11 @@
 //   add    c[i] = a[i] + b[i]     3 x 4 bytes, 1 flop
 //   triad  a[i] = b[i] + s * c[i] 3 x 4 bytes, 2 flop
 //   read   sum += a[i]            1 x 4 bytes, 1 flop (16 accumulators)
+//   copy_nt, add_nt  copy and add with streaming stores (AVX2 builds; LLC and DRAM sizes):
+//          no read-for-ownership, as the library's streaming copies and elementwise
+//          outputs. A memory-bound row's ceiling is the faster of the plain and the
+//          streaming twin (docs/BENCHMARKS.md, Ceilings), so a streaming kernel no longer
+//          reads 130-200% of a plain-store ceiling.
 //   add_inplace    a[i] += b[i]   3 x 4 bytes, 1 flop  } the in-place patterns: the
 //   scale_inplace  a[i] *= s      2 x 4 bytes, 1 flop  } updated array is read, then
 //          written back. Bytes are counted as the in-place kernel rows count them (the
@@ -71,7 +76,7 @@ namespace {
 
 constexpr float kScale = 3.0f;
 
-enum class Op { Copy, Scale, Add, Triad, Read, AddInplace, ScaleInplace };
+enum class Op { Copy, Scale, Add, Triad, Read, AddInplace, ScaleInplace, CopyNt, AddNt };
 const char* op_name(Op op) {
   switch (op) {
     case Op::Copy: return "copy";
@@ -81,15 +86,17 @@ const char* op_name(Op op) {
     case Op::Read: return "read";
     case Op::AddInplace: return "add_inplace";
     case Op::ScaleInplace: return "scale_inplace";
+    case Op::CopyNt: return "copy_nt";
+    case Op::AddNt: return "add_nt";
   }
   return "?";
 }
 // Arrays counted in the bytes (each read once, each write once) and arrays touched.
 int arrays(Op op) {
-  return op == Op::Read ? 1 : (op == Op::Copy || op == Op::Scale || op == Op::ScaleInplace) ? 2 : 3;
+  return op == Op::Read ? 1 : (op == Op::Copy || op == Op::Scale || op == Op::ScaleInplace || op == Op::CopyNt) ? 2 : 3;
 }
 int distinct_arrays(Op op) { return op == Op::AddInplace ? 2 : op == Op::ScaleInplace ? 1 : arrays(op); }
-int flop_per_elem(Op op) { return op == Op::Copy ? 0 : op == Op::Triad ? 2 : 1; }
+int flop_per_elem(Op op) { return op == Op::Copy || op == Op::CopyNt ? 0 : op == Op::Triad ? 2 : 1; }
 
 // The three STREAM arrays, each grown to the largest n an op that uses it asks for
 // (prefixes serve smaller n): first-touch page faults are slow on VMs (~1.5 s per GiB
@@ -143,6 +150,28 @@ SB_NO_MEMCPY_IDIOM void scale_inplace(float* __restrict a, int64_t n) {
     for (int64_t i = lo; i < hi; ++i) a[i] *= s;
   });
 }
+#ifdef SB_HAVE_AVX2
+// The streaming-store twins of copy and add (_mm256_stream_ps: no read-for-ownership of
+// the written lines, the lines go to memory, not to the caches), each thread ending with
+// an sfence, as the library's streaming copies and elementwise outputs do. c is 64-byte
+// aligned (caching allocator) and every chunk starts at a multiple of kGrainSize.
+void copy_nt(const float* __restrict a, float* __restrict c, int64_t n) {
+  parallel_for(0, n, kGrainSize, [&](int64_t lo, int64_t hi) {
+    int64_t i = lo;
+    for (; i + 8 <= hi; i += 8) _mm256_stream_ps(c + i, _mm256_loadu_ps(a + i));
+    for (; i < hi; ++i) c[i] = a[i];
+    _mm_sfence();
+  });
+}
+void add_nt(const float* __restrict a, const float* __restrict b, float* __restrict c, int64_t n) {
+  parallel_for(0, n, kGrainSize, [&](int64_t lo, int64_t hi) {
+    int64_t i = lo;
+    for (; i + 8 <= hi; i += 8) _mm256_stream_ps(c + i, _mm256_add_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i)));
+    for (; i < hi; ++i) c[i] = a[i] + b[i];
+    _mm_sfence();
+  });
+}
+#endif
 float read(const float* __restrict a, int64_t n) {
   std::mutex m;
   double total = 0;
@@ -165,7 +194,7 @@ void run_stream(benchmark::State& st, Op op, int64_t n, int threads) {
   ThreadScope ts(threads);
   // Which arrays each op touches: copy a->c, scale c->b, add a,b->c, triad b,c->a, read a,
   // add_inplace a,b->a, scale_inplace a->a.
-  const bool uses[7][3] = {{1, 0, 1}, {0, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 0, 0}, {1, 1, 0}, {1, 0, 0}};
+  const bool uses[9][3] = {{1, 0, 1}, {0, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 0, 0}, {1, 1, 0}, {1, 0, 0}, {1, 0, 1}, {1, 1, 1}};
   float* p[3] = {nullptr, nullptr, nullptr};
   const float init_value[3] = {1.0f, 2.0f, 0.0f};
   for (int k = 0; k < 3; ++k) {
@@ -182,6 +211,13 @@ void run_stream(benchmark::State& st, Op op, int64_t n, int threads) {
       case Op::Triad: triad(b, c, a, n); break;
       case Op::AddInplace: add_inplace(a, b, n); break;
       case Op::ScaleInplace: scale_inplace(a, n); break;
+#ifdef SB_HAVE_AVX2
+      case Op::CopyNt: copy_nt(a, c, n); break;
+      case Op::AddNt: add_nt(a, b, c, n); break;
+#else
+      case Op::CopyNt:
+      case Op::AddNt: break;  // not registered without AVX2
+#endif
       case Op::Read: {
         float r = read(a, n);
         benchmark::DoNotOptimize(r);
@@ -378,9 +414,10 @@ void register_family() {
   benchmark::AddCustomContext("sb_peak_isa", std::string("f32:") + isa.f32 + ",i8:" + isa.i8);
   struct Regime {
     const char* name;
-    int64_t n[7];  // per op, in the order of Op: copy, scale, add, triad, read, add_inplace, scale_inplace
+    int64_t n[9];  // per op, in the order of Op: copy, scale, add, triad, read, add_inplace, scale_inplace,
+                   // copy_nt, add_nt
   };
-  auto same = [](const char* name, int64_t n) { return Regime{name, {n, n, n, n, n, n, n}}; };
+  auto same = [](const char* name, int64_t n) { return Regime{name, {n, n, n, n, n, n, n, n, n}}; };
   const std::vector<Regime> regimes =
       smoke() ? std::vector<Regime>{same("L1", 1024), same("L2", 65536)}
               : std::vector<Regime>{same("L1", 2048), same("L2", 65536), same("LLC", int64_t{1} << 20),
@@ -388,12 +425,18 @@ void register_family() {
                                     Regime{"DRAM",
                                            {int64_t{128} << 20, int64_t{128} << 20, int64_t{96} << 20,
                                             int64_t{96} << 20, int64_t{256} << 20, int64_t{96} << 20,
-                                            int64_t{128} << 20}}};
+                                            int64_t{128} << 20, int64_t{128} << 20, int64_t{96} << 20}}};
   // read first: it needs the largest array a, so a is allocated once at its full size.
-  const Op ops[] = {Op::Read, Op::Copy, Op::Scale, Op::Add, Op::Triad, Op::AddInplace, Op::ScaleInplace};
+  std::vector<Op> ops = {Op::Read, Op::Copy, Op::Scale, Op::Add, Op::Triad, Op::AddInplace, Op::ScaleInplace};
+#ifdef SB_HAVE_AVX2
+  if (use_avx2()) ops.insert(ops.end(), {Op::CopyNt, Op::AddNt});
+#endif
   for (int t : thread_counts()) {
     for (const auto& r : regimes) {
       for (const Op op : ops) {
+        // streaming stores only where data comes from beyond the caches (and in smoke, to test them)
+        const bool nt_op = op == Op::CopyNt || op == Op::AddNt;
+        if (nt_op && !smoke() && (std::strcmp(r.name, "L1") == 0 || std::strcmp(r.name, "L2") == 0)) continue;
         const int64_t n = r.n[static_cast<int>(op)];
         add_run(RunName().op(op_name(op)).dtype(DType::Float32).shape({n}).threads(t),
                 [op, n, t](benchmark::State& st) { run_stream(st, op, n, t); });

@@ -49,7 +49,7 @@ VOCAB = {
     "op": ("add", "mul", "relu", "normalize", "contiguous", "nchw_to_nhwc", "sum",
            "matmul", "conv2d", "linear", "mlp", "alloc_free", "reuse_experiment",
            "h2d", "d2h", "copy", "scale", "triad", "read", "fma_peak", "gemm_peak",
-           "d2d_copy", "add_inplace", "scale_inplace",
+           "d2d_copy", "add_inplace", "scale_inplace", "copy_nt", "add_nt",
            # in docs/BENCHMARKS.md's op row: reductions, pooling, the S3 chain
            "nhwc_to_nchw", "mean", "max", "var", "max_pool2d", "avg_pool2d",
            "loop",
@@ -439,26 +439,35 @@ INT8_DTYPES = ("i8", "int8_dynamic", "int8_static")
 
 
 def ceiling_kind(run):
-    """(baseline ops to try, 'bytes' or 'flop') for a kernel row, None otherwise."""
+    """(groups of baseline ops to try in order, 'bytes' or 'flop') for a kernel row, None
+    otherwise. The first group with a matching baseline row decides; within a group the
+    best row is the ceiling (_best_baseline)."""
     gpu = run["device"].startswith("cuda")
     op = run["op"]
     if run.family in ("baseline", "alloc", "transfer"):
         return None
     if op in COMPUTE_OPS:
-        return ("gemm_peak",) if gpu else ("fma_peak",), "flop"
+        return (("gemm_peak",),) if gpu else (("fma_peak",),), "flop"
     first = "add" if op in BINARY_OPS else "read" if op in READ_OPS else "copy"
     if gpu:
-        return (first, "d2d_copy"), "bytes"
+        return ((first,), ("d2d_copy",)), "bytes"
     # In-place elementwise rows read and write the updated tensor without the
     # read-for-ownership that a plain-store add/copy pays: their ceiling is the
     # in-place baseline (add_inplace, scale_inplace); results from before those rows
     # existed fall back to add/copy.
     if run["style"] == "inplace" and run.family == "elementwise":
         if op in BINARY_OPS:
-            return ("add_inplace", "add"), "bytes"
+            return (("add_inplace",), ("add",)), "bytes"
         if op in UNARY_ELEMENTWISE_OPS:
-            return ("scale_inplace", "copy"), "bytes"
-    return (first,), "bytes"
+            return (("scale_inplace",), ("copy",)), "bytes"
+    # Writes: the faster of the plain-store baseline and its streaming-store twin
+    # (copy_nt, add_nt), whichever kind of store the row used.
+    if first in STREAMING_TWINS:
+        return ((first, STREAMING_TWINS[first]),), "bytes"
+    return ((first,),), "bytes"
+
+
+STREAMING_TWINS = {"copy": "copy_nt", "add": "add_nt"}
 
 
 def rate(run, what):
@@ -484,9 +493,9 @@ def ceiling(rs, run):
     return (best, rate(best, what), 100.0 * mine / rate(best, what)) if best else None
 
 
-def _best_baseline(rs, run, ops, what):
-    for op in ops:
-        cands = [b for b in rs.select("baseline", op=op, device=run["device"])
+def _best_baseline(rs, run, groups, what):
+    for group in groups:
+        cands = [b for b in rs.select("baseline", op=lambda v: v in group, device=run["device"])
                  if _same(b["threads"], run["threads"])
                  and (what == "flop" or _same(b.regime, run.regime))
                  and rate(b, what)]

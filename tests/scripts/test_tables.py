@@ -139,6 +139,31 @@ class LoadTest(unittest.TestCase):
         finally:
             r.regime = "DRAM"
 
+    def test_streaming_twin_is_the_ceiling_when_faster(self):
+        # copy_nt / add_nt: the same access pattern with streaming stores; the ceiling of a
+        # copy or add row is the faster of the pair (in-place rows keep their own)
+        big = "baseline/op:add/impl:ours/device:cpu/dtype:f32/shape:33554432/threads:8"
+        for speed, want in ((1.3, "add_nt"), (0.8, "add")):
+            with self.subTest(speed=speed):
+                res = sbtest.results_dir(tempfile.mkdtemp())
+
+                def add_twin(doc):
+                    extra = []
+                    for e in doc["benchmarks"]:
+                        if (e.get("run_name") or e["name"]).startswith(big + "/"):
+                            f = dict(e, name=e["name"].replace("op:add/", "op:add_nt/"), real_time=e["real_time"] / speed)
+                            if "run_name" in e:
+                                f["run_name"] = e["run_name"].replace("op:add/", "op:add_nt/")
+                            extra.append(f)
+                    doc["benchmarks"] += extra
+                sbtest.edit(os.path.join(res, "raw", "bench_baseline.json"), add_twin)
+                rs = sb.load_results(res)
+                base, top, _ = sb.ceiling(rs, rs.runs[ADD.format("transposed", "out")])
+                self.assertEqual((base["op"], base.regime), (want, "DRAM"))
+                self.assertAlmostEqual(top, 20.0 * max(speed, 1.0), places=6)
+                inplace = rs.runs[ADD.format("contiguous", "inplace")]
+                self.assertEqual(sb.ceiling(rs, inplace)[0]["op"], "add_inplace")
+
     def test_inplace_rows_use_the_inplace_baselines(self):
         T = 4096 * 4096 * 4
         relu = ADD.replace("op:add", "op:relu")
