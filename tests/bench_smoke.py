@@ -93,7 +93,8 @@ def check_json(path):
             for k in ("bytes", "flop", "peak_alloc_bytes", "allocs_per_iter"):
                 if k in r and not isinstance(r[k], (int, float)):
                     raise Fail(f"{path}: {r['name']}: counter {k} is not a number")
-    return ctx["sb_machine"], len(runs)
+    no_device = all(r.get("error_occurred") and r.get("error_message") == NO_DEVICE for r in runs)
+    return ctx["sb_machine"], len(runs), no_device
 
 
 def recheck(py, script, json_dir, benches):
@@ -133,6 +134,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="sb-smoke-") as tmp:
         json_dir = os.path.join(tmp, "bench-json")
         slug = None
+        gpu_only = []  # files whose every run skipped: no GPU here
         for exe in a.benches:
             stem = os.path.basename(exe)[len("bench_"):]
             out = os.path.join(json_dir, stem + ".json")
@@ -143,8 +145,10 @@ def main():
             if p.returncode != 0:
                 print(p.stdout)
                 raise Fail(f"{exe} exited with {p.returncode}")
-            slug, n = check_json(out)
-            print(f"   {n} entries, machine {slug}")
+            slug, n, no_device = check_json(out)
+            print(f"   {n} entries, machine {slug}" + (f" (every run: {NO_DEVICE})" if no_device else ""))
+            if no_device:
+                gpu_only.append(os.path.basename(out))
         p = subprocess.run([a.semantics, os.path.join(json_dir, "semantics.json")],
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         print(p.stdout, end="")
@@ -169,10 +173,15 @@ def main():
             raise Fail(f"scripts/collect exited with {p.returncode}")
         mdir = os.path.join(results, slug)
         raw = sorted(os.path.basename(f) for f in glob.glob(os.path.join(mdir, "raw", "*.json")))
-        want = sorted([os.path.basename(e)[len("bench_"):] + ".json" for e in a.benches]
+        # collect leaves out a GPU binary's file when none of its runs measured anything
+        want = sorted([os.path.basename(e)[len("bench_"):] + ".json" for e in a.benches
+                       if os.path.basename(e)[len("bench_"):] + ".json" not in gpu_only]
                       + ["semantics.json"] + (["recheck.json"] if rechecked else []))
         if raw != want:
             raise Fail(f"{mdir}/raw holds {raw}, expected {want}")
+        for f in gpu_only:
+            if f"{f}: " not in p.stdout or NO_DEVICE not in p.stdout:
+                raise Fail(f"scripts/collect did not report {f} as skipped ({NO_DEVICE})")
         with open(os.path.join(mdir, "machine.json")) as f:
             json.load(f)
         with open(os.path.join(mdir, "TABLES.md")) as f:
