@@ -20,7 +20,8 @@
 // The quick matrix (about 250 runs) keeps what the tables read: every style on the
 //   contiguous layout, and inplace/out/outofplace on the others; at DRAM size add,
 //   relu and the loop on the contiguous and transposed layouts, normalize on the
-//   contiguous one. full: every op, style and layout at both sizes.
+//   contiguous one, mul contiguous in place, out= and out-of-place. full: every op,
+//   style and layout at both sizes.
 //
 // Cost: one read per input element (an expanded input: its storage once), one write
 // per output element; in-place reads and writes the updated tensor. flop: 1 per
@@ -201,7 +202,7 @@ void register_family() {
       full() ? std::vector<DType>{DType::Float32, DType::Float64, DType::Int32} : std::vector<DType>{DType::Float32};
   const std::vector<Style> styles = {Style::Inplace, Style::Out, Style::Outofplace, Style::OutofplaceSystem};
   const std::vector<Op> ops = {Op::Add, Op::Mul, Op::Relu, Op::Normalize};
-  const std::vector<Op> dram_ops = full() ? ops : std::vector<Op>{Op::Add, Op::Relu, Op::Normalize};
+  const std::vector<Op> dram_ops = full() ? ops : std::vector<Op>{Op::Add, Op::Mul, Op::Relu, Op::Normalize};
 
   auto add_case = [](const Case& c) {
     const RunName name = RunName()
@@ -227,6 +228,10 @@ void register_family() {
             if (s == Style::OutofplaceSystem && l != Layout::Contiguous && !full()) continue;
             // The slowest DRAM rows (0.2-0.5 s a call): quick keeps normalize contiguous.
             if (op == Op::Normalize && shape == dram && l != Layout::Contiguous && !full()) continue;
+            // mul at DRAM size (quick): the contiguous in-place, out= and out-of-place rows of
+            // the speed goal (#3: add, mul and relu in every style)
+            if (op == Op::Mul && shape == dram && !full() && (l != Layout::Contiguous || s == Style::OutofplaceSystem))
+              continue;
             for (int t : thread_counts()) add_case({op, s, l, shape, dt, t});
           }
         }
