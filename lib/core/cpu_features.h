@@ -1,9 +1,10 @@
 // cpu_features.h — which SIMD path the CPU kernels take.
 //
 // Levels: Scalar (plain C, always compiled), AVX2 (AVX2+FMA+F16C: every kernel), and
-// AVX512 (AVX-512F/BW/VNNI: the compute-bound kernels only: the float32 GEMM
-// micro-kernel, the direct conv2d kernel and the int8 kernel; every other kernel keeps
-// its AVX2 path, which is memory-bound anyway).
+// AVX512 (AVX-512F/BW/VNNI: the compute-bound kernels: the float32 GEMM micro-kernel,
+// the direct conv2d kernel and the int8 kernel; and the k-masked stores of elementwise
+// outputs through a stepped slice (elementwise.cpp, Note [Masked stores]); every other
+// kernel keeps its AVX2 path, which is memory-bound anyway).
 // AVX2 is chosen at build time (meson option `simd`, default: when the compiler and the
 // building CPU have it; see meson.build). The AVX-512 kernels are compiled with function
 // target attributes whenever the compiler supports them (SB_HAVE_AVX512) and taken only

@@ -337,8 +337,8 @@ void vloop1(T* o, const T* a, int64_t n, const F& f) {
 // scalar gather), then the dense vector loop runs on the chunk. A strided output (relu_
 // on a slice) is computed the same way into a third L1 buffer and then stored element by
 // element (unpack_strided): a vector store would also write the elements in between,
-// which belong to other tensors and maybe other threads (float stride 2: AVX masked
-// stores, which leave the masked-out elements untouched).
+// which belong to other tensors and maybe other threads (float stride 2: AVX-512 masked
+// stores, which leave the masked-out elements untouched; Note [Masked stores]).
 constexpr int64_t kPackChunk = 512;
 
 template <typename T>
@@ -357,21 +357,33 @@ void pack_strided(T* buf, const char* p, int64_t stride_bytes, int64_t n) {
   for (; j < n; ++j) std::memcpy(buf + j, p + j * stride_bytes, sizeof(T));
 }
 
+#ifdef SB_HAVE_AVX512
+// f[2j] = buf[j] for 8-element groups: one AVX-512 store per 8 results, the odd lanes
+// masked off by a k-mask (untouched in memory). Returns the elements done.
+__attribute__((target("avx512f"))) int64_t unpack_stride2_avx512(float* f, const float* buf, int64_t n) {
+  const __m512i idx = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {  // the maskz forms: GCC 12 warns on the undefined-lanes ones
+    const __m512 v = _mm512_maskz_loadu_ps(0x00FF, buf + j);
+    _mm512_mask_storeu_ps(f + 2 * j, 0x5555, _mm512_maskz_permutexvar_ps(0x5555, idx, v));
+  }
+  return j;
+}
+#endif
+
+// Note [Masked stores]: writing every other float must leave the lanes in between
+// untouched, which takes masked stores. The AVX2 vmaskmovps store (used here before) is
+// microcoded on AMD: on the AMD EPYC VM 512 results took 0.42 us against 0.15 us for a
+// scalar loop and 0.035 us for an AVX-512 k-masked store (relu_ of a 1x16x64x64 slice
+// ran 63 us against 4.6 us contiguous). So: AVX-512 k-masks where the CPU has our AVX512
+// level (every CPU with VNNI, Intel or AMD), scalar stores otherwise.
 template <typename T>
 void unpack_strided(char* p, int64_t stride_bytes, const T* buf, int64_t n) {
   int64_t j = 0;
-  if constexpr (std::is_same_v<T, float>) {
-    if (stride_bytes == 8) {  // every other float: masked stores write the even lanes only
-      float* f = reinterpret_cast<float*>(p);
-      const __m256i even = _mm256_setr_epi32(-1, 0, -1, 0, -1, 0, -1, 0);
-      const __m256i ilo = _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3), ihi = _mm256_setr_epi32(4, 4, 5, 5, 6, 6, 7, 7);
-      for (; j + 8 <= n; j += 8) {
-        const __m256 v = _mm256_loadu_ps(buf + j);
-        _mm256_maskstore_ps(f + 2 * j, even, _mm256_permutevar8x32_ps(v, ilo));
-        _mm256_maskstore_ps(f + 2 * j + 8, even, _mm256_permutevar8x32_ps(v, ihi));
-      }
-    }
-  }
+#ifdef SB_HAVE_AVX512
+  if constexpr (std::is_same_v<T, float>)
+    if (stride_bytes == 8 && use_avx512()) j = unpack_stride2_avx512(reinterpret_cast<float*>(p), buf, n);
+#endif
   for (; j < n; ++j) std::memcpy(p + j * stride_bytes, buf + j, sizeof(T));
 }
 
