@@ -61,7 +61,9 @@ TEST(CachingAllocator, LargeBlocksAlignedForHugePages) {
     ASSERT_NE(p, nullptr);
     std::memset(p, 7, n);  // the whole block is usable
 #ifdef __linux__
-    if (on) EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % (size_t{2} << 20), 0u) << n;
+    if (on) {
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % (size_t{2} << 20), 0u) << n;
+    }
 #endif
     EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % kCpuAlignment, 0u);
     const AllocatorStats s1 = f.a->stats();

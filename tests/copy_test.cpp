@@ -375,8 +375,12 @@ TEST(CopyFast, StreamingThresholdDefaultIsDetectedAndSettable) {
     char unit = 0;
     const int got = std::fscanf(f, "%ld%c", &kib, &unit);
     std::fclose(f);
-    if (got == 2 && unit == 'K') EXPECT_EQ(c.llc, int64_t{kib} << 10);
-    if (got == 2 && unit == 'M') EXPECT_EQ(c.llc, int64_t{kib} << 20);
+    if (got == 2 && unit == 'K') {
+      EXPECT_EQ(c.llc, int64_t{kib} << 10);
+    }
+    if (got == 2 && unit == 'M') {
+      EXPECT_EQ(c.llc, int64_t{kib} << 20);
+    }
   }
   EXPECT_GT(nt_threshold_bytes(), int64_t{1} << 20);  // some MiB, detected once
   EXPECT_LE(nt_threshold_bytes(), c.llc);
