@@ -489,17 +489,27 @@ void conv_gemm(const Geom& g, const Tensor& out, const Tensor& x, const Tensor& 
 // tile has 17 per 16). Taps whose input row is padding are left out of a row's tap
 // list; pixels whose taps reach into the left/right padding run one at a time with
 // their own tap list. Weights are repacked once per call as [tap][c][64 channels].
-// NCHW x takes the same kernel: each (image, group) is first transposed into a
-// channels-last buffer with its zero padding ((H+2p)*(W+2p)*C_g floats, 0.86 MB at
-// 64x56x56: it stays in L2; no edge pixels then), and the tile's 16-channel vectors are
-// scattered into the NCHW output (16 lanes OH*OW apart; 24 scatters per 13824 FMAs at
-// 64x3x3). 8x64x56x56, 1 thread: NCHW 13.5 ms, NHWC 12.0 ms (154 GFLOP/s, 93 % of the
-// FMA peak; best of 11, alternating), against 22.8 / 14.2 ms for PyTorch's oneDNN at
-// the same moment and 20-25 / 18-21 ms for the implicit GEMM. A direct NCHW kernel (16
+// NCHW x takes the same kernel (Note [NCHW through the channels-last kernel]).
+// 8x64x56x56, 1 thread (Intel VM, session 3): NCHW 13.5 ms, NHWC 12.0 ms (154 GFLOP/s,
+// 93 % of the FMA peak; best of 11, alternating), against 22.8 / 14.2 ms for PyTorch's
+// oneDNN at the same moment and 20-25 / 18-21 ms for the implicit GEMM. A direct NCHW kernel (16
 // channels x 16 pixels of a row, one masked row load and 16 weight broadcasts per
 // (c, tap)) was tried first: 64 % of the FMA peak against 93 % for this one (1.5x the
 // time), with row loads split across cache lines and 16 broadcasts per load tying up
 // the load ports (docs/NOTES-gemm.md, session 3).
+// Note [NCHW through the channels-last kernel]: each (image, group) of an NCHW x is
+// first transposed into a channels-last buffer (H*W*C_g floats, 0.8 MB at 64x56x56,
+// about L2), then its output rows run exactly as NHWC ones do (interior tiles of 6
+// pixels, edge columns through edges()), in blocks of at most kRowsTile rows (as many
+// blocks as a multiple of the threads, of near-equal height) into a per-thread
+// channels-last buffer (6*OW*O_g floats, 86 KB), which one transpose_tile_f32 writes
+// into the NCHW output. The staging prefetches the next row's C_g short runs (too many
+// streams for the hardware prefetchers), and each block prefetches its output lines for
+// writing while its rows compute. Until session 8 the buffer carried the zero padding (so
+// every pixel ran all 9 taps, 2.4 % more FMAs at 56x56, and 56 = 9 x 6 + 2 columns left
+// a 2-pixel tile) and the tiles scattered their 16-channel vectors into the output (24
+// zmm scatters per tile): 8x64x56x56 on the AMD EPYC VM, alternating old and new (8
+// rounds), NCHW 18.1 -> 17.0 ms on 1 thread, 9.26 -> 8.49 ms on 2 (NHWC: 16.4 / 8.3).
 #if defined(SB_HAVE_AVX2) && defined(SB_HAVE_AVX512)
 constexpr int kMaxDirectTaps = 64;
 constexpr int kCoTile = 64;  // output channels per tile (4 zmm)
@@ -507,11 +517,11 @@ constexpr int kRowsTile = 6;
 
 // R pixels x NZ zmm of output channels. tp[j]: channel 0 of the first pixel's input for
 // tap j; the pixels are rs floats apart; wp: [T][Cg][64]. out: the first pixel's first
-// channel; pixels ows apart; channels contiguous (oc == 1) or, kScatter, oc apart.
-template <int R, int NZ, bool kScatter>
+// channel; pixels ows apart; channels contiguous.
+template <int R, int NZ>
 __attribute__((target("avx512f"))) void conv_tile(int ntap, const float* const* tp, const int* tw, int64_t Cg,
                                                   int64_t rs, const float* wp, const float* bias, bool relu,
-                                                  float* out, int64_t ows, int64_t oc, __mmask16 last) {
+                                                  float* out, int64_t ows, __mmask16 last) {
   __m512 acc[R][NZ];
 #pragma GCC unroll 6
   for (int r = 0; r < R; ++r)
@@ -536,8 +546,6 @@ __attribute__((target("avx512f"))) void conv_tile(int ntap, const float* const* 
     }
   }
   const __m512 zero = _mm512_setzero_ps();
-  const __m512i lanes = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
-                                           _mm512_set1_epi32(static_cast<int>(oc)));
 #pragma GCC unroll 6
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
@@ -545,34 +553,32 @@ __attribute__((target("avx512f"))) void conv_tile(int ntap, const float* const* 
       __m512 v = _mm512_add_ps(acc[r][z], _mm512_loadu_ps(bias + 16 * z));
       if (relu) v = _mm512_mask_max_ps(v, 0xFFFF, v, zero);  // not _mm512_max_ps: GCC 12 false positive
       const __mmask16 m = z == NZ - 1 ? last : __mmask16(0xFFFF);
-      if (kScatter) _mm512_mask_i32scatter_ps(out + r * ows + 16 * z * oc, m, lanes, v, 4);
-      else _mm512_mask_storeu_ps(out + r * ows + 16 * z, m, v);
+      _mm512_mask_storeu_ps(out + r * ows + 16 * z, m, v);
     }
 }
 
 using ConvTileFn = void (*)(int, const float* const*, const int*, int64_t, int64_t, const float*, const float*, bool,
-                            float*, int64_t, int64_t, __mmask16);
-template <int R, bool S>
+                            float*, int64_t, __mmask16);
+template <int R>
 ConvTileFn tile_fn_nz(int nz) {
-  return nz == 1 ? conv_tile<R, 1, S> : nz == 2 ? conv_tile<R, 2, S> : nz == 3 ? conv_tile<R, 3, S> : conv_tile<R, 4, S>;
+  return nz == 1 ? conv_tile<R, 1> : nz == 2 ? conv_tile<R, 2> : nz == 3 ? conv_tile<R, 3> : conv_tile<R, 4>;
 }
-template <bool S>
-ConvTileFn tile_fn_rows(int rows, int nz) {
+ConvTileFn tile_fn(int rows, int nz) {
   switch (rows) {
-    case 1: return tile_fn_nz<1, S>(nz);
-    case 2: return tile_fn_nz<2, S>(nz);
-    case 3: return tile_fn_nz<3, S>(nz);
-    case 4: return tile_fn_nz<4, S>(nz);
-    case 5: return tile_fn_nz<5, S>(nz);
-    default: return tile_fn_nz<6, S>(nz);
+    case 1: return tile_fn_nz<1>(nz);
+    case 2: return tile_fn_nz<2>(nz);
+    case 3: return tile_fn_nz<3>(nz);
+    case 4: return tile_fn_nz<4>(nz);
+    case 5: return tile_fn_nz<5>(nz);
+    default: return tile_fn_nz<6>(nz);
   }
 }
 
 // Whether the direct kernel takes this conv: AVX-512, channels-last x with unit channel
-// stride or NCHW x (staged), the scatter's int32 lane offsets in range.
+// stride or NCHW x (staged).
 bool direct_ok(const Geom& g, const Tensor& x, bool nhwc) {
   if (!use_avx512() || g.KH * g.KW > kMaxDirectTaps) return false;
-  return nhwc ? x.stride(1) == 1 : 16 * g.OH * g.OW < (int64_t(1) << 31);
+  return !nhwc || x.stride(1) == 1;
 }
 
 // One output row (image n, group grp, row oh) from channels-last input xg (channel 0
@@ -612,26 +618,24 @@ struct DirectRow {
     const float* bb;
     int64_t off;  // output offset of the block's first channel
   };
-  Block block(int64_t grp, int64_t b, int64_t oc) const {
+  Block block(int64_t grp, int64_t b) const {
     const int64_t nco = std::min<int64_t>(kCoTile, g.Og - b * kCoTile);
     return {static_cast<int>((nco + 15) / 16), static_cast<__mmask16>(nco % 16 ? (1u << (nco % 16)) - 1 : 0xFFFF),
             wpk + (grp * nblk + b) * kCoTile * g.Cg * g.KH * g.KW, bpad + (grp * nblk + b) * kCoTile,
-            b * kCoTile * oc};
-  }
-  static ConvTileFn tile(int rows, int nz, int64_t oc) {
-    return oc == 1 ? tile_fn_rows<false>(rows, nz) : tile_fn_rows<true>(rows, nz);
+            b * kCoTile};
   }
 
-  void operator()(const float* xg, int64_t xh, int64_t xw, float* og, int64_t ows, int64_t oc, int64_t grp,
-                  int64_t oh, bool with_edges = true) const {
+  // og: row oh's first pixel, channels contiguous, pixels ows apart.
+  void operator()(const float* xg, int64_t xh, int64_t xw, float* og, int64_t ows, int64_t grp, int64_t oh,
+                  bool with_edges = true) const {
     const float* tp[kMaxDirectTaps];
     int tw[kMaxDirectTaps];
     const auto [lo, hi] = interior();
     for (int64_t b = 0; b < nblk; ++b) {
-      const Block k = block(grp, b, oc);
+      const Block k = block(grp, b);
       auto run = [&](int64_t ow0, int rows) {
         const int ntap = taps(xg, xh, xw, oh, ow0, tp, tw);
-        tile(rows, k.nz, oc)(ntap, tp, tw, g.Cg, g.s * xw, k.wb, k.bb, relu, og + k.off + ow0 * ows, ows, oc, k.last);
+        tile_fn(rows, k.nz)(ntap, tp, tw, g.Cg, g.s * xw, k.wb, k.bb, relu, og + k.off + ow0 * ows, ows, k.last);
       };
       if (with_edges)
         for (int64_t ow = 0; ow < lo; ++ow) run(ow, 1);
@@ -647,15 +651,16 @@ struct DirectRow {
   // columns took ~7 % of an NHWC conv. The same column of consecutive output rows with
   // the same taps (every row whose kh taps are all inside the image) differs only by s
   // input rows per output row, so up to 6 of them make one tile of the kernel, pixels
-  // s*xh apart in the input and ohs apart in the output. Rows [oh0, oh1) of og's image.
-  void edges(const float* xg, int64_t xh, int64_t xw, float* og, int64_t ows, int64_t ohs, int64_t oc, int64_t grp,
-             int64_t oh0, int64_t oh1) const {
+  // s*xh apart in the input and ohs apart in the output. Rows [oh0, oh1); og: output row
+  // orow's first pixel (the image's row 0 or a buffer holding rows from orow on).
+  void edges(const float* xg, int64_t xh, int64_t xw, float* og, int64_t ows, int64_t ohs, int64_t grp, int64_t oh0,
+             int64_t oh1, int64_t orow) const {
     const float* tp[kMaxDirectTaps];
     const float* tq[kMaxDirectTaps];
     int tw[kMaxDirectTaps], tv[kMaxDirectTaps];
     const auto [lo, hi] = interior();
     for (int64_t b = 0; b < nblk; ++b) {
-      const Block k = block(grp, b, oc);
+      const Block k = block(grp, b);
       auto column = [&](int64_t ow) {
         for (int64_t oh = oh0; oh < oh1;) {
           const int ntap = taps(xg, xh, xw, oh, ow, tp, tw);
@@ -663,8 +668,8 @@ struct DirectRow {
           while (rows < kRowsTile && oh + rows < oh1 && taps(xg, xh, xw, oh + rows, ow, tq, tv) == ntap &&
                  std::equal(tw, tw + ntap, tv))
             ++rows;
-          tile(rows, k.nz, oc)(ntap, tp, tw, g.Cg, g.s * xh, k.wb, k.bb, relu, og + k.off + oh * ohs + ow * ows, ohs,
-                               oc, k.last);
+          tile_fn(rows, k.nz)(ntap, tp, tw, g.Cg, g.s * xh, k.wb, k.bb, relu, og + k.off + (oh - orow) * ohs + ow * ows,
+                              ohs, k.last);
           oh += rows;
         }
       };
@@ -679,9 +684,9 @@ void conv_direct512(const Geom& g, const Tensor& out, const Tensor& x, const Ten
   const int T = static_cast<int>(g.KH * g.KW);
   const int64_t nblk = (g.Og + kCoTile - 1) / kCoTile, ogp = nblk * kCoTile;
   // workspace: packed weights [group][block][tap][c][64] and padded bias [group][ogp];
-  // NCHW also one (image, group) of x channels-last, zero-padded
+  // NCHW also one (image, group) of x channels-last
   const int64_t wsz = g.G * ogp * g.Cg * T + g.G * ogp;
-  const int64_t stage = nhwc ? 0 : (g.H + 2 * g.p) * (g.W + 2 * g.p) * g.Cg;
+  const int64_t stage = nhwc ? 0 : g.H * g.W * g.Cg;
   detail::Workspace ws(static_cast<size_t>(wsz + stage) * sizeof(float));
   float* wpk = ws.as<float>();
   float* bpad = wpk + g.G * ogp * g.Cg * T;
@@ -715,47 +720,42 @@ void conv_direct512(const Geom& g, const Tensor& out, const Tensor& x, const Ten
         for (int64_t grp = 0; grp < g.G; ++grp) {
           const float* xg = xp + n * xn + grp * g.Cg * xc;
           float* og = op + n * on + grp * g.Og * oc;
-          for (int64_t oh = oh0; oh < oh1; ++oh) row(xg, xh, xw, og + oh * ohs, ows, oc, grp, oh, false);
-          row.edges(xg, xh, xw, og, ows, ohs, oc, grp, oh0, oh1);
+          for (int64_t oh = oh0; oh < oh1; ++oh) row(xg, xh, xw, og + oh * ohs, ows, grp, oh, false);
+          row.edges(xg, xh, xw, og, ows, ohs, grp, oh0, oh1, 0);
         }
       }
     });
     return;
   }
-  // NCHW: stage each (image, group) channels-last with its zero padding, so every
-  // pixel's taps are inside the staged image (no edge pixels, no clipped taps)
-  Geom gp = g;
-  gp.H = g.H + 2 * g.p; gp.W = g.W + 2 * g.p; gp.p = 0;
-  const DirectRow prow{gp, wpk, bpad, relu, nblk};
-  const int64_t rowlen = gp.W * g.Cg;  // staged floats per input row
+  // NCHW (Note [NCHW through the channels-last kernel]): per (image, group), stage x
+  // channels-last without padding, then per block of output rows compute into a
+  // per-thread channels-last buffer and transpose it into the NCHW output.
+  const int64_t rowlen = g.W * g.Cg;  // staged floats per input row
+  // blocks of at most kRowsTile output rows, as many as a multiple of the threads and of
+  // near-equal height (56 rows on 2 threads: 10 blocks of 5-6 rows, not 9 x 6 + 2)
+  const int64_t nthr = get_num_threads();
+  const int64_t nrb = std::min(g.OH, ((g.OH + kRowsTile - 1) / kRowsTile + nthr - 1) / nthr * nthr);
   for (int64_t n = 0; n < g.N; ++n)
     for (int64_t grp = 0; grp < g.G; ++grp) {
       const float* xg = xp + n * xn + grp * g.Cg * xc;
       if (xh == 1 && xw != 1) {  // a transposed x: per input column, (h, c) is a transpose with unit h stride
-        parallel_for(0, gp.W, 1, [&](int64_t w0, int64_t w1) {
-          for (int64_t wp = w0; wp < w1; ++wp) {
-            const int64_t iw = wp - g.p;
-            if (iw < 0 || iw >= g.W) {
-              for (int64_t hp = 0; hp < gp.H; ++hp) std::fill_n(xs + hp * rowlen + wp * g.Cg, g.Cg, 0.0f);
-              continue;
-            }
-            for (int64_t hp = 0; hp < g.p; ++hp) std::fill_n(xs + hp * rowlen + wp * g.Cg, g.Cg, 0.0f);
-            for (int64_t hp = g.p + g.H; hp < gp.H; ++hp) std::fill_n(xs + hp * rowlen + wp * g.Cg, g.Cg, 0.0f);
-            // staged[(h+p)*rowlen + wp*Cg + c] = x[c, h, iw]
-            detail::transpose_tile_f32(xs + g.p * rowlen + wp * g.Cg, rowlen, xg + iw * xw, xc, g.H, g.Cg);
+        parallel_for(0, g.W, 1, [&](int64_t w0, int64_t w1) {
+          for (int64_t iw = w0; iw < w1; ++iw) {  // staged[h*rowlen + iw*Cg + c] = x[c, h, iw]
+            if (iw + 1 < w1)  // as below
+              for (int64_t c = 0; c < g.Cg; ++c)
+                for (int64_t l = 0; l < g.H * 4; l += 64) __builtin_prefetch(xg + c * xc + (iw + 1) * xw + l / 4, 0, 1);
+            detail::transpose_tile_f32(xs + iw * g.Cg, rowlen, xg + iw * xw, xc, g.H, g.Cg);
           }
         });
       } else {
-        parallel_for(0, gp.H, 1, [&](int64_t h0, int64_t h1) {
+        parallel_for(0, g.H, 1, [&](int64_t h0, int64_t h1) {
           alignas(64) float tmp[8 * 256];
-          for (int64_t hp = h0; hp < h1; ++hp) {
-            float* d = xs + hp * rowlen;
-            const int64_t h = hp - g.p;
-            if (h < 0 || h >= g.H) { std::fill(d, d + rowlen, 0.0f); continue; }
-            std::fill(d, d + g.p * g.Cg, 0.0f);
-            std::fill(d + (g.p + g.W) * g.Cg, d + rowlen, 0.0f);
-            d += g.p * g.Cg;
+          for (int64_t h = h0; h < h1; ++h) {
+            float* d = xs + h * rowlen;
             if (xw == 1) {
+              if (h + 1 < h1)  // the next row's Cg short runs: too many streams for the hardware prefetchers
+                for (int64_t c = 0; c < g.Cg; ++c)
+                  for (int64_t l = 0; l < g.W * 4; l += 64) __builtin_prefetch(xg + c * xc + (h + 1) * xh + l / 4, 0, 1);
               detail::transpose_tile_f32(d, g.Cg, xg + h * xh, xc, g.W, g.Cg);  // d[iw*Cg + c] = x[c, h, iw]
               continue;
             }
@@ -772,9 +772,25 @@ void conv_direct512(const Geom& g, const Tensor& out, const Tensor& x, const Ten
           }
         });
       }
-      parallel_for(0, g.OH, 1, [&](int64_t r0, int64_t r1) {
-        for (int64_t oh = r0; oh < r1; ++oh)
-          prow(xs, rowlen, g.Cg, op + n * on + grp * g.Og * oc + oh * ohs, ows, oc, grp, oh);
+      float* og = op + n * on + grp * g.Og * oc;
+      parallel_for(0, nrb, 1, [&](int64_t b0, int64_t e0) {
+        static thread_local std::vector<float> obuf;  // kRowsTile output rows, channels-last
+        const int64_t tohs = g.OW * g.Og;
+        if (obuf.size() < static_cast<size_t>(kRowsTile * tohs)) obuf.resize(static_cast<size_t>(kRowsTile * tohs));
+        float* t = obuf.data();
+        for (int64_t rb = b0; rb < e0; ++rb) {
+          const int64_t oh0 = rb * g.OH / nrb, oh1 = (rb + 1) * g.OH / nrb;
+          const int64_t run = (oh1 - oh0) * g.OW * 4;  // bytes of each channel's output run
+          for (int64_t oh = oh0; oh < oh1; ++oh) {
+            // the block's output lines, a share per row, for writing (their RFOs off the transpose's path)
+            for (int64_t c = (oh - oh0) * g.Og / (oh1 - oh0); c < (oh + 1 - oh0) * g.Og / (oh1 - oh0); ++c)
+              for (int64_t l = 0; l < run; l += 64) __builtin_prefetch(og + c * oc + oh0 * ohs + l / 4, 1, 1);
+            row(xs, rowlen, g.Cg, t + (oh - oh0) * tohs, g.Og, grp, oh, false);
+          }
+          row.edges(xs, rowlen, g.Cg, t, g.Og, tohs, grp, oh0, oh1, oh0);
+          // out[c, oh0 + i] = t[i*Og + c] for the (oh1 - oh0) * OW pixels of the block
+          detail::transpose_tile_f32(og + oh0 * ohs, oc, t, g.Og, g.Og, (oh1 - oh0) * g.OW);
+        }
       });
     }
 }
