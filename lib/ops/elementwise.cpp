@@ -281,6 +281,14 @@ int64_t head_to_align(const T* o, int64_t align, int64_t n) {
   return std::min<int64_t>(n, mis ? (align - mis) / static_cast<int64_t>(sizeof(T)) : 0);
 }
 
+// Note [Unrolled vector loops]: the dense loops below are unrolled 4x (GCC does not
+// unroll without being asked). On the AMD EPYC VM (Zen 4) a throwaway loop of one AVX2
+// load-max-store per iteration ran an in-place relu over 256 KiB (L2) in 4.5 us, and
+// 2.25 us unrolled 4x, the loads then issued ahead of the stores; the library's own
+// loops were less affected: alternating old and new (6 rounds), 1x16x64x64 float32
+// in place with a transposed operand, add_ 0.91x and mul_ 0.92x the time (1 thread),
+// 0.95x (2 threads); the contiguous rows within the noise (0.95-1.02x).
+
 // o[j] = f(a[j], b[j]); AS/BS: a or b is a stride-0 scalar; NT: streaming stores (Note
 // [Streaming elementwise outputs]).
 template <typename T, bool AS, bool BS, bool NT = false, typename F>
@@ -292,8 +300,10 @@ void vloop2(T* o, const T* a, const T* b, int64_t n, const F& f) {
   if constexpr (NT) {
     j = head_to_align(o, IO::kStreamAlign, n);
     if (j) part2<T, AS, BS>(o, a, b, 0, j, f);
+#pragma GCC unroll 4  // Note [Unrolled vector loops]
     for (; j + W <= n; j += W) IO::stream(o + j, f(AS ? va : IO::load(a + j), BS ? vb : IO::load(b + j)));
   } else {
+#pragma GCC unroll 4  // Note [Unrolled vector loops]
     for (; j + W <= n; j += W) IO::store(o + j, f(AS ? va : IO::load(a + j), BS ? vb : IO::load(b + j)));
   }
   if (j < n) part2<T, AS, BS>(o, a, b, j, n - j, f);
@@ -318,8 +328,10 @@ void vloop1(T* o, const T* a, int64_t n, const F& f) {
   if constexpr (NT) {
     j = head_to_align(o, IO::kStreamAlign, n);
     if (j) part1<T, AS>(o, a, 0, j, f);
+#pragma GCC unroll 4  // Note [Unrolled vector loops]
     for (; j + W <= n; j += W) IO::stream(o + j, f(AS ? va : IO::load(a + j)));
   } else {
+#pragma GCC unroll 4  // Note [Unrolled vector loops]
     for (; j + W <= n; j += W) IO::store(o + j, f(AS ? va : IO::load(a + j)));
   }
   if (j < n) part1<T, AS>(o, a, j, n - j, f);
