@@ -289,8 +289,10 @@ void store_row_f32(float* d, const float* b, int64_t nb, bool nt) {
       d[j] = b[j];
       ++j;
     }
+#pragma GCC unroll 4  // Note [Unrolled vector loops] (elementwise.cpp)
     for (; j + 8 <= nb; j += 8) _mm256_stream_ps(d + j, _mm256_loadu_ps(b + j));
   } else {
+#pragma GCC unroll 4  // Note [Unrolled vector loops] (elementwise.cpp)
     for (; j + 8 <= nb; j += 8) _mm256_storeu_ps(d + j, _mm256_loadu_ps(b + j));
   }
   for (; j < nb; ++j) d[j] = b[j];

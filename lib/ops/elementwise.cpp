@@ -282,12 +282,17 @@ int64_t head_to_align(const T* o, int64_t align, int64_t n) {
 }
 
 // Note [Unrolled vector loops]: the dense loops below are unrolled 4x (GCC does not
-// unroll without being asked). On the AMD EPYC VM (Zen 4) a throwaway loop of one AVX2
-// load-max-store per iteration ran an in-place relu over 256 KiB (L2) in 4.5 us, and
-// 2.25 us unrolled 4x, the loads then issued ahead of the stores; the library's own
-// loops were less affected: alternating old and new (6 rounds), 1x16x64x64 float32
-// in place with a transposed operand, add_ 0.91x and mul_ 0.92x the time (1 thread),
-// 0.95x (2 threads); the contiguous rows within the noise (0.95-1.02x).
+// unroll without being asked). On the AMD EPYC VM (Zen 4) a loop with one vector store
+// per iteration runs at one iteration per cycle or per two depending on where the
+// linker puts it, with the same instructions: the relu_ of a 1x16x64x64 float32
+// tensor (L2) took 4.63 us in one build and 2.36 us in the next, with no change to its
+// loop; the baseline's auto-vectorized a *= s took 4.48 us over 256 KiB on 1 thread and
+// 1.8 us per half on 2 (the threaded copy of the loop sits elsewhere). Unrolled, the
+// loads issue ahead of the stores and every placement runs at the fast rate (a
+// throwaway relu_ loop: 4.5 -> 2.25 us; bench_baseline's Note [Unrolled STREAM loops]).
+// Alternating old and new (6 rounds): 1x16x64x64 in place with a transposed operand,
+// add_ 0.91x and mul_ 0.92x the time (1 thread), 0.95x (2 threads); the contiguous
+// rows of this build were already on the fast side (0.95-1.02x).
 
 // o[j] = f(a[j], b[j]); AS/BS: a or b is a stride-0 scalar; NT: streaming stores (Note
 // [Streaming elementwise outputs]).
