@@ -188,11 +188,17 @@ void add_nt(const float* __restrict a, const float* __restrict b, float* __restr
   });
 }
 #endif
+// Note [Read accumulators]: the read keeps 64 float sums (eight AVX2 vectors once
+// vectorized). With 16 (two vectors) each vector add waited for the previous one on the
+// same accumulator (3-cycle latency), and the row measured the adds, not the caches: on
+// the AMD EPYC VM, 1 thread, 78 GB/s at L2 and 77 at LLC size; with 64, alternating (4
+// rounds), 0.68x and 0.78x the time (116 and 99 GB/s), 0.91x at 32 MiB, 0.89x at L1
+// (2048 floats: the call's fixed cost dominates there).
 float read(const float* __restrict a, int64_t n) {
   std::mutex m;
   double total = 0;
   parallel_for(0, n, kGrainSize, [&](int64_t lo, int64_t hi) {
-    constexpr int kAcc = 16;  // two AVX2 vectors of independent sums
+    constexpr int kAcc = 64;  // eight AVX2 vectors of independent sums (Note [Read accumulators])
     float acc[kAcc] = {};
     int64_t i = lo;
     for (; i + kAcc <= hi; i += kAcc)
