@@ -340,13 +340,6 @@ constexpr int64_t kBandA = 512, kBandBMax = 32, kEdgeRows = 512;
 // rows, ran 2.2x slower direct), nor above the L2 (a 1024^2 transpose, 4 MiB, 2x slower).
 constexpr int64_t kDirectA = 16, kDirectB = 32;
 
-int64_t nouter_of(const Plan& p, int64_t a) {  // elements outside the A and B dims
-  int64_t n = 1;
-  for (int64_t k = 0; k + 1 < p.ndim(); ++k)
-    if (k != a) n *= p.size[k];
-  return n;
-}
-
 struct TransposeBands {
   int64_t rows;            // source rows per band: 16 or 32 (<= kBandBMax)
   bool source_rows_outer;  // tasks walk A fastest (each band's source rows start to end)
@@ -376,13 +369,14 @@ bool tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool nt) {
       outer.dst.push_back(p.dst[k]);
       outer.src.push_back(p.src[k]);
     }
+  const int64_t nouter = std::accumulate(outer.size.begin(), outer.size.end(), int64_t{1}, std::multiplies<>());
   bool bands = false;
 #ifdef SB_HAVE_AVX2
   bands = simd && nt && nB >= 16 && dA % 16 == 0 && reinterpret_cast<uintptr_t>(d) % 64 == 0;
   for (int64_t st : outer.dst) bands = bands && st % 16 == 0;
   const TransposeBands tune = transpose_bands();
   // Note [Direct small tiles]: L2-resident copies whose dst rows do not alias in L1
-  const bool direct = simd && !nt && nA * nB * nouter_of(p, a) * 4 <= cpu_caches().l2 && (dA * 4) % 2048 != 0;
+  const bool direct = simd && !nt && nA * nB * nouter * 4 <= cpu_caches().l2 && (dA * 4) % 2048 != 0;
   const int64_t tA = bands ? kBandA : direct ? kDirectA : simd ? kTileA : tile,
                 tB = bands ? tune.rows : direct ? kDirectB : simd ? kTileB : tile;
   const bool a_fastest = (bands && tune.source_rows_outer) || direct;
@@ -391,7 +385,6 @@ bool tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool nt) {
   const bool a_fastest = false;
 #endif
   const int64_t no = outer.ndim();
-  const int64_t nouter = std::accumulate(outer.size.begin(), outer.size.end(), int64_t{1}, std::multiplies<>());
   const int64_t ta = (nA + tA - 1) / tA, tb = (nB + tB - 1) / tB;
   const int64_t tasks = nouter * ta * tb;
   parallel_for(0, tasks, std::max<int64_t>(1, kGrainSize / (tA * tB)), [&](int64_t b, int64_t e) {
