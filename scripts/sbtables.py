@@ -121,11 +121,7 @@ def _order(key, value):
     if key in VOCAB and value in VOCAB[key]:
         return (1, VOCAB[key].index(value), "")
     if key == "shape":
-        dims = tuple(int(d) for d in value.split("x"))
-        n = 1
-        for d in dims:
-            n *= d
-        return (1, n, dims)
+        return (1, shape_numel(value), tuple(int(d) for d in value.split("x")))
     if key in ("threads", "step", "size"):
         return (1, int(value), "")
     return (1, 0 if value == "cpu" else 1, value)
@@ -188,10 +184,7 @@ class Run:
         if "size" in self.keys:
             return int(self.keys["size"])
         if "shape" in self.keys:
-            n = 1
-            for d in self.keys["shape"].split("x"):
-                n *= int(d)
-            return n * DTYPE_BYTES.get(self.keys.get("dtype", "f32"), 4)
+            return shape_numel(self.keys["shape"]) * DTYPE_BYTES.get(self.keys.get("dtype", "f32"), 4)
         return self.counters.get("bytes")
 
     def __repr__(self):
@@ -507,13 +500,18 @@ def _best_baseline(rs, run, groups, what):
             same = [b for b in cands if b["dtype"] == want]
             cands = same or [b for b in cands if b["dtype"] in (None, "f32")]
         if cands:
-            if what == "bytes" and run.regime == "DRAM":
-                # several sizes can fall in DRAM (a 32 MiB L3 makes the 8 Mi-element
-                # baseline DRAM too, though part of it hits the L3): the largest is the
-                # memory's own rate
-                return max(cands, key=lambda b: (shape_numel(b["shape"]), rate(b, what)))
-            return max(cands, key=lambda b: rate(b, what))
+            return pick_ceiling(cands, run.regime, what)
     return None
+
+
+def pick_ceiling(cands, regime, what):
+    """The ceiling among baseline rows of one op group, threads and regime: the fastest;
+    in DRAM the largest, since several sizes can fall in DRAM (a 32 MiB L3 makes the 8
+    Mi-element baseline DRAM too, though part of it hits the L3) and the largest is the
+    memory's own rate."""
+    if what == "bytes" and regime == "DRAM":
+        return max(cands, key=lambda b: (shape_numel(b["shape"]), rate(b, what)))
+    return max(cands, key=lambda b: rate(b, what))
 
 
 def shape_numel(shape):
@@ -665,11 +663,13 @@ def run_checks(rs):
                 out.append(f"`{dev}`: the {t}-thread FLOP peak is only {peaks[t] / peaks[1]:.2f}x the "
                            f"1-thread one ({peaks[t]:.0f} vs {peaks[1]:.0f} GFLOP/s): other work shared "
                            f"the cores during the baseline; {t}-thread compute % ceilings read high")
-        by = {}  # the ceilings as ceiling() picks them: LLC the fastest row, DRAM the largest
-        for b in sorted(rs.select("baseline", device=dev), key=lambda b: (shape_numel(b["shape"]), b.gbps() or 0)):
+        rows = {}  # the ceilings as ceiling() picks them (pick_ceiling)
+        for b in rs.select("baseline", device=dev):
             if b.regime in ("LLC", "DRAM") and b.gbps():
-                cur = by.setdefault((b["op"], b["threads"]), {})
-                cur[b.regime] = max(cur.get("LLC", 0), b.gbps()) if b.regime == "LLC" else b.gbps()
+                rows.setdefault((b["op"], b["threads"], b.regime), []).append(b)
+        by = {}
+        for (op, t, regime), cands in rows.items():
+            by.setdefault((op, t), {})[regime] = pick_ceiling(cands, regime, "bytes").gbps()
         for (op, t), reg in sorted(by.items(), key=lambda kv: (kv[0][0], str(kv[0][1]))):
             if "LLC" in reg and "DRAM" in reg and reg["LLC"] < 0.9 * reg["DRAM"]:
                 out.append(f"`{dev}`: the LLC `{op}` ceiling with {t} thread(s) ({reg['LLC']:.1f} GB/s) is "
