@@ -581,10 +581,10 @@ bool direct_ok(const Geom& g, const Tensor& x, bool nhwc) {
   return !nhwc || x.stride(1) == 1;
 }
 
-// One output row (image n, group grp, row oh) from channels-last input xg (channel 0
-// of the group; strides xh, xw) into og (row oh's first pixel, first channel of the group).
-// Pixels whose taps reach into the left/right padding ("edge" pixels) are done here one
-// at a time unless the caller takes them through edges() (Note [Edge columns by rows]).
+// Output rows of one (image, group) from channels-last input xg (channel 0 of the
+// group; strides xh, xw): operator() runs one row's interior pixels; the edge pixels,
+// whose taps reach into the left/right padding, go column by column across a block of
+// rows (edges(), Note [Edge columns by rows]).
 struct DirectRow {
   const Geom& g;
   const float* wpk;   // [group][block][T][Cg][64]
@@ -625,9 +625,9 @@ struct DirectRow {
             b * kCoTile};
   }
 
-  // og: row oh's first pixel, channels contiguous, pixels ows apart.
-  void operator()(const float* xg, int64_t xh, int64_t xw, float* og, int64_t ows, int64_t grp, int64_t oh,
-                  bool with_edges = true) const {
+  // The interior pixels of row oh; og: the row's first pixel, channels contiguous,
+  // pixels ows apart.
+  void operator()(const float* xg, int64_t xh, int64_t xw, float* og, int64_t ows, int64_t grp, int64_t oh) const {
     const float* tp[kMaxDirectTaps];
     int tw[kMaxDirectTaps];
     const auto [lo, hi] = interior();
@@ -637,22 +637,20 @@ struct DirectRow {
         const int ntap = taps(xg, xh, xw, oh, ow0, tp, tw);
         tile_fn(rows, k.nz)(ntap, tp, tw, g.Cg, g.s * xw, k.wb, k.bb, relu, og + k.off + ow0 * ows, ows, k.last);
       };
-      if (with_edges)
-        for (int64_t ow = 0; ow < lo; ++ow) run(ow, 1);
       for (int64_t ow0 = lo; ow0 < hi; ow0 += kRowsTile) run(ow0, static_cast<int>(std::min<int64_t>(kRowsTile, hi - ow0)));
-      if (with_edges)
-        for (int64_t ow = hi; ow < g.OW; ++ow) run(ow, 1);
     }
   }
 
+
   // Note [Edge columns by rows]: a pixel whose taps reach into the left or right padding
-  // has its own tap list, so operator() runs it alone: a 1-pixel tile has 4 accumulator
-  // chains, half of what hides the FMA latency, and at 56x56 with padding 1 those 2
-  // columns took ~7 % of an NHWC conv. The same column of consecutive output rows with
-  // the same taps (every row whose kh taps are all inside the image) differs only by s
-  // input rows per output row, so up to 6 of them make one tile of the kernel, pixels
-  // s*xh apart in the input and ohs apart in the output. Rows [oh0, oh1); og: output row
-  // orow's first pixel (the image's row 0 or a buffer holding rows from orow on).
+  // has its own tap list, so row by row it ran alone (before session 5): a 1-pixel tile
+  // has 4 accumulator chains, half of what hides the FMA latency, and at 56x56 with
+  // padding 1 those 2 columns took ~7 % of an NHWC conv. The same column of consecutive
+  // output rows with the same taps (every row whose kh taps are all inside the image)
+  // differs only by s input rows per output row, so up to 6 of them make one tile of the
+  // kernel, pixels s*xh apart in the input and ohs apart in the output. Rows [oh0, oh1);
+  // og: output row orow's first pixel (the image's row 0 or a buffer holding rows from
+  // orow on).
   void edges(const float* xg, int64_t xh, int64_t xw, float* og, int64_t ows, int64_t ohs, int64_t grp, int64_t oh0,
              int64_t oh1, int64_t orow) const {
     const float* tp[kMaxDirectTaps];
@@ -720,7 +718,7 @@ void conv_direct512(const Geom& g, const Tensor& out, const Tensor& x, const Ten
         for (int64_t grp = 0; grp < g.G; ++grp) {
           const float* xg = xp + n * xn + grp * g.Cg * xc;
           float* og = op + n * on + grp * g.Og * oc;
-          for (int64_t oh = oh0; oh < oh1; ++oh) row(xg, xh, xw, og + oh * ohs, ows, grp, oh, false);
+          for (int64_t oh = oh0; oh < oh1; ++oh) row(xg, xh, xw, og + oh * ohs, ows, grp, oh);
           row.edges(xg, xh, xw, og, ows, ohs, grp, oh0, oh1, 0);
         }
       }
@@ -785,7 +783,7 @@ void conv_direct512(const Geom& g, const Tensor& out, const Tensor& x, const Ten
             // the block's output lines, a share per row, for writing (their RFOs off the transpose's path)
             for (int64_t c = (oh - oh0) * g.Og / (oh1 - oh0); c < (oh + 1 - oh0) * g.Og / (oh1 - oh0); ++c)
               for (int64_t l = 0; l < run; l += 64) __builtin_prefetch(og + c * oc + oh0 * ohs + l / 4, 1, 1);
-            row(xs, rowlen, g.Cg, t + (oh - oh0) * tohs, g.Og, grp, oh, false);
+            row(xs, rowlen, g.Cg, t + (oh - oh0) * tohs, g.Og, grp, oh);
           }
           row.edges(xs, rowlen, g.Cg, t, g.Og, tohs, grp, oh0, oh1, oh0);
           // out[c, oh0 + i] = t[i*Og + c] for the (oh1 - oh0) * OW pixels of the block
