@@ -368,7 +368,10 @@ TEST(Iterator, TiledStagingEverySizeDtypeSimdThreads) {
 // the next tile of the staged and of the dense inputs; it must still pair every output
 // element with its inputs exactly once: a transposed (staged) input, a dense one and an
 // expanded one, ragged tiles, whole 128 x 128 planes (tile1 128), 1 and 2 threads.
+// With the dense input replaced by a second transposed one, every streaming input is
+// staged and the walk stages kChunkStrips strips at a time (Note [Chunked staging]).
 TEST(Iterator, PrefetchingTiledWalkPairsEveryElementOnce) {
+  for (bool all_staged : {false, true})
   for (int64_t nt : {int64_t{-1}, int64_t{0}})
     for (int threads : {1, 2}) {
       set_num_threads(threads);
@@ -377,14 +380,15 @@ TEST(Iterator, PrefetchingTiledWalkPairsEveryElementOnce) {
         const int64_t n = checked_numel(sz, "test");
         Tensor o = zeros(sz, DType::Int64);
         Tensor a = arange(n, DType::Int64).view({sz[0], sz[2], sz[1]}).transpose(1, 2);  // staged
-        Tensor b = arange(n, DType::Int64).view(sz);                                     // dense
+        Tensor b = all_staged ? arange(n, DType::Int64).view({sz[2], sz[0], sz[1]}).permute({1, 2, 0})  // staged
+                              : arange(n, DType::Int64).view(sz);                                      // dense
         Tensor c = arange(sz[2], DType::Int64).view({1, 1, sz[2]}).expand(sz);           // stride 0
         StridedIter it = StridedIter::from_tensors({o, a, b, c});
-        const std::string what = "nt " + std::to_string(nt) + ", " + std::to_string(threads) + " threads, " +
+        const std::string what = std::string(all_staged ? "two staged, " : "") + "nt " + std::to_string(nt) + ", " + std::to_string(threads) + " threads, " +
                                  std::to_string(sz[0]) + "x" + std::to_string(sz[1]) + "x" + std::to_string(sz[2]);
         ASSERT_EQ(it.path(), Path::Tiled) << what;
         ASSERT_TRUE(it.staged(1)) << what;
-        ASSERT_FALSE(it.staged(2)) << what;
+        ASSERT_EQ(it.staged(2), all_staged) << what;
         it.for_each(
             [](char* const* p, const int64_t* s, int64_t len) {
               for (int64_t j = 0; j < len; ++j)
