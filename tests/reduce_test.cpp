@@ -209,8 +209,8 @@ TEST(Reduce, LargeShapesTakeEveryPath) {
       {{2, 70001}, {}},         // all dims
       {{3, 1500, 37}, {1}},     // vertical, rows > kFlushRows, column tail (37)
       {{300, 517}, {0}},        // vertical, one task: split per thread
-      {{40, 2, 2100}, {0, 1}},  // vertical, several column tasks (2100 > kColumns = 2048)
-      {{23, 2049}, {0}},        // vertical, 23 rows = 2 full passes of kVRows (8) + 7; a 1-column task
+      {{10, 2, 8300}, {0, 1}},  // vertical, several column tasks (8300 > kColumns = 8192)
+      {{23, 8193}, {0}},        // vertical, 23 rows = 2 full passes of kVRows (8) + 7; a 1-column task
       {{5, 7, 33, 41}, {1}},    // channels-last input: C reduced, 4-D
       {{5, 7, 33, 41}, {2, 3}},
       {{5, 7, 33, 41}, {0, 2, 3}},

@@ -48,7 +48,7 @@ namespace {
 
 constexpr int64_t kFlushElems = 4096;  // elements per float32 accumulator run (horizontal)
 constexpr int64_t kFlushRows = 1024;   // rows per float32 buffer run (vertical)
-constexpr int64_t kColumns = 2048;     // elements: width of one vertical task (Note [Vertical rows per pass])
+constexpr int64_t kColumns = 8192;     // elements: width of one vertical task (Note [Vertical rows per pass])
 constexpr int kVRows = 8;              // input rows per buffer pass (vertical)
 constexpr int64_t kRowBatch = 64;      // row offsets generated at a time
 
@@ -449,7 +449,15 @@ void run_horizontal(const typename V::T* x, const Geo& g, const double* means, t
 // over dim 0, bare loops, 1 thread; a linear read 2.2-2.8 ms): 4 rows x 1024 columns
 // (as it was) 3.4-5.1 ms, 8 x 1024 2.9-3.9, 8 x 2048 3.1-3.5, 8 x 4096 2.9-3.3, 16 x
 // 1024 4.4-5.5, 1 row x 4096 (one stream) 3.2-5.7. Kept 8 x 2048 (an 8 KiB buffer per
-// accumulator, 16 KiB for var's two, plus var's means: L1 on both machines).
+// accumulator, 16 KiB for var's two, plus var's means: L1 on both machines) until
+// session 9, when the library's own kernel with 2048 and 8192 columns alternated (10
+// rounds, 1 thread, float32): 16384x8192 (32 KiB rows) sum over dim 0 0.93x [0.83-1.02]
+// the time, var 0.92x [0.81-1.01], 4096^2 sum 0.98x; 2 threads (5 rounds) sum 0.92x,
+// max 0.89x, var 0.84x. Wider tasks read each row in longer runs (a whole 32 KiB row,
+// 8 adjacent rows per pass) although the float32 buffer (32 KiB) then lives in L2.
+// Bare loops (AMD EPYC VM, 16384x8192, 1 thread, ms; a linear read 17-19): 8 x 2048
+// 25-30, 8 x 8192 21-26, 16 x 8192 24-27, 4 x 8192 22-28, 2 x 8192 27-40, 1 x 8192
+// 37-49 (one stream is the slowest). Kept 8 x 8192.
 template <class V, class Op>
 void run_vertical(const typename V::T* x, const Geo& g, const double* means, typename V::A* res) {
   using A = typename V::A;
