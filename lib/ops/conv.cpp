@@ -703,8 +703,8 @@ void conv_direct512(const Geom& g, const Tensor& out, const Tensor& x, const Ten
   float* xs = wpk + wsz;
   const float* wsrc = w.data<float>();
   const int64_t wo = w.stride(0), wc = w.stride(1), wh = w.stride(2), ww = w.stride(3);
-  // (no division in the loops: the repack runs on every call; with t / KW and t % KW per
-  // element it took ~2 % of an 8x64x56x56 conv)
+  // (nested kh, kw loops: the repack runs on every call, and t / KW, t % KW per element
+  // were two 64-bit divisions each)
   const int64_t tstep = g.Cg * kCoTile;  // floats from one tap's block to the next
   for (int64_t grp = 0; grp < g.G; ++grp)
     for (int64_t b = 0; b < nblk; ++b) {

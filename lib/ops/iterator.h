@@ -98,8 +98,8 @@ class StridedIter {
   static constexpr int64_t kTileRows = 64;      // strips per tile (dim k of the tile): 256 B of a float32 source row
   static constexpr int64_t kTileElems = 16384;  // elements per tile when dim 0 is shorter than kTileBytes0
   static constexpr int64_t kTilePad = 64;  // bytes added to each staged row: no power-of-two stride
-  static constexpr int64_t kStageRows = 8;
-  static constexpr int64_t kChunkStrips = 8;  // strips staged at a time (Note [Chunked staging])  // source rows staged (and next-tile rows prefetched) per step
+  static constexpr int64_t kStageRows = 8;  // source rows staged (and next-tile rows prefetched) per step
+  static constexpr int64_t kChunkStrips = 8;  // strips staged at a time (Note [Chunked staging])
   enum class Path : uint8_t { Contiguous, Broadcast, Tiled, Strided };
 
   static constexpr int kInlineDims = 8;  // dims held without allocating
@@ -279,16 +279,14 @@ void StridedIter::run_tiles(const F& f, int64_t begin, int64_t end) const {
                        rs[i] / elem_size_[i], elem_size_[i]);
         for (int64_t j = j0; j < j0 + jn; ++j) {
           for (int i = 0; i < nops_; ++i) q[i] = staged(i) ? bufs[i - 1] + (j - j0) * rs[i] : p[i] + j * rs[i];
-          for (int i = 1; i < nops_; ++i) {
-            if (staged(i)) {  // the next tile's source rows, spread evenly over this tile's strips
+          // the next tile's source rows, spread evenly over this tile's strips (the other
+          // inputs do not move from strip to strip here: nothing of theirs to prefetch)
+          for (int i = 1; i < nops_; ++i)
+            if (staged(i)) {
               const int64_t s0 = strides_[0][i], len = n1n * strides_[1][i];
               for (int64_t r = j * n0n / n1; r < (j + 1) * n0n / n1; ++r)
                 for (int64_t l = 0; l < len; l += 64) __builtin_prefetch(np[i] + r * s0 + l, 0, 1);
-            } else if (j < n1n && strides_[0][i] != 0) {
-              for (int64_t l = 0; l < n0n * strides_[0][i]; l += 64)
-                __builtin_prefetch(np[i] + j * strides_[1][i] + l, 0, 1);
             }
-          }
           f(static_cast<char* const*>(q), st.data(), n0);
         }
       }

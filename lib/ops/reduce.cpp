@@ -473,8 +473,13 @@ void run_vertical(const typename V::T* x, const Geo& g, const double* means, typ
     const int64_t ko = t / nc, c = t % nc, j0 = c * kColumns, L = std::min(kColumns, lk - j0);
     const typename V::T* base = x + Walker(kos, kost, ko).off + j0;
     const int64_t k0 = ko * lk + j0;
-    alignas(64) Acc buf[N * kColumns];
-    alignas(64) Acc mb[kColumns];
+    // the buffer and var's means per thread, not on the stack: (N + 1) * kColumns
+    // accumulators are 192 KiB for a float64 var, a large frame for a worker thread
+    static thread_local std::vector<Acc> store;
+    const size_t need = static_cast<size_t>((N + 1) * kColumns) + 64 / sizeof(Acc);
+    if (store.size() < need) store.resize(need);
+    Acc* const buf = store.data() + (64 - reinterpret_cast<uintptr_t>(store.data()) % 64) % 64 / sizeof(Acc);
+    Acc* const mb = buf + N * kColumns;
     if (Op::kMean)
       for (int64_t j = 0; j < L; ++j) mb[j] = static_cast<Acc>(means[k0 + j]);
     auto reset = [&] {
