@@ -591,8 +591,9 @@ TEST(Elementwise, StreamingOutputsAgainstReference) {
         ASSERT_TRUE(test::all_close(xi, round_to(r_add, dt), atol(dt), rtol(dt))) << what << " add_";
       }
     // a transposed operand (the Tiled path) streams when each tile's output is one dense
-    // block (rows of at most kTileBytes0, adjacent), and not when rows are longer
-    for (const Shape& ys : {Shape{2, 3, 12, 9}, Shape{270, 300}}) {
+    // block (rows of at most kTileBytes0, adjacent), and not when rows are longer; 4x9
+    // planes of 24x40 take three groups of Note [Grouped staging] (16, 16, 4)
+    for (const Shape& ys : {Shape{2, 3, 12, 9}, Shape{4, 9, 24, 40}, Shape{270, 300}}) {
       const int64_t nd = static_cast<int64_t>(ys.size());
       const Tensor yt = randn(ys, 31).transpose(nd - 2, nd - 1);
       const Tensor xt = randn(yt.sizes(), 32);
@@ -603,6 +604,10 @@ TEST(Elementwise, StreamingOutputsAgainstReference) {
       add_out(ot, xt, yt);
       EXPECT_EQ(last_elementwise_used_nt(), vec && nd == 4) << cfg << " transposed operand " << yt.str();
       EXPECT_TRUE(test::all_close(ot, ref, atol(DType::Float32), rtol(DType::Float32))) << cfg << " " << yt.str();
+      Tensor xi = xt.clone();  // in place: the same walk, plain stores
+      xi.add_(yt);
+      EXPECT_FALSE(last_elementwise_used_nt()) << cfg << " add_ " << yt.str();
+      EXPECT_TRUE(test::all_close(xi, ref, atol(DType::Float32), rtol(DType::Float32))) << cfg << " add_ " << yt.str();
     }
     // a dense channels-last pair coalesces to one dim and streams too
     const Tensor a = values({2, 5, 7, 9}, 5, DType::Float32).contiguous(MemoryFormat::ChannelsLast);

@@ -408,5 +408,63 @@ TEST(Iterator, PrefetchingTiledWalkPairsEveryElementOnce) {
   set_num_threads(2);
 }
 
+// Note [Grouped staging]: whole planes per tile beyond the streaming threshold (forced
+// with threshold 0), a transposed (staged) input beside a dense one: the walk stages
+// group() planes, then hands the kernel the group in pieces while touching the next
+// group's source. Groups must stop at the end of dim 2 where dim 3 does not follow on
+// (a stepped outer dim), at the end of each thread's range (grain 1 splits the planes
+// anywhere) and at ragged group counts; planes of 128 x 128 (8x8 and 16-strip staging
+// steps), 37 x 19 and 9 x 100 (ragged), every staging element size (int64 through the
+// AVX2 4x4 path, int32 through the 8x8 one, int8 scalar), a stride-0 scalar operand.
+TEST(Iterator, GroupedStagingPairsEveryElementOnce) {
+  set_nt_threshold_bytes(0);
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    for (DType dt : {DType::Int64, DType::Int32, DType::Int8})
+      for (const Shape& sz : {Shape{3, 5, 128, 128}, Shape{2, 11, 37, 19}, Shape{1, 7, 9, 100}})
+        for (int64_t grain : {int64_t{1}, kGrainSize}) {
+          const int64_t n = checked_numel(sz, "test");
+          const std::string what = std::string(dtype_name(dt)) + ", " + std::to_string(threads) + " threads, grain " +
+                                   std::to_string(grain) + ", " + std::to_string(sz[0]) + "x" + std::to_string(sz[1]) +
+                                   "x" + std::to_string(sz[2]) + "x" + std::to_string(sz[3]);
+          // int8: a, b < 16 and r = 4a + 2b + c < 128; wider: r = 10000a + 10b + c < 2^31
+          const int64_t es = static_cast<int64_t>(dtype_size(dt));
+          const int64_t ka = es == 1 ? 4 : 10000, kb = es == 1 ? 2 : 10;
+          const auto vals = [&](int64_t count, int64_t mod) {
+            std::vector<double> v(static_cast<size_t>(count));
+            for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>((i * 7 + i / 13) % static_cast<size_t>(mod));
+            return from_vector(v).to(dt);
+          };
+          Tensor o = empty(sz, dt);
+          test::poison(o);
+          // staged: the last two dims transposed, dim 0 stepped (dims 2 and 3 of the walk
+          // do not coalesce)
+          Tensor a = vals(2 * n, es == 1 ? 16 : 9973).view({2 * sz[0], sz[1], sz[3], sz[2]}).slice(0, 0, 2 * sz[0], 2).transpose(2, 3);
+          Tensor b = vals(n, es == 1 ? 16 : 997).view(sz);  // dense
+          Tensor c = from_vector(std::vector<double>{5}).to(dt).view({1, 1, 1, 1}).expand(sz);  // stride 0 everywhere
+          StridedIter it = StridedIter::from_tensors({o, a, b, c});
+          ASSERT_EQ(it.path(), Path::Tiled) << what;
+          ASSERT_TRUE(it.staged(1)) << what;
+          ASSERT_GT(it.group(), 1) << what;
+          it.for_each(
+              [es, ka, kb](char* const* p, const int64_t* s, int64_t len) {
+                for (int64_t j = 0; j < len; ++j) {
+                  int64_t v[3] = {0, 0, 0};
+                  for (int k = 0; k < 3; ++k) std::memcpy(&v[k], p[k + 1] + j * s[k + 1], static_cast<size_t>(es));
+                  const int64_t r = v[0] * ka + v[1] * kb + v[2];  // non-negative: no sign extension needed
+                  std::memcpy(p[0] + j * s[0], &r, static_cast<size_t>(es));
+                }
+              },
+              grain);
+          const std::vector<double> av = a.to_vector(), bv = b.to_vector(), cv = c.to_vector();
+          std::vector<double> ref(av.size());
+          for (size_t i = 0; i < ref.size(); ++i) ref[i] = av[i] * ka + bv[i] * kb + cv[i];
+          ASSERT_TRUE(test::all_close(o, ref, 0, 0)) << what;
+        }
+  }
+  set_nt_threshold_bytes(-1);
+  set_num_threads(2);
+}
+
 }  // namespace
 }  // namespace sb

@@ -82,6 +82,12 @@ void stage_tile(char* buf, const char* src, int64_t s0, int64_t s1, int64_t n0, 
   }
 }
 
+char* tile_scratch(size_t bytes) {
+  static thread_local std::vector<char> store;
+  if (store.size() < bytes) store.resize(bytes);
+  return store.data();
+}
+
 Shape output_strides_like(const Shape& sizes, const std::vector<const Shape*>& input_strides) {
   Shape perm(sizes.size());
   const auto stride = [&](int i, int64_t d) { return (*input_strides[i])[d]; };
@@ -243,6 +249,26 @@ StridedIter::StridedIter(const Shape& sizes, const Operand* ops, int nops, bool 
       const int64_t a0 = strides_[0][j], a1 = strides_[1][j];
       if (a0 != 0 && a1 != 0 && a1 < a0 && ops[j].elem_size <= 8)
         staged_mask_ |= 1u << j;
+    }
+    // Note [Grouped staging]: whole planes per tile, coming from memory, every operand
+    // but the staged ones dense over dims 0-2 (or constant there), the staged ones read
+    // along dense rows
+    if (prefetch_ && nd >= 3 && tile0_ == sizes_[0] && tile1_ == sizes_[1] && staged_mask_ != 0) {
+      const int64_t plane = sizes_[0] * sizes_[1];
+      bool ok = true, streams = false;  // streams: a dense input beside the staged ones
+      int64_t staged_bytes = 0;
+      for (int j = 0; j < nops_; ++j) {
+        const int64_t es = ops[j].elem_size, a0 = strides_[0][j], a1 = strides_[1][j], a2 = strides_[2][j];
+        if (staged(j)) {
+          ok = ok && a1 == es;
+          staged_bytes += plane * es;
+        } else {
+          const bool dense = a0 == es && a1 == sizes_[0] * es && a2 == plane * es;
+          ok = ok && (dense || (j > 0 && a0 == 0 && a1 == 0 && a2 == 0));
+          streams = streams || (j > 0 && dense);
+        }
+      }
+      if (ok && streams) group_ = std::min<int64_t>(16, kGroupBytes / staged_bytes);
     }
 
     return;

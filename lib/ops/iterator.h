@@ -25,7 +25,9 @@
 //                  padded by kTilePad so its column writes do not alias one cache set.
 //                  Kernels then see dense strips for every operand and take their SIMD
 //                  path. Operands beyond the caches also prefetch the next tile (Note
-//                  [Tile prefetch]). Measured on the dev VM (docs/NOTES-elementwise.md, 8192^2
+//                  [Tile prefetch]), or, with whole planes as tiles and a dense input
+//                  beside, are staged a group of planes at a time (Note [Grouped
+//                  staging]). Measured on the dev VM (docs/NOTES-elementwise.md, 8192^2
 //                  float32, 1 thread): ~60% of contiguous add out-of-place, 50-60%
 //                  of the (faster) contiguous in-place add, 70-99% of STREAM add
 //                  (31-36% / 25% / 45% with the scalar 1024 B x 16 staging before).
@@ -91,6 +93,29 @@ namespace sb {
 // 0.75x (2 threads) the time. With a dense input beside it (a.t() + b) the same change was not a win (out=
 // 0.98x, in place 1.14x [0.95-1.19], 1 thread), so those tiles keep the whole-tile
 // staging of Note [Tile prefetch]. Chunks of 16 strips were slower than 8 (1.07x).
+// Note [Grouped staging]
+// Above the streaming threshold, when every tile is a whole plane (dims 0 and 1 fit one
+// tile: x + y.transpose(2, 3) with planes up to kTileElems elements), the output and a
+// dense input run on through dim 2 plane after plane, and the staged inputs read along
+// dense rows, the walk takes group() planes at a time (kGroupBytes of staged data: 8
+// planes of 128 x 128 float32): (1) transpose the group's staged planes, whose lines the
+// previous group already loaded, into one unpadded buffer, a source line's width of
+// strips per step (16 float32: each source line read once, the writes in 16 rows); (2)
+// hand the kernel the group as one dense run in kPieceBytes pieces, and between pieces
+// read (plain loads, not prefetches) the next group's source lines, a share per piece.
+// Step 2 keeps three linear streams going, as a contiguous add does; the per-tile walk
+// of Note [Tile prefetch] paused the dense streams for every tile it staged, and on
+// the AMD EPYC VM a paused linear stream costs far more than the pause, while software
+// prefetches from DRAM ran at ~12.5 GB/s against ~28 GB/s for a hardware-followed
+// stream (docs/NOTES-elementwise.md, sessions 9 and 10). 64x64x128x128 float32 add with
+// a transposed operand, old and new builds alternating (7 rounds): out= 0.79x,
+// out-of-place 0.87x the time on 1 thread, 0.95x / 0.91x on 2; float64 out= 0.80x.
+// Knobs, same runs: 4 planes per group 1.2x slower than 8, 12 no better; staging steps
+// of 8 float32 strips (half a line) 1.1x slower; pieces of 1, 4 or 8 KiB no better than
+// 2 KiB; touching part of the next group during step 1 1.2x slower; prefetch
+// instructions in place of the loads 1.3-1.5x slower (bare loops). Without a dense input
+// (relu of a transposed tensor) the grouped walk was 1.25x slower than Note [Chunked
+// staging], which those tiles keep; tiles of longer rows keep Note [Tile prefetch].
 class StridedIter {
  public:
   static constexpr int kMaxOperands = 4;
@@ -100,6 +125,8 @@ class StridedIter {
   static constexpr int64_t kTilePad = 64;  // bytes added to each staged row: no power-of-two stride
   static constexpr int64_t kStageRows = 8;  // source rows staged (and next-tile rows prefetched) per step
   static constexpr int64_t kChunkStrips = 8;  // strips staged at a time (Note [Chunked staging])
+  static constexpr int64_t kGroupBytes = 512 * 1024;  // staged bytes per group (Note [Grouped staging])
+  static constexpr int64_t kPieceBytes = 2048;        // output bytes per kernel call there
   enum class Path : uint8_t { Contiguous, Broadcast, Tiled, Strided };
 
   static constexpr int kInlineDims = 8;  // dims held without allocating
@@ -130,6 +157,7 @@ class StridedIter {
   int64_t tile0() const { return tile0_; }  // Tiled: elements of dim 0 per tile
   int64_t tile1() const { return tile1_; }  // Tiled: strips (elements of dim 1) per tile
   bool staged(int op) const { return (staged_mask_ >> op) & 1; }  // Tiled: op goes through a tile buffer
+  int64_t group() const { return group_; }  // Tiled: planes staged per group (Note [Grouped staging]; 1: off)
 
   // Tiled: each tile's output (tile0 x tile1) is one dense block: whole output rows
   // (dim 0 fits one tile) lying next to each other (dim 1's stride is dim 0's length).
@@ -151,6 +179,8 @@ class StridedIter {
   void run_range(const F& f, int64_t begin, int64_t end) const;
   template <typename F>
   void run_tiles(const F& f, int64_t begin, int64_t end) const;
+  template <typename F>
+  void run_groups(const F& f, int64_t begin, int64_t end) const;
 
   int nops_ = 0;
   SmallVec<int64_t, kInlineDims> sizes_;    // fastest first
@@ -164,6 +194,7 @@ class StridedIter {
   bool prefetch_ = false;  // Tiled: operands beyond the caches: prefetch the next tile
   int64_t pad_ = kTilePad;  // bytes after each staged row (0 with one_call_)
   bool one_call_ = false;   // Tiled: one kernel call per tile (Note [One call per tile])
+  int64_t group_ = 1;       // Tiled: planes staged per group (Note [Grouped staging]; 1: off)
 
 };
 
@@ -220,21 +251,144 @@ void StridedIter::run_range(const F& f, int64_t begin, int64_t end) const {
 // elements with s1 == es take detail::transpose_tile_* (AVX2, ops/transpose_tile.h,
 // shared with the copy) when use_avx2(); the rest a scalar loop.
 void stage_tile(char* buf, const char* src, int64_t s0, int64_t s1, int64_t n0, int64_t n1, int64_t ld, int64_t es);
+// This thread's staging buffer, at least `bytes` long (kept between calls; one for every
+// kernel, where a buffer per run_tiles instantiation kept one per op and dtype ever run).
+char* tile_scratch(size_t bytes);
+
+template <typename F>
+void StridedIter::run_groups(const F& f, int64_t begin, int64_t end) const {
+  const int nd = ndim();
+  const int64_t n0 = sizes_[0], n1 = sizes_[1], plane = n0 * n1, d2 = sizes_[2];
+  char* bufs[kMaxOperands] = {};  // one per staged input: group_ planes, unpadded, 64-byte aligned
+  size_t need = 0;
+  for (int i = 1; i < nops_; ++i)
+    if (staged(i)) need += static_cast<size_t>(group_ * plane * elem_size_[i] + 64);
+  {
+    char* b = tile_scratch(need);
+    for (int i = 1; i < nops_; ++i)
+      if (staged(i)) {
+        bufs[i] = b + (64 - reinterpret_cast<uintptr_t>(b) % 64) % 64;
+        b += group_ * plane * elem_size_[i] + 64;
+      }
+  }
+  Strides st{};  // every strip is dense, or a constant operand (stride 0 over dims 0-2)
+  for (int i = 0; i < nops_; ++i) st[i] = (staged(i) || strides_[0][i] != 0) ? elem_size_[i] : 0;
+  // The staged inputs' source lines, walked in order (plane u, row r, line k of the row)
+  // and read with plain loads: the next group's are touched while this one streams.
+  struct Lines {
+    const char* base = nullptr;
+    int64_t s2 = 0, s0 = 0, span = 0, per_row = 0, total = 0, done = 0, u = 0, r = 0, k = 0;
+    void start(const char* b, int64_t planes) {
+      base = b;
+      linear = s0 == span && s2 == n0_ * s0;
+      bytes = planes * n0_ * span;
+      total = linear ? (bytes + 63) / 64 + 1 : planes * n0_ * per_row;
+      done = u = r = k = 0;
+    }
+    void until(int64_t target) {  // touch lines [done, target)
+      if (linear) {  // the group's rows lie end to end: one range of total - 1 lines or so
+        const char* lo = base - reinterpret_cast<uintptr_t>(base) % 64;
+        const char* hi = base + bytes;
+        for (; done < target; ++done) {
+          const char* a = done == 0 ? base : lo + 64 * done;
+          if (a < hi) (void)*static_cast<const volatile char*>(a);
+        }
+        return;
+      }
+      for (; done < target; ++done) {
+        const char* row = base + u * s2 + r * s0;
+        const char* a = k == 0 ? row : row - reinterpret_cast<uintptr_t>(row) % 64 + 64 * k;
+        if (a < row + span) (void)*static_cast<const volatile char*>(a);
+        if (++k == per_row) {
+          k = 0;
+          if (++r == n0_) {
+            r = 0;
+            ++u;
+          }
+        }
+      }
+    }
+    bool linear = false;
+    int64_t bytes = 0;
+    int64_t n0_ = 0;
+  } lines[kMaxOperands];
+  for (int i = 1; i < nops_; ++i)
+    if (staged(i)) {
+      lines[i].s2 = strides_[2][i];
+      lines[i].s0 = strides_[0][i];
+      lines[i].span = (n1 - 1) * strides_[1][i] + elem_size_[i];
+      lines[i].per_row = (lines[i].span + 63) / 64 + 1;
+      lines[i].n0_ = n0;
+    }
+  const auto group_at = [&](int64_t t) { return std::min({group_, end - t, d2 - t % d2}); };
+  Index idx(nd);
+  char* p[kMaxOperands];
+  char* q[kMaxOperands];
+  const auto locate = [&](int64_t t, char** ptr) {  // plane t: dims 0 and 1 whole
+    int64_t rem = t;
+    idx[0] = idx[1] = 0;
+    for (int d = 2; d < nd; ++d) {
+      idx[d] = rem % sizes_[d];
+      rem /= sizes_[d];
+    }
+    ptrs_at(idx, ptr);
+  };
+  const int64_t piece = std::max<int64_t>(64, kPieceBytes / elem_size_[0]);
+  locate(begin, p);
+  for (int i = 1; i < nops_; ++i)
+    if (staged(i)) {  // the first group: nothing touched it yet
+      lines[i].start(p[i], group_at(begin));
+      lines[i].until(lines[i].total);
+    }
+  for (int64_t t = begin; t < end;) {
+    const int64_t g = group_at(t), tn = t + g;
+    char* np[kMaxOperands];
+    const bool next = tn < end;
+    if (next) {
+      locate(tn, np);
+      for (int i = 1; i < nops_; ++i)
+        if (staged(i)) lines[i].start(np[i], group_at(tn));
+    }
+    // stage a source line's width of strips at a time (16 float32, 8 float64): the
+    // buffer's writes stay in those rows and each source line is read once
+    for (int i = 1; i < nops_; ++i)
+      if (staged(i)) {
+        const int64_t s0 = strides_[0][i], s1 = strides_[1][i], es = elem_size_[i];
+        const int64_t cs = std::max<int64_t>(8, 64 / es);  // strips per step: one source line
+        for (int64_t u = 0; u < g; ++u)
+          for (int64_t j0 = 0; j0 < n1; j0 += cs)
+            stage_tile(bufs[i] + (u * plane + j0 * n0) * es, p[i] + u * strides_[2][i] + j0 * s1, s0, s1, n0,
+                       std::min<int64_t>(cs, n1 - j0), n0, es);
+      }
+    const int64_t total = g * plane, npieces = (total + piece - 1) / piece;
+    for (int64_t c = 0; c < npieces; ++c) {
+      const int64_t off = c * piece;
+      if (next)
+        for (int i = 1; i < nops_; ++i)
+          if (staged(i)) lines[i].until((c + 1) * lines[i].total / npieces);
+      for (int i = 0; i < nops_; ++i) q[i] = (staged(i) ? bufs[i] : p[i]) + off * st[i];
+      f(static_cast<char* const*>(q), st.data(), std::min(piece, total - off));
+    }
+    if (next)
+      for (int i = 0; i < nops_; ++i) p[i] = np[i];
+    t = tn;
+  }
+}
 
 template <typename F>
 void StridedIter::run_tiles(const F& f, int64_t begin, int64_t end) const {
+  if (group_ > 1) return run_groups(f, begin, end);
   const int nd = ndim();
   Index idx(nd);
   char* p[kMaxOperands];
   char* q[kMaxOperands];
   Strides st = strides_[0];
   Strides rs = strides_[1];  // step from one strip to the next
-  static thread_local std::vector<char> buf_store;
   const size_t per = static_cast<size_t>((tile0_ * 8 + pad_) * tile1_ + 64);
-  if (buf_store.size() < per * (kMaxOperands - 1)) buf_store.resize(per * (kMaxOperands - 1));
+  char* const store = tile_scratch(per * (kMaxOperands - 1));
   char* bufs[kMaxOperands - 1];
   for (int i = 0; i < kMaxOperands - 1; ++i)
-    bufs[i] = buf_store.data() + i * per + ((64 - reinterpret_cast<uintptr_t>(buf_store.data() + i * per) % 64) % 64);
+    bufs[i] = store + i * per + ((64 - reinterpret_cast<uintptr_t>(store + i * per) % 64) % 64);
   for (int i = 1; i < nops_; ++i)
     if (staged(i)) {
       st[i] = elem_size_[i];
