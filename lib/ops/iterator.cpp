@@ -84,8 +84,9 @@ void stage_tile(char* buf, const char* src, int64_t s0, int64_t s1, int64_t n0, 
 
 char* tile_scratch(size_t bytes) {
   static thread_local std::vector<char> store;
-  if (store.size() < bytes) store.resize(bytes);
-  return store.data();
+  if (store.size() < bytes + 64) store.resize(bytes + 64);
+  char* const p = store.data();
+  return p + (64 - reinterpret_cast<uintptr_t>(p) % 64) % 64;
 }
 
 Shape output_strides_like(const Shape& sizes, const std::vector<const Shape*>& input_strides) {
@@ -268,7 +269,7 @@ StridedIter::StridedIter(const Shape& sizes, const Operand* ops, int nops, bool 
           streams = streams || (j > 0 && dense);
         }
       }
-      if (ok && streams) group_ = std::min<int64_t>(16, kGroupBytes / staged_bytes);
+      if (ok && streams) group_ = std::clamp<int64_t>(kGroupBytes / staged_bytes, 1, 16);
     }
 
     return;

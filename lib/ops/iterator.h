@@ -251,8 +251,9 @@ void StridedIter::run_range(const F& f, int64_t begin, int64_t end) const {
 // elements with s1 == es take detail::transpose_tile_* (AVX2, ops/transpose_tile.h,
 // shared with the copy) when use_avx2(); the rest a scalar loop.
 void stage_tile(char* buf, const char* src, int64_t s0, int64_t s1, int64_t n0, int64_t n1, int64_t ld, int64_t es);
-// This thread's staging buffer, at least `bytes` long (kept between calls; one for every
-// kernel, where a buffer per run_tiles instantiation kept one per op and dtype ever run).
+// This thread's staging buffer, 64-byte aligned and at least `bytes` long (kept between
+// calls; one for every kernel, where a buffer per run_tiles instantiation kept one per op
+// and dtype ever run).
 char* tile_scratch(size_t bytes);
 
 template <typename F>
@@ -260,17 +261,16 @@ void StridedIter::run_groups(const F& f, int64_t begin, int64_t end) const {
   const int nd = ndim();
   const int64_t n0 = sizes_[0], n1 = sizes_[1], plane = n0 * n1, d2 = sizes_[2];
   char* bufs[kMaxOperands] = {};  // one per staged input: group_ planes, unpadded, 64-byte aligned
-  size_t need = 0;
+  const auto buf_bytes = [&](int i) { return (group_ * plane * elem_size_[i] + 63) / 64 * 64; };
+  int64_t need = 0;
   for (int i = 1; i < nops_; ++i)
-    if (staged(i)) need += static_cast<size_t>(group_ * plane * elem_size_[i] + 64);
-  {
-    char* b = tile_scratch(need);
-    for (int i = 1; i < nops_; ++i)
-      if (staged(i)) {
-        bufs[i] = b + (64 - reinterpret_cast<uintptr_t>(b) % 64) % 64;
-        b += group_ * plane * elem_size_[i] + 64;
-      }
-  }
+    if (staged(i)) need += buf_bytes(i);
+  char* b = tile_scratch(static_cast<size_t>(need));
+  for (int i = 1; i < nops_; ++i)
+    if (staged(i)) {
+      bufs[i] = b;
+      b += buf_bytes(i);
+    }
   Strides st{};  // every strip is dense, or a constant operand (stride 0 over dims 0-2)
   for (int i = 0; i < nops_; ++i) st[i] = (staged(i) || strides_[0][i] != 0) ? elem_size_[i] : 0;
   // The staged inputs' source lines, walked in order (plane u, row r, line k of the row)
@@ -384,11 +384,10 @@ void StridedIter::run_tiles(const F& f, int64_t begin, int64_t end) const {
   char* q[kMaxOperands];
   Strides st = strides_[0];
   Strides rs = strides_[1];  // step from one strip to the next
-  const size_t per = static_cast<size_t>((tile0_ * 8 + pad_) * tile1_ + 64);
+  const size_t per = static_cast<size_t>(((tile0_ * 8 + pad_) * tile1_ + 63) / 64 * 64);  // 64-byte multiple
   char* const store = tile_scratch(per * (kMaxOperands - 1));
   char* bufs[kMaxOperands - 1];
-  for (int i = 0; i < kMaxOperands - 1; ++i)
-    bufs[i] = store + i * per + ((64 - reinterpret_cast<uintptr_t>(store + i * per) % 64) % 64);
+  for (int i = 0; i < kMaxOperands - 1; ++i) bufs[i] = store + i * per;
   for (int i = 1; i < nops_; ++i)
     if (staged(i)) {
       st[i] = elem_size_[i];
