@@ -210,7 +210,7 @@ TEST(CopyFast, EachPathIsTakenAndCorrect) {
     std::function<Tensor(const Tensor&)> src;  // a view of the values buffer
     std::function<Tensor(const Shape&, DType)> dst;
     CopyPath path;
-    bool bands = false;  // 4-byte streaming tiles go out as 16-column bands (Note [Transpose bands])
+    bool bands = false;  // 4-byte streaming tiles go out as bands or pipelined blocks (Note [Transpose bands])
   };
   auto contiguous_dst = [](const Shape& s, DType dt) { return empty(s, dt); };
   auto offset_dst = [](const Shape& s, DType dt) {  // misaligned by 3 elements
@@ -239,6 +239,10 @@ TEST(CopyFast, EachPathIsTakenAndCorrect) {
       // 512 + 76, 76 = 9 x 8 + 4)
       {{184, 1100}, {"2-D transpose into 64-byte rows", [](const Tensor& v) { return v.t(); }, padded_dst,
                      CopyPath::Tiled, true}},
+      // pipelined blocks (64 x 1024): B ragged (190 = 2 x 64 + 62, 62 = 7 x 8 + 6), A ragged (2100 = 2 x 1024 +
+      // 52, 52 = 6 x 8 + 4), so blocks of every extent follow each other in one thread's pipeline
+      {{190, 2100}, {"2-D transpose into 64-byte rows, ragged blocks", [](const Tensor& v) { return v.t(); },
+                     padded_dst, CopyPath::Tiled, true}},
       {{20, 37}, {"2-D transpose into 64-byte rows, 20 columns", [](const Tensor& v) { return v.t(); }, padded_dst,
                   CopyPath::Tiled, true}},
       {{2, 48, 7, 9}, {"NCHW -> NHWC, 48 channels", [](const Tensor& v) { return v; }, cl_dst, CopyPath::Tiled,
@@ -258,7 +262,8 @@ TEST(CopyFast, EachPathIsTakenAndCorrect) {
       {{41, 300}, {"broadcast column", [](const Tensor& v) { return v.narrow(1, 0, 1).expand({41, 300}); },
                    contiguous_dst, CopyPath::Strided}},
   };
-  // both band shapes of Note [Transpose bands] (the Intel and the AMD one), whatever this CPU is
+  // both band shapes of Note [Transpose bands] (the Intel one and the old AMD one) and the pipelined blocks of
+  // Note [Pipelined transpose blocks] (the AMD one), whatever this CPU is
   struct Bands {
     int rows;
     bool outer;
@@ -269,8 +274,8 @@ TEST(CopyFast, EachPathIsTakenAndCorrect) {
       for (int threads : {1, 2})
         for (SimdLevel level : {SimdLevel::AVX2, SimdLevel::Scalar})
           for (int64_t nt : {int64_t{-1}, int64_t{0}})
-            for (Bands bs : {Bands{32, false}, Bands{16, true}}) {
-            if (nt < 0 && bs.rows == 16) continue;  // no streaming: no bands
+            for (Bands bs : {Bands{32, false}, Bands{16, true}, Bands{64, true}}) {
+            if (nt < 0 && bs.rows != 32) continue;  // no streaming: no bands
             set_num_threads(threads);
             set_simd_level(level);
             set_nt_threshold_bytes(nt);
@@ -292,6 +297,7 @@ TEST(CopyFast, EachPathIsTakenAndCorrect) {
                                       (c.path == CopyPath::Tiled && dtype_size(dt) == 4));
             EXPECT_EQ(last_copy_used_nt(), nt_expected) << where;
             EXPECT_EQ(last_copy_used_bands(), nt_expected && c.bands && dtype_size(dt) == 4) << where;
+            if (last_copy_used_bands()) EXPECT_EQ(last_copy_band_rows(), bs.rows) << where;
             ASSERT_TRUE(test::all_close(dst, ref, 0, 0)) << where;
             ASSERT_TRUE(untouched_outside(dst)) << where;
             Tensor gen = c.dst(src.sizes(), dt);
@@ -350,15 +356,54 @@ TEST(CopyFast, FillEveryLayoutDtypeAndStreaming) {
           }
 }
 
-TEST(CopyFast, TransposeBandsTakeOnlyTheirTwoShapes) {
+// Note [Pipelined transpose blocks]: without a forced shape, AMD (and other non-Intel)
+// CPUs take blocks only where dst rows are >= 4 KiB apart and source rows >= 1024
+// elements long, 16-row bands elsewhere; Intel takes 32-row bands. Either way the result
+// is the reference's.
+TEST(CopyFast, TransposeBandsAutomaticChoice) {
+  Scope scope;
+  set_transpose_bands(0, true);
+  set_nt_threshold_bytes(0);
+  const bool intel = cpu_vendor() == CpuVendor::Intel;
+  struct Case {
+    int64_t nB, nA, dst_row;  // dst (nA, nB) with rows dst_row floats apart (a view of wider rows)
+    int blocks_rows;          // the non-Intel choice
+  };
+  const std::vector<Case> cases = {
+      {40, 1030, 1024, 64},  // rows 4 KiB apart, 1030-float source rows: blocks
+      {40, 1030, 1008, 16},  // rows 4032 bytes apart: bands
+      {40, 1000, 1024, 16},  // source rows of 1000 floats: bands
+      {72, 1100, 64 * 20, 64},
+  };
+  uint64_t seed = 900;
+  for (const Case& c : cases)
+    for (int threads : {1, 2}) {
+      set_num_threads(threads);
+      const Tensor vals = exact_values({c.nB, c.nA}, ++seed, DType::Float32);
+      const Tensor src = vals.t();
+      Tensor dst = empty({c.nA, c.dst_row}).narrow(1, 0, c.nB);
+      test::poison(dst);
+      dst.copy_(src);
+      const std::string where = std::to_string(c.nA) + " x " + std::to_string(c.nB) + " into rows of " +
+                                std::to_string(c.dst_row) + ", threads " + std::to_string(threads);
+      if (simd_level() >= SimdLevel::AVX2) {
+        EXPECT_EQ(last_copy_band_rows(), intel ? 32 : c.blocks_rows) << where;
+      }
+      ASSERT_TRUE(test::all_close(dst, src.to_vector(), 0, 0)) << where;
+      ASSERT_TRUE(untouched_outside(dst)) << where;
+    }
+}
+
+TEST(CopyFast, TransposeBandsTakeOnlyTheirThreeShapes) {
   Scope scope;
   EXPECT_THROW(set_transpose_bands(24, true), Error);
+  EXPECT_THROW(set_transpose_bands(128, true), Error);
   EXPECT_THROW(set_transpose_bands(-16, false), Error);
   try {
     set_transpose_bands(8, true);
     FAIL() << "no error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("set_transpose_bands: rows must be 0, 16 or 32, got 8"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("set_transpose_bands: rows must be 0, 16, 32 or 64, got 8"), std::string::npos)
         << e.what();
   }
 }

@@ -19,8 +19,12 @@
 //            transpose(2, 3) of 32x64x56x56 float32 to contiguous 4.1 -> 2.0 ms on 1
 //            thread, 2.9 -> 1.3 ms on 2 (AMD EPYC VM, alternating).
 //            Streaming 4-byte copies into 64-byte aligned dst rows take bands instead
-//            (Note [Transpose bands]): 32 source rows x 512, no buffer, every dst line
-//            written whole by two streaming stores.
+//            (Note [Transpose bands]): 16 or 32 source rows x 512, no buffer, every dst
+//            line written whole by two streaming stores; on AMD (and other non-Intel)
+//            CPUs, where dst rows lie 4 KiB or more apart and source rows are 1024
+//            elements or longer, pipelined blocks (Note [Pipelined transpose blocks]):
+//            64 source rows x 1024 through an L2 buffer, 256 bytes per dst row, each
+//            block drained while the next one fills.
 //   Strided  anything else of the same dtype (stepped slices, broadcast): a parallel
 //            strided row loop on same-size unsigned words.
 //   Convert  dtypes differ: the same parallel row loop with convert<D, S>.
@@ -52,6 +56,7 @@
 #include "core/convert.h"
 #include "core/cpu_features.h"
 #include "core/parallel.h"
+#include "ops/iterator.h"
 #include "ops/transpose_tile.h"
 
 #ifdef SB_WITH_CUDA
@@ -64,7 +69,7 @@ namespace {
 
 std::atomic<CopyPath> g_last_path{CopyPath::Empty};
 std::atomic<bool> g_last_nt{false};
-std::atomic<bool> g_last_bands{false};
+std::atomic<int> g_last_band_rows{0};  // 0: no bands; 16, 32: bands; 64: pipelined blocks
 std::atomic<int64_t> g_nt_threshold{-1};  // bytes; -1 = not set: default_nt_threshold()
 
 // Note [Streaming threshold]
@@ -86,10 +91,10 @@ int64_t default_nt_threshold() {
   return v;
 }
 
-void record(CopyPath p, bool nt, bool bands = false) {
+void record(CopyPath p, bool nt, int band_rows = 0) {
   g_last_path.store(p, std::memory_order_relaxed);
   g_last_nt.store(nt, std::memory_order_relaxed);
-  g_last_bands.store(bands, std::memory_order_relaxed);
+  g_last_band_rows.store(band_rows, std::memory_order_relaxed);
 }
 
 bool want_nt(int64_t out_bytes) {
@@ -327,6 +332,99 @@ void tile_scalar(U* dst, const U* src, int64_t na, int64_t nb, int64_t dA, int64
 // is 64-byte aligned (base, dA and the outer dst strides); ragged edges (nB % 16
 // columns, nA % 8 rows) go through the buffer with plain stores.
 constexpr int64_t kBandA = 512, kBandBMax = 32, kEdgeRows = 512;
+constexpr int64_t kBlockA = 1024, kBlockB = 64, kBlockMinRowBytes = 4096;  // Note [Pipelined transpose blocks]
+
+#ifdef SB_HAVE_AVX2
+// Note [Pipelined transpose blocks]
+// On the AMD EPYC VM the 16-row bands above still left a 4096^2 float32 transpose at
+// half the streaming copy's rate, and bare loops (docs/NOTES-copy-reduce.md, session 11)
+// said why: streaming stores of one 64-byte line per dst row visit run at half the
+// speed of sequential ones once reads run beside them (a sequential read with such
+// writes: 5.7 ms, the same as the bands), while 128-256 bytes per visit come close to a
+// plain copy (8 source rows read side by side with 256-byte writes: 3.2 ms against
+// 2.9). Reads want the opposite: 8 source rows side by side read at 2.2 ms, 32 rows
+// at 4.0. So a block of kBlockB = 64 source rows x kBlockA = 1024 columns is read as 8
+// groups of 8 rows (each group's 4 KiB row pieces start to end, 8x8 transposes) into an
+// L2 buffer laid out as the block's dst rows (1024 rows of 256 bytes), and goes out as
+// whole 256-byte dst rows with streaming stores. Reading everything and then writing
+// everything would not overlap the two, so each thread keeps two buffers and drains
+// block t while it fills block t + 1, one 8x8 fill step per dst row drained. Bare loops,
+// 4096^2 float32, 1 / 2 threads: 4.7-4.8 / 2.8 ms against the 16-row bands' 5.7 / 3.6
+// and a streaming copy's 2.8 / 2.45; 32-row blocks 5.4 / 2.9, 1024 columns beat 512
+// (5.5) and 2048 (5.2), a buffer in 8-float slabs per group (whole lines filled)
+// 4.9-5.0, 16-row fill steps 7.2, software prefetch in the fill no gain, copying the
+// source rows raw into the buffer and transposing on the way out 9-11. The library's
+// blocks, old and new benchmark binaries alternating (7 rounds): 0.84x the bands' time
+// on 1 thread, 0.82x on 2. They lose where the bands' writes are already near
+// sequential (dst rows 256 bytes apart, NCHW -> NHWC: 1.5-1.8x slower) or the source
+// rows are short (a 256^3 permute: 1.4x), since 8 rows side by side fill slower than
+// the bands' 16 and the buffer round trip costs a core about 1 ms per 64 MiB; so
+// transpose_bands() takes them only for dst rows >= 4 KiB apart and source rows >= 1024
+// elements (or when set_transpose_bands(64, ...) forces them). Two whole blocks in a row
+// take a loop with one drain per fill and compile-time extents.
+
+// Columns [i, i + 8) of 8 source rows (s + k sB + i) -> buffer rows i..i+7 (kBlockB
+// floats each) at b + i * kBlockB.
+__attribute__((always_inline)) inline void block_fill_step(float* b, const float* s, int64_t sB, int64_t i) {
+  const float* p = s + i;
+  __m256 a0 = _mm256_loadu_ps(p), a1 = _mm256_loadu_ps(p + sB), a2 = _mm256_loadu_ps(p + 2 * sB),
+         a3 = _mm256_loadu_ps(p + 3 * sB), a4 = _mm256_loadu_ps(p + 4 * sB), a5 = _mm256_loadu_ps(p + 5 * sB),
+         a6 = _mm256_loadu_ps(p + 6 * sB), a7 = _mm256_loadu_ps(p + 7 * sB);
+  detail::transpose8(a0, a1, a2, a3, a4, a5, a6, a7);
+  b += i * kBlockB;
+  _mm256_store_ps(b, a0);
+  _mm256_store_ps(b + kBlockB, a1);
+  _mm256_store_ps(b + 2 * kBlockB, a2);
+  _mm256_store_ps(b + 3 * kBlockB, a3);
+  _mm256_store_ps(b + 4 * kBlockB, a4);
+  _mm256_store_ps(b + 5 * kBlockB, a5);
+  _mm256_store_ps(b + 6 * kBlockB, a6);
+  _mm256_store_ps(b + 7 * kBlockB, a7);
+}
+
+// One dst row of a block: ng x 8 floats from the buffer row, streaming stores.
+inline void block_drain_row(float* d, const float* b, int64_t ng) {
+  if (ng == kBlockB / 8) {
+#pragma GCC unroll 8
+    for (int64_t k = 0; k < kBlockB; k += 8) _mm256_stream_ps(d + k, _mm256_load_ps(b + k));
+    return;
+  }
+  for (int64_t k = 0; k < 8 * ng; k += 8) _mm256_stream_ps(d + k, _mm256_load_ps(b + k));
+}
+
+// The bands' kernel as a function of its own, for the reason given at block_pipeline:
+// inlined into the copy's closure its loop spilled the row addresses (and the
+// closure's growth with the blocks made that 1.25x slower on NHWC -> NCHW).
+__attribute__((noinline)) void stream_band(float* d, int64_t ld, const float* s, int64_t sB, int64_t na8, int64_t nh) {
+  detail::stream_band_f32(d, ld, s, sB, na8, nh);
+}
+
+// Drains one block (na8 dst rows of ng x 8 floats, buffer bc -> d, row stride ld) while
+// it fills the next (ngn groups x nan8 columns of the source at sn -> buffer bn), one
+// fill step per na8 / (ngn nan8 / 8) rows drained. A function of its own, with every
+// operand a plain value: inside the copy's closure the compiler spilled the loop's
+// pointers and reloaded them after each vector store (1.15x the time).
+__attribute__((noinline)) void block_pipeline(float* d, int64_t ld, const float* bc, int64_t na8, int64_t ng,
+                                              float* bn, const float* sn, int64_t sB, int64_t nan8, int64_t ngn) {
+  if (na8 == kBlockA && ng == kBlockB / 8 && nan8 == kBlockA && ngn == kBlockB / 8) {  // two whole blocks: one
+    for (int64_t g = 0; g < kBlockB / 8; ++g)                                           // drain per fill
+      for (int64_t i = 0; i < kBlockA; i += 8) {
+        block_fill_step(bn + 8 * g, sn + 8 * g * sB, sB, i);
+        const int64_t c = g * (kBlockA / 8) + i / 8;
+        block_drain_row(d + c * ld, bc + c * kBlockB, kBlockB / 8);
+      }
+    return;
+  }
+  const int64_t fills = ngn * (nan8 / 8);
+  int64_t c = 0, owed = 0;  // c = floor(f * na8 / fills) after f fills, without a division in the loop
+  for (int64_t g = 0; g < ngn; ++g)
+    for (int64_t i = 0; i < nan8; i += 8) {
+      block_fill_step(bn + 8 * g, sn + 8 * g * sB, sB, i);
+      for (owed += na8; owed >= fills; owed -= fills, ++c) block_drain_row(d + c * ld, bc + c * kBlockB, ng);
+    }
+  for (; c < na8; ++c) block_drain_row(d + c * ld, bc + c * kBlockB, ng);
+}
+#endif
 
 // Note [Direct small tiles]
 // In an L2-resident copy the buffered tile's round trip through the L1 buffer costs as
@@ -341,23 +439,31 @@ constexpr int64_t kBandA = 512, kBandBMax = 32, kEdgeRows = 512;
 constexpr int64_t kDirectA = 16, kDirectB = 32;
 
 struct TransposeBands {
-  int64_t rows;            // source rows per band: 16 or 32 (<= kBandBMax)
+  int64_t rows;            // source rows per band: 16 or 32 (<= kBandBMax); 64: pipelined blocks
   bool source_rows_outer;  // tasks walk A fastest (each band's source rows start to end)
 };
 std::atomic<int> g_band_rows{0};  // 0: the vendor's choice; else set_transpose_bands()
 std::atomic<bool> g_band_outer{true};
 
-TransposeBands transpose_bands() {
+// The band (or block) for a transpose whose A extent is nA and whose dst rows lie dA
+// elements apart: forced by set_transpose_bands, else the vendor's choice. On the AMD EPYC
+// VM the pipelined blocks pay only where dst rows are in different pages and the source
+// rows are long (4096^2 transposes: 0.85x the bands' time on 1 and 2 threads); an NCHW ->
+// NHWC copy, whose dst rows lie 256 bytes apart, ran 1.5-1.8x slower as blocks, whose
+// 8-row fill reads slower than the bands' 16 rows (docs/NOTES-copy-reduce.md, session
+// 11), and a 256^3 permute (256-float source rows) 1.4x.
+TransposeBands transpose_bands(int64_t nA, int64_t dA_bytes) {
   const int forced = g_band_rows.load(std::memory_order_relaxed);
   if (forced) return {forced, g_band_outer.load(std::memory_order_relaxed)};
   if (cpu_vendor() == CpuVendor::Intel) return {32, false};
+  if (nA >= kBlockA && dA_bytes >= kBlockMinRowBytes) return {kBlockB, true};
   return {16, true};
 }
 
 // Plan dims: B = last (dst stride 1), A = a (src stride 1); others loop outside.
-// Returns whether the streaming bands were used.
+// Returns the streaming bands' rows (0: none; 64: pipelined blocks).
 template <typename U>
-bool tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool nt) {
+int tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool nt) {
   const int64_t last = p.ndim() - 1;
   const bool simd = sizeof(U) == 4 && use_avx2();
   const int64_t tile = std::clamp<int64_t>(kTileBytes / static_cast<int64_t>(sizeof(U)), 32, 64);  // scalar tiles
@@ -374,11 +480,12 @@ bool tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool nt) {
 #ifdef SB_HAVE_AVX2
   bands = simd && nt && nB >= 16 && dA % 16 == 0 && reinterpret_cast<uintptr_t>(d) % 64 == 0;
   for (int64_t st : outer.dst) bands = bands && st % 16 == 0;
-  const TransposeBands tune = transpose_bands();
+  const TransposeBands tune = transpose_bands(nA, dA * static_cast<int64_t>(sizeof(U)));
+  const bool blocks = bands && tune.rows == kBlockB;  // Note [Pipelined transpose blocks]
   // Note [Direct small tiles]: L2-resident copies whose dst rows do not alias in L1
   const bool direct = simd && !nt && nA * nB * nouter * 4 <= cpu_caches().l2 && (dA * 4) % 2048 != 0;
-  const int64_t tA = bands ? kBandA : direct ? kDirectA : simd ? kTileA : tile,
-                tB = bands ? tune.rows : direct ? kDirectB : simd ? kTileB : tile;
+  const int64_t tA = blocks ? kBlockA : bands ? kBandA : direct ? kDirectA : simd ? kTileA : tile,
+                tB = blocks ? kBlockB : bands ? tune.rows : direct ? kDirectB : simd ? kTileB : tile;
   const bool a_fastest = (bands && tune.source_rows_outer) || direct;
 #else
   const int64_t tA = tile, tB = tile;
@@ -391,7 +498,7 @@ bool tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool nt) {
     Shape idx(std::max<int64_t>(no, 1));
 #ifdef SB_HAVE_AVX2
     alignas(64) float buf[kTileA * kTileB];  // one 4-byte tile (or a band's ragged edge)
-    static_assert(kEdgeRows * 16 <= kTileA * kTileB && 8 * kBandBMax <= kTileA * kTileB, "band edges fit the buffer");
+    static_assert(kEdgeRows * 16 <= kTileA * kTileB && 8 * kBlockB <= kTileA * kTileB, "band edges fit the buffer");
 #endif
     // task t -> its tile: dst and src corners, extent na x nb
     const auto locate = [&](int64_t t, int64_t& doff, int64_t& soff, int64_t& na, int64_t& nb) {
@@ -404,6 +511,47 @@ bool tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool nt) {
       doff += i0 * dA + j0;
       soff += i0 + j0 * sB;
     };
+#ifdef SB_HAVE_AVX2
+    // A band's or block's ragged edges through the buffer with plain stores: columns [jr,
+    // nb) (fewer than 16) of rows [0, na8), then rows [na8, na) (fewer than 8), every column.
+    const auto ragged_edges = [&](float* df, const float* sf, int64_t na, int64_t nb, int64_t jr) {
+      const int64_t na8 = na / 8 * 8;
+      for (int64_t i = 0; i < na8 && jr < nb; i += kEdgeRows) {
+        const int64_t n = std::min(kEdgeRows, na8 - i);
+        detail::transpose_tile_f32(buf, 16, sf + i + jr * sB, sB, n, nb - jr);
+        for (int64_t r = 0; r < n; ++r) store_row_f32(df + (i + r) * dA + jr, buf + r * 16, nb - jr, false);
+      }
+      if (na8 < na) {
+        detail::transpose_tile_f32(buf, kBlockB, sf + na8, sB, na - na8, nb);
+        for (int64_t i = na8; i < na; ++i) store_row_f32(df + i * dA, buf + (i - na8) * kBlockB, nb, false);
+      }
+    };
+    if (blocks) {  // Note [Pipelined transpose blocks]: drain block t while filling block t + 1
+      float* const bufs = reinterpret_cast<float*>(tile_scratch(2 * kBlockA * kBlockB * sizeof(float)));
+      struct Block {
+        float* d;
+        const float* s;
+        int64_t na, nb;
+      };
+      const auto block = [&](int64_t t) {
+        int64_t doff, soff, na, nb;
+        locate(t, doff, soff, na, nb);
+        return Block{reinterpret_cast<float*>(d + doff), reinterpret_cast<const float*>(s + soff), na, nb};
+      };
+      Block cur = block(b);
+      block_pipeline(nullptr, dA, nullptr, 0, 0, bufs, cur.s, sB, cur.na / 8 * 8, cur.nb / 8);  // fill only
+      for (int64_t t = b; t < e; ++t) {
+        const float* const bc = bufs + ((t - b) & 1) * (kBlockA * kBlockB);
+        float* const bn = bufs + ((t - b + 1) & 1) * (kBlockA * kBlockB);
+        const Block nxt = t + 1 < e ? block(t + 1) : Block{nullptr, nullptr, 0, 0};
+        block_pipeline(cur.d, dA, bc, cur.na / 8 * 8, cur.nb / 8, bn, nxt.s, sB, nxt.na / 8 * 8, nxt.nb / 8);
+        ragged_edges(cur.d, cur.s, cur.na, cur.nb, cur.nb / 8 * 8);
+        cur = nxt;
+      }
+      fence(true);
+      return;
+    }
+#endif
     for (int64_t t = b; t < e; ++t) {
       int64_t doff, soff, na, nb;
       locate(t, doff, soff, na, nb);
@@ -414,16 +562,8 @@ bool tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool nt) {
       const float* sf = reinterpret_cast<const float*>(st);
       if (bands) {  // Note [Transpose bands]
         const int64_t jr = nb / 16 * 16, na8 = na / 8 * 8;
-        detail::stream_band_f32(df, dA, sf, sB, na8, jr / 16);
-        for (int64_t i = 0; i < na8 && jr < nb; i += kEdgeRows) {  // ragged columns [jr, nb): buffer, plain stores
-          const int64_t n = std::min(kEdgeRows, na8 - i);
-          detail::transpose_tile_f32(buf, 16, sf + i + jr * sB, sB, n, nb - jr);
-          for (int64_t r = 0; r < n; ++r) store_row_f32(df + (i + r) * dA + jr, buf + r * 16, nb - jr, false);
-        }
-        if (na8 < na) {  // ragged rows [na8, na), every column
-          detail::transpose_tile_f32(buf, kBandBMax, sf + na8, sB, na - na8, nb);
-          for (int64_t i = na8; i < na; ++i) store_row_f32(df + i * dA, buf + (i - na8) * kBandBMax, nb, false);
-        }
+        stream_band(df, dA, sf, sB, na8, jr / 16);
+        ragged_edges(df, sf, na, nb, jr);
         continue;
       }
       if (direct) {  // Note [Direct small tiles]
@@ -454,7 +594,7 @@ bool tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool nt) {
     }
     fence(nt && simd);
   });
-  return bands;
+  return bands ? static_cast<int>(tB) : 0;
 }
 
 template <typename F>
@@ -486,9 +626,11 @@ const char* copy_path_name(CopyPath p) {
 }
 CopyPath last_copy_path() { return g_last_path.load(); }
 bool last_copy_used_nt() { return g_last_nt.load(); }
-bool last_copy_used_bands() { return g_last_bands.load(); }
+bool last_copy_used_bands() { return g_last_band_rows.load() != 0; }
+int last_copy_band_rows() { return g_last_band_rows.load(); }
 void set_transpose_bands(int rows, bool source_rows_outer) {
-  SB_CHECK(rows == 0 || rows == 16 || rows == 32, "set_transpose_bands: rows must be 0, 16 or 32, got ", rows);
+  SB_CHECK(rows == 0 || rows == 16 || rows == 32 || rows == 64, "set_transpose_bands: rows must be 0, 16, 32 or 64, got ",
+           rows);
   g_band_outer.store(source_rows_outer, std::memory_order_relaxed);
   g_band_rows.store(rows, std::memory_order_relaxed);
 }
@@ -555,7 +697,7 @@ void copy_kernel(const Tensor& dst, const Tensor& src) {
       if (p.src[k] == 1) a = k;
     if (a >= 0) {
       const bool tnt = nt && esz == 4;
-      bool bands = false;
+      int bands = 0;
       dispatch_size(esz, [&](auto u) {
         using U = decltype(u);
         bands = tiled_path<U>(reinterpret_cast<U*>(d), reinterpret_cast<const U*>(s), p, a, tnt);

@@ -28,12 +28,16 @@ enum class CopyPath : uint8_t { Empty, Memcpy, Rows, Tiled, Strided, Convert, Ov
 const char* copy_path_name(CopyPath p);
 CopyPath last_copy_path();
 bool last_copy_used_nt();
-// Tiled path: whether 4-byte tiles went straight to memory as streaming 16-column
-// bands (copy.cpp, Note [Transpose bands]) rather than through the L1 tile buffer.
+// Tiled path: whether 4-byte tiles went straight to memory as streaming bands (copy.cpp,
+// Note [Transpose bands]) or pipelined blocks (Note [Pipelined transpose blocks]) rather
+// than through the L1 tile buffer; and which: 16 or 32 (band rows), 64 (blocks), 0 (neither).
 bool last_copy_used_bands();
-// The streaming bands' shape (copy.cpp, Note [Transpose bands]): source rows per band
-// (16 or 32) and whether tasks walk the source rows' direction fastest. Chosen per CPU
-// vendor; tests force each (rows = 0: back to the vendor's choice).
+int last_copy_band_rows();
+// The streaming transposes' shape: 16 or 32 source rows per band (Note [Transpose bands])
+// or 64, the pipelined blocks (Note [Pipelined transpose blocks]), and whether tasks walk
+// the source rows' direction fastest. Chosen per CPU vendor and, on AMD and others, per
+// copy (blocks where dst rows are 4 KiB or more apart and source rows 1024 elements or
+// longer, else 16-row bands); tests force each (rows = 0: back to the automatic choice).
 void set_transpose_bands(int rows, bool source_rows_outer);
 // Outputs larger than this many bytes take non-temporal (streaming) stores. Default:
 // min(last-level cache, 2 x cores x L2), detected once (copy.cpp, Note [Streaming
