@@ -366,20 +366,7 @@ constexpr int64_t kBlockA = 1024, kBlockB = 64, kBlockMinRowBytes = 4096;  // No
 // Columns [i, i + 8) of 8 source rows (s + k sB + i) -> buffer rows i..i+7 (kBlockB
 // floats each) at b + i * kBlockB.
 __attribute__((always_inline)) inline void block_fill_step(float* b, const float* s, int64_t sB, int64_t i) {
-  const float* p = s + i;
-  __m256 a0 = _mm256_loadu_ps(p), a1 = _mm256_loadu_ps(p + sB), a2 = _mm256_loadu_ps(p + 2 * sB),
-         a3 = _mm256_loadu_ps(p + 3 * sB), a4 = _mm256_loadu_ps(p + 4 * sB), a5 = _mm256_loadu_ps(p + 5 * sB),
-         a6 = _mm256_loadu_ps(p + 6 * sB), a7 = _mm256_loadu_ps(p + 7 * sB);
-  detail::transpose8(a0, a1, a2, a3, a4, a5, a6, a7);
-  b += i * kBlockB;
-  _mm256_store_ps(b, a0);
-  _mm256_store_ps(b + kBlockB, a1);
-  _mm256_store_ps(b + 2 * kBlockB, a2);
-  _mm256_store_ps(b + 3 * kBlockB, a3);
-  _mm256_store_ps(b + 4 * kBlockB, a4);
-  _mm256_store_ps(b + 5 * kBlockB, a5);
-  _mm256_store_ps(b + 6 * kBlockB, a6);
-  _mm256_store_ps(b + 7 * kBlockB, a7);
+  detail::tile8x8_f32(b + i * kBlockB, kBlockB, s + i, sB);
 }
 
 // One dst row of a block: ng x 8 floats from the buffer row, streaming stores.

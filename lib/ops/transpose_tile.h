@@ -65,28 +65,29 @@ inline void transpose8(__m256& r0, __m256& r1, __m256& r2, __m256& r3, __m256& r
   r7 = _mm256_permute2f128_ps(u3, u7, 0x31);
 }
 
+// One 8x8 micro-tile: d[i*ld + j] = s[i + j*sB], i, j < 8 (plain stores).
+__attribute__((always_inline)) inline void tile8x8_f32(float* d, int64_t ld, const float* s, int64_t sB) {
+  __m256 r0 = _mm256_loadu_ps(s), r1 = _mm256_loadu_ps(s + sB), r2 = _mm256_loadu_ps(s + 2 * sB),
+         r3 = _mm256_loadu_ps(s + 3 * sB), r4 = _mm256_loadu_ps(s + 4 * sB), r5 = _mm256_loadu_ps(s + 5 * sB),
+         r6 = _mm256_loadu_ps(s + 6 * sB), r7 = _mm256_loadu_ps(s + 7 * sB);
+  transpose8(r0, r1, r2, r3, r4, r5, r6, r7);
+  _mm256_storeu_ps(d, r0);
+  _mm256_storeu_ps(d + ld, r1);
+  _mm256_storeu_ps(d + 2 * ld, r2);
+  _mm256_storeu_ps(d + 3 * ld, r3);
+  _mm256_storeu_ps(d + 4 * ld, r4);
+  _mm256_storeu_ps(d + 5 * ld, r5);
+  _mm256_storeu_ps(d + 6 * ld, r6);
+  _mm256_storeu_ps(d + 7 * ld, r7);
+}
+
 // 4-byte elements (float, int32: bit patterns only).
 inline void transpose_tile_f32(float* dst, int64_t ld, const float* src, int64_t sB, int64_t na, int64_t nb) {
   int64_t j = 0;
   for (; j + 8 <= nb; j += 8) {
     const float* s = src + j * sB;
     int64_t i = 0;
-    for (; i + 8 <= na; i += 8) {
-      __m256 r0 = _mm256_loadu_ps(s + i), r1 = _mm256_loadu_ps(s + sB + i), r2 = _mm256_loadu_ps(s + 2 * sB + i),
-             r3 = _mm256_loadu_ps(s + 3 * sB + i), r4 = _mm256_loadu_ps(s + 4 * sB + i),
-             r5 = _mm256_loadu_ps(s + 5 * sB + i), r6 = _mm256_loadu_ps(s + 6 * sB + i),
-             r7 = _mm256_loadu_ps(s + 7 * sB + i);
-      transpose8(r0, r1, r2, r3, r4, r5, r6, r7);
-      float* d = dst + i * ld + j;
-      _mm256_storeu_ps(d, r0);
-      _mm256_storeu_ps(d + ld, r1);
-      _mm256_storeu_ps(d + 2 * ld, r2);
-      _mm256_storeu_ps(d + 3 * ld, r3);
-      _mm256_storeu_ps(d + 4 * ld, r4);
-      _mm256_storeu_ps(d + 5 * ld, r5);
-      _mm256_storeu_ps(d + 6 * ld, r6);
-      _mm256_storeu_ps(d + 7 * ld, r7);
-    }
+    for (; i + 8 <= na; i += 8) tile8x8_f32(dst + i * ld + j, ld, s + i, sB);
     for (; i < na; ++i)
       for (int64_t jj = j; jj < j + 8; ++jj) dst[i * ld + jj] = src[i + jj * sB];
   }
