@@ -275,6 +275,8 @@ void StridedIter::run_groups(const F& f, int64_t begin, int64_t end) const {
   for (int i = 0; i < nops_; ++i) st[i] = (staged(i) || strides_[0][i] != 0) ? elem_size_[i] : 0;
   // The staged inputs' source lines, walked in order (plane u, row r, line k of the row)
   // and read with plain loads: the next group's are touched while this one streams.
+  // Where the group's rows lie end to end, one linear range instead (float32 transposed
+  // add 0.93-0.97x the time of row-by-row touches on 1 thread; NOTES-elementwise.md).
   struct Lines {
     const char* base = nullptr;
     int64_t s2 = 0, s0 = 0, span = 0, per_row = 0, total = 0, done = 0, u = 0, r = 0, k = 0;
