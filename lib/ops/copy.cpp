@@ -432,14 +432,10 @@ struct TransposeBands {
 std::atomic<int> g_band_rows{0};  // 0: the vendor's choice; else set_transpose_bands()
 std::atomic<bool> g_band_outer{true};
 
-// The band (or block) for a transpose whose A extent is nA and whose dst rows lie dA
-// elements apart: forced by set_transpose_bands, else the vendor's choice. On the AMD EPYC
-// VM the pipelined blocks pay only where dst rows are in different pages and the source
-// rows are long (4096^2 transposes: 0.85x the bands' time on 1 and 2 threads); an NCHW ->
-// NHWC copy, whose dst rows lie 256 bytes apart, ran 1.5-1.8x slower as blocks, whose
-// 8-row fill reads slower than the bands' 16 rows (docs/NOTES-copy-reduce.md, session
-// 11), and a 256^3 permute (256-float source rows) 1.4x.
-TransposeBands transpose_bands(int64_t nA, int64_t dA_bytes) {
+// The band (or block) for a transpose whose A extent is nA and whose dst rows lie
+// dA_bytes apart: forced by set_transpose_bands, else the vendor's choice, and on
+// non-Intel CPUs blocks only where Note [Pipelined transpose blocks] found them faster.
+[[maybe_unused]] TransposeBands transpose_bands(int64_t nA, int64_t dA_bytes) {  // AVX2 builds only
   const int forced = g_band_rows.load(std::memory_order_relaxed);
   if (forced) return {forced, g_band_outer.load(std::memory_order_relaxed)};
   if (cpu_vendor() == CpuVendor::Intel) return {32, false};
@@ -613,7 +609,6 @@ const char* copy_path_name(CopyPath p) {
 }
 CopyPath last_copy_path() { return g_last_path.load(); }
 bool last_copy_used_nt() { return g_last_nt.load(); }
-bool last_copy_used_bands() { return g_last_band_rows.load() != 0; }
 int last_copy_band_rows() { return g_last_band_rows.load(); }
 void set_transpose_bands(int rows, bool source_rows_outer) {
   SB_CHECK(rows == 0 || rows == 16 || rows == 32 || rows == 64, "set_transpose_bands: rows must be 0, 16, 32 or 64, got ",

@@ -29,9 +29,8 @@ const char* copy_path_name(CopyPath p);
 CopyPath last_copy_path();
 bool last_copy_used_nt();
 // Tiled path: whether 4-byte tiles went straight to memory as streaming bands (copy.cpp,
-// Note [Transpose bands]) or pipelined blocks (Note [Pipelined transpose blocks]) rather
-// than through the L1 tile buffer; and which: 16 or 32 (band rows), 64 (blocks), 0 (neither).
-bool last_copy_used_bands();
+// Note [Transpose bands]: 16 or 32, the band's source rows) or pipelined blocks (Note
+// [Pipelined transpose blocks]: 64) rather than through the L1 tile buffer (0).
 int last_copy_band_rows();
 // The streaming transposes' shape: 16 or 32 source rows per band (Note [Transpose bands])
 // or 64, the pipelined blocks (Note [Pipelined transpose blocks]), and whether tasks walk
