@@ -56,7 +56,7 @@
 #include "core/convert.h"
 #include "core/cpu_features.h"
 #include "core/parallel.h"
-#include "ops/iterator.h"
+#include "core/scratch.h"
 #include "ops/transpose_tile.h"
 
 #ifdef SB_WITH_CUDA

@@ -82,13 +82,6 @@ void stage_tile(char* buf, const char* src, int64_t s0, int64_t s1, int64_t n0, 
   }
 }
 
-char* tile_scratch(size_t bytes) {
-  static thread_local std::vector<char> store;
-  if (store.size() < bytes + 64) store.resize(bytes + 64);
-  char* const p = store.data();
-  return p + (64 - reinterpret_cast<uintptr_t>(p) % 64) % 64;
-}
-
 Shape output_strides_like(const Shape& sizes, const std::vector<const Shape*>& input_strides) {
   Shape perm(sizes.size());
   const auto stride = [&](int i, int64_t d) { return (*input_strides[i])[d]; };

@@ -50,6 +50,7 @@
 #include <vector>
 
 #include "core/parallel.h"
+#include "core/scratch.h"
 #include "core/small_vec.h"
 
 #ifdef SB_HAVE_AVX2
@@ -251,10 +252,6 @@ void StridedIter::run_range(const F& f, int64_t begin, int64_t end) const {
 // elements with s1 == es take detail::transpose_tile_* (AVX2, ops/transpose_tile.h,
 // shared with the copy) when use_avx2(); the rest a scalar loop.
 void stage_tile(char* buf, const char* src, int64_t s0, int64_t s1, int64_t n0, int64_t n1, int64_t ld, int64_t es);
-// This thread's staging buffer, 64-byte aligned and at least `bytes` long (kept between
-// calls; one for every kernel, where a buffer per run_tiles instantiation kept one per op
-// and dtype ever run).
-char* tile_scratch(size_t bytes);
 
 template <typename F>
 void StridedIter::run_groups(const F& f, int64_t begin, int64_t end) const {
