@@ -389,6 +389,62 @@ TEST(Elementwise, WritesThroughASliceLeaveTheGapsAlone) {
   });
 }
 
+// Note [Stride-2 strips]: outputs that are every other element of their storage, with
+// inputs of the same stride or stride 0 (one coalesced stride-2 strip), at every length
+// around the vector width and the thread split. The view starts at element 0 or 1 of a
+// buffer that ends with its last element (a read past it shows under the sanitizer
+// build) or 3 elements later. Its values must match the reference and every other
+// element of the buffer must keep its bits, in place (x.relu_(), x.add_(y[::2]),
+// x.mul_(s)) and through out= (y[::2] - z, z - y[::2] with z a stride-0 tensor, exp;
+// the view poisoned first).
+TEST(Elementwise, StrideTwoOutputsAgainstReferenceAtVectorEdges) {
+  for_each_config([](const std::string& cfg) {
+    std::mt19937_64 rng(43);
+    for (int64_t n : {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 33, 1000, 40001})
+      for (int edge = 0; edge < 4; ++edge)
+        for (DType dt : kDTypes) {
+          const int64_t start = edge % 2, tail = edge < 2 ? 0 : 3;
+          const int64_t m = start + 2 * n - 1 + tail;  // tail 0: the view's last element is the buffer's last
+          const Tensor ys = values({1, m}, rng(), dt).reshape({m}).slice(0, start, start + 2 * n - 1, 2);
+          const Tensor z0 = values({1}, rng(), dt, /*positive=*/true).expand({n});  // stride 0
+          const std::vector<double> yr = ys.to_vector();
+          const double z = z0.to_vector()[0];
+          const std::string what =
+              cfg + ", " + dtype_name(dt) + ", n " + std::to_string(n) + ", start " + std::to_string(start) + ", tail " +
+              std::to_string(tail);
+          const auto check = [&](const char* op, const std::function<double(double, double)>& ref,
+                                 const std::function<void(Tensor&)>& run, bool out_style, bool transcendental = false) {
+            Tensor base = values({1, m}, rng(), dt).reshape({m});
+            Tensor view = base.slice(0, start, start + 2 * n - 1, 2);
+            const std::vector<double> xr = view.to_vector();
+            std::vector<double> want(n);
+            for (int64_t i = 0; i < n; ++i) want[i] = ref(xr[i], yr[i]);
+            if (out_style) test::poison(view);
+            const std::vector<double> before = base.to_vector();
+            run(view);
+            ASSERT_TRUE(test::all_close(view, round_to(want, dt), atol(dt), rtol(dt, transcendental))) << what << " " << op;
+            const std::vector<double> after = base.to_vector();
+            for (int64_t i = 0; i < m; ++i)
+              if (i < start || (i - start) % 2 == 1 || i >= start + 2 * n - 1) {
+                ASSERT_EQ(std::memcmp(&before[i], &after[i], sizeof(double)), 0) << what << " " << op << ": element " << i
+                                                                                  << " outside the view changed";
+              }
+          };
+          const double sc = dt == DType::Int32 ? 3.0 : 0.75;
+          check("x.relu_()", [](double x, double) { return x < 0 ? 0 : x; }, [](Tensor& v) { v.relu_(); }, false);
+          check("x.add_(y[::2])", [](double x, double y) { return x + y; }, [&](Tensor& v) { v.add_(ys); }, false);
+          check("x.mul_(s)", [&](double x, double) { return x * sc; }, [&](Tensor& v) { v.mul_(sc); }, false);
+          check("sub_out(x, y[::2], z)", [&](double, double y) { return y - z; }, [&](Tensor& v) { sub_out(v, ys, z0); },
+                true);
+          check("sub_out(x, z, y[::2])", [&](double, double y) { return z - y; }, [&](Tensor& v) { sub_out(v, z0, ys); },
+                true);
+          if (dt != DType::Int32)
+            check("exp_out(x, y[::2])", [](double, double y) { return std::exp(y); }, [&](Tensor& v) { exp_out(v, ys); },
+                  true, /*transcendental=*/true);
+        }
+  });
+}
+
 // Every 997th float in [-104, 89] plus the edges: the AVX2 exp within 2 ulp of the
 // correctly rounded result (std::exp in double, rounded to float).
 TEST(Elementwise, Avx2ExpIsWithinTwoUlp) {
