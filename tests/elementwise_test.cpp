@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <utility>
 
 #include "core/cpu_features.h"
 #include "core/parallel.h"
@@ -445,6 +446,65 @@ TEST(Elementwise, StrideTwoOutputsAgainstReferenceAtVectorEdges) {
   });
 }
 
+// Note [Gathered stride-2 inputs]: dense outputs of stride-2 inputs, the other operand
+// stride 2 too (another buffer, the other parity), dense, or stride 0, on either side of
+// an asymmetric op; the same lengths and buffer edges as above. Each input view starts
+// at element 0 or 1 of a buffer that ends with its last element or 3 later; the output
+// is a poisoned run of a longer buffer whose elements before and after must keep their
+// bits (the last vector's masked store).
+TEST(Elementwise, StrideTwoInputsIntoDenseOutputsAtVectorEdges) {
+  for_each_config([](const std::string& cfg) {
+    std::mt19937_64 rng(47);
+    for (int64_t n : {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 33, 1000, 40001})
+      for (int edge = 0; edge < 4; ++edge)
+        for (DType dt : kDTypes) {
+          const int64_t start = edge % 2, tail = edge < 2 ? 0 : 3;
+          const auto stride2 = [&](int64_t s) {  // n elements at stride 2 from element s of a tight buffer
+            const int64_t m = s + 2 * n - 1 + tail;
+            return values({1, m}, rng(), dt).reshape({m}).slice(0, s, s + 2 * n - 1, 2);
+          };
+          const Tensor ya = stride2(start), yb = stride2(1 - start);
+          const Tensor d = values({n}, rng(), dt);
+          const Tensor z0 = values({1}, rng(), dt, /*positive=*/true).expand({n});
+          const std::vector<double> ar = ya.to_vector(), br = yb.to_vector(), dr = d.to_vector();
+          const double z = z0.to_vector()[0];
+          const std::string what = cfg + ", " + dtype_name(dt) + ", n " + std::to_string(n) + ", start " +
+                                   std::to_string(start) + ", tail " + std::to_string(tail);
+          const auto check = [&](const char* op, const std::function<double(int64_t)>& ref,
+                                 const std::function<void(Tensor&)>& run, bool transcendental = false) {
+            const int64_t lead = 1 + start, m = lead + n + 5;
+            Tensor base = values({m}, rng(), dt);
+            Tensor out = base.slice(0, lead, lead + n);
+            std::vector<double> want(n);
+            for (int64_t i = 0; i < n; ++i) want[i] = ref(i);
+            test::poison(out);
+            const std::vector<double> before = base.to_vector();
+            run(out);
+            ASSERT_TRUE(test::all_close(out, round_to(want, dt), atol(dt), rtol(dt, transcendental))) << what << " " << op;
+            const std::vector<double> after = base.to_vector();
+            for (int64_t i = 0; i < m; ++i)
+              if (i < lead || i >= lead + n) {
+                ASSERT_EQ(std::memcmp(&before[i], &after[i], sizeof(double)), 0) << what << " " << op << ": element " << i
+                                                                                  << " outside the output changed";
+              }
+          };
+          check("relu_out(o, y[::2])", [&](int64_t i) { return ar[i] < 0 ? 0 : ar[i]; },
+                [&](Tensor& o) { relu_out(o, ya); });
+          check("sub_out(o, y[::2], w[1::2])", [&](int64_t i) { return ar[i] - br[i]; },
+                [&](Tensor& o) { sub_out(o, ya, yb); });
+          check("sub_out(o, y[::2], d)", [&](int64_t i) { return ar[i] - dr[i]; }, [&](Tensor& o) { sub_out(o, ya, d); });
+          check("sub_out(o, d, y[::2])", [&](int64_t i) { return dr[i] - ar[i]; }, [&](Tensor& o) { sub_out(o, d, ya); });
+          check("sub_out(o, y[::2], z)", [&](int64_t i) { return ar[i] - z; }, [&](Tensor& o) { sub_out(o, ya, z0); });
+          check("sub_out(o, z, y[::2])", [&](int64_t i) { return z - ar[i]; }, [&](Tensor& o) { sub_out(o, z0, ya); });
+          check("o.copy_(maximum(y[::2], d))", [&](int64_t i) { return std::max(ar[i], dr[i]); },
+                [&](Tensor& o) { o.copy_(maximum(ya, d)); });
+          if (dt != DType::Int32)
+            check("exp_out(o, y[::2])", [&](int64_t i) { return std::exp(ar[i]); }, [&](Tensor& o) { exp_out(o, ya); },
+                  /*transcendental=*/true);
+        }
+  });
+}
+
 // Every 997th float in [-104, 89] plus the edges: the AVX2 exp within 2 ulp of the
 // correctly rounded result (std::exp in double, rounded to float).
 TEST(Elementwise, Avx2ExpIsWithinTwoUlp) {
@@ -680,6 +740,98 @@ TEST(Elementwise, StreamingOutputsAgainstReference) {
   const Tensor s = values({1, 100}, 3, DType::Float32);
   (void)add(s, s);
   EXPECT_FALSE(last_elementwise_used_nt());
+}
+
+// Note [Row blocks] and Note [Streaming strips]: outputs walked as many short strips (a
+// broadcast over rows, rows of a padded or stepped input, broadcasts over 4 dims where
+// the rows carry into dim 2), row lengths around the vector width, enough rows that 2
+// threads split mid-row, streaming forced (threshold 0) and off. The output is a window
+// of a poisoned buffer whose cells around it must keep their bits; a dense output streams
+// exactly where the vector path runs, an output with gaps between its rows never does.
+TEST(Elementwise, ShortStripsInRowBlocksAgainstReference) {
+  for (int64_t threshold : {int64_t(0), int64_t(-1)}) {
+    set_nt_threshold_bytes(threshold);
+    for_each_config([threshold](const std::string& cfg) {
+      std::mt19937_64 rng(53);
+      const bool vec = simd_level() >= SimdLevel::AVX2;
+      for (int64_t w : {1, 3, 7, 8, 9, 20, 33, 130})
+        for (DType dt : kDTypes) {
+          const int64_t rows = 70001 / w + 3, n = rows * w, off = static_cast<int64_t>(rng() % 10);
+          const Shape sz{rows, w};
+          const Tensor x = values(sz, rng(), dt);
+          const Tensor brow = values({w}, rng(), dt, /*positive=*/true);  // x + brow: stride 0 over rows
+          const Tensor bcol = values({rows, 1}, rng(), dt, true);        // x - bcol: stride 0 along rows
+          const Tensor xpad = values({rows, w + 3}, rng(), dt).slice(1, 0, w);  // rows w + 3 apart
+          const Tensor xstep = values({rows, 2 * w + 1}, rng(), dt).slice(1, 1, 2 * w + 1, 2);  // stride 2, rows 2w + 1 apart
+          const std::vector<double> xr = x.to_vector(), br = broadcast_values(brow, sz), cr = broadcast_values(bcol, sz),
+                                    pr = xpad.to_vector(), sr = xstep.to_vector();
+          const std::string what = cfg + ", " + dtype_name(dt) + ", rows of " + std::to_string(w) + ", offset " +
+                                   std::to_string(off) + (threshold == 0 ? ", streaming forced" : "");
+          const bool want_nt = threshold == 0 && vec && dt != DType::Int32;
+          Tensor buf = empty({n + off + 9}, dt);
+          Tensor out = buf.slice(0, off, off + n).view(sz);
+          const auto check = [&](const char* op, const std::function<double(int64_t)>& ref,
+                                 const std::function<void()>& run) {
+            std::vector<double> want(n);
+            for (int64_t i = 0; i < n; ++i) want[i] = ref(i);
+            test::poison(buf);
+            const std::vector<double> before = buf.to_vector();
+            run();
+            ASSERT_EQ(last_elementwise_used_nt(), want_nt) << what << " " << op;
+            ASSERT_TRUE(test::all_close(out, round_to(want, dt), atol(dt), rtol(dt))) << what << " " << op;
+            const std::vector<double> after = buf.to_vector();
+            for (int64_t i = 0; i < n + off + 9; ++i)
+              if (i < off || i >= off + n) {
+                ASSERT_EQ(std::memcmp(&after[i], &before[i], 8), 0) << what << " " << op << ": cell " << i << " changed";
+              }
+          };
+          check("add_out(o, x, b[w])", [&](int64_t i) { return xr[i] + br[i]; }, [&] { add_out(out, x, brow); });
+          check("sub_out(o, b[w], x)", [&](int64_t i) { return br[i] - xr[i]; }, [&] { sub_out(out, brow, x); });
+          check("sub_out(o, x, b[rows, 1])", [&](int64_t i) { return xr[i] - cr[i]; }, [&] { sub_out(out, x, bcol); });
+          check("relu_out(o, xpad)", [&](int64_t i) { return std::max(pr[i], 0.0); }, [&] { relu_out(out, xpad); });
+          check("mul_out(o, xpad, b[w])", [&](int64_t i) { return pr[i] * br[i]; }, [&] { mul_out(out, xpad, brow); });
+          check("sub_out(o, xstep, b[w])", [&](int64_t i) { return sr[i] - br[i]; }, [&] { sub_out(out, xstep, brow); });
+          check("sub_out(o, b[w], xstep)", [&](int64_t i) { return br[i] - sr[i]; }, [&] { sub_out(out, brow, xstep); });
+          check("neg_out(o, xstep)", [&](int64_t i) { return -sr[i]; }, [&] { neg_out(out, xstep); });
+          // in place over the rows: never streams
+          Tensor xi = x.clone();
+          xi.add_(brow);
+          ASSERT_FALSE(last_elementwise_used_nt()) << what << " add_";
+          std::vector<double> wi(n);
+          for (int64_t i = 0; i < n; ++i) wi[i] = xr[i] + br[i];
+          ASSERT_TRUE(test::all_close(xi, round_to(wi, dt), atol(dt), rtol(dt))) << what << " add_";
+          // an output with gaps between its rows (rows w + 2 apart): no streaming, gaps kept
+          Tensor gbuf = values({rows, w + 2}, rng(), dt);
+          Tensor gout = gbuf.slice(1, 0, w);
+          const std::vector<double> gbefore = gbuf.to_vector();
+          add_out(gout, x, brow);
+          ASSERT_FALSE(last_elementwise_used_nt()) << what << " gapped out";
+          ASSERT_TRUE(test::all_close(gout, round_to(wi, dt), atol(dt), rtol(dt))) << what << " gapped out";
+          const std::vector<double> gafter = gbuf.to_vector();
+          for (int64_t i = 0; i < rows * (w + 2); ++i)
+            if (i % (w + 2) >= w) {
+              ASSERT_EQ(std::memcmp(&gafter[i], &gbefore[i], 8), 0) << what << " gap " << i;
+            }
+        }
+      // a per-channel bias over 4 dims (rows of H*W; dim 1, C, carries into dim 2, N) and
+      // a bias over dims 1 and 3 of 5 (5 iteration dims: the carry runs through dims 2-4)
+      for (const auto& [s4, bs] : {std::pair<Shape, Shape>{{3, 5, 7, 9}, {1, 5, 1, 1}},
+                                   {{2, 64, 17, 19}, {1, 64, 1, 1}},
+                                   {{2, 3, 4, 5, 6}, {1, 3, 1, 5, 1}},
+                                   {{3, 4, 5, 33, 17}, {1, 4, 1, 33, 1}}}) {
+        const Tensor x4 = values(s4, rng(), DType::Float32);
+        const Tensor b4 = values(bs, rng(), DType::Float32);
+        std::vector<double> want = x4.to_vector();
+        const std::vector<double> bv = broadcast_values(b4, s4);
+        for (size_t i = 0; i < want.size(); ++i) want[i] += bv[i];
+        Tensor o4 = empty(s4);
+        test::poison(o4);
+        add_out(o4, x4, b4);
+        ASSERT_TRUE(test::all_close(o4, want, atol(DType::Float32), rtol(DType::Float32))) << cfg << " " << x4.str();
+      }
+    });
+  }
+  set_nt_threshold_bytes(-1);
 }
 
 TEST(Elementwise, OutOfPlaceTakesTheInputsLayout) {

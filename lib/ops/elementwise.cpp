@@ -212,6 +212,8 @@ template <typename T> constexpr bool kHasVec = std::is_same_v<T, float> || std::
 
 #ifdef SB_HAVE_AVX2
 template <typename T> struct VecIO;
+// load_part's masks: 8 - m int32 lanes off the end of the ones (m doubles: 2m lanes).
+alignas(64) constexpr int32_t kPartMask[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
 template <> struct VecIO<float> {
   using V = __m256;
   static constexpr int kW = 8;
@@ -220,6 +222,9 @@ template <> struct VecIO<float> {
   static constexpr int kStreamAlign = 32;  // bytes: stream() needs p aligned so
   static void stream(float* p, V v) { _mm256_stream_ps(p, v); }
   static V set1(float v) { return _mm256_set1_ps(v); }
+  static V load_part(const float* p, int m) {  // p[0 .. m), m < kW; the other lanes 0
+    return _mm256_maskload_ps(p, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kPartMask + 8 - m)));
+  }
 };
 template <> struct VecIO<double> {
   using V = __m256d;
@@ -229,6 +234,9 @@ template <> struct VecIO<double> {
   static constexpr int kStreamAlign = 32;
   static void stream(double* p, V v) { _mm256_stream_pd(p, v); }
   static V set1(double v) { return _mm256_set1_pd(v); }
+  static V load_part(const double* p, int m) {
+    return _mm256_maskload_pd(p, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kPartMask + 8 - 2 * m)));
+  }
 };
 template <> struct VecIO<Half> {  // F16C: 8 halves <-> 8 floats, round to nearest even
   using V = __m256;
@@ -245,33 +253,99 @@ template <> struct VecIO<Half> {  // F16C: 8 halves <-> 8 floats, round to neare
 };
 
 // Note [Streaming elementwise outputs]
-// A dense output larger than the streaming threshold (copy.h nt_threshold_bytes(): 8 MiB
-// here) that is not also an input goes out with non-temporal stores (NT = true), as the
-// copy's does: c = a + b with plain stores moves 4 arrays (the read-for-ownership of c's
-// lines), with streaming stores 3. Measured, 64x64x128x128 float32 add out=, plain vs
-// streaming in one process: 58.7 vs 40.1 ms on 1 thread, 32.4 vs 22.9 ms on 2
-// (docs/NOTES-elementwise.md). Elements before the first kStreamAlign boundary and the
-// tail go through the W-wide buffers with plain stores; each thread issues one sfence
-// after its last strip (StridedIter::for_each's `fence`). The Tiled path (a transposed
-// input) streams too when each tile's output is one dense block (whole output rows of
-// at most kTileBytes0, rows adjacent: x + y.transpose(2, 3) with small H, W). Tiles of
-// longer rows write 64 pieces of 1 KiB on 64 pages, which streamed 17-31% slower
-// (docs/NOTES-elementwise.md), so those keep plain stores. In-place updates never
-// stream: their lines were just read, so there is no read-for-ownership to save.
+// A dense output larger than the streaming threshold (copy.h nt_threshold_bytes():
+// min(LLC, 2 x cores x L2), 4 MiB on the AMD EPYC VM) that is not also an input goes out
+// with non-temporal stores (NT = true), as the copy's does: c = a + b with plain stores
+// moves 4 arrays (the read-for-ownership of c's lines), with streaming stores 3.
+// Measured, 64x64x128x128 float32 add out=, plain vs streaming in one process: 58.7 vs
+// 40.1 ms on 1 thread, 32.4 vs 22.9 ms on 2 (docs/NOTES-elementwise.md). Elements
+// before the first kStreamAlign boundary and the tail are streamed one by one (put_part);
+// each thread issues one sfence after its last strip (StridedIter::for_each's `fence`).
+// The Tiled path (a transposed input) streams too when each tile's output is one dense
+// block (whole output rows of at most kTileBytes0, rows adjacent: x + y.transpose(2, 3)
+// with small H, W). Tiles of longer rows write 64 pieces of 1 KiB on 64 pages, which
+// streamed 17-31% slower (docs/NOTES-elementwise.md), so those keep plain stores.
+// In-place updates never stream: their lines were just read, so there is no
+// read-for-ownership to save.
+//
+// Note [Streaming strips]
+// The Strided and Broadcast paths stream as well when the output, in the iterator's
+// order, is one dense block (StridedIter::strips_write_dense_output: x + b with b a
+// broadcast row or column, relu_out of a stepped or padded input): its strips write
+// dense runs one after the other, as the Contiguous path's one strip does. They used to
+// keep plain stores. A strip's head and tail must then stream as well: plain stores
+// into the lines that the strip's (and the next strip's) vector streams fill made
+// x + row-bias over 129-float rows 4.5x slower than not streaming at all (31.7 against
+// 6.9 ms, 64 MiB, 1 thread, AMD EPYC VM), over 20-float rows 4x. With movnti heads and
+// tails, the same sums on 64 MiB float32 outputs, old (plain) and new alternating:
+// rows of 128 floats 7.0 -> 3.3 ms, 1001 floats 7.2 -> 3.4 ms, 129 floats 6.9 -> 4.7 ms
+// (1 thread); relu_out of x[..., ::2] 4.0 -> 2.4-2.7 ms (docs/NOTES-elementwise.md,
+// session 13). An output with gaps between its rows never streams.
 
-// o[j] = f(a[j], b[j]) for j in [j0, j0 + m), m < W: through W-wide buffers padded with
-// a real element, so every element sees the same vector code.
-template <typename T, bool AS, bool BS, typename F>
+// o[0 .. m) = t[0 .. m), m < W, t just written by one vector store. Plain: at most two
+// overlapping fixed-size moves (a memcpy of variable length is a libc call, a third of
+// a short strip's time). NT: each element by a non-temporal scalar store (movnti), so a
+// streamed run's head and tail do not mix plain stores into lines the vector streams
+// write: with plain heads and tails, x + row-bias over 129-float rows streamed 4.5x
+// slower than not streaming (Note [Streaming strips]). Half has no 16-bit movnti and
+// stores plainly.
+template <typename T, bool NT>
+inline void put_part(T* o, const T* t, int64_t m) {
+  if constexpr (NT && sizeof(T) == 4) {
+    for (int64_t k = 0; k < m; ++k) {
+      int v;
+      std::memcpy(&v, t + k, 4);
+      _mm_stream_si32(reinterpret_cast<int*>(o + k), v);
+    }
+  } else if constexpr (NT && sizeof(T) == 8) {
+    for (int64_t k = 0; k < m; ++k) {
+      long long v;
+      std::memcpy(&v, t + k, 8);
+      _mm_stream_si64(reinterpret_cast<long long*>(o + k), v);
+    }
+  } else {
+    char* d = reinterpret_cast<char*>(o);
+    const char* q = reinterpret_cast<const char*>(t);
+    const int64_t nb = m * static_cast<int64_t>(sizeof(T));  // 2 .. 28 bytes
+    if (nb >= 16) {
+      std::memcpy(d, q, 16);
+      std::memcpy(d + nb - 16, q + nb - 16, 16);
+    } else if (nb >= 8) {
+      std::memcpy(d, q, 8);
+      std::memcpy(d + nb - 8, q + nb - 8, 8);
+    } else if (nb >= 4) {
+      std::memcpy(d, q, 4);
+      std::memcpy(d + nb - 4, q + nb - 4, 4);
+    } else if (nb >= 2) {
+      std::memcpy(d, q, 2);
+    }
+  }
+}
+
+// The first m (< W) elements of p as a vector, the other lanes unspecified but harmless
+// (0 from a masked load for float and double; a copy of p[0] for Half, whose 16-bit
+// elements have no masked load): never read past p[m - 1].
+template <typename T>
+inline typename VecIO<T>::V load_part(const T* p, int64_t m) {
+  if constexpr (std::is_same_v<T, Half>) {
+    T t[VecIO<T>::kW];
+    for (int k = 0; k < VecIO<T>::kW; ++k) t[k] = p[k < m ? k : 0];
+    return VecIO<T>::load(t);
+  } else {
+    return VecIO<T>::load_part(p, static_cast<int>(m));
+  }
+}
+
+// o[j] = f(a[j], b[j]) for j in [j0, j0 + m), m < W: masked loads, one vector op, a
+// short copy out (put_part). The tails used to fill W-wide buffers element by element
+// and load them as a vector, a store-forwarding stall per strip: half the time of
+// x + row-bias over 20-float rows (Note [Streaming strips]).
+template <typename T, bool AS, bool BS, bool NT = false, typename F>
 void part2(T* o, const T* a, const T* b, int64_t j0, int64_t m, const F& f) {
   using IO = VecIO<T>;
-  constexpr int W = IO::kW;
-  T ta[W], tb[W], to[W];
-  for (int k = 0; k < W; ++k) {
-    ta[k] = AS ? a[0] : a[j0 + (k < m ? k : 0)];
-    tb[k] = BS ? b[0] : b[j0 + (k < m ? k : 0)];
-  }
-  IO::store(to, f(IO::load(ta), IO::load(tb)));
-  std::memcpy(o + j0, to, static_cast<size_t>(m) * sizeof(T));
+  alignas(32) T to[IO::kW];
+  IO::store(to, f(AS ? IO::set1(a[0]) : load_part(a + j0, m), BS ? IO::set1(b[0]) : load_part(b + j0, m)));
+  put_part<T, NT>(o + j0, to, m);
 }
 
 // Elements of o before its first `align`-byte boundary (o is element-aligned), at most n.
@@ -304,24 +378,22 @@ void vloop2(T* o, const T* a, const T* b, int64_t n, const F& f) {
   int64_t j = 0;
   if constexpr (NT) {
     j = head_to_align(o, IO::kStreamAlign, n);
-    if (j) part2<T, AS, BS>(o, a, b, 0, j, f);
+    if (j) part2<T, AS, BS, NT>(o, a, b, 0, j, f);
 #pragma GCC unroll 4  // Note [Unrolled vector loops]
     for (; j + W <= n; j += W) IO::stream(o + j, f(AS ? va : IO::load(a + j), BS ? vb : IO::load(b + j)));
   } else {
 #pragma GCC unroll 4  // Note [Unrolled vector loops]
     for (; j + W <= n; j += W) IO::store(o + j, f(AS ? va : IO::load(a + j), BS ? vb : IO::load(b + j)));
   }
-  if (j < n) part2<T, AS, BS>(o, a, b, j, n - j, f);
+  if (j < n) part2<T, AS, BS, NT>(o, a, b, j, n - j, f);
 }
 
-template <typename T, bool AS, typename F>
+template <typename T, bool AS, bool NT = false, typename F>
 void part1(T* o, const T* a, int64_t j0, int64_t m, const F& f) {
   using IO = VecIO<T>;
-  constexpr int W = IO::kW;
-  T ta[W], to[W];
-  for (int k = 0; k < W; ++k) ta[k] = AS ? a[0] : a[j0 + (k < m ? k : 0)];
-  IO::store(to, f(IO::load(ta)));
-  std::memcpy(o + j0, to, static_cast<size_t>(m) * sizeof(T));
+  alignas(32) T to[IO::kW];
+  IO::store(to, f(AS ? IO::set1(a[0]) : load_part(a + j0, m)));
+  put_part<T, NT>(o + j0, to, m);
 }
 
 template <typename T, bool AS, bool NT = false, typename F>
@@ -332,14 +404,14 @@ void vloop1(T* o, const T* a, int64_t n, const F& f) {
   int64_t j = 0;
   if constexpr (NT) {
     j = head_to_align(o, IO::kStreamAlign, n);
-    if (j) part1<T, AS>(o, a, 0, j, f);
+    if (j) part1<T, AS, NT>(o, a, 0, j, f);
 #pragma GCC unroll 4  // Note [Unrolled vector loops]
     for (; j + W <= n; j += W) IO::stream(o + j, f(AS ? va : IO::load(a + j)));
   } else {
 #pragma GCC unroll 4  // Note [Unrolled vector loops]
     for (; j + W <= n; j += W) IO::store(o + j, f(AS ? va : IO::load(a + j)));
   }
-  if (j < n) part1<T, AS>(o, a, j, n - j, f);
+  if (j < n) part1<T, AS, NT>(o, a, j, n - j, f);
 }
 #endif
 
@@ -469,6 +541,112 @@ __attribute__((target("avx512f,avx512vl"))) void stride2_loop(T* o, const T* a, 
   if (j < n)  // 1 .. E - 1 elements left, in lanes 0, 2, ...
     stride2_vec<T, N, AS, BS>(o, a, b, 2 * j, S::kEven & ((1u << (2 * (n - j))) - 1), va, vb, f);
 }
+
+// Note [Gathered stride-2 inputs]
+// A dense output whose strided inputs all have stride 2 (add out= or relu out= of
+// x[..., ::2], the other operand dense or a scalar) skips the pack buffer of Note
+// [Packed strided inputs] too: one k-masked zmm load takes 8 floats from the even lanes
+// of 16 and a down-conversion (vpmovqd, the low half of each 64-bit lane) packs them
+// into one ymm (doubles: two ymm loads, an unpack and a permute), and the dense vector op and store follow
+// in the same loop, with no store to and reload from an L1 buffer. The masks keep every
+// load inside the strip: the last even element is the last one read. On the AMD EPYC
+// VM, old and new benchmark binaries alternating: see docs/NOTES-elementwise.md
+// (session 13).
+enum class Operand { Scalar, Dense, Two };  // stride 0, stride 1, stride 2 (elements)
+
+template <typename T> struct Gather2;
+template <> struct Gather2<float> {
+  using V = __m256;
+  static constexpr int kW = 8;
+  // p[0 .. r - 1], r <= kW (the lanes from r on are zero)
+  __attribute__((target("avx512f,avx512vl"), always_inline)) static V dense(const float* p, int r) {
+    return _mm256_maskz_loadu_ps(static_cast<__mmask8>((1u << r) - 1), p);
+  }
+  // p[0], p[2], .. p[2r - 2], r <= kW: the even lanes of 16 floats, packed
+  __attribute__((target("avx512f,avx512vl"), always_inline)) static V two(const float* p, int r) {
+    const __m512 v = _mm512_maskz_loadu_ps(static_cast<__mmask16>(0x5555u & ((1u << (2 * r)) - 1)), p);
+    return _mm256_castsi256_ps(_mm512_maskz_cvtepi64_epi32(0xFF, _mm512_castps_si512(v)));  // maskz: as unpack_stride2_avx512
+  }
+  __attribute__((target("avx512f,avx512vl"), always_inline)) static void store(float* p, unsigned m, V v) {
+    _mm256_mask_storeu_ps(p, static_cast<__mmask8>(m), v);
+  }
+};
+template <> struct Gather2<double> {
+  using V = __m256d;
+  static constexpr int kW = 4;
+  __attribute__((target("avx512f,avx512vl"), always_inline)) static V dense(const double* p, int r) {
+    return _mm256_maskz_loadu_pd(static_cast<__mmask8>((1u << r) - 1), p);
+  }
+  __attribute__((target("avx512f,avx512vl"), always_inline)) static V two(const double* p, int r) {
+    const unsigned m = 0x55u & ((1u << (2 * r)) - 1);  // two ymm halves, even lanes merged and ordered
+    const __m256d lo = _mm256_maskz_loadu_pd(static_cast<__mmask8>(m & 0xF), p);
+    const __m256d hi = _mm256_maskz_loadu_pd(static_cast<__mmask8>(m >> 4), p + 4);
+    return _mm256_permute4x64_pd(_mm256_unpacklo_pd(lo, hi), 0xD8);  // lo0 hi0 lo2 hi2 -> lo0 lo2 hi0 hi2
+  }
+  __attribute__((target("avx512f,avx512vl"), always_inline)) static void store(double* p, unsigned m, V v) {
+    _mm256_mask_storeu_pd(p, static_cast<__mmask8>(m), v);
+  }
+};
+
+template <typename T, Operand K>
+__attribute__((target("avx512f,avx512vl"), always_inline)) inline typename Gather2<T>::V gather2_operand(
+    const T* p, int64_t j, int r, typename Gather2<T>::V scalar) {
+  if constexpr (K == Operand::Scalar) return scalar;
+  else if constexpr (K == Operand::Dense) return Gather2<T>::dense(p + j, r);
+  else return Gather2<T>::two(p + 2 * j, r);
+}
+
+// f at elements j .. j + r - 1 of a (and b), r <= W. A function, not a
+// lambda, for the reason stride2_vec gives.
+template <typename T, int N, Operand KA, Operand KB, typename F>
+__attribute__((target("avx512f,avx512vl"), always_inline)) inline typename Gather2<T>::V gather2_vec(
+    const T* a, const T* b, int64_t j, int r, typename Gather2<T>::V va, typename Gather2<T>::V vb,
+    const F& f) {
+  if constexpr (N == 1) return f(gather2_operand<T, KA>(a, j, r, va));
+  else return f(gather2_operand<T, KA>(a, j, r, va), gather2_operand<T, KB>(b, j, r, vb));
+}
+
+// The first r (< W) lanes of v to o: a masked store, or (NT) streamed element by element.
+template <typename T, bool NT>
+__attribute__((target("avx512f,avx512vl"), always_inline)) inline void gather2_part(T* o, int r, typename Gather2<T>::V v) {
+  if constexpr (NT) {
+    alignas(32) T t[Gather2<T>::kW];
+    VecIO<T>::store(t, v);
+    put_part<T, true>(o, t, r);
+  } else {
+    Gather2<T>::store(o, (1u << r) - 1, v);
+  }
+}
+
+// o[j] = f(a[j * KA] (, b[j * KB])) for j < n, o dense; N: 1 (unary, b unused) or 2;
+// NT: streaming stores (Note [Streaming elementwise outputs]), the elements before the
+// first aligned vector and the tail streamed one by one (Note [Streaming strips]).
+template <typename T, int N, Operand KA, Operand KB, bool NT, typename F>
+__attribute__((target("avx512f,avx512vl"))) void gather2_loop(T* o, const T* a, const T* b, int64_t n, const F& f) {
+  using G = Gather2<T>;
+  constexpr int64_t W = G::kW;
+  const typename G::V va = VecIO<T>::set1(a[0]), vb = VecIO<T>::set1(N == 2 ? b[0] : T(0));
+  int64_t j = 0;
+  if constexpr (NT) {
+    j = head_to_align(o, VecIO<T>::kStreamAlign, n);
+    if (j) gather2_part<T, NT>(o, static_cast<int>(j), gather2_vec<T, N, KA, KB>(a, b, 0, static_cast<int>(j), va, vb, f));
+#pragma GCC unroll 4  // Note [Unrolled vector loops]
+    for (; j + W <= n; j += W) VecIO<T>::stream(o + j, gather2_vec<T, N, KA, KB>(a, b, j, W, va, vb, f));
+  } else {
+#pragma GCC unroll 4  // Note [Unrolled vector loops]
+    for (; j + W <= n; j += W) VecIO<T>::store(o + j, gather2_vec<T, N, KA, KB>(a, b, j, W, va, vb, f));
+  }
+  if (j < n) {  // 1 .. W - 1 elements left
+    const int r = static_cast<int>(n - j);
+    gather2_part<T, NT>(o + j, r, gather2_vec<T, N, KA, KB>(a, b, j, r, va, vb, f));
+  }
+}
+
+// gather2_loop with NT chosen at run time.
+template <typename T, int N, Operand KA, Operand KB, typename F>
+void gather2(bool nt, T* o, const T* a, const T* b, int64_t n, const F& f) {
+  nt ? gather2_loop<T, N, KA, KB, true>(o, a, b, n, f) : gather2_loop<T, N, KA, KB, false>(o, a, b, n, f);
+}
 #endif
 
 // An operand of a chunk [j0, j0 + m): dense or stride-0 as is, else packed into buf.
@@ -503,6 +681,17 @@ void strip2(bool avx, bool nt, char* const* p, const int64_t* s, int64_t n, cons
         return nt ? vloop2<T, false, true, true>(o, a, b, n, f) : vloop2<T, false, true>(o, a, b, n, f);
       if (s[1] == 0 && s[2] == es)
         return nt ? vloop2<T, true, false, true>(o, a, b, n, f) : vloop2<T, true, false>(o, a, b, n, f);
+#ifdef SB_HAVE_AVX512
+      if constexpr (!std::is_same_v<T, Half>)
+        if ((s[1] == 2 * es || s[2] == 2 * es) && (s[1] == 0 || s[1] == es || s[1] == 2 * es) &&
+            (s[2] == 0 || s[2] == es || s[2] == 2 * es) && use_avx512()) {
+          // Note [Gathered stride-2 inputs]
+          constexpr Operand D = Operand::Dense, Z = Operand::Scalar, W2 = Operand::Two;
+          if (s[1] != 2 * es) return s[1] == 0 ? gather2<T, 2, Z, W2>(nt, o, a, b, n, f) : gather2<T, 2, D, W2>(nt, o, a, b, n, f);
+          if (s[2] != 2 * es) return s[2] == 0 ? gather2<T, 2, W2, Z>(nt, o, a, b, n, f) : gather2<T, 2, W2, D>(nt, o, a, b, n, f);
+          return gather2<T, 2, W2, W2>(nt, o, a, b, n, f);
+        }
+#endif
       if (s[1] != 0 || s[2] != 0) {  // a strided input: Note [Packed strided inputs]
         T ba[kPackChunk], bb[kPackChunk];
         for (int64_t j0 = 0; j0 < n; j0 += kPackChunk) {
@@ -567,6 +756,11 @@ void strip1(bool avx, bool nt, char* const* p, const int64_t* s, int64_t n, cons
     if (avx && s[0] == es) {
       if (s[1] == es) return nt ? vloop1<T, false, true>(o, a, n, f) : vloop1<T, false>(o, a, n, f);
       if (s[1] == 0) return nt ? vloop1<T, true, true>(o, a, n, f) : vloop1<T, true>(o, a, n, f);
+#ifdef SB_HAVE_AVX512
+      if constexpr (!std::is_same_v<T, Half>)
+        if (s[1] == 2 * es && use_avx512())  // Note [Gathered stride-2 inputs]
+          return gather2<T, 1, Operand::Two, Operand::Two>(nt, o, a, a, n, f);
+#endif
       T ba[kPackChunk];  // a strided input: Note [Packed strided inputs]
       for (int64_t j0 = 0; j0 < n; j0 += kPackChunk) {
         const int64_t m = std::min(kPackChunk, n - j0);
@@ -1121,6 +1315,30 @@ void check_inputs(const char* name, const Tensor& a, const Tensor& b) {
 
 // ---------------------------------------------------------------- the three bodies (checks done)
 
+// Note [Row blocks]: the strip kernels as the iterator's row-block callable. K is a
+// callable (p, s, n) for one strip (strip1 / strip2 with the op bound); the block form
+// runs `rows` strips s1 apart in a tight loop, so a strip costs a call of K (its stride
+// dispatch, its vector loop) and no longer also the iterator's odometer and pointer
+// bookkeeping, which perf put at a third of x + b over 20-float rows.
+template <int N, typename K>  // N: operands, the output first
+struct RowBlocks {
+  K k;
+  void operator()(char* const* p, const int64_t* s, int64_t n) const { k(p, s, n); }
+  void operator()(char* const* p, const int64_t* s, int64_t n, int64_t rows, const int64_t* s1) const {
+    char* q[N];
+    for (int i = 0; i < N; ++i) q[i] = p[i];
+    for (int64_t r = 0;;) {
+      k(static_cast<char* const*>(q), s, n);
+      if (++r == rows) return;
+      for (int i = 0; i < N; ++i) q[i] += s1[i];
+    }
+  }
+};
+template <int N, typename K>
+RowBlocks<N, K> row_blocks(K k) {
+  return RowBlocks<N, K>{k};
+}
+
 std::atomic<bool> g_last_nt{false};
 
 // Note [Streaming elementwise outputs]: a dense output (the Contiguous path, or Tiled
@@ -1129,7 +1347,8 @@ std::atomic<bool> g_last_nt{false};
 bool stream_output(bool avx, const StridedIter& it, const Tensor& out, std::initializer_list<const Tensor*> ins) {
   const DType dt = out.dtype();  // the dtypes with vector loops (kHasVec)
   bool nt = avx && (dt == DType::Float32 || dt == DType::Float64 || dt == DType::Float16) &&
-            (it.path() == StridedIter::Path::Contiguous || it.tiles_write_dense_blocks()) &&
+            (it.path() == StridedIter::Path::Contiguous || it.tiles_write_dense_blocks() ||
+             it.strips_write_dense_output()) &&
             out.numel() * static_cast<int64_t>(out.element_size()) > nt_threshold_bytes();
   for (const Tensor* t : ins) nt = nt && t->data_ptr() != out.data_ptr();
   g_last_nt.store(nt, std::memory_order_relaxed);
@@ -1155,7 +1374,7 @@ void run_binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b
   const bool avx = use_avx2();
   const bool nt = stream_output(avx, it, out, {&a, &b});
   SB_DISPATCH_EW(out.dtype(), SB_BINARY_OP_CASES(op, {
-    it.for_each([avx, nt](char* const* p, const int64_t* s, int64_t n) { strip2<scalar_t>(avx, nt, p, s, n, Bin<OP>{}); },
+    it.for_each(row_blocks<3>([avx, nt](char* const* p, const int64_t* s, int64_t n) { strip2<scalar_t>(avx, nt, p, s, n, Bin<OP>{}); }),
                 kGrainSize, nt);
   }));
 }
@@ -1175,7 +1394,7 @@ void run_binary_scalar(BinaryOp op, const Tensor& out, const Tensor& a, double b
   SB_DISPATCH_EW(out.dtype(), SB_BINARY_OP_CASES(op, {
     using A = acc_t<scalar_t>;
     const BinScalar<OP, A> f{static_cast<A>(b)};
-    it.for_each([avx, nt, f](char* const* p, const int64_t* s, int64_t n) { strip1<scalar_t>(avx, nt, p, s, n, f); },
+    it.for_each(row_blocks<2>([avx, nt, f](char* const* p, const int64_t* s, int64_t n) { strip1<scalar_t>(avx, nt, p, s, n, f); }),
                 kGrainSize, nt);
   }));
 }
@@ -1193,7 +1412,7 @@ void run_unary(UnaryOp op, const Tensor& out, const Tensor& a) {
   const bool avx = use_avx2();
   const bool nt = stream_output(avx, it, out, {&a});
   SB_DISPATCH_EW(out.dtype(), SB_UNARY_OP_CASES(op, {
-    it.for_each([avx, nt](char* const* p, const int64_t* s, int64_t n) { strip1<scalar_t>(avx, nt, p, s, n, Un<OP>{}); },
+    it.for_each(row_blocks<2>([avx, nt](char* const* p, const int64_t* s, int64_t n) { strip1<scalar_t>(avx, nt, p, s, n, Un<OP>{}); }),
                 kGrainSize, nt);
   }));
 }
