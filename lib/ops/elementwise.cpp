@@ -277,14 +277,14 @@ template <> struct VecIO<Half> {  // F16C: 8 halves <-> 8 floats, round to neare
 // into the lines that the strip's (and the next strip's) vector streams fill made
 // x + row-bias over 129-float rows 4.5x slower than not streaming at all (31.7 against
 // 6.9 ms, 64 MiB, 1 thread, AMD EPYC VM), over 20-float rows 4x. With movnti heads and
-// tails, the same sums on 64 MiB float32 outputs, old (plain) and new alternating:
-// rows of 128 floats 7.0 -> 3.3 ms, 1001 floats 7.2 -> 3.4 ms, 129 floats 6.9 -> 4.7 ms
-// (1 thread); relu_out of x[..., ::2] 4.0 -> 2.4-2.7 ms (docs/NOTES-elementwise.md,
-// session 13). An output with gaps between its rows never streams.
+// tails no row length got slower. With this session's other changes (below, Note [Row
+// blocks]), 64 MiB float32 outputs, old and new alternating, 1 thread: rows of 128
+// floats 5.6 -> 3.0 ms, of 129 6.8 -> 3.3, of 1001 6.7 -> 3.1; relu_out of x[..., ::2]
+// 5.4 -> 2.5 ms (docs/NOTES-elementwise.md, session 13). An output with gaps between
+// its rows never streams.
 
 // o[0 .. m) = t[0 .. m), m < W, t just written by one vector store. Plain: at most two
-// overlapping fixed-size moves (a memcpy of variable length is a libc call, a third of
-// a short strip's time). NT: each element by a non-temporal scalar store (movnti), so a
+// overlapping fixed-size moves (a memcpy of variable length is a libc call). NT: each element by a non-temporal scalar store (movnti), so a
 // streamed run's head and tail do not mix plain stores into lines the vector streams
 // write: with plain heads and tails, x + row-bias over 129-float rows streamed 4.5x
 // slower than not streaming (Note [Streaming strips]). Half has no 16-bit movnti and
@@ -547,8 +547,8 @@ __attribute__((target("avx512f,avx512vl"))) void stride2_loop(T* o, const T* a, 
 // x[..., ::2], the other operand dense or a scalar) skips the pack buffer of Note
 // [Packed strided inputs] too: one k-masked zmm load takes 8 floats from the even lanes
 // of 16 and a down-conversion (vpmovqd, the low half of each 64-bit lane) packs them
-// into one ymm (doubles: two ymm loads, an unpack and a permute), and the dense vector op and store follow
-// in the same loop, with no store to and reload from an L1 buffer. The masks keep every
+// into one ymm (doubles: two ymm loads, an unpack and a permute); the dense vector op
+// and store follow in the same loop, with no store to and reload from an L1 buffer. The masks keep every
 // load inside the strip: the last even element is the last one read. On the AMD EPYC
 // VM, old and new benchmark binaries alternating: see docs/NOTES-elementwise.md
 // (session 13).
