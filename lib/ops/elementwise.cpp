@@ -492,11 +492,10 @@ void unpack_strided(char* p, int64_t stride_bytes, const T* buf, int64_t n) {
 // alternating, 5 rounds: 0.43x the time on 1 thread, 0.49x on 2), about twice the
 // contiguous relu_'s 2.4 us, as the slice spans twice the cache lines. Other strided
 // outputs (mixed strides, stride 3, float16) keep the chunks.
-template <typename T> struct Stride2;  // the masked loads and stores of one ymm
-template <> struct Stride2<float> {
+template <typename T> struct Masked;  // k-masked loads and stores of one ymm (Note [Masked stores])
+template <> struct Masked<float> {
   using V = __m256;
-  static constexpr int kElems = 4;  // strip elements per vector
-  static constexpr unsigned kEven = 0x55;
+  static constexpr int kW = 8;
   __attribute__((target("avx512f,avx512vl"), always_inline)) static V load(const float* p, unsigned m) {
     return _mm256_maskz_loadu_ps(static_cast<__mmask8>(m), p);
   }
@@ -504,16 +503,21 @@ template <> struct Stride2<float> {
     _mm256_mask_storeu_ps(p, static_cast<__mmask8>(m), v);
   }
 };
-template <> struct Stride2<double> {
+template <> struct Masked<double> {
   using V = __m256d;
-  static constexpr int kElems = 2;
-  static constexpr unsigned kEven = 0x5;
+  static constexpr int kW = 4;
   __attribute__((target("avx512f,avx512vl"), always_inline)) static V load(const double* p, unsigned m) {
     return _mm256_maskz_loadu_pd(static_cast<__mmask8>(m), p);
   }
   __attribute__((target("avx512f,avx512vl"), always_inline)) static void store(double* p, unsigned m, V v) {
     _mm256_mask_storeu_pd(p, static_cast<__mmask8>(m), v);
   }
+};
+
+// A stride-2 strip's view of Masked: the strip elements per vector and the even-lane mask.
+template <typename T> struct Stride2 : Masked<T> {
+  static constexpr int kElems = Masked<T>::kW / 2;
+  static constexpr unsigned kEven = std::is_same_v<T, float> ? 0x55u : 0x5u;
 };
 
 // o[k] = f(a[k] (, b[k])) for the strip elements among the vector at storage offset k
@@ -554,53 +558,36 @@ __attribute__((target("avx512f,avx512vl"))) void stride2_loop(T* o, const T* a, 
 // (session 13).
 enum class Operand { Scalar, Dense, Two };  // stride 0, stride 1, stride 2 (elements)
 
-template <typename T> struct Gather2;
+template <typename T> struct Gather2;  // the even lanes of a stride-2 run, packed into one ymm
 template <> struct Gather2<float> {
-  using V = __m256;
-  static constexpr int kW = 8;
-  // p[0 .. r - 1], r <= kW (the lanes from r on are zero)
-  __attribute__((target("avx512f,avx512vl"), always_inline)) static V dense(const float* p, int r) {
-    return _mm256_maskz_loadu_ps(static_cast<__mmask8>((1u << r) - 1), p);
-  }
-  // p[0], p[2], .. p[2r - 2], r <= kW: the even lanes of 16 floats, packed
-  __attribute__((target("avx512f,avx512vl"), always_inline)) static V two(const float* p, int r) {
+  // p[0], p[2], .. p[2r - 2], r <= 8: the even lanes of 16 floats, packed (the lanes from r on are zero)
+  __attribute__((target("avx512f,avx512vl"), always_inline)) static __m256 two(const float* p, int r) {
     const __m512 v = _mm512_maskz_loadu_ps(static_cast<__mmask16>(0x5555u & ((1u << (2 * r)) - 1)), p);
     return _mm256_castsi256_ps(_mm512_maskz_cvtepi64_epi32(0xFF, _mm512_castps_si512(v)));  // maskz: as unpack_stride2_avx512
   }
-  __attribute__((target("avx512f,avx512vl"), always_inline)) static void store(float* p, unsigned m, V v) {
-    _mm256_mask_storeu_ps(p, static_cast<__mmask8>(m), v);
-  }
 };
 template <> struct Gather2<double> {
-  using V = __m256d;
-  static constexpr int kW = 4;
-  __attribute__((target("avx512f,avx512vl"), always_inline)) static V dense(const double* p, int r) {
-    return _mm256_maskz_loadu_pd(static_cast<__mmask8>((1u << r) - 1), p);
-  }
-  __attribute__((target("avx512f,avx512vl"), always_inline)) static V two(const double* p, int r) {
+  __attribute__((target("avx512f,avx512vl"), always_inline)) static __m256d two(const double* p, int r) {
     const unsigned m = 0x55u & ((1u << (2 * r)) - 1);  // two ymm halves, even lanes merged and ordered
     const __m256d lo = _mm256_maskz_loadu_pd(static_cast<__mmask8>(m & 0xF), p);
     const __m256d hi = _mm256_maskz_loadu_pd(static_cast<__mmask8>(m >> 4), p + 4);
     return _mm256_permute4x64_pd(_mm256_unpacklo_pd(lo, hi), 0xD8);  // lo0 hi0 lo2 hi2 -> lo0 lo2 hi0 hi2
   }
-  __attribute__((target("avx512f,avx512vl"), always_inline)) static void store(double* p, unsigned m, V v) {
-    _mm256_mask_storeu_pd(p, static_cast<__mmask8>(m), v);
-  }
 };
 
 template <typename T, Operand K>
-__attribute__((target("avx512f,avx512vl"), always_inline)) inline typename Gather2<T>::V gather2_operand(
-    const T* p, int64_t j, int r, typename Gather2<T>::V scalar) {
+__attribute__((target("avx512f,avx512vl"), always_inline)) inline typename Masked<T>::V gather2_operand(
+    const T* p, int64_t j, int r, typename Masked<T>::V scalar) {
   if constexpr (K == Operand::Scalar) return scalar;
-  else if constexpr (K == Operand::Dense) return Gather2<T>::dense(p + j, r);
+  else if constexpr (K == Operand::Dense) return Masked<T>::load(p + j, (1u << r) - 1);
   else return Gather2<T>::two(p + 2 * j, r);
 }
 
 // f at elements j .. j + r - 1 of a (and b), r <= W. A function, not a
 // lambda, for the reason stride2_vec gives.
 template <typename T, int N, Operand KA, Operand KB, typename F>
-__attribute__((target("avx512f,avx512vl"), always_inline)) inline typename Gather2<T>::V gather2_vec(
-    const T* a, const T* b, int64_t j, int r, typename Gather2<T>::V va, typename Gather2<T>::V vb,
+__attribute__((target("avx512f,avx512vl"), always_inline)) inline typename Masked<T>::V gather2_vec(
+    const T* a, const T* b, int64_t j, int r, typename Masked<T>::V va, typename Masked<T>::V vb,
     const F& f) {
   if constexpr (N == 1) return f(gather2_operand<T, KA>(a, j, r, va));
   else return f(gather2_operand<T, KA>(a, j, r, va), gather2_operand<T, KB>(b, j, r, vb));
@@ -608,13 +595,13 @@ __attribute__((target("avx512f,avx512vl"), always_inline)) inline typename Gathe
 
 // The first r (< W) lanes of v to o: a masked store, or (NT) streamed element by element.
 template <typename T, bool NT>
-__attribute__((target("avx512f,avx512vl"), always_inline)) inline void gather2_part(T* o, int r, typename Gather2<T>::V v) {
+__attribute__((target("avx512f,avx512vl"), always_inline)) inline void gather2_part(T* o, int r, typename Masked<T>::V v) {
   if constexpr (NT) {
-    alignas(32) T t[Gather2<T>::kW];
+    alignas(32) T t[Masked<T>::kW];
     VecIO<T>::store(t, v);
     put_part<T, true>(o, t, r);
   } else {
-    Gather2<T>::store(o, (1u << r) - 1, v);
+    Masked<T>::store(o, (1u << r) - 1, v);
   }
 }
 
@@ -623,9 +610,9 @@ __attribute__((target("avx512f,avx512vl"), always_inline)) inline void gather2_p
 // first aligned vector and the tail streamed one by one (Note [Streaming strips]).
 template <typename T, int N, Operand KA, Operand KB, bool NT, typename F>
 __attribute__((target("avx512f,avx512vl"))) void gather2_loop(T* o, const T* a, const T* b, int64_t n, const F& f) {
-  using G = Gather2<T>;
-  constexpr int64_t W = G::kW;
-  const typename G::V va = VecIO<T>::set1(a[0]), vb = VecIO<T>::set1(N == 2 ? b[0] : T(0));
+  using M = Masked<T>;
+  constexpr int64_t W = M::kW;
+  const typename M::V va = VecIO<T>::set1(a[0]), vb = VecIO<T>::set1(N == 2 ? b[0] : T(0));
   int64_t j = 0;
   if constexpr (NT) {
     j = head_to_align(o, VecIO<T>::kStreamAlign, n);
@@ -1320,23 +1307,42 @@ void check_inputs(const char* name, const Tensor& a, const Tensor& b) {
 // runs `rows` strips s1 apart in a tight loop, so a strip costs a call of K (its stride
 // dispatch, its vector loop) and no longer also the iterator's odometer and pointer
 // bookkeeping, which perf put at a third of x + b over 20-float rows.
-template <int N, typename K>  // N: operands, the output first
-struct RowBlocks {
-  K k;
-  void operator()(char* const* p, const int64_t* s, int64_t n) const { k(p, s, n); }
+//
+// Note [One iterator instance]: every elementwise op hands the iterator the same type,
+// StripKernel, a function pointer to row_block<N, K> and K's address, so StridedIter's
+// for_each / run_range / run_tiles / run_groups are compiled once for all of them, and
+// each (op, dtype) has one copy of its strip kernel (the stride dispatch and every
+// vector loop). With K passed as its own type, the iterator was instantiated for each
+// of the 68 (op, dtype) kernels and inlined a copy of the strip kernel at each of its
+// seven call sites (Contiguous, run_range's two, run_tiles' four): functions of up to
+// 125 KB, and 10 CPU-minutes to compile this file in the sanitizer build, whose
+// register-liveness passes grow faster than function size (-ftime-report). The price
+// is one indirect call per strip or row block (the same target every time).
+struct StripKernel {
+  void (*fn)(const void* k, char* const* p, const int64_t* s, int64_t n, int64_t rows, const int64_t* s1);
+  const void* k;
+  void operator()(char* const* p, const int64_t* s, int64_t n) const { fn(k, p, s, n, 1, s); }
   void operator()(char* const* p, const int64_t* s, int64_t n, int64_t rows, const int64_t* s1) const {
-    char* q[N];
-    for (int i = 0; i < N; ++i) q[i] = p[i];
-    for (int64_t r = 0;;) {
-      k(static_cast<char* const*>(q), s, n);
-      if (++r == rows) return;
-      for (int i = 0; i < N; ++i) q[i] += s1[i];
-    }
+    fn(k, p, s, n, rows, s1);
   }
 };
+
+template <int N, typename K>  // N: operands, the output first
+void row_block(const void* kp, char* const* p, const int64_t* s, int64_t n, int64_t rows, const int64_t* s1) {
+  const K& k = *static_cast<const K*>(kp);
+  char* q[N];
+  for (int i = 0; i < N; ++i) q[i] = p[i];
+  for (int64_t r = 0;;) {
+    k(static_cast<char* const*>(q), s, n);
+    if (++r == rows) return;
+    for (int i = 0; i < N; ++i) q[i] += s1[i];
+  }
+}
+
+// k must outlive the for_each it is passed to.
 template <int N, typename K>
-RowBlocks<N, K> row_blocks(K k) {
-  return RowBlocks<N, K>{k};
+StripKernel strip_kernel(const K& k) {
+  return StripKernel{&row_block<N, K>, &k};
 }
 
 std::atomic<bool> g_last_nt{false};
@@ -1374,8 +1380,8 @@ void run_binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b
   const bool avx = use_avx2();
   const bool nt = stream_output(avx, it, out, {&a, &b});
   SB_DISPATCH_EW(out.dtype(), SB_BINARY_OP_CASES(op, {
-    it.for_each(row_blocks<3>([avx, nt](char* const* p, const int64_t* s, int64_t n) { strip2<scalar_t>(avx, nt, p, s, n, Bin<OP>{}); }),
-                kGrainSize, nt);
+    const auto k = [avx, nt](char* const* p, const int64_t* s, int64_t n) { strip2<scalar_t>(avx, nt, p, s, n, Bin<OP>{}); };
+    it.for_each(strip_kernel<3>(k), kGrainSize, nt);
   }));
 }
 
@@ -1394,8 +1400,8 @@ void run_binary_scalar(BinaryOp op, const Tensor& out, const Tensor& a, double b
   SB_DISPATCH_EW(out.dtype(), SB_BINARY_OP_CASES(op, {
     using A = acc_t<scalar_t>;
     const BinScalar<OP, A> f{static_cast<A>(b)};
-    it.for_each(row_blocks<2>([avx, nt, f](char* const* p, const int64_t* s, int64_t n) { strip1<scalar_t>(avx, nt, p, s, n, f); }),
-                kGrainSize, nt);
+    const auto k = [avx, nt, f](char* const* p, const int64_t* s, int64_t n) { strip1<scalar_t>(avx, nt, p, s, n, f); };
+    it.for_each(strip_kernel<2>(k), kGrainSize, nt);
   }));
 }
 
@@ -1412,8 +1418,8 @@ void run_unary(UnaryOp op, const Tensor& out, const Tensor& a) {
   const bool avx = use_avx2();
   const bool nt = stream_output(avx, it, out, {&a});
   SB_DISPATCH_EW(out.dtype(), SB_UNARY_OP_CASES(op, {
-    it.for_each(row_blocks<2>([avx, nt](char* const* p, const int64_t* s, int64_t n) { strip1<scalar_t>(avx, nt, p, s, n, Un<OP>{}); }),
-                kGrainSize, nt);
+    const auto k = [avx, nt](char* const* p, const int64_t* s, int64_t n) { strip1<scalar_t>(avx, nt, p, s, n, Un<OP>{}); };
+    it.for_each(strip_kernel<2>(k), kGrainSize, nt);
   }));
 }
 

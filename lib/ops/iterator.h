@@ -187,7 +187,7 @@ class StridedIter {
   // (p, s, n, rows, s1) gets runs of whole dim-0 strips along dim 1 in one call: `rows`
   // strips of n = sizes[0] elements, strip r at p[i] + r * s1[i] (s1: dim 1's strides).
   // Partial strips (a thread's range starting or ending mid-strip) and f without that
-  // form take one call per strip. The elementwise kernels take it (RowBlocks in
+  // form take one call per strip. The elementwise kernels take it (StripKernel in
   // elementwise.cpp): x + b with b a broadcast row of 20 floats spent most of its time
   // in the per-strip call and the odometer between strips (28 ms for 64 MiB against
   // 3.3 ms over rows of 128, 1 thread, AMD EPYC VM; with row blocks and Note [Streaming
