@@ -1317,7 +1317,11 @@ void check_inputs(const char* name, const Tensor& a, const Tensor& b) {
 // seven call sites (Contiguous, run_range's two, run_tiles' four): functions of up to
 // 125 KB, and 10 CPU-minutes to compile this file in the sanitizer build, whose
 // register-liveness passes grow faster than function size (-ftime-report). The price
-// is one indirect call per strip or row block (the same target every time).
+// is one indirect call per strip or row block (the same target every time). row_block
+// is `flatten`ed: strip1 / strip2 and their loops inline into it (still one copy per
+// (op, dtype)), where they were three calls deep; without it the transposed add
+// (the iterator's grouped staging, a call per 2 KiB piece) took 1.03-1.04x the time
+// of the per-kernel iterator on 1 thread, with it 0.97x of that (NOTES-elementwise.md).
 struct StripKernel {
   void (*fn)(const void* k, char* const* p, const int64_t* s, int64_t n, int64_t rows, const int64_t* s1);
   const void* k;
@@ -1328,7 +1332,7 @@ struct StripKernel {
 };
 
 template <int N, typename K>  // N: operands, the output first
-void row_block(const void* kp, char* const* p, const int64_t* s, int64_t n, int64_t rows, const int64_t* s1) {
+__attribute__((flatten)) void row_block(const void* kp, char* const* p, const int64_t* s, int64_t n, int64_t rows, const int64_t* s1) {
   const K& k = *static_cast<const K*>(kp);
   char* q[N];
   for (int i = 0; i < N; ++i) q[i] = p[i];
