@@ -482,6 +482,7 @@ int main(int argc, char** argv) {
       {"sb_threads", threads},
       {"sb_simd", m.simd},
       {"sb_cpu_hugepages", sb::cpu_huge_pages_enabled() ? "on" : "off"},
+      {"sb_cpu_allocator", sb::cpu_allocator_kind() == sb::AllocatorKind::System ? "system" : "caching"},
       {"sb_caches", m.caches()},
       {"sb_compiler", m.compiler},
       {"sb_flags", m.flags},

@@ -28,11 +28,11 @@ KEYS = ["op", "impl", "device", "layout", "style", "dtype", "shape", "threads",
 NO_DEVICE = "no CUDA device"  # GPU runs skip with this where no GPU is present
 GBENCH_SEGMENTS = re.compile(r"^(manual_time|real_time|repeats:\d+|iterations:\d+|"
                              r"min_time:[\d.]+|min_warmup_time:[\d.]+|threads:\d+)$")
-CONTEXT = ["sb_machine", "sb_cpu_model", "sb_cores", "sb_threads", "sb_simd", "sb_caches",
+CONTEXT = ["sb_machine", "sb_cpu_model", "sb_cores", "sb_threads", "sb_simd", "sb_cpu_allocator", "sb_caches",
            "sb_compiler", "sb_flags", "sb_openmp", "sb_gpu_name", "sb_gpu_memory",
            "sb_gpu_sms", "sb_gpu_cc", "sb_gpu_l2", "sb_cuda_driver", "sb_cuda_runtime", "sb_git_revision",
            "sb_date", "sb_matrix", "sb_family"]
-NONEMPTY = ["sb_machine", "sb_cpu_model", "sb_cores", "sb_threads", "sb_simd",
+NONEMPTY = ["sb_machine", "sb_cpu_model", "sb_cores", "sb_threads", "sb_simd", "sb_cpu_allocator",
             "sb_caches", "sb_compiler", "sb_flags", "sb_git_revision", "sb_date",
             "sb_matrix", "sb_family"]
 
