@@ -390,6 +390,15 @@ TEST(Elementwise, WritesThroughASliceLeaveTheGapsAlone) {
   });
 }
 
+// The lengths and buffer edges that both stride-2 tests below walk: lengths around the
+// vector widths and the thread split; a view that starts at element 0 or 1 of its buffer,
+// which ends with the view's last element (tail 0) or 3 elements later.
+constexpr int64_t kStrideTwoLengths[] = {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 33, 1000, 40001};
+struct BufferEdge {
+  int64_t start, tail;
+};
+constexpr BufferEdge kBufferEdges[] = {{0, 0}, {1, 0}, {0, 3}, {1, 3}};
+
 // Note [Stride-2 strips]: outputs that are every other element of their storage, with
 // inputs of the same stride or stride 0 (one coalesced stride-2 strip), at every length
 // around the vector width and the thread split. The view starts at element 0 or 1 of a
@@ -401,10 +410,10 @@ TEST(Elementwise, WritesThroughASliceLeaveTheGapsAlone) {
 TEST(Elementwise, StrideTwoOutputsAgainstReferenceAtVectorEdges) {
   for_each_config([](const std::string& cfg) {
     std::mt19937_64 rng(43);
-    for (int64_t n : {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 33, 1000, 40001})
-      for (int edge = 0; edge < 4; ++edge)
+    for (int64_t n : kStrideTwoLengths)
+      for (const BufferEdge& edge : kBufferEdges)
         for (DType dt : kDTypes) {
-          const int64_t start = edge % 2, tail = edge < 2 ? 0 : 3;
+          const int64_t start = edge.start, tail = edge.tail;
           const int64_t m = start + 2 * n - 1 + tail;  // tail 0: the view's last element is the buffer's last
           const Tensor ys = values({1, m}, rng(), dt).reshape({m}).slice(0, start, start + 2 * n - 1, 2);
           const Tensor z0 = values({1}, rng(), dt, /*positive=*/true).expand({n});  // stride 0
@@ -455,10 +464,10 @@ TEST(Elementwise, StrideTwoOutputsAgainstReferenceAtVectorEdges) {
 TEST(Elementwise, StrideTwoInputsIntoDenseOutputsAtVectorEdges) {
   for_each_config([](const std::string& cfg) {
     std::mt19937_64 rng(47);
-    for (int64_t n : {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 33, 1000, 40001})
-      for (int edge = 0; edge < 4; ++edge)
+    for (int64_t n : kStrideTwoLengths)
+      for (const BufferEdge& edge : kBufferEdges)
         for (DType dt : kDTypes) {
-          const int64_t start = edge % 2, tail = edge < 2 ? 0 : 3;
+          const int64_t start = edge.start, tail = edge.tail;
           const auto stride2 = [&](int64_t s) {  // n elements at stride 2 from element s of a tight buffer
             const int64_t m = s + 2 * n - 1 + tail;
             return values({1, m}, rng(), dt).reshape({m}).slice(0, s, s + 2 * n - 1, 2);
