@@ -52,10 +52,10 @@ bool supported(BinaryOp op, DType dt) { return !(op == BinaryOp::Div && dt == DT
 bool supported(UnaryOp op, DType dt) { return dt != DType::Int32 || (op != UnaryOp::Exp && op != UnaryOp::Sqrt); }
 
 // Random values in a useful range for dtype: [-2, 2) for floats, integers in [-50, 50)
-// for int32; constant along dim 0 so that the Expanded layout can hold them. Values are
-// rounded to the dtype, so the float64 reference sees what the kernel sees.
+// for int32, independent in every dim (the Expanded layout's own values: layout_values).
+// Values are rounded to the dtype, so the float64 reference sees what the kernel sees.
 Tensor values(const Shape& sz, uint64_t seed, DType dt, bool positive = false) {
-  std::vector<double> v = test::expandable_rand(sz, seed, DType::Float64).to_vector();
+  std::vector<double> v = rand(sz, seed, DType::Float64).to_vector();
   for (double& x : v) x = dt == DType::Int32 ? std::floor(100 * x - 50) : positive ? 0.125 + 4 * x : 4 * x - 2;
   return from_vector(v, sz).to(dt);
 }
@@ -131,16 +131,22 @@ TEST(Elementwise, BinaryEveryLayoutStyleDtypeAgainstReference) {
       const bool big = checked_numel(so, "test") > 10000;
       for (DType dt : kDTypes) {
         const Tensor xv = values(sx, rng(), dt), yv = values(sy, rng(), dt, /*positive=*/true);
-        const std::vector<double> xb = broadcast_values(xv, so), yb = broadcast_values(yv, so);
+        // each operand's values broadcast to so, as its layout holds them ([1]: Expanded)
+        const std::vector<double> xb[2] = {broadcast_values(xv, so),
+                                           broadcast_values(test::layout_values(xv, Layout::Expanded), so)};
+        const std::vector<double> yb[2] = {broadcast_values(yv, so),
+                                           broadcast_values(test::layout_values(yv, Layout::Expanded), so)};
         for (BinaryOp op : kBinaryOps) {
           if (!supported(op, dt)) continue;
-          std::vector<double> ref(xb.size());
-          for (size_t i = 0; i < ref.size(); ++i) ref[i] = ref_binary(op, xb[i], yb[i]);
-          ref = round_to(ref, dt);
           for (Layout lx : test::all_layouts()) {
             for (Layout ly : test::all_layouts()) {
               if (big && ((lx != ly && ly != Layout::Contiguous) || (op != BinaryOp::Add && op != BinaryOp::Maximum)))
                 continue;  // keep big cases few
+              const std::vector<double>& xs = xb[lx == Layout::Expanded];
+              const std::vector<double>& ys = yb[ly == Layout::Expanded];
+              std::vector<double> ref(xs.size());
+              for (size_t i = 0; i < ref.size(); ++i) ref[i] = ref_binary(op, xs[i], ys[i]);
+              ref = round_to(ref, dt);
               const std::string what = cfg + ", " + binary_op_name(op) + ", " + dtype_name(dt) + ", " +
                                        test::layout_name(lx) + " x " + test::layout_name(ly) + ", trial " +
                                        std::to_string(trial);
@@ -187,10 +193,11 @@ TEST(Elementwise, BinaryScalarEveryLayoutStyleDtype) {
         const bool big = xv.numel() > 10000;
         for (BinaryOp op : kBinaryOps) {
           if (!supported(op, dt) || (big && op != BinaryOp::Add && op != BinaryOp::Div)) continue;
-          std::vector<double> ref(xr.size());
-          for (size_t i = 0; i < ref.size(); ++i) ref[i] = ref_binary(op, xr[i], s);
-          ref = round_to(ref, dt);
           for (Layout l : test::all_layouts()) {
+            const std::vector<double> xl = test::layout_values(xr, sz, l);
+            std::vector<double> ref(xl.size());
+            for (size_t i = 0; i < ref.size(); ++i) ref[i] = ref_binary(op, xl[i], s);
+            ref = round_to(ref, dt);
             const std::string what = cfg + ", " + binary_op_name(op) + " scalar, " + dtype_name(dt) + ", " +
                                      test::layout_name(l) + ", trial " + std::to_string(trial);
             const Tensor x = test::with_layout(xv, l);
@@ -227,11 +234,12 @@ TEST(Elementwise, UnaryEveryLayoutStyleDtype) {
         const bool big = xv.numel() > 10000;
         for (UnaryOp op : kUnaryOps) {
           if (!supported(op, dt) || (big && op != UnaryOp::Relu && op != UnaryOp::Exp)) continue;
-          std::vector<double> ref(xr.size());
-          for (size_t i = 0; i < ref.size(); ++i) ref[i] = ref_unary(op, xr[i]);
-          ref = round_to(ref, dt);
           const double rt = rtol(dt, op == UnaryOp::Exp || op == UnaryOp::Sqrt);
           for (Layout l : test::all_layouts()) {
+            const std::vector<double> xl = test::layout_values(xr, sz, l);
+            std::vector<double> ref(xl.size());
+            for (size_t i = 0; i < ref.size(); ++i) ref[i] = ref_unary(op, xl[i]);
+            ref = round_to(ref, dt);
             const std::string what = cfg + ", " + unary_op_name(op) + ", " + dtype_name(dt) + ", " +
                                      test::layout_name(l) + ", trial " + std::to_string(trial);
             const Tensor x = test::with_layout(xv, l);
@@ -257,10 +265,11 @@ TEST(Elementwise, UnaryEveryLayoutStyleDtype) {
   });
 }
 
-// Population mean/variance along dim, in float64.
-std::vector<double> ref_normalize(const Tensor& xv, int64_t dim, double eps) {
+// Population mean/variance along dim, in float64. inv_sd: each element's 1 / sqrt(var + eps).
+std::vector<double> ref_normalize(const Tensor& xv, int64_t dim, double eps, std::vector<double>* inv_sd = nullptr) {
   const std::vector<double> x = xv.to_vector();
   std::vector<double> r(x.size());
+  if (inv_sd) inv_sd->assign(x.size(), 1 / std::sqrt(eps));
   const Shape& sz = xv.sizes();
   if (sz.empty()) return std::vector<double>(x.size(), 0.0);
   int64_t inner = 1;
@@ -268,7 +277,7 @@ std::vector<double> ref_normalize(const Tensor& xv, int64_t dim, double eps) {
   const int64_t n = sz[dim], outer = n * inner != 0 ? static_cast<int64_t>(x.size()) / (n * inner) : 0;
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t in = 0; in < inner; ++in) {
-      // mean = x0 + sum(x - x0) / n: exact for a constant row (expandable values have
+      // mean = x0 + sum(x - x0) / n: exact for a constant row (the Expanded layout's values have
       // some), whose output (x - m) / sqrt(eps) would otherwise be the reference's own
       // rounding error times 316
       const double x0 = x[o * n * inner + in];
@@ -278,6 +287,8 @@ std::vector<double> ref_normalize(const Tensor& xv, int64_t dim, double eps) {
       for (int64_t i = 0; i < n; ++i) v += (x[(o * n + i) * inner + in] - m) * (x[(o * n + i) * inner + in] - m);
       v /= static_cast<double>(n);
       for (int64_t i = 0; i < n; ++i) r[(o * n + i) * inner + in] = (x[(o * n + i) * inner + in] - m) / std::sqrt(v + eps);
+      if (inv_sd)
+        for (int64_t i = 0; i < n; ++i) (*inv_sd)[(o * n + i) * inner + in] = 1 / std::sqrt(v + eps);
     }
   return r;
 }
@@ -292,11 +303,14 @@ TEST(Elementwise, NormalizeEveryDimLayoutStyleDtype) {
       const double eps = trial % 3 == 0 ? 0.0 + 1e-5 : 0.5;
       for (DType dt : {DType::Float32, DType::Float64, DType::Float16}) {
         const Tensor xv = values(sz, rng(), dt);
-        const std::vector<double> ref = ref_normalize(xv, nd ? (dim + nd) % nd : 0, eps);
+        const std::vector<double> refs[2] = {ref_normalize(xv, nd ? (dim + nd) % nd : 0, eps),  // [1]: Expanded
+                                             ref_normalize(test::layout_values(xv, Layout::Expanded),
+                                                           nd ? (dim + nd) % nd : 0, eps)};
         // (x - mean) is computed in float for float16/float32: error grows with 1/std
         const double at = dt == DType::Float64 ? 1e-10 : dt == DType::Float32 ? 1e-4 : 1e-2;
         const double rt = dt == DType::Float64 ? 1e-10 : dt == DType::Float32 ? 1e-5 : 4e-3;
         for (Layout l : test::all_layouts()) {
+          const std::vector<double>& ref = refs[l == Layout::Expanded];
           const std::string what = cfg + ", normalize dim " + std::to_string(dim) + ", " + dtype_name(dt) + ", " +
                                    test::layout_name(l) + ", sizes " + ::testing::PrintToString(sz);
           const Tensor x = test::with_layout(xv, l);
@@ -316,10 +330,13 @@ TEST(Elementwise, NormalizeEveryDimLayoutStyleDtype) {
 }
 
 // Rows longer than the kernels' float32 flush interval (1024) along the dense and the
-// outer dims, values centred far from 0 (mean 50, std ~1.2), and out= into a layout other
-// than x's (a transposed x written into a contiguous out goes through the 8x8 register
-// transposes of Note [Normalize across adjacent rows]; into a slice, through the element
-// stores).
+// outer dims, values centred far from 0 (mean 50, uniform over +-2: std ~1.2 in long
+// rows), and out= into a layout other than x's (a transposed x written into a contiguous
+// out goes through the 8x8 register transposes of Note [Normalize across adjacent rows];
+// into a slice, through the element stores). The tolerances are for a row std of 1.2; a
+// short row (2-6 values) can have a std near 0.01, and the float32 error of x - mean
+// (about 50 * 2^-24) is divided by it, so each element's atol grows as 1.2 / its row's
+// sqrt(var + eps) where that is above 1.
 TEST(Elementwise, NormalizeLongRowsOffsetValuesMixedOutLayouts) {
   for_each_config([](const std::string& cfg) {
     std::mt19937_64 rng(31);
@@ -329,9 +346,12 @@ TEST(Elementwise, NormalizeLongRowsOffsetValuesMixedOutLayouts) {
           std::vector<double> v = values(sz, rng(), DType::Float64).to_vector();
           for (double& e : v) e += 50;
           const Tensor xv = from_vector(v, sz).to(dt);
-          const std::vector<double> ref = ref_normalize(xv, dim, 1e-5);
+          std::vector<double> inv_sd;
+          const std::vector<double> ref = ref_normalize(xv, dim, 1e-5, &inv_sd);
           // float32: (x - mean) in float with |mean| = 50: about 50 * 2^-24 / std
-          const double at = dt == DType::Float64 ? 1e-10 : dt == DType::Float32 ? 1e-4 : 2e-2;
+          const double at0 = dt == DType::Float64 ? 1e-10 : dt == DType::Float32 ? 1e-4 : 2e-2;
+          std::vector<double> at(ref.size());
+          for (size_t i = 0; i < at.size(); ++i) at[i] = at0 * std::max(1.0, 1.2 * inv_sd[i]);
           const double rt = dt == DType::Float64 ? 1e-10 : dt == DType::Float32 ? 1e-5 : 4e-3;
           for (Layout lx : {Layout::Contiguous, Layout::Transposed, Layout::Sliced, Layout::ChannelsLast}) {
             const Tensor x = test::with_layout(xv, lx);
@@ -769,11 +789,14 @@ TEST(Elementwise, ShortStripsInRowBlocksAgainstReference) {
           const Shape sz{rows, w};
           const Tensor x = values(sz, rng(), dt);
           const Tensor brow = values({w}, rng(), dt, /*positive=*/true);  // x + brow: stride 0 over rows
+          const Tensor brow2 = values({w}, rng(), dt);                     // brow + brow2: both repeat
+          const Tensor z11 = values({1, 1}, rng(), dt);                    // stride 0 both ways
           const Tensor bcol = values({rows, 1}, rng(), dt, true);        // x - bcol: stride 0 along rows
           const Tensor xpad = values({rows, w + 3}, rng(), dt).slice(1, 0, w);  // rows w + 3 apart
           const Tensor xstep = values({rows, 2 * w + 1}, rng(), dt).slice(1, 1, 2 * w + 1, 2);  // stride 2, rows 2w + 1 apart
           const std::vector<double> xr = x.to_vector(), br = broadcast_values(brow, sz), cr = broadcast_values(bcol, sz),
-                                    pr = xpad.to_vector(), sr = xstep.to_vector();
+                                    pr = xpad.to_vector(), sr = xstep.to_vector(), b2r = broadcast_values(brow2, sz);
+          const double z = z11.to_vector()[0];
           const std::string what = cfg + ", " + dtype_name(dt) + ", rows of " + std::to_string(w) + ", offset " +
                                    std::to_string(off) + (threshold == 0 ? ", streaming forced" : "");
           const bool want_nt = threshold == 0 && vec && dt != DType::Int32;
@@ -797,6 +820,9 @@ TEST(Elementwise, ShortStripsInRowBlocksAgainstReference) {
           check("add_out(o, x, b[w])", [&](int64_t i) { return xr[i] + br[i]; }, [&] { add_out(out, x, brow); });
           check("sub_out(o, b[w], x)", [&](int64_t i) { return br[i] - xr[i]; }, [&] { sub_out(out, brow, x); });
           check("sub_out(o, x, b[rows, 1])", [&](int64_t i) { return xr[i] - cr[i]; }, [&] { sub_out(out, x, bcol); });
+          check("add_out(o, b[w], b2[w])", [&](int64_t i) { return br[i] + b2r[i]; }, [&] { add_out(out, brow.expand(sz), brow2); });
+          check("sub_out(o, b[w], z[1, 1])", [&](int64_t i) { return br[i] - z; }, [&] { sub_out(out, brow.expand(sz), z11); });
+          check("relu_out(o, b2[w])", [&](int64_t i) { return std::max(b2r[i], 0.0); }, [&] { relu_out(out, brow2.expand(sz)); });
           check("relu_out(o, xpad)", [&](int64_t i) { return std::max(pr[i], 0.0); }, [&] { relu_out(out, xpad); });
           check("mul_out(o, xpad, b[w])", [&](int64_t i) { return pr[i] * br[i]; }, [&] { mul_out(out, xpad, brow); });
           check("sub_out(o, xstep, b[w])", [&](int64_t i) { return sr[i] - br[i]; }, [&] { sub_out(out, xstep, brow); });
@@ -822,8 +848,9 @@ TEST(Elementwise, ShortStripsInRowBlocksAgainstReference) {
               ASSERT_EQ(std::memcmp(&gafter[i], &gbefore[i], 8), 0) << what << " gap " << i;
             }
         }
-      // a per-channel bias over 4 dims (rows of H*W; dim 1, C, carries into dim 2, N) and
-      // a bias over dims 1 and 3 of 5 (5 iteration dims: the carry runs through dims 2-4)
+      // a per-channel bias over 4 dims (rows of H*W; dim 1, C, carries into dim 2, N; on
+      // channels-last x and out, rows of C: Note [Periodic rows]) and a bias over dims 1
+      // and 3 of 5 (5 iteration dims: the carry runs through dims 2-4)
       for (const auto& [s4, bs] : {std::pair<Shape, Shape>{{3, 5, 7, 9}, {1, 5, 1, 1}},
                                    {{2, 64, 17, 19}, {1, 64, 1, 1}},
                                    {{2, 3, 4, 5, 6}, {1, 3, 1, 5, 1}},
@@ -837,6 +864,20 @@ TEST(Elementwise, ShortStripsInRowBlocksAgainstReference) {
         test::poison(o4);
         add_out(o4, x4, b4);
         ASSERT_TRUE(test::all_close(o4, want, atol(DType::Float32), rtol(DType::Float32))) << cfg << " " << x4.str();
+        if (s4.size() != 4) continue;
+        const Tensor xcl = x4.contiguous(MemoryFormat::ChannelsLast);
+        Tensor ocl = empty(s4, DType::Float32, Device::cpu(), MemoryFormat::ChannelsLast);
+        test::poison(ocl);
+        add_out(ocl, xcl, b4);
+        ASSERT_TRUE(test::all_close(ocl, want, atol(DType::Float32), rtol(DType::Float32))) << cfg << " channels-last";
+        const Tensor rcl = mul(b4, xcl);  // out-of-place: channels-last, as x
+        std::vector<double> wm = x4.to_vector();
+        for (size_t i = 0; i < wm.size(); ++i) wm[i] *= bv[i];
+        ASSERT_TRUE(test::all_close(rcl, wm, atol(DType::Float32), rtol(DType::Float32))) << cfg << " channels-last mul";
+        Tensor xin = xcl.clone();
+        xin.sub_(b4);
+        for (size_t i = 0; i < wm.size(); ++i) wm[i] = want[i] - 2 * bv[i];
+        ASSERT_TRUE(test::all_close(xin, wm, atol(DType::Float32), rtol(DType::Float32))) << cfg << " channels-last sub_";
       }
     });
   }

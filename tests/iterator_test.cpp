@@ -143,10 +143,14 @@ TEST(Iterator, OutputStridesFollowPyTorchsRule) {
 // A random view of a fresh int64 buffer holding `vals` (row-major over sizes): random
 // permutation of the storage order, random steps, random offset, or expanded when the
 // caller's values are constant along dim 0.
-Tensor random_layout(std::mt19937_64& rng, const Tensor& vals, bool allow_expand) {
+// expanded (allow_expand): set when the result is vals' first index along dim 0
+// broadcast over dim 0 (it then holds test::layout_values(vals, Expanded)).
+Tensor random_layout(std::mt19937_64& rng, const Tensor& vals, bool allow_expand, bool* expanded = nullptr) {
   const int64_t nd = vals.dim();
   const int kind = static_cast<int>(rng() % (allow_expand ? 4 : 3));
-  if (kind == 3 && nd > 0 && vals.size(0) > 0) {  // values are constant along dim 0
+  if (expanded) *expanded = false;
+  if (kind == 3 && nd > 0 && vals.size(0) > 0) {
+    if (expanded) *expanded = true;
     return vals.narrow(0, 0, 1).clone(MemoryFormat::Contiguous).expand(vals.sizes());
   }
   std::vector<int64_t> perm(nd);
@@ -183,11 +187,12 @@ TEST(Iterator, EveryElementVisitedOnceWithItsInputs) {
       const int64_t n = checked_numel(sz, "test");
       std::vector<double> av(n), bv(n);
       for (int64_t i = 0; i < n; ++i) av[i] = static_cast<double>(i);
-      Tensor bvals = test::expandable_rand(sz, rng(), DType::Float64);
-      bv = bvals.to_vector();
+      bv = rand(sz, rng(), DType::Float64).to_vector();
       for (double& x : bv) x = std::floor(x * 100);
+      bool b_expanded = false;
       Tensor a = random_layout(rng, from_vector(av, sz).to(DType::Int64), false);
-      Tensor b = random_layout(rng, from_vector(bv, sz).to(DType::Int64), true);
+      Tensor b = random_layout(rng, from_vector(bv, sz).to(DType::Int64), true, &b_expanded);
+      if (b_expanded) bv = test::layout_values(bv, sz, test::Layout::Expanded);
       Tensor out = random_layout(rng, zeros(sz, DType::Int64), false);
       out.zero_();
       // of() (no tensor copies, a direct Contiguous set-up) must decide as from_tensors does

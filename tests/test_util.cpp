@@ -66,11 +66,16 @@ Tensor with_layout(const Tensor& values, Layout layout) {
   return values;
 }
 
-Tensor expandable_rand(const Shape& sizes, uint64_t seed, DType dtype) {
-  if (sizes.empty() || sizes[0] == 0) return rand(sizes, seed, dtype);
-  Shape row = sizes;
-  row[0] = 1;
-  return rand(row, seed, dtype).expand(sizes).clone(MemoryFormat::Contiguous);
+std::vector<double> layout_values(const std::vector<double>& v, const Shape& sizes, Layout layout) {
+  if (layout != Layout::Expanded || sizes.empty() || sizes[0] <= 1) return v;
+  const int64_t row = static_cast<int64_t>(v.size()) / sizes[0];  // elements per index of dim 0
+  std::vector<double> r(v.size());
+  for (size_t i = 0; i < r.size(); ++i) r[i] = v[static_cast<int64_t>(i) % row];
+  return r;
+}
+
+Tensor layout_values(const Tensor& values, Layout layout) {
+  return from_vector(layout_values(values.to_vector(), values.sizes(), layout), values.sizes()).to(values.dtype());
 }
 
 void poison(const Tensor& t) {
@@ -169,25 +174,77 @@ Shape unravel(int64_t flat, const Shape& sizes) {
   return idx;
 }
 
-::testing::AssertionResult all_close(const Tensor& actual, const std::vector<double>& expected, double atol,
-                                     double rtol) {
+namespace {
+double read_as_double(const char* p, DType dt) {
+  switch (dt) {
+    case DType::Float32: { float v; std::memcpy(&v, p, 4); return v; }
+    case DType::Float64: { double v; std::memcpy(&v, p, 8); return v; }
+    case DType::Float16: { uint16_t h; std::memcpy(&h, p, 2); return Half::to_float(h); }
+    case DType::Int8: return static_cast<int8_t>(*p);
+    case DType::Int32: { int32_t v; std::memcpy(&v, p, 4); return v; }
+    case DType::Int64: { int64_t v; std::memcpy(&v, p, 8); return static_cast<double>(v); }
+  }
+  return NAN;
+}
+}  // namespace
+
+std::vector<double> naive_values(const Tensor& t) {
+  if (!t.device().is_cpu()) return naive_values(t.to(Device::cpu()));
+  const int64_t n = t.numel(), nd = t.dim();
+  std::vector<double> r(static_cast<size_t>(n));
+  if (n == 0) return r;
+  const char* base = static_cast<const char*>(t.data_ptr());
+  const int64_t es = static_cast<int64_t>(t.element_size());
+  Shape idx(static_cast<size_t>(nd), 0);
+  int64_t off = 0;  // elements from element [0, ..., 0]
+  for (int64_t i = 0; i < n; ++i) {
+    r[static_cast<size_t>(i)] = read_as_double(base + off * es, t.dtype());
+    for (int64_t d = nd - 1; d >= 0; --d) {  // odometer, last dim fastest
+      if (++idx[d] < t.sizes()[d]) {
+        off += t.strides()[d];
+        break;
+      }
+      off -= (t.sizes()[d] - 1) * t.strides()[d];
+      idx[d] = 0;
+    }
+  }
+  return r;
+}
+
+namespace {
+template <typename Atol>
+::testing::AssertionResult all_close_impl(const Tensor& actual, const std::vector<double>& expected, const Atol& atol,
+                                          double rtol) {
   if (static_cast<size_t>(actual.numel()) != expected.size())
     return ::testing::AssertionFailure() << "element count " << actual.numel() << " != expected "
                                          << expected.size() << " for " << actual.str();
-  const std::vector<double> got = actual.to_vector();
+  const std::vector<double> got = naive_values(actual);
   for (size_t i = 0; i < expected.size(); ++i) {
     const double e = expected[i], a = got[i];
     const bool ok = (std::isnan(e) && std::isnan(a)) || (std::isinf(e) && a == e) ||
-                    std::fabs(a - e) <= atol + rtol * std::fabs(e);
+                    std::fabs(a - e) <= atol(i) + rtol * std::fabs(e);
     if (!ok) {
       std::ostringstream os;
       os << "mismatch at index " << unravel(static_cast<int64_t>(i), actual.sizes()) << " (flat " << i
-         << "): expected " << e << ", actual " << a << " (atol " << atol << ", rtol " << rtol << ") in "
+         << "): expected " << e << ", actual " << a << " (atol " << atol(i) << ", rtol " << rtol << ") in "
          << actual.str();
       return ::testing::AssertionFailure() << os.str();
     }
   }
   return ::testing::AssertionSuccess();
+}
+}  // namespace
+
+::testing::AssertionResult all_close(const Tensor& actual, const std::vector<double>& expected, double atol,
+                                     double rtol) {
+  return all_close_impl(actual, expected, [atol](size_t) { return atol; }, rtol);
+}
+
+::testing::AssertionResult all_close(const Tensor& actual, const std::vector<double>& expected,
+                                     const std::vector<double>& atol, double rtol) {
+  if (atol.size() != expected.size())
+    return ::testing::AssertionFailure() << atol.size() << " tolerances for " << expected.size() << " elements";
+  return all_close_impl(actual, expected, [&atol](size_t i) { return atol[i]; }, rtol);
 }
 
 double default_atol(DType t) {

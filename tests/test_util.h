@@ -24,14 +24,21 @@ std::vector<Layout> all_layouts();
 // A tensor holding the same logical values as `values` (any layout) but laid out as
 // asked: Transposed = last two dims stored swapped (a .transpose() view of a
 // contiguous buffer); Sliced = every other element of a buffer twice as long in the
-// last dim, with a nonzero offset; Expanded = a stride-0 view where `values` is
-// constant along dim 0 (the caller must pass such values: see expandable());
-// ChannelsLast = NHWC strides (4-D only; others fall back to Transposed);
-// Offset = contiguous but starting one element into its storage (misaligned).
+// last dim, with a nonzero offset; Expanded = a stride-0 view of values' first index
+// along dim 0 (so it holds layout_values(values, Expanded), not `values`; where dim 0
+// has one element or none, Sliced instead); ChannelsLast = NHWC strides (4-D only;
+// others fall back to Transposed); Offset = contiguous but starting one element into
+// its storage (misaligned).
 Tensor with_layout(const Tensor& values, Layout layout);
-// A random tensor of `sizes` whose values are constant along dim 0, so that
-// with_layout(t, Expanded) can build it from one row.
-Tensor expandable_rand(const Shape& sizes, uint64_t seed, DType dtype = DType::Float32);
+// The logical values that with_layout(values, layout) holds, row-major, from plain
+// loops over v (values row-major, `sizes` theirs): for Expanded, values' first index
+// along dim 0 repeated over dim 0; for every other layout, v itself. References are
+// computed from these, so the values themselves need no structure: tests use values
+// random in every dim (constant ones along dim 0 would hide a kernel that reads the
+// wrong index there).
+std::vector<double> layout_values(const std::vector<double>& v, const Shape& sizes, Layout layout);
+// The same, as a contiguous tensor of values' dtype.
+Tensor layout_values(const Tensor& values, Layout layout);
 
 // Fills every element of t's storage with a value no kernel would write: NaN for
 // floating dtypes, 0x5A bytes for integers.
@@ -40,10 +47,19 @@ void poison(const Tensor& t);
 // Random sizes: ndim dims in [0 or 1, max_size]; sizes 0 and 1 appear on purpose.
 Shape random_shape(std::mt19937_64& rng, int ndim, int64_t max_size, bool allow_zero = true);
 
+// t's values as float64, row-major over its sizes, read through its sizes, strides and
+// offset by plain loops (Tensor::to_vector goes through the library's copy kernels,
+// which some tests are testing). all_close reads `actual` with it.
+std::vector<double> naive_values(const Tensor& t);
+
 // Compares a tensor with a float64 reference (row-major over its sizes). Returns
 // a gtest failure naming the first bad index.
 ::testing::AssertionResult all_close(const Tensor& actual, const std::vector<double>& expected, double atol,
                                      double rtol);
+// The same with an absolute tolerance per element, for results whose conditioning varies
+// from element to element (normalize: an error in x - mean grows as 1 / std of its row).
+::testing::AssertionResult all_close(const Tensor& actual, const std::vector<double>& expected,
+                                     const std::vector<double>& atol, double rtol);
 
 // Tolerances for float32/float16/float64/integer results of a few operations.
 double default_atol(DType t);
