@@ -1340,13 +1340,13 @@ struct StripKernel {
 // of n * rows elements in which the repeated rows are periodic. As rows, short ones pay
 // per row for the strip's stride dispatch and for a partial vector at each end (masked,
 // or element by element when streaming: Note [Streaming strips]). Here each repeated row
-// is copied, repeated, into an L1 buffer of kPeriodicChunk + n - 1 elements, and the
+// is copied, repeated, into an L1 buffer of kPeriodicChunk + 128 bytes, and the
 // kernel's dense loop runs over chunks of kPeriodicChunk outputs, reading the buffer from
 // (position mod n). Chunks end on 64-byte boundaries of the output, so only the block's
 // own two ends are partial vectors. The chunks go through row_block itself with rows = 1
 // (fn), so this function is compiled once per (operand count, dtype), not per op.
 // Only rows under 128 bytes: 64 MiB float32 x + b, 1 thread, AMD EPYC VM, old / new time:
-// rows of 3 floats 0.10x, 20 floats 0.59x, NHWC + bias with C = 3 / 16 0.10x / 0.68x;
+// rows of 3 floats 0.10x, 20 floats 0.55x, NHWC + bias with C = 3 / 16 0.10x / 0.58x;
 // from 32 floats (two lines) on the rows already ran at the memory rate, and the periodic
 // form measured 1.04-1.20x (C = 64 1.20x [0.98-1.28]) (docs/NOTES-elementwise.md).
 constexpr int64_t kPeriodicChunk = 1024;     // outputs per kernel call: a multiple of 64 bytes for every dtype
@@ -1357,7 +1357,7 @@ __attribute__((noinline)) bool periodic_rows(RowBlockFn fn, const void* kp, char
                                              int64_t rows, const int64_t* s1) {
   constexpr int64_t es = sizeof(T);
   const int64_t total = n * rows;
-  if (n * es >= kPeriodicRowBytes || total < 4 * kPeriodicChunk || s[0] != es || s1[0] != n * es) return false;
+  if (total < 4 * kPeriodicChunk || s[0] != es || s1[0] != n * es) return false;
   enum class Kind : uint8_t { Dense, Scalar, Periodic };
   Kind kind[N];
   int periodic = 0;
@@ -1404,7 +1404,9 @@ __attribute__((noinline)) bool periodic_rows(RowBlockFn fn, const void* kp, char
 
 template <int N, typename T, typename K>  // N: operands, the output first; T: their dtype
 __attribute__((flatten)) void row_block(const void* kp, char* const* p, const int64_t* s, int64_t n, int64_t rows, const int64_t* s1) {
-  if (rows > 1 && periodic_rows<N, T>(&row_block<N, T, K>, kp, p, s, n, rows, s1)) return;
+  if (rows > 1 && n * static_cast<int64_t>(sizeof(T)) < kPeriodicRowBytes &&
+      periodic_rows<N, T>(&row_block<N, T, K>, kp, p, s, n, rows, s1))
+    return;
   const K& k = *static_cast<const K*>(kp);
   char* q[N];
   for (int i = 0; i < N; ++i) q[i] = p[i];
