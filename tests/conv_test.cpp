@@ -46,9 +46,11 @@ std::vector<double> ref_conv(const Tensor& x, const Tensor& w, const Tensor& bia
   return out;
 }
 
-std::vector<double> ref_pool(const Tensor& x, int64_t k, int64_t s, int64_t pad, bool is_max) {
-  const std::vector<double> vx = x.to_vector();
-  const int64_t N = x.size(0), C = x.size(1), H = x.size(2), W = x.size(3);
+// v: the input's values row-major over sz (NCHW). max skips NaN, as the kernels
+// document (fmax); a window of NaN alone gives -inf. avg counts the padding.
+std::vector<double> ref_pool(const std::vector<double>& v, const Shape& sz, int64_t k, int64_t s, int64_t pad,
+                             bool is_max) {
+  const int64_t N = sz[0], C = sz[1], H = sz[2], W = sz[3];
   const int64_t OH = (H + 2 * pad - k) / s + 1, OW = (W + 2 * pad - k) / s + 1;
   std::vector<double> out;
   for (int64_t nc = 0; nc < N * C; ++nc)
@@ -59,8 +61,12 @@ std::vector<double> ref_pool(const Tensor& x, int64_t k, int64_t s, int64_t pad,
           for (int64_t j = 0; j < k; ++j) {
             const int64_t ih = oh * s - pad + i, iw = ow * s - pad + j;
             if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
-            const double v = vx[(nc * H + ih) * W + iw];
-            acc = is_max ? std::max(acc, v) : acc + v;
+            const double e = v[static_cast<size_t>((nc * H + ih) * W + iw)];
+            if (is_max) {
+              if (e > acc) acc = e;
+            } else {
+              acc += e;
+            }
           }
         out.push_back(is_max ? acc : acc / static_cast<double>(k * k));
       }
@@ -184,26 +190,138 @@ TEST(Conv2d, AllocatesOnlyResultPlusWorkspace) {
   }
 }
 
-TEST(Pool2d, MaxAndAvgBothLayouts) {
+// The three out= destinations: dense NCHW, dense NHWC, and every other column of a
+// buffer twice as wide (its other columns must stay poisoned). Each poisoned first.
+struct PoolDst {
+  Tensor base, dst;
+  bool gaps;  // dst is base's odd columns
+};
+std::vector<PoolDst> pool_destinations(const Shape& osz) {
+  std::vector<PoolDst> d;
+  d.push_back({empty(osz), Tensor(), false});
+  d.push_back({empty(osz, DType::Float32, Device::cpu(), MemoryFormat::ChannelsLast), Tensor(), false});
+  d.push_back({empty({osz[0], osz[1], osz[2], 2 * osz[3]}), Tensor(), true});
+  for (PoolDst& p : d) {
+    test::poison(p.base);
+    p.dst = p.gaps ? p.base.slice(3, 1, std::nullopt, 2) : p.base;
+  }
+  return d;
+}
+
+// Every input layout, both styles (out-of-place, out= into three poisoned destinations),
+// every kernel mode; widths up to ~45 so the 8-wide passes and their scalar tails both
+// run, 64-83 channels in a third of the cases (else 1-12) so the 64-, 8- and 1-channel
+// steps of the channels-last loop do; strides 1-3 (the 8-wide horizontal pass: 1 and 2).
+TEST(Pool2d, MaxAndAvgEveryLayoutAndStyle) {
   std::mt19937_64 rng(4);
-  for (int t = 0; t < 20; ++t) {
-    const int64_t k = 1 + rng() % 3, s = rng() % 3, pad = rng() % (k / 2 + 1);
-    const int64_t N = rng() % 3, C = 1 + rng() % 5, H = k + rng() % 7, W = k + rng() % 9;
+  for (int t = 0; t < 24; ++t) {
+    // the first cases: the windows the kernels unroll (3x3 / 2 with and without padding,
+    // 3x3 / 1) and 2x2 / 2; then random ones
+    const int64_t kFixed[4][3] = {{3, 2, 1}, {3, 2, 0}, {3, 1, 1}, {2, 0, 0}};
+    int64_t k = 1 + rng() % 4, s = rng() % 4, pad = rng() % (k / 2 + 1);
+    if (t < 4) k = kFixed[t][0], s = kFixed[t][1], pad = kFixed[t][2];
+    const int64_t N = t < 4 ? 1 + rng() % 2 : rng() % 3, C = t % 3 == 0 ? 64 + rng() % 20 : 1 + rng() % 12, H = k + rng() % 9, W = k + rng() % 40;
+    const int64_t ss = s == 0 ? k : s;
+    const Shape osz{N, C, (H + 2 * pad - k) / ss + 1, (W + 2 * pad - k) / ss + 1};
     const Tensor vx = randn({N, C, H, W}, rng());
-    for (bool is_max : {true, false}) {
-      const std::vector<double> ref = ref_pool(vx, k, s == 0 ? k : s, pad, is_max);
-      for (const Modes& m : kModes) {
-        ModeGuard g(m);
-        for (Layout l : {Layout::Contiguous, Layout::ChannelsLast, Layout::Sliced}) {
-          const Tensor x = test::with_layout(vx, l);
-          const Tensor out = is_max ? max_pool2d(x, {k, s, pad}) : avg_pool2d(x, {k, s, pad});
-          ASSERT_EQ(out.suggest_memory_format(), x.suggest_memory_format());
-          ASSERT_TRUE(test::all_close(out, ref, 1e-6, 1e-6))
-              << (is_max ? "max" : "avg") << " k" << k << " s" << s << " p" << pad << " " << test::layout_name(l);
+    const Pool2dParams pp{k, s, pad};
+    for (Layout l : {Layout::Contiguous, Layout::Transposed, Layout::Sliced, Layout::Expanded, Layout::ChannelsLast,
+                     Layout::Offset}) {
+      const Tensor x = test::with_layout(vx, l);
+      const std::vector<double> v = test::layout_values(test::naive_values(vx), vx.sizes(), l);
+      for (bool is_max : {true, false}) {
+        const std::vector<double> ref = ref_pool(v, vx.sizes(), k, ss, pad, is_max);
+        for (const Modes& m : kModes) {
+          ModeGuard g(m);
+          const std::string what = std::string(is_max ? "max" : "avg") + " k" + std::to_string(k) + " s" +
+                                   std::to_string(s) + " p" + std::to_string(pad) + " " + test::layout_name(l) +
+                                   " x " + x.str() + " threads " + std::to_string(m.threads) + " simd " +
+                                   std::to_string(static_cast<int>(m.simd));
+          const Tensor out = is_max ? max_pool2d(x, pp) : avg_pool2d(x, pp);
+          ASSERT_EQ(out.sizes(), osz) << what;
+          ASSERT_EQ(out.suggest_memory_format(), x.suggest_memory_format()) << what;
+          ASSERT_TRUE(test::all_close(out, ref, 1e-6, 1e-6)) << what;
+          for (PoolDst& d : pool_destinations(osz)) {
+            Tensor& r = is_max ? max_pool2d_out(d.dst, x, pp) : avg_pool2d_out(d.dst, x, pp);
+            ASSERT_EQ(&r, &d.dst);
+            ASSERT_TRUE(test::all_close(d.dst, ref, 1e-6, 1e-6)) << what << " out " << d.dst.str();
+            if (d.gaps) {
+              const Tensor gaps = d.base.slice(3, 0, std::nullopt, 2);
+              for (double e : test::naive_values(gaps)) ASSERT_TRUE(std::isnan(e)) << what << ": wrote between out's columns";
+            }
+          }
         }
       }
     }
   }
+}
+
+// max skips NaN (fmax), a window of NaN alone gives -inf; avg propagates NaN. Both loop
+// orders, vector and scalar channel steps (C = 9: one 8-channel step and a tail) and
+// widths with 8-wide passes (W = 40, stride 2: OW = 20).
+TEST(Pool2d, NaNInputs) {
+  const int64_t C = 9, H = 6, W = 40;
+  Tensor vx = randn({1, C, H, W}, 17);
+  float* p = vx.data<float>();
+  for (int64_t c = 0; c < C; ++c) {
+    p[(c * H + 0) * W + 0] = NAN;  // one NaN in window (0, 0)
+    for (int64_t i = 2; i < 4; ++i)
+      for (int64_t j = 8; j < 10; ++j) p[(c * H + i) * W + j] = NAN;  // all of window (1, 4)
+    p[(c * H + 5) * W + 39] = NAN;  // the last window's last element
+  }
+  const std::vector<double> v = test::naive_values(vx);
+  for (bool is_max : {true, false}) {
+    const std::vector<double> ref = ref_pool(v, vx.sizes(), 2, 2, 0, is_max);
+    ASSERT_EQ(std::isnan(ref[0]), !is_max);
+    ASSERT_TRUE(is_max ? ref[1 * 20 + 4] == -INFINITY : std::isnan(ref[1 * 20 + 4]));
+    for (const Modes& m : kModes) {
+      ModeGuard g(m);
+      for (Layout l : {Layout::Contiguous, Layout::ChannelsLast}) {
+        const Tensor x = test::with_layout(vx, l);
+        const Tensor out = is_max ? max_pool2d(x, {2, 2, 0}) : avg_pool2d(x, {2, 2, 0});
+        ASSERT_TRUE(test::all_close(out, ref, 1e-6, 1e-6)) << (is_max ? "max " : "avg ") << test::layout_name(l);
+        Tensor dst = empty(out.sizes());
+        dst.fill_(7.0);  // not NaN: a NaN result must be written, not left from the poison
+        if (is_max) max_pool2d_out(dst, x, {2, 2, 0});
+        else avg_pool2d_out(dst, x, {2, 2, 0});
+        ASSERT_TRUE(test::all_close(dst, ref, 1e-6, 1e-6)) << (is_max ? "max_out " : "avg_out ") << test::layout_name(l);
+      }
+    }
+  }
+}
+
+// Bad inputs of both styles; a rejected out= call leaves out as it was.
+TEST(Pool2d, BadInputs) {
+  const Tensor x = randn({1, 4, 5, 5}, 1);
+  expect_msg([&] { max_pool2d(randn({3, 4}, 1), {2, 2, 0}); }, "max_pool2d: expected a 4-D input [N, C, H, W], got sizes [3, 4]");
+  expect_msg([&] { avg_pool2d(x, {7, 1, 0}); }, "avg_pool2d: kernel 7 larger than the padded input 5x5");
+  expect_msg([&] { max_pool2d(x, {2, 2, 2}); }, "padding 2");
+  expect_msg([&] { max_pool2d(x, {2, -1, 0}); }, "stride -1");
+  expect_msg([&] { max_pool2d(x, {0, 1, 0}); }, "kernel 0");
+  expect_msg([&] { avg_pool2d(x.to(DType::Float64), {2, 2, 0}); }, "avg_pool2d: expected float32, got float64");
+  expect_msg([&] { max_pool2d(test::fake_cuda({1, 4, 5, 5}), {2, 2, 0}); }, "expected a CPU tensor");
+  const Pool2dParams pp{2, 2, 0};  // -> [1, 4, 2, 2]
+  Tensor out = empty({1, 4, 2, 2});
+  test::poison(out);
+  auto untouched = [&] {
+    for (double e : test::naive_values(out)) ASSERT_TRUE(std::isnan(e)) << "a rejected call wrote out";
+  };
+  expect_msg([&] { max_pool2d_out(out, randn({4, 5, 5}, 1), pp); }, "max_pool2d_out: expected a 4-D input");
+  Tensor wrong = empty({1, 4, 3, 2});
+  expect_msg([&] { max_pool2d_out(wrong, x, pp); }, "max_pool2d_out: out has sizes [1, 4, 3, 2], expected [1, 4, 2, 2]");
+  Tensor wrong_dtype = empty({1, 4, 2, 2}, DType::Float64);
+  expect_msg([&] { avg_pool2d_out(wrong_dtype, x, pp); }, "avg_pool2d_out: out must be float32, got float64");
+  Tensor on_gpu = test::fake_cuda({1, 4, 2, 2});
+  expect_msg([&] { avg_pool2d_out(on_gpu, x, pp); }, "avg_pool2d_out: out on cuda:0, input on cpu");
+  Tensor undefined;
+  expect_msg([&] { max_pool2d_out(undefined, x, pp); }, "out is undefined");
+  Tensor expanded = empty({1, 4, 2, 1}).expand({1, 4, 2, 2});
+  expect_msg([&] { max_pool2d_out(expanded, x, pp); }, "out has overlapping elements");
+  Tensor self = x;  // kernel 1, stride 1: out's sizes are x's, so x itself would fit
+  expect_msg([&] { avg_pool2d_out(self, x, {1, 1, 0}); }, "avg_pool2d_out: out overlaps the input");
+  expect_msg([&] { max_pool2d_out(out, x.to(DType::Float64), pp); }, "expected float32");
+  expect_msg([&] { max_pool2d_out(out, x, {3, 1, 2}); }, "padding");
+  untouched();
 }
 
 TEST(Conv2d, BadInputs) {
@@ -221,10 +339,6 @@ TEST(Conv2d, BadInputs) {
   Tensor out = empty({1, 6, 4, 4});
   test::poison(out);
   expect_msg([&] { conv2d_out(out, x, w); }, "expected [1, 6, 3, 3]");
-  expect_msg([&] { max_pool2d(randn({3, 4}, 1), {2, 2, 0}); }, "4-D input");
-  expect_msg([&] { avg_pool2d(x, {7, 1, 0}); }, "larger than the padded input");
-  expect_msg([&] { max_pool2d(x, {2, 2, 2}); }, "padding");
-  expect_msg([&] { avg_pool2d(x.to(DType::Float64), {2, 2, 0}); }, "float32");
 }
 
 

@@ -8,7 +8,16 @@
 //                                      (computed in place when out is dense in the
 //                                      path's native layout, else through a temporary).
 //   max_pool2d / avg_pool2d            kernel, stride, padding (avg counts the padding,
-//                                      PyTorch's count_include_pad=True), either layout.
+//                                      PyTorch's count_include_pad=True), either layout;
+//                                      output in x.suggest_memory_format(). max skips
+//                                      NaN (fmax; PyTorch propagates it).
+//   max_pool2d_out / avg_pool2d_out    out= style: out of those sizes, float32, any
+//                                      non-overlapping strides, not overlapping x.
+//                                      (In place is impossible: the sizes change.)
+// Pooling loops (Note [Pooling kernels] in conv.cpp): per plane (a vertical pass into a
+// padded row buffer, then a horizontal pass at stride s, 8-wide for unit-stride rows and
+// s <= 2) unless x has channels innermost, then per output pixel with the window's
+// channel runs reduced in registers. Cost: x read once, out written once.
 // Paths (float32; weights and bias of any strides):
 //   NCHW   implicit GEMM per (image, group): C[O_g, OH*OW] = W_g[O_g, C_g*KH*KW] x
 //          im2col[C_g*KH*KW, OH*OW], the im2col panels packed straight from x (no column
@@ -52,5 +61,7 @@ struct Pool2dParams {
 };
 Tensor max_pool2d(const Tensor& x, const Pool2dParams& p);
 Tensor avg_pool2d(const Tensor& x, const Pool2dParams& p);
+Tensor& max_pool2d_out(Tensor& out, const Tensor& x, const Pool2dParams& p);
+Tensor& avg_pool2d_out(Tensor& out, const Tensor& x, const Pool2dParams& p);
 
 }  // namespace sb
