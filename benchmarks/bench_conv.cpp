@@ -11,7 +11,8 @@
 //       result in x.suggest_memory_format() plus the GEMM workspace through the caching
 //       allocator).
 //   max_pool2d / avg_pool2d 3x3, stride 2, pad 1 on the same input, contiguous and
-//     channels_last, outofplace (the only style the library has).
+//     channels_last; styles out (max_pool2d_out into an output made before the loop, in
+//     the input's layout) and outofplace (no in-place style: the sizes change).
 //   op:matmul, shape 25088x576x64 (MxKxN; layout contiguous, style out): the GEMM a 3x3
 //     64 -> 64 conv over 8x56x56 pixels is (M = N*OH*OW, K = C*KH*KW, N = O), so conv
 //     GFLOP/s can be read as a % of the GEMM's at its own shape (benchmarks/README.md).
@@ -113,6 +114,9 @@ void run_case(benchmark::State& st, const Case& c) {
   if (c.op == Op::Conv) {
     w = weight(c);
     if (c.out) out = empty(conv2d_output_sizes(x, w, Tensor(), cp), DType::Float32, Device::cpu(), native);
+  } else if (c.out) {  // pooling: 3x3 / 2, pad 1
+    const Shape& s = c.input;
+    out = empty({s[0], s[1], (s[2] - 1) / 2 + 1, (s[3] - 1) / 2 + 1}, DType::Float32, Device::cpu(), native);
   }
   Tensor probe;
   auto call = [&]() {
@@ -121,8 +125,14 @@ void run_case(benchmark::State& st, const Case& c) {
         if (c.out) conv2d_out(out, x, w, Tensor(), cp);
         else probe = conv2d(x, w, Tensor(), cp);
         break;
-      case Op::MaxPool: probe = max_pool2d(x, pp); break;
-      case Op::AvgPool: probe = avg_pool2d(x, pp); break;
+      case Op::MaxPool:
+        if (c.out) max_pool2d_out(out, x, pp);
+        else probe = max_pool2d(x, pp);
+        break;
+      case Op::AvgPool:
+        if (c.out) avg_pool2d_out(out, x, pp);
+        else probe = avg_pool2d(x, pp);
+        break;
       case Op::Gemm: break;
     }
   };
@@ -140,16 +150,22 @@ void run_case(benchmark::State& st, const Case& c) {
           benchmark::DoNotOptimize(r);
         }
         break;
-      case Op::MaxPool: {
-        Tensor r = max_pool2d(x, pp);
-        benchmark::DoNotOptimize(r);
+      case Op::MaxPool:
+        if (c.out) {
+          max_pool2d_out(out, x, pp);
+        } else {
+          Tensor r = max_pool2d(x, pp);
+          benchmark::DoNotOptimize(r);
+        }
         break;
-      }
-      case Op::AvgPool: {
-        Tensor r = avg_pool2d(x, pp);
-        benchmark::DoNotOptimize(r);
+      case Op::AvgPool:
+        if (c.out) {
+          avg_pool2d_out(out, x, pp);
+        } else {
+          Tensor r = avg_pool2d(x, pp);
+          benchmark::DoNotOptimize(r);
+        }
         break;
-      }
       case Op::Gemm: break;
     }
     benchmark::ClobberMemory();
@@ -185,7 +201,8 @@ void register_family() {
       for (bool out : {true, false}) add_case({Op::Conv, l, out, x, cout, 3, 1, t});
     add_case({Op::Gemm, Layout::Contiguous, true, gemm, 0, 0, 1, t});
     for (Op op : {Op::MaxPool, Op::AvgPool})
-      for (Layout l : two) add_case({op, l, false, x, 0, 0, 1, t});
+      for (Layout l : two)
+        for (bool out : {true, false}) add_case({op, l, out, x, 0, 0, 1, t});
     if (full()) {
       for (Layout l : two)
         for (bool out : {true, false}) {

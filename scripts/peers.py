@@ -855,8 +855,8 @@ def matmul_cases(be, dev, matrix, threads):
 
 def conv_cases(be, dev, matrix, threads):
     """conv2d 3x3, stride 1, padding 1, no bias, NCHW vs channels-last (input and
-    weights in the layout); shape is the input's NCHW sizes. torch only (NumPy has no
-    convolution)."""
+    weights in the layout), and max/avg pooling 3x3, stride 2, padding 1 on the same
+    input; shape is the input's NCHW sizes. torch only (NumPy has neither)."""
     if be.impl != "torch":
         return []
     nb, c, h, w, o = shapes(matrix)["conv"]
@@ -879,6 +879,25 @@ def conv_cases(be, dev, matrix, threads):
             nbytes = distinct_bytes(be, x) + distinct_bytes(be, wt) + distinct_bytes(be, y)
             return Work(fn, nbytes, 2 * nb * o * h * w * c * 9, nbytes, peak, allocs)
         out.append(Case("conv", keys, build))
+    for op in ("max_pool2d", "avg_pool2d"):  # 3x3, stride 2, padding 1, as bench_conv.cpp
+        for layout in ("contiguous", "channels_last"):
+            keys = dict(op=op, impl=be.impl, device=dev, layout=layout, style="outofplace",
+                        dtype="f32", shape=shape_key((nb, c, h, w)), threads=threads)
+
+            def build(op=op, layout=layout):
+                fn_op = getattr(be.t.nn.functional, op)
+                x = be.rand((nb, c, h, w))
+                if layout == "channels_last":
+                    x = be.to_channels_last(x)
+                fn = lambda: fn_op(x, 3, 2, 1)  # noqa: E731
+                peak, allocs, y = be.alloc_of(fn, [x])
+                if layout == "channels_last" and not y.is_contiguous(
+                        memory_format=be.t.channels_last):
+                    raise Skip("torch returned an NCHW result for a channels-last input")
+                nbytes = distinct_bytes(be, x) + distinct_bytes(be, y)
+                flop = 9 * y.numel() if op == "avg_pool2d" else 0  # as bench_conv.cpp
+                return Work(fn, nbytes, flop, nbytes, peak, allocs)
+            out.append(Case("conv", keys, build))
     return out
 
 
