@@ -118,6 +118,9 @@ void run_case(benchmark::State& st, const Case& c) {
     const Shape& s = c.input;
     out = empty({s[0], s[1], (s[2] - 1) / 2 + 1, (s[3] - 1) / 2 + 1}, DType::Float32, Device::cpu(), native);
   }
+  const bool is_max = c.op == Op::MaxPool;
+  auto pool = [&] { return is_max ? max_pool2d(x, pp) : avg_pool2d(x, pp); };
+  auto pool_out = [&](Tensor& o) { is_max ? max_pool2d_out(o, x, pp) : avg_pool2d_out(o, x, pp); };
   Tensor probe;
   auto call = [&]() {
     switch (c.op) {
@@ -126,12 +129,9 @@ void run_case(benchmark::State& st, const Case& c) {
         else probe = conv2d(x, w, Tensor(), cp);
         break;
       case Op::MaxPool:
-        if (c.out) max_pool2d_out(out, x, pp);
-        else probe = max_pool2d(x, pp);
-        break;
       case Op::AvgPool:
-        if (c.out) avg_pool2d_out(out, x, pp);
-        else probe = avg_pool2d(x, pp);
+        if (c.out) pool_out(out);
+        else probe = pool();
         break;
       case Op::Gemm: break;
     }
@@ -151,18 +151,11 @@ void run_case(benchmark::State& st, const Case& c) {
         }
         break;
       case Op::MaxPool:
-        if (c.out) {
-          max_pool2d_out(out, x, pp);
-        } else {
-          Tensor r = max_pool2d(x, pp);
-          benchmark::DoNotOptimize(r);
-        }
-        break;
       case Op::AvgPool:
         if (c.out) {
-          avg_pool2d_out(out, x, pp);
+          pool_out(out);
         } else {
-          Tensor r = avg_pool2d(x, pp);
+          Tensor r = pool();
           benchmark::DoNotOptimize(r);
         }
         break;
