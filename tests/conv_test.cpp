@@ -131,6 +131,11 @@ TEST(Conv2d, FixedCasesBothLayouts) {
       {2, 24, 9, 23, 70, 3, 3, {1, 1, 1, 1}, true, true},    // 70 = 64 + 6 (NHWC), 4x16 + 6 (NCHW)
       {1, 10, 8, 19, 40, 3, 3, {2, 1, 1, 1}, true, false},   // stride 2, 40 channels (3 zmm, last partial)
       {1, 12, 6, 18, 40, 3, 3, {1, 1, 2, 2}, false, true},   // groups 2 of 20 channels, dilation 2
+      // depthwise on channels-last x (Note [Channels-last depthwise]): the 64-channel
+      // pass, passes of fewer vectors, the one-channel tail, stride, dilation, 5x5
+      {2, 75, 9, 10, 75, 3, 3, {1, 1, 1, 75}, true, true},   // 75 = 64 + 8 + 3
+      {1, 20, 11, 9, 20, 3, 3, {2, 1, 2, 20}, false, false}, // 20 = 2 x 8 + 4, stride 2, dilation 2
+      {1, 16, 6, 7, 16, 5, 5, {1, 2, 1, 16}, true, false},   // 5x5, padding 2
   };
   uint64_t seed = 100;
   for (const Case& c : cases) {

@@ -28,10 +28,14 @@
 //          instead of both GEMM paths: 6-pixel x 64-channel register tiles read
 //          channels-last x in place; NCHW x is staged per (image, group) channels-last
 //          (zero-padded) first and the results are scattered into the NCHW output.
-//   direct depthwise / few channels per group (C_g*KH*KW or O_g tiny): plain loops,
-//          vectorised along OW (NCHW) or along channels (NHWC).
+//   direct depthwise / few channels per group (C_g*KH*KW or O_g tiny): NCHW plain loops
+//          along OW (compiler-vectorised at stride 1); NHWC depthwise (C_g = O_g = 1,
+//          x and out of unit channel stride) with AVX2 up to 64 channels in registers
+//          per pixel over the taps (Note [Channels-last depthwise]); other NHWC cases a
+//          scalar per-pixel loop.
 // Cost: 2*N*O*OH*OW*C_g*KH*KW flop; x and w read once (plus packing), out written once.
 // Workspace: the GEMM packing buffers (Note [GEMM workspace]) per thread, from cpu_allocator();
+// NHWC depthwise: its weights and bias repacked, O * (KH*KW + 1) floats;
 // the direct path: its packed weights (O_g rounded to 64 x C_g*KH*KW per group) and, for
 // NCHW, one (image, group) of x channels-last with padding (C_g*(H+2p)*(W+2p) floats).
 // CUDA inputs go to sb::cuda::conv2d after the same checks.
