@@ -146,6 +146,27 @@ TEST(Conv2d, FixedCasesBothLayouts) {
   }
 }
 
+// Every channel count from 1 to 72 of a channels-last depthwise 3x3 (Note [Channels-last
+// depthwise]): each width of its passes (1-8 vectors per pixel, 1-4 per pixel pair) and
+// each channel tail, at the row edges (single pixels) and inside (pairs); stride 1 and 2.
+TEST(Conv2d, DepthwiseChannelsLastEveryWidth) {
+  for (int64_t C = 1; C <= 72; ++C) {
+    const Conv2dParams p{1 + C % 2, 1, 1, C};
+    const Tensor vx = randn({1, C, 5, 9}, 300 + C), vw = randn({C, 1, 3, 3}, 400 + C);
+    const Tensor bias = randn({C}, 500 + C);
+    const std::vector<double> ref = ref_conv(vx, vw, bias, p, C % 3 == 0);
+    for (const Modes& m : kModes) {
+      ModeGuard g(m);
+      const Tensor x = test::with_layout(vx, Layout::ChannelsLast);
+      Tensor out = empty(conv2d_output_sizes(x, vw, bias, p), DType::Float32, Device::cpu(), MemoryFormat::ChannelsLast);
+      test::poison(out);
+      conv2d_out(out, x, vw, bias, p, C % 3 == 0);
+      ASSERT_TRUE(test::all_close(out, ref, 2e-5, 1e-5)) << "C " << C << " stride " << p.stride << " simd "
+                                                       << static_cast<int>(m.simd);
+    }
+  }
+}
+
 TEST(Conv2d, RandomCases) {
   std::mt19937_64 rng(21);
   for (int t = 0; t < 12; ++t) {
