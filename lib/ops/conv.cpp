@@ -61,6 +61,19 @@ Geom conv_geom(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2
 }
 
 // ---- direct kernel: depthwise and groups with very few channels ----
+// f(ih, iw, kh, kw) for each tap of output pixel (oh, ow) that lands inside the input.
+template <typename F>
+inline void for_each_tap(const Geom& g, int64_t oh, int64_t ow, const F& f) {
+  for (int64_t kh = 0; kh < g.KH; ++kh) {
+    const int64_t ih = oh * g.s - g.p + kh * g.d;
+    if (ih < 0 || ih >= g.H) continue;
+    for (int64_t kw = 0; kw < g.KW; ++kw) {
+      const int64_t iw = ow * g.s - g.p + kw * g.d;
+      if (iw >= 0 && iw < g.W) f(ih, iw, kh, kw);
+    }
+  }
+}
+
 #ifdef SB_HAVE_AVX2
 // Note [Channels-last depthwise]
 // A depthwise conv (one input channel per group, one output channel per input channel)
@@ -78,17 +91,11 @@ inline void dw_pixel_chunk(float* o, const float* xn, int64_t xh, int64_t xw, co
                            const float* bpk, const Geom& g, int64_t oh, int64_t ow, bool relu) {
   __m256 acc[V];
   for (int v = 0; v < V; ++v) acc[v] = _mm256_loadu_ps(bpk + 8 * v);
-  for (int64_t kh = 0; kh < g.KH; ++kh) {
-    const int64_t ih = oh * g.s - g.p + kh * g.d;
-    if (ih < 0 || ih >= g.H) continue;
-    for (int64_t kw = 0; kw < g.KW; ++kw) {
-      const int64_t iw = ow * g.s - g.p + kw * g.d;
-      if (iw < 0 || iw >= g.W) continue;
-      const float* xp = xn + ih * xh + iw * xw;
-      const float* wk = wpk + (kh * g.KW + kw) * O;
-      for (int v = 0; v < V; ++v) acc[v] = _mm256_fmadd_ps(_mm256_loadu_ps(xp + 8 * v), _mm256_loadu_ps(wk + 8 * v), acc[v]);
-    }
-  }
+  for_each_tap(g, oh, ow, [&](int64_t ih, int64_t iw, int64_t kh, int64_t kw) {
+    const float* xp = xn + ih * xh + iw * xw;
+    const float* wk = wpk + (kh * g.KW + kw) * O;
+    for (int v = 0; v < V; ++v) acc[v] = _mm256_fmadd_ps(_mm256_loadu_ps(xp + 8 * v), _mm256_loadu_ps(wk + 8 * v), acc[v]);
+  });
   for (int v = 0; v < V; ++v) _mm256_storeu_ps(o + 8 * v, relu ? _mm256_max_ps(acc[v], _mm256_setzero_ps()) : acc[v]);
 }
 
@@ -125,14 +132,9 @@ inline void dw_pair_chunk(float* o0, float* o1, const float* xn, int64_t xh, int
 inline float dw_scalar(const float* xn, int64_t xh, int64_t xw, const float* wpk, int64_t O, const float* bpk,
                        const Geom& g, int64_t oh, int64_t ow, int64_t o, bool relu) {
   float acc = bpk[o];
-  for (int64_t kh = 0; kh < g.KH; ++kh) {
-    const int64_t ih = oh * g.s - g.p + kh * g.d;
-    if (ih < 0 || ih >= g.H) continue;
-    for (int64_t kw = 0; kw < g.KW; ++kw) {
-      const int64_t iw = ow * g.s - g.p + kw * g.d;
-      if (iw >= 0 && iw < g.W) acc += xn[ih * xh + iw * xw + o] * wpk[(kh * g.KW + kw) * O + o];
-    }
-  }
+  for_each_tap(g, oh, ow, [&](int64_t ih, int64_t iw, int64_t kh, int64_t kw) {
+    acc += xn[ih * xh + iw * xw + o] * wpk[(kh * g.KW + kw) * O + o];
+  });
   return relu && acc < 0.0f ? 0.0f : acc;
 }
 
@@ -266,19 +268,13 @@ void conv_direct(const Geom& g, const Tensor& out, const Tensor& x, const Tensor
         for (int64_t ow = 0; ow < g.OW; ++ow) {
           float* opx = op + n * on + oh * oh_ + ow * ow_;
           for (int64_t o = 0; o < g.O; ++o) opx[o * oc] = bp ? bp[o * bs] : 0.0f;
-          for (int64_t kh = 0; kh < g.KH; ++kh) {
-            const int64_t ih = oh * g.s - g.p + kh * g.d;
-            if (ih < 0 || ih >= g.H) continue;
-            for (int64_t kw = 0; kw < g.KW; ++kw) {
-              const int64_t iw = ow * g.s - g.p + kw * g.d;
-              if (iw < 0 || iw >= g.W) continue;
-              const float* xpx = xp + n * xn + ih * xh + iw * xw;
-              const float* wk = wp + kh * wh + kw * ww;
-              for (int64_t ci = 0; ci < g.Cg; ++ci)
-                for (int64_t o = 0; o < g.O; ++o)
-                  opx[o * oc] += xpx[((o / g.Og) * g.Cg + ci) * xc] * wk[o * wo + ci * wc];
-            }
-          }
+          for_each_tap(g, oh, ow, [&](int64_t ih, int64_t iw, int64_t kh, int64_t kw) {
+            const float* xpx = xp + n * xn + ih * xh + iw * xw;
+            const float* wk = wp + kh * wh + kw * ww;
+            for (int64_t ci = 0; ci < g.Cg; ++ci)
+              for (int64_t o = 0; o < g.O; ++o)
+                opx[o * oc] += xpx[((o / g.Og) * g.Cg + ci) * xc] * wk[o * wo + ci * wc];
+          });
           if (relu)
             for (int64_t o = 0; o < g.O; ++o) opx[o * oc] = opx[o * oc] > 0.0f ? opx[o * oc] : 0.0f;
         }
