@@ -439,9 +439,7 @@ void pack_strided(T* buf, const char* p, int64_t stride_bytes, int64_t n) {
     if (stride_bytes == 8) {  // 16 loaded floats span 2j .. 2j+15: stay within element n-1 (2n-2)
       const float* f = reinterpret_cast<const float*>(p);
       for (; j + 9 <= n; j += 8) {
-        const __m256 v0 = _mm256_loadu_ps(f + 2 * j), v1 = _mm256_loadu_ps(f + 2 * j + 8);
-        const __m256 ev = _mm256_shuffle_ps(v0, v1, 0x88);  // v0_0 v0_2 v1_0 v1_2 | v0_4 v0_6 v1_4 v1_6
-        _mm256_storeu_ps(buf + j, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(ev), 0xD8)));
+        _mm256_storeu_ps(buf + j, detail::even8_f32(_mm256_loadu_ps(f + 2 * j), _mm256_loadu_ps(f + 2 * j + 8)));
       }
     }
   }

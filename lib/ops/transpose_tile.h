@@ -1,6 +1,7 @@
 // transpose_tile.h — the one AVX2 tile transpose, shared by the copy's Tiled path
 // (lib/ops/copy.cpp) and the strided iterator's staging of a transposed input
-// (lib/ops/iterator.cpp). Internal header: not part of the public API.
+// (lib/ops/iterator.cpp), and the stride-2 even/odd split (even8_f32, odd8_f32).
+// Internal header: not part of the public API.
 //
 // transpose_tile(dst, ld, src, sB, na, nb): dst[i*ld + j] = src[i + j*sB] for an
 // na x nb tile (i: the source's unit-stride dim, j: its sB-strided dim; strides in
@@ -43,6 +44,18 @@
 namespace sb::detail {
 
 #ifdef SB_HAVE_AVX2
+// The even (0, 2, .., 14) and odd (1, 3, .., 15) elements of the 16 floats a:b, in order:
+// one shuffle and one permute each (the stride-2 input staging in elementwise.cpp, the
+// stride-2 pooling phases in conv.cpp).
+inline __m256 even8_f32(__m256 a, __m256 b) {
+  const __m256 t = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));  // a0 a2 b0 b2 | a4 a6 b4 b6
+  return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(t), _MM_SHUFFLE(3, 1, 2, 0)));
+}
+inline __m256 odd8_f32(__m256 a, __m256 b) {
+  const __m256 t = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1));
+  return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(t), _MM_SHUFFLE(3, 1, 2, 0)));
+}
+
 // 8x8 float transpose: rows r0..r7 (8 consecutive A elements each, one per B index)
 // become 8 rows along B.
 inline void transpose8(__m256& r0, __m256& r1, __m256& r2, __m256& r3, __m256& r4, __m256& r5, __m256& r6,
