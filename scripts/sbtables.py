@@ -323,7 +323,7 @@ class RunSet:
     def __init__(self):
         self.runs, self.contexts, self.skipped = {}, {}, []
         self.machine, self.semantics, self.recheck = {}, None, None
-        self._sorted, self._ceilings = None, {}
+        self._sorted, self._ceilings, self._rechecked = None, {}, None
 
     def add_file(self, path):
         return self.add(path, *load_gbench(path))
@@ -367,6 +367,26 @@ class RunSet:
             if all(_match(r.keys.get(k), w) for k, w in want.items()):
                 out.append(r)
         return out
+
+    def rechecked(self, a, b):
+        """The case of raw/recheck.json that measured run b against run a in
+        alternating rounds and has a ratio (b ÷ a), or None."""
+        if self._rechecked is None:
+            self._rechecked = {} if not self.recheck else {
+                (canonical(*parse_name(c["a"])), canonical(*parse_name(c["b"]))): c
+                for c in self.recheck["cases"] if c.get("ratio")}
+        return self._rechecked.get((a.name, b.name))
+
+    def time_ratio(self, a, b):
+        """b's time ÷ a's: the interleaved median where raw/recheck.json re-checked the
+        pair (either way round), else the ratio of the first pass's medians."""
+        c = self.rechecked(a, b)
+        if c:
+            return c["ratio"]["median"]
+        c = self.rechecked(b, a)
+        if c:
+            return 1 / c["ratio"]["median"]
+        return b.median / a.median
 
     def sb(self, key, default=""):
         """An sb_* context value: machine.json first, then the raw files."""
@@ -529,6 +549,21 @@ def preferred_style(rs, r):
     """True when no variant of r (same keys but style) has a more preferred style."""
     mine = STYLE_PREF.index(r["style"]) if r["style"] in STYLE_PREF else len(STYLE_PREF)
     return not any(rs.like(r, style=s) for s in STYLE_PREF[:mine])
+
+
+LAYOUT_FAMILIES = ("matmul", "conv", "elementwise", "copy", "reduce")
+
+
+def layout_cases(rs, family=LAYOUT_FAMILIES, ops=lambda v: True, layouts=lambda v: v not in (None, "contiguous"),
+                 base="contiguous", impl="ours", device=lambda v: True):
+    """[(run, its twin in the `base` layout)]: the pairs the Memory layout table, the
+    L claims and scripts/recheck's layout pick compare."""
+    out = []
+    for r in rs.select(family, impl=impl, op=ops, layout=layouts, device=device):
+        b = rs.like(r, layout=base)
+        if b:
+            out.append((r, b))
+    return out
 
 
 def _same(a, b):

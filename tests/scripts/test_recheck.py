@@ -18,8 +18,8 @@ CTX = {"sb_machine": SLUG, "sb_cpu_model": "Fake", "sb_cores": "2", "sb_threads"
        "sb_openmp": "", "sb_git_revision": "abc", "sb_date": "2026-01-01", "sb_matrix": "quick"}
 
 
-def case(op, impl, style="out", threads=1):
-    return (f"elementwise/op:{op}/impl:{impl}/device:cpu/layout:contiguous/style:{style}"
+def case(op, impl, style="out", threads=1, layout="contiguous"):
+    return (f"elementwise/op:{op}/impl:{impl}/device:cpu/layout:{layout}/style:{style}"
             f"/dtype:f32/shape:1x16x64x64/threads:{threads}")
 
 
@@ -91,8 +91,8 @@ class RecheckTest(unittest.TestCase):
         self.write("semantics.json", {"V1": True})
         # per-round times (3 rounds): add ratios 1.10, 0.75, 1.20 -> median 1.10;
         # mul ratios 0.90, 1.05, 0.95 -> median 0.95
-        self.canned_ours = {case("add", "ours"): [100, 120, 100], case("mul", "ours"): [100, 100, 100],
-                            case("relu", "ours"): [1, 1, 1], case("loop", "ours"): [1, 1, 1]}
+        self.canned_ours = {case("add", "ours"): [100, 120, 100, 100], case("mul", "ours"): [100, 100, 100, 100],
+                            case("relu", "ours"): [1, 1, 1, 1], case("loop", "ours"): [1, 1, 1, 1]}
         self.canned_peer = {case("add", "torch"): [110, 90, 120], case("mul", "torch"): [90, 105, 95],
                             case("relu", "torch"): [1, 1, 1], case("loop", "torch"): [1, 1, 1]}
         self.fake("ours", self.canned_ours, os.path.join(self.bench_dir, "bench_elementwise"))
@@ -183,9 +183,79 @@ class RecheckTest(unittest.TestCase):
         self.assertEqual(doc["context"]["selection"], "pairs")
         [c] = doc["cases"]
         self.assertEqual((c["a"], c["b"]), (case("add", "ours"), case("mul", "ours")))
-        self.assertEqual([r["first"] for r in c["rounds"]], ["same", "same"])  # one program
-        self.assertAlmostEqual(c["ratio"]["median"], (100 / 100 + 100 / 120) / 2)
-        self.assertEqual([k for k, _ in self.calls()], ["ours", "ours"])
+        self.assertEqual(c["pick"], "pair")
+        # one program measures both sides, in two invocations per round whose order
+        # alternates: round 1 a (call 0: add 100) then b (call 1: mul 100), round 2 b
+        # (call 2: mul 100) then a (call 3: add 100)
+        self.assertEqual([r["first"] for r in c["rounds"]], ["a", "b"])
+        self.assertEqual([(r["a_ns"], r["b_ns"]) for r in c["rounds"]], [(100, 100), (100, 100)])
+        self.assertEqual(self.calls(), [("ours", [case("add", "ours")]), ("ours", [case("mul", "ours")]),
+                                        ("ours", [case("mul", "ours")]), ("ours", [case("add", "ours")])])
+
+    def add_layout_rows(self, times, canned):
+        """Our add out= in more layouts: first-pass medians and per-call canned times."""
+        sbtest.edit(os.path.join(self.json_dir, "elementwise.json"), lambda d: d["benchmarks"].extend(
+            gbench("elementwise", {case("add", "ours", layout=l): t for l, t in times.items()})["benchmarks"]))
+        self.canned_ours.update({case("add", "ours", layout=l): v for l, v in canned.items()})
+        self.fake("ours", self.canned_ours, os.path.join(self.bench_dir, "bench_elementwise"))
+
+    def test_layout_rows_furthest_from_contiguous_are_rechecked_against_their_twin(self):
+        # first pass ÷ contiguous (1000): transposed 3.3x, channels_last 0.8x, sliced 1.2x,
+        # expanded 1.0x; the 2 furthest either way (|log|): transposed, channels_last.
+        # Our invocations: the a side (the twin, also the add peer case's ours) and the b
+        # side (the layout rows) run separately, alternating: round 1 a (call 0) b (1),
+        # round 2 b (2) a (3), round 3 a (4) b (5); the n-th call gets the n-th canned time
+        # (0: a call that must not measure that run).
+        self.canned_ours[case("add", "ours")] = [100, 0, 0, 110, 120, 0]
+        self.add_layout_rows({"transposed": 3300, "channels_last": 800, "sliced": 1200, "expanded": 1000},
+                             {"transposed": [0, 150, 160, 0, 0, 170], "channels_last": [0, 90, 80, 0, 0, 100],
+                              "sliced": [1] * 6, "expanded": [1] * 6})
+        p = self.recheck("--rounds", "3", "--band", "1.12", "--layout-per-op", "2")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        doc = self.result()
+        self.assertEqual(doc["context"]["layout_per_op"], 2)
+        got = {c["b"]: c for c in doc["cases"]}
+        tr, cl = case("add", "ours", layout="transposed"), case("add", "ours", layout="channels_last")
+        self.assertEqual(sorted(got), sorted([case("add", "torch"), tr, cl]))
+        self.assertEqual(got[case("add", "torch")]["pick"], "peer")
+        t = got[tr]
+        self.assertEqual((t["pick"], t["a"]), ("layout", case("add", "ours")))
+        self.assertAlmostEqual(t["first_pass"], 3.3)
+        self.assertEqual([r["first"] for r in t["rounds"]], ["a", "b", "a"])
+        self.assertEqual([(r["a_ns"], r["b_ns"]) for r in t["rounds"]], [(100, 150), (110, 160), (120, 170)])
+        self.assertAlmostEqual(t["ratio"]["median"], 160 / 110)
+        self.assertAlmostEqual(got[cl]["ratio"]["min"], 80 / 110)
+        ours = [names for kind, names in self.calls() if kind == "ours"]
+        a, b = [case("add", "ours")], sorted([cl, tr])
+        self.assertEqual(ours, [a, b, b, a, a, b])
+        # --layout-per-op 0: the peer band alone, as before
+        os.unlink(self.log)  # the fake counts calls from its log
+        p = self.recheck("--rounds", "1", "--band", "1.12", "--layout-per-op", "0")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual([c["b"] for c in self.result()["cases"]], [case("add", "torch")])
+
+    def test_tables_use_the_interleaved_layout_ratio(self):
+        self.canned_ours[case("add", "ours")] = [100, 0, 0, 110, 120, 0]
+        self.add_layout_rows({"transposed": 3300, "sliced": 1500},
+                             {"transposed": [0, 150, 160, 0, 0, 170], "sliced": [0, 1000, 1000, 0, 0, 1000]})
+        p = self.recheck("--rounds", "3", "--band", "1.12", "--layout-per-op", "1")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        results = os.path.join(self.tmp, "results")
+        p = sbtest.run("collect", "--json-dir", self.json_dir, "--results", results, "--no-plots")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(os.path.join(results, SLUG, "TABLES.md"), encoding="utf-8") as f:
+            text = f.read()
+        # transposed: first pass 3.30x, interleaved 160/110 = 1.45x; the sliced row (1.50x,
+        # not re-checked) is now the slowest layout of add
+        self.assertIn("sliced add runs at 0.67x the contiguous rate (1.50x its time)", text)
+        rows = [line for line in text.splitlines() if line.startswith("| add | transposed |")]
+        self.assertEqual(len(rows), 1)
+        self.assertIn("| 3.30x | 1.45x [1.42x–1.50x] | 0.69x |", rows[0])
+        self.assertIn("| pick |", text)
+        self.assertIn("| layout | " + case("add", "ours") + " | " + case("add", "ours", layout="transposed"), text)
+        # claim L3 (within ±10%) counts the interleaved ratio: 1.45x and 1.50x
+        l3 = next(line for line in text.splitlines() if line.startswith("| L3 |"))
+        self.assertIn("| transposed 1.45x, sliced 1.50x | does not hold |", l3)
 
     def test_bad_input_changes_nothing(self):
         old = {"context": {}, "cases": []}
