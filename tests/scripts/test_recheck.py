@@ -192,11 +192,11 @@ class RecheckTest(unittest.TestCase):
         self.assertEqual(self.calls(), [("ours", [case("add", "ours")]), ("ours", [case("mul", "ours")]),
                                         ("ours", [case("mul", "ours")]), ("ours", [case("add", "ours")])])
 
-    def add_layout_rows(self, times, canned):
-        """Our add out= in more layouts: first-pass medians and per-call canned times."""
+    def add_layout_rows(self, times, canned, style="out"):
+        """Our add in more layouts (and a style): first-pass medians and per-call canned times."""
         sbtest.edit(os.path.join(self.json_dir, "elementwise.json"), lambda d: d["benchmarks"].extend(
-            gbench("elementwise", {case("add", "ours", layout=l): t for l, t in times.items()})["benchmarks"]))
-        self.canned_ours.update({case("add", "ours", layout=l): v for l, v in canned.items()})
+            gbench("elementwise", {case("add", "ours", style, layout=l): t for l, t in times.items()})["benchmarks"]))
+        self.canned_ours.update({case("add", "ours", style, layout=l): v for l, v in canned.items()})
         self.fake("ours", self.canned_ours, os.path.join(self.bench_dir, "bench_elementwise"))
 
     def test_layout_rows_furthest_from_contiguous_are_rechecked_against_their_twin(self):
@@ -210,13 +210,21 @@ class RecheckTest(unittest.TestCase):
         self.add_layout_rows({"transposed": 3300, "channels_last": 800, "sliced": 1200, "expanded": 1000},
                              {"transposed": [0, 150, 160, 0, 0, 170], "channels_last": [0, 90, 80, 0, 0, 100],
                               "sliced": [1] * 6, "expanded": [1] * 6})
-        p = self.recheck("--rounds", "3", "--band", "1.12", "--layout-per-op", "2")
+        # in place, a style of its own: its transposed row (1.1x, nearer 1 than the out=
+        # rows above) is picked too, against the in-place twin
+        self.add_layout_rows({"contiguous": 1000, "transposed": 1100},
+                             {"contiguous": [500, 0, 0, 500, 500, 0], "transposed": [0, 550, 550, 0, 0, 550]},
+                             style="inplace")
+        p = self.recheck("--rounds", "3", "--band", "1.12", "--layout-per-style", "2")
         self.assertEqual(p.returncode, 0, p.stderr)
         doc = self.result()
-        self.assertEqual(doc["context"]["layout_per_op"], 2)
+        self.assertEqual(doc["context"]["layout_per_style"], 2)
         got = {c["b"]: c for c in doc["cases"]}
         tr, cl = case("add", "ours", layout="transposed"), case("add", "ours", layout="channels_last")
-        self.assertEqual(sorted(got), sorted([case("add", "torch"), tr, cl]))
+        tri = case("add", "ours", "inplace", layout="transposed")
+        self.assertEqual(sorted(got), sorted([case("add", "torch"), tr, cl, tri]))
+        self.assertEqual(got[tri]["a"], case("add", "ours", "inplace"))
+        self.assertAlmostEqual(got[tri]["ratio"]["median"], 1.1)
         self.assertEqual(got[case("add", "torch")]["pick"], "peer")
         t = got[tr]
         self.assertEqual((t["pick"], t["a"]), ("layout", case("add", "ours")))
@@ -226,11 +234,11 @@ class RecheckTest(unittest.TestCase):
         self.assertAlmostEqual(t["ratio"]["median"], 160 / 110)
         self.assertAlmostEqual(got[cl]["ratio"]["min"], 80 / 110)
         ours = [names for kind, names in self.calls() if kind == "ours"]
-        a, b = [case("add", "ours")], sorted([cl, tr])
+        a, b = sorted([case("add", "ours"), case("add", "ours", "inplace")]), sorted([cl, tr, tri])
         self.assertEqual(ours, [a, b, b, a, a, b])
-        # --layout-per-op 0: the peer band alone, as before
+        # --layout-per-style 0: the peer band alone, as before
         os.unlink(self.log)  # the fake counts calls from its log
-        p = self.recheck("--rounds", "1", "--band", "1.12", "--layout-per-op", "0")
+        p = self.recheck("--rounds", "1", "--band", "1.12", "--layout-per-style", "0")
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertEqual([c["b"] for c in self.result()["cases"]], [case("add", "torch")])
 
@@ -238,7 +246,7 @@ class RecheckTest(unittest.TestCase):
         self.canned_ours[case("add", "ours")] = [100, 0, 0, 110, 120, 0]
         self.add_layout_rows({"transposed": 3300, "sliced": 1500},
                              {"transposed": [0, 150, 160, 0, 0, 170], "sliced": [0, 1000, 1000, 0, 0, 1000]})
-        p = self.recheck("--rounds", "3", "--band", "1.12", "--layout-per-op", "1")
+        p = self.recheck("--rounds", "3", "--band", "1.12", "--layout-per-style", "1")
         self.assertEqual(p.returncode, 0, p.stderr)
         results = os.path.join(self.tmp, "results")
         p = sbtest.run("collect", "--json-dir", self.json_dir, "--results", results, "--no-plots")
