@@ -681,12 +681,24 @@ def load_script(name):
     return mod
 
 
+def last_level_cache_bytes(rs):
+    """The largest cache level of sb_caches ('L1d:32768,L2:1048576,L3:33554432'), or None."""
+    sizes = []
+    for part in str(rs.sb("sb_caches", "")).split(","):
+        name, _, v = part.partition(":")
+        if name.strip().startswith("L") and v.strip().isdigit():
+            sizes.append(int(v))
+    return max(sizes) if sizes else None
+
+
 def run_checks(rs):
     """Warnings about baseline rows that contradict each other, i.e. the machine was
     busy with other work while they ran: an N-thread FLOP peak below 0.75·N times the
     1-thread one (another tenant shared the cores), or a last-level-cache ceiling 10% below
-    the DRAM one for the same op and threads (the shared cache was contended). The %
-    ceiling of rows that use such a baseline reads high."""
+    the DRAM one for the same op and threads (the shared cache was contended); then
+    kernel rows that contradict the baseline: our compute rows that did not speed up
+    with threads, and our memory-bound rows far beyond the caches above 130% of their
+    DRAM ceiling. The % ceiling of rows that use such a baseline reads high."""
     out = []
     for dev in sorted({b["device"] for b in rs.select("baseline")}):
         peaks = {}
@@ -727,4 +739,24 @@ def run_checks(rs):
                        f"on N threads as on one ({names}{'; ...' if len(slow) > 4 else ''}): the other "
                        f"core was busy while they ran; read their times and peer ratios with care, "
                        f"or re-check them (`scripts/recheck --pair`)")
+        # memory-bound rows of ours far beyond the last-level cache (8x its size: no
+        # cache can carry them) against their DRAM ceiling: above 130% the row and the
+        # ceiling saw different memory bandwidth (on a shared machine other tenants' load
+        # comes and goes: a 768 MiB out-of-place add on 2 threads once read 184%)
+        llc = last_level_cache_bytes(rs) if dev == "cpu" else None
+        fast = []
+        for r in rs.select(device=dev, impl="ours") if llc else []:
+            kind = ceiling_kind(r)
+            if not kind or kind[1] != "bytes" or r.regime != "DRAM" or (r.counters.get("bytes") or 0) < 8 * llc:
+                continue
+            c = ceiling(rs, r)
+            if c and c[2] > 130:
+                fast.append((c[2], r))
+        if fast:
+            fast.sort(key=lambda x: -x[0])
+            names = "; ".join(f"`{r.name}` {p:.0f}%" for p, r in fast[:4])
+            out.append(f"`{dev}`: {len(fast)} of our memory-bound rows moving at least 8x the last-level cache "
+                       f"read above 130% of their DRAM ceiling ({names}{'; ...' if len(fast) > 4 else ''}): the "
+                       f"memory bandwidth changed between the baseline and those rows (other tenants); their % "
+                       f"ceiling and ratios to rows measured at other moments are not to be trusted")
     return out

@@ -283,6 +283,37 @@ class LoadTest(unittest.TestCase):
             if "threads:1" in (e.get("run_name") or e["name"]) and "impl:ours" in e["name"]])
         self.assertEqual(sb.run_checks(sb.load_results(res)), [])
 
+    def test_run_checks_flag_memory_rows_faster_than_the_memory(self):
+        # our 4096^2 add out= (192 MiB moved, 91.6% of the DRAM add ceiling) at half its time:
+        # 183%, faster than the memory the baseline measured
+        res = sbtest.results_dir(tempfile.mkdtemp())
+        row = "elementwise/op:add/impl:ours/device:cpu/layout:contiguous/style:out/dtype:f32/shape:4096x4096/threads:8"
+        path = os.path.join(res, "raw", "bench_elementwise.json")
+
+        def scale(f):
+            def fn(doc):
+                hit = [e for e in doc["benchmarks"] if (e.get("run_name") or e["name"]).startswith(row + "/")]
+                self.assertTrue(hit)
+                for e in hit:
+                    e["real_time"] *= f
+                    e.pop("bytes_per_second", None)
+            return fn
+        sbtest.edit(path, scale(0.5))
+        # with the fixture's 30 MiB L3, 192 MiB is under 8x the cache: part of it could be cached
+        self.assertEqual(sb.run_checks(sb.load_results(res)), [])
+
+        def small_llc(doc):
+            doc["context"]["sb_caches"] = "L1d:49152,L2:2097152,L3:16777216"
+        for f in os.listdir(os.path.join(res, "raw")):
+            if f.startswith("bench_"):
+                sbtest.edit(os.path.join(res, "raw", f), small_llc)
+        checks = sb.run_checks(sb.load_results(res))
+        self.assertEqual(len(checks), 1, checks)
+        self.assertIn("1 of our memory-bound rows moving at least 8x the last-level cache read above 130% "
+                      f"of their DRAM ceiling (`{row}` 183%)", checks[0])
+        sbtest.edit(path, scale(1.6))  # 115%: within what two moments of one memory give
+        self.assertEqual(sb.run_checks(sb.load_results(res)), [])
+
     def test_duplicate_run_across_files(self):
         with tempfile.TemporaryDirectory() as tmp:
             d = sbtest.results_dir(tmp)
@@ -359,6 +390,11 @@ class TablesTest(unittest.TestCase):
         self.assertIn("| 5 | c = zeros again | 2.00 GiB | 3.00 GiB | 1.00 GiB |", text)
         self.assertIn("| ours | h2d | 64.0 MiB | 5.59 ms ±3% | 12.0 GB/s | 2.80 ms ±3% | "
                       "24.0 GB/s | 2.00x |", text)
+        # the roofline's reading: ours and the peers apart, each extreme named with its impl
+        self.assertIn("Reading: our 31 kernel rows reach a median 70% of their ceiling (lowest 21%: linear "
+                      "f32 64x4096x4096 8 threads; highest 99%: contiguous relu out f32 32x64x56x56 8 threads); "
+                      "peers' 4 kernel rows reach a median 79% of their ceiling (lowest 62%: torch contiguous "
+                      "add inplace f32 4096x4096 8 threads", text)
 
     def test_channels_last_conversion_of_the_same_threads_and_no_gemm_row(self):
         # A 1-thread conversion row (sorted first) must not stand in for the 8-thread
