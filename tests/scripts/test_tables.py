@@ -396,6 +396,16 @@ class TablesTest(unittest.TestCase):
                       "peers' 4 kernel rows reach a median 79% of their ceiling (lowest 62%: torch contiguous "
                       "add inplace f32 4096x4096 8 threads", text)
 
+    def test_layout_row_without_a_contiguous_twin_is_shown_without_ratios(self):
+        twin = "elementwise/op:add/impl:ours/device:cpu/layout:contiguous/style:out/dtype:f32/shape:4096x4096/threads:8"
+        sbtest.edit(os.path.join(self.raw, "bench_elementwise.json"), lambda d: d.update(benchmarks=[
+            e for e in d["benchmarks"] if not (e.get("run_name") or e["name"]).startswith(twin + "/")]))
+        text = self.render()
+        row = [l for l in text.splitlines() if l.startswith("| add | transposed | f32 | 4096x4096 | 8 | out |")]
+        self.assertEqual(len(row), 1)
+        self.assertIn("| out | not measured | 17.7 ms ±3% | — | — | — | 57% |", row[0])
+        self.assertNotIn("transposed add runs at", text)
+
     def test_channels_last_conversion_of_the_same_threads_and_no_gemm_row(self):
         # A 1-thread conversion row (sorted first) must not stand in for the 8-thread
         # one; the conv family's GEMM reference row (op:matmul) has no NHWC twin and
