@@ -691,6 +691,11 @@ def last_level_cache_bytes(rs):
     return max(sizes) if sizes else None
 
 
+def _first_four(items):
+    """A run check's list of offending rows: the first four, '; ...' when there are more."""
+    return "; ".join(items[:4]) + ("; ..." if len(items) > 4 else "")
+
+
 def run_checks(rs):
     """Warnings about baseline rows that contradict each other, i.e. the machine was
     busy with other work while they ran: an N-thread FLOP peak below 0.75·N times the
@@ -734,9 +739,9 @@ def run_checks(rs):
                 slow.append((one.median / r.median, r))
         if slow:
             slow.sort(key=lambda x: x[0])
-            names = "; ".join(f"`{r.name}` {x:.2f}x" for x, r in slow[:4])
+            names = _first_four([f"`{r.name}` {x:.2f}x" for x, r in slow])
             out.append(f"`{dev}`: {len(slow)} of our compute rows ran less than 0.65 N times as fast "
-                       f"on N threads as on one ({names}{'; ...' if len(slow) > 4 else ''}): the other "
+                       f"on N threads as on one ({names}): the other "
                        f"core was busy while they ran; read their times and peer ratios with care, "
                        f"or re-check them (`scripts/recheck --pair`)")
         # memory-bound rows of ours far beyond the last-level cache (8x its size: no
@@ -754,9 +759,9 @@ def run_checks(rs):
                 fast.append((c[2], r))
         if fast:
             fast.sort(key=lambda x: -x[0])
-            names = "; ".join(f"`{r.name}` {p:.0f}%" for p, r in fast[:4])
+            names = _first_four([f"`{r.name}` {p:.0f}%" for p, r in fast])
             out.append(f"`{dev}`: {len(fast)} of our memory-bound rows moving at least 8x the last-level cache "
-                       f"read above 130% of their DRAM ceiling ({names}{'; ...' if len(fast) > 4 else ''}): the "
+                       f"read above 130% of their DRAM ceiling ({names}): the "
                        f"memory bandwidth changed between the baseline and those rows (other tenants); their % "
                        f"ceiling and ratios to rows measured at other moments are not to be trusted")
     return out
