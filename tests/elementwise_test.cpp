@@ -771,6 +771,83 @@ TEST(Elementwise, StreamingOutputsAgainstReference) {
   EXPECT_FALSE(last_elementwise_used_nt());
 }
 
+// Note [Streaming normalize outputs]: with the streaming threshold at 0, normalize
+// streams rows it writes whole: float32 rows through the short-row kernel when n % 8 == 0
+// and every output row starts 32-byte aligned (the window's offset a multiple of 8
+// elements), float32 rows longer than 1024 and float64/float16 rows through strip1's
+// streaming loop at any offset. Rows whose x is strided along dim with adjacent rows (a
+// transposed x) and in-place calls keep plain stores. The output is a window of a
+// poisoned buffer whose cells around it must stay poisoned; values against the float64
+// reference; enough rows for 2 threads to split.
+TEST(Elementwise, NormalizeStreamingOutputsAgainstReference) {
+  set_nt_threshold_bytes(0);
+  for_each_config([](const std::string& cfg) {
+    std::mt19937_64 rng(19);
+    const bool vec = simd_level() >= SimdLevel::AVX2;
+    struct Case {
+      DType dt;
+      int64_t rows, n, off;
+      Layout lx;  // x's layout (Transposed: x.t() of an n x rows tensor, normalized along its dim 1)
+      bool want;  // streams, given the vector path
+    };
+    const std::vector<Case> cases = {
+        {DType::Float32, 700, 64, 0, Layout::Contiguous, true},    // short rows, aligned
+        {DType::Float32, 700, 64, 8, Layout::Contiguous, true},    // 32-byte aligned window
+        {DType::Float32, 700, 64, 3, Layout::Contiguous, false},   // misaligned rows: plain stores
+        {DType::Float32, 700, 60, 0, Layout::Contiguous, false},   // n % 8 != 0: plain stores
+        {DType::Float32, 700, 64, 0, Layout::Sliced, true},        // packed stepped rows, aligned out
+        {DType::Float32, 700, 64, 5, Layout::Sliced, false},
+        {DType::Float32, 700, 64, 0, Layout::Transposed, false},   // adjacent rows: plain stores
+        {DType::Float32, 23, 3001, 5, Layout::Contiguous, true},   // long rows: strip1 at any offset
+        {DType::Float64, 700, 61, 3, Layout::Contiguous, true},
+        {DType::Float16, 700, 64, 7, Layout::Contiguous, true},
+    };
+    for (const Case& c : cases) {
+      const Shape sz{c.rows, c.n};
+      const Tensor xv = values(sz, rng(), c.dt);
+      Tensor x = xv;
+      if (c.lx == Layout::Sliced) {  // every other column of a 2n-wide tensor
+        Tensor wide = zeros({c.rows, 2 * c.n}, c.dt);
+        x = wide.slice(1, 0, std::nullopt, 2);
+        x.copy_(xv);
+      } else if (c.lx == Layout::Transposed) {
+        x = xv.t().contiguous().t();
+      }
+      const std::vector<double> ref = ref_normalize(xv, 1, 1e-5);
+      const double at = c.dt == DType::Float64 ? 1e-10 : c.dt == DType::Float32 ? 1e-4 : 1e-2;
+      const double rt = c.dt == DType::Float64 ? 1e-10 : c.dt == DType::Float32 ? 1e-5 : 4e-3;
+      const std::string what = cfg + ", " + dtype_name(c.dt) + ", " + std::to_string(c.rows) + " x " +
+                               std::to_string(c.n) + ", x " + test::layout_name(c.lx) + ", offset " +
+                               std::to_string(c.off);
+      const int64_t numel = c.rows * c.n;
+      Tensor buf = empty({numel + c.off + 9}, c.dt);
+      test::poison(buf);
+      const std::vector<double> before = buf.to_vector();
+      Tensor out = buf.slice(0, c.off, c.off + numel).view(sz);
+      normalize_out(out, x, -1, 1e-5);
+      ASSERT_EQ(last_elementwise_used_nt(), vec && c.want) << what;
+      ASSERT_TRUE(test::all_close(out, ref, at, rt)) << what;
+      const std::vector<double> after = buf.to_vector();
+      for (int64_t i = 0; i < c.off; ++i) ASSERT_TRUE(std::memcmp(&after[i], &before[i], 8) == 0) << what << " cell " << i;
+      for (int64_t i = c.off + numel; i < numel + c.off + 9; ++i)
+        ASSERT_TRUE(std::memcmp(&after[i], &before[i], 8) == 0) << what << " cell " << i;
+      if (c.lx == Layout::Contiguous && c.off == 0) {
+        const Tensor r = normalize(x, -1, 1e-5);  // out-of-place: a fresh dense output
+        ASSERT_EQ(last_elementwise_used_nt(), vec && c.want) << what << " (out-of-place)";
+        ASSERT_TRUE(test::all_close(r, ref, at, rt)) << what << " (out-of-place)";
+      }
+      Tensor xi = x.clone();
+      xi.normalize_(-1, 1e-5);
+      ASSERT_FALSE(last_elementwise_used_nt()) << what << " (normalize_ in place must not stream)";
+      ASSERT_TRUE(test::all_close(xi, ref, at, rt)) << what << " (in place)";
+    }
+  });
+  set_nt_threshold_bytes(-1);
+  const Tensor s = values({4, 64}, 3, DType::Float32);  // at the default threshold: no streaming
+  (void)normalize(s, -1);
+  EXPECT_FALSE(last_elementwise_used_nt());
+}
+
 // Note [Row blocks] and Note [Streaming strips]: outputs walked as many short strips (a
 // broadcast over rows, rows of a padded or stepped input, broadcasts over 4 dims where
 // the rows carry into dim 2), row lengths around the vector width, enough rows that 2

@@ -784,6 +784,10 @@ void strip1(bool avx, bool nt, char* const* p, const int64_t* s, int64_t n, cons
 
 // ---------------------------------------------------------------- normalize kernel
 
+// Whether the last elementwise call streamed its output (last_elementwise_used_nt()).
+// normalize's strips store true when they streamed (Note [Streaming normalize outputs]).
+std::atomic<bool> g_last_nt{false};
+
 // Mean and 1/sqrt(var + eps) of n elements at x (stride stride_bytes), in double.
 // Note [Normalize row statistics]: two passes, the mean, then S = sum(x - m) and
 // Q = sum((x - m)^2) with m the mean rounded to the accumulation type; var = (Q - S^2/n)/n
@@ -912,6 +916,9 @@ inline __m256 hsum8_ps(const __m256* a) {
 // 0, not a rounding error that 1/sqrt(eps) blows up). The variance is sum((x - m)^2) / n
 // around the float32 mean m (no S^2/n correction: it is of the order of m's rounding
 // squared). Elements past n % 8 are masked off.
+// NT: the output rows are written with streaming stores (Note [Streaming normalize
+// outputs]); the caller guarantees n % 8 == 0 and 32-byte aligned output rows.
+template <bool NT = false>
 inline void normalize_rows8_f32(const char* x, int64_t xr, char* out, int64_t orow, int nr, int64_t n, double eps) {
   const int64_t nv = n / 8, rem = n % 8;
   alignas(32) static const int32_t kIdx[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
@@ -955,8 +962,11 @@ inline void normalize_rows8_f32(const char* x, int64_t xr, char* out, int64_t or
   for (int k = 0; k < nr; ++k) {
     const __m256 mv = _mm256_set1_ps(mean[k]), rv = _mm256_set1_ps(rstd[k]);
     float* o = reinterpret_cast<float*>(out + k * orow);
-    for (int64_t v = 0; v < nv; ++v)
-      _mm256_storeu_ps(o + 8 * v, _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(xs[k] + 8 * v), mv), rv));
+    for (int64_t v = 0; v < nv; ++v) {
+      const __m256 y = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(xs[k] + 8 * v), mv), rv);
+      if constexpr (NT) _mm256_stream_ps(o + 8 * v, y);
+      else _mm256_storeu_ps(o + 8 * v, y);
+    }
     if (rem)
       _mm256_maskstore_ps(o + 8 * nv, mask, _mm256_mul_ps(_mm256_sub_ps(_mm256_maskload_ps(xs[k] + 8 * nv, mask), mv), rv));
   }
@@ -1144,16 +1154,22 @@ struct NormWrite {
 //    write pass: x is read twice from memory, out written once. Walking 16 rows at a
 //    power-of-two stride three times instead ran 40x slower (cache-set conflicts).
 template <typename T>
-void normalize_strip(bool avx, char* const* p, const int64_t* s, int64_t rows, int64_t n, int64_t xsd, int64_t osd,
-                     double eps) {
+void normalize_strip(bool avx, bool nt, char* const* p, const int64_t* s, int64_t rows, int64_t n, int64_t xsd,
+                     int64_t osd, double eps) {
   using A = acc_t<T>;
   constexpr int64_t es = sizeof(T);
 #ifdef SB_HAVE_AVX2
   if constexpr (std::is_same_v<T, float>) {
+    // Streaming rows of 8-float vectors need every output row 32-byte aligned; rows
+    // that are not take plain stores (no partial lines: Note [Streaming strips]).
+    const bool nt8 = nt && osd == es && n % 8 == 0 && s[0] % 32 == 0 && reinterpret_cast<uintptr_t>(p[0]) % 32 == 0;
     if (avx && xsd == es && osd == es && n <= kStatFlush) {  // Note [Short normalize rows]
-      for (int64_t r0 = 0; r0 < rows; r0 += 8)
-        normalize_rows8_f32(p[1] + r0 * s[1], s[1], p[0] + r0 * s[0], s[0],
-                            static_cast<int>(std::min<int64_t>(8, rows - r0)), n, eps);
+      for (int64_t r0 = 0; r0 < rows; r0 += 8) {
+        const int nr = static_cast<int>(std::min<int64_t>(8, rows - r0));
+        if (nt8) normalize_rows8_f32<true>(p[1] + r0 * s[1], s[1], p[0] + r0 * s[0], s[0], nr, n, eps);
+        else normalize_rows8_f32(p[1] + r0 * s[1], s[1], p[0] + r0 * s[0], s[0], nr, n, eps);
+      }
+      if (nt8) g_last_nt.store(true, std::memory_order_relaxed);
       return;
     }
     if (avx && s[1] == es && xsd != es) {  // Note [Normalize across adjacent rows]
@@ -1167,13 +1183,16 @@ void normalize_strip(bool avx, char* const* p, const int64_t* s, int64_t rows, i
       for (int64_t r0 = 0; r0 < rows; r0 += 8) {
         const int nr = static_cast<int>(std::min<int64_t>(8, rows - r0));
         for (int k = 0; k < nr; ++k) pack_strided(buf + k * n, p[1] + (r0 + k) * s[1], xsd, n);
-        if (osd == es) {
+        if (nt8) {
+          normalize_rows8_f32<true>(reinterpret_cast<const char*>(buf), n * es, p[0] + r0 * s[0], s[0], nr, n, eps);
+        } else if (osd == es) {
           normalize_rows8_f32(reinterpret_cast<const char*>(buf), n * es, p[0] + r0 * s[0], s[0], nr, n, eps);
         } else {
           normalize_rows8_f32(reinterpret_cast<const char*>(buf), n * es, reinterpret_cast<char*>(buf), n * es, nr, n, eps);
           for (int k = 0; k < nr; ++k) unpack_strided(p[0] + (r0 + k) * s[0], osd, buf + k * n, n);
         }
       }
+      if (nt8) g_last_nt.store(true, std::memory_order_relaxed);
       return;
     }
   }
@@ -1187,9 +1206,10 @@ void normalize_strip(bool avx, char* const* p, const int64_t* s, int64_t rows, i
         const NormWrite<A> f{static_cast<A>(mean[k]), static_cast<A>(rstd[k])};
         char* q[2] = {p[0] + (r0 + k) * s[0], p[1] + (r0 + k) * s[1]};
         const int64_t st[2] = {osd, xsd};
-        strip1<T>(avx, false, q, st, n, f);
+        strip1<T>(avx, nt && osd == es, q, st, n, f);
       }
     }
+    if (avx && nt && osd == es) g_last_nt.store(true, std::memory_order_relaxed);
     return;
   }
   constexpr int kCols = 256;
@@ -1421,8 +1441,6 @@ StripKernel strip_kernel(const K& k) {
   return StripKernel{&row_block<N, T, K>, &k};
 }
 
-std::atomic<bool> g_last_nt{false};
-
 // Note [Streaming elementwise outputs]: a dense output (the Contiguous path, or Tiled
 // with dense-block tiles) above the streaming threshold that no input shares, on the
 // vector path of a dtype that has one.
@@ -1499,6 +1517,23 @@ void run_unary(UnaryOp op, const Tensor& out, const Tensor& a) {
   }));
 }
 
+// Note [Streaming normalize outputs]: normalize writes its output with streaming stores
+// on the same terms as the other elementwise ops (Note [Streaming elementwise outputs]):
+// an output above copy.h's nt_threshold_bytes() that is not x itself (in place never
+// streams), in the rows it writes whole: rows dense along `dim`, through the short-row
+// kernel when n % 8 == 0 and every row starts 32-byte aligned, else through strip1's
+// streaming loop (its heads and tails streamed element by element). The paths across
+// adjacent rows (x strided along dim) keep plain stores. Until session 18 normalize never
+// streamed: out= and out-of-place over 64x64x128x128 float32 (256 MiB each way) paid the
+// read-for-ownership of every output line, 28 ms against 21 ms in place on 1 thread, and
+// on 2 threads 15-42 ms from run to run (docs/NOTES-elementwise.md, session 18).
+bool stream_normalize_output(bool avx, const Tensor& out, const Tensor& x) {
+  const DType dt = out.dtype();
+  return avx && (dt == DType::Float32 || dt == DType::Float64 || dt == DType::Float16) &&
+         out.numel() * static_cast<int64_t>(out.element_size()) > nt_threshold_bytes() &&
+         out.data_ptr() != x.data_ptr();
+}
+
 void run_normalize(const Tensor& out, const Tensor& x, int64_t dim, double eps) {
   if (out.numel() == 0) return;
   if (!out.device().is_cpu()) {
@@ -1518,11 +1553,13 @@ void run_normalize(const Tensor& out, const Tensor& x, int64_t dim, double eps) 
   // no Tiled path: the kernels read row elements at p[1] + i * xsd, beyond the strip
   const StridedIter it = StridedIter::from_tensors({o1.select(d, 0), x1.select(d, 0)}, /*tiles=*/false);
   const bool avx = use_avx2();
+  const bool nt = stream_normalize_output(avx, out, x);
+  g_last_nt.store(false, std::memory_order_relaxed);  // the strips that stream set it
   const int64_t grain = std::max<int64_t>(1, kGrainSize / n);
   SB_DISPATCH_FLOATING(out.dtype(), "normalize", {
     it.for_each([=](char* const* p, const int64_t* s, int64_t rows) {
-      normalize_strip<scalar_t>(avx, p, s, rows, n, xsd, osd, eps);
-    }, grain);
+      normalize_strip<scalar_t>(avx, nt, p, s, rows, n, xsd, osd, eps);
+    }, grain, nt);
   });
 }
 
