@@ -229,13 +229,20 @@ TEST(Reduce, LargeShapesTakeEveryPath) {
     }
 }
 
-// 1e4 + randn: a one-pass E[x^2] - E[x]^2 in float32 would lose every digit.
+// 1e4 + randn: a one-pass E[x^2] - E[x]^2 in float32 would lose every digit. 3000 x 37
+// over dim 0 takes the vertical kernel's vector columns, its 8-row register blocks and
+// its float32 runs (> kFlushRows); with its first row 60 std away from the rest, the
+// shift the vertical kernel takes from that row is far from the mean, where shifted
+// one-pass sums (S2 - S1^2 / n around the shift) would cancel 3600x (Note [One read for
+// var]: the triples merged by Chan's formula do not).
 TEST(Reduce, VarianceStableForLargeMean) {
   Scope scope;
   for (DType dt : {DType::Float32, DType::Float64}) {
-    for (const Shape& sz : {Shape{3, 50001}, Shape{20001, 5}}) {
+    for (const Shape& sz : {Shape{3, 50001}, Shape{20001, 5}, Shape{3000, 37}, Shape{3001, 37}}) {
       std::vector<double> v = randn(sz, 5, DType::Float64).to_vector();
       for (double& e : v) e += 1e4;
+      if (sz[0] == 3001)  // the outlier first row
+        for (int64_t j = 0; j < sz[1]; ++j) v[j] += 60;
       const Tensor x = from_vector(v, sz).to(dt);
       for (const Shape& dims : {Shape{0}, Shape{1}, Shape{}}) {
         const std::vector<bool> red = reduced_mask(2, dims);
@@ -256,7 +263,7 @@ TEST(Reduce, VarianceStableForLargeMean) {
   }
 }
 
-TEST(Reduce, NanPropagatesThroughMaxAndSum) {
+TEST(Reduce, NanPropagatesThroughMaxSumAndVar) {
   Scope scope;
   for (DType dt : {DType::Float32, DType::Float64, DType::Float16}) {
     const Shape sz = {7, 301};
@@ -266,7 +273,7 @@ TEST(Reduce, NanPropagatesThroughMaxAndSum) {
     v[6 * 301 + 0] = NAN;    // row 6, first element
     const Tensor x = from_vector(v, sz).to(dt);
     for (const Shape& dims : {Shape{1}, Shape{0}, Shape{}})
-      for (ReduceOp op : {ReduceOp::Max, ReduceOp::Sum}) {
+      for (ReduceOp op : {ReduceOp::Max, ReduceOp::Sum, ReduceOp::Var, ReduceOp::Std}) {
         const std::vector<double> ref = reference(op, x, reduced_mask(2, dims), 0);
         for (Layout l : test::all_layouts())
           for (SimdLevel level : {SimdLevel::AVX2, SimdLevel::Scalar}) {

@@ -17,10 +17,11 @@
 // into float64 every kFlushElems elements or kFlushRows rows; float64 in float64;
 // int32 sum in int64 (stored back as int32, wrapping), int32 max exactly. The scalar
 // path (sb::use_avx2() false) accumulates in float64 (int64 for int32 sums).
-// var/std: two passes — the mean, then sum((x - m)^2) and sum(x - m); m2 = S2 - S1^2/N
-// (the corrected two-pass algorithm, exact to rounding for data with a large mean).
+// var/std: one read of x, moments merged as (count, mean, M2) triples (Note [One read
+// for var]): two-pass blocks on the horizontal path, register blocks of kVRows rows
+// around a shift on the vertical one.
 // max propagates NaN, as PyTorch does.
-// Cost: one read of the input (two for var/std), one write of the (small) output.
+// Cost: one read of the input, one write of the (small) output.
 #include "ops/reduce.h"
 
 #include <algorithm>
@@ -171,7 +172,7 @@ struct VF64 {
 
 struct OpSum {
   static constexpr int N = 1;
-  static constexpr bool kMean = false;
+  static constexpr bool kChan = false;
   template <class V> static void init(typename V::R* a) { a[0] = V::zero(); }
   template <class V> static void step(typename V::R* a, typename V::R x, typename V::R) { a[0] = V::add(a[0], x); }
   template <class V> static void vcombine(typename V::R* a, const typename V::R* b) { a[0] = V::add(a[0], b[0]); }
@@ -183,7 +184,7 @@ struct OpSum {
 
 struct OpMax {
   static constexpr int N = 1;
-  static constexpr bool kMean = false;
+  static constexpr bool kChan = false;
   template <class V> static void init(typename V::R* a) { a[0] = V::lowest(); }
   template <class V> static void step(typename V::R* a, typename V::R x, typename V::R) { a[0] = V::max_nan(a[0], x); }
   template <class V> static void vcombine(typename V::R* a, const typename V::R* b) { a[0] = V::max_nan(a[0], b[0]); }
@@ -193,10 +194,10 @@ struct OpMax {
   template <class S> static void scombine(S* a, const S* b) { a[0] = nanmax(a[0], b[0]); }
 };
 
-// Deviations from a per-element mean m: a[0] = sum (x - m)^2, a[1] = sum (x - m).
+// Deviations from a mean m: a[0] = sum (x - m)^2, a[1] = sum (x - m) (var's second pass
+// over one block of a kept element's range: Note [One read for var]).
 struct OpSqDev {
   static constexpr int N = 2;
-  static constexpr bool kMean = true;
   template <class V> static void init(typename V::R* a) { a[0] = a[1] = V::zero(); }
   template <class V> static void step(typename V::R* a, typename V::R x, typename V::R m) {
     const typename V::R d = V::sub(x, m);
@@ -220,6 +221,44 @@ struct OpSqDev {
   template <class S> static void scombine(S* a, const S* b) {
     a[0] += b[0];
     a[1] += b[1];
+  }
+};
+
+// Note [One read for var]
+// var/std used to read x twice: a sum pass for the means, then sum((x - m)^2) and
+// sum(x - m) around them (the corrected two-pass algorithm). Over 16384x8192 float32
+// (512 MiB) that is two DRAM reads: 27-41% of the read rate in session 17's run. Now x
+// is read from memory once and the moments are merged as (count, mean, M2) triples by
+// Chan et al.'s formula (mean += d nb / n, M2 += M2b + d^2 na nb / n, d = meanb - meana),
+// in double outside the kernels:
+//  - horizontal (the reduced run is unit-stride or strided per kept element): blocks of
+//    kVarBlock elements, each two-pass while it is in L1/L2 (the sum, then OpSqDev
+//    around the block mean rounded to the accumulator type, so the vector lanes and the
+//    scalar tail share one centre);
+//  - vertical (kept columns unit-stride): per column task, y = x - c with c the task's
+//    first row (so the float32 lanes hold deviations of the order of the std, not values
+//    far from 0), each pass of kVRows rows gives its block mean and M2 from registers,
+//    merged into float32 running (mean, M2) buffers with weights common to all columns
+//    (v_var_kernel); every kFlushRows rows the run goes into the double triples.
+// Accuracy is that of the two-pass algorithm per block; the merges add errors of the
+// order of the accumulator's epsilon (tests: reduce_test, rtol 1e-5 against float64 on
+// data centred at 1e4).
+constexpr int64_t kVarBlock = 4096;  // elements per two-pass block (horizontal)
+
+struct OpVar {
+  static constexpr int N = 3;  // count, mean, M2 (sum of squared deviations from the mean)
+  static constexpr bool kChan = true;
+  template <class S> static void sinit(S* a) { a[0] = a[1] = a[2] = S(0); }
+  template <class S> static void scombine(S* a, const S* b) {
+    if (b[0] == 0) return;
+    if (a[0] == 0) {
+      a[0] = b[0], a[1] = b[1], a[2] = b[2];
+      return;
+    }
+    const S n = a[0] + b[0], d = b[1] - a[1];
+    a[1] += d * (b[0] / n);
+    a[2] += b[2] + d * d * (a[0] * b[0] / n);
+    a[0] = n;
   }
 };
 
@@ -265,8 +304,7 @@ void h_kernel(const typename V::T* p, int64_t n, int64_t s, double m, typename V
 
 // buf[q*kColumns + j] (q < N, j < L) combined with rows base + off[r], r < nr.
 template <class V, class Op>
-void v_kernel(const typename V::T* base, const int64_t* off, int64_t nr, int64_t L, typename V::Acc* buf,
-              const typename V::Acc* mb) {
+void v_kernel(const typename V::T* base, const int64_t* off, int64_t nr, int64_t L, typename V::Acc* buf) {
   using R = typename V::R;
   using Acc = typename V::Acc;
   constexpr int W = V::W, N = Op::N;
@@ -279,7 +317,7 @@ void v_kernel(const typename V::T* base, const int64_t* off, int64_t nr, int64_t
     for (; j + W <= L; j += W) {
       R a[N];
       for (int q = 0; q < N; ++q) a[q] = V::loadacc(buf + q * kColumns + j);
-      const R m = Op::kMean ? V::loadacc(mb + j) : V::zero();
+      const R m = V::zero();
       Op::template step<V>(a, V::load(p[0] + j), m);
       if (k == kVRows) {
         for (int u = 1; u < kVRows; ++u) Op::template step<V>(a, V::load(p[u] + j), m);  // unrolled: constant trip count
@@ -291,10 +329,133 @@ void v_kernel(const typename V::T* base, const int64_t* off, int64_t nr, int64_t
     for (; j < L; ++j) {
       Acc a[N];
       for (int q = 0; q < N; ++q) a[q] = buf[q * kColumns + j];
-      const Acc m = Op::kMean ? mb[j] : Acc(0);
+      const Acc m = Acc(0);
       for (int u = 0; u < k; ++u) Op::sstep(a, to_acc<Acc>(p[u][j]), m);
       for (int q = 0; q < N; ++q) buf[q * kColumns + j] = a[q];
     }
+  }
+}
+
+// Note [One read for var], a unit-stride run p[0, n): blocks of kVarRunBlock elements,
+// each block's sum taken in the same loop as the previous block's deviations (from
+// L1), so the memory stream does not pause for a second pass. Each block's deviations
+// are taken around its mean rounded to Acc (vector lanes and tail alike), and its
+// (count, mean, M2) merged into acc by OpVar::scombine.
+constexpr int64_t kVarRunBlock = 2048;
+
+template <class V>
+void h_var_run(const typename V::T* p, int64_t n, typename V::A* acc) {
+  using A = typename V::A;
+  using R = typename V::R;
+  using Acc = typename V::Acc;
+  constexpr int W = V::W;
+  const typename V::T* prev = nullptr;  // the block whose deviations are pending
+  int64_t nprev = 0;
+  Acc mprev = 0;
+  auto finish = [&](const R* d2, const R* d1, A s2, A s1) {  // merge the pending block
+    const A nb = static_cast<A>(nprev);
+    s2 += V::hsum(V::add(V::add(d2[0], d2[1]), V::add(d2[2], d2[3])));
+    s1 += V::hsum(V::add(V::add(d1[0], d1[1]), V::add(d1[2], d1[3])));
+    const A d = s1 / nb, m2 = s2 - s1 * d;  // m2 >= 0 but for rounding; a NaN stays
+    const A blk[3] = {nb, static_cast<A>(mprev) + d, m2 < 0 ? A(0) : m2};
+    OpVar::scombine(acc, blk);
+  };
+  for (int64_t b = 0;; b += kVarRunBlock) {
+    const int64_t nb = std::max<int64_t>(0, std::min(kVarRunBlock, n - b));  // 0: only the pending block is left
+    const typename V::T* cur = p + b;
+    const R mv = V::set1(static_cast<double>(mprev));
+    // 4 accumulator chains per sum (2 in the loop that does both blocks)
+    R s[4], d2[4], d1[4];
+    for (int h = 0; h < 4; ++h) s[h] = d2[h] = d1[h] = V::zero();
+    auto dev = [&](int h, int64_t i) {
+      const R e = V::sub(V::load(prev + i), mv);
+      d2[h] = V::fmadd(e, e, d2[h]);
+      d1[h] = V::add(d1[h], e);
+    };
+    const int64_t both = prev ? std::min(nb, nprev) / (2 * W) * (2 * W) : 0;
+    int64_t i = 0;
+    for (; i < both; i += 2 * W)
+      for (int h = 0; h < 2; ++h) {
+        s[h] = V::add(s[h], V::load(cur + i + h * W));
+        dev(h, i + h * W);
+      }
+    int64_t k = i;  // the rest of the current block's sum
+    for (; k + 4 * W <= nb; k += 4 * W)
+      for (int h = 0; h < 4; ++h) s[h] = V::add(s[h], V::load(cur + k + h * W));
+    for (; k + W <= nb; k += W) s[0] = V::add(s[0], V::load(cur + k));
+    A st = 0;
+    for (; k < nb; ++k) st += to_acc<A>(cur[k]);
+    if (prev) {  // the rest of the pending block's deviations
+      for (; i + 4 * W <= nprev; i += 4 * W)
+        for (int h = 0; h < 4; ++h) dev(h, i + h * W);
+      for (; i + W <= nprev; i += W) dev(0, i);
+      A t2 = 0, t1 = 0;
+      for (; i < nprev; ++i) {
+        const A e = to_acc<A>(prev[i]) - static_cast<A>(mprev);
+        t2 += e * e;
+        t1 += e;
+      }
+      finish(d2, d1, t2, t1);
+    }
+    if (nb == 0) break;
+    prev = cur;
+    nprev = nb;
+    mprev = static_cast<Acc>((V::hsum(V::add(V::add(s[0], s[1]), V::add(s[2], s[3]))) + st) / static_cast<A>(nb));
+  }
+}
+
+// Note [One read for var], vertical: rows base + off[r] (r < nr), columns [0, L), y = x -
+// cb[j]; buf[j] and buf[kColumns + j] hold the run's mean of y and M2 over nrun rows.
+template <class V>
+void v_var_kernel(const typename V::T* base, const int64_t* off, int64_t nr, int64_t L, typename V::Acc* buf,
+                  const typename V::Acc* cb, int64_t nrun) {
+  using R = typename V::R;
+  using Acc = typename V::Acc;
+  constexpr int W = V::W;
+  for (int64_t r = 0; r < nr; r += kVRows) {
+    const int k = static_cast<int>(std::min<int64_t>(kVRows, nr - r));
+    const typename V::T* p[kVRows];
+    for (int u = 0; u < kVRows; ++u) p[u] = base + off[r + std::min(u, k - 1)];
+    const double n = static_cast<double>(nrun + k);
+    const double wd = k / n, cwd = static_cast<double>(nrun) * k / n, rkd = 1.0 / k;
+    const R w = V::set1(wd), cw = V::set1(cwd), rk = V::set1(rkd);
+    auto block = [&](auto kc, int64_t j) {  // kc: the row count (compile-time when kVRows)
+      const R c = V::loadacc(cb + j);
+      R y[kVRows];  // the first kc() are used
+      for (int u = 0; u < kVRows; ++u) y[u] = V::zero();
+      R sum = V::zero();
+      for (int u = 0; u < kc(); ++u) {
+        y[u] = V::sub(V::load(p[u] + j), c);
+        sum = V::add(sum, y[u]);
+      }
+      const R mb = V::fmadd(sum, rk, V::zero());
+      R q = V::zero();
+      for (int u = 0; u < kc(); ++u) {
+        const R e = V::sub(y[u], mb);
+        q = V::fmadd(e, e, q);
+      }
+      const R mean = V::loadacc(buf + j), d = V::sub(mb, mean);
+      V::storeacc(buf + j, V::fmadd(d, w, mean));
+      V::storeacc(buf + kColumns + j, V::add(V::loadacc(buf + kColumns + j), V::fmadd(V::fmadd(d, d, V::zero()), cw, q)));
+    };
+    int64_t j = 0;
+    if (k == kVRows) {
+      for (; j + W <= L; j += W) block([] { return kVRows; }, j);
+    } else {
+      for (; j + W <= L; j += W) block([k] { return k; }, j);
+    }
+    for (; j < L; ++j) {
+      const Acc c = cb[j];
+      Acc y[kVRows], sum = 0;
+      for (int u = 0; u < k; ++u) sum += (y[u] = to_acc<Acc>(p[u][j]) - c);
+      const Acc mb = sum * static_cast<Acc>(rkd);
+      Acc q = 0;
+      for (int u = 0; u < k; ++u) q += (y[u] - mb) * (y[u] - mb);
+      const Acc d = mb - buf[j];
+      buf[j] += d * static_cast<Acc>(wd);
+      buf[kColumns + j] += q + d * d * static_cast<Acc>(cwd);
+    }
+    nrun += k;
   }
 }
 
@@ -388,23 +549,42 @@ struct Walker {
 // res[q*K + k]: accumulator q of kept element k (K order), pre-set to the identity.
 
 template <class V, class Op>
-void run_horizontal(const typename V::T* x, const Geo& g, const double* means, typename V::A* res) {
+void run_horizontal(const typename V::T* x, const Geo& g, typename V::A* res) {
   using A = typename V::A;
   constexpr int N = Op::N;
   const int64_t K = g.K, R = g.R, nd = static_cast<int64_t>(g.rs.size());
   const int64_t li = g.rs[nd - 1], si = g.rst[nd - 1];
   const Shape ros(g.rs.begin(), g.rs.end() - 1), rost(g.rst.begin(), g.rst.end() - 1);
-  // reduce flat R indices [rb, re) of the kept element at xk into acc
-  auto reduce_range = [&](const typename V::T* xk, int64_t rb, int64_t re, double m, A* acc) {
+  // reduce flat R indices [rb, re) of the kept element at xk into acc, by the op of opv
+  auto reduce_range = [&](auto opv, const typename V::T* xk, int64_t rb, int64_t re, double m, A* acc) {
     if (rb >= re) return;
     Walker w(ros, rost, rb / li);
     int64_t ii = rb % li;
     while (rb < re) {
       const int64_t seg = std::min(li - ii, re - rb);
-      h_kernel<V, Op>(xk + w.off + ii * si, seg, si, m, acc);
+      h_kernel<V, decltype(opv)>(xk + w.off + ii * si, seg, si, m, acc);
       rb += seg;
       ii = 0;
       w.next();
+    }
+  };
+  // Op's reduction of [rb, re): var's in two-pass blocks (Note [One read for var])
+  auto reduce = [&](const typename V::T* xk, int64_t rb, int64_t re, A* acc) {
+    if constexpr (Op::kChan) {
+      if (nd == 1 && si == 1) return h_var_run<V>(xk + rb, re - rb, acc);  // one unit-stride run
+      for (int64_t b = rb; b < re; b += kVarBlock) {
+        const int64_t e = std::min(re, b + kVarBlock);
+        const double nb = static_cast<double>(e - b);
+        A s1 = 0, dev[2] = {0, 0};
+        reduce_range(OpSum{}, xk, b, e, 0.0, &s1);
+        const double m = static_cast<double>(static_cast<typename V::Acc>(s1 / nb));  // the lanes' centre
+        reduce_range(OpSqDev{}, xk, b, e, m, dev);
+        const A m2 = dev[0] - dev[1] * dev[1] / nb;  // >= 0 but for rounding; a NaN stays
+        const A blk[3] = {nb, m + dev[1] / nb, m2 < 0 ? A(0) : m2};
+        Op::scombine(acc, blk);
+      }
+    } else {
+      reduce_range(Op{}, xk, rb, re, 0.0, acc);
     }
   };
   const int nt = get_num_threads();
@@ -415,7 +595,7 @@ void run_horizontal(const typename V::T* x, const Geo& g, const double* means, t
       for (int64_t k = b; k < e; ++k, w.next()) {
         A acc[N];
         Op::sinit(acc);
-        reduce_range(x + w.off, 0, R, means ? means[k] : 0.0, acc);
+        reduce(x + w.off, 0, R, acc);
         for (int q = 0; q < N; ++q) res[q * K + k] = acc[q];
       }
     });
@@ -429,7 +609,7 @@ void run_horizontal(const typename V::T* x, const Geo& g, const double* means, t
       for (int64_t k = 0; k < K; ++k, w.next()) {
         A* acc = &parts[(p * K + k) * N];
         Op::sinit(acc);
-        reduce_range(x + w.off, R * p / P, R * (p + 1) / P, means ? means[k] : 0.0, acc);
+        reduce(x + w.off, R * p / P, R * (p + 1) / P, acc);
       }
     }
   });
@@ -459,7 +639,7 @@ void run_horizontal(const typename V::T* x, const Geo& g, const double* means, t
 // 25-30, 8 x 8192 21-26, 16 x 8192 24-27, 4 x 8192 22-28, 2 x 8192 27-40, 1 x 8192
 // 37-49 (one stream is the slowest). Kept 8 x 8192.
 template <class V, class Op>
-void run_vertical(const typename V::T* x, const Geo& g, const double* means, typename V::A* res) {
+void run_vertical(const typename V::T* x, const Geo& g, typename V::A* res) {
   using A = typename V::A;
   using Acc = typename V::Acc;
   constexpr int N = Op::N;
@@ -473,37 +653,57 @@ void run_vertical(const typename V::T* x, const Geo& g, const double* means, typ
     const int64_t ko = t / nc, c = t % nc, j0 = c * kColumns, L = std::min(kColumns, lk - j0);
     const typename V::T* base = x + Walker(kos, kost, ko).off + j0;
     const int64_t k0 = ko * lk + j0;
-    // the buffer and var's means per thread, not on the stack: (N + 1) * kColumns
-    // accumulators are 192 KiB for a float64 var, a large frame for a worker thread
+    // the buffers per thread, not on the stack: N * kColumns accumulators are 192 KiB
+    // for a float64 var, a large frame for a worker thread. var: buf = the run's mean of
+    // y and M2, then the shift c (Note [One read for var]); others: N accumulators.
     static thread_local std::vector<Acc> store;
-    const size_t need = static_cast<size_t>((N + 1) * kColumns) + 64 / sizeof(Acc);
+    const size_t need = static_cast<size_t>(N * kColumns) + 64 / sizeof(Acc);
     if (store.size() < need) store.resize(need);
     Acc* const buf = store.data() + (64 - reinterpret_cast<uintptr_t>(store.data()) % 64) % 64 / sizeof(Acc);
-    Acc* const mb = buf + N * kColumns;
-    if (Op::kMean)
-      for (int64_t j = 0; j < L; ++j) mb[j] = static_cast<Acc>(means[k0 + j]);
+    Acc* const cb = Op::kChan ? buf + 2 * kColumns : nullptr;
+    int64_t nrun = 0;  // var: rows in the float run
+    Walker w(g.rs, g.rst, rb);
+    if constexpr (Op::kChan)
+      for (int64_t j = 0; j < L; ++j) cb[j] = to_acc<Acc>(base[w.off + j]);
     auto reset = [&] {
-      for (int64_t j = 0; j < L; ++j) {
-        Acc a[N];
-        Op::sinit(a);
-        for (int q = 0; q < N; ++q) buf[q * kColumns + j] = a[q];
+      if constexpr (Op::kChan) {
+        std::fill(buf, buf + L, Acc(0));
+        std::fill(buf + kColumns, buf + kColumns + L, Acc(0));
+        nrun = 0;
+      } else {
+        for (int64_t j = 0; j < L; ++j) {
+          Acc a[N];
+          Op::sinit(a);
+          for (int q = 0; q < N; ++q) buf[q * kColumns + j] = a[q];
+        }
       }
     };
     auto flush = [&] {
       for (int64_t j = 0; j < L; ++j) {
         A o[N], b[N];
-        for (int q = 0; q < N; ++q) o[q] = out[q * K + k0 + j], b[q] = static_cast<A>(buf[q * kColumns + j]);
+        for (int q = 0; q < N; ++q) o[q] = out[q * K + k0 + j];
+        if constexpr (Op::kChan) {
+          b[0] = static_cast<A>(nrun);
+          b[1] = static_cast<A>(cb[j]) + static_cast<A>(buf[j]);
+          b[2] = static_cast<A>(buf[kColumns + j]);
+        } else {
+          for (int q = 0; q < N; ++q) b[q] = static_cast<A>(buf[q * kColumns + j]);
+        }
         Op::scombine(o, b);
         for (int q = 0; q < N; ++q) out[q * K + k0 + j] = o[q];
       }
     };
     reset();
-    Walker w(g.rs, g.rst, rb);
     int64_t off[kRowBatch], since = 0;
     for (int64_t r = rb; r < re;) {
       const int64_t n = std::min(kRowBatch, re - r);
       for (int64_t i = 0; i < n; ++i, w.next()) off[i] = w.off;
-      v_kernel<V, Op>(base, off, n, L, buf, mb);
+      if constexpr (Op::kChan) {
+        v_var_kernel<V>(base, off, n, L, buf, cb, nrun);
+        nrun += n;
+      } else {
+        v_kernel<V, Op>(base, off, n, L, buf);
+      }
       r += n;
       if ((since += n) >= kFlushRows) {
         flush();
@@ -544,7 +744,7 @@ void run_vertical(const typename V::T* x, const Geo& g, const double* means, typ
 }
 
 template <class V, class Op>
-void run(const typename V::T* x, const Geo& g, const double* means, std::vector<typename V::A>& res) {
+void run(const typename V::T* x, const Geo& g, std::vector<typename V::A>& res) {
   constexpr int N = Op::N;
   res.assign(static_cast<size_t>(g.K * N), 0);
   for (int64_t k = 0; k < g.K; ++k) {
@@ -553,8 +753,8 @@ void run(const typename V::T* x, const Geo& g, const double* means, std::vector<
     for (int q = 0; q < N; ++q) res[q * g.K + k] = a[q];
   }
   if (g.K == 0 || g.R == 0) return;
-  if (g.rst.back() != 1 && g.kst.back() == 1 && g.ks.back() > 1) run_vertical<V, Op>(x, g, means, res.data());
-  else run_horizontal<V, Op>(x, g, means, res.data());
+  if (g.rst.back() != 1 && g.kst.back() == 1 && g.ks.back() > 1) run_vertical<V, Op>(x, g, res.data());
+  else run_horizontal<V, Op>(x, g, res.data());
 }
 
 // Write f(k) for each kept element k through out's strides.
@@ -572,27 +772,26 @@ void reduce_float(ReduceOp op, const Tensor& out_k, const Tensor& x, const Geo& 
   const T* xp = static_cast<const T*>(x.data_ptr());
   const double n = static_cast<double>(g.R);
   std::vector<double> res;
-  auto run_op = [&](auto opv, const double* means) {
+  auto run_op = [&](auto opv) {
     using Op = decltype(opv);
-    if (simd) run<VV, Op>(xp, g, means, res);
-    else run<VS, Op>(xp, g, means, res);
+    if (simd) run<VV, Op>(xp, g, res);
+    else run<VS, Op>(xp, g, res);
   };
   if (op == ReduceOp::Max) {
-    run_op(OpMax{}, nullptr);
+    run_op(OpMax{});
     return write_out<T>(out_k, g, [&](int64_t k) { return res[k]; });
   }
-  run_op(OpSum{}, nullptr);
-  if (op == ReduceOp::Sum) return write_out<T>(out_k, g, [&](int64_t k) { return res[k]; });
-  if (op == ReduceOp::Mean) return write_out<T>(out_k, g, [&](int64_t k) { return res[k] / n; });
-  std::vector<double> means(res.size());
-  for (size_t k = 0; k < res.size(); ++k) means[k] = res[k] / n;
-  run_op(OpSqDev{}, means.data());
+  if (op == ReduceOp::Sum || op == ReduceOp::Mean) {
+    run_op(OpSum{});
+    if (op == ReduceOp::Sum) return write_out<T>(out_k, g, [&](int64_t k) { return res[k]; });
+    return write_out<T>(out_k, g, [&](int64_t k) { return res[k] / n; });
+  }
+  run_op(OpVar{});  // res: counts, means, M2 (Note [One read for var])
   const double div = std::max(0.0, n - static_cast<double>(correction));
   const int64_t K = g.K;
   const bool sq = op == ReduceOp::Std;
   write_out<T>(out_k, g, [&](int64_t k) {
-    const double s2 = res[k], s1 = res[K + k];
-    const double m2 = g.R == 0 ? NAN : std::max(0.0, s2 - s1 * s1 / n);
+    const double m2 = g.R == 0 ? NAN : res[2 * K + k];
     const double v = m2 / div;
     return sq ? std::sqrt(v) : v;
   });
@@ -619,11 +818,11 @@ void reduce_cpu(ReduceOp op, const Tensor& out_k, const Tensor& x, const Geo& g,
       const int32_t* xp = x.data<int32_t>();
       if (op == ReduceOp::Sum) {
         std::vector<int64_t> res;
-        run<VScalar<int32_t, int64_t>, OpSum>(xp, g, nullptr, res);
+        run<VScalar<int32_t, int64_t>, OpSum>(xp, g, res);
         return write_out<int32_t>(out_k, g, [&](int64_t k) { return static_cast<int32_t>(res[k]); });
       }
       std::vector<double> res;  // max: int32 is exact in double
-      run<VScalar<int32_t, double>, OpMax>(xp, g, nullptr, res);
+      run<VScalar<int32_t, double>, OpMax>(xp, g, res);
       return write_out<int32_t>(out_k, g, [&](int64_t k) { return static_cast<int32_t>(res[k]); });
     }
     default: SB_INTERNAL_ASSERT(false, "reduce: dtype ", x.dtype());
