@@ -1444,13 +1444,20 @@ StripKernel strip_kernel(const K& k) {
 // Note [Streaming elementwise outputs]: a dense output (the Contiguous path, or Tiled
 // with dense-block tiles) above the streaming threshold that no input shares, on the
 // vector path of a dtype that has one.
-bool stream_output(bool avx, const StridedIter& it, const Tensor& out, std::initializer_list<const Tensor*> ins) {
+// The rule both share: the vector path of a dtype that has one, an output above the
+// threshold, and no input that is the output (in place never streams).
+bool may_stream(bool avx, const Tensor& out, std::initializer_list<const Tensor*> ins) {
   const DType dt = out.dtype();  // the dtypes with vector loops (kHasVec)
   bool nt = avx && (dt == DType::Float32 || dt == DType::Float64 || dt == DType::Float16) &&
-            (it.path() == StridedIter::Path::Contiguous || it.tiles_write_dense_blocks() ||
-             it.strips_write_dense_output()) &&
             out.numel() * static_cast<int64_t>(out.element_size()) > nt_threshold_bytes();
   for (const Tensor* t : ins) nt = nt && t->data_ptr() != out.data_ptr();
+  return nt;
+}
+
+bool stream_output(bool avx, const StridedIter& it, const Tensor& out, std::initializer_list<const Tensor*> ins) {
+  const bool nt = may_stream(avx, out, ins) &&
+                  (it.path() == StridedIter::Path::Contiguous || it.tiles_write_dense_blocks() ||
+                   it.strips_write_dense_output());
   g_last_nt.store(nt, std::memory_order_relaxed);
   return nt;
 }
@@ -1527,12 +1534,7 @@ void run_unary(UnaryOp op, const Tensor& out, const Tensor& a) {
 // streamed: out= and out-of-place over 64x64x128x128 float32 (256 MiB each way) paid the
 // read-for-ownership of every output line, 28 ms against 21 ms in place on 1 thread, and
 // on 2 threads 15-42 ms from run to run (docs/NOTES-elementwise.md, session 18).
-bool stream_normalize_output(bool avx, const Tensor& out, const Tensor& x) {
-  const DType dt = out.dtype();
-  return avx && (dt == DType::Float32 || dt == DType::Float64 || dt == DType::Float16) &&
-         out.numel() * static_cast<int64_t>(out.element_size()) > nt_threshold_bytes() &&
-         out.data_ptr() != x.data_ptr();
-}
+// The call-wide rule is may_stream's; which rows stream is decided per strip.
 
 void run_normalize(const Tensor& out, const Tensor& x, int64_t dim, double eps) {
   if (out.numel() == 0) return;
@@ -1553,7 +1555,7 @@ void run_normalize(const Tensor& out, const Tensor& x, int64_t dim, double eps) 
   // no Tiled path: the kernels read row elements at p[1] + i * xsd, beyond the strip
   const StridedIter it = StridedIter::from_tensors({o1.select(d, 0), x1.select(d, 0)}, /*tiles=*/false);
   const bool avx = use_avx2();
-  const bool nt = stream_normalize_output(avx, out, x);
+  const bool nt = may_stream(avx, out, {&x});
   g_last_nt.store(false, std::memory_order_relaxed);  // the strips that stream set it
   const int64_t grain = std::max<int64_t>(1, kGrainSize / n);
   SB_DISPATCH_FLOATING(out.dtype(), "normalize", {

@@ -268,6 +268,16 @@ struct OpVar {
   }
 };
 
+// Merges into acc (an OpVar triple) a block of nb elements whose deviations from centre
+// sum to s1 and whose squared deviations sum to s2 (the corrected two-pass formula; M2 is
+// clamped at 0 against rounding, and a NaN stays a NaN).
+template <typename A>
+void merge_block(A* acc, A nb, A centre, A s2, A s1) {
+  const A d = s1 / nb, m2 = s2 - s1 * d;
+  const A blk[3] = {nb, centre + d, m2 < 0 ? A(0) : m2};
+  OpVar::scombine(acc, blk);
+}
+
 // ---------------------------------------------------------------- inner kernels
 
 // Combine into out[0..N) the reduction of p[0], p[s], …, p[(n-1)s] around mean m.
@@ -358,14 +368,6 @@ void h_var_run(const typename V::T* p, int64_t n, typename V::A* acc) {
   const typename V::T* prev = nullptr;  // the block whose deviations are pending
   int64_t nprev = 0;
   Acc mprev = 0;
-  auto finish = [&](const R* d2, const R* d1, A s2, A s1) {  // merge the pending block
-    const A nb = static_cast<A>(nprev);
-    s2 += V::hsum(V::add(V::add(d2[0], d2[1]), V::add(d2[2], d2[3])));
-    s1 += V::hsum(V::add(V::add(d1[0], d1[1]), V::add(d1[2], d1[3])));
-    const A d = s1 / nb, m2 = s2 - s1 * d;  // m2 >= 0 but for rounding; a NaN stays
-    const A blk[3] = {nb, static_cast<A>(mprev) + d, m2 < 0 ? A(0) : m2};
-    OpVar::scombine(acc, blk);
-  };
   for (int64_t b = 0;; b += kVarRunBlock) {
     const int64_t nb = std::max<int64_t>(0, std::min(kVarRunBlock, n - b));  // 0: only the pending block is left
     const typename V::T* cur = p + b;
@@ -401,7 +403,9 @@ void h_var_run(const typename V::T* p, int64_t n, typename V::A* acc) {
         t2 += e * e;
         t1 += e;
       }
-      finish(d2, d1, t2, t1);
+      t2 += V::hsum(V::add(V::add(d2[0], d2[1]), V::add(d2[2], d2[3])));
+      t1 += V::hsum(V::add(V::add(d1[0], d1[1]), V::add(d1[2], d1[3])));
+      merge_block<A>(acc, static_cast<A>(nprev), static_cast<A>(mprev), t2, t1);
     }
     if (nb == 0) break;
     prev = cur;
@@ -585,9 +589,7 @@ void run_horizontal(const typename V::T* x, const Geo& g, typename V::A* res) {
         reduce_range(OpSum{}, xk, b, e, 0.0, &s1);
         const double m = static_cast<double>(static_cast<typename V::Acc>(s1 / nb));  // the lanes' centre
         reduce_range(OpSqDev{}, xk, b, e, m, dev);
-        const A m2 = dev[0] - dev[1] * dev[1] / nb;  // >= 0 but for rounding; a NaN stays
-        const A blk[3] = {nb, m + dev[1] / nb, m2 < 0 ? A(0) : m2};
-        Op::scombine(acc, blk);
+        merge_block<A>(acc, nb, m, dev[0], dev[1]);
       }
     } else {
       reduce_range(Op{}, xk, rb, re, 0.0, acc);
