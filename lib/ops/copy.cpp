@@ -320,14 +320,20 @@ void tile_scalar(U* dst, const U* src, int64_t na, int64_t nb, int64_t dA, int64
 // runs and the buffer round trip disappears. The two machines we measure on disagree on
 // the band (docs/NOTES-copy-reduce.md, rounds 2 and 5), so it is chosen per vendor
 // (transpose_bands()):
-//   Intel (Sapphire Rapids VM): 32 rows (nh = 2: 128 bytes per dst row visit), tasks
-//     along B fastest, so a thread's task range is a band of 512 dst rows: 1.3-1.4x
-//     the buffered tiles; 16 rows was 20% slower there.
+//   Intel: 32 rows (nh = 2: 128 bytes per dst row visit): 1.3-1.4x the buffered
+//     tiles on the Sapphire Rapids VM of sessions 1-6, where 16 rows was 20% slower.
+//     Tasks walk A fastest, as on AMD. The Sapphire Rapids VM had them along B fastest
+//     (a thread's range a band of 512 dst rows: 72-78% of the copy against 66% on 2
+//     threads, round 3); the Intel VM of session 19 (2 MiB L2, a 480 MiB L3) says the
+//     opposite, more strongly: the library forced to each order, interleaved, 4096^2
+//     float32 6.7-6.9 ms A fastest against 10.0 ms [6.3-10.8] B fastest on 1 thread,
+//     2.86 against 3.25 ms on 2 (a streaming copy of the same bytes: 5.3 / 2.5 ms);
+//     NCHW <-> NHWC of 32x64x56x56 1.01-1.07x faster (docs/NOTES-copy-reduce.md).
 //   AMD (EPYC Zen 4 VM), and any other CPU: 16 rows (nh = 1: one whole line per dst row
 //     visit) and tasks along A fastest, so each band reads its 16 source rows start to
 //     end and a thread's range is a run of whole source-row bands: 4096^2 float32 5.9
-//     ms (1 thread) and 3.8 ms (2 threads), against 7.3 and 4.2 ms with Intel's band
-//     (32 rows: 7.5 ms; 64 rows: 8.8 ms).
+//     ms (1 thread) and 3.8 ms (2 threads), against 7.3 and 4.2 ms with 32-row bands B
+//     fastest (A fastest: 32 rows 7.5 ms; 64 rows 8.8 ms).
 // Taken when the copy streams, elements are 4 bytes, nB >= 16, and every dst row start
 // is 64-byte aligned (base, dA and the outer dst strides); ragged edges (nB % 16
 // columns, nA % 8 rows) go through the buffer with plain stores.
@@ -438,7 +444,7 @@ std::atomic<bool> g_band_outer{true};
 [[maybe_unused]] TransposeBands transpose_bands(int64_t nA, int64_t dA_bytes) {  // AVX2 builds only
   const int forced = g_band_rows.load(std::memory_order_relaxed);
   if (forced) return {forced, g_band_outer.load(std::memory_order_relaxed)};
-  if (cpu_vendor() == CpuVendor::Intel) return {32, false};
+  if (cpu_vendor() == CpuVendor::Intel) return {32, true};
   if (nA >= kBlockA && dA_bytes >= kBlockMinRowBytes) return {kBlockB, true};
   return {16, true};
 }
