@@ -262,7 +262,9 @@ StridedIter::StridedIter(const Shape& sizes, const Operand* ops, int nops, bool 
           streams = streams || (j > 0 && dense);
         }
       }
-      if (ok && streams) group_ = std::clamp<int64_t>(kGroupBytes / staged_bytes, 1, 16);
+      if (ok && streams)
+        group_ = cpu_vendor() == CpuVendor::Intel ? std::clamp<int64_t>(kGroupBytesIntel / staged_bytes, 2, 16)
+                                                  : std::clamp<int64_t>(kGroupBytes / staged_bytes, 1, 16);
     }
 
     return;

@@ -115,7 +115,13 @@ namespace sb {
 // Knobs, same runs: 4 planes per group 1.2x slower than 8, 12 no better; staging steps
 // of 8 float32 strips (half a line) 1.1x slower; pieces of 1, 4 or 8 KiB no better than
 // 2 KiB; touching part of the next group during step 1 1.2x slower; prefetch
-// instructions in place of the loads 1.3-1.5x slower (bare loops). Without a dense input
+// instructions in place of the loads 1.3-1.5x slower (bare loops). On the Intel VM of
+// session 19 (2 MiB L2) smaller groups win: kGroupBytesIntel and at least 2 planes. The
+// library with the group size from the environment, contiguous and transposed add out=
+// alternating (7 rounds, rate ratio): 64x64x128x128 float32 0.63 (8 planes) -> 0.72 (2
+// planes; 1: 0.67, 3: 0.70, 4: 0.69, 16: 0.52, 32: 0.42) on 1 thread, 0.62 -> 0.73 on 2;
+// float64 (64x32x128x128) 0.65 (4) -> 0.70 (2; 1: 0.64); 256x64x64x64 float32 (16 KiB
+// planes) 0.62 (32) -> 0.73-0.76 (2-8 planes). Without a dense input
 // (relu of a transposed tensor) the grouped walk was 1.25x slower than Note [Chunked
 // staging], which those tiles keep; tiles of longer rows keep Note [Tile prefetch].
 class StridedIter {
@@ -128,6 +134,7 @@ class StridedIter {
   static constexpr int64_t kStageRows = 8;  // source rows staged (and next-tile rows prefetched) per step
   static constexpr int64_t kChunkStrips = 8;  // strips staged at a time (Note [Chunked staging])
   static constexpr int64_t kGroupBytes = 512 * 1024;  // staged bytes per group (Note [Grouped staging])
+  static constexpr int64_t kGroupBytesIntel = 128 * 1024;  // on Intel, and at least 2 planes
   static constexpr int64_t kPieceBytes = 2048;        // output bytes per kernel call there
   enum class Path : uint8_t { Contiguous, Broadcast, Tiled, Strided };
 
