@@ -21,6 +21,7 @@
 import importlib.machinery
 import importlib.util
 import json
+import math
 import os
 import re
 import statistics
@@ -499,7 +500,8 @@ def ceiling(rs, run):
     if mine is None:
         return None
     key = (ops, what, run["device"], run["threads"], what == "bytes" and run.regime,
-           what == "flop" and run["dtype"])
+           what == "flop" and run["dtype"],
+           what == "bytes" and run.regime != "DRAM" and run.counters.get("bytes"))
     if key not in rs._ceilings:
         rs._ceilings[key] = _best_baseline(rs, run, ops, what)
     best = rs._ceilings[key]
@@ -520,17 +522,27 @@ def _best_baseline(rs, run, groups, what):
             same = [b for b in cands if b["dtype"] == want]
             cands = same or [b for b in cands if b["dtype"] in (None, "f32")]
         if cands:
-            return pick_ceiling(cands, run.regime, what)
+            return pick_ceiling(cands, run.regime, what, run.counters.get("bytes") if what == "bytes" else None)
     return None
 
 
-def pick_ceiling(cands, regime, what):
+def pick_ceiling(cands, regime, what, row_bytes=None):
     """The ceiling among baseline rows of one op group, threads and regime: the fastest;
     in DRAM the largest, since several sizes can fall in DRAM (a 32 MiB L3 makes the 8
     Mi-element baseline DRAM too, though part of it hits the L3) and the largest is the
-    memory's own rate."""
+    memory's own rate. In a cache regime holding several baseline sizes, a row with a
+    byte count is held to the size that moves the nearest number of bytes (by ratio),
+    the fastest of its ops there: a 2 MiB L2 per core labels the 1 Mi-element baseline
+    LLC on 2 threads (4 MiB, not twice the 2 x 2 MiB), yet each thread's half stays in
+    its L2 (the Intel VM of session 19: a 123 GB/s "LLC" read beside 58 GB/s for the 8
+    Mi-element one), which is no ceiling for a 64 MiB row."""
     if what == "bytes" and regime == "DRAM":
         return max(cands, key=lambda b: (shape_numel(b["shape"]), rate(b, what)))
+    if what == "bytes" and row_bytes and len({b["shape"] for b in cands}) > 1:
+        def distance(b):
+            return abs(math.log(b.counters["bytes"] / row_bytes)) if b.counters.get("bytes") else math.inf
+        near = min(distance(b) for b in cands)
+        cands = [b for b in cands if distance(b) == near]
     return max(cands, key=lambda b: rate(b, what))
 
 

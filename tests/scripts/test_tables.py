@@ -100,7 +100,8 @@ class LoadTest(unittest.TestCase):
     def test_dram_ceiling_is_the_largest_baseline_of_the_regime(self):
         # A 32 MiB L3 labels the 8 Mi-element baseline DRAM too, and part of it hits the
         # L3: among several DRAM rows the largest is the ceiling; in a cache regime the
-        # fastest is.
+        # size nearest the row's bytes is, even where a smaller size runs faster (a 2 MiB
+        # L2 per core keeps a 4 MiB "LLC" baseline on 2 threads in the L2s).
         res = sbtest.results_dir(tempfile.mkdtemp())
         big = "baseline/op:add/impl:ours/device:cpu/dtype:f32/shape:33554432/threads:8"
         llc = "baseline/op:add/impl:ours/device:cpu/dtype:f32/shape:1048576/threads:8"
@@ -121,8 +122,9 @@ class LoadTest(unittest.TestCase):
                 n = e.get("run_name") or e["name"]
                 if n.startswith(big + "/"):  # an 8 Mi-element twin, DRAM, 1.5x the rate
                     extra.append(twin(e, "33554432", "8388608", 1.5))
-                if n.startswith(llc + "/"):  # a second LLC size, 1.2x the rate
+                if n.startswith(llc + "/"):  # a second LLC size, 1.2x the rate, and a third in the L2s, 2x
                     extra.append(twin(e, "1048576", "2097152", 1.2))
+                    extra.append(twin(e, "1048576", "262144", 2.0))
             doc["benchmarks"] += extra
         sbtest.edit(os.path.join(res, "raw", "bench_baseline.json"), add_rows)
         rs = sb.load_results(res)
@@ -132,12 +134,24 @@ class LoadTest(unittest.TestCase):
         base, top, _ = sb.ceiling(rs, r)
         self.assertEqual((base["shape"], base.regime), ("33554432", "DRAM"))
         self.assertAlmostEqual(top, 20.0, places=6)
-        r.regime = "LLC"  # the same row as if it fitted the LLC: the faster LLC size
+        fast = rs.runs[llc.replace("1048576", "262144")]
+        self.assertAlmostEqual(fast.gbps() / rs.runs[llc].gbps(), 2.0, places=6)
+        r.regime = "LLC"  # the same row as if it fitted the LLC: the LLC size nearest its 192 MiB
         rs._ceilings = {}
+        bytes_ = r.counters["bytes"]
         try:
-            self.assertEqual(sb.ceiling(rs, r)[0]["shape"], "2097152")
+            base, top, pct = sb.ceiling(rs, r)
+            self.assertEqual(base["shape"], "2097152")
+            self.assertAlmostEqual(top, rs.runs[llc.replace("1048576", "2097152")].gbps(), places=6)
+            self.assertAlmostEqual(pct, 100 * r.gbps() / top, places=6)
+            # a row of the small size's bytes (3 MiB) is held to the small size; one
+            # between 1048576 (12 MiB) and 2097152 (24 MiB) to the nearer by ratio
+            for row_bytes, want in ((3 * 262144 * 4, "262144"), (14 * 2**20, "1048576"), (20 * 2**20, "2097152")):
+                r.counters["bytes"] = row_bytes
+                self.assertEqual(sb.ceiling(rs, r)[0]["shape"], want, row_bytes)
         finally:
             r.regime = "DRAM"
+            r.counters["bytes"] = bytes_
 
     def test_streaming_twin_is_the_ceiling_when_faster(self):
         # copy_nt / add_nt: the same access pattern with streaming stores; the ceiling of a
