@@ -538,11 +538,11 @@ def pick_ceiling(cands, regime, what, row_bytes=None):
     Mi-element one), which is no ceiling for a 64 MiB row."""
     if what == "bytes" and regime == "DRAM":
         return max(cands, key=lambda b: (shape_numel(b["shape"]), rate(b, what)))
-    if what == "bytes" and row_bytes and len({b["shape"] for b in cands}) > 1:
-        def distance(b):
-            return abs(math.log(b.counters["bytes"] / row_bytes)) if b.counters.get("bytes") else math.inf
-        near = min(distance(b) for b in cands)
-        cands = [b for b in cands if distance(b) == near]
+    if what == "bytes" and row_bytes:
+        dist = [abs(math.log(b.counters["bytes"] / row_bytes)) if b.counters.get("bytes") else math.inf
+                for b in cands]
+        near = min(dist)
+        cands = [b for b, d in zip(cands, dist) if d == near]
     return max(cands, key=lambda b: rate(b, what))
 
 
@@ -727,7 +727,7 @@ def run_checks(rs):
                 out.append(f"`{dev}`: the {t}-thread FLOP peak is only {peaks[t] / peaks[1]:.2f}x the "
                            f"1-thread one ({peaks[t]:.0f} vs {peaks[1]:.0f} GFLOP/s): other work shared "
                            f"the cores during the baseline; {t}-thread compute % ceilings read high")
-        rows = {}  # the ceilings as ceiling() picks them (pick_ceiling)
+        rows = {}  # per regime, pick_ceiling without a row: the fastest LLC row, the largest DRAM one
         for b in rs.select("baseline", device=dev):
             if b.regime in ("LLC", "DRAM") and b.gbps():
                 rows.setdefault((b["op"], b["threads"], b.regime), []).append(b)
