@@ -49,6 +49,7 @@ namespace {
 
 constexpr int64_t kFlushElems = 4096;  // elements per float32 accumulator run (horizontal)
 constexpr int64_t kFlushRows = 1024;   // rows per float32 buffer run (vertical)
+constexpr int64_t kGroupRuns = 64;     // buffer runs per group (vertical; Note [Cascaded accumulation])
 constexpr int64_t kColumns = 8192;     // elements: width of one vertical task (Note [Vertical rows per pass])
 constexpr int kVRows = 8;              // input rows per buffer pass (vertical)
 constexpr int64_t kRowBatch = 64;      // row offsets generated at a time
@@ -280,14 +281,57 @@ void merge_block(A* acc, A nb, A centre, A s2, A s1) {
 
 // ---------------------------------------------------------------- inner kernels
 
-// Combine into out[0..N) the reduction of p[0], p[s], …, p[(n-1)s] around mean m.
+// Note [Cascaded accumulation]
+// Every horizontal reduction accumulates in blocks, whatever the strides: at most
+// kFlushElems elements per block, in independent chains (4 of W vector lanes on the
+// unit-stride path, 16 scalars on the stepped, expanded and scalar paths), and the blocks
+// of one kept element are combined pairwise, as a binary counter of partial results
+// (Cascade), pieces shorter than a block (short rows of a multi-dim range) each a leaf
+// (a push costs two combines, amortized). The rounding error of a sum then grows with
+// log2 of the block count, not with the element count, on every path: a mean over an
+// expanded dim of 4 M float64 elements stays within a few ulp, as PyTorch's cascade sum
+// does. The vertical kernel accumulates kFlushRows rows per block in its column buffers
+// (8 rows summed in registers per pass) and combines the blocks in groups of kGroupRuns.
+template <class Op, typename A>
+class Cascade {
+ public:
+  // part: Op's reduction of one block or one shorter piece
+  void add(const A* part) {
+    A carry[N];
+    std::copy(part, part + N, carry);
+    int l = 0;
+    for (; used_ >> l & 1; ++l) {  // partial results of equal rank pair up
+      Op::scombine(level_[l], carry);
+      std::copy(level_[l], level_[l] + N, carry);
+      used_ &= ~(uint64_t{1} << l);
+    }
+    std::copy(carry, carry + N, level_[l]);
+    used_ |= uint64_t{1} << l;
+  }
+  // combines the total into out
+  void finish(A* out) const {
+    A total[N];
+    Op::sinit(total);
+    for (int l = 0; l < kLevels; ++l)  // the smallest partial results first
+      if (used_ >> l & 1) Op::scombine(total, level_[l]);
+    Op::scombine(out, total);
+  }
+
+ private:
+  static constexpr int N = Op::N, kLevels = 64;
+  A level_[kLevels][N];
+  uint64_t used_ = 0;
+};
+
+// Adds to sink the reduction of p[0], p[s], …, p[(n-1)s] around mean m, a block of at
+// most kFlushElems elements at a time (Note [Cascaded accumulation]).
 template <class V, class Op>
-void h_kernel(const typename V::T* p, int64_t n, int64_t s, double m, typename V::A* out) {
+void h_kernel(const typename V::T* p, int64_t n, int64_t s, double m, Cascade<Op, typename V::A>& sink) {
   using A = typename V::A;
   using R = typename V::R;
   constexpr int W = V::W, N = Op::N;
   int64_t i = 0;
-  if (s == 1) {
+  if (s == 1 && W > 1) {
     const R mv = V::set1(m);
     while (n - i >= W) {  // runs of at most kFlushElems in the register type
       const int64_t end = i + std::min<int64_t>((n - i) / W * W, kFlushElems);
@@ -308,14 +352,24 @@ void h_kernel(const typename V::T* p, int64_t n, int64_t s, double m, typename V
       Op::template vcombine<V>(a0, a2);
       A part[N];
       Op::template hred<V>(part, a0);
-      Op::scombine(out, part);
+      sink.add(part);
     }
   }
-  A t[N];
-  Op::sinit(t);
+  // stepped or expanded runs, the scalar path and the unit-stride tail: kChains scalar
+  // chains per block, as many as the vector path has lanes x chains for float64
+  constexpr int kChains = 16;
   const A ma = static_cast<A>(m);
-  for (; i < n; ++i) Op::sstep(t, to_acc<A>(p[i * s]), ma);
-  Op::scombine(out, t);
+  while (i < n) {
+    const int64_t end = std::min(n, i + kFlushElems);
+    A t[kChains][N];
+    for (auto& c : t) Op::sinit(c);
+    for (; i + kChains <= end; i += kChains)
+      for (int h = 0; h < kChains; ++h) Op::sstep(t[h], to_acc<A>(p[(i + h) * s]), ma);
+    for (int h = 0; i < end; ++i, ++h) Op::sstep(t[h], to_acc<A>(p[i * s]), ma);
+    for (int w = kChains / 2; w >= 1; w /= 2)  // pairwise over the chains
+      for (int h = 0; h < w; ++h) Op::scombine(t[h], t[h + w]);
+    sink.add(t[0]);
+  }
 }
 
 // buf[q*kColumns + j] (q < N, j < L) combined with rows base + off[r], r < nr.
@@ -568,15 +622,17 @@ void run_horizontal(const typename V::T* x, const Geo& g, typename V::A* res) {
   // reduce flat R indices [rb, re) of the kept element at xk into acc, by the op of opv
   auto reduce_range = [&](auto opv, const typename V::T* xk, int64_t rb, int64_t re, double m, A* acc) {
     if (rb >= re) return;
+    Cascade<decltype(opv), A> sink;  // Note [Cascaded accumulation]
     Walker w(ros, rost, rb / li);
     int64_t ii = rb % li;
     while (rb < re) {
       const int64_t seg = std::min(li - ii, re - rb);
-      h_kernel<V, decltype(opv)>(xk + w.off + ii * si, seg, si, m, acc);
+      h_kernel<V, decltype(opv)>(xk + w.off + ii * si, seg, si, m, sink);
       rb += seg;
       ii = 0;
       w.next();
     }
+    sink.finish(acc);
   };
   // Op's reduction of [rb, re): var's in two-pass blocks (Note [One read for var])
   auto reduce = [&](const typename V::T* xk, int64_t rb, int64_t re, A* acc) {
@@ -686,10 +742,28 @@ void run_vertical(const typename V::T* x, const Geo& g, typename V::A* res) {
         }
       }
     };
+    // Note [Cascaded accumulation], columns: each run of kFlushRows rows goes from buf
+    // into a group of kGroupRuns runs (grp, in A), each group into out, so no sum in A
+    // takes more than about kGroupRuns + R / (kFlushRows kGroupRuns) terms in a row
+    static thread_local std::vector<A> group_store;
+    if (group_store.size() < static_cast<size_t>(N * kColumns)) group_store.resize(static_cast<size_t>(N * kColumns));
+    A* const grp = group_store.data();
+    int64_t runs = 0;  // runs in grp
+    auto flush_group = [&] {
+      if (runs == 0) return;
+      for (int64_t j = 0; j < L; ++j) {
+        A o[N], b[N];
+        for (int q = 0; q < N; ++q) o[q] = out[q * K + k0 + j], b[q] = grp[q * kColumns + j];
+        Op::scombine(o, b);
+        for (int q = 0; q < N; ++q) out[q * K + k0 + j] = o[q];
+      }
+      runs = 0;
+    };
     auto flush = [&] {
       for (int64_t j = 0; j < L; ++j) {
         A o[N], b[N];
-        for (int q = 0; q < N; ++q) o[q] = out[q * K + k0 + j];
+        if (runs == 0) Op::sinit(o);
+        else for (int q = 0; q < N; ++q) o[q] = grp[q * kColumns + j];
         if constexpr (Op::kChan) {
           b[0] = static_cast<A>(nrun);
           b[1] = static_cast<A>(cb[j]) + static_cast<A>(buf[j]);
@@ -698,8 +772,9 @@ void run_vertical(const typename V::T* x, const Geo& g, typename V::A* res) {
           for (int q = 0; q < N; ++q) b[q] = static_cast<A>(buf[q * kColumns + j]);
         }
         Op::scombine(o, b);
-        for (int q = 0; q < N; ++q) out[q * K + k0 + j] = o[q];
+        for (int q = 0; q < N; ++q) grp[q * kColumns + j] = o[q];
       }
+      if (++runs == kGroupRuns) flush_group();
     };
     reset();
     int64_t off[kRowBatch], since = 0;
@@ -720,6 +795,7 @@ void run_vertical(const typename V::T* x, const Geo& g, typename V::A* res) {
       }
     }
     flush();
+    flush_group();
   };
   const int nt = get_num_threads();
   const bool split = tasks < 2 * nt && R >= 64 && R * K >= 4 * kGrainSize && nt > 1;
@@ -880,12 +956,10 @@ void reduce_impl(ReduceOp op, Tensor& out, bool have_out, const Tensor& x, const
     SB_CHECK(out.device() == x.device(), name, "_out: output on ", out.device(), ", input on ", x.device());
     SB_CHECK(out.dtype() == dt, name, "_out: output dtype ", out.dtype(), " differs from the input dtype ", dt);
     SB_CHECK(out.sizes() == rsizes, name, "_out: output sizes ", out.sizes(), " differ from the result sizes ",
-             rsizes, " (input sizes ", x.sizes(), ", dims ", dims, ", keepdim ", keepdim, ")");
+             rsizes, " (input sizes ", x.sizes(), ", dims ", dims, ", keepdim ", keepdim ? "true" : "false", ")");
     SB_CHECK(has_internal_overlap(out) != MemOverlap::Yes, name, "_out: more than one element of the output (sizes ",
              out.sizes(), ", strides ", out.strides(), ") refers to a single memory location");
-    const MemOverlapStatus ov = get_overlap_status(out, x);
-    SB_CHECK(ov == MemOverlapStatus::No, name, "_out: the output (strides ", out.strides(), ", offset ",
-             out.storage_offset(), ") overlaps the input in memory");
+    check_disjoint((std::string(name) + "_out").c_str(), out, x, "the input");
   } else {
     out = empty(rsizes, dt, x.device());
   }
