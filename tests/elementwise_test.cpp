@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <utility>
 
 #include "core/cpu_features.h"
@@ -468,10 +469,41 @@ TEST(Elementwise, StrideTwoOutputsAgainstReferenceAtVectorEdges) {
                 true);
           check("sub_out(x, z, y[::2])", [&](double, double y) { return z - y; }, [&](Tensor& v) { sub_out(v, z0, ys); },
                 true);
+          const Tensor w0 = values({1}, rng(), dt).expand({n});  // both inputs stride 0
+          const double w = w0.to_vector()[0];
+          check("sub_out(x, z, w)", [&](double, double) { return z - w; }, [&](Tensor& v) { sub_out(v, z0, w0); }, true);
+          check("maximum_out(x, w, z)", [&](double, double) { return std::max(w, z); },
+                [&](Tensor& v) { maximum_out(v, w0, z0); }, true);
           if (dt != DType::Int32)
             check("exp_out(x, y[::2])", [](double, double y) { return std::exp(y); }, [&](Tensor& v) { exp_out(v, ys); },
                   true, /*transcendental=*/true);
         }
+  });
+}
+
+// A stepped output row whose inputs are both broadcast along it (a column and a
+// scalar): every element of the row gets the column's value, on every SIMD level.
+TEST(Elementwise, BroadcastColumnIntoSteppedOutput) {
+  for_each_config([](const std::string& cfg) {
+    for (DType dt : {DType::Float32, DType::Float64}) {
+      const Tensor col = from_vector<double>({10, 20}, {2, 1}).to(dt);
+      const Tensor one = full({}, 1.0, dt);
+      const auto check = [&](const char* op, const std::function<void(Tensor&)>& run, double r0, double r1) {
+        Tensor base = zeros({2, 12}, dt);
+        Tensor out = base.slice(1, 0, std::nullopt, 2);
+        test::poison(base);
+        base.slice(1, 1, std::nullopt, 2).fill_(0);  // the gaps: must stay 0
+        run(out);
+        std::vector<double> want(12);
+        for (int64_t j = 0; j < 6; ++j) want[j] = r0, want[6 + j] = r1;
+        ASSERT_TRUE(test::all_close(out, want, 0, 0)) << cfg << ", " << dtype_name(dt) << ", " << op;
+        for (int64_t i = 0; i < 2; ++i)
+          for (int64_t j = 1; j < 12; j += 2) ASSERT_EQ(base.get({i, j}), 0.0) << cfg << ", " << op << ": gap changed";
+      };
+      check("sub_out(out, col, 1)", [&](Tensor& o) { sub_out(o, col.expand({2, 6}), one); }, 9, 19);
+      check("mul_out(out, 1, col)", [&](Tensor& o) { mul_out(o, one, col.expand({2, 6})); }, 10, 20);
+      check("maximum_out(out, 1, col)", [&](Tensor& o) { maximum_out(o, one, col.expand({2, 6})); }, 10, 20);
+    }
   });
 }
 
@@ -1049,13 +1081,13 @@ TEST(ElementwiseErrors, OverlapRules) {
   expect_error([&] { ex.relu_(); }, {"relu_", "memory location"});
   expect_error([&] { add_out(ex, ones({3, 4}), ones({3, 4})); }, {"add_out", "memory location"});
   expect_error([&] { ex.normalize_(0); }, {"normalize_", "memory location"});
-  // an input that partly overlaps the output
+  // an input that shares elements with the output at other positions
   Tensor a = values({4, 4}, 5, DType::Float32);
   const std::vector<double> before = a.to_vector();
-  expect_error([&] { a.add_(a.t()); }, {"add_", "partially overlaps"});
-  expect_error([&] { add_out(a, a.t(), a); }, {"add_out", "partially overlaps"});
+  expect_error([&] { a.add_(a.t()); }, {"add_", "shares elements with the output", "strides [1, 4]"});
+  expect_error([&] { add_out(a, a.t(), a); }, {"add_out", "shares elements with the output"});
   Tensor lo = a.narrow(0, 0, 2), hi = a.narrow(0, 1, 2);
-  expect_error([&] { neg_out(hi, lo); }, {"neg_out", "partially overlaps"});
+  expect_error([&] { neg_out(hi, lo); }, {"neg_out", "shares elements with the output", "offset 4"});
   EXPECT_EQ(a.to_vector(), before);  // nothing was written
   // exactly the output is fine: a.add_(a) doubles, out=a of a op b too
   a.add_(a);
@@ -1068,6 +1100,41 @@ TEST(ElementwiseErrors, OverlapRules) {
   // disjoint halves of one storage are fine
   Tensor top = a.narrow(0, 0, 2), bottom = a.narrow(0, 2, 2);
   add_out(top, bottom, bottom);
+}
+
+// Views whose elements are disjoint but whose address ranges interleave (the two
+// parities of a dim, the two halves of a non-leading dim) run, as in PyTorch, and give
+// the reference values; the other view's elements are left as they were.
+TEST(ElementwiseErrors, InterleavedDisjointViewsRun) {
+  for_each_config([](const std::string& cfg) {
+    for (DType dt : {DType::Float32, DType::Float64, DType::Int32}) {
+      using Split = std::pair<Tensor, Tensor>;
+      const std::vector<std::pair<const char*, std::function<Split(const Tensor&)>>> splits = {
+          {"parities", [](const Tensor& t) { return Split{t.slice(2, 0, std::nullopt, 2), t.slice(2, 1, std::nullopt, 2)}; }},
+          {"halves of dim 1", [](const Tensor& t) { return Split{t.narrow(1, 0, 3), t.narrow(1, 3, 3)}; }},
+      };
+      for (const auto& [split_name, split] : splits) {
+        const auto run = [&](const char* op, const std::function<void(Tensor&, Tensor&)>& f,
+                             const std::function<double(double, double)>& ref) {
+          Tensor base = values({4, 6, 10}, 17, dt);
+          auto [x, y] = split(base);
+          const std::vector<double> xv = test::naive_values(x), yv = test::naive_values(y);
+          std::vector<double> want(xv.size());
+          for (size_t i = 0; i < xv.size(); ++i) want[i] = ref(xv[i], yv[i]);
+          f(x, y);
+          const std::string what = cfg + ", " + dtype_name(dt) + ", " + split_name + ", " + op;
+          ASSERT_TRUE(test::all_close(x, round_to(want, dt), atol(dt), rtol(dt))) << what;
+          ASSERT_EQ(test::naive_values(y), yv) << what << ": the other view changed";
+        };
+        run("x.add_(y)", [](Tensor& x, Tensor& y) { x.add_(y); }, [](double a, double b) { return a + b; });
+        run("x.mul_(y)", [](Tensor& x, Tensor& y) { x.mul_(y); }, [](double a, double b) { return a * b; });
+        run("x.maximum_(y)", [](Tensor& x, Tensor& y) { x.maximum_(y); }, [](double a, double b) { return std::max(a, b); });
+        run("x.copy_(y)", [](Tensor& x, Tensor& y) { x.copy_(y); }, [](double, double b) { return b; });
+        run("add_out(x, x, y)", [](Tensor& x, Tensor& y) { add_out(x, x, y); }, [](double a, double b) { return a + b; });
+        run("neg_out(x, y)", [](Tensor& x, Tensor& y) { neg_out(x, y); }, [](double, double b) { return -b; });
+      }
+    }
+  });
 }
 
 }  // namespace

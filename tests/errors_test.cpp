@@ -3,6 +3,7 @@
 // was (sizes, strides, offset, values, storage use count).
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "test_util.h"
@@ -40,6 +41,9 @@ TEST(Errors, OutOfRangeDims) {
   expect_error(a, [&] { a.narrow(2, 3, 2); }, {"narrow", "exceeds dimension 2 of size 4"});
   expect_error(a, [&] { a.squeeze(3); }, {"squeeze", "3"});
   expect_error(a, [&] { a.unsqueeze(5); }, {"unsqueeze", "5"});
+  expect_error(a, [&] { a.narrow(0, 0, -1); }, {"narrow", "length -1 must be >= 0"});
+  Tensor m = zeros({2, 3});
+  expect_error(m, [&] { m.unsqueeze(4); }, {"unsqueeze", "dimension 4", "2-D tensor", "[-3, 2]"});
   expect_error(a, [&] { a.flatten(2, 1); }, {"flatten", "start_dim (2)", "end_dim (1)"});
   expect_error(a, [&] { a.size(3); }, {"size", "3"});
   expect_error(a, [&] { a.slice(-5, 0, 1); }, {"slice", "-5"});
@@ -140,8 +144,21 @@ TEST(Errors, WritesIntoOverlappingTensorsAreRefused) {
   expect_error(e, [&] { e.fill_(1); }, {"fill_", "single memory location", "[0, 1]"});
   expect_error(e, [&] { e.copy_(zeros({4, 3})); }, {"copy_", "single memory location"});
   Tensor sq = arange(16).view({4, 4});
-  expect_error(sq, [&] { sq.copy_(sq.t()); }, {"copy_", "partly overlaps", "strides [1, 4]"});
+  expect_error(sq, [&] { sq.copy_(sq.t()); }, {"copy_", "shares elements with the destination", "strides [1, 4]"});
   EXPECT_NO_THROW(sq.copy_(sq));
+  // the same rule on a CUDA tensor, decided before any kernel (fake_cuda: host memory)
+  Tensor g = test::fake_cuda({4, 4});
+  test::expect_msg([&] { g.copy_(g.t()); }, "copy_: the source (sizes [4, 4], strides [1, 4], offset 0) shares elements with the destination");
+  // disjoint views whose addresses interleave copy as PyTorch copies them
+  Tensor v = arange(24).view({2, 12});
+  Tensor even = v.slice(1, 0, std::nullopt, 2), odd_ = v.slice(1, 1, std::nullopt, 2);
+  even.copy_(odd_);
+  for (int64_t i = 0; i < 2; ++i)
+    for (int64_t j = 0; j < 12; ++j) EXPECT_EQ(v.get({i, j}), 12 * i + (j | 1)) << i << ", " << j;
+  Tensor w = arange(24).view({2, 12});
+  w.narrow(1, 6, 6).copy_(w.narrow(1, 0, 6));
+  for (int64_t i = 0; i < 2; ++i)
+    for (int64_t j = 0; j < 12; ++j) EXPECT_EQ(w.get({i, j}), 12 * i + j % 6) << i << ", " << j;
 }
 
 TEST(Errors, ChannelsLastNeeds4D) {

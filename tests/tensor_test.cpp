@@ -4,6 +4,8 @@
 #include "core/tensor.h"
 
 #include <cmath>
+#include <optional>
+#include <random>
 
 #include "test_util.h"
 
@@ -152,6 +154,19 @@ TEST(Views, ExpandUsesStrideZero) {
   EXPECT_EQ(col.broadcast_to({3, 2, 5}).strides(), (Shape{0, 1, 0}));
 }
 
+// PyTorch's inferExpandGeometry: a new leading dim of size 1 takes the next dim's
+// size x stride (what a contiguous tensor would have), one of any other size stride 0.
+TEST(Views, ExpandNewLeadingSizeOneDimTakesContiguousStride) {
+  Tensor row = zeros({3});
+  EXPECT_EQ(row.expand({1, 3}).strides(), (Shape{3, 1}));
+  EXPECT_EQ(row.expand({2, 1, 3}).strides(), (Shape{0, 3, 1}));
+  EXPECT_EQ(zeros({2, 3}).slice(1, 0, 1).expand({1, 2, 1}).strides(), (Shape{6, 3, 1}));
+  EXPECT_EQ(zeros({3, 1}).expand({1, 3, 4}).strides(), (Shape{3, 1, 0}));
+  EXPECT_EQ(zeros({0, 2}).expand({1, 0, 2}).strides(), (Shape{0, 2, 1}));
+  EXPECT_EQ(full({}, 1.0).expand({1}).strides(), (Shape{0}));
+  EXPECT_EQ(full({}, 1.0).expand({1, 1}).strides(), (Shape{0, 0}));
+}
+
 TEST(Views, PermuteAndFlattenUnflatten) {
   Tensor a = arange(24).view({2, 3, 4});
   Tensor p = a.permute({2, 0, 1});
@@ -209,6 +224,72 @@ TEST(Views, OverlapStatus) {
   EXPECT_EQ(get_overlap_status(a, a.t()), MemOverlapStatus::Partial);
   EXPECT_EQ(get_overlap_status(a.narrow(0, 0, 2), a.narrow(0, 2, 2)), MemOverlapStatus::No);
   EXPECT_EQ(get_overlap_status(a, zeros({4, 4})), MemOverlapStatus::No);
+  // interleaved address ranges, disjoint elements (Note [Overlap from strides])
+  Tensor b = arange(48).view({4, 12});
+  EXPECT_EQ(get_overlap_status(b.slice(1, 0, std::nullopt, 2), b.slice(1, 1, std::nullopt, 2)), MemOverlapStatus::No);
+  EXPECT_EQ(get_overlap_status(b.narrow(1, 0, 6), b.narrow(1, 6, 6)), MemOverlapStatus::No);
+  EXPECT_EQ(get_overlap_status(b.narrow(1, 0, 7), b.narrow(1, 6, 6)), MemOverlapStatus::Partial);
+  Tensor odd = arange(15).view({3, 5});  // odd rows: the two parities interleave across rows too
+  EXPECT_EQ(get_overlap_status(odd.slice(1, 0, std::nullopt, 2), odd.slice(1, 1, std::nullopt, 2)),
+            MemOverlapStatus::No);
+  EXPECT_EQ(get_overlap_status(odd.narrow(0, 1, 2).slice(1, 0, std::nullopt, 2), odd.reshape({15}).slice(0, 1, std::nullopt, 2)),
+            MemOverlapStatus::Partial);  // element 7: row 1 col 2, and odd index 7
+}
+
+// get_overlap_status against brute force: random views of one small storage, the
+// elements of each enumerated as byte ranges, also between dtypes of different sizes
+// (a float32 view and an int8 view of the same bytes).
+TEST(Views, OverlapStatusMatchesBruteForce) {
+  std::mt19937_64 rng(11);
+  Tensor base = zeros({96});
+  auto rnd = [&](int64_t lo, int64_t hi) { return lo + static_cast<int64_t>(rng() % static_cast<uint64_t>(hi - lo + 1)); };
+  auto random_view = [&](const Tensor& t) {
+    const int nd = static_cast<int>(rnd(1, 3));
+    Shape sz(nd), st(nd);
+    int64_t span = 0;
+    for (int d = 0; d < nd; ++d) {
+      sz[d] = rnd(1, 4);
+      st[d] = rnd(1, 12);
+      span += (sz[d] - 1) * st[d];
+    }
+    const int64_t cap = t.numel() - 1 - span;
+    if (cap < 0) return t.as_strided({1}, {1}, 0);
+    return t.as_strided(sz, st, rnd(0, cap));
+  };
+  auto bytes = [](const Tensor& t) {
+    std::vector<char> used(96 * 4, 0);
+    const int64_t es = static_cast<int64_t>(t.element_size());
+    for (int64_t f = 0; f < t.numel(); ++f) {
+      const Shape idx = test::unravel(f, t.sizes());
+      int64_t off = t.storage_offset();
+      for (int64_t d = 0; d < t.dim(); ++d) off += idx[d] * t.strides()[d];
+      for (int64_t k = 0; k < es; ++k) used[off * es + k] = 1;
+    }
+    return used;
+  };
+  Tensor as_int8 = Tensor(base.storage(), {384}, {1}, 0, DType::Int8);
+  int overlapping = 0, disjoint = 0;
+  for (int trial = 0; trial < 4000; ++trial) {
+    const Tensor x = random_view(base);
+    const Tensor y = random_view(trial % 4 == 3 ? as_int8 : base);
+    const std::vector<char> bx = bytes(x), by = bytes(y);
+    bool shared = false;
+    for (size_t i = 0; i < bx.size(); ++i) shared |= bx[i] && by[i];
+    const MemOverlapStatus st = get_overlap_status(x, y);
+    ASSERT_NE(st, MemOverlapStatus::TooHard) << "sizes " << ::testing::PrintToString(x.sizes()) << " strides " << ::testing::PrintToString(x.strides());
+    const bool same = x.storage_offset() == y.storage_offset() && x.sizes() == y.sizes() && x.strides() == y.strides() &&
+                      x.dtype() == y.dtype();
+    if (same) {
+      EXPECT_EQ(st, MemOverlapStatus::Full);
+      continue;
+    }
+    EXPECT_EQ(st, shared ? MemOverlapStatus::Partial : MemOverlapStatus::No)
+        << "x sizes " << ::testing::PrintToString(x.sizes()) << " strides " << ::testing::PrintToString(x.strides()) << " offset " << x.storage_offset() << ", y sizes "
+        << ::testing::PrintToString(y.sizes()) << " strides " << ::testing::PrintToString(y.strides()) << " offset " << y.storage_offset() << " " << dtype_name(y.dtype());
+    (shared ? overlapping : disjoint) += 1;
+  }
+  EXPECT_GT(overlapping, 500);  // both answers are exercised
+  EXPECT_GT(disjoint, 500);
 }
 
 // ---- memory formats
@@ -285,6 +366,47 @@ TEST(Tensor, ToDtypeConvertsAndKeepsLayout) {
   EXPECT_TRUE(test::all_close(d, x.to_vector(), 0, 0));
   EXPECT_TRUE(x.to(DType::Float32).shares_storage_with(x));
   EXPECT_TRUE(x.to(Device::cpu()).shares_storage_with(x));
+}
+
+// to() keeps a dense tensor's strides (MemoryFormat::Preserve), as PyTorch does; a
+// non-dense one gets its suggested format.
+TEST(Tensor, ToKeepsDenseStrides) {
+  const Tensor t = arange(20).view({4, 5}).t();  // integers: exact in every dtype
+  for (DType dt : {DType::Float64, DType::Float16, DType::Int32}) {
+    const Tensor d = t.to(dt);
+    EXPECT_EQ(d.strides(), (Shape{1, 5})) << dtype_name(dt);
+    EXPECT_TRUE(test::all_close(d, test::naive_values(t), 0, 0)) << dtype_name(dt);
+  }
+  const Tensor p = rand({2, 3, 4, 5}, 3).permute({0, 2, 1, 3});  // dense, neither format
+  EXPECT_EQ(p.to(DType::Float64).strides(), p.strides());
+  const Tensor stepped = rand({4, 10}, 4).slice(1, 0, std::nullopt, 2);
+  EXPECT_EQ(stepped.to(DType::Float64).strides(), (Shape{5, 1}));
+  const Tensor cl_stepped = rand({2, 3, 8, 5}, 5).contiguous(MemoryFormat::ChannelsLast).slice(2, 0, std::nullopt, 2);
+  EXPECT_TRUE(cl_stepped.to(DType::Float64).is_contiguous(MemoryFormat::ChannelsLast));
+}
+
+// PyTorch: contiguous(Preserve) returns a contiguous tensor itself and refuses others.
+TEST(Tensor, ContiguousPreserve) {
+  const Tensor c = rand({3, 4}, 1);
+  EXPECT_TRUE(c.contiguous(MemoryFormat::Preserve).shares_storage_with(c));
+  EXPECT_THROW(c.t().contiguous(MemoryFormat::Preserve), Error);
+}
+
+// A zero-size 4-D tensor is channels-last only when its strides say so (PyTorch checks
+// the strides there, unlike is_contiguous, which a zero-size tensor always is).
+TEST(ChannelsLast, ZeroSizeTensorsAreDecidedByStrides) {
+  for (const Shape& sz : {Shape{0, 3, 4, 5}, Shape{2, 0, 4, 5}, Shape{2, 3, 0, 5}}) {
+    const Tensor nchw = empty(sz);
+    EXPECT_TRUE(nchw.is_contiguous()) << ::testing::PrintToString(sz);
+    EXPECT_FALSE(nchw.is_contiguous(MemoryFormat::ChannelsLast)) << ::testing::PrintToString(sz) << " strides " << ::testing::PrintToString(nchw.strides());
+    const Tensor cl = nchw.contiguous(MemoryFormat::ChannelsLast);
+    EXPECT_TRUE(cl.is_contiguous(MemoryFormat::ChannelsLast)) << ::testing::PrintToString(sz);
+    EXPECT_EQ(cl.strides()[1], 1) << ::testing::PrintToString(sz);
+  }
+  // PyTorch's strides for empty channels-last tensors
+  EXPECT_EQ(empty({2, 0, 4, 5}, DType::Float32, Device::cpu(), MemoryFormat::ChannelsLast).strides(), (Shape{0, 1, 0, 0}));
+  EXPECT_EQ(empty({2, 3, 0, 5}, DType::Float32, Device::cpu(), MemoryFormat::ChannelsLast).strides(), (Shape{0, 1, 15, 3}));
+  EXPECT_EQ(empty({0, 3, 4, 5}, DType::Float32, Device::cpu(), MemoryFormat::ChannelsLast).strides(), (Shape{60, 1, 15, 3}));
 }
 
 TEST(Tensor, ZeroDimTensors) {

@@ -21,11 +21,13 @@ Shape contiguous_strides(const Shape& sizes) {
 
 Shape channels_last_strides(const Shape& sizes) {
   SB_CHECK(sizes.size() == 4, "ChannelsLast: expected a 4-D (NCHW) tensor, got ", sizes.size(), "-D sizes ", sizes);
+  // PyTorch's rule, sizes taken as they are: a zero size gives zero strides outside it
+  // (N x 0 x H x W: 0, 1, 0, 0), which is_channels_last_contiguous_strides accepts
   Shape st(4);
   st[1] = 1;
-  st[3] = std::max<int64_t>(sizes[1], 1);
-  st[2] = st[3] * std::max<int64_t>(sizes[3], 1);
-  st[0] = st[2] * std::max<int64_t>(sizes[2], 1);
+  st[3] = sizes[1];
+  st[2] = st[3] * sizes[3];
+  st[0] = st[2] * sizes[2];
   return st;
 }
 
@@ -51,9 +53,9 @@ bool is_contiguous_strides(const Shape& sizes, const Shape& strides) {
 }
 
 bool is_channels_last_contiguous_strides(const Shape& sizes, const Shape& strides) {
+  // the strides decide even with a zero size (PyTorch: no numel shortcut here, unlike
+  // is_contiguous, so an empty NCHW-strided tensor is not channels-last)
   if (sizes.size() != 4) return false;
-  for (int64_t s : sizes)
-    if (s == 0) return true;
   int64_t expected = 1;
   for (int d : {1, 3, 2, 0}) {
     if (sizes[d] != 1) {

@@ -236,8 +236,9 @@ Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
   const int64_t n = sizes_[d];
   SB_CHECK(start >= -n && start <= n, "narrow: start ", start, " out of range for dimension ", d, " of size ", n);
   if (start < 0) start += n;
-  SB_CHECK(length >= 0 && start + length <= n, "narrow: start (", start, ") + length (", length,
-           ") exceeds dimension ", d, " of size ", n);
+  SB_CHECK(length >= 0, "narrow: length ", length, " must be >= 0 (dimension ", d, " of size ", n, ")");
+  SB_CHECK(start + length <= n, "narrow: start (", start, ") + length (", length, ") exceeds dimension ", d,
+           " of size ", n);
   return slice(d, start, start + length, 1);
 }
 
@@ -247,12 +248,15 @@ Tensor Tensor::expand(const Shape& sizes) const {
            sizes_);
   const size_t lead = sizes.size() - sizes_.size();
   Shape sz(sizes.size()), st(sizes.size());
-  for (size_t i = 0; i < sizes.size(); ++i) {
+  // innermost first: a new leading dim of size 1 takes the stride a contiguous tensor
+  // would give it (the next dim's size x stride, 0 after no dim), as PyTorch's
+  // inferExpandGeometry does; a new dim of any other size is broadcast (stride 0)
+  for (size_t i = sizes.size(); i-- > 0;) {
     if (i < lead) {
       SB_CHECK(sizes[i] >= 0, "expand: new leading size ", sizes[i], " at dimension ", i, " must be >= 0 (sizes ",
                sizes, ")");
       sz[i] = sizes[i];
-      st[i] = 0;
+      st[i] = sizes[i] == 1 && i + 1 < sizes.size() ? sz[i + 1] * st[i + 1] : 0;
       continue;
     }
     const int64_t have = sizes_[i - lead], want = sizes[i];
@@ -295,7 +299,9 @@ Tensor Tensor::squeeze(int64_t d) const {
 }
 
 Tensor Tensor::unsqueeze(int64_t d) const {
-  d = wrap_dim(d, dim() + 1, "unsqueeze");
+  SB_CHECK(d >= -(dim() + 1) && d <= dim(), "unsqueeze: dimension ", d, " out of range for a ", dim(),
+           "-D tensor (unsqueeze takes [", -(dim() + 1), ", ", dim(), "])");
+  if (d < 0) d += dim() + 1;
   Shape sz = sizes_, st = strides_;
   const int64_t new_stride = d >= dim() ? 1 : sizes_[d] * strides_[d];
   sz.insert(sz.begin() + d, 1);
@@ -367,7 +373,11 @@ MemoryFormat Tensor::suggest_memory_format() const {
 }
 
 Tensor Tensor::contiguous(MemoryFormat format) const {
-  SB_CHECK(format != MemoryFormat::Preserve, "contiguous: memory format Preserve is not allowed");
+  if (format == MemoryFormat::Preserve) {  // PyTorch: the tensor itself when contiguous, else an error
+    SB_CHECK(is_contiguous(), "contiguous: memory format Preserve is not a layout to copy into; this tensor (sizes ",
+             sizes_, ", strides ", strides_, ") is not contiguous: name Contiguous or ChannelsLast");
+    return *this;
+  }
   if (format == MemoryFormat::ChannelsLast)
     SB_CHECK(dim() == 4, "contiguous: ChannelsLast needs a 4-D tensor, got sizes ", sizes_);
   if (is_contiguous(format)) return *this;
@@ -396,24 +406,32 @@ Tensor& Tensor::copy_(const Tensor& src) {
            " cannot be broadcast to destination sizes ", sizes_);
   SB_CHECK(has_internal_overlap(*this) != MemOverlap::Yes, "copy_: more than one element of the destination (sizes ",
            sizes_, ", strides ", strides_, ") refers to a single memory location; clone() it first");
+  // The overlap rule on every device (Note [Overlap from strides]): the kernels, CPU and
+  // CUDA alike, assume a source that is exactly the destination or disjoint from it.
   const MemOverlapStatus ov = get_overlap_status(*this, src);
   if (ov == MemOverlapStatus::Full) return *this;  // a.copy_(a): nothing to do
   SB_CHECK(ov != MemOverlapStatus::Partial, "copy_: the source (sizes ", src.sizes(), ", strides ", src.strides(),
-           ") partly overlaps the destination (sizes ", sizes_, ", strides ", strides_, "); clone() the source first");
-  copy_kernel(*this, src);
+           ", offset ", src.storage_offset(), ") shares elements with the destination (sizes ", sizes_, ", strides ",
+           strides_, ", offset ", offset_, ") at other positions; clone() the source first");
+  copy_kernel(*this, ov == MemOverlapStatus::TooHard ? src.clone() : src);
   return *this;
 }
 
+// to() keeps the layout as PyTorch's MemoryFormat::Preserve does: a dense tensor's
+// strides exactly (a transposed one stays transposed), anything else in its suggested
+// memory format.
 Tensor Tensor::to(DType dtype) const {
   if (dtype == dtype_) return *this;
-  Tensor out = empty(sizes_, dtype, device(), suggest_memory_format());
+  Tensor out = is_non_overlapping_and_dense() ? empty_strided(sizes_, strides_, dtype, device())
+                                              : empty(sizes_, dtype, device(), suggest_memory_format());
   out.copy_(*this);
   return out;
 }
 
 Tensor Tensor::to(Device dev) const {
   if (dev == device()) return *this;
-  Tensor out = empty(sizes_, dtype_, dev, suggest_memory_format());
+  Tensor out = is_non_overlapping_and_dense() ? empty_strided(sizes_, strides_, dtype_, dev)
+                                              : empty(sizes_, dtype_, dev, suggest_memory_format());
   out.copy_(*this);
   return out;
 }
@@ -569,6 +587,7 @@ template Tensor from_vector<int64_t>(const std::vector<int64_t>&, const Shape&);
 // ---------------------------------------------------------------- overlap
 
 MemOverlap has_internal_overlap(const Tensor& t) {
+  if (t.numel() == 0) return MemOverlap::No;  // no element, nothing to share (any strides)
   for (int64_t i = 0; i < t.dim(); ++i)
     if (t.sizes()[i] > 1 && t.strides()[i] == 0) return MemOverlap::Yes;
   if (t.is_non_overlapping_and_dense()) return MemOverlap::No;
@@ -585,20 +604,109 @@ MemOverlap has_internal_overlap(const Tensor& t) {
   return MemOverlap::No;
 }
 
+namespace {
+
+// Note [Overlap from strides]
+// Two views of one storage overlap when an element of a and an element of b share a
+// byte. With byte offsets oa, ob, byte strides sa, sb and element sizes ea, eb, they do
+// iff some indices i, j and bytes u < ea, v < eb solve
+//     oa + sum_k i_k sa_k + u = ob + sum_k j_k sb_k + v.
+// Substituting v' = eb - 1 - v and, for each negative coefficient c, x' = bound - x
+// gives sum_k c_k x_k = D with every c_k > 0 and 0 <= x_k <= bound_k: a bounded
+// knapsack feasibility question, which a depth-first search over the coefficients in
+// decreasing order answers exactly, pruned by the reachable range and the gcd of the
+// coefficients left. Equal coefficients merge into one variable (the sum of two ranges
+// is a range), which makes the common cases (x[..., 0::2] against x[..., 1::2], the two
+// halves of a dim) a handful of steps. Past kOverlapWork search steps the answer is
+// TooHard, and the callers take the safe side (copy_ and the elementwise ops go through
+// a temporary). Address ranges alone would call interleaved disjoint views overlapping.
+constexpr int64_t kOverlapWork = 1 << 16;
+
+struct OverlapTerm {
+  int64_t coef, bound;
+};
+
+class OverlapSearch {
+ public:
+  OverlapSearch(std::vector<OverlapTerm> terms, int64_t target) : t_(std::move(terms)), target_(target) {
+    std::sort(t_.begin(), t_.end(), [](const OverlapTerm& x, const OverlapTerm& y) { return x.coef > y.coef; });
+    std::vector<OverlapTerm> merged;
+    for (const OverlapTerm& x : t_) {
+      if (!merged.empty() && merged.back().coef == x.coef) merged.back().bound += x.bound;
+      else merged.push_back(x);
+    }
+    t_ = std::move(merged);
+    const size_t n = t_.size();
+    reach_.assign(n + 1, 0);
+    gcd_.assign(n + 1, 0);
+    for (size_t k = n; k-- > 0;) {
+      reach_[k] = reach_[k + 1] + t_[k].coef * t_[k].bound;
+      gcd_[k] = std::gcd(gcd_[k + 1], t_[k].coef);
+    }
+  }
+  // 1: a solution exists, 0: none, -1: the work bound ran out first
+  int solve() {
+    const bool found = feasible(0, target_);
+    return exhausted_ ? -1 : found ? 1 : 0;
+  }
+
+ private:
+  bool feasible(size_t k, int64_t d) {
+    if (++work_ > kOverlapWork) exhausted_ = true;
+    if (exhausted_) return false;
+    if (d < 0 || d > reach_[k]) return false;
+    if (k == t_.size()) return d == 0;
+    if (d % gcd_[k] != 0) return false;
+    const int64_t c = t_[k].coef;
+    const int64_t lo = std::max<int64_t>(0, (d - reach_[k + 1] + c - 1) / c);
+    const int64_t hi = std::min(t_[k].bound, d / c);
+    for (int64_t x = hi; x >= lo && !exhausted_; --x)
+      if (feasible(k + 1, d - c * x)) return true;
+    return false;
+  }
+
+  std::vector<OverlapTerm> t_;
+  std::vector<int64_t> reach_, gcd_;
+  int64_t target_;
+  int64_t work_ = 0;
+  bool exhausted_ = false;
+};
+
+}  // namespace
+
+void check_disjoint(const char* op, const Tensor& out, const Tensor& in, const char* in_name) {
+  const MemOverlapStatus ov = get_overlap_status(out, in);
+  SB_CHECK(ov == MemOverlapStatus::No, op, ": out (sizes ", out.sizes(), ", strides ", out.strides(), ", offset ",
+           out.storage_offset(), ") ", ov == MemOverlapStatus::TooHard ? "may overlap" : "overlaps", " ", in_name,
+           " (sizes ", in.sizes(), ", strides ", in.strides(), ", offset ", in.storage_offset(),
+           ") in memory; write into a separate tensor");
+}
+
 MemOverlapStatus get_overlap_status(const Tensor& a, const Tensor& b) {
   if (a.numel() == 0 || b.numel() == 0 || !a.shares_storage_with(b)) return MemOverlapStatus::No;
   if (a.storage_offset() == b.storage_offset() && a.sizes() == b.sizes() && a.strides() == b.strides() &&
       a.dtype() == b.dtype())
     return MemOverlapStatus::Full;
-  auto range = [](const Tensor& t) {
-    int64_t lo = t.storage_offset() * static_cast<int64_t>(t.element_size()), hi = lo;
-    for (int64_t i = 0; i < t.dim(); ++i) hi += (t.sizes()[i] - 1) * t.strides()[i] * static_cast<int64_t>(t.element_size());
-    return std::make_pair(lo, hi + static_cast<int64_t>(t.element_size()));
+  const int64_t ea = static_cast<int64_t>(a.element_size()), eb = static_cast<int64_t>(b.element_size());
+  // Note [Overlap from strides]: a's terms enter with +, b's with -
+  std::vector<OverlapTerm> terms;
+  int64_t target = b.storage_offset() * eb - a.storage_offset() * ea + (eb - 1);
+  auto add = [&](int64_t coef, int64_t bound) {
+    if (coef == 0 || bound == 0) return;
+    if (coef < 0) {
+      coef = -coef;
+      target += coef * bound;
+    }
+    terms.push_back({coef, bound});
   };
-  auto [alo, ahi] = range(a);
-  auto [blo, bhi] = range(b);
-  if (ahi <= blo || bhi <= alo) return MemOverlapStatus::No;
-  return MemOverlapStatus::Partial;
+  for (int64_t i = 0; i < a.dim(); ++i) add(a.strides()[i] * ea, a.sizes()[i] - 1);
+  for (int64_t i = 0; i < b.dim(); ++i) add(-b.strides()[i] * eb, b.sizes()[i] - 1);
+  add(1, ea + eb - 2);  // u + v'
+  switch (OverlapSearch(std::move(terms), target).solve()) {
+    case 0: return MemOverlapStatus::No;
+    case 1: return MemOverlapStatus::Partial;
+    default: return MemOverlapStatus::TooHard;
+  }
 }
 
 }  // namespace sb

@@ -148,14 +148,22 @@ int64_t checked_numel(const Shape& sizes, const char* op);     // error on negat
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);  // PyTorch's rule
 Allocator* allocator_for(Device device);
 
-// Overlap in memory between tensors (PyTorch's rules):
+// Overlap in memory between tensors:
 //  internal: Yes when a dim of size > 1 has stride 0; No when strides prove the
 //            elements distinct; TooHard otherwise (allowed, as in PyTorch).
-//  between a and b: Full when they are the same elements in the same order,
-//            Partial when their byte ranges intersect otherwise, No when disjoint.
+//  between a and b: Full when they are the same elements in the same order; Partial
+//            when an element of one shares a byte with an element of the other
+//            otherwise; No when none does, decided exactly from sizes, strides and
+//            offsets, so interleaved disjoint views (x[..., 0::2] and x[..., 1::2])
+//            are No; TooHard when the search gives up (Note [Overlap from strides] in
+//            tensor.cpp). PyTorch answers TooHard for any non-dense pair and Partial
+//            for dense pairs whose byte ranges intersect.
 enum class MemOverlap : uint8_t { No, Yes, TooHard };
 enum class MemOverlapStatus : uint8_t { Full, Partial, No, TooHard };
 MemOverlap has_internal_overlap(const Tensor& t);
 MemOverlapStatus get_overlap_status(const Tensor& a, const Tensor& b);
+// sb::Error unless out and in are disjoint in memory (get_overlap_status No); the
+// message names op, in_name and both tensors' sizes, strides and offsets.
+void check_disjoint(const char* op, const Tensor& out, const Tensor& in, const char* in_name);
 
 }  // namespace sb

@@ -1000,7 +1000,10 @@ Shape conv2d_output_sizes(const Tensor& x, const Tensor& w, const Tensor& bias, 
 
 Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p, bool relu) {
   const Geom g = conv_geom(x, w, bias, p, "conv2d");
-  Tensor out = empty({g.N, g.O, g.OH, g.OW}, x.dtype(), x.device(), x.suggest_memory_format());
+  // PyTorch's rule: the output is channels-last when the input or the weight is
+  const bool cl = x.suggest_memory_format() == MemoryFormat::ChannelsLast ||
+                  w.suggest_memory_format() == MemoryFormat::ChannelsLast;
+  Tensor out = empty({g.N, g.O, g.OH, g.OW}, x.dtype(), x.device(), cl ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous);
   conv_dispatch(g, out, x, w, bias, p, relu);
   return out;
 }
@@ -1015,9 +1018,9 @@ Tensor& conv2d_out(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& 
   SB_CHECK(out.device() == x.device(), "conv2d_out: out on ", out.device(), ", input on ", x.device());
   SB_CHECK(has_internal_overlap(out) != MemOverlap::Yes, "conv2d_out: out has overlapping elements (strides ",
            out.strides(), ")");
-  SB_CHECK(get_overlap_status(out, x) == MemOverlapStatus::No && get_overlap_status(out, w) == MemOverlapStatus::No &&
-               (!bias.defined() || get_overlap_status(out, bias) == MemOverlapStatus::No),
-           "conv2d_out: out overlaps an input");
+  check_disjoint("conv2d_out", out, x, "the input");
+  check_disjoint("conv2d_out", out, w, "the weight");
+  if (bias.defined()) check_disjoint("conv2d_out", out, bias, "the bias");
   conv_dispatch(g, out, x, w, bias, p, relu);
   return out;
 }
@@ -1318,7 +1321,7 @@ Tensor& pool2d_out(Tensor& out, const Tensor& x, const Pool2dParams& p, const ch
   SB_CHECK(out.sizes() == want, op, ": out has sizes ", out.sizes(), ", expected ", want);
   SB_CHECK(has_internal_overlap(out) != MemOverlap::Yes, op, ": out has overlapping elements (strides ",
            out.strides(), ")");
-  SB_CHECK(get_overlap_status(out, x) == MemOverlapStatus::No, op, ": out overlaps the input");
+  check_disjoint(op, out, x, "the input");
   pool_run<kMax>(out, x, g);
   return out;
 }

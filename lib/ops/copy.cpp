@@ -28,7 +28,6 @@
 //   Strided  anything else of the same dtype (stepped slices, broadcast): a parallel
 //            strided row loop on same-size unsigned words.
 //   Convert  dtypes differ: the same parallel row loop with convert<D, S>.
-//   Overlap  src and dst partially overlap: copy_generic, serial, as before.
 // Outputs larger than the streaming threshold (min(LLC, 2 x cores x L2), see Note
 // [Streaming threshold]) use non-temporal stores (_mm256_stream_*, then _mm_sfence on
 // each thread): the output would only evict the input from the cache, and streaming
@@ -607,7 +606,6 @@ const char* copy_path_name(CopyPath p) {
     case CopyPath::Tiled: return "tiled";
     case CopyPath::Strided: return "strided";
     case CopyPath::Convert: return "convert";
-    case CopyPath::Overlap: return "overlap";
     case CopyPath::Fill: return "fill";
     case CopyPath::FillStrided: return "fill_strided";
   }
@@ -647,12 +645,7 @@ void copy_kernel(const Tensor& dst, const Tensor& src) {
 #endif
   }
   if (dst.numel() == 0) return record(CopyPath::Empty, false);
-  const MemOverlapStatus ov = get_overlap_status(dst, src);
-  if (ov == MemOverlapStatus::Full && dst.dtype() == src.dtype()) return record(CopyPath::Empty, false);
-  if (ov == MemOverlapStatus::Partial || ov == MemOverlapStatus::Full || ov == MemOverlapStatus::TooHard) {
-    copy_generic(dst, src);  // serial, element order: the old behaviour for aliasing copies
-    return record(CopyPath::Overlap, false);
-  }
+  // Tensor::copy_ decides overlap (Note [Overlap from strides]): src is dst itself or disjoint from it
   Plan p = make_plan(dst.sizes(), dst.strides(), broadcast_strides(src, dst.sizes()));
   if (p.size.empty()) {  // one element
     p.size = {1};

@@ -24,7 +24,7 @@ void copy_generic(const Tensor& dst, const Tensor& src);
 // ---- introspection for tests (not a user API) ----
 // Which path the last CPU copy_kernel / fill_kernel call on this process took, and
 // whether it used non-temporal stores, so tests can prove a fast path actually ran.
-enum class CopyPath : uint8_t { Empty, Memcpy, Rows, Tiled, Strided, Convert, Overlap, Fill, FillStrided };
+enum class CopyPath : uint8_t { Empty, Memcpy, Rows, Tiled, Strided, Convert, Fill, FillStrided };
 const char* copy_path_name(CopyPath p);
 CopyPath last_copy_path();
 bool last_copy_used_nt();

@@ -693,7 +693,8 @@ void strip2(bool avx, bool nt, char* const* p, const int64_t* s, int64_t n, cons
 #ifdef SB_HAVE_AVX512
     if constexpr (!std::is_same_v<T, Half>)
       if (avx && s[0] == 2 * es && (s[1] == 2 * es || s[1] == 0) && (s[2] == 2 * es || s[2] == 0) && use_avx512()) {
-        // Note [Stride-2 strips]
+        // Note [Stride-2 strips]: each operand is a scalar (stride 0) or a stride-2 run
+        if (s[1] == 0 && s[2] == 0) return stride2_loop<T, 2, true, true>(o, a, b, n, f);
         if (s[1] == 0) return stride2_loop<T, 2, true, false>(o, a, b, n, f);
         if (s[2] == 0) return stride2_loop<T, 2, false, true>(o, a, b, n, f);
         return stride2_loop<T, 2, false, false>(o, a, b, n, f);
@@ -1289,7 +1290,11 @@ void check_dtype(const char* name, DType dt, bool floating_only) {
            "stridebench has no type promotion: convert with .to(DType::Float32) first)");
 }
 
-void check_out(const char* name, const Tensor& out, const Shape& sizes, DType dt, Device dev,
+// Checks out against the result's sizes, dtype and device and the overlap rules (Note
+// [Overlap from strides]): an input that shares elements with out other than exactly
+// (a.add_(a)) is an error. Returns true when an input's overlap with out could not be
+// decided within the search bound; the caller then computes from copies of its inputs.
+bool check_out(const char* name, const Tensor& out, const Shape& sizes, DType dt, Device dev,
                const std::vector<const Tensor*>& inputs) {
   SB_CHECK(out.defined(), name, ": undefined output tensor");
   SB_CHECK(out.dtype() == dt, name, ": output dtype ", out.dtype(), " does not match the result dtype ", dt);
@@ -1299,11 +1304,15 @@ void check_out(const char* name, const Tensor& out, const Shape& sizes, DType dt
   // is_contiguous() first: O(ndim), no allocation (the overlap test sorts the strides)
   SB_CHECK(out.is_contiguous() || has_internal_overlap(out) != MemOverlap::Yes, name, ": the output (sizes ", out.sizes(), ", strides ",
            out.strides(), ") has several elements at one memory location (an expanded tensor); clone() it first");
-  for (const Tensor* in : inputs)
-    SB_CHECK(get_overlap_status(out, *in) != MemOverlapStatus::Partial, name, ": an input (sizes ", in->sizes(),
-             ", strides ", in->strides(), ", offset ", in->storage_offset(),
-             ") partially overlaps the output in memory (sizes ", out.sizes(), ", strides ", out.strides(),
-             ", offset ", out.storage_offset(), "); clone() the input first");
+  bool undecided = false;
+  for (const Tensor* in : inputs) {
+    const MemOverlapStatus ov = get_overlap_status(out, *in);
+    SB_CHECK(ov != MemOverlapStatus::Partial, name, ": an input (sizes ", in->sizes(), ", strides ", in->strides(),
+             ", offset ", in->storage_offset(), ") shares elements with the output (sizes ", out.sizes(), ", strides ",
+             out.strides(), ", offset ", out.storage_offset(), ") at other positions; clone() the input first");
+    undecided |= ov == MemOverlapStatus::TooHard;
+  }
+  return undecided;
 }
 
 void check_inputs(const char* name, const Tensor& a, const Tensor& b) {
@@ -1580,7 +1589,8 @@ Tensor& binary_out_named(const char* name, BinaryOp op, Tensor& out, const Tenso
   check_inputs(name, a, b);
   check_dtype(name, a.dtype(), op == BinaryOp::Div);
   const Shape sizes = broadcast_shapes(a.sizes(), b.sizes(), name);
-  check_out(name, out, sizes, a.dtype(), a.device(), {&a, &b});
+  if (check_out(name, out, sizes, a.dtype(), a.device(), {&a, &b}))
+    return binary_out_named(name, op, out, a.clone(), b.clone());
   if (a.sizes() == sizes && b.sizes() == sizes) {  // nothing to broadcast: no expanded copies (per-call cost)
     run_binary(op, out, a, b);
   } else {
@@ -1593,7 +1603,8 @@ Tensor& binary_scalar_out_named(const char* name, BinaryOp op, Tensor& out, cons
   SB_CHECK(a.defined(), name, ": undefined input tensor");
   check_dtype(name, a.dtype(), op == BinaryOp::Div);
   check_int_scalar(name, a.dtype(), b);
-  check_out(name, out, a.sizes(), a.dtype(), a.device(), {&a});
+  if (check_out(name, out, a.sizes(), a.dtype(), a.device(), {&a}))
+    return binary_scalar_out_named(name, op, out, a.clone(), b);
   run_binary_scalar(op, out, a, b);
   return out;
 }
@@ -1601,7 +1612,7 @@ Tensor& binary_scalar_out_named(const char* name, BinaryOp op, Tensor& out, cons
 Tensor& unary_out_named(const char* name, UnaryOp op, Tensor& out, const Tensor& a) {
   SB_CHECK(a.defined(), name, ": undefined input tensor");
   check_dtype(name, a.dtype(), op == UnaryOp::Exp || op == UnaryOp::Sqrt);
-  check_out(name, out, a.sizes(), a.dtype(), a.device(), {&a});
+  if (check_out(name, out, a.sizes(), a.dtype(), a.device(), {&a})) return unary_out_named(name, op, out, a.clone());
   run_unary(op, out, a);
   return out;
 }
@@ -1611,7 +1622,7 @@ Tensor& normalize_out_named(const char* name, Tensor& out, const Tensor& x, int6
   check_dtype(name, x.dtype(), true);
   dim = wrap_dim(dim, x.dim(), name);
   SB_CHECK(eps >= 0, name, ": eps must be >= 0, got ", eps);
-  check_out(name, out, x.sizes(), x.dtype(), x.device(), {&x});
+  if (check_out(name, out, x.sizes(), x.dtype(), x.device(), {&x})) return normalize_out_named(name, out, x.clone(), dim, eps);
   run_normalize(out, x, dim, eps);
   return out;
 }

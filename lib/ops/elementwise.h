@@ -23,9 +23,12 @@
 // exp: float32/float16 on the AVX2 path use a polynomial (<= 2 ulp); the scalar path
 // and float64 call std::exp per element (compute-bound, several ns per element).
 //
-// Overlap rules (PyTorch's): writing into a tensor whose elements overlap (an expanded
-// one) is an error; an input that partly overlaps the output (a.add_(a.t())) is an
-// error; an input that is exactly the output (a.add_(a)) is fine.
+// Overlap rules: writing into a tensor whose elements overlap (an expanded one) is an
+// error; an input that shares elements with the output at other positions
+// (a.add_(a.t())) is an error; an input that is exactly the output (a.add_(a)) is fine,
+// and so is one whose elements are disjoint from the output's however their addresses
+// interleave (x[..., 0::2] and x[..., 1::2]), decided from the strides (Note [Overlap
+// from strides] in core/tensor.cpp).
 #pragma once
 #include "core/tensor.h"
 

@@ -94,8 +94,8 @@ Tensor& matmul_out(Tensor& out, const Tensor& a, const Tensor& b) {
   SB_CHECK(out.device() == a.device(), "matmul_out: out on ", out.device(), ", operands on ", a.device());
   SB_CHECK(has_internal_overlap(out) != MemOverlap::Yes, "matmul_out: out has overlapping elements (strides ",
            out.strides(), ")");
-  SB_CHECK(get_overlap_status(out, a) == MemOverlapStatus::No && get_overlap_status(out, b) == MemOverlapStatus::No,
-           "matmul_out: out overlaps an operand");
+  check_disjoint("matmul_out", out, a, "operand a");
+  check_disjoint("matmul_out", out, b, "operand b");
   matmul_dispatch(out, a, b);
   return out;
 }
