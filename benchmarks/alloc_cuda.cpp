@@ -90,14 +90,14 @@ const bool registered = [] {
     for (int64_t b = 512; b <= (int64_t{1} << 30); b *= 4) {
       const std::string name =
           "alloc/op:alloc_free/impl:ours/device:cuda:0/alloc:" + alloc + "/size:" + std::to_string(b);
-      benchmark::RegisterBenchmark(name.c_str(), bm_alloc_free, caching, b)->UseManualTime()->Repetitions(5);
+      add_guarded(name, [=](benchmark::State& st) { bm_alloc_free(st, caching, b); })->UseManualTime()->Repetitions(5);
     }
   }
   for (bool caching : {true, false}) {
     for (int step = 1; step <= 9; ++step) {
       const std::string name = std::string("alloc/op:reuse_experiment/impl:ours/device:cuda:0/alloc:") +
                                (caching ? "caching" : "cudamalloc") + "/step:" + std::to_string(step);
-      benchmark::RegisterBenchmark(name.c_str(), bm_reuse, caching, step)->UseManualTime()->Iterations(1);
+      add_guarded(name, [=](benchmark::State& st) { bm_reuse(st, caching, step); })->UseManualTime()->Iterations(1);
     }
   }
   return true;

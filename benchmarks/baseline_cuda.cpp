@@ -6,9 +6,14 @@
 //       contiguous tensors); bytes = 2 n 4 (read + write). Ceiling: HBM bandwidth
 //       (H100 SXM ~3.35 TB/s nominal, ~2.6-3.0 TB/s reachable by a copy).
 //   baseline/op:gemm_peak/.../dtype:f32|tf32|f16|i8/shape:MxNxK   cuBLAS on square
-//       row-major operands; flop = 2 M N K. H100 SXM nominal: 67 TF/s fp32 (no tensor
+//       random row-major operands (int8: TN); flop = 2 M N K. H100 SXM nominal: 67 TF/s fp32 (no tensor
 //       cores), ~495 TF/s tf32 (float32 tensors with set_allow_tf32), ~990 TF/s fp16
 //       dense tensor cores, ~1980 TOPS int8.
+#include <cmath>
+#include <map>
+#include <tuple>
+#include <vector>
+
 #include "cuda_bench_common.h"
 
 namespace sb::bench {
@@ -30,19 +35,34 @@ void bm_d2d(benchmark::State& state, int64_t n) {
   state.SetLabel(regime_label(bytes));
 }
 
+// A random m x m operand on the device: uniform in [-1, 1) for floating dtypes, in
+// [-64, 64) for int8 (constant operands would flatter the peak), from a xorshift on the
+// host (about a second for 8192^2, where the per-element rand() takes many), made once
+// per (dtype, size, seed) and kept for the binary's later repetitions.
+Tensor random_operand(int64_t m, DType dt, uint64_t seed) {
+  static std::map<std::tuple<int, int64_t, uint64_t>, Tensor> cache;
+  Tensor& t = cache[{static_cast<int>(dt), m, seed}];
+  if (t.defined()) return t;
+  std::vector<float> v(static_cast<size_t>(m * m));
+  uint64_t x = 0x9E3779B97F4A7C15ull * (seed + 1);
+  for (float& e : v) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    const float u = static_cast<float>(x >> 40) * (1.0f / 16777216.0f);  // [0, 1)
+    e = dt == DType::Int8 ? std::floor(128 * u) - 64 : 2 * u - 1;
+  }
+  t = from_vector(v, {m, m}).to(dt).to(Device::cuda(0));
+  return t;
+}
+
 void bm_gemm(benchmark::State& state, DType dt, bool tf32, int64_t m) {
   SB_REQUIRE_DEVICE(state);
   const bool prev_tf32 = cuda::allow_tf32();
   cuda::set_allow_tf32(tf32);
   const Device g = Device::cuda(0);
-  Tensor a = rand({m, m}, 1, dt == DType::Int8 ? DType::Float32 : dt, g);
-  Tensor b = rand({m, m}, 2, dt == DType::Int8 ? DType::Float32 : dt, g);
-  if (dt == DType::Int8) {
-    a = zeros({m, m}, DType::Int8, g);
-    b = zeros({m, m}, DType::Int8, g);
-    a.fill_(3);
-    b.fill_(-2);
-  }
+  // int8: cuBLAS's assured int8 form is TN (matmul.cu): b is the transposed view of a
+  // row-major [N, K] matrix, as linear(x, w) gives it
+  const Tensor a = random_operand(m, dt, 1);
+  const Tensor b = dt == DType::Int8 ? random_operand(m, dt, 2).t() : random_operand(m, dt, 2);
   Tensor c = empty({m, m}, dt == DType::Int8 ? DType::Int32 : dt, g);
   cuda::matmul(c, a, b);  // warm-up: cuBLAS handle, heuristics
   EventTimer timer;
@@ -61,7 +81,7 @@ void bm_gemm(benchmark::State& state, DType dt, bool tf32, int64_t m) {
 const bool registered = [] {
   for (int64_t n : {int64_t{1} << 20, int64_t{64} << 20, int64_t{256} << 20}) {
     const std::string name = "baseline/op:d2d_copy/impl:ours/device:cuda:0/dtype:f32/shape:" + std::to_string(n);
-    benchmark::RegisterBenchmark(name.c_str(), bm_d2d, n)->UseManualTime()->Repetitions(5);
+    add_guarded(name, [n](benchmark::State& st) { bm_d2d(st, n); })->UseManualTime()->Repetitions(5);
   }
   struct Type {
     DType dt;
@@ -70,12 +90,15 @@ const bool registered = [] {
   };
   const Type types[] = {{DType::Float32, false, "f32"}, {DType::Float32, true, "tf32"}, {DType::Float16, false, "f16"},
                         {DType::Int8, false, "i8"}};
-  for (auto [dt, tf32, key] : types) {
+  for (const Type& ty : types) {
+    const DType dt = ty.dt;
+    const bool tf32 = ty.tf32;
+    const char* const key = ty.key;
     for (int64_t m : {int64_t{4096}, int64_t{8192}}) {
       const std::string s = std::to_string(m);
       const std::string name = std::string("baseline/op:gemm_peak/impl:ours/device:cuda:0/dtype:") + key +
                                "/shape:" + s + "x" + s + "x" + s;
-      benchmark::RegisterBenchmark(name.c_str(), bm_gemm, dt, tf32, m)->UseManualTime()->Repetitions(5);
+      add_guarded(name, [=](benchmark::State& st) { bm_gemm(st, dt, tf32, m); })->UseManualTime()->Repetitions(5);
     }
   }
   return true;

@@ -176,11 +176,8 @@ std::string RunName::shape_key(const Shape& s) {
 
 // ------------------------------------------------------------------ registration
 
-namespace {
-benchmark::internal::Benchmark* register_guarded(const RunName& name, BenchFn fn) {
-  return benchmark::RegisterBenchmark(name.str().c_str(), [fn](benchmark::State& st) {
-    // An sb::Error (or any exception) becomes a reported error for this run only;
-    // main() then exits non-zero after the other runs.
+benchmark::internal::Benchmark* add_guarded(const std::string& name, BenchFn fn) {
+  return benchmark::RegisterBenchmark(name.c_str(), [fn](benchmark::State& st) {
     try {
       fn(st);
     } catch (const std::exception& e) {
@@ -188,6 +185,13 @@ benchmark::internal::Benchmark* register_guarded(const RunName& name, BenchFn fn
       st.SkipWithError(e.what());
     }
   });
+}
+
+namespace {
+// An sb::Error (or any exception) becomes a reported error for this run only; main()
+// then exits non-zero after the other runs.
+benchmark::internal::Benchmark* register_guarded(const RunName& name, BenchFn fn) {
+  return add_guarded(name.str(), std::move(fn));
 }
 }  // namespace
 

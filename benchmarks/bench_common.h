@@ -133,6 +133,11 @@ benchmark::internal::Benchmark* add_manual_run(const RunName& name, BenchFn fn,
 benchmark::internal::Benchmark* add_single_run(const RunName& name, BenchFn fn,
                                                benchmark::TimeUnit unit = benchmark::kMicrosecond);
 
+// A run with no settings of its own: only the guard every helper above has (an
+// sb::Error or other exception fails this run and the binary's exit status, the other
+// runs and the JSON go on). For binaries that set repetitions and timing themselves.
+benchmark::internal::Benchmark* add_guarded(const std::string& name, BenchFn fn);
+
 // ---- counters ----
 // bytes: moved by one iteration (inputs read once, outputs written once; see the
 // contract); flop: floating-point ops of one iteration (FMA = 2). Call after the loop.

@@ -50,7 +50,9 @@ const bool registered = [] {
         const std::string name = std::string("transfer/op:") + (h2d ? "h2d" : "d2h") +
                                  "/impl:ours/device:cuda:0/dtype:f32/shape:" + std::to_string(b / 4) +
                                  "/alloc:" + (pinned ? "pinned" : "pageable") + "/size:" + std::to_string(b);
-        benchmark::RegisterBenchmark(name.c_str(), bm_transfer, h2d, pinned, b)->UseManualTime()->Repetitions(5)
+        add_guarded(name, [=](benchmark::State& st) { bm_transfer(st, h2d, pinned, b); })
+            ->UseManualTime()
+            ->Repetitions(5)
             ->ReportAggregatesOnly(false);
       }
   return true;

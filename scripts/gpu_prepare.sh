@@ -4,16 +4,16 @@
 # device machine's CUDA image lacks, into .devcarry/ (git-ignored), for the device
 # tool's `carry`. See docs/GPU.md.
 #
-#   scripts/gpu_prepare.sh [build-dir]     (default: build)
+#   scripts/gpu_prepare.sh [build-dir [carry-dir]]     (default: build .devcarry)
 #
 # Libraries: everything `ldd` lists except the C runtime (libc, libm, libstdc++, …,
 # newer on the device image) and CUDA's own (libcudart, libcublas, libcublasLt: the
 # device image has CUDA 13, and libcublasLt alone is ~540 MB, over the 64 MiB carry).
 set -euo pipefail
 build=${1:-build}
+out=${2:-.devcarry}
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-out=.devcarry
 rm -rf "$out"
 mkdir -p "$out/bin" "$out/lib"
 bins=()
@@ -39,5 +39,11 @@ ldd "${bins[@]}" | awk '/=>/ {print $1, $3}' | sort -u | while read -r name path
   echo "carry lib: $name ($path)"
 done
 cp scripts/gpu_run.sh "$out/"
+# the carry must travel with the working tree (64 MiB a call): keep it under 60 MiB
+size_kib=$(du -sk "$out" | cut -f1)
+if ((size_kib > 60 * 1024)); then
+  echo "gpu_prepare: $out is $((size_kib / 1024)) MiB, over the 60 MiB budget of a device call" >&2
+  exit 1
+fi
 du -sh "$out"
 echo "now: device run with carry [\"$out\"] and command: bash $out/gpu_run.sh"

@@ -1,82 +1,182 @@
 #!/usr/bin/env bash
 # gpu_run.sh — run ON THE DEVICE MACHINE (GPU), from the repository root, after
-# scripts/gpu_prepare.sh filled .devcarry/ here and the device tool carried it.
-# Builds nothing. Steps, each logged to $OUT:
-#   1. nvidia-smi, then the CUDA unit tests (gtest XML + log)
-#   2. compute-sanitizer memcheck on the CUDA tests (a filtered, smaller set: the
-#      sanitizer slows kernels down 10-100x), then racecheck on the tiled transposes and
-#      the block reductions (the kernels that use shared memory)
-#   3. the GPU benchmark binaries (every bench_* in bin/), JSON into $OUT/bench_*.json
-# Set SB_GPU_STEPS="tests sanitize bench" (default: all three) to run fewer, and
-# SB_GPU_BENCH="bench_conv_cuda bench_matmul_cuda" to run only some benchmark binaries.
-# At the end every file but summary.txt is packed into $OUT/gpu_run.tar.gz (the device
-# tool brings back at most 8 files); SB_GPU_PACK=0 leaves them as they are.
+# scripts/gpu_prepare.sh filled .devcarry/ here and the device tool carried it. Builds
+# nothing. See docs/GPU.md for the calls.
+#
+# Steps (SB_GPU_STEPS, default "tests sanitize bench peers"), each bounded by `timeout`
+# from one budget for the whole call (SB_GPU_BUDGET seconds, default 540: the device
+# tool stops a command at 600), each packed into $OUT/<step>.tar.gz as soon as it ends,
+# so a call cut short still brings back every finished step; $OUT/summary.txt has one
+# line per step. At most 5 files come back (the device tool takes 8).
+#   (check)   always, in the first seconds: the CUDA runtime and cuBLAS libraries the
+#             binaries need, found wherever the image keeps them (the toolkit, the
+#             system, pip wheels such as nvidia/cu13/lib), every other library from
+#             .devcarry/lib, and compute-sanitizer when the sanitize step is asked for;
+#             anything missing ends the call here, named (SB_GPU_CUDA_LIBS: the CUDA
+#             library names to look for, default those of CUDA 13)
+#   tests     cuda_allocator_test and cuda_test (gtest XML and logs)
+#   sanitize  memcheck on cuda_test with the direct allocator (every block its own
+#             cudaMalloc, so an overrun is seen), no leak report (the allocators and the
+#             cuBLAS handle are deliberate singletons), without the deliberate
+#             out-of-memory test and the three largest sweeps; racecheck on the kernels
+#             that use shared memory
+#   bench     bench_baseline_cuda first, always (every row's ceiling from this machine),
+#             then the binaries of SB_GPU_BENCH (default: every other bench_*)
+#   peers     PyTorch's CUDA rows (scripts/peers.py --libs torch, device:cuda cases)
+# SB_GPU_REHEARSAL=1 needs no GPU: the tests run (their GPU cases skip), the benchmarks
+# are listed (--benchmark_list_tests), a missing compute-sanitizer is reported, not
+# fatal, and peers only checks that its script starts (tests/scripts/test_gpu_scripts.py).
 set -uo pipefail
-here=$(cd "$(dirname "$0")" && pwd)     # .devcarry
+here=$(cd "$(dirname "$0")" && pwd)  # .devcarry
+root=${SB_GPU_ROOT:-$(cd "$here/.." && pwd)}  # the repository (scripts/peers.py)
 OUT=${OUT:-$here/out}
 mkdir -p "$OUT"
 bin=$here/bin
-cuda_lib=""
-for d in /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda-13.0/lib64; do
-  [[ -d $d ]] && cuda_lib="$cuda_lib:$d"
-done
-# Fallback: PyTorch's pip CUDA wheels (nvidia-cublas, nvidia-cuda-runtime) on the image.
-for d in $(python3 -c 'import nvidia, os; p=os.path.dirname(nvidia.__path__[0]); print(" ".join(os.path.join(p,"nvidia",x,"lib") for x in ("cublas","cuda_runtime")))' 2>/dev/null); do
-  [[ -d $d ]] && cuda_lib="$cuda_lib:$d"
-done
-export LD_LIBRARY_PATH="$here/lib$cuda_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-steps=${SB_GPU_STEPS:-tests sanitize bench}
+steps=${SB_GPU_STEPS:-tests sanitize bench peers}
+rehearsal=${SB_GPU_REHEARSAL:-0}
+budget=${SB_GPU_BUDGET:-540}
+start=$SECONDS
 status=0
 
-nvidia-smi > "$OUT/nvidia-smi.txt" 2>&1 || echo "gpu_run: nvidia-smi failed" | tee -a "$OUT/summary.txt"
-for b in "$bin"/*; do
-  if ldd "$b" | grep -q "not found"; then
-    echo "gpu_run: missing libraries for $(basename "$b"):" | tee -a "$OUT/summary.txt"
-    ldd "$b" | grep "not found" | tee -a "$OUT/summary.txt"
-    status=1
+say() { echo "$*" | tee -a "$OUT/summary.txt"; }
+want() { [[ " $steps " == *" $1 "* ]]; }
+# seconds left for a step that would like $1: what the budget leaves after 10 s for the
+# packing, at most $1; 0 when nothing is left
+step_time() {
+  local left=$((budget - (SECONDS - start) - 10))
+  ((left < 0)) && left=0
+  echo $((left < $1 ? left : $1))
+}
+# bounded CMD...: runs CMD under the step's time; 124 when it ran out
+bounded() {
+  local t=$1
+  shift
+  ((t > 0)) || return 124
+  timeout --kill-after=5 "$t" "$@"
+}
+# pack STEP: every loose file in $OUT but summary.txt into $OUT/STEP.tar.gz
+pack() {
+  [[ ${SB_GPU_PACK:-1} != 0 ]] || return 0
+  local files
+  files=$(cd "$OUT" && ls | grep -v -e '^summary\.txt$' -e '\.tar\.gz$')
+  [[ -n $files ]] || return 0
+  (cd "$OUT" && tar -czf "$1.tar.gz" $files && rm -rf $files)
+}
+
+# ---- check: libraries and tools, in the first seconds
+cuda_dirs=()
+for d in /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/targets/x86_64-linux/lib /usr/local/cuda-*/lib64 \
+         /usr/local/cuda-*/lib /usr/local/cuda-*/targets/x86_64-linux/lib /usr/lib/x86_64-linux-gnu /usr/lib64; do
+  [[ -d $d ]] && cuda_dirs+=("$d")
+done
+for sp in $(python3 -c 'import site; print(" ".join(site.getsitepackages() + [site.getusersitepackages()]))' 2>/dev/null); do
+  for d in "$sp"/nvidia/*/lib; do [[ -d $d ]] && cuda_dirs+=("$d"); done
+done
+lib_path=$here/lib
+missing=()
+for lib in ${SB_GPU_CUDA_LIBS:-libcudart.so.13 libcublas.so.13 libcublasLt.so.13}; do
+  found=""
+  for d in "${cuda_dirs[@]}"; do
+    if [[ -e $d/$lib ]]; then
+      found=$d
+      break
+    fi
+  done
+  [[ -z $found ]] && found=$(ldconfig -p 2>/dev/null | awk -v n="$lib" '$1 == n {print $NF; exit}' | xargs -r dirname)
+  if [[ -z $found ]]; then
+    missing+=("$lib")
+  elif [[ ":$lib_path:" != *":$found:"* ]]; then
+    lib_path=$lib_path:$found
   fi
 done
-
-if [[ " $steps " == *" tests "* ]]; then
-  for t in cuda_allocator_test cuda_test; do
-    "$bin/$t" --gtest_output="xml:$OUT/$t.xml" > "$OUT/$t.log" 2>&1
-    rc=$?
-    echo "test $t: rc=$rc ($(grep -E '^\[  (PASSED|FAILED|SKIPPED) *\] [0-9]+ tests?[,.]' "$OUT/$t.log" | tr '\n' ' '))" | tee -a "$OUT/summary.txt"
-    [[ $rc -eq 0 ]] || status=1
-  done
-fi
-
-if [[ " $steps " == *" sanitize "* ]]; then
-  if command -v compute-sanitizer > /dev/null; then
-    san="compute-sanitizer --error-exitcode=86 --print-limit=20"
-    # memcheck over every test but the two largest sweeps (run whole, they would take
-    # tens of minutes under the sanitizer); racecheck where shared memory is used.
-    filter='-CudaElementwise.BinaryEveryOpDtypeLayout:CudaReduce.EveryOpDtypeDimsLayout:CudaConv.WorkspaceChunksOfImages'
-    $san --tool memcheck --leak-check full "$bin/cuda_test" --gtest_filter="$filter" > "$OUT/memcheck.log" 2>&1
-    rc=$?
-    echo "memcheck: rc=$rc (86 = sanitizer errors) $(grep -m1 'ERROR SUMMARY' "$OUT/memcheck.log")" | tee -a "$OUT/summary.txt"
-    [[ $rc -eq 0 ]] || status=1
-    $san --tool racecheck "$bin/cuda_test" --gtest_filter='CudaCopy.TransposesTakeTheTiledKernel:CudaReduce.LargeInnerOuterAndErrors:CudaElementwise.NormalizeEveryDimDtypeLayout' > "$OUT/racecheck.log" 2>&1
-    rc=$?
-    echo "racecheck: rc=$rc $(grep -m1 'RACECHECK SUMMARY\|ERROR SUMMARY' "$OUT/racecheck.log")" | tee -a "$OUT/summary.txt"
-    [[ $rc -eq 0 ]] || status=1
+export LD_LIBRARY_PATH="$lib_path${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+for d in /usr/local/cuda/bin /usr/local/cuda-*/bin; do [[ -d $d ]] && PATH=$PATH:$d; done
+export PATH
+say "gpu_run: budget ${budget}s, steps: $steps$([[ $rehearsal == 1 ]] && echo ' (rehearsal: no GPU needed)')"
+say "libraries: $LD_LIBRARY_PATH"
+[[ ${#missing[@]} -eq 0 ]] || { say "gpu_run: not found on this machine: ${missing[*]} (searched ${cuda_dirs[*]} and ldconfig)"; exit 2; }
+for b in "$bin"/*; do
+  if ldd "$b" | grep -q "not found"; then
+    say "gpu_run: $(basename "$b") lacks: $(ldd "$b" | awk '/not found/ {print $1}' | tr '\n' ' ')"
+    status=2
+  fi
+done
+[[ $status -eq 0 ]] || exit $status
+if want sanitize && ! command -v compute-sanitizer >/dev/null; then
+  if [[ $rehearsal == 1 ]]; then
+    say "sanitize: compute-sanitizer not found (rehearsal: the step will be skipped)"
   else
-    echo "gpu_run: compute-sanitizer not on PATH (try /usr/local/cuda/bin)" | tee -a "$OUT/summary.txt"
-    status=1
+    say "gpu_run: compute-sanitizer not found on PATH or under /usr/local/cuda*/bin"
+    exit 2
   fi
 fi
+nvidia-smi > "$OUT/nvidia-smi.txt" 2>&1 || say "nvidia-smi: failed$([[ $rehearsal == 1 ]] && echo ' (rehearsal)')"
 
-if [[ " $steps " == *" bench "* ]]; then
-  benches=${SB_GPU_BENCH:-$(cd "$bin" && ls bench_* 2>/dev/null | tr '\n' ' ')}
-  for b in $benches; do
-    "$bin/$b" --benchmark_out="$OUT/$b.json" --benchmark_out_format=json > "$OUT/$b.log" 2>&1
+# ---- tests
+if want tests; then
+  for t in cuda_allocator_test cuda_test; do
+    bounded "$(step_time 240)" "$bin/$t" --gtest_output="xml:$OUT/$t.xml" > "$OUT/$t.log" 2>&1
     rc=$?
-    echo "bench $b: rc=$rc" | tee -a "$OUT/summary.txt"
+    say "test $t: rc=$rc$([[ $rc == 124 ]] && echo ' (timed out)') $(grep -E '^\[  (PASSED|FAILED|SKIPPED) *\] [0-9]+ tests?[,.]' "$OUT/$t.log" | tr '\n' ' ')"
     [[ $rc -eq 0 ]] || status=1
   done
+  pack tests
 fi
-if [[ ${SB_GPU_PACK:-1} != 0 ]]; then
-  (cd "$OUT" && files=$(ls | grep -v -e '^summary.txt$' -e '^gpu_run.tar.gz$') &&
-    [[ -n $files ]] && tar -czf gpu_run.tar.gz $files && rm -f $files)
+
+# ---- sanitizers
+if want sanitize && command -v compute-sanitizer >/dev/null; then
+  san="compute-sanitizer --error-exitcode=86 --print-limit=20"
+  filter='-CudaElementwise.BinaryEveryOpDtypeLayout:CudaReduce.EveryOpDtypeDimsLayout:CudaConv.WorkspaceChunksOfImages:CudaAllocator.ImpossibleRequestThrowsAndLeavesAllocatorUsable'
+  SB_CUDA_ALLOCATOR=direct bounded "$(step_time 300)" $san --tool memcheck --leak-check no "$bin/cuda_test" \
+    --gtest_filter="$filter" > "$OUT/memcheck.log" 2>&1
+  rc=$?
+  say "memcheck: rc=$rc (86: errors found; 124: timed out) $(grep -m1 'ERROR SUMMARY' "$OUT/memcheck.log")"
+  [[ $rc -eq 0 ]] || status=1
+  bounded "$(step_time 200)" $san --tool racecheck "$bin/cuda_test" \
+    --gtest_filter='CudaCopy.TransposesTakeTheTiledKernel:CudaReduce.LargeInnerOuterAndErrors:CudaElementwise.NormalizeEveryDimDtypeLayout' \
+    > "$OUT/racecheck.log" 2>&1
+  rc=$?
+  say "racecheck: rc=$rc $(grep -m1 'RACECHECK SUMMARY\|ERROR SUMMARY' "$OUT/racecheck.log")"
+  [[ $rc -eq 0 ]] || status=1
+  pack sanitize
 fi
+
+# ---- benchmarks: the baseline first, always
+if want bench; then
+  others=${SB_GPU_BENCH:-$(cd "$bin" && ls bench_* 2>/dev/null | tr '\n' ' ')}
+  others=$(echo " $others " | sed 's/ bench_baseline_cuda / /g')
+  for b in bench_baseline_cuda $others; do
+    [[ -x $bin/$b ]] || { say "bench $b: not in .devcarry/bin"; status=1; continue; }
+    if [[ $rehearsal == 1 ]]; then
+      bounded "$(step_time 60)" "$bin/$b" --benchmark_list_tests > "$OUT/$b.list" 2>&1
+      rc=$?
+      say "bench $b: rc=$rc (listed $(grep -c / "$OUT/$b.list") runs)"
+    else
+      bounded "$(step_time 420)" "$bin/$b" --benchmark_out="$OUT/$b.json" --benchmark_out_format=json > "$OUT/$b.log" 2>&1
+      rc=$?
+      say "bench $b: rc=$rc$([[ $rc == 124 ]] && echo ' (timed out: the JSON is partial)')"
+    fi
+    [[ $rc -eq 0 ]] || status=1
+  done
+  pack bench
+fi
+
+# ---- PyTorch's CUDA rows
+if want peers; then
+  if [[ $rehearsal == 1 ]]; then
+    bounded "$(step_time 60)" python3 "$root/scripts/peers.py" --help > "$OUT/peers.log" 2>&1
+    rc=$?
+    say "peers: rc=$rc (rehearsal: --help only)"
+  else
+    mkdir -p "$OUT/peers"
+    bounded "$(step_time 300)" python3 "$root/scripts/peers.py" --libs torch --filter 'device:cuda' \
+      --out-dir "$OUT/peers" > "$OUT/peers.log" 2>&1
+    rc=$?
+    say "peers: rc=$rc$([[ $rc == 124 ]] && echo ' (timed out)')"
+  fi
+  [[ $rc -eq 0 ]] || status=1
+  pack peers
+fi
+pack rest
+say "gpu_run: done in $((SECONDS - start))s, status $status"
 exit $status

@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <vector>
@@ -149,10 +150,17 @@ class DirectAllocator : public Allocator {
     s_.on_alloc(static_cast<int64_t>(nbytes), static_cast<int64_t>(nbytes), false);
     return p;
   }
-  void deallocate(void* ptr, size_t nbytes) override {
+  // Called from Storage's noexcept destructor: a failing cudaFree is reported on
+  // stderr (with the device and size) and the block counted as freed, never thrown.
+  void deallocate(void* ptr, size_t nbytes) noexcept override {
     if (ptr == nullptr) return;
-    DeviceGuard g(device_);
-    SB_CUDA_CHECK(cudaFree(ptr));
+    int prev = -1;
+    const bool switched = cudaGetDevice(&prev) == cudaSuccess && prev != device_ && cudaSetDevice(device_) == cudaSuccess;
+    const cudaError_t err = cudaFree(ptr);
+    if (switched) cudaSetDevice(prev);
+    if (err != cudaSuccess)
+      std::fprintf(stderr, "stridebench: %s: cudaFree of %zu bytes failed: %s\n", name_.c_str(), nbytes,
+                   cudaGetErrorString(err));
     std::lock_guard<std::mutex> lock(mu_);
     s_.on_free(static_cast<int64_t>(nbytes), static_cast<int64_t>(nbytes));
     s_.on_system_free(static_cast<int64_t>(nbytes));

@@ -23,7 +23,7 @@ namespace sb::cuda {
 bool is_available();   // a device is present and the driver answers
 int device_count();    // 0 when none
 
-// ---- allocators (lib/cuda/allocator.cu, rules in lib/cuda/caching_allocator.h) ----
+// ---- allocators (lib/cuda/allocator.cpp, rules in lib/cuda/caching_allocator.h) ----
 enum class CudaAllocatorKind : uint8_t { Caching, Direct };
 // The current CUDA allocator of `device`: caching unless SB_CUDA_ALLOCATOR=direct is
 // set at start-up or set_allocator() says otherwise. Error when the device is absent.
@@ -101,10 +101,10 @@ void reset_elementwise_path_counts();
 // ---- reductions (lib/cuda/reduce.cu) ----
 // out has x's sizes with the reduced dims (sorted, unique) set to 1 (keepdim form).
 void reduce(ReduceOp op, const Tensor& out, const Tensor& x, const Shape& dims, int64_t correction);
-// out [N, O, OH, OW] (x's memory format) = conv2d(x, w) + bias (undefined: none),
-// relu when asked. Sizes, dtypes (float32) and devices checked by sb::conv2d.
-// Not implemented yet: whoever adds it in lib/cuda also adds -DSB_HAVE_CUDA_CONV2D to
-// sb_defs in lib/meson.build (Note [CUDA conv2d] in lib/ops/conv.cpp).
+// ---- conv2d (lib/cuda/conv.cu) ----
+// out [N, O, OH, OW], any non-overlapping strides, = conv2d(x, w) + bias (undefined:
+// none), relu when asked: im2col and cuBLAS in x's memory format, through a temporary
+// when out is in the other one. Sizes, dtypes (float32) and devices checked by sb::conv2d.
 void conv2d(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p, bool relu);
 
 // ---- matmul through cuBLAS (lib/cuda/matmul.cu) ----

@@ -80,9 +80,11 @@ __device__ __forceinline__ A call(const F& f, const A (&x)[NIN]) {
 
 struct Ptrs2 { const void* p[2]; };
 
-// Every operand contiguous and 16-byte aligned.
+// Every operand contiguous and 16-byte aligned. out is not __restrict__: an in-place
+// call (a.add_(b)) passes it as an input too; each element is read before it is written
+// by the same thread, so the aliasing is safe.
 template <typename T, int NIN, typename F>
-__global__ void vectorized_kernel(T* __restrict__ out, Ptrs2 in, int64_t n, F f) {
+__global__ void vectorized_kernel(T* out, Ptrs2 in, int64_t n, F f) {
   using A = acc_t<T>;
   constexpr int V = 16 / sizeof(T);
   using Vec = AlignedVector<T, V>;

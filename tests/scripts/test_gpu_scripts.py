@@ -1,0 +1,102 @@
+# test_gpu_scripts.py: a rehearsal of the GPU run on a machine without a GPU
+# (scripts/gpu_prepare.sh, then the carried gpu_run.sh with SB_GPU_REHEARSAL=1): the
+# exit codes, one summary line per step, the packing (at most 8 files come back), the
+# time budget, that every carried binary finds its non-CUDA libraries in the carry, and
+# the carry's size. Needs a CUDA build (SB_BUILD_DIR, set by meson); skips without one.
+import os
+import shutil
+import subprocess
+import tempfile
+import unittest
+
+from tests.scripts.sbtest import ROOT
+
+BUILD = os.environ.get("SB_BUILD_DIR", "")
+HAVE_CUDA_BUILD = bool(BUILD) and os.path.exists(os.path.join(BUILD, "tests", "cuda_test"))
+# the C runtime and CUDA's own libraries come from the device image, not the carry
+SYSTEM = ("linux-vdso", "ld-linux", "libc.so", "libm.so", "libdl.so", "libpthread.so", "librt.so", "libgcc_s.so",
+          "libstdc++.so", "libcudart.so", "libcublas.so", "libcublasLt.so", "libcuda.so")
+
+
+def read(path):
+    with open(path) as f:
+        return f.read()
+
+
+@unittest.skipUnless(HAVE_CUDA_BUILD, "no CUDA build (SB_BUILD_DIR with tests/cuda_test)")
+class GpuRehearsal(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp()
+        cls.carry = os.path.join(cls.tmp, "devcarry")
+        cls.prep = subprocess.run(["bash", os.path.join(ROOT, "scripts", "gpu_prepare.sh"), BUILD, cls.carry],
+                                  capture_output=True, text=True, timeout=300)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def run_gpu(self, out, **env):
+        full = dict(os.environ, OUT=out, SB_GPU_REHEARSAL="1", SB_GPU_ROOT=ROOT, **env)
+        return subprocess.run(["bash", os.path.join(self.carry, "gpu_run.sh")], capture_output=True, text=True,
+                              env=full, timeout=300)
+
+    def test_prepare_carries_binaries_and_libraries_under_60_mib(self):
+        self.assertEqual(self.prep.returncode, 0, self.prep.stderr)
+        bins = os.listdir(os.path.join(self.carry, "bin"))
+        for b in ("cuda_test", "cuda_allocator_test", "bench_baseline_cuda", "bench_transfer"):
+            self.assertIn(b, bins)
+        size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(self.carry) for f in fs)
+        self.assertLess(size, 60 << 20)
+        lib = os.path.join(self.carry, "lib")
+        for b in bins:  # with only the carry on the path, every non-system library resolves into it
+            ldd = subprocess.run(["ldd", os.path.join(self.carry, "bin", b)], capture_output=True, text=True,
+                                 env=dict(os.environ, LD_LIBRARY_PATH=lib)).stdout
+            for line in ldd.splitlines():
+                name = line.split()[0]
+                if "=>" not in line or name.startswith(SYSTEM):
+                    continue
+                self.assertIn(lib, line, f"{b}: {line.strip()}")
+
+    def test_rehearsal_runs_every_step_and_packs(self):
+        out = os.path.join(self.tmp, "out-all")
+        r = self.run_gpu(out)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        summary = read(os.path.join(out, "summary.txt"))
+        for line in ("test cuda_test: rc=0", "test cuda_allocator_test: rc=0", "bench bench_baseline_cuda: rc=0",
+                     "bench bench_transfer: rc=0", "peers: rc=0", "gpu_run: done"):
+            self.assertIn(line, summary)
+        # the baseline runs first, whatever SB_GPU_BENCH names
+        benches = [l for l in summary.splitlines() if l.startswith("bench ")]
+        self.assertTrue(benches[0].startswith("bench bench_baseline_cuda"), benches)
+        files = os.listdir(out)
+        self.assertLessEqual(len(files), 8, files)
+        self.assertTrue(all(f == "summary.txt" or f.endswith(".tar.gz") for f in files), files)
+        for step in ("tests", "bench", "peers"):
+            self.assertIn(f"{step}.tar.gz", files)
+
+    def test_baseline_joins_any_bench_selection(self):
+        out = os.path.join(self.tmp, "out-sel")
+        r = self.run_gpu(out, SB_GPU_STEPS="bench", SB_GPU_BENCH="bench_reduce_cuda bench_baseline_cuda")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        benches = [l.split(":")[0] for l in read(os.path.join(out, "summary.txt")).splitlines() if l.startswith("bench ")]
+        self.assertEqual(benches, ["bench bench_baseline_cuda", "bench bench_reduce_cuda"])
+
+    def test_an_exhausted_budget_stops_steps_but_still_reports(self):
+        out = os.path.join(self.tmp, "out-budget")
+        r = self.run_gpu(out, SB_GPU_STEPS="tests bench", SB_GPU_BUDGET="5")
+        self.assertNotEqual(r.returncode, 0)
+        summary = read(os.path.join(out, "summary.txt"))
+        self.assertIn("rc=124 (timed out)", summary)
+        self.assertIn("gpu_run: done", summary)
+
+    def test_missing_cuda_library_fails_in_the_first_seconds(self):
+        out = os.path.join(self.tmp, "out-missing")
+        r = self.run_gpu(out, SB_GPU_CUDA_LIBS="libcudart.so.13 libcublas.so.99")
+        self.assertEqual(r.returncode, 2, r.stdout)
+        summary = read(os.path.join(out, "summary.txt"))
+        self.assertIn("not found on this machine: libcublas.so.99", summary)
+        self.assertNotIn("test cuda_test", summary)  # nothing ran
+
+if __name__ == "__main__":
+    unittest.main()
