@@ -1,6 +1,9 @@
 // baseline_cuda.cpp — the GPU's own ceilings, measured in the same run as the rows they
 // bound: device-to-device copy bandwidth (memory-bound rows) and cuBLAS GEMM peak
-// (compute-bound rows). Rows of the `baseline` family with device:cuda:0.
+// (compute-bound rows), and the fixed cost of one launch. Rows of the `baseline` family
+// with device:cuda:0.
+//
+//   baseline/op:overhead/.../shape:1   one launch (a 1-element add_) between two events
 //
 //   baseline/op:d2d_copy/.../dtype:f32/shape:<n>   one cudaMemcpy (Tensor::copy_ of two
 //       contiguous tensors); bytes = 2 n 4 (read + write). Ceiling: HBM bandwidth
@@ -78,7 +81,25 @@ void bm_gemm(benchmark::State& state, DType dt, bool tf32, int64_t m) {
   state.counters["bytes"] = static_cast<double>(3 * m * m * dtype_size(dt));
 }
 
+// One launch timed alone between two events: the fixed cost that Note [Batched GPU
+// timing] keeps out of the other rows (a 1-element add_, its kernel a few instructions).
+void bm_overhead(benchmark::State& state) {
+  SB_REQUIRE_DEVICE(state);
+  Tensor a = ones({1}, DType::Float32, Device::cuda(0));
+  a.add_(1.0);
+  EventTimer timer;
+  for (auto _ : state) {
+    timer.start();
+    a.add_(1.0);
+    state.SetIterationTime(timer.stop_seconds());
+  }
+  state.counters["bytes"] = 8;
+}
+
 const bool registered = [] {
+  add_guarded("baseline/op:overhead/impl:ours/device:cuda:0/dtype:f32/shape:1", bm_overhead)
+      ->UseManualTime()
+      ->Repetitions(5);
   for (int64_t n : {int64_t{1} << 20, int64_t{64} << 20, int64_t{256} << 20}) {
     const std::string name = "baseline/op:d2d_copy/impl:ours/device:cuda:0/dtype:f32/shape:" + std::to_string(n);
     add_guarded(name, [n](benchmark::State& st) { bm_d2d(st, n); })->UseManualTime()->Repetitions(5);

@@ -9,12 +9,16 @@
 //           reads), or when there are too few outputs to fill the device; R is then
 //           split over several blocks and a finalize kernel adds the partials in a
 //           fixed order (deterministic).
-//   thread  one thread per output walks its R elements: neighbouring threads read
-//           neighbouring addresses when the kept dims are innermost (dim:outer).
+//   column  the other cases with R >= kColMinRows (dim:outer): 32 adjacent outputs x 8
+//           warps of rows per block, rows split over blocks where outputs are few
+//           (Note [Column reductions]), splits combined in order
+//   thread  short reductions (R < kColMinRows) that the block kernel does not take:
+//           one thread per output walks its R elements.
 // Accumulation in double for every dtype (max compares in double too; NaN
 // propagates); var/std are two-pass (mean first, then the squared deviations), with
 // PyTorch's divisor max(0, R - correction). Cost: one read of x (var/std: two), one
 // write of out.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -105,6 +109,63 @@ __global__ void reduce_block_kernel(const T* x, OffsetCalc<2> kept, OffsetCalc<1
   }
 }
 
+// Note [Column reductions]
+// Outputs whose kept dims are innermost in x (a reduction over an outer dim,
+// dim:outer) used one thread per output walking its R rows: 4096 outputs are 16 blocks
+// on 132 SMs, one 4-byte load in flight per thread. Now a block takes kColWidth adjacent
+// outputs (one coalesced row segment per warp) and kColWarps warps, each warp every
+// kColWarps-th row of the block's range, kColUnroll rows in flight per thread; the
+// warps meet in shared memory. Where the output blocks are fewer than 4 per SM, the
+// rows are split over blockIdx.y as well (at least kColMinRows rows a split) and
+// reduce_finalize_kernel combines the splits of each output in order (deterministic).
+constexpr int kColWidth = 32, kColWarps = 8, kColUnroll = 4;
+constexpr int64_t kColMinRows = 256;
+
+// partial[o * splits + s]: the reduction of rows [s*chunk, (s+1)*chunk) of output o.
+template <typename T>
+__global__ void reduce_column_kernel(const T* x, OffsetCalc<2> kept, OffsetCalc<1> red, int64_t O, int64_t R,
+                                     int64_t splits, int64_t chunk, int mode, const double* mean, double* partial) {
+  __shared__ double acc_s[kColWarps][kColWidth + 1];
+  const int lane = threadIdx.x, row = threadIdx.y;
+  const int64_t o = static_cast<int64_t>(blockIdx.x) * kColWidth + lane, s = blockIdx.y;
+  double acc = mode == kMax ? -INFINITY : 0.0;
+  if (o < O) {
+    int64_t off[2];
+    kept.get(o, off);
+    const T* xs = x + off[1];
+    const double m = mode == kSqDev ? mean[o] : 0.0;
+    const int64_t r0 = s * chunk, r1 = r0 + chunk < R ? r0 + chunk : R;
+    int64_t r = r0 + row;
+    for (; r + (kColUnroll - 1) * kColWarps < r1; r += kColUnroll * kColWarps) {
+      double v[kColUnroll];
+#pragma unroll
+      for (int u = 0; u < kColUnroll; ++u) {  // the loads first: kColUnroll in flight
+        int64_t ro[1];
+        red.get(r + u * kColWarps, ro);
+        v[u] = cvt<double>(xs[ro[0]]);
+      }
+#pragma unroll
+      for (int u = 0; u < kColUnroll; ++u) {
+        if (mode == kSqDev) v[u] = (v[u] - m) * (v[u] - m);
+        acc = combine(mode, acc, v[u]);
+      }
+    }
+    for (; r < r1; r += kColWarps) {
+      int64_t ro[1];
+      red.get(r, ro);
+      double v = cvt<double>(xs[ro[0]]);
+      if (mode == kSqDev) v = (v - m) * (v - m);
+      acc = combine(mode, acc, v);
+    }
+  }
+  acc_s[row][lane] = acc;
+  __syncthreads();
+  if (row == 0 && o < O) {
+    for (int k = 1; k < kColWarps; ++k) acc = combine(mode, acc, acc_s[k][lane]);
+    partial[o * splits + s] = acc;
+  }
+}
+
 // Adds (or maxes) the splits of each output in order; writes the mean (var stage 1)
 // or the final value.
 template <typename T>
@@ -172,8 +233,37 @@ void reduce(ReduceOp op, const Tensor& out, const Tensor& x, const Shape& dims, 
   SB_CUDA_DISPATCH_MATH(x.dtype(), name, {
     scalar_t* po = static_cast<scalar_t*>(out.data_ptr());
     const scalar_t* px = static_cast<const scalar_t*>(x.data_ptr());
-    if (!use_block) {
+    if (!use_block && R < kColMinRows) {
       reduce_thread_kernel<scalar_t><<<grid_for(O, dev), kThreads>>>(po, px, kept, red, O, R, op, correction);
+      SB_CUDA_LAUNCH_CHECK();
+    } else if (!use_block) {  // Note [Column reductions]
+      const int64_t col_blocks = (O + kColWidth - 1) / kColWidth, want = 4LL * sms;
+      int64_t splits = 1;
+      if (col_blocks < want) splits = std::min<int64_t>({(want + col_blocks - 1) / col_blocks, R / kColMinRows, 65535});
+      splits = std::max<int64_t>(splits, 1);
+      const int64_t chunk = (R + splits - 1) / splits;
+      splits = (R + chunk - 1) / chunk;
+      SB_CHECK(col_blocks <= INT32_MAX, name, " (CUDA): ", O, " outputs exceed the column kernel's grid");
+      const dim3 grid(static_cast<unsigned>(col_blocks), static_cast<unsigned>(splits)), block(kColWidth, kColWarps);
+      Tensor partial = empty({O * splits}, DType::Float64, out.device());
+      double* pp = partial.data<double>();
+      const int mode = op == ReduceOp::Max ? kMax : kSum;
+      if (op == ReduceOp::Var || op == ReduceOp::Std) {
+        Tensor mean = empty({O}, DType::Float64, out.device());
+        reduce_column_kernel<scalar_t><<<grid, block>>>(px, kept, red, O, R, splits, chunk, mode, nullptr, pp);
+        SB_CUDA_LAUNCH_CHECK();
+        reduce_finalize_kernel<scalar_t><<<grid_for(O, dev), kThreads>>>(po, kept, pp, O, splits, R, op, correction,
+                                                                         mean.data<double>());
+        SB_CUDA_LAUNCH_CHECK();
+        reduce_column_kernel<scalar_t><<<grid, block>>>(px, kept, red, O, R, splits, chunk, kSqDev, mean.data<double>(),
+                                                        pp);
+        SB_CUDA_LAUNCH_CHECK();
+      } else {
+        reduce_column_kernel<scalar_t><<<grid, block>>>(px, kept, red, O, R, splits, chunk, mode, nullptr, pp);
+        SB_CUDA_LAUNCH_CHECK();
+      }
+      reduce_finalize_kernel<scalar_t><<<grid_for(O, dev), kThreads>>>(po, kept, pp, O, splits, R, op, correction,
+                                                                       nullptr);
       SB_CUDA_LAUNCH_CHECK();
     } else {
       const int64_t want = 4LL * sms;  // blocks to fill the device
