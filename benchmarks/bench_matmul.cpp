@@ -19,7 +19,7 @@
 //   (CblasColMajor); openblas_set_num_threads(threads). Its kernel set is
 //   openblas_get_corename(), written to the context as sb_openblas_core (meson sets
 //   OPENBLAS_CORETYPE=Haswell for `ninja benchmark` on AVX2 builds: the packaged 0.3.21
-//   takes this VM for a Prescott and would run its SSE3 kernels, docs/NOTES-gemm.md).
+//   takes this VM for a Prescott and would run its SSE3 kernels, docs/notes/gemm.md).
 //   The OpenBLAS rows run after all of ours, so its spinning threads never meet ours.
 //
 // Cost: flop = 2*M*N*K; bytes = A, B read once + C written once (contiguous_first also

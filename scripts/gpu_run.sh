@@ -4,7 +4,7 @@
 # nothing. See docs/GPU.md for the calls.
 #
 # Steps (SB_GPU_STEPS, default "tests sanitize bench peers"), each bounded by `timeout`
-# from one budget for the whole call (SB_GPU_BUDGET seconds, default 540: the device
+# from one budget for the whole call (SB_GPU_BUDGET seconds, default 480: the device
 # tool stops a command at 600), each packed into $OUT/<step>.tar.gz as soon as it ends,
 # so a call cut short still brings back every finished step; $OUT/summary.txt has one
 # line per step. At most 5 files come back (the device tool takes 8).
@@ -34,7 +34,7 @@ mkdir -p "$OUT"
 bin=$here/bin
 steps=${SB_GPU_STEPS:-tests sanitize bench peers}
 rehearsal=${SB_GPU_REHEARSAL:-0}
-budget=${SB_GPU_BUDGET:-540}
+budget=${SB_GPU_BUDGET:-480}
 start=$SECONDS
 status=0
 

@@ -534,7 +534,7 @@ def pick_ceiling(cands, regime, what, row_bytes=None):
     byte count is held to the size that moves the nearest number of bytes (by ratio),
     the fastest of its ops there: a 2 MiB L2 per core labels the 1 Mi-element baseline
     LLC on 2 threads (4 MiB, not twice the 2 x 2 MiB), yet each thread's half stays in
-    its L2 (the Intel VM of session 19: a 123 GB/s "LLC" read beside 58 GB/s for the 8
+    its L2 (the Intel VM of git 95b95bc (2026-11-24): a 123 GB/s "LLC" read beside 58 GB/s for the 8
     Mi-element one), which is no ceiling for a 64 MiB row."""
     if what == "bytes" and regime == "DRAM":
         return max(cands, key=lambda b: (shape_numel(b["shape"]), rate(b, what)))

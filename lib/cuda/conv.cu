@@ -24,7 +24,7 @@
 // workspace and read by the GEMM: 2*N*G*K*P*4 bytes of extra traffic), out written by
 // the GEMM and read+written once more by the epilogue when there is a bias or relu.
 // A direct kernel for depthwise convolutions (K tiny, Og = 1: the GEMMs are then
-// degenerate) would be faster; not done (docs/NOTES-cuda.md).
+// degenerate) would be faster; not done (docs/notes/cuda.md).
 #include <algorithm>
 
 #include "cuda/cublas_util.h"

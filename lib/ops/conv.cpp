@@ -85,7 +85,7 @@ inline void for_each_tap(const Geom& g, int64_t oh, int64_t ow, const F& f) {
 // each weight vector loaded once for both (0.85-0.9x the time of one at a time). The
 // generic per-pixel loop (an integer division and a strided weight gather per
 // multiply-add) ran a 3x3 depthwise of 8x32x112x112 in 55 ms against 5.3 ms NCHW; now
-// 2.5-2.7 ms, PyTorch 1.13's NHWC 2.3-2.8 ms (1 thread; docs/NOTES-conv.md).
+// 2.5-2.7 ms, PyTorch 1.13's NHWC 2.3-2.8 ms (1 thread; docs/notes/conv.md).
 template <int V>
 inline void dw_pixel_chunk(float* o, const float* xn, int64_t xh, int64_t xw, const float* wpk, int64_t O,
                            const float* bpk, const Geom& g, int64_t oh, int64_t ow, bool relu) {
@@ -635,13 +635,13 @@ void conv_gemm(const Geom& g, const Tensor& out, const Tensor& x, const Tensor& 
 // list; pixels whose taps reach into the left/right padding run one at a time with
 // their own tap list. Weights are repacked once per call as [tap][c][64 channels].
 // NCHW x takes the same kernel (Note [NCHW through the channels-last kernel]).
-// 8x64x56x56, 1 thread (Intel VM, session 3): NCHW 13.5 ms, NHWC 12.0 ms (154 GFLOP/s,
+// 8x64x56x56, 1 thread (Intel VM, git d812d82 (2026-11-22)): NCHW 13.5 ms, NHWC 12.0 ms (154 GFLOP/s,
 // 93 % of the FMA peak; best of 11, alternating), against 22.8 / 14.2 ms for PyTorch's
 // oneDNN at the same moment and 20-25 / 18-21 ms for the implicit GEMM. A direct NCHW kernel (16
 // channels x 16 pixels of a row, one masked row load and 16 weight broadcasts per
 // (c, tap)) was tried first: 64 % of the FMA peak against 93 % for this one (1.5x the
 // time), with row loads split across cache lines and 16 broadcasts per load tying up
-// the load ports (docs/NOTES-gemm.md, session 3).
+// the load ports (docs/notes/gemm.md, git d812d82 (2026-11-22)).
 // Note [NCHW through the channels-last kernel]: each (image, group) of an NCHW x is
 // first transposed into a channels-last buffer (H*W*C_g floats, 0.8 MB at 64x56x56,
 // about L2), then its output rows run exactly as NHWC ones do (interior tiles of 6
@@ -650,11 +650,8 @@ void conv_gemm(const Geom& g, const Tensor& out, const Tensor& x, const Tensor& 
 // channels-last buffer (6*OW*O_g floats, 86 KB), which one transpose_tile_f32 writes
 // into the NCHW output. The staging prefetches the next row's C_g short runs (too many
 // streams for the hardware prefetchers), and each block prefetches its output lines for
-// writing while its rows compute. Until session 8 the buffer carried the zero padding (so
-// every pixel ran all 9 taps, 2.4 % more FMAs at 56x56, and 56 = 9 x 6 + 2 columns left
-// a 2-pixel tile) and the tiles scattered their 16-channel vectors into the output (24
-// zmm scatters per tile): 8x64x56x56 on the AMD EPYC VM, alternating old and new (8
-// rounds), NCHW 18.1 -> 17.0 ms on 1 thread, 9.26 -> 8.49 ms on 2 (NHWC: 16.4 / 8.3).
+// writing while its rows compute. A zero-padded buffer and scattered output stores were
+// slower (docs/notes/gemm.md, NCHW conv2d on the AMD EPYC VM).
 #if defined(SB_HAVE_AVX2) && defined(SB_HAVE_AVX512)
 constexpr int kMaxDirectTaps = 64;
 constexpr int kCoTile = 64;  // output channels per tile (4 zmm)
@@ -800,7 +797,7 @@ struct DirectRow {
 
 
   // Note [Edge columns by rows]: a pixel whose taps reach into the left or right padding
-  // has its own tap list, so row by row it ran alone (before session 5): a 1-pixel tile
+  // has its own tap list, so row by row it ran alone (before git 9298602 (2026-11-22)): a 1-pixel tile
   // has 4 accumulator chains, half of what hides the FMA latency, and at 56x56 with
   // padding 1 those 2 columns took ~7 % of an NHWC conv. The same column of consecutive
   // output rows with the same taps (every row whose kh taps are all inside the image)
@@ -1046,7 +1043,7 @@ Tensor& conv2d_out(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& 
 // The naive per-window loops these replaced ran NCHW 3x3 / 2 pooling of 8x64x56x56 at
 // 3-4% of the copy ceiling and NHWC at 21-28%, so the Channels-last table credited NHWC
 // pooling with a 6-8x speed-up that was our code's, not the machine's
-// (docs/NOTES-conv.md has the before and after). max skips NaN (as fmax: x > acc ? x :
+// (docs/notes/conv.md has the before and after). max skips NaN (as fmax: x > acc ? x :
 // acc, _mm256_max_ps(x, acc)); a window of NaN alone gives -inf. PyTorch propagates NaN.
 namespace {
 struct PoolGeom {

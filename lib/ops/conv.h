@@ -2,7 +2,8 @@
 //
 //   conv2d(x, w, bias, params, relu)   x [N, C, H, W], w [O, C/groups, KH, KW], bias [O]
 //                                      or an undefined Tensor; relu fused in the epilogue.
-//                                      Output [N, O, OH, OW] in x.suggest_memory_format().
+//                                      Output [N, O, OH, OW], channels-last when x or w
+//                                      is (PyTorch's rule), else contiguous.
 //                                      OH = (H + 2*pad - dil*(KH-1) - 1) / stride + 1.
 //   conv2d_out(out, ...)               out of those sizes, any non-overlapping strides
 //                                      (computed in place when out is dense in the
@@ -26,8 +27,11 @@
 //          W_g^T, A panels gathered from x's contiguous channel runs (1x1: a plain GEMM).
 //   direct AVX-512 (SimdLevel::AVX512, KH*KW <= 64; Note [Direct AVX-512 conv]): taken
 //          instead of both GEMM paths: 6-pixel x 64-channel register tiles read
-//          channels-last x in place; NCHW x is staged per (image, group) channels-last
-//          (zero-padded) first and the results are scattered into the NCHW output.
+//          channels-last x in place; NCHW x is transposed per (image, group) into a
+//          channels-last buffer (no padding: edge pixels skip their outside taps), and
+//          blocks of output rows go through a per-thread channels-last buffer that one
+//          tile transpose writes into the NCHW output (Note [NCHW through the
+//          channels-last kernel] in conv.cpp).
 //   direct depthwise / few channels per group (C_g*KH*KW or O_g tiny): NCHW plain loops
 //          along OW (compiler-vectorised at stride 1); NHWC depthwise (C_g = O_g = 1,
 //          x and out of unit channel stride) with AVX2 up to 64 channels in registers
@@ -37,7 +41,8 @@
 // Workspace: the GEMM packing buffers (Note [GEMM workspace]) per thread, from cpu_allocator();
 // NHWC depthwise: its weights and bias repacked, O * (KH*KW + 1) floats;
 // the direct path: its packed weights (O_g rounded to 64 x C_g*KH*KW per group) and, for
-// NCHW, one (image, group) of x channels-last with padding (C_g*(H+2p)*(W+2p) floats).
+// NCHW, one (image, group) of x channels-last (C_g*H*W floats) and per thread a block of
+// output rows (6*OW*O_g floats).
 // CUDA inputs go to sb::cuda::conv2d after the same checks.
 #pragma once
 #include "core/tensor.h"

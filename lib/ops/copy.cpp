@@ -76,7 +76,7 @@ std::atomic<int64_t> g_nt_threshold{-1};  // bytes; -1 = not set: default_nt_thr
 // the detected L3 (260 MB) is the host's, shared with other VMs, and measured
 // crossovers were far lower: regular-store transposes fall to 1-3 GB/s from 16 MiB
 // outputs while streaming keeps 6-20 GB/s; plain copies cross over near 4-32 MiB
-// (docs/NOTES-copy-reduce.md). So the default is min(LLC, 2 x cores x L2): 8 MiB on
+// (docs/notes/copy-reduce.md). So the default is min(LLC, 2 x cores x L2): 8 MiB on
 // that Intel VM (2 MiB L2 per core), 4 MiB on the 2-core AMD EPYC VM (1 MiB L2).
 int64_t default_nt_threshold() {
   static const int64_t v = [] {
@@ -312,22 +312,22 @@ void tile_scalar(U* dst, const U* src, int64_t na, int64_t nb, int64_t dA, int64
 // Note [Transpose bands]
 // The buffered tiles above read 128-float (512-byte) pieces of 64 source rows, one
 // 4 KiB page each, and the transpose of a 4096^2 float32 stalled on those reads
-// (docs/NOTES-copy-reduce.md). With streaming stores the dst side needs no buffer: a
+// (docs/notes/copy-reduce.md). With streaming stores the dst side needs no buffer: a
 // band of 16 nh source rows x kBandA columns goes through detail::stream_band_f32 (per
 // 8 columns, nh 16-row halves of two 8x8 transposes; each dst row gets 64 nh
 // contiguous bytes as whole 64-byte lines), so the source rows are read as sequential
 // runs and the buffer round trip disappears. The two machines we measure on disagree on
-// the band (docs/NOTES-copy-reduce.md, rounds 2 and 5), so it is chosen per vendor
+// the band (docs/notes/copy-reduce.md, transpose bands; the AMD EPYC VM), so it is chosen per vendor
 // (transpose_bands()):
 //   Intel: 32 rows (nh = 2: 128 bytes per dst row visit): 1.3-1.4x the buffered
-//     tiles on the Sapphire Rapids VM of sessions 1-6, where 16 rows was 20% slower.
+//     tiles on the Sapphire Rapids VM of the runs of git 499268c to 5c89a60 (2026-11-21 to 2026-11-22), where 16 rows was 20% slower.
 //     Tasks walk A fastest, as on AMD. The Sapphire Rapids VM had them along B fastest
 //     (a thread's range a band of 512 dst rows: 72-78% of the copy against 66% on 2
-//     threads, round 3); the Intel VM of session 19 (2 MiB L2, a 480 MiB L3) says the
+//     threads); the Intel VM of git 95b95bc (2026-11-24) (2 MiB L2, a 480 MiB L3) says the
 //     opposite, more strongly: the library forced to each order, interleaved, 4096^2
 //     float32 6.7-6.9 ms A fastest against 10.0 ms [6.3-10.8] B fastest on 1 thread,
 //     2.86 against 3.25 ms on 2 (a streaming copy of the same bytes: 5.3 / 2.5 ms);
-//     NCHW <-> NHWC of 32x64x56x56 1.01-1.07x faster (docs/NOTES-copy-reduce.md).
+//     NCHW <-> NHWC of 32x64x56x56 1.01-1.07x faster (docs/notes/copy-reduce.md).
 //   AMD (EPYC Zen 4 VM), and any other CPU: 16 rows (nh = 1: one whole line per dst row
 //     visit) and tasks along A fastest, so each band reads its 16 source rows start to
 //     end and a thread's range is a run of whole source-row bands: 4096^2 float32 5.9
@@ -342,7 +342,7 @@ constexpr int64_t kBlockA = 1024, kBlockB = 64, kBlockMinRowBytes = 4096;  // No
 #ifdef SB_HAVE_AVX2
 // Note [Pipelined transpose blocks]
 // On the AMD EPYC VM the 16-row bands above still left a 4096^2 float32 transpose at
-// half the streaming copy's rate, and bare loops (docs/NOTES-copy-reduce.md, session 11)
+// half the streaming copy's rate, and bare loops (docs/notes/copy-reduce.md, git ff9470d (2026-11-24))
 // said why: streaming stores of one 64-byte line per dst row visit run at half the
 // speed of sequential ones once reads run beside them (a sequential read with such
 // writes: 5.7 ms, the same as the bands), while 128-256 bytes per visit come close to a

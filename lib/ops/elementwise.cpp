@@ -258,13 +258,13 @@ template <> struct VecIO<Half> {  // F16C: 8 halves <-> 8 floats, round to neare
 // with non-temporal stores (NT = true), as the copy's does: c = a + b with plain stores
 // moves 4 arrays (the read-for-ownership of c's lines), with streaming stores 3.
 // Measured, 64x64x128x128 float32 add out=, plain vs streaming in one process: 58.7 vs
-// 40.1 ms on 1 thread, 32.4 vs 22.9 ms on 2 (docs/NOTES-elementwise.md). Elements
+// 40.1 ms on 1 thread, 32.4 vs 22.9 ms on 2 (docs/notes/elementwise.md). Elements
 // before the first kStreamAlign boundary and the tail are streamed one by one (put_part);
 // each thread issues one sfence after its last strip (StridedIter::for_each's `fence`).
 // The Tiled path (a transposed input) streams too when each tile's output is one dense
 // block (whole output rows of at most kTileBytes0, rows adjacent: x + y.transpose(2, 3)
 // with small H, W). Tiles of longer rows write 64 pieces of 1 KiB on 64 pages, which
-// streamed 17-31% slower (docs/NOTES-elementwise.md), so those keep plain stores.
+// streamed 17-31% slower (docs/notes/elementwise.md), so those keep plain stores.
 // In-place updates never stream: their lines were just read, so there is no
 // read-for-ownership to save.
 //
@@ -277,10 +277,10 @@ template <> struct VecIO<Half> {  // F16C: 8 halves <-> 8 floats, round to neare
 // into the lines that the strip's (and the next strip's) vector streams fill made
 // x + row-bias over 129-float rows 4.5x slower than not streaming at all (31.7 against
 // 6.9 ms, 64 MiB, 1 thread, AMD EPYC VM), over 20-float rows 4x. With movnti heads and
-// tails no row length got slower. With this session's other changes (below, Note [Row
-// blocks]), 64 MiB float32 outputs, old and new alternating, 1 thread: rows of 128
+// tails no row length got slower. Together with Note [Row
+// blocks], 64 MiB float32 outputs, old and new alternating, 1 thread: rows of 128
 // floats 5.6 -> 3.0 ms, of 129 6.8 -> 3.3, of 1001 6.7 -> 3.1; relu_out of x[..., ::2]
-// 5.4 -> 2.5 ms (docs/NOTES-elementwise.md, session 13). An output with gaps between
+// 5.4 -> 2.5 ms (docs/notes/elementwise.md, git 1a478e1 (2026-11-24)). An output with gaps between
 // its rows never streams.
 
 // o[0 .. m) = t[0 .. m), m < W, t just written by one vector store. Plain: at most two
@@ -552,8 +552,8 @@ __attribute__((target("avx512f,avx512vl"))) void stride2_loop(T* o, const T* a, 
 // into one ymm (doubles: two ymm loads, an unpack and a permute); the dense vector op
 // and store follow in the same loop, with no store to and reload from an L1 buffer. The masks keep every
 // load inside the strip: the last even element is the last one read. On the AMD EPYC
-// VM, old and new benchmark binaries alternating: see docs/NOTES-elementwise.md
-// (session 13).
+// VM, old and new benchmark binaries alternating: see docs/notes/elementwise.md
+// (2026-11-24, git 1a478e1, amd-epyc-2c).
 enum class Operand { Scalar, Dense, Two };  // stride 0, stride 1, stride 2 (elements)
 
 template <typename T> struct Gather2;  // the even lanes of a stride-2 run, packed into one ymm
@@ -794,7 +794,7 @@ std::atomic<bool> g_last_nt{false};
 // Q = sum((x - m)^2) with m the mean rounded to the accumulation type; var = (Q - S^2/n)/n
 // is exact in that shift, so the rounding of m costs nothing. On the AVX2 path float32
 // and float16 rows accumulate in float32 lanes (two vectors per sum), flushed into double
-// every kStatFlush elements as the reductions do (docs/NOTES-copy-reduce.md, Accuracy):
+// every kStatFlush elements as the reductions do (docs/notes/copy-reduce.md, Accuracy):
 // a 64-element row costs ~20 vector ops, against ~60 with every 8 floats widened to two
 // double vectors; float64 rows accumulate in double vectors.
 constexpr int64_t kStatFlush = 1024;
@@ -1091,7 +1091,7 @@ inline void normalize_cols64_f32(const char* x, int64_t xsd, char* out, int64_t 
 // of the block before the next pass: a 64-element row is mostly latency (two dependent
 // vector sums, their horizontal adds, a division, a square root), and this puts the
 // independent rows' chains next to each other (1 row at a time: 35 us for 1024 rows of 64
-// floats, 8 rows at a time: see docs/NOTES-elementwise.md, Normalize).
+// floats, 8 rows at a time: see docs/notes/elementwise.md, Normalize).
 template <typename T>
 void row_stats_block(bool avx, const char* x, int64_t row_bytes, int nr, int64_t stride_bytes, int64_t n, double eps,
                      double* mean, double* rstd) {
@@ -1348,7 +1348,7 @@ void check_inputs(const char* name, const Tensor& a, const Tensor& b) {
 // is `flatten`ed: strip1 / strip2 and their loops inline into it (still one copy per
 // (op, dtype)), where they were three calls deep; without it the transposed add
 // (the iterator's grouped staging, a call per 2 KiB piece) took 1.03-1.04x the time
-// of the per-kernel iterator on 1 thread, with it 0.97x of that (NOTES-elementwise.md).
+// of the per-kernel iterator on 1 thread, with it 0.97x of that (docs/notes/elementwise.md).
 using RowBlockFn = void (*)(const void* k, char* const* p, const int64_t* s, int64_t n, int64_t rows, const int64_t* s1);
 
 struct StripKernel {
@@ -1375,7 +1375,7 @@ struct StripKernel {
 // Only rows under 128 bytes: 64 MiB float32 x + b, 1 thread, AMD EPYC VM, old / new time:
 // rows of 3 floats 0.10x, 20 floats 0.55x, NHWC + bias with C = 3 / 16 0.10x / 0.58x;
 // from 32 floats (two lines) on the rows already ran at the memory rate, and the periodic
-// form measured 1.04-1.20x (C = 64 1.20x [0.98-1.28]) (docs/NOTES-elementwise.md).
+// form measured 1.04-1.20x (C = 64 1.20x [0.98-1.28]) (docs/notes/elementwise.md).
 constexpr int64_t kPeriodicChunk = 1024;     // outputs per kernel call: a multiple of 64 bytes for every dtype
 constexpr int64_t kPeriodicRowBytes = 128;   // rows shorter than this take the periodic form
 
@@ -1539,10 +1539,10 @@ void run_unary(UnaryOp op, const Tensor& out, const Tensor& a) {
 // streams), in the rows it writes whole: rows dense along `dim`, through the short-row
 // kernel when n % 8 == 0 and every row starts 32-byte aligned, else through strip1's
 // streaming loop (its heads and tails streamed element by element). The paths across
-// adjacent rows (x strided along dim) keep plain stores. Until session 18 normalize never
+// adjacent rows (x strided along dim) keep plain stores. Until git 2846cc2 (2026-11-24) normalize never
 // streamed: out= and out-of-place over 64x64x128x128 float32 (256 MiB each way) paid the
 // read-for-ownership of every output line, 28 ms against 21 ms in place on 1 thread, and
-// on 2 threads 15-42 ms from run to run (docs/NOTES-elementwise.md, session 18).
+// on 2 threads 15-42 ms from run to run (docs/notes/elementwise.md, git 2846cc2 (2026-11-24)).
 // The call-wide rule is may_stream's; which rows stream is decided per strip.
 
 void run_normalize(const Tensor& out, const Tensor& x, int64_t dim, double eps) {

@@ -96,7 +96,7 @@ inline int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 // Threads split C into independent stripes, one per thread, each running the whole
 // serial loop nest with its own A and B buffers: one parallel region per call and no
 // barrier (a shared packed B with a barrier per KC block was measured slower on this
-// loaded 2-core machine: docs/NOTES-gemm.md). The stripes cut N when M <= N (A, M x K,
+// loaded 2-core machine: docs/notes/gemm.md). The stripes cut N when M <= N (A, M x K,
 // is then packed by every thread) and M otherwise (B packed by every thread).
 struct GemmPlan {
   int team;               // threads used

@@ -214,7 +214,7 @@ StridedIter::StridedIter(const Shape& sizes, const Operand* ops, int nops, bool 
     if (k < 0 || sizes_[0] < 8 || sizes_[k] < 8) continue;
     // dim 0 shorter than kTileBytes0 (e.g. 128-float rows): the tile takes more rows, up
     // to kTileElems elements (a whole 128 x 128 plane), so the staged source is read in
-    // longer runs (docs/NOTES-elementwise.md, session 7)
+    // longer runs (docs/notes/elementwise.md, git 86d4bad (2026-11-23))
     tile0_ = std::min(std::max<int64_t>(1, kTileBytes0 / ops[0].elem_size), sizes_[0]);
     tile1_ = std::min(std::max(kTileRows, kTileElems / tile0_), sizes_[k]);
     // move dim k to position 1 (the order of the outer dims does not matter to the tiles)

@@ -27,7 +27,7 @@
 //                  path. Operands beyond the caches also prefetch the next tile (Note
 //                  [Tile prefetch]), or, with whole planes as tiles and a dense input
 //                  beside, are staged a group of planes at a time (Note [Grouped
-//                  staging]). Measured on the dev VM (docs/NOTES-elementwise.md, 8192^2
+//                  staging]). Measured on the dev VM (docs/notes/elementwise.md, 8192^2
 //                  float32, 1 thread): ~60% of contiguous add out-of-place, 50-60%
 //                  of the (faster) contiguous in-place add, 70-99% of STREAM add
 //                  (31-36% / 25% / 45% with the scalar 1024 B x 16 staging before).
@@ -109,14 +109,14 @@ namespace sb {
 // of Note [Tile prefetch] paused the dense streams for every tile it staged, and on
 // the AMD EPYC VM a paused linear stream costs far more than the pause, while software
 // prefetches from DRAM ran at ~12.5 GB/s against ~28 GB/s for a hardware-followed
-// stream (docs/NOTES-elementwise.md, sessions 9 and 10). 64x64x128x128 float32 add with
+// stream (docs/notes/elementwise.md, the runs at git 5b88473 and 9d415c8). 64x64x128x128 float32 add with
 // a transposed operand, old and new builds alternating (7 rounds): out= 0.79x,
 // out-of-place 0.87x the time on 1 thread, 0.95x / 0.91x on 2; float64 out= 0.80x.
 // Knobs, same runs: 4 planes per group 1.2x slower than 8, 12 no better; staging steps
 // of 8 float32 strips (half a line) 1.1x slower; pieces of 1, 4 or 8 KiB no better than
 // 2 KiB; touching part of the next group during step 1 1.2x slower; prefetch
 // instructions in place of the loads 1.3-1.5x slower (bare loops). On the Intel VM of
-// session 19 (2 MiB L2) smaller groups win: kGroupBytesIntel and at least 2 planes. The
+// git 95b95bc (2026-11-24) (2 MiB L2) smaller groups win: kGroupBytesIntel and at least 2 planes. The
 // library with the group size from the environment, contiguous and transposed add out=
 // alternating (7 rounds, rate ratio): 64x64x128x128 float32 0.63 (8 planes) -> 0.72 (2
 // planes; 1: 0.67, 3: 0.70, 4: 0.69, 16: 0.52, 32: 0.42) on 1 thread, 0.62 -> 0.73 on 2;
@@ -198,7 +198,7 @@ class StridedIter {
   // elementwise.cpp): x + b with b a broadcast row of 20 floats spent most of its time
   // in the per-strip call and the odometer between strips (28 ms for 64 MiB against
   // 3.3 ms over rows of 128, 1 thread, AMD EPYC VM; with row blocks and Note [Streaming
-  // strips], 6.2 ms; PyTorch 1.13, 5.1 ms; docs/NOTES-elementwise.md, session 13).
+  // strips], 6.2 ms; PyTorch 1.13, 5.1 ms; docs/notes/elementwise.md, git 1a478e1 (2026-11-24)).
   template <typename F>
   void for_each(const F& f, int64_t grain = kGrainSize, bool fence = false) const;
 
@@ -328,7 +328,7 @@ void StridedIter::run_groups(const F& f, int64_t begin, int64_t end) const {
   // The staged inputs' source lines, walked in order (plane u, row r, line k of the row)
   // and read with plain loads: the next group's are touched while this one streams.
   // Where the group's rows lie end to end, one linear range instead (float32 transposed
-  // add 0.93-0.97x the time of row-by-row touches on 1 thread; NOTES-elementwise.md).
+  // add 0.93-0.97x the time of row-by-row touches on 1 thread; docs/notes/elementwise.md).
   struct Lines {
     const char* base = nullptr;
     int64_t s2 = 0, s0 = 0, span = 0, per_row = 0, total = 0, done = 0, u = 0, r = 0, k = 0;
@@ -504,7 +504,7 @@ void StridedIter::run_tiles(const F& f, int64_t begin, int64_t end) const {
         // Prefetch the next tile's source (n0 rows of n1 * s1 bytes, whole lines) while
         // this one is transposed: its rows are too many interleaved streams for the
         // hardware prefetchers (on the AMD EPYC VM even two interleaved rows read at
-        // 40% of a linear read; docs/NOTES-elementwise.md, session 7).
+        // 40% of a linear read; docs/notes/elementwise.md, git 86d4bad (2026-11-23)).
         // The prefetches are spread over the staging, 8 source rows at a time (a burst of
         // a whole tile's lines overflows the miss queues and is dropped).
         const int64_t s0 = strides_[0][i], s1 = strides_[1][i], es = elem_size_[i];

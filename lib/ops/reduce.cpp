@@ -228,7 +228,7 @@ struct OpSqDev {
 // Note [One read for var]
 // var/std used to read x twice: a sum pass for the means, then sum((x - m)^2) and
 // sum(x - m) around them (the corrected two-pass algorithm). Over 16384x8192 float32
-// (512 MiB) that is two DRAM reads: 27-41% of the read rate in session 17's run. Now x
+// (512 MiB) that is two DRAM reads: 27-41% of the read rate in git 18c8052's run. Now x
 // is read from memory once and the moments are merged as (count, mean, M2) triples by
 // Chan et al.'s formula (mean += d nb / n, M2 += M2b + d^2 na nb / n, d = meanb - meana),
 // in double outside the kernels:
@@ -694,7 +694,7 @@ void run_horizontal(const typename V::T* x, const Geo& g, typename V::A* res) {
 // (as it was) 3.4-5.1 ms, 8 x 1024 2.9-3.9, 8 x 2048 3.1-3.5, 8 x 4096 2.9-3.3, 16 x
 // 1024 4.4-5.5, 1 row x 4096 (one stream) 3.2-5.7. Kept 8 x 2048 (an 8 KiB buffer per
 // accumulator, 16 KiB for var's two, plus var's means: L1 on both machines) until
-// session 9, when the library's own kernel with 2048 and 8192 columns alternated (10
+// git 5b88473 (2026-11-24), when the library's own kernel with 2048 and 8192 columns alternated (10
 // rounds, 1 thread, float32): 16384x8192 (32 KiB rows) sum over dim 0 0.93x [0.83-1.02]
 // the time, var 0.92x [0.81-1.01], 4096^2 sum 0.98x; 2 threads (5 rounds) sum 0.92x,
 // max 0.89x, var 0.84x. Wider tasks read each row in longer runs (a whole 32 KiB row,

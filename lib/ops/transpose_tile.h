@@ -26,7 +26,7 @@
 // [Transpose bands]). No fence (as stream_copy). nh == 1 and 2 (the copy's full bands)
 // run compile-time instances with the h loop unrolled (stream_band_f32_n<2>): +3-7%
 // over the run-time loop in the benchmark, +5-15% in a harness, at 1 and 2 threads
-// (docs/NOTES-copy-reduce.md, round 3).
+// (docs/notes/copy-reduce.md, the 2-thread transpose).
 //
 // stream_copy(d, s, n): n bytes from s to d with non-temporal 32-byte stores (plain
 // stores for the unaligned head and the tail); no fence: the caller issues
