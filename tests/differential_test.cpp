@@ -231,28 +231,8 @@ std::vector<double> broadcast(const std::vector<double>& v, const Shape& from, c
 const BinaryOp kBinary[] = {BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div, BinaryOp::Maximum, BinaryOp::Minimum};
 const UnaryOp kUnary[] = {UnaryOp::Neg, UnaryOp::Abs, UnaryOp::Relu, UnaryOp::Exp, UnaryOp::Sqrt};
 
-double ref_binary(BinaryOp op, double x, double y) {
-  switch (op) {
-    case BinaryOp::Add: return x + y;
-    case BinaryOp::Sub: return x - y;
-    case BinaryOp::Mul: return x * y;
-    case BinaryOp::Div: return x / y;
-    case BinaryOp::Maximum: return std::max(x, y);
-    case BinaryOp::Minimum: return std::min(x, y);
-  }
-  return NAN;
-}
-
-double ref_unary(UnaryOp op, double x) {
-  switch (op) {
-    case UnaryOp::Neg: return -x;
-    case UnaryOp::Abs: return std::fabs(x);
-    case UnaryOp::Relu: return x < 0 ? 0 : x;
-    case UnaryOp::Exp: return std::exp(x);
-    case UnaryOp::Sqrt: return std::sqrt(x);
-  }
-  return NAN;
-}
+using test::ref_binary;
+using test::ref_unary;
 
 bool floating_only(BinaryOp op) { return op == BinaryOp::Div; }
 bool floating_only(UnaryOp op) { return op == UnaryOp::Exp || op == UnaryOp::Sqrt; }

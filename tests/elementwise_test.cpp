@@ -26,28 +26,8 @@ const std::vector<BinaryOp> kBinaryOps = {BinaryOp::Add,     BinaryOp::Sub,    B
 const std::vector<UnaryOp> kUnaryOps = {UnaryOp::Neg, UnaryOp::Abs, UnaryOp::Relu, UnaryOp::Exp, UnaryOp::Sqrt};
 const std::vector<DType> kDTypes = {DType::Float32, DType::Float64, DType::Float16, DType::Int32};
 
-double ref_binary(BinaryOp op, double x, double y) {
-  switch (op) {
-    case BinaryOp::Add: return x + y;
-    case BinaryOp::Sub: return x - y;
-    case BinaryOp::Mul: return x * y;
-    case BinaryOp::Div: return x / y;
-    case BinaryOp::Maximum: return std::isnan(x) || std::isnan(y) ? NAN : std::max(x, y);
-    case BinaryOp::Minimum: return std::isnan(x) || std::isnan(y) ? NAN : std::min(x, y);
-  }
-  return 0;
-}
-
-double ref_unary(UnaryOp op, double x) {
-  switch (op) {
-    case UnaryOp::Neg: return -x;
-    case UnaryOp::Abs: return std::fabs(x);
-    case UnaryOp::Relu: return x < 0 ? 0 : x;
-    case UnaryOp::Exp: return std::exp(x);
-    case UnaryOp::Sqrt: return std::sqrt(x);
-  }
-  return 0;
-}
+using test::ref_binary;
+using test::ref_unary;
 
 bool supported(BinaryOp op, DType dt) { return !(op == BinaryOp::Div && dt == DType::Int32); }
 bool supported(UnaryOp op, DType dt) { return dt != DType::Int32 || (op != UnaryOp::Exp && op != UnaryOp::Sqrt); }

@@ -1,6 +1,7 @@
 // test_util.cpp — see test_util.h.
 #include "test_util.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -262,6 +263,29 @@ double default_rtol(DType t) {
     case DType::Float16: return 2e-3;
     default: return 0;
   }
+}
+
+double ref_binary(BinaryOp op, double x, double y) {
+  switch (op) {
+    case BinaryOp::Add: return x + y;
+    case BinaryOp::Sub: return x - y;
+    case BinaryOp::Mul: return x * y;
+    case BinaryOp::Div: return x / y;
+    case BinaryOp::Maximum: return std::isnan(x) || std::isnan(y) ? NAN : std::max(x, y);
+    case BinaryOp::Minimum: return std::isnan(x) || std::isnan(y) ? NAN : std::min(x, y);
+  }
+  return NAN;
+}
+
+double ref_unary(UnaryOp op, double x) {
+  switch (op) {
+    case UnaryOp::Neg: return -x;
+    case UnaryOp::Abs: return std::fabs(x);
+    case UnaryOp::Relu: return x < 0 ? 0 : x;
+    case UnaryOp::Exp: return std::exp(x);
+    case UnaryOp::Sqrt: return std::sqrt(x);
+  }
+  return NAN;
 }
 
 }  // namespace sb::test

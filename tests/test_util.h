@@ -13,6 +13,7 @@
 #include "core/cpu_features.h"
 #include "core/parallel.h"
 #include "core/tensor.h"
+#include "ops/elementwise.h"
 
 namespace sb::test {
 
@@ -105,6 +106,11 @@ void expect_msg(const std::function<void()>& f, const std::string& part);
 // device checks of every op can be exercised without a GPU (no kernel ever touches it:
 // the checks come first).
 Tensor fake_cuda(const Shape& sizes);
+
+// The float64 reference of one elementwise op on one element (NaN propagates through
+// maximum and minimum, as in PyTorch).
+double ref_binary(BinaryOp op, double x, double y);
+double ref_unary(UnaryOp op, double x);
 
 // Row-major unravel of a flat index.
 Shape unravel(int64_t flat, const Shape& sizes);
