@@ -82,10 +82,9 @@ inline void for_each_tap(const Geom& g, int64_t oh, int64_t ow, const F& f) {
 // taps of x[ih, iw, o] * wpk[tap][o], the weights and bias repacked once per call as
 // [KH][KW][O] and [O] (O * (KH * KW + 1) floats of workspace from the CPU allocator).
 // Pixels whose taps all lie inside the row go two at a time, up to 32 channels per pass,
-// each weight vector loaded once for both (0.85-0.9x the time of one at a time). The
-// generic per-pixel loop (an integer division and a strided weight gather per
-// multiply-add) ran a 3x3 depthwise of 8x32x112x112 in 55 ms against 5.3 ms NCHW; now
-// 2.5-2.7 ms, PyTorch 1.13's NHWC 2.3-2.8 ms (1 thread; docs/notes/conv.md).
+// each weight vector loaded once for both. The generic per-pixel loop (an integer
+// division and a strided weight gather per multiply-add) was an order of magnitude
+// slower than NCHW (docs/notes/conv.md).
 template <int V>
 inline void dw_pixel_chunk(float* o, const float* xn, int64_t xh, int64_t xw, const float* wpk, int64_t O,
                            const float* bpk, const Geom& g, int64_t oh, int64_t ow, bool relu) {
@@ -634,14 +633,10 @@ void conv_gemm(const Geom& g, const Tensor& out, const Tensor& x, const Tensor& 
 // tile has 17 per 16). Taps whose input row is padding are left out of a row's tap
 // list; pixels whose taps reach into the left/right padding run one at a time with
 // their own tap list. Weights are repacked once per call as [tap][c][64 channels].
-// NCHW x takes the same kernel (Note [NCHW through the channels-last kernel]).
-// 8x64x56x56, 1 thread (Intel VM, git d812d82 (2026-11-22)): NCHW 13.5 ms, NHWC 12.0 ms (154 GFLOP/s,
-// 93 % of the FMA peak; best of 11, alternating), against 22.8 / 14.2 ms for PyTorch's
-// oneDNN at the same moment and 20-25 / 18-21 ms for the implicit GEMM. A direct NCHW kernel (16
-// channels x 16 pixels of a row, one masked row load and 16 weight broadcasts per
-// (c, tap)) was tried first: 64 % of the FMA peak against 93 % for this one (1.5x the
-// time), with row loads split across cache lines and 16 broadcasts per load tying up
-// the load ports (docs/notes/gemm.md, git d812d82 (2026-11-22)).
+// NCHW x takes the same kernel (Note [NCHW through the channels-last kernel]). A direct
+// NCHW kernel (16 channels x 16 pixels of a row, one masked row load and 16 weight
+// broadcasts per (c, tap)) was slower: row loads split across cache lines and 16
+// broadcasts per load tie up the load ports (docs/notes/gemm.md).
 // Note [NCHW through the channels-last kernel]: each (image, group) of an NCHW x is
 // first transposed into a channels-last buffer (H*W*C_g floats, 0.8 MB at 64x56x56,
 // about L2), then its output rows run exactly as NHWC ones do (interior tiles of 6
@@ -1166,8 +1161,7 @@ void pool_horizontal(float* o, int64_t ow_, const float* r, int64_t rlen, const 
 
 // Output rows per batch of the planes loop (Note [Pooling kernels]): each pass over a
 // batch reads rows that the previous pass stored a batch earlier, long out of the store
-// buffer. Row by row, the NCHW 3x3 / 2 benchmark rows took 1.17x (max) and 1.32x (avg)
-// the time (5 alternating rounds, 1 thread).
+// buffer; row by row was slower (docs/notes/conv.md).
 constexpr int64_t kPoolRowBatch = 16;
 
 // Note [Pooling kernels], planes: the (n, c) planes [b, e).

@@ -15,9 +15,7 @@
 //            with the iterator's Tiled path) into an L1 buffer, then whole tile rows out; a scalar tile for other
 //            element sizes (tile rows of 256 bytes, 32..64 elements). Parallel over (outer, tile).
 //            A streaming copy prefetches the next tile's source into L2 between 8-row
-//            staging steps, as the iterator does (iterator.h, Note [Tile prefetch]):
-//            transpose(2, 3) of 32x64x56x56 float32 to contiguous 4.1 -> 2.0 ms on 1
-//            thread, 2.9 -> 1.3 ms on 2 (AMD EPYC VM, alternating).
+//            staging steps, as the iterator does (iterator.h, Note [Tile prefetch]).
 //            Streaming 4-byte copies into 64-byte aligned dst rows take bands instead
 //            (Note [Transpose bands]): 16 or 32 source rows x 512, no buffer, every dst
 //            line written whole by two streaming stores; on AMD (and other non-Intel)
@@ -72,12 +70,10 @@ std::atomic<int> g_last_band_rows{0};  // 0: no bands; 16, 32: bands; 64: pipeli
 std::atomic<int64_t> g_nt_threshold{-1};  // bytes; -1 = not set: default_nt_threshold()
 
 // Note [Streaming threshold]
-// The brief said "outputs larger than the last-level cache". On the development VM
-// the detected L3 (260 MB) is the host's, shared with other VMs, and measured
-// crossovers were far lower: regular-store transposes fall to 1-3 GB/s from 16 MiB
-// outputs while streaming keeps 6-20 GB/s; plain copies cross over near 4-32 MiB
-// (docs/notes/copy-reduce.md). So the default is min(LLC, 2 x cores x L2): 8 MiB on
-// that Intel VM (2 MiB L2 per core), 4 MiB on the 2-core AMD EPYC VM (1 MiB L2).
+// Streaming pays off for outputs larger than the cache a core can use. On a VM the
+// detected L3 may be the host's, shared with other tenants, and the measured crossovers
+// are far below it (docs/notes/copy-reduce.md). So the default is min(LLC, 2 x cores x
+// L2): 8 MiB with 2 cores and 2 MiB L2s, 4 MiB with 1 MiB L2s.
 int64_t default_nt_threshold() {
   static const int64_t v = [] {
     const CacheSizes& c = cpu_caches();  // Note [Cache sizes] (cpu_features.h)
@@ -316,23 +312,13 @@ void tile_scalar(U* dst, const U* src, int64_t na, int64_t nb, int64_t dA, int64
 // band of 16 nh source rows x kBandA columns goes through detail::stream_band_f32 (per
 // 8 columns, nh 16-row halves of two 8x8 transposes; each dst row gets 64 nh
 // contiguous bytes as whole 64-byte lines), so the source rows are read as sequential
-// runs and the buffer round trip disappears. The two machines we measure on disagree on
-// the band (docs/notes/copy-reduce.md, transpose bands; the AMD EPYC VM), so it is chosen per vendor
-// (transpose_bands()):
-//   Intel: 32 rows (nh = 2: 128 bytes per dst row visit): 1.3-1.4x the buffered
-//     tiles on the Sapphire Rapids VM of the runs of git 499268c to 5c89a60 (2026-11-21 to 2026-11-22), where 16 rows was 20% slower.
-//     Tasks walk A fastest, as on AMD. The Sapphire Rapids VM had them along B fastest
-//     (a thread's range a band of 512 dst rows: 72-78% of the copy against 66% on 2
-//     threads); the Intel VM of git 95b95bc (2026-11-24) (2 MiB L2, a 480 MiB L3) says the
-//     opposite, more strongly: the library forced to each order, interleaved, 4096^2
-//     float32 6.7-6.9 ms A fastest against 10.0 ms [6.3-10.8] B fastest on 1 thread,
-//     2.86 against 3.25 ms on 2 (a streaming copy of the same bytes: 5.3 / 2.5 ms);
-//     NCHW <-> NHWC of 32x64x56x56 1.01-1.07x faster (docs/notes/copy-reduce.md).
-//   AMD (EPYC Zen 4 VM), and any other CPU: 16 rows (nh = 1: one whole line per dst row
-//     visit) and tasks along A fastest, so each band reads its 16 source rows start to
-//     end and a thread's range is a run of whole source-row bands: 4096^2 float32 5.9
-//     ms (1 thread) and 3.8 ms (2 threads), against 7.3 and 4.2 ms with 32-row bands B
-//     fastest (A fastest: 32 rows 7.5 ms; 64 rows 8.8 ms).
+// runs and the buffer round trip disappears. The machines we measure on disagree on the
+// band height, so it is chosen per vendor (transpose_bands(); docs/notes/copy-reduce.md):
+//   Intel: 32 rows (nh = 2: 128 bytes per dst row visit); 16 rows was slower there.
+//   AMD, and any other CPU: 16 rows (nh = 1: one whole line per dst row visit); 32 and
+//     64 rows were slower there.
+// On both, tasks walk A fastest, so each band reads its source rows start to end and a
+// thread's range is a run of whole source-row bands.
 // Taken when the copy streams, elements are 4 bytes, nB >= 16, and every dst row start
 // is 64-byte aligned (base, dA and the outer dst strides); ragged edges (nB % 16
 // columns, nA % 8 rows) go through the buffer with plain stores.
@@ -341,29 +327,18 @@ constexpr int64_t kBlockA = 1024, kBlockB = 64, kBlockMinRowBytes = 4096;  // No
 
 #ifdef SB_HAVE_AVX2
 // Note [Pipelined transpose blocks]
-// On the AMD EPYC VM the 16-row bands above still left a 4096^2 float32 transpose at
-// half the streaming copy's rate, and bare loops (docs/notes/copy-reduce.md, git ff9470d (2026-11-24))
-// said why: streaming stores of one 64-byte line per dst row visit run at half the
-// speed of sequential ones once reads run beside them (a sequential read with such
-// writes: 5.7 ms, the same as the bands), while 128-256 bytes per visit come close to a
-// plain copy (8 source rows read side by side with 256-byte writes: 3.2 ms against
-// 2.9). Reads want the opposite: 8 source rows side by side read at 2.2 ms, 32 rows
-// at 4.0. So a block of kBlockB = 64 source rows x kBlockA = 1024 columns is read as 8
+// Streaming stores of one 64-byte line per dst row visit run at half the speed of
+// sequential ones once reads run beside them, while 128-256 bytes per visit come close to
+// a plain copy; reads want the opposite, few source rows side by side
+// (docs/notes/copy-reduce.md, bare loops on the AMD EPYC VM). So a block of kBlockB = 64 source rows x kBlockA = 1024 columns is read as 8
 // groups of 8 rows (each group's 4 KiB row pieces start to end, 8x8 transposes) into an
 // L2 buffer laid out as the block's dst rows (1024 rows of 256 bytes), and goes out as
 // whole 256-byte dst rows with streaming stores. Reading everything and then writing
 // everything would not overlap the two, so each thread keeps two buffers and drains
-// block t while it fills block t + 1, one 8x8 fill step per dst row drained. Bare loops,
-// 4096^2 float32, 1 / 2 threads: 4.7-4.8 / 2.8 ms against the 16-row bands' 5.7 / 3.6
-// and a streaming copy's 2.8 / 2.45; 32-row blocks 5.4 / 2.9, 1024 columns beat 512
-// (5.5) and 2048 (5.2), a buffer in 8-float slabs per group (whole lines filled)
-// 4.9-5.0, 16-row fill steps 7.2, software prefetch in the fill no gain, copying the
-// source rows raw into the buffer and transposing on the way out 9-11. The library's
-// blocks, old and new benchmark binaries alternating (7 rounds): 0.84x the bands' time
-// on 1 thread, 0.82x on 2. They lose where the bands' writes are already near
-// sequential (dst rows 256 bytes apart, NCHW -> NHWC: 1.5-1.8x slower) or the source
-// rows are short (a 256^3 permute: 1.4x), since 8 rows side by side fill slower than
-// the bands' 16 and the buffer round trip costs a core about 1 ms per 64 MiB; so
+// block t while it fills block t + 1, one 8x8 fill step per dst row drained. The blocks
+// lose where the bands' writes are already near sequential (dst rows 256 bytes apart,
+// NCHW -> NHWC) or the source rows are short (a 256^3 permute), since 8 rows side by side
+// fill slower than the bands' 16 and the buffer round trip costs a core time; so
 // transpose_bands() takes them only for dst rows >= 4 KiB apart and source rows >= 1024
 // elements (or when set_transpose_bands(64, ...) forces them). Two whole blocks in a row
 // take a loop with one drain per fill and compile-time extents.
@@ -395,7 +370,7 @@ __attribute__((noinline)) void stream_band(float* d, int64_t ld, const float* s,
 // it fills the next (ngn groups x nan8 columns of the source at sn -> buffer bn), one
 // fill step per na8 / (ngn nan8 / 8) rows drained. A function of its own, with every
 // operand a plain value: inside the copy's closure the compiler spilled the loop's
-// pointers and reloaded them after each vector store (1.15x the time).
+// pointers and reloaded them after each vector store.
 __attribute__((noinline)) void block_pipeline(float* d, int64_t ld, const float* bc, int64_t na8, int64_t ng,
                                               float* bn, const float* sn, int64_t sB, int64_t nan8, int64_t ngn) {
   if (na8 == kBlockA && ng == kBlockB / 8 && nan8 == kBlockA && ngn == kBlockB / 8) {  // two whole blocks: one
@@ -422,12 +397,9 @@ __attribute__((noinline)) void block_pipeline(float* d, int64_t ld, const float*
 // In an L2-resident copy the buffered tile's round trip through the L1 buffer costs as
 // much as the transposes. Such copies (4-byte elements, AVX2, the whole copy within one
 // core's L2) go as 16 (A) x 32 (B) tiles of 8x8 transposes stored straight into dst,
-// walking A fastest. 256^2 float32 transposed, bare loops on the AMD EPYC VM, 1 thread:
-// 16 x 32 tiles 5.6-6.0 us, 32 x 32 8.3-9.0, 32 x 16 12.8, 64 x 32 10.8-11.5, a whole
-// 256 x 256 12.6-14.2, the buffered 128 x 64 tiles (as it was) 12.0-13.4; a plain copy
-// of the same bytes 4.9. Not taken when dst rows are a multiple of 2 KiB apart: a tile's
-// 16 dst rows then share one or two L1 sets (a 1x16x64x64 NHWC -> NCHW copy, 16 KiB
-// rows, ran 2.2x slower direct), nor above the L2 (a 1024^2 transpose, 4 MiB, 2x slower).
+// walking A fastest (the fastest tile shape in bare loops, docs/notes/copy-reduce.md).
+// Not taken when dst rows are a multiple of 2 KiB apart: a tile's 16 dst rows then share
+// one or two L1 sets; nor above the L2.
 constexpr int64_t kDirectA = 16, kDirectB = 32;
 
 struct TransposeBands {

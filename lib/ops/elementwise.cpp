@@ -254,17 +254,15 @@ template <> struct VecIO<Half> {  // F16C: 8 halves <-> 8 floats, round to neare
 
 // Note [Streaming elementwise outputs]
 // A dense output larger than the streaming threshold (copy.h nt_threshold_bytes():
-// min(LLC, 2 x cores x L2), 4 MiB on the AMD EPYC VM) that is not also an input goes out
-// with non-temporal stores (NT = true), as the copy's does: c = a + b with plain stores
-// moves 4 arrays (the read-for-ownership of c's lines), with streaming stores 3.
-// Measured, 64x64x128x128 float32 add out=, plain vs streaming in one process: 58.7 vs
-// 40.1 ms on 1 thread, 32.4 vs 22.9 ms on 2 (docs/notes/elementwise.md). Elements
+// min(LLC, 2 x cores x L2)) that is not also an input goes out with non-temporal stores
+// (NT = true), as the copy's does: c = a + b with plain stores moves 4 arrays (the
+// read-for-ownership of c's lines), with streaming stores 3. Elements
 // before the first kStreamAlign boundary and the tail are streamed one by one (put_part);
 // each thread issues one sfence after its last strip (StridedIter::for_each's `fence`).
 // The Tiled path (a transposed input) streams too when each tile's output is one dense
 // block (whole output rows of at most kTileBytes0, rows adjacent: x + y.transpose(2, 3)
 // with small H, W). Tiles of longer rows write 64 pieces of 1 KiB on 64 pages, which
-// streamed 17-31% slower (docs/notes/elementwise.md), so those keep plain stores.
+// stream slower than plain stores (docs/notes/elementwise.md), so those keep plain stores.
 // In-place updates never stream: their lines were just read, so there is no
 // read-for-ownership to save.
 //
@@ -272,22 +270,16 @@ template <> struct VecIO<Half> {  // F16C: 8 halves <-> 8 floats, round to neare
 // The Strided and Broadcast paths stream as well when the output, in the iterator's
 // order, is one dense block (StridedIter::strips_write_dense_output: x + b with b a
 // broadcast row or column, relu_out of a stepped or padded input): its strips write
-// dense runs one after the other, as the Contiguous path's one strip does. They used to
-// keep plain stores. A strip's head and tail must then stream as well: plain stores
-// into the lines that the strip's (and the next strip's) vector streams fill made
-// x + row-bias over 129-float rows 4.5x slower than not streaming at all (31.7 against
-// 6.9 ms, 64 MiB, 1 thread, AMD EPYC VM), over 20-float rows 4x. With movnti heads and
-// tails no row length got slower. Together with Note [Row
-// blocks], 64 MiB float32 outputs, old and new alternating, 1 thread: rows of 128
-// floats 5.6 -> 3.0 ms, of 129 6.8 -> 3.3, of 1001 6.7 -> 3.1; relu_out of x[..., ::2]
-// 5.4 -> 2.5 ms (docs/notes/elementwise.md, git 1a478e1 (2026-11-24)). An output with gaps between
-// its rows never streams.
+// dense runs one after the other, as the Contiguous path's one strip does. A strip's
+// head and tail must then stream as well (movnti, element by element): plain stores into
+// lines that vector streams fill made short rows several times slower than not
+// streaming at all (docs/notes/elementwise.md). An output with gaps between its rows
+// never streams.
 
 // o[0 .. m) = t[0 .. m), m < W, t just written by one vector store. Plain: at most two
 // overlapping fixed-size moves (a memcpy of variable length is a libc call). NT: each element by a non-temporal scalar store (movnti), so a
 // streamed run's head and tail do not mix plain stores into lines the vector streams
-// write: with plain heads and tails, x + row-bias over 129-float rows streamed 4.5x
-// slower than not streaming (Note [Streaming strips]). Half has no 16-bit movnti and
+// write (Note [Streaming strips]). Half has no 16-bit movnti and
 // stores plainly.
 template <typename T, bool NT>
 inline void put_part(T* o, const T* t, int64_t m) {
@@ -356,17 +348,11 @@ int64_t head_to_align(const T* o, int64_t align, int64_t n) {
 }
 
 // Note [Unrolled vector loops]: the dense loops below are unrolled 4x (GCC does not
-// unroll without being asked). On the AMD EPYC VM (Zen 4) a loop with one vector store
-// per iteration runs at one iteration per cycle or per two depending on where the
-// linker puts it, with the same instructions: the relu_ of a 1x16x64x64 float32
-// tensor (L2) took 4.63 us in one build and 2.36 us in the next, with no change to its
-// loop; the baseline's auto-vectorized a *= s took 4.48 us over 256 KiB on 1 thread and
-// 1.8 us per half on 2 (the threaded copy of the loop sits elsewhere). Unrolled, the
-// loads issue ahead of the stores and every placement runs at the fast rate (a
-// throwaway relu_ loop: 4.5 -> 2.25 us; bench_baseline's Note [Unrolled STREAM loops]).
-// Alternating old and new (6 rounds): 1x16x64x64 in place with a transposed operand,
-// add_ 0.91x and mul_ 0.92x the time (1 thread), 0.95x (2 threads); the contiguous
-// rows of this build were already on the fast side (0.95-1.02x).
+// unroll without being asked). On Zen 4 a loop with one vector store per iteration runs
+// at one iteration per cycle or per two depending on where the linker puts it, with the
+// same instructions; unrolled, the loads issue ahead of the stores and every placement
+// runs at the fast rate (docs/notes/elementwise.md; bench_baseline's Note [Unrolled
+// STREAM loops]).
 
 // o[j] = f(a[j], b[j]); AS/BS: a or b is a stride-0 scalar; NT: streaming stores (Note
 // [Streaming elementwise outputs]).
@@ -420,8 +406,7 @@ void vloop1(T* o, const T* a, int64_t n, const F& f) {
 #ifdef SB_HAVE_AVX2
 // Note [Packed strided inputs]
 // A dense output with a strided input (a stepped slice x[..., ::2]: stride 2 elements)
-// used to take the scalar strided loop (0.26-0.35x the contiguous rate). Now such a
-// strip goes in chunks of kPackChunk elements: each strided input is packed into an L1
+// goes in chunks of kPackChunk elements: each strided input is packed into an L1
 // buffer (float stride 2: two loads and a shuffle per 8 elements; other strides a
 // scalar gather), then the dense vector loop runs on the chunk. A strided output (relu_
 // on a slice) is computed the same way into a third L1 buffer and then stored element by
@@ -461,11 +446,9 @@ __attribute__((target("avx512f"))) int64_t unpack_stride2_avx512(float* f, const
 #endif
 
 // Note [Masked stores]: writing every other float must leave the lanes in between
-// untouched, which takes masked stores. The AVX2 vmaskmovps store (used here before) is
-// microcoded on AMD: on the AMD EPYC VM 512 results took 0.42 us against 0.15 us for a
-// scalar loop and 0.035 us for an AVX-512 k-masked store (relu_ of a 1x16x64x64 slice
-// ran 63 us against 4.6 us contiguous). So: AVX-512 k-masks where the CPU has our AVX512
-// level (every CPU with VNNI, Intel or AMD), scalar stores otherwise.
+// untouched, which takes masked stores. The AVX2 vmaskmovps store is microcoded on AMD,
+// slower than a scalar loop (docs/notes/elementwise.md). So: AVX-512 k-masks where the
+// CPU has our AVX512 level (every CPU with VNNI, Intel or AMD), scalar stores otherwise.
 template <typename T>
 void unpack_strided(char* p, int64_t stride_bytes, const T* buf, int64_t n) {
   int64_t j = 0;
@@ -484,12 +467,10 @@ void unpack_strided(char* p, int64_t stride_bytes, const T* buf, int64_t n) {
 // elements in its even lanes, the op runs on all lanes (odd lanes loaded as zero, the
 // results there never stored), and a k-masked store writes the even lanes only, leaving
 // the elements in between untouched (Note [Masked stores]). The loads are masked the
-// same way, so the last vector never reads past the strip's last element. On the AMD
-// EPYC VM, relu_ of a 1x16x64x64 float32 slice (x[..., ::2]) took 11.8 us through the
-// pack / compute / unpack chunks and 4.9 us this way (old and new benchmark binaries
-// alternating, 5 rounds: 0.43x the time on 1 thread, 0.49x on 2), about twice the
-// contiguous relu_'s 2.4 us, as the slice spans twice the cache lines. Other strided
-// outputs (mixed strides, stride 3, float16) keep the chunks.
+// same way, so the last vector never reads past the strip's last element. A sliced
+// relu_ then costs about twice the contiguous one, what twice the cache lines cost
+// (docs/notes/elementwise.md). Other strided outputs (mixed strides, stride 3, float16)
+// keep the chunks.
 template <typename T> struct Masked;  // k-masked loads and stores of one ymm (Note [Masked stores])
 template <> struct Masked<float> {
   using V = __m256;
@@ -550,10 +531,9 @@ __attribute__((target("avx512f,avx512vl"))) void stride2_loop(T* o, const T* a, 
 // [Packed strided inputs] too: one k-masked zmm load takes 8 floats from the even lanes
 // of 16 and a down-conversion (vpmovqd, the low half of each 64-bit lane) packs them
 // into one ymm (doubles: two ymm loads, an unpack and a permute); the dense vector op
-// and store follow in the same loop, with no store to and reload from an L1 buffer. The masks keep every
-// load inside the strip: the last even element is the last one read. On the AMD EPYC
-// VM, old and new benchmark binaries alternating: see docs/notes/elementwise.md
-// (2026-11-24, git 1a478e1, amd-epyc-2c).
+// and store follow in the same loop, with no store to and reload from an L1 buffer. The
+// masks keep every load inside the strip: the last even element is the last one read
+// (docs/notes/elementwise.md, stride-2 inputs).
 enum class Operand { Scalar, Dense, Two };  // stride 0, stride 1, stride 2 (elements)
 
 template <typename T> struct Gather2;  // the even lanes of a stride-2 run, packed into one ymm
@@ -1090,8 +1070,7 @@ inline void normalize_cols64_f32(const char* x, int64_t xsd, char* out, int64_t 
 // elements stride_bytes apart. Rows are taken a block at a time, each pass over every row
 // of the block before the next pass: a 64-element row is mostly latency (two dependent
 // vector sums, their horizontal adds, a division, a square root), and this puts the
-// independent rows' chains next to each other (1 row at a time: 35 us for 1024 rows of 64
-// floats, 8 rows at a time: see docs/notes/elementwise.md, Normalize).
+// independent rows' chains next to each other (docs/notes/elementwise.md, Normalize).
 template <typename T>
 void row_stats_block(bool avx, const char* x, int64_t row_bytes, int nr, int64_t stride_bytes, int64_t n, double eps,
                      double* mean, double* rstd) {
@@ -1346,9 +1325,9 @@ void check_inputs(const char* name, const Tensor& a, const Tensor& b) {
 // register-liveness passes grow faster than function size (-ftime-report). The price
 // is one indirect call per strip or row block (the same target every time). row_block
 // is `flatten`ed: strip1 / strip2 and their loops inline into it (still one copy per
-// (op, dtype)), where they were three calls deep; without it the transposed add
-// (the iterator's grouped staging, a call per 2 KiB piece) took 1.03-1.04x the time
-// of the per-kernel iterator on 1 thread, with it 0.97x of that (docs/notes/elementwise.md).
+// (op, dtype)), where they were three calls deep, so the transposed add (a call per
+// 2 KiB piece of grouped staging) is no slower than with an iterator per kernel
+// (docs/notes/elementwise.md).
 using RowBlockFn = void (*)(const void* k, char* const* p, const int64_t* s, int64_t n, int64_t rows, const int64_t* s1);
 
 struct StripKernel {
@@ -1372,10 +1351,8 @@ struct StripKernel {
 // (position mod n). Chunks end on 64-byte boundaries of the output, so only the block's
 // own two ends are partial vectors. The chunks go through row_block itself with rows = 1
 // (fn), so this function is compiled once per (operand count, dtype), not per op.
-// Only rows under 128 bytes: 64 MiB float32 x + b, 1 thread, AMD EPYC VM, old / new time:
-// rows of 3 floats 0.10x, 20 floats 0.55x, NHWC + bias with C = 3 / 16 0.10x / 0.58x;
-// from 32 floats (two lines) on the rows already ran at the memory rate, and the periodic
-// form measured 1.04-1.20x (C = 64 1.20x [0.98-1.28]) (docs/notes/elementwise.md).
+// Only rows under 128 bytes: longer rows already run at the memory rate as rows, and the
+// periodic form was slower there (docs/notes/elementwise.md).
 constexpr int64_t kPeriodicChunk = 1024;     // outputs per kernel call: a multiple of 64 bytes for every dtype
 constexpr int64_t kPeriodicRowBytes = 128;   // rows shorter than this take the periodic form
 
@@ -1539,10 +1516,8 @@ void run_unary(UnaryOp op, const Tensor& out, const Tensor& a) {
 // streams), in the rows it writes whole: rows dense along `dim`, through the short-row
 // kernel when n % 8 == 0 and every row starts 32-byte aligned, else through strip1's
 // streaming loop (its heads and tails streamed element by element). The paths across
-// adjacent rows (x strided along dim) keep plain stores. Until git 2846cc2 (2026-11-24) normalize never
-// streamed: out= and out-of-place over 64x64x128x128 float32 (256 MiB each way) paid the
-// read-for-ownership of every output line, 28 ms against 21 ms in place on 1 thread, and
-// on 2 threads 15-42 ms from run to run (docs/notes/elementwise.md, git 2846cc2 (2026-11-24)).
+// adjacent rows (x strided along dim) keep plain stores. Without streaming, out= and
+// out-of-place paid the read-for-ownership of every output line (docs/notes/elementwise.md).
 // The call-wide rule is may_stream's; which rows stream is decided per strip.
 
 void run_normalize(const Tensor& out, const Tensor& x, int64_t dim, double eps) {

@@ -27,10 +27,7 @@
 //                  path. Operands beyond the caches also prefetch the next tile (Note
 //                  [Tile prefetch]), or, with whole planes as tiles and a dense input
 //                  beside, are staged a group of planes at a time (Note [Grouped
-//                  staging]). Measured on the dev VM (docs/notes/elementwise.md, 8192^2
-//                  float32, 1 thread): ~60% of contiguous add out-of-place, 50-60%
-//                  of the (faster) contiguous in-place add, 70-99% of STREAM add
-//                  (31-36% / 25% / 45% with the scalar 1024 B x 16 staging before).
+//                  staging]). Rates: docs/notes/elementwise.md.
 //      Broadcast   an input has stride 0 in the inner dim (x + col[N,1]).
 //      Strided     anything else: an odometer over the outer dims, strips over dim 0.
 // Kernels only ever see 1-D strips: f(char* const* ptrs, const int64_t* strides_bytes,
@@ -40,8 +37,8 @@
 // Work is split over sb::parallel_for by linear index (tiles for the Tiled path), so a
 // single long strip is split too; below `grain` elements one thread does it all.
 // Cost: O(ndim^2) set-up per call, O(ndim) per strip or tile; no allocation of data,
-// and none at all up to kInlineDims dims (SmallVec; with std::vectors the set-up of an
-// expanded add took 0.7 us, 30 malloc/free pairs). All-contiguous operands
+// and none at all up to kInlineDims dims (SmallVec: with std::vectors the set-up's
+// small allocations cost more than a small add itself). All-contiguous operands
 // (StridedIter::of) skip the set-up: O(ndim) checks.
 #pragma once
 #include <array>
@@ -66,23 +63,21 @@ namespace sb {
 // and in which every operand's tile is one dense block (the output and the unstaged
 // inputs dense in dim 0 with dim 1 following on, the staged inputs in an unpadded
 // buffer) hands the kernel each tile as one strip of n0 x n1 elements instead of n1
-// strips: 1x16x64x64 float32, a transposed operand, new ÷ old alternating (8 rounds):
-// add 0.84x (1 thread) / 0.74x (2 threads), relu 0.77x / 0.72x. Not above the streaming
-// threshold: there the dense inputs are prefetched strip by strip (Note [Tile prefetch]),
-// and one burst of a whole tile's prefetches was 1.2-1.4x slower.
+// strips. Not above the streaming threshold: there the dense inputs are prefetched strip
+// by strip (Note [Tile prefetch]), and one burst of a whole tile's prefetches was
+// slower (docs/notes/elementwise.md).
 // Note [Tile prefetch]
-// On the AMD EPYC VM the hardware prefetchers fail on the staging's access pattern: 8
-// source rows read side by side (32 bytes of each in turn) run at a third of a linear
-// read, even when the rows are the 512-byte rows of one contiguous 64 KiB plane, and
-// the dense inputs' streams stall while a tile is staged. So when the operands exceed
+// Hardware prefetchers (Zen 4's at least) fail on the staging's access pattern: 8 source
+// rows read side by side (32 bytes of each in turn) run at a fraction of a linear read,
+// even within one contiguous plane, and the dense inputs' streams stall while a tile is
+// staged. So when the operands exceed
 // the streaming threshold (copy.h nt_threshold_bytes(): they come from memory), each
 // tile prefetches the next one into L2 (prefetcht2; T0 was no better): the staged
 // inputs' rows kStageRows at a time between the staging steps (a whole tile at once
 // overflows the miss queues), the dense inputs' strip j before strip j of this tile
-// runs. 64x64x128x128 float32 add with a transposed operand, old and new alternating:
-// 70 -> 36 ms (1 thread), 37 -> 24 ms (2 threads), with whole 128 x 128 planes as
-// tiles (kTileElems) a further 6-19%. Below the threshold nothing is prefetched and a
-// tile is staged in one call (the prefetch instructions cost 10-25% of an L2-sized op).
+// runs. Whole 128 x 128 planes as tiles (kTileElems) help further. Below the threshold
+// nothing is prefetched and a tile is staged in one call: the prefetch instructions
+// would cost an L2-sized op a measurable share (docs/notes/elementwise.md).
 // Note [Chunked staging]
 // Above the streaming threshold, a tile whose inputs are all staged (no dense input
 // streams beside the staged one: a unary op on a transposed tensor, or every input
@@ -90,11 +85,8 @@ namespace sb {
 // right after it from an L1-sized slice of the buffer, and the next tile's source rows
 // are prefetched one strip's share at a time. Staging the whole tile first (64 KiB, L2)
 // and then running its strips left the output's streaming stores in one burst per
-// tile. AMD EPYC VM, 64x64x128x128 float32 relu into a contiguous out= from a transposed
-// tensor, old and new alternating (two runs of 7 rounds): 0.86x / 0.93x (1 thread), 0.80x /
-// 0.75x (2 threads) the time. With a dense input beside it (a.t() + b) the same change was not a win (out=
-// 0.98x, in place 1.14x [0.95-1.19], 1 thread), so those tiles keep the whole-tile
-// staging of Note [Tile prefetch]. Chunks of 16 strips were slower than 8 (1.07x).
+// tile. With a dense input beside it (a.t() + b) the same change was not a win, so those
+// tiles keep the whole-tile staging of Note [Tile prefetch] (docs/notes/elementwise.md).
 // Note [Grouped staging]
 // Above the streaming threshold, when every tile is a whole plane (dims 0 and 1 fit one
 // tile: x + y.transpose(2, 3) with planes up to kTileElems elements), the output and a
@@ -106,24 +98,13 @@ namespace sb {
 // hand the kernel the group as one dense run in kPieceBytes pieces, and between pieces
 // read (plain loads, not prefetches) the next group's source lines, a share per piece.
 // Step 2 keeps three linear streams going, as a contiguous add does; the per-tile walk
-// of Note [Tile prefetch] paused the dense streams for every tile it staged, and on
-// the AMD EPYC VM a paused linear stream costs far more than the pause, while software
-// prefetches from DRAM ran at ~12.5 GB/s against ~28 GB/s for a hardware-followed
-// stream (docs/notes/elementwise.md, the runs at git 5b88473 and 9d415c8). 64x64x128x128 float32 add with
-// a transposed operand, old and new builds alternating (7 rounds): out= 0.79x,
-// out-of-place 0.87x the time on 1 thread, 0.95x / 0.91x on 2; float64 out= 0.80x.
-// Knobs, same runs: 4 planes per group 1.2x slower than 8, 12 no better; staging steps
-// of 8 float32 strips (half a line) 1.1x slower; pieces of 1, 4 or 8 KiB no better than
-// 2 KiB; touching part of the next group during step 1 1.2x slower; prefetch
-// instructions in place of the loads 1.3-1.5x slower (bare loops). On the Intel VM of
-// git 95b95bc (2026-11-24) (2 MiB L2) smaller groups win: kGroupBytesIntel and at least 2 planes. The
-// library with the group size from the environment, contiguous and transposed add out=
-// alternating (7 rounds, rate ratio): 64x64x128x128 float32 0.63 (8 planes) -> 0.72 (2
-// planes; 1: 0.67, 3: 0.70, 4: 0.69, 16: 0.52, 32: 0.42) on 1 thread, 0.62 -> 0.73 on 2;
-// float64 (64x32x128x128) 0.65 (4) -> 0.70 (2; 1: 0.64); 256x64x64x64 float32 (16 KiB
-// planes) 0.62 (32) -> 0.73-0.76 (2-8 planes). Without a dense input
-// (relu of a transposed tensor) the grouped walk was 1.25x slower than Note [Chunked
-// staging], which those tiles keep; tiles of longer rows keep Note [Tile prefetch].
+// of Note [Tile prefetch] paused the dense streams for every tile it staged, a paused
+// linear stream costs far more than the pause, and software prefetches from DRAM run
+// well below a hardware-followed stream. The group size and step widths were swept
+// (docs/notes/elementwise.md); on Intel CPUs (2 MiB L2s in our measurements) smaller
+// groups win: kGroupBytesIntel and at least 2 planes. Without a dense input (relu of a
+// transposed tensor) the grouped walk was slower than Note [Chunked staging], which those
+// tiles keep; tiles of longer rows keep Note [Tile prefetch].
 class StridedIter {
  public:
   static constexpr int kMaxOperands = 4;
@@ -154,7 +135,7 @@ class StridedIter {
   static StridedIter from_tensors(const std::vector<Tensor>& tensors, bool tiles = true);
   // The same without copying the tensors; when every one is contiguous (the common
   // case) the result (one dim, Contiguous) is built directly, skipping steps 1-4 and
-  // their small allocations: a 1-element add_out cost 0.9 us, half of it malloc/free.
+  // their small allocations (half the cost of a 1-element add_out).
   static StridedIter of(std::initializer_list<const Tensor*> tensors);
 
   Path path() const { return path_; }
@@ -195,10 +176,8 @@ class StridedIter {
   // strips of n = sizes[0] elements, strip r at p[i] + r * s1[i] (s1: dim 1's strides).
   // Partial strips (a thread's range starting or ending mid-strip) and f without that
   // form take one call per strip. The elementwise kernels take it (StripKernel in
-  // elementwise.cpp): x + b with b a broadcast row of 20 floats spent most of its time
-  // in the per-strip call and the odometer between strips (28 ms for 64 MiB against
-  // 3.3 ms over rows of 128, 1 thread, AMD EPYC VM; with row blocks and Note [Streaming
-  // strips], 6.2 ms; PyTorch 1.13, 5.1 ms; docs/notes/elementwise.md, git 1a478e1 (2026-11-24)).
+  // elementwise.cpp): x + b with b a short broadcast row spent most of its time in the
+  // per-strip call and the odometer between strips (docs/notes/elementwise.md).
   template <typename F>
   void for_each(const F& f, int64_t grain = kGrainSize, bool fence = false) const;
 
@@ -327,8 +306,8 @@ void StridedIter::run_groups(const F& f, int64_t begin, int64_t end) const {
   for (int i = 0; i < nops_; ++i) st[i] = (staged(i) || strides_[0][i] != 0) ? elem_size_[i] : 0;
   // The staged inputs' source lines, walked in order (plane u, row r, line k of the row)
   // and read with plain loads: the next group's are touched while this one streams.
-  // Where the group's rows lie end to end, one linear range instead (float32 transposed
-  // add 0.93-0.97x the time of row-by-row touches on 1 thread; docs/notes/elementwise.md).
+  // Where the group's rows lie end to end, one linear range instead (a little faster,
+  // docs/notes/elementwise.md).
   struct Lines {
     const char* base = nullptr;
     int64_t s2 = 0, s0 = 0, span = 0, per_row = 0, total = 0, done = 0, u = 0, r = 0, k = 0;
@@ -503,8 +482,7 @@ void StridedIter::run_tiles(const F& f, int64_t begin, int64_t end) const {
       if (staged(i)) {
         // Prefetch the next tile's source (n0 rows of n1 * s1 bytes, whole lines) while
         // this one is transposed: its rows are too many interleaved streams for the
-        // hardware prefetchers (on the AMD EPYC VM even two interleaved rows read at
-        // 40% of a linear read; docs/notes/elementwise.md, git 86d4bad (2026-11-23)).
+        // hardware prefetchers (docs/notes/elementwise.md).
         // The prefetches are spread over the staging, 8 source rows at a time (a burst of
         // a whole tile's lines overflows the miss queues and is dropped).
         const int64_t s0 = strides_[0][i], s1 = strides_[1][i], es = elem_size_[i];

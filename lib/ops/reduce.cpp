@@ -226,16 +226,15 @@ struct OpSqDev {
 };
 
 // Note [One read for var]
-// var/std used to read x twice: a sum pass for the means, then sum((x - m)^2) and
-// sum(x - m) around them (the corrected two-pass algorithm). Over 16384x8192 float32
-// (512 MiB) that is two DRAM reads: 27-41% of the read rate in git 18c8052's run. Now x
-// is read from memory once and the moments are merged as (count, mean, M2) triples by
+// The corrected two-pass algorithm (a sum pass for the means, then sum((x - m)^2) and
+// sum(x - m) around them) reads a DRAM-sized x twice. Here x is read from memory once
+// and the moments are merged as (count, mean, M2) triples by
 // Chan et al.'s formula (mean += d nb / n, M2 += M2b + d^2 na nb / n, d = meanb - meana),
 // in double outside the kernels:
 //  - horizontal, one unit-stride run per kept element (h_var_run): blocks of
 //    kVarRunBlock elements, each block's sum in the same loop as the previous block's
-//    deviations around its mean (from L1). Two passes one after the other paused the
-//    memory stream for the second: 16384x8192 over the inner dim 29-42 ms against 25.5;
+//    deviations around its mean (from L1): two passes one after the other would pause
+//    the memory stream for the second;
 //  - horizontal, other ranges (several reduced dims, strided): blocks of kVarBlock
 //    elements, each two-pass while it is in L1/L2 (the sum, then OpSqDev);
 //    in both, the deviations are taken around the block mean rounded to the accumulator
@@ -247,9 +246,7 @@ struct OpSqDev {
 //    (v_var_kernel); every kFlushRows rows the run goes into the double triples.
 // Accuracy is that of the two-pass algorithm per block; the merges add errors of the
 // order of the accumulator's epsilon (tests: reduce_test, rtol 1e-5 against float64 on
-// data centred at 1e4, with an outlier first row). Old and new alternating, 16384x8192
-// float32 (512 MiB): outer dim 57 -> 36.5 ms (1 thread), 30 -> 18-25 ms (2 threads);
-// inner dim 35 -> 25.5 ms, 32 -> 16.6 ms; 512x256 (L2) within the noise.
+// data centred at 1e4, with an outlier first row). Figures: docs/notes/copy-reduce.md.
 constexpr int64_t kVarBlock = 4096;  // elements per two-pass block (horizontal)
 
 struct OpVar {
@@ -689,19 +686,10 @@ void run_horizontal(const typename V::T* x, const Geo& g, typename V::A* res) {
 // Note [Vertical rows per pass]
 // The vertical kernel adds kVRows input rows into its L1 buffer per pass: each pass
 // loads and stores the buffer once, so fewer rows mean more buffer traffic per input
-// byte, more rows more streams side by side. On the AMD EPYC VM (4096^2 float32 sum
-// over dim 0, bare loops, 1 thread; a linear read 2.2-2.8 ms): 4 rows x 1024 columns
-// (as it was) 3.4-5.1 ms, 8 x 1024 2.9-3.9, 8 x 2048 3.1-3.5, 8 x 4096 2.9-3.3, 16 x
-// 1024 4.4-5.5, 1 row x 4096 (one stream) 3.2-5.7. Kept 8 x 2048 (an 8 KiB buffer per
-// accumulator, 16 KiB for var's two, plus var's means: L1 on both machines) until
-// git 5b88473 (2026-11-24), when the library's own kernel with 2048 and 8192 columns alternated (10
-// rounds, 1 thread, float32): 16384x8192 (32 KiB rows) sum over dim 0 0.93x [0.83-1.02]
-// the time, var 0.92x [0.81-1.01], 4096^2 sum 0.98x; 2 threads (5 rounds) sum 0.92x,
-// max 0.89x, var 0.84x. Wider tasks read each row in longer runs (a whole 32 KiB row,
-// 8 adjacent rows per pass) although the float32 buffer (32 KiB) then lives in L2.
-// Bare loops (AMD EPYC VM, 16384x8192, 1 thread, ms; a linear read 17-19): 8 x 2048
-// 25-30, 8 x 8192 21-26, 16 x 8192 24-27, 4 x 8192 22-28, 2 x 8192 27-40, 1 x 8192
-// 37-49 (one stream is the slowest). Kept 8 x 8192.
+// byte, more rows more streams side by side; wider tasks read each row in longer runs
+// (a whole 32 KiB row, 8 adjacent rows per pass) although the float32 buffer (32 KiB)
+// then lives in L2. 8 rows x 8192 columns measured fastest among 1-16 rows and
+// 1024-8192 columns (docs/notes/copy-reduce.md).
 template <class V, class Op>
 void run_vertical(const typename V::T* x, const Geo& g, typename V::A* res) {
   using A = typename V::A;
