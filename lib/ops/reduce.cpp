@@ -305,12 +305,13 @@ class Cascade {
     std::copy(carry, carry + N, level_[l]);
     used_ |= uint64_t{1} << l;
   }
-  // combines the total into out
+  // combines the total into out, the smallest partial results first
   void finish(A* out) const {
+    uint64_t u = used_;
+    if (u == 0) return;
     A total[N];
-    Op::sinit(total);
-    for (int l = 0; l < kLevels; ++l)  // the smallest partial results first
-      if (used_ >> l & 1) Op::scombine(total, level_[l]);
+    std::copy(level_[__builtin_ctzll(u)], level_[__builtin_ctzll(u)] + N, total);
+    for (u &= u - 1; u; u &= u - 1) Op::scombine(total, level_[__builtin_ctzll(u)]);
     Op::scombine(out, total);
   }
 
@@ -322,8 +323,15 @@ class Cascade {
 
 // Adds to sink the reduction of p[0], p[s], …, p[(n-1)s] around mean m, a block of at
 // most kFlushElems elements at a time (Note [Cascaded accumulation]).
-template <class V, class Op>
-void h_kernel(const typename V::T* p, int64_t n, int64_t s, double m, Cascade<Op, typename V::A>& sink) {
+// A sink that combines each part straight into out: for a range of one block or less.
+template <class Op, typename A>
+struct DirectSink {
+  A* out;
+  void add(const A* part) { Op::scombine(out, part); }
+};
+
+template <class V, class Op, class Sink>
+void h_kernel(const typename V::T* p, int64_t n, int64_t s, double m, Sink& sink) {
   using A = typename V::A;
   using R = typename V::R;
   constexpr int W = V::W, N = Op::N;
@@ -356,6 +364,13 @@ void h_kernel(const typename V::T* p, int64_t n, int64_t s, double m, Cascade<Op
   // chains per block, as many as the vector path has lanes x chains for float64
   constexpr int kChains = 16;
   const A ma = static_cast<A>(m);
+  if (n - i < 2 * kChains) {  // a vector path's tail, or a short run: one chain
+    if (i == n) return;
+    A t[N];
+    Op::sinit(t);
+    for (; i < n; ++i) Op::sstep(t, to_acc<A>(p[i * s]), ma);
+    return sink.add(t);
+  }
   while (i < n) {
     const int64_t end = std::min(n, i + kFlushElems);
     A t[kChains][N];
@@ -619,12 +634,18 @@ void run_horizontal(const typename V::T* x, const Geo& g, typename V::A* res) {
   // reduce flat R indices [rb, re) of the kept element at xk into acc, by the op of opv
   auto reduce_range = [&](auto opv, const typename V::T* xk, int64_t rb, int64_t re, double m, A* acc) {
     if (rb >= re) return;
-    Cascade<decltype(opv), A> sink;  // Note [Cascaded accumulation]
+    using O = decltype(opv);
+    if (re - rb <= kFlushElems && rb % li + (re - rb) <= li) {  // one run of one block at most
+      DirectSink<O, A> direct{acc};
+      return h_kernel<V, O>(xk + (rb / li == 0 ? 0 : Walker(ros, rost, rb / li).off) + rb % li * si, re - rb, si, m,
+                            direct);
+    }
+    Cascade<O, A> sink;  // Note [Cascaded accumulation]
     Walker w(ros, rost, rb / li);
     int64_t ii = rb % li;
     while (rb < re) {
       const int64_t seg = std::min(li - ii, re - rb);
-      h_kernel<V, decltype(opv)>(xk + w.off + ii * si, seg, si, m, sink);
+      h_kernel<V, O>(xk + w.off + ii * si, seg, si, m, sink);
       rb += seg;
       ii = 0;
       w.next();
@@ -747,11 +768,13 @@ void run_vertical(const typename V::T* x, const Geo& g, typename V::A* res) {
       }
       runs = 0;
     };
-    auto flush = [&] {
+    auto flush = [&](bool into_out) {  // into_out: the task's only run, straight to out
+      A* const dst = into_out ? out + k0 : grp;
+      const int64_t ld = into_out ? K : kColumns;
       for (int64_t j = 0; j < L; ++j) {
         A o[N], b[N];
-        if (runs == 0) Op::sinit(o);
-        else for (int q = 0; q < N; ++q) o[q] = grp[q * kColumns + j];
+        if (runs == 0 && !into_out) Op::sinit(o);
+        else for (int q = 0; q < N; ++q) o[q] = dst[q * ld + j];
         if constexpr (Op::kChan) {
           b[0] = static_cast<A>(nrun);
           b[1] = static_cast<A>(cb[j]) + static_cast<A>(buf[j]);
@@ -760,9 +783,9 @@ void run_vertical(const typename V::T* x, const Geo& g, typename V::A* res) {
           for (int q = 0; q < N; ++q) b[q] = static_cast<A>(buf[q * kColumns + j]);
         }
         Op::scombine(o, b);
-        for (int q = 0; q < N; ++q) grp[q * kColumns + j] = o[q];
+        for (int q = 0; q < N; ++q) dst[q * ld + j] = o[q];
       }
-      if (++runs == kGroupRuns) flush_group();
+      if (!into_out && ++runs == kGroupRuns) flush_group();
     };
     reset();
     int64_t off[kRowBatch], since = 0;
@@ -776,13 +799,13 @@ void run_vertical(const typename V::T* x, const Geo& g, typename V::A* res) {
         v_kernel<V, Op>(base, off, n, L, buf);
       }
       r += n;
-      if ((since += n) >= kFlushRows) {
-        flush();
+      if ((since += n) >= kFlushRows && r < re) {
+        flush(false);
         reset();
         since = 0;
       }
     }
-    flush();
+    flush(runs == 0);
     flush_group();
   };
   const int nt = get_num_threads();
