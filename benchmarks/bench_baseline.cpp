@@ -40,7 +40,7 @@
 // set is their distinct arrays: 2 and 1, as the in-place kernel rows count theirs):
 //   L1 n = 2048 (triad 24 KiB), L2 n = 65536 (triad 768 KiB), LLC n = 1 Mi (triad
 //   12 MiB: an LLC of 24 MiB or more) and n = 8 Mi (triad 96 MiB: LLCs of 192 MiB or
-//   more, as the 260 MiB L3 of the Intel VM; on a 32 MiB L3 it is a second DRAM row,
+//   more; on a 32 MiB L3 it is a second DRAM row,
 //   partly served by the L3: the tables take the fastest row of a cache regime and the
 //   largest of DRAM), DRAM ~1 GiB per op (read n = 256 Mi, copy/scale n = 128 Mi, add/triad
 //   n = 96 Mi, add_inplace n = 96 Mi, scale_inplace n = 128 Mi): beyond any last-level
@@ -118,14 +118,11 @@ SB_NO_MEMCPY_IDIOM void init(float* p, float v, int64_t n) {
   });
 }
 
-// Note [Unrolled STREAM loops]: every STREAM loop is unrolled 4x. On the AMD EPYC VM
-// (Zen 4) a loop with one vector store per iteration runs at one iteration per cycle or
-// per two depending on its placement in the binary (lib/ops/elementwise.cpp, Note
-// [Unrolled vector loops]); the rolled loops read scale_inplace at 113-117 GB/s on 1
-// thread at L1, L2 and LLC sizes (and add at L1 at half its rate), so in-place rows
-// showed 190 % of a ceiling that was half the machine's. Unrolled, old and new
-// alternating (4 rounds): scale_inplace 0.51x the time at L1 and L2, 0.60x at LLC, add at
-// L1 0.54x; every other row within 5 %.
+// Note [Unrolled STREAM loops]: every STREAM loop is unrolled 4x. On Zen 4 a loop with
+// one vector store per iteration runs at one iteration per cycle or per two depending on
+// its placement in the binary (lib/ops/elementwise.cpp, Note [Unrolled vector loops]),
+// so rolled loops can halve a ceiling and put kernel rows above 100% of it
+// (docs/notes/bench.md).
 SB_NO_MEMCPY_IDIOM void copy(const float* __restrict a, float* __restrict c, int64_t n) {
   parallel_for(0, n, kGrainSize, [&](int64_t lo, int64_t hi) {
 #pragma GCC unroll 4  // Note [Unrolled STREAM loops]
@@ -190,10 +187,8 @@ void add_nt(const float* __restrict a, const float* __restrict b, float* __restr
 #endif
 // Note [Read accumulators]: the read keeps 64 float sums (eight AVX2 vectors once
 // vectorized). With 16 (two vectors) each vector add waited for the previous one on the
-// same accumulator (3-cycle latency), and the row measured the adds, not the caches: on
-// the AMD EPYC VM, 1 thread, 78 GB/s at L2 and 77 at LLC size; with 64, alternating (4
-// rounds), 0.68x and 0.78x the time (116 and 99 GB/s), 0.91x at 32 MiB, 0.89x at L1
-// (2048 floats: the call's fixed cost dominates there).
+// same accumulator (3-cycle latency), and the row measured the adds, not the caches
+// (docs/notes/bench.md).
 float read(const float* __restrict a, int64_t n) {
   std::mutex m;
   double total = 0;

@@ -22,8 +22,8 @@
 // The NCHW -> NHWC conversion of the 3x3 input (the Channels-last table's break-even)
 //   is bench_copy's op:nchw_to_nhwc at shape 8x64x56x56.
 //
-// Cost: conv flop = 2*N*O*OH*OW*(C/groups)*KH*KW (3x3 64->64: 1.85 GFLOP, ~80 ms per
-// call on one core of this VM); bytes = x (its elements once) + weights + output.
+// Cost: conv flop = 2*N*O*OH*OW*(C/groups)*KH*KW (3x3 64->64: 1.85 GFLOP); bytes = x
+// (its elements once) + weights + output.
 // Pooling: bytes = input + output; flop: avg 9 per output (8 adds and the scaling),
 // max 0 (comparisons are not floating-point arithmetic). The GEMM row: 2*M*N*K flop,
 // A + B + C bytes. Threads 1 and 2.

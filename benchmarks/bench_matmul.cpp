@@ -19,12 +19,12 @@
 //   (CblasColMajor); openblas_set_num_threads(threads). Its kernel set is
 //   openblas_get_corename(), written to the context as sb_openblas_core (meson sets
 //   OPENBLAS_CORETYPE=Haswell for `ninja benchmark` on AVX2 builds: the packaged 0.3.21
-//   takes this VM for a Prescott and would run its SSE3 kernels, docs/notes/gemm.md).
+//   takes some VMs for a Prescott and would run its SSE3 kernels, docs/notes/gemm.md).
 //   The OpenBLAS rows run after all of ours, so its spinning threads never meet ours.
 //
 // Cost: flop = 2*M*N*K; bytes = A, B read once + C written once (contiguous_first also
-// reads A and writes its copy: + 2 x A). 1024^3: 2.1 GFLOP, ~80 ms per call at ~25
-// GFLOP/s on one core of this VM; C 4 MiB, working set 12 MiB (regime LLC).
+// reads A and writes its copy: + 2 x A). 1024^3: 2.1 GFLOP, C 4 MiB, working set
+// 12 MiB (regime LLC).
 #include <cmath>
 #include <memory>
 

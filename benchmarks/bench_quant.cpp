@@ -18,7 +18,7 @@
 //   the relus), b ~ N(0, 0.01).
 //
 // Cost: flop = 2*M*in*out per layer (int8 multiply-adds counted the same way):
-// linear 0.54 GFLOP, mlp 1.6 GFLOP (~20 / ~65 ms per f32 call on one core of this VM).
+// linear 0.54 GFLOP, mlp 1.6 GFLOP.
 // bytes = x + weight_bytes + biases + y, plus for the MLP its two hidden activations
 // written and read once each.
 #include <cmath>
