@@ -329,9 +329,9 @@ inline typename VecIO<T>::V load_part(const T* p, int64_t m) {
 }
 
 // o[j] = f(a[j], b[j]) for j in [j0, j0 + m), m < W: masked loads, one vector op, a
-// short copy out (put_part). The tails used to fill W-wide buffers element by element
-// and load them as a vector, a store-forwarding stall per strip: half the time of
-// x + row-bias over 20-float rows (Note [Streaming strips]).
+// short copy out (put_part). Not a W-wide buffer filled element by element and loaded
+// as a vector: that is a store-forwarding stall per strip, which cost short rows half
+// their time (docs/notes/elementwise.md).
 template <typename T, bool AS, bool BS, bool NT = false, typename F>
 void part2(T* o, const T* a, const T* b, int64_t j0, int64_t m, const F& f) {
   using IO = VecIO<T>;
