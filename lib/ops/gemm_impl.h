@@ -198,11 +198,9 @@ void gemm_driver(int64_t M, int64_t N, int64_t K, const PackA& pack_a, const Pac
 // Note [Packing a transposed A]: when A's rows have unit stride (A is a .t() view, or
 // CblasTrans), the elements of one k for a whole MC block are contiguous. The packer
 // walks k outer and copies fixed-size MR-element runs (inlined moves) into each panel,
-// so every k reads one contiguous run of the column. The first version went panel by
-// panel with a libc memcpy call per 64 bytes and a 4 KiB jump per k: perf gave it
-// 10 % of a 1024^3 transposed-A GEMM, and transposed A read 1.10-1.14x of contiguous;
-// now 1.02x (best of 21, alternating in one process). pack_b_strided does the same
-// for a row-major B.
+// so every k reads one contiguous run of the column; panel by panel, with a memcpy call
+// per 64 bytes and a 4 KiB jump per k, transposed A cost a tenth more than contiguous
+// (docs/notes/gemm.md). pack_b_strided does the same for a row-major B.
 template <typename S> inline float load_f32(const S* p) { return static_cast<float>(*p); }
 
 // A(i, k) = a[i*rs + k*cs]; a points to A(0, 0); MR-row panels.
