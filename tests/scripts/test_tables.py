@@ -410,6 +410,24 @@ class TablesTest(unittest.TestCase):
                       "peers' 4 kernel rows reach a median 79% of their ceiling (lowest 62%: torch contiguous "
                       "add inplace f32 4096x4096 8 threads", text)
 
+    def test_views_table_names_the_threads(self):
+        # a 1-thread twin of a views row: the two rows differ by their threads column
+        def add_one_thread(doc):
+            extra = []
+            for e in doc["benchmarks"]:
+                if "op:view/" in e["name"]:
+                    e2 = dict(e)
+                    for k in ("name", "run_name"):
+                        if k in e2:
+                            e2[k] = e2[k].replace("threads:8", "threads:1")
+                    extra.append(e2)
+            doc["benchmarks"].extend(extra)
+        sbtest.edit(os.path.join(self.raw, "bench_views.json"), add_one_thread)
+        views = self.render().split("\n## Views vs copies\n")[1].split("\n## ")[0]
+        self.assertIn("| impl | op | layout | dtype | shape | threads | style |", views)
+        rows = [l for l in views.splitlines() if l.startswith("| ours | view | contiguous | f32 | 4096x4096 |")]
+        self.assertEqual(sorted(r.split(" | ")[5] for r in rows), ["1", "8"])
+
     def test_layout_row_without_a_contiguous_twin_is_shown_without_ratios(self):
         twin = "elementwise/op:add/impl:ours/device:cpu/layout:contiguous/style:out/dtype:f32/shape:4096x4096/threads:8"
         sbtest.edit(os.path.join(self.raw, "bench_elementwise.json"), lambda d: d.update(benchmarks=[
