@@ -5,10 +5,10 @@
 // Note [Strided iteration on the GPU]
 // A kernel over tensors of one shape (out first, inputs broadcast to it with stride 0)
 // runs over a flat index 0..numel-1 that is unravelled into per-operand offsets.
-// Before launching, the host (make_iter) drops size-1 dims, orders the dims by the
-// out strides (largest first, so the flat index walks out's memory in order: any
-// dense out, channels-last included, is then written sequentially) and merges
-// adjacent dims that are contiguous in every operand. A contiguous tensor becomes one
+// Before launching, the host (make_iter) takes the dims from plan_dims (Note [One
+// dimension planner]): size-1 dims dropped, ordered by the out strides (the flat index
+// walks out's memory in order: any dense out, channels-last included, is written
+// sequentially), merged where every operand continues. A contiguous tensor becomes one
 // dim; NCHW -> NHWC becomes 3 dims, a batched transpose that copy.cu sends to the
 // tiled kernel. Offsets are int64 throughout; the unravel uses 32-bit division when
 // the element count fits (div/mod of 64-bit values costs several times more).
@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "core/dim_plan.h"
 #include "core/tensor.h"
 #include "cuda/cuda_check.h"
 
@@ -137,60 +138,25 @@ struct OffsetCalc {
 };
 
 // Host: the iteration space of NARGS operands of `sizes` (operand 0 is the output;
-// strides[a] already broadcast: 0 where operand a is expanded). See the Note above.
-// order_by_first = false keeps the given dim order (used for reduced dims).
+// strides[a] already broadcast: 0 where operand a is expanded), from plan_dims (Note
+// [One dimension planner], core/dim_plan.h), outermost first.
 template <int NARGS>
-OffsetCalc<NARGS> make_iter(const Shape& sizes, const Shape* const (&strides)[NARGS], const char* op,
-                            bool order_by_first = true) {
-  const int nd = static_cast<int>(sizes.size());
-  SB_CHECK(nd <= 64, op, " (CUDA): ", nd, "-D tensors are not supported (at most 64 dims)");
-  std::vector<int> dims;
-  for (int d = 0; d < nd; ++d)
-    if (sizes[d] != 1) dims.push_back(d);
-  if (order_by_first) {  // largest out stride first; ties: keep the logical order
-    std::stable_sort(dims.begin(), dims.end(), [&](int x, int y) {
-      for (int a = 0; a < NARGS; ++a) {
-        const int64_t sx = (*strides[a])[x], sy = (*strides[a])[y];
-        if (sx != sy) return sx > sy;
-      }
-      return false;
-    });
-  }
-  OffsetCalc<NARGS> it;
-  int n = 0;
-  int64_t sz[64];
-  int64_t st[NARGS][64];
-  for (int d : dims) {
-    bool merge = n > 0;
-    for (int a = 0; a < NARGS && merge; ++a) merge = st[a][n - 1] == (*strides[a])[d] * sizes[d];
-    if (merge) {  // previous (outer) dim folds into this one
-      sz[n - 1] *= sizes[d];
-      for (int a = 0; a < NARGS; ++a) st[a][n - 1] = (*strides[a])[d];
-    } else {
-      sz[n] = sizes[d];
-      for (int a = 0; a < NARGS; ++a) st[a][n] = (*strides[a])[d];
-      ++n;
-    }
-  }
+OffsetCalc<NARGS> make_iter(const Shape& sizes, const Shape* const (&strides)[NARGS], const char* op) {
+  static_assert(NARGS <= DimPlan::kMaxOperands, "make_iter: too many operands");
+  const int64_t* st[NARGS];
+  for (int a = 0; a < NARGS; ++a) st[a] = strides[a]->data();
+  const DimPlan plan = plan_dims(sizes.data(), static_cast<int64_t>(sizes.size()), st, NARGS);
+  const int n = plan.ndim();
   SB_CHECK(n <= kMaxDims, op, " (CUDA): ", n, " dims remain after coalescing sizes ", sizes, "; at most ", kMaxDims,
            " are supported");
+  OffsetCalc<NARGS> it;
   it.ndim = n;
-  int64_t numel = 1;
-  for (int d = 0; d < n; ++d) {
-    it.sizes[d] = sz[d];
-    numel *= sz[d];
-    for (int a = 0; a < NARGS; ++a) it.strides[a][d] = st[a][d];
+  for (int d = 0; d < n; ++d) {  // the plan is fastest first; the offset calculator outermost first
+    it.sizes[d] = plan.sizes[n - 1 - d];
+    for (int a = 0; a < NARGS; ++a) it.strides[a][d] = plan.strides[n - 1 - d][a];
   }
-  it.use32 = numel <= static_cast<int64_t>(UINT32_MAX);
+  it.use32 = plan.numel() <= static_cast<int64_t>(UINT32_MAX);
   return it;
-}
-
-// t's strides seen through `sizes` (t broadcasts to them): stride 0 for new or size-1 dims.
-inline Shape broadcast_strides(const Tensor& t, const Shape& sizes) {
-  Shape st(sizes.size(), 0);
-  const size_t lead = sizes.size() - t.sizes().size();
-  for (size_t i = 0; i < t.sizes().size(); ++i) st[lead + i] = t.sizes()[i] == 1 ? 0 : t.strides()[i];
-  return st;
 }
 
 // ---------------------------------------------------------------- launch helpers

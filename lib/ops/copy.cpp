@@ -52,6 +52,7 @@
 
 #include "core/convert.h"
 #include "core/cpu_features.h"
+#include "core/dim_plan.h"
 #include "core/parallel.h"
 #include "core/scratch.h"
 #include "ops/transpose_tile.h"
@@ -101,15 +102,6 @@ bool want_nt(int64_t out_bytes) {
 #endif
 }
 
-// src strides seen through dst's dims (broadcast dims get stride 0).
-Shape broadcast_strides(const Tensor& src, const Shape& dst_sizes) {
-  Shape st(dst_sizes.size(), 0);
-  const size_t lead = dst_sizes.size() - src.sizes().size();
-  for (size_t i = 0; i < src.sizes().size(); ++i)
-    st[lead + i] = src.sizes()[i] == 1 ? 0 : src.strides()[i];
-  return st;
-}
-
 template <typename D, typename S>
 void copy_loop(const Tensor& dst, const Tensor& src) {
   const Shape& sizes = dst.sizes();
@@ -143,35 +135,20 @@ void copy_loop(const Tensor& dst, const Tensor& src) {
 
 // ---------------------------------------------------------------- the plan
 
-// Dims (size > 1) ordered by dst stride, dst's fastest last, merged where both
-// tensors are contiguous across the pair. Strides in elements.
+// The walk of Note [One dimension planner] (core/dim_plan.h) over (dst, src), slowest
+// first: dst's fastest dim last. Strides in elements; no dims: one element.
 struct Plan {
   Shape size, dst, src;
   int64_t ndim() const { return static_cast<int64_t>(size.size()); }
 };
 
 Plan make_plan(const Shape& sizes, const Shape& dst_st, const Shape& src_st) {
-  std::vector<int64_t> order;
-  for (size_t i = 0; i < sizes.size(); ++i)
-    if (sizes[i] != 1) order.push_back(static_cast<int64_t>(i));
-  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-    if (dst_st[a] != dst_st[b]) return dst_st[a] > dst_st[b];
-    return src_st[a] > src_st[b];
-  });
+  const DimPlan dp = plan_dims(sizes, {&dst_st, &src_st});
   Plan p;
-  for (int64_t i : order) {
-    if (!p.size.empty()) {
-      const size_t l = p.size.size() - 1;  // try to merge i (inner) into the last kept dim (outer)
-      if (p.dst[l] == dst_st[i] * sizes[i] && p.src[l] == src_st[i] * sizes[i]) {
-        p.size[l] *= sizes[i];
-        p.dst[l] = dst_st[i];
-        p.src[l] = src_st[i];
-        continue;
-      }
-    }
-    p.size.push_back(sizes[i]);
-    p.dst.push_back(dst_st[i]);
-    p.src.push_back(src_st[i]);
+  for (int d = dp.ndim() - 1; d >= 0; --d) {
+    p.size.push_back(dp.sizes[d]);
+    p.dst.push_back(dp.strides[d][0]);
+    p.src.push_back(dp.strides[d][1]);
   }
   return p;
 }

@@ -1,9 +1,10 @@
-// iterator.cpp — set-up of the shared strided iterator: drop size-1 dims, order by the
-// output's strides, coalesce, pick the path (see Note [Strided iteration] in iterator.h).
+// iterator.cpp — set-up of the shared strided iterator: the dims from plan_dims (Note
+// [One dimension planner]), then the path (see Note [Strided iteration] in iterator.h).
 // Cost: O(ndim^2) integer work per op call, nothing per element.
 #include "ops/iterator.h"
 
 #include "core/cpu_features.h"
+#include "core/dim_plan.h"
 #include "ops/copy.h"
 #include "ops/transpose_tile.h"
 
@@ -15,39 +16,6 @@
 namespace sb {
 
 namespace {
-
-// PyTorch's reorder_dimensions comparison: > 0 when dim d0 should go outside d1
-// (d0 is slower), < 0 when it should stay inside, 0 when no operand can tell.
-// stride(i, d): operand i's stride along dim d, for i in [0, nops).
-template <typename StrideOf>
-int should_swap(const StrideOf& stride, int nops, const int64_t* sizes, int64_t d0, int64_t d1) {
-  for (int i = 0; i < nops; ++i) {
-    const int64_t s0 = stride(i, d0), s1 = stride(i, d1);
-    if (s0 == 0 || s1 == 0) continue;
-    if (s0 < s1) return -1;
-    if (s0 > s1) return 1;
-    if (sizes[d0] > sizes[d1]) return 1;
-  }
-  return 0;
-}
-
-// Dims fastest first: perm[0] is the dim to walk innermost (perm: nd entries).
-template <typename StrideOf>
-void fastest_first(int64_t nd, const int64_t* sizes, const StrideOf& stride, int nops, int64_t* perm) {
-  for (int64_t i = 0; i < nd; ++i) perm[i] = nd - 1 - i;  // row-major by default
-  for (int64_t i = 1; i < nd; ++i) {  // insertion sort that tolerates "don't know"
-    int64_t d1 = i;
-    for (int64_t d0 = i - 1; d0 >= 0; --d0) {
-      const int c = should_swap(stride, nops, sizes, perm[d0], perm[d1]);
-      if (c > 0) {
-        std::swap(perm[d0], perm[d1]);
-        d1 = d0;
-      } else if (c < 0) {
-        break;
-      }
-    }
-  }
-}
 
 template <int64_t ES>
 void stage_fixed(char* buf, const char* src, int64_t s0, int64_t s1, int64_t n0, int64_t n1, int64_t ld) {
@@ -80,20 +48,6 @@ void stage_tile(char* buf, const char* src, int64_t s0, int64_t s1, int64_t n0, 
       for (int64_t i = 0; i < n0; ++i)
         for (int64_t j = 0; j < n1; ++j) std::memcpy(buf + (j * ld + i) * es, src + i * s0 + j * s1, es);
   }
-}
-
-Shape output_strides_like(const Shape& sizes, const std::vector<const Shape*>& input_strides) {
-  Shape perm(sizes.size());
-  const auto stride = [&](int i, int64_t d) { return (*input_strides[i])[d]; };
-  fastest_first(static_cast<int64_t>(sizes.size()), sizes.data(), stride, static_cast<int>(input_strides.size()),
-                perm.data());
-  Shape st(sizes.size());
-  int64_t z = 1;
-  for (int64_t d : perm) {
-    st[d] = z;
-    z *= std::max<int64_t>(sizes[d], 1);
-  }
-  return st;
 }
 
 StridedIter StridedIter::from_tensors(const std::vector<Tensor>& tensors, bool tiles) {
@@ -156,34 +110,14 @@ StridedIter::StridedIter(const Shape& sizes, const Operand* ops, int nops, bool 
     strides_.assign(1, Strides{});
     return;
   }
-  // 1. drop size-1 dims
-  SmallVec<int64_t, kInlineDims> ksizes;
-  SmallVec<Strides, kInlineDims> kstrides;  // [kept dim][op], elements
-  for (size_t d = 0; d < sizes.size(); ++d) {
-    if (sizes[d] == 1) continue;
-    ksizes.push_back(sizes[d]);
+  // 1-3. Note [One dimension planner]; the iterator keeps strides in bytes
+  const int64_t* st[kMaxOperands];
+  for (int i = 0; i < nops_; ++i) st[i] = ops[i].strides;
+  const DimPlan plan = plan_dims(sizes.data(), static_cast<int64_t>(sizes.size()), st, nops_);
+  for (int d = 0; d < plan.ndim(); ++d) {
+    sizes_.push_back(plan.sizes[d]);
     Strides s{};
-    for (int i = 0; i < nops_; ++i) s[i] = ops[i].strides[d];
-    kstrides.push_back(s);
-  }
-  // 2. order fastest first by the output's strides (then the inputs')
-  const int64_t nk = static_cast<int64_t>(ksizes.size());
-  SmallVec<int64_t, kInlineDims> perm(static_cast<size_t>(nk));
-  fastest_first(nk, ksizes.data(), [&](int i, int64_t d) { return kstrides[d][i]; }, nops_, perm.data());
-  // 3. coalesce
-  for (int64_t d : perm) {
-    Strides s{};
-    for (int i = 0; i < nops_; ++i) s[i] = kstrides[d][i] * ops[i].elem_size;
-    if (!sizes_.empty()) {
-      const int64_t prev = sizes_.back();
-      bool merge = true;
-      for (int i = 0; i < nops_; ++i) merge = merge && s[i] == strides_.back()[i] * prev;
-      if (merge) {
-        sizes_.back() *= ksizes[d];
-        continue;
-      }
-    }
-    sizes_.push_back(ksizes[d]);
+    for (int i = 0; i < nops_; ++i) s[i] = plan.strides[d][i] * ops[i].elem_size;
     strides_.push_back(s);
   }
   if (sizes_.empty()) {  // every dim was size 1: one element

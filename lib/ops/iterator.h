@@ -3,12 +3,10 @@
 // Note [Strided iteration]
 // Operand 0 is the output; the others are inputs already broadcast to the output's
 // sizes (stride 0 where expanded). Before any loop runs the iterator
-//   1. drops size-1 dims (they move nothing),
-//   2. orders the dims fastest-first by the output's strides (PyTorch's
-//      reorder_dimensions: ties and stride-0 dims fall back to the next operand),
-//      so a channels-last or a transposed output is walked in memory order,
-//   3. coalesces neighbours d, d+1 where every operand has
-//      stride[d+1] == stride[d] * size[d] (a dense tensor becomes one dim),
+//   1-3. takes the dims from plan_dims (Note [One dimension planner], core/dim_plan.h):
+//      size-1 dims dropped, fastest first by the output's strides (PyTorch's rule), and
+//      merged where every operand continues (a dense tensor becomes one dim), so a
+//      channels-last or a transposed output is walked in memory order;
 //   4. picks a path:
 //      Contiguous  one dim left and every operand has stride == its element size,
 //                  or 0 (a stride-0 scalar): one strip per thread.
@@ -47,6 +45,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "core/dim_plan.h"
 #include "core/parallel.h"
 #include "core/scratch.h"
 #include "core/small_vec.h"
@@ -107,7 +106,7 @@ namespace sb {
 // tiles keep; tiles of longer rows keep Note [Tile prefetch].
 class StridedIter {
  public:
-  static constexpr int kMaxOperands = 4;
+  static constexpr int kMaxOperands = DimPlan::kMaxOperands;
   static constexpr int64_t kTileBytes0 = 1024;  // bytes of the output per tile strip
   static constexpr int64_t kTileRows = 64;      // strips per tile (dim k of the tile): 256 B of a float32 source row
   static constexpr int64_t kTileElems = 16384;  // elements per tile when dim 0 is shorter than kTileBytes0
@@ -119,7 +118,7 @@ class StridedIter {
   static constexpr int64_t kPieceBytes = 2048;        // output bytes per kernel call there
   enum class Path : uint8_t { Contiguous, Broadcast, Tiled, Strided };
 
-  static constexpr int kInlineDims = 8;  // dims held without allocating
+  static constexpr int kInlineDims = DimPlan::kInlineDims;  // dims held without allocating
   struct Operand {
     char* data;              // address of element [0, ..., 0]
     const int64_t* strides;  // in elements, one per dim of the common sizes
@@ -209,11 +208,6 @@ class StridedIter {
 
 };
 
-// PyTorch's output layout for an op over `inputs` (each with `sizes`' number of dims,
-// stride 0 where broadcast): dense strides whose order follows the first input that
-// orders a pair of dims (so channels-last in, channels-last out; a.t() + b gives a
-// column-major result, as in PyTorch).
-Shape output_strides_like(const Shape& sizes, const std::vector<const Shape*>& input_strides);
 
 // ---------------------------------------------------------------- template bodies
 

@@ -1,9 +1,9 @@
 // reduce.cpp — sum, mean, max, var, std over any set of dims (CPU; CUDA via lib/cuda).
 //
-// Plan: the kept dims K and the reduced dims R are each ordered by input stride
-// (stride-0 dims outermost) and merged where contiguous. Results are computed per kept
-// element in that K order into an accumulator array, then written through out's
-// strides. Kernels:
+// Plan: the kept dims K and the reduced dims R each come from plan_dims (Note [One
+// dimension planner]), K ordered by the input's strides then the output's, R by the
+// input's. Results are computed per kept element in that K order into an accumulator
+// array, then written through out's strides. Kernels:
 //   horizontal  R's innermost dim is unit-stride: each kept element reduces runs of
 //               contiguous memory, AVX2 with 4 independent vector accumulators.
 //   vertical    K's innermost dim is unit-stride: whole rows of kept elements are
@@ -37,6 +37,7 @@
 
 #include "core/convert.h"
 #include "core/cpu_features.h"
+#include "core/dim_plan.h"
 #include "core/parallel.h"
 
 #ifdef SB_WITH_CUDA
@@ -543,56 +544,28 @@ struct Geo {
   int64_t K = 1, R = 1;
 };
 
-// Stride order with stride-0 (broadcast) dims outermost.
-inline uint64_t order_key(int64_t st) { return st == 0 ? ~uint64_t{0} : static_cast<uint64_t>(std::llabs(st)); }
-
-void sort_merge(Shape& s, Shape& st, Shape* ost) {
-  std::vector<size_t> idx(s.size());
-  std::iota(idx.begin(), idx.end(), 0);
-  std::stable_sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return order_key(st[a]) > order_key(st[b]); });
-  Shape ns, nst, nost;
-  for (size_t i : idx) {
-    if (!ns.empty()) {
-      const size_t l = ns.size() - 1;
-      if (nst[l] == st[i] * s[i] && (!ost || nost[l] == (*ost)[i] * s[i])) {
-        ns[l] *= s[i];
-        nst[l] = st[i];
-        if (ost) nost[l] = (*ost)[i];
-        continue;
-      }
-    }
-    ns.push_back(s[i]);
-    nst.push_back(st[i]);
-    if (ost) nost.push_back((*ost)[i]);
-  }
-  if (ns.empty()) {  // no dims: one element
-    ns = {1};
-    nst = {0};
-    nost = {0};
-  }
-  s = ns;
-  st = nst;
-  if (ost) *ost = nost;
-}
-
+// The kept dims planned over (x, out) and the reduced dims over x alone (Note [One
+// dimension planner], core/dim_plan.h), each turned slowest first; no dims: one element.
 Geo make_geo(const Tensor& x, const Tensor& out_k, const std::vector<bool>& red) {
   Geo g;
+  Shape ksizes = x.sizes(), rsizes = x.sizes();
   for (int64_t i = 0; i < x.dim(); ++i) {
-    const int64_t n = x.sizes()[i];
-    if (red[i]) g.R *= n;
-    else g.K *= n;
-    if (n == 1) continue;
-    if (red[i]) {
-      g.rs.push_back(n);
-      g.rst.push_back(x.strides()[i]);
-    } else {
-      g.ks.push_back(n);
-      g.kst.push_back(x.strides()[i]);
-      g.kost.push_back(out_k.strides()[i]);
-    }
+    (red[i] ? ksizes : rsizes)[i] = 1;
+    (red[i] ? g.R : g.K) *= x.sizes()[i];
   }
-  sort_merge(g.ks, g.kst, &g.kost);
-  sort_merge(g.rs, g.rst, nullptr);
+  const DimPlan kp = plan_dims(ksizes, {&x.strides(), &out_k.strides()});
+  for (int d = kp.ndim() - 1; d >= 0; --d) {
+    g.ks.push_back(kp.sizes[d]);
+    g.kst.push_back(kp.strides[d][0]);
+    g.kost.push_back(kp.strides[d][1]);
+  }
+  const DimPlan rp = plan_dims(rsizes, {&x.strides()});
+  for (int d = rp.ndim() - 1; d >= 0; --d) {
+    g.rs.push_back(rp.sizes[d]);
+    g.rst.push_back(rp.strides[d][0]);
+  }
+  if (g.ks.empty()) g.ks = {1}, g.kst = {0}, g.kost = {0};
+  if (g.rs.empty()) g.rs = {1}, g.rst = {0};
   return g;
 }
 
