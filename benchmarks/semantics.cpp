@@ -8,8 +8,6 @@
 //   V3  clone() and contiguous() of a non-contiguous tensor own new storage, hold the
 //       same values, and writes to them leave the source alone
 //   V4  broadcasting sizes 3 and 2 is an error (shapes, copy_, and a binary op)
-// The in-place and binary ops come from lib/ops/elementwise.cpp when it is built
-// (SB_BENCH_HAVE_ELEMENTWISE, set by benchmarks/meson.build); fill_ and copy_ otherwise.
 // Exit status 1 when a check fails (the file is written either way), 2 on bad usage.
 // Cost: microseconds.
 #include <sys/stat.h>
@@ -50,12 +48,8 @@ bool v2() {
   Tensor x = sb::zeros({4, 6});
   Tensor s = x.slice(1, 0, std::nullopt, 2);  // columns 0, 2, 4
   if (!s.shares_storage_with(x) || s.is_contiguous()) return false;
-#ifdef SB_BENCH_HAVE_ELEMENTWISE
   s.add_(1.0);
   s.mul_(3.0);
-#else  // before lib/ops/elementwise.cpp exists: fill_, the in-place op of lib/core
-  s.fill_(3.0);
-#endif
   for (int64_t i = 0; i < 4; ++i)
     for (int64_t j = 0; j < 6; ++j)
       if (x.get({i, j}) != (j % 2 == 0 ? 3.0 : 0.0)) return false;
@@ -82,9 +76,7 @@ bool v3() {
 bool v4() {
   Tensor a = sb::ones({3}), b = sb::ones({2});
   bool ok = throws([] { sb::broadcast_shapes({3}, {2}, "semantics"); }) && throws([&] { b.copy_(a); });
-#ifdef SB_BENCH_HAVE_ELEMENTWISE
   ok = ok && throws([&] { sb::add(a, b); }) && throws([&] { a.add_(b); });
-#endif
   return ok;
 }
 

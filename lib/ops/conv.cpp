@@ -11,10 +11,7 @@
 #include "core/scratch.h"
 #include "ops/gemm_impl.h"
 #include "ops/transpose_tile.h"
-// Note [CUDA conv2d]: sb::cuda::conv2d is declared in cuda_backend.h; the dispatch is
-// compiled once lib/cuda provides it and meson defines SB_HAVE_CUDA_CONV2D, so CUDA
-// builds link before that (a CUDA input then gets the "no backend" error).
-#if defined(SB_WITH_CUDA) && defined(SB_HAVE_CUDA_CONV2D)
+#ifdef SB_WITH_CUDA
 #include "cuda/cuda_backend.h"
 #endif
 
@@ -972,7 +969,7 @@ void conv_cpu(const Geom& g, const Tensor& out, const Tensor& x, const Tensor& w
 void conv_dispatch(const Geom& g, const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias,
                    const Conv2dParams& p, bool relu) {
   if (out.numel() == 0) return;
-#if defined(SB_WITH_CUDA) && defined(SB_HAVE_CUDA_CONV2D)
+#ifdef SB_WITH_CUDA
   if (x.device().is_cuda()) {
     cuda::conv2d(out, x, w, bias, p, relu);
     return;
