@@ -5,6 +5,7 @@
 // not a multiple of 8, misaligned offsets, 1 and 2 threads, AVX2 and scalar, regular
 // and non-temporal stores (forced at small sizes through set_nt_threshold_bytes).
 #include "ops/copy.h"
+#include "ops/test_hooks.h"
 
 #include <cmath>
 #include <cstdio>

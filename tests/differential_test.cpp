@@ -29,6 +29,7 @@
 #include "core/cpu_features.h"
 #include "core/parallel.h"
 #include "ops/copy.h"
+#include "ops/test_hooks.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
 #include "test_util.h"

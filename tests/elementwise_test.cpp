@@ -4,6 +4,7 @@
 // and scalar paths, float32/float64/float16/int32; the AVX2 exp's ulp error; the
 // out-of-place layout rule; bad inputs and the overlap rules.
 #include "ops/elementwise.h"
+#include "ops/test_hooks.h"
 
 #include <cmath>
 #include <cstring>

@@ -3,6 +3,7 @@
 // output element is visited exactly once with the right input elements, serially and
 // split over 2 threads.
 #include "ops/iterator.h"
+#include "ops/test_hooks.h"
 
 #include "ops/copy.h"
 

@@ -36,6 +36,7 @@
 // with a 32-byte pattern (AVX2 broadcast stores, streaming above the threshold);
 // others through a parallel strided row loop.
 #include "ops/copy.h"
+#include "ops/test_hooks.h"
 
 #include <unistd.h>
 

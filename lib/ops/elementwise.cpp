@@ -15,6 +15,7 @@
 // three times per dense row (twice from L1/L2) or twice per strided row (an outer dim),
 // and writes once.
 #include "ops/elementwise.h"
+#include "ops/test_hooks.h"
 
 #include <algorithm>
 #include <atomic>

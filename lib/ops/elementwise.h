@@ -74,11 +74,4 @@ SB_DECLARE_UNARY(sqrt)
 Tensor normalize(const Tensor& x, int64_t dim, double eps = 1e-5);
 Tensor& normalize_out(Tensor& out, const Tensor& x, int64_t dim, double eps = 1e-5);
 
-// ---- introspection for tests (not a user API) ----
-// Whether the last CPU binary/unary/normalize call stored its output with
-// non-temporal stores (elementwise.cpp, Notes [Streaming elementwise outputs] and
-// [Streaming normalize outputs]: a dense output above copy.h's nt_threshold_bytes() that
-// is not also an input).
-bool last_elementwise_used_nt();
-
 }  // namespace sb

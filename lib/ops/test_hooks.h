@@ -1,0 +1,34 @@
+// test_hooks.h — what the tests use to prove a fast path ran and to force one. Not part
+// of the library's API: no public header includes it, and nothing outside tests/ should.
+#pragma once
+#include <cstdint>
+
+namespace sb {
+
+// Which path the last CPU copy_kernel / fill_kernel call on this process took, and
+// whether it used non-temporal stores.
+enum class CopyPath : uint8_t { Empty, Memcpy, Rows, Tiled, Strided, Convert, Fill, FillStrided };
+const char* copy_path_name(CopyPath p);
+CopyPath last_copy_path();
+bool last_copy_used_nt();
+// Tiled path: whether 4-byte tiles went straight to memory as streaming bands (copy.cpp,
+// Note [Transpose bands]: 16 or 32, the band's source rows) or pipelined blocks (Note
+// [Pipelined transpose blocks]: 64) rather than through the L1 tile buffer (0).
+int last_copy_band_rows();
+// The streaming transposes' shape: 16 or 32 source rows per band (Note [Transpose bands])
+// or 64, the pipelined blocks (Note [Pipelined transpose blocks]), and whether tasks walk
+// the source rows' direction fastest. Chosen per CPU vendor and, on AMD and others, per
+// copy (blocks where dst rows are 4 KiB or more apart and source rows 1024 elements or
+// longer, else 16-row bands); tests force each (rows = 0: back to the automatic choice).
+void set_transpose_bands(int rows, bool source_rows_outer);
+// The streaming threshold of copy.h's nt_threshold_bytes(): 0 forces streaming at small
+// sizes; negative: back to the default.
+void set_nt_threshold_bytes(int64_t bytes);
+
+// Whether the last CPU binary/unary/normalize call stored its output with non-temporal
+// stores (elementwise.cpp, Notes [Streaming elementwise outputs] and [Streaming
+// normalize outputs]: a dense output above nt_threshold_bytes() that is not also an
+// input).
+bool last_elementwise_used_nt();
+
+}  // namespace sb
