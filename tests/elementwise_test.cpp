@@ -787,7 +787,7 @@ TEST(Elementwise, StreamingOutputsAgainstReference) {
 // Note [Streaming normalize outputs]: with the streaming threshold at 0, normalize
 // streams rows it writes whole: float32 rows through the short-row kernel when n % 8 == 0
 // and every output row starts 32-byte aligned (the window's offset a multiple of 8
-// elements), float32 rows longer than 1024 and float64/float16 rows through strip1's
+// elements), float32 rows longer than 1024 and float64/float16 rows through unary_strip's
 // streaming loop at any offset. Rows whose x is strided along dim with adjacent rows (a
 // transposed x) and in-place calls keep plain stores. The output is a window of a
 // poisoned buffer whose cells around it must stay poisoned; values against the float64
@@ -811,7 +811,7 @@ TEST(Elementwise, NormalizeStreamingOutputsAgainstReference) {
         {DType::Float32, 700, 64, 0, Layout::Sliced, true},        // packed stepped rows, aligned out
         {DType::Float32, 700, 64, 5, Layout::Sliced, false},
         {DType::Float32, 700, 64, 0, Layout::Transposed, false},   // adjacent rows: plain stores
-        {DType::Float32, 23, 3001, 5, Layout::Contiguous, true},   // long rows: strip1 at any offset
+        {DType::Float32, 23, 3001, 5, Layout::Contiguous, true},   // long rows: unary_strip at any offset
         {DType::Float64, 700, 61, 3, Layout::Contiguous, true},
         {DType::Float16, 700, 64, 7, Layout::Contiguous, true},
     };
