@@ -538,7 +538,7 @@ void v_var_kernel(const typename V::T* base, const int64_t* off, int64_t nr, int
 
 // ---------------------------------------------------------------- geometry
 
-struct Geo {
+struct ReducePlan {
   Shape ks, kst, kost;  // kept dims: sizes, input strides, out strides (inner last)
   Shape rs, rst;        // reduced dims: sizes, input strides (inner last)
   int64_t K = 1, R = 1;
@@ -546,8 +546,8 @@ struct Geo {
 
 // The kept dims planned over (x, out) and the reduced dims over x alone (Note [One
 // dimension planner], core/dim_plan.h), each turned slowest first; no dims: one element.
-Geo make_geo(const Tensor& x, const Tensor& out_k, const std::vector<bool>& red) {
-  Geo g;
+ReducePlan make_reduce_plan(const Tensor& x, const Tensor& out_k, const std::vector<bool>& red) {
+  ReducePlan g;
   Shape ksizes = x.sizes(), rsizes = x.sizes();
   for (int64_t i = 0; i < x.dim(); ++i) {
     (red[i] ? ksizes : rsizes)[i] = 1;
@@ -598,7 +598,7 @@ struct Walker {
 // res[q*K + k]: accumulator q of kept element k (K order), pre-set to the identity.
 
 template <class V, class Op>
-void run_horizontal(const typename V::T* x, const Geo& g, typename V::A* res) {
+void run_horizontal(const typename V::T* x, const ReducePlan& g, typename V::A* res) {
   using A = typename V::A;
   constexpr int N = Op::N;
   const int64_t K = g.K, R = g.R, nd = static_cast<int64_t>(g.rs.size());
@@ -685,7 +685,7 @@ void run_horizontal(const typename V::T* x, const Geo& g, typename V::A* res) {
 // then lives in L2. 8 rows x 8192 columns measured fastest among 1-16 rows and
 // 1024-8192 columns (docs/notes/copy-reduce.md).
 template <class V, class Op>
-void run_vertical(const typename V::T* x, const Geo& g, typename V::A* res) {
+void run_vertical(const typename V::T* x, const ReducePlan& g, typename V::A* res) {
   using A = typename V::A;
   using Acc = typename V::Acc;
   constexpr int N = Op::N;
@@ -812,7 +812,7 @@ void run_vertical(const typename V::T* x, const Geo& g, typename V::A* res) {
 }
 
 template <class V, class Op>
-void run(const typename V::T* x, const Geo& g, std::vector<typename V::A>& res) {
+void run(const typename V::T* x, const ReducePlan& g, std::vector<typename V::A>& res) {
   constexpr int N = Op::N;
   res.assign(static_cast<size_t>(g.K * N), 0);
   for (int64_t k = 0; k < g.K; ++k) {
@@ -827,7 +827,7 @@ void run(const typename V::T* x, const Geo& g, std::vector<typename V::A>& res) 
 
 // Write f(k) for each kept element k through out's strides.
 template <typename T, typename F>
-void write_out(const Tensor& out_k, const Geo& g, const F& f) {
+void write_out(const Tensor& out_k, const ReducePlan& g, const F& f) {
   T* o = static_cast<T*>(out_k.data_ptr());
   parallel_for(0, g.K, kGrainSize, [&](int64_t b, int64_t e) {
     Walker w(g.ks, g.kost, b);
@@ -836,7 +836,7 @@ void write_out(const Tensor& out_k, const Geo& g, const F& f) {
 }
 
 template <typename T, class VS, class VV>
-void reduce_float(ReduceOp op, const Tensor& out_k, const Tensor& x, const Geo& g, int64_t correction, bool simd) {
+void reduce_float(ReduceOp op, const Tensor& out_k, const Tensor& x, const ReducePlan& g, int64_t correction, bool simd) {
   const T* xp = static_cast<const T*>(x.data_ptr());
   const double n = static_cast<double>(g.R);
   std::vector<double> res;
@@ -865,7 +865,7 @@ void reduce_float(ReduceOp op, const Tensor& out_k, const Tensor& x, const Geo& 
   });
 }
 
-void reduce_cpu(ReduceOp op, const Tensor& out_k, const Tensor& x, const Geo& g, int64_t correction) {
+void reduce_cpu(ReduceOp op, const Tensor& out_k, const Tensor& x, const ReducePlan& g, int64_t correction) {
   const bool simd = use_avx2();
   (void)simd;  // unused without SB_HAVE_AVX2
   switch (x.dtype()) {
@@ -958,7 +958,7 @@ void reduce_impl(ReduceOp op, Tensor& out, bool have_out, const Tensor& x, const
     SB_CHECK(false, name, ": input on ", x.device(), " needs CUDA, and stridebench was built without it");
 #endif
   }
-  reduce_cpu(op, out_k, x, make_geo(x, out_k, red), correction);
+  reduce_cpu(op, out_k, x, make_reduce_plan(x, out_k, red), correction);
 }
 
 Tensor reduce_new(ReduceOp op, const Tensor& x, const Shape& dims, int64_t correction, bool keepdim) {
