@@ -46,7 +46,7 @@ namespace sb::detail {
 #ifdef SB_HAVE_AVX2
 // The even (0, 2, .., 14) and odd (1, 3, .., 15) elements of the 16 floats a:b, in order:
 // one shuffle and one permute each (the stride-2 input staging in elementwise.cpp, the
-// stride-2 pooling phases in conv.cpp).
+// stride-2 pooling phases in pool.cpp).
 inline __m256 even8_f32(__m256 a, __m256 b) {
   const __m256 t = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));  // a0 a2 b0 b2 | a4 a6 b4 b6
   return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(t), _MM_SHUFFLE(3, 1, 2, 0)));
