@@ -104,8 +104,7 @@ def recheck(py, script, json_dir, benches):
     if not os.path.exists(script):
         print(f"bench_smoke: {script} not found: recheck step skipped")
         return False
-    sys.path.insert(0, os.path.dirname(script))
-    import sbtables  # noqa: E402 (scripts/, found next to collect)
+    from stridebench import results as sbtables  # PYTHONPATH: scripts/ (benchmarks/meson.build)
     cpu = [e for e in benches if os.path.basename(e) in ("bench_baseline", "bench_copy", "bench_elementwise")]
     exe = (cpu or benches)[0]
     _, runs, _ = sbtables.load_gbench(os.path.join(json_dir, os.path.basename(exe)[len("bench_"):] + ".json"))

@@ -11,8 +11,7 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPTS = os.path.join(ROOT, "scripts")
 FIXTURES = os.path.join(ROOT, "tests", "fixtures")
-sys.path.insert(0, SCRIPTS)
-sbtables = importlib.import_module("sbtables")
+from stridebench import results as sbtables  # noqa: E402
 
 
 def run(script, *args, env=None):

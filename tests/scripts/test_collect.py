@@ -8,8 +8,7 @@ import sys
 import tempfile
 import unittest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import sbtest  # noqa: E402
+import sbtest
 
 SLUG = "xeon-8c-rtx4090"
 HAVE_MPL = importlib.util.find_spec("matplotlib") is not None

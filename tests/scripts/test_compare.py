@@ -1,17 +1,15 @@
-# test_compare.py: scripts/compare: the Mann-Whitney U p-value (own implementation
-# against known values and, when importable, scipy), ratios and geometric means on
+# test_compare.py: scripts/compare: the Mann-Whitney U p-value (scipy's, on known
+# values; one message without scipy), ratios and geometric means on
 # the machine-a / machine-b fixtures, -o, and bad or disjoint input.
 import os
-import random
 import sys
 import tempfile
 import unittest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import sbtest  # noqa: E402
-from sbtest import sbtables as sb  # noqa: E402
+import sbtest
+from stridebench import results as sb
 
-compare = sb.load_script("compare")
+from stridebench import compare  # noqa: E402
 
 # (x, y, U of x, two-sided p) from scipy.stats.mannwhitneyu(x, y) (scipy 1.10, auto)
 KNOWN = [
@@ -35,34 +33,26 @@ def row(text, name):
 
 
 class MannWhitneyTest(unittest.TestCase):
-    def test_own_implementation_matches_known_values(self):
+    def test_known_values(self):
         for x, y, u, p in KNOWN:
             with self.subTest(x=x, y=y):
-                got_u, got_p = compare.mwu_own(x, y)
+                got_u, got_p = compare.mann_whitney_u(x, y)
                 self.assertEqual(got_u, u)
                 self.assertAlmostEqual(got_p, p, delta=1e-12 + 1e-9 * p)
-                self.assertAlmostEqual(compare.mann_whitney_u(x, y)[1], p,
-                                       delta=1e-12 + 1e-9 * p)
 
     def test_symmetric_and_too_few_samples(self):
-        self.assertAlmostEqual(compare.mwu_own([4, 5, 6], [1, 2, 3])[1], 0.1)
+        self.assertAlmostEqual(compare.mann_whitney_u([4, 5, 6], [1, 2, 3])[1], 0.1)
         self.assertEqual(compare.mann_whitney_u([1.0], [2.0, 3.0]), (None, None))
 
-    def test_agrees_with_scipy_on_random_samples(self):
-        try:
-            from scipy.stats import mannwhitneyu
-        except ImportError:
-            self.skipTest("scipy not installed")
-        rnd = random.Random(7)
-        for _ in range(500):
-            n1, n2 = rnd.randint(2, 14), rnd.randint(2, 14)
-            gen = (lambda: rnd.randint(0, 5)) if rnd.random() < 0.4 else rnd.random
-            x = [gen() for _ in range(n1)]
-            y = [gen() + rnd.choice((0, 0.3, 2)) for _ in range(n2)]
-            ref = mannwhitneyu(x, y, alternative="two-sided")
-            u, p = compare.mwu_own(x, y)
-            self.assertEqual(u, ref.statistic)
-            self.assertAlmostEqual(p, ref.pvalue, delta=1e-12)
+    def test_without_scipy_one_message_and_exit_2(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            a = sbtest.results_dir(tmp, "machine-a", "a")
+            b = sbtest.results_dir(tmp, "machine-b", "b")
+            p = sbtest.run("compare", a, b, env=sbtest.hide_module(tmp, "scipy"))
+            self.assertEqual(p.returncode, 2)
+            self.assertEqual(p.stdout, "")
+            self.assertIn("scipy is not installed", p.stderr)
+            self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
 
 
 class CompareTest(unittest.TestCase):
@@ -106,16 +96,6 @@ class CompareTest(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertEqual(row(p.stdout, ADD_T)[3:5], ["1.00x", "1"])
         self.assertEqual(row(p.stdout, "**all**")[2], "1.00x")
-
-    def test_without_scipy_same_numbers(self):
-        env = sbtest.hide_module(self.tmp.name, "scipy")
-        with_scipy = sbtest.run("compare", self.a, self.b)
-        without = sbtest.run("compare", self.a, self.b, env=env)
-        self.assertEqual(without.returncode, 0, without.stderr)
-        self.assertIn("own implementation", without.stdout)
-        strip = lambda t: [l for l in t.splitlines() if "Mann–Whitney" not in l]
-        self.assertEqual(strip(without.stdout), strip(with_scipy.stdout))
-        self.assertIn("| 0.1 |", without.stdout)
 
     def test_disjoint_and_bad_input(self):
         out = os.path.join(self.tmp.name, "cmp.md")

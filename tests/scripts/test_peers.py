@@ -1,7 +1,7 @@
 # test_peers.py: scripts/peers.py, the PyTorch / NumPy peer runner. One smoke run
 # (tiny shapes, 1 repetition) is shared by the tests; its JSON must be Google
 # Benchmark's schema with names in the vocabulary (sbtables.parse_name), load through
-# sbtables, mirror the C++ names (bench_copy.cpp, bench_alloc.cpp,
+# stridebench.results, mirror the C++ names (bench_copy.cpp, bench_alloc.cpp,
 # bench_elementwise.cpp, bench_reduce.cpp), and give the Peers table a ratio next to a
 # fixture of ours (tests/fixtures/peers/). Torch-specific
 # checks skip with a message when torch does not import for this interpreter; a run
@@ -16,10 +16,9 @@ import tempfile
 import time
 import unittest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import sbtest  # noqa: E402
+import sbtest
 
-sb = sbtest.sbtables
+from stridebench import results as sb  # noqa: E402
 PEERS = os.path.join(sbtest.SCRIPTS, "peers.py")
 FIX = sbtest.fixture("peers", "bench_ours_smoke.json")
 MACHINE = "test-machine-2c"
@@ -27,10 +26,8 @@ HAVE = {lib: importlib.util.find_spec(lib) is not None for lib in ("torch", "num
 
 
 def load_peers_module():
-    spec = importlib.util.spec_from_file_location("sb_peers", PEERS)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    from stridebench import peers
+    return peers
 
 
 def run_peers(*args, env=None, timeout=600):
@@ -116,7 +113,7 @@ class SmokeRun(unittest.TestCase):
                 if family not in ("alloc", "transfer", "peers", "quant"):
                     self.assertRegex(e.get("label", ""), r"^regime:(L1|L2|LLC|DRAM)$")
 
-    def test_loads_through_sbtables(self):
+    def test_loads_through_results(self):
         for lib in self.docs:
             ctx, runs, skipped = sb.load_gbench(os.path.join(self.out, f"peers_{lib}.json"))
             self.assertEqual(ctx["sb_family"], f"peers_{lib}")

@@ -9,8 +9,7 @@ import sys
 import tempfile
 import unittest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import sbtest  # noqa: E402
+import sbtest
 
 SLUG = "fake-2c"
 CTX = {"sb_machine": SLUG, "sb_cpu_model": "Fake", "sb_cores": "2", "sb_threads": "1,2",

@@ -1,4 +1,4 @@
-# test_tables.py: scripts/sbtables.py (names, loading, medians, ceilings, atomic
+# test_tables.py: scripts/stridebench/results.py (names, loading, medians, ceilings, atomic
 # writes) and scripts/tables (TABLES.md content, claim verdicts, bad input), on the
 # fixture JSON of tests/fixtures (see make_fixtures.py for the numbers).
 import json
@@ -8,9 +8,8 @@ import sys
 import tempfile
 import unittest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import sbtest  # noqa: E402
-from sbtest import sbtables as sb  # noqa: E402
+import sbtest
+from stridebench import results as sb
 
 ADD = "elementwise/op:add/impl:ours/device:cpu/layout:{}/style:{}/dtype:f32/shape:4096x4096/threads:8"
 MATMUL = "matmul/op:matmul/impl:ours/device:cpu/layout:{}/style:out/dtype:f32/shape:1024x1024/threads:8"

@@ -1,5 +1,5 @@
-# sbtables.py: the library shared by scripts/tables, compare, plot and collect.
-# Standard library only.
+# stridebench.results: what every tool of the package shares (tables, compare, plot,
+# collect, recheck, peers). Standard library only.
 #
 # What it holds:
 # - The run-name vocabulary of docs/BENCHMARKS.md and parse_name(), which turns
@@ -16,10 +16,7 @@
 # - The Ceilings rule: ceiling() gives a kernel row's rate as a % of the machine's own
 #   baseline row (same device, threads, regime).
 # - Formatting and Markdown helpers, atomic_write() (temp file in the same directory,
-#   then os.replace) and load_script(), which imports a sibling script that has no .py
-#   suffix (tables, plot) as a module.
-import importlib.machinery
-import importlib.util
+#   then os.replace).
 import json
 import math
 import os
@@ -681,16 +678,6 @@ def atomic_write(path, data):
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
-
-
-def load_script(name):
-    """Imports the sibling script `name` (no .py suffix) as a module."""
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), name)
-    loader = importlib.machinery.SourceFileLoader("sb_" + name, path)
-    spec = importlib.util.spec_from_loader(loader.name, loader)
-    mod = importlib.util.module_from_spec(spec)
-    loader.exec_module(mod)
-    return mod
 
 
 def last_level_cache_bytes(rs):

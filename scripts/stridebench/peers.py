@@ -1,0 +1,1519 @@
+# peers.py — the same cases as the C++ matrix (benchmarks/bench_*.cpp), run through
+# PyTorch and NumPy, written as Google Benchmark JSON (docs/BENCHMARKS.md; docs/PEERS.md
+# says what is measured and how). Run names are the C++ ones with impl:torch /
+# impl:numpy, so scripts/tables puts each peer row next to our row of the same name.
+#
+#   scripts/peers.py --out-dir DIR [--matrix smoke|quick|full] [--filter REGEX]
+#                    [--machine SLUG] [--libs torch,numpy]
+#   writes DIR/peers_torch.json and DIR/peers_numpy.json (a library that does not
+#   import is skipped with a message and its stale file removed; exit 0 either way).
+#
+# How: the parent starts one child process per (library, thread count), with
+# OMP_NUM_THREADS / OPENBLAS_NUM_THREADS / MKL_NUM_THREADS set before the library is
+# imported (no threadpoolctl needed; torch.set_num_threads too), and merges what the
+# children report into one file per library, written atomically.
+# Timing (Google Benchmark's discipline, class Timer): a warm-up call (the allocation
+# probe of the case), an iteration count found on batches of >= min_time/10, then
+# `repetitions` (quick 3, full 5, smoke 1) each timing batches with time.perf_counter
+# until it has lasted >= min_time (0.1 s; torch.cuda.synchronize before the clock is
+# read on GPU); real_time = time / iterations, cpu_time from time.thread_time.
+# Python overhead: a no-op Python call and a 1-element op per style are measured in
+# every child (peers/op:overhead runs, context sb_python_overhead_ns) and every case
+# whose time is below 50x its fixed per-call overhead (overhead >= 2%) gets a warning.
+# Families: elementwise, copy, reduce, matmul, conv (torch), quant (torch; numpy f32),
+# alloc (M1-M5), transfer (H1, torch CUDA only). NumPy's ufuncs run on one thread,
+# so numpy rows exist at threads:1 only, except its BLAS calls (matmul, linear).
+# Cost of the harness itself: one Python call per iteration inside the timed loop.
+import argparse
+import datetime
+import gc
+import json
+import math
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+from . import results as sbtables  # the run-name vocabulary the tables accept
+
+SCRIPTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # scripts/
+ENTRY = os.path.join(SCRIPTS, "peers.py")  # this module's command line (children run it too)
+LIBS = ("torch", "numpy")
+KEY_ORDER = ("op", "impl", "device", "layout", "style", "dtype", "shape", "threads",
+             "dim", "alloc", "step", "size")
+OVERHEAD_LIMIT = 0.02          # fixed per-call overhead must stay below 2% of a case
+EXIT_NO_LIBRARY = 3            # a child whose library does not import
+BIG_INPUT = 1 << 22            # elements: larger random inputs repeat a random block
+BIG_BLOCK = (1 << 20) + 7      # of this many (odd, so rows do not line up)
+MATRIX = {  # repetitions, min seconds per repetition
+    "smoke": (1, 0.002),
+    "quick": (3, 0.1),
+    "full": (5, 0.1),
+}
+
+
+def say(msg):
+    print(f"peers: {msg}", file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------- machine facts
+# The same rules as benchmarks/bench_common.cpp (machine(), slug(), regime()).
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith(("model name", "Model", "Hardware")) and ":" in line:
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown-cpu"
+
+
+def num_cores():
+    try:
+        return max(1, os.sysconf("SC_NPROCESSORS_ONLN"))
+    except (ValueError, OSError):
+        return os.cpu_count() or 1
+
+
+def _sysconf_cache(code):  # glibc's _SC_LEVEL*_CACHE_SIZE (unknown names to os.sysconf)
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None)
+        libc.sysconf.restype = ctypes.c_long
+        return max(0, libc.sysconf(code))
+    except (OSError, AttributeError):
+        return 0
+
+
+def _parse_size(s):  # "48K" -> 49152
+    m = re.fullmatch(r"(\d+)([KkMmGg]?)", s.strip())
+    if not m:
+        return 0
+    return int(m.group(1)) << {"": 0, "k": 10, "m": 20, "g": 30}[m.group(2).lower()]
+
+
+def _read(path):
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+def sysfs_caches():
+    """[(level, type, size bytes, sharing cpus)] of cpu0, from sysfs."""
+    out = []
+    for i in range(8):
+        d = f"/sys/devices/system/cpu/cpu0/cache/index{i}/"
+        level = _read(d + "level")
+        if not level:
+            break
+        shared = _read(d + "shared_cpu_list")
+        n = 0
+        for part in filter(None, shared.split(",")):
+            a, _, b = part.partition("-")
+            n += int(b or a) - int(a) + 1
+        out.append((int(level), _read(d + "type"), _parse_size(_read(d + "size")), n or 1))
+    return out
+
+
+def machine_caches():
+    """(l1d, l2, llc, llc_level) in bytes, as sb::cpu_caches() (lib/core/cpu_features.cpp,
+    Note [Cache sizes]): sysfs first (the cache instance cpu0 uses), glibc's sysconf only
+    where sysfs says nothing."""
+    l1d = l2 = llc = 0
+    for level, typ, size, _ in sysfs_caches():
+        if typ == "Instruction":
+            continue
+        if level == 1 and l1d == 0:
+            l1d = size
+        if level == 2 and l2 == 0:
+            l2 = size
+        if level == 3 and llc == 0:
+            llc = size
+    l1d = l1d or _sysconf_cache(188)
+    l2 = l2 or _sysconf_cache(191)
+    llc = llc or _sysconf_cache(194)
+    if llc == 0:
+        return l1d, l2, l2, 2
+    return l1d, l2, llc, 3
+
+
+def slug_words(name):
+    s = name.split("@")[0].lower()
+    for junk in ("(r)", "(tm)", "(c)"):
+        s = s.replace(junk, "")
+    return "-".join(w for w in re.split(r"[^a-z0-9]+", s) if w and w != "cpu")
+
+
+def gpu_name(torch=None):
+    """Device 0's name, as cudaGetDeviceProperties gives it, or ''."""
+    if torch is not None:
+        try:
+            if torch.cuda.is_available():
+                return torch.cuda.get_device_name(0)
+        except Exception:  # noqa: BLE001 - a broken CUDA install reads as no GPU
+            pass
+    try:
+        r = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader", "-i", "0"],
+                           capture_output=True, text=True, timeout=20)
+        return r.stdout.strip().splitlines()[0] if r.returncode == 0 and r.stdout.strip() else ""
+    except (OSError, subprocess.SubprocessError, IndexError):
+        return ""
+
+
+def machine_slug(gpu=""):
+    s = f"{slug_words(cpu_model())}-{num_cores()}c"
+    return s + (f"-{slug_words(gpu)}" if gpu else "")
+
+
+class Regimes:
+    def __init__(self):
+        self.l1d, self.l2, self.llc, self.llc_level = machine_caches()
+        self.cores = num_cores()
+
+    def __call__(self, ws, threads):
+        # bench_common.cpp regime(): a level counts when the working set fills at most
+        # half of it (private levels times the threads)
+        t = max(1, min(threads, self.cores))
+        if self.l1d > 0 and 2 * ws <= self.l1d * t:
+            return "L1"
+        if self.l2 > 0 and 2 * ws <= self.l2 * (t if self.llc_level > 2 else 1):
+            return "L2"
+        if self.llc > 0 and self.llc_level > 2 and 2 * ws <= self.llc:
+            return "LLC"
+        return "DRAM"
+
+    def sb_caches(self):
+        return f"L1d:{self.l1d},L2:{self.l2},L{self.llc_level}:{self.llc}"
+
+
+def host_rss_bytes():
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def run_name(family, **keys):
+    for k in keys:
+        assert k in KEY_ORDER, f"run_name: key {k!r} is not in docs/BENCHMARKS.md"
+    return "/".join([family] + [f"{k}:{keys[k]}" for k in KEY_ORDER
+                                if keys.get(k) is not None])
+
+
+def shape_key(shape):
+    return "x".join(str(d) for d in shape) or "1"
+
+
+# ---------------------------------------------------------------- timing
+
+class Timer:
+    """Google Benchmark's loop: warm-up that finds the iteration count, then
+    repetitions of that many iterations."""
+
+    def __init__(self, reps, min_time):
+        self.reps, self.min_time = reps, min_time
+
+    @staticmethod
+    def batch(fn, sync, n):
+        sync()
+        c0, t0 = time.thread_time(), time.perf_counter()
+        for _ in range(n):
+            fn()
+        sync()
+        return time.perf_counter() - t0, time.thread_time() - c0
+
+    def run(self, fn, sync, warm=True):
+        """-> [(real s, cpu s, iterations) per iteration, one per repetition].
+        warm=False when the caller has already called fn (its allocation probe)."""
+        if warm:
+            self.batch(fn, sync, 1)  # warm-up: first touch, caches, lazy initialisation
+        n = 1
+        while True:  # iteration search, on batches of >= 1/10 of min_time
+            t, c = self.batch(fn, sync, n)
+            if t >= self.min_time / 10 or n >= 100_000_000:
+                break
+            n = int(min(max(n * self.min_time / 10 * 1.4 / max(t, 1e-9), n + 1), n * 10))
+        samples = []
+        if t >= self.min_time:  # as Google Benchmark: a search batch that lasted
+            samples.append((t / n, c / n, n))  # min_time is the first repetition
+        else:  # one batch lasts >= min_time (5% margin)
+            n = max(n, math.ceil(n * self.min_time * 1.05 / max(t, 1e-9)))
+        while len(samples) < self.reps:
+            # n iterations in chunks of ~1/4 of it, until min_time has passed: each
+            # repetition lasts >= min_time even when the machine slows down, and a rate
+            # measured in a quiet moment cannot stretch one repetition to seconds
+            iters, tt, cc, k = 0, 0.0, 0.0, max(1, n // 4)
+            while tt < self.min_time:
+                t, c = self.batch(fn, sync, k)
+                iters, tt, cc = iters + k, tt + t, cc + c
+                left = (self.min_time - tt) * 1.05 * iters / max(tt, 1e-9)
+                k = max(1, min(math.ceil(left), math.ceil(iters / 4)))
+            samples.append((tt / iters, cc / iters, iters))
+        return samples
+
+
+# ---------------------------------------------------------------- a measured case
+
+class Work:
+    """What a case builder returns: the timed callable and its counters."""
+
+    def __init__(self, fn, bytes_=0, flop=0, ws=0, peak=None, allocs=None, extra=None,
+                 overhead_style="outofplace", check_overhead=True, warmed=True):
+        # warmed: the builder has called fn (alloc_of) so the timer skips its warm-up
+        self.fn, self.bytes, self.flop, self.ws, self.warmed = fn, bytes_, flop, ws, warmed
+        self.peak, self.allocs, self.extra = peak, allocs, extra or {}
+        self.overhead_style, self.check_overhead = overhead_style, check_overhead
+
+
+class Skip(Exception):
+    """A case this library cannot run (recorded as error_occurred with the reason)."""
+
+
+class Case:
+    def __init__(self, family, keys, build, blas=False):
+        self.family, self.keys, self.build, self.blas = family, keys, build, blas
+        self.name = run_name(family, **keys)
+
+
+# ---------------------------------------------------------------- backends
+# One small adapter per library gives the cases what they need: inputs in each layout,
+# the ops in each style, sizes, and how to measure what a call allocates.
+
+class TorchBackend:
+    impl = "torch"
+
+    def __init__(self, device):
+        import torch
+        self.t, self.device = torch, device
+        self.cuda = device.startswith("cuda")
+        self.gen = torch.Generator().manual_seed(1)
+
+    def version(self):
+        return self.t.__version__
+
+    def sync(self):
+        if self.cuda:
+            self.t.cuda.synchronize()
+
+    def _dev(self, x):
+        return x.to(self.device) if self.cuda else x
+
+    def rand(self, shape, lo=-1.0, hi=1.0):
+        n = numel(shape)
+        if n <= BIG_INPUT:
+            return self._dev(self.t.empty(shape).uniform_(lo, hi, generator=self.gen))
+        block = self.t.empty(BIG_BLOCK).uniform_(lo, hi, generator=self.gen)
+        return self._dev(block.repeat(-(-n // BIG_BLOCK))[:n].view(shape))
+
+    def signs(self, shape):
+        return self._dev(self.t.randint(0, 2, shape, generator=self.gen).float() * 2 - 1)
+
+    def empty(self, shape, channels_last=False):
+        fmt = self.t.channels_last if channels_last else self.t.contiguous_format
+        return self.t.empty(shape, device=self.device, memory_format=fmt)
+
+    def to_channels_last(self, x):
+        return x.contiguous(memory_format=self.t.channels_last)
+
+    def transpose(self, x, *perm):
+        return x.permute(*perm) if perm else x.t()
+
+    def expand(self, x, shape):
+        return x.expand(*shape)
+
+    def contiguous(self, x):
+        return x.contiguous()
+
+    def clone(self, x):  # keeps a dense layout (preserve_format), as ours
+        return x.clone()
+
+    def swap(self, x, d1, d2):
+        return x.transpose(d1, d2)
+
+    def normalize(self, x):  # (x - mean) / sqrt(var + eps) along the last dim: fused
+        F, w = self.t.nn.functional, (x.shape[-1],)
+        return lambda: F.layer_norm(x, w, eps=1e-5)
+
+    def reduce(self, op, x, dim):
+        f = {"sum": x.sum, "mean": x.mean, "max": x.amax, "var": x.var}[op]
+        return lambda: f(dim)
+
+    @staticmethod
+    def strides(x):
+        return tuple(x.stride())
+
+    @staticmethod
+    def itemsize(x):
+        return x.element_size()
+
+    # elementwise: (fn for the style) ---------------------------------
+    def binary(self, op, style, a, b, c):
+        t = self.t
+        if op == "add":
+            if style == "inplace":
+                flip = [False]
+
+                def f():  # alternate add_/sub_ so the values stay bounded
+                    flip[0] = not flip[0]
+                    return a.add_(b) if flip[0] else a.sub_(b)
+                return f
+            if style == "out":
+                return lambda: t.add(a, b, out=c)
+            return lambda: t.add(a, b)
+        if op == "mul":  # b holds +-1: a's magnitudes never change
+            if style == "inplace":
+                return lambda: a.mul_(b)
+            if style == "out":
+                return lambda: t.mul(a, b, out=c)
+            return lambda: t.mul(a, b)
+        raise ValueError(op)
+
+    def loop(self, a, b, c=None, t1=None, t2=None):
+        t = self.t
+        if c is not None:
+            return lambda: t.clamp_min(t.add(t.mul(a, b, out=t1), b, out=t2), 0, out=c)
+        return lambda: t.relu(t.add(t.mul(a, b), b))
+
+    def relu(self, style, a, c):
+        t = self.t
+        if style == "inplace":
+            return lambda: a.relu_()
+        if style == "out":  # at::relu is clamp_min(x, 0); relu has no out= overload
+            return lambda: t.clamp_min(a, 0, out=c)
+        return lambda: t.relu(a)
+
+    def sum(self, x, dim):
+        return lambda: x.sum(dim)
+
+    def matmul(self, a, b, c=None):
+        t = self.t
+        return (lambda: t.matmul(a, b, out=c)) if c is not None else (lambda: t.matmul(a, b))
+
+    # allocation of one call --------------------------------------------
+    def alloc_of(self, fn, inputs):
+        """(peak bytes, allocations, result) of one call of fn. CUDA: the caching allocator's
+        statistics (exact). CPU: torch keeps no CPU allocator statistics, so the bytes
+        of the storage the call returns when it is new (temporaries inside the call are
+        not seen)."""
+        t = self.t
+        if self.cuda:
+            self.sync()
+            base = t.cuda.memory_allocated()
+            n0 = t.cuda.memory_stats().get("allocation.all.allocated", 0)
+            t.cuda.reset_peak_memory_stats()
+            y = fn()
+            self.sync()
+            peak = t.cuda.max_memory_allocated() - base
+            n = t.cuda.memory_stats().get("allocation.all.allocated", 0) - n0
+            return peak, n, y
+        y = fn()
+        ptrs = {x.data_ptr() for x in inputs}
+        if isinstance(y, t.Tensor) and y.data_ptr() not in ptrs:
+            return y.storage().nbytes(), 1, y
+        return 0, 0, y
+
+    peak_method = ("CUDA: torch.cuda.max_memory_allocated() rise over one call; CPU: "
+                   "bytes of the new storage the call returns (torch keeps no CPU "
+                   "allocator statistics; temporaries inside the call are not seen)")
+
+
+class NumpyBackend:
+    impl = "numpy"
+
+    def __init__(self, device):
+        import numpy
+        self.np, self.device, self.cuda = numpy, device, False
+        self.rng = numpy.random.default_rng(1)
+
+    def version(self):
+        return self.np.__version__
+
+    def sync(self):
+        pass
+
+    def rand(self, shape, lo=-1.0, hi=1.0):
+        n = numel(shape)
+        x = self.rng.random(min(n, BIG_BLOCK) if n > BIG_INPUT else n, dtype=self.np.float32)
+        x *= hi - lo
+        x += lo
+        if n <= BIG_INPUT:
+            return x.reshape(shape)
+        y = self.np.empty(n, self.np.float32)
+        for i in range(0, n, BIG_BLOCK):  # a plain copy per block: fast, unlike np.resize
+            y[i:i + BIG_BLOCK] = x[:min(BIG_BLOCK, n - i)]
+        return y.reshape(shape)
+
+    def signs(self, shape):
+        return (self.rng.integers(0, 2, size=shape) * 2 - 1).astype(self.np.float32)
+
+    def empty(self, shape, channels_last=False):
+        if channels_last:  # NHWC storage seen as NCHW
+            n, c, h, w = shape
+            return self.np.empty((n, h, w, c), self.np.float32).transpose(0, 3, 1, 2)
+        return self.np.empty(shape, self.np.float32)
+
+    def to_channels_last(self, x):
+        return self.np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+
+    def transpose(self, x, *perm):
+        return x.transpose(*perm) if perm else x.T
+
+    def expand(self, x, shape):
+        return self.np.broadcast_to(x, shape)
+
+    def contiguous(self, x):
+        return self.np.ascontiguousarray(x)
+
+    def clone(self, x):  # keeps a dense layout, as ours
+        return x.copy(order="K")
+
+    def swap(self, x, d1, d2):
+        return x.swapaxes(d1, d2)
+
+    def normalize(self, x):  # NumPy has no fused kernel: mean, var, then the scaling
+        np = self.np
+
+        def f():
+            m = x.mean(-1, keepdims=True)
+            return (x - m) / np.sqrt(x.var(-1, keepdims=True) + np.float32(1e-5))
+        return f
+
+    def reduce(self, op, x, dim):
+        if op == "var":
+            return lambda: x.var(axis=dim, ddof=1)
+        f = {"sum": x.sum, "mean": x.mean, "max": x.max}[op]
+        return lambda: f(axis=dim)
+
+    @staticmethod
+    def strides(x):
+        return tuple(s // x.itemsize for s in x.strides)
+
+    @staticmethod
+    def itemsize(x):
+        return x.itemsize
+
+    def binary(self, op, style, a, b, c):
+        np = self.np
+        if op == "add":
+            if style == "inplace":
+                flip = [False]
+
+                def f():
+                    flip[0] = not flip[0]
+                    return np.add(a, b, out=a) if flip[0] else np.subtract(a, b, out=a)
+                return f
+            if style == "out":
+                return lambda: np.add(a, b, out=c)
+            return lambda: np.add(a, b)
+        if op == "mul":
+            if style == "inplace":
+                return lambda: np.multiply(a, b, out=a)
+            if style == "out":
+                return lambda: np.multiply(a, b, out=c)
+            return lambda: np.multiply(a, b)
+        raise ValueError(op)
+
+    def loop(self, a, b, c=None, t1=None, t2=None):
+        np, zero = self.np, self.np.float32(0)
+        if c is not None:
+            return lambda: np.maximum(np.add(np.multiply(a, b, out=t1), b, out=t2), zero, out=c)
+        return lambda: np.maximum(np.add(np.multiply(a, b), b), zero)
+
+    def relu(self, style, a, c):
+        np = self.np
+        zero = np.float32(0)
+        if style == "inplace":
+            return lambda: np.maximum(a, zero, out=a)
+        if style == "out":
+            return lambda: np.maximum(a, zero, out=c)
+        return lambda: np.maximum(a, zero)
+
+    def sum(self, x, dim):
+        return lambda: x.sum(axis=dim)
+
+    def matmul(self, a, b, c=None):
+        np = self.np
+        return (lambda: np.matmul(a, b, out=c)) if c is not None else (lambda: np.matmul(a, b))
+
+    def alloc_of(self, fn, inputs):
+        """(peak bytes, allocations, result): NumPy reports its data buffers to tracemalloc, so
+        the peak is the traced-memory rise over one call (temporaries included, plus a
+        few hundred bytes of Python objects); allocations: 1 when the call returns a
+        new array owning its data."""
+        import tracemalloc
+        started = not tracemalloc.is_tracing()
+        if started:
+            tracemalloc.start()
+        try:
+            tracemalloc.reset_peak()
+            base = tracemalloc.get_traced_memory()[0]
+            y = fn()
+            peak = tracemalloc.get_traced_memory()[1] - base
+        finally:
+            if started:
+                tracemalloc.stop()
+        new = isinstance(y, self.np.ndarray) and y.base is None and \
+            not any(y is x for x in inputs)
+        return max(0, peak), int(new), y
+
+    peak_method = ("tracemalloc peak rise over one call (NumPy traces its data "
+                   "buffers; includes Python object bytes)")
+
+
+POOL = {}
+
+
+def pooled(be, key, make):
+    """One input per key and device, made once and shared by the cases of a family (the
+    C++ harness's pooled()): large random inputs are generated once."""
+    k = (be.impl, be.device) + tuple(key)
+    if k not in POOL:
+        POOL[k] = make()
+    return POOL[k]
+
+
+def span_bytes(be, x):
+    shape = tuple(x.shape)
+    if any(d == 0 for d in shape):
+        return 0
+    span = 1 + sum((d - 1) * abs(s) for d, s in zip(shape, be.strides(x)))
+    return span * be.itemsize(x)
+
+
+def distinct_bytes(be, x):
+    n = 1
+    for d, s in zip(tuple(x.shape), be.strides(x)):
+        if s != 0:
+            n *= d
+    return n * be.itemsize(x)
+
+
+def numel(shape):
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+# ---------------------------------------------------------------- the matrix
+
+def shapes(matrix):
+    """The C++ matrix's shapes (canonical ones where its benches are not written)."""
+    smoke = matrix == "smoke"
+    return {
+        "ew_llc": (64, 64) if smoke else (1024, 1024),
+        "ew_dram": (128, 128) if smoke else (8192, 8192),
+        "ew4d": (2, 8, 6, 6) if smoke else (32, 64, 56, 56),
+        "copy_sq": [64] if smoke else [256, 4096],
+        "copy_4d": (2, 8, 6, 6) if smoke else (32, 64, 56, 56),
+        "copy_cube": (8, 8, 8) if smoke else (256, 256, 256),
+        "reduce": (64, 64) if smoke else (8192, 8192),
+        "matmul": (64, 64, 64) if smoke else (1024, 1024, 1024),
+        "conv": (1, 8, 8, 8, 8) if smoke else (8, 64, 56, 56, 64),  # N, C, H, W, O
+        "linear": (8, 32, 32) if smoke else (256, 1024, 1024),      # batch, in, out
+        "alloc_sizes": [512, 1 << 16, 1 << 20] if smoke else
+        [512, 4096, 1 << 16, 1 << 20, 16 << 20, 256 << 20, 1 << 30],
+        "reuse": (1, 64, 1024) if smoke else (256, 1024, 1024) if matrix == "full"
+        else (16, 1024, 1024),
+        "reuse_cuda": (1, 64, 1024) if smoke else (256, 1024, 1024),  # 1 GiB, as CLAIMS.md
+        "h2d": [1 << 20] if smoke else [1 << 20, 16 << 20, 256 << 20, 1 << 30],
+    }
+
+
+def elementwise_cases(be, dev, matrix, threads):
+    """bench_elementwise.cpp's cases: 4-D NCHW sizes, L2 1x16x64x64 and DRAM
+    64x64x128x128 (smoke 2x4x8x8, 2x4x16x16). For binary ops the layout is b's and a
+    is contiguous, except channels_last where a, b and out all are; unary ops take x
+    in the layout. transposed: dims 2 and 3 stored swapped (a .transpose(2, 3) view);
+    sliced: every other element of a buffer twice as long in W; expanded: 1x1xHxW
+    broadcast to NxCxHxW. In-place updates a dense copy (binary: of a; unary: of x,
+    a fresh stepped tensor for sliced). Styles inplace, out, outofplace; the peers'
+    outofplace is their own default allocator (torch's CPU one is plain
+    posix_memalign/free), so there is no outofplace_system row; normalize has no
+    in-place or out= form in torch or NumPy. op:loop (S3): relu(add(mul(a, b), b)),
+    out= into three buffers made once vs out-of-place (two temporaries and a result).
+    full and smoke: every case. quick (the peers' 2.5 minutes): at L2 size add (out=) in
+    every layout, add, mul and relu in every style on contiguous inputs, normalize; at DRAM size
+    contiguous add in every style and transposed add (out) at 1 thread, contiguous and
+    transposed add (out) at 2 threads; the loop at L2 size."""
+    smoke = matrix == "smoke"
+    l2 = (2, 4, 8, 8) if smoke else (1, 16, 64, 64)
+    dram = (2, 4, 16, 16) if smoke else (64, 64, 128, 128)
+    layouts = ("contiguous", "transposed", "sliced", "expanded", "channels_last")
+    out = []
+    for shape in (l2, dram):
+        for op in ("add", "mul", "relu", "normalize"):
+            for layout in layouts:
+                for style in ("inplace", "out", "outofplace"):
+                    if style == "inplace" and layout == "expanded" and op in ("relu", "normalize"):
+                        continue  # writing into an overlapping tensor is an error
+                    if op == "normalize" and style != "outofplace":
+                        continue
+                    if matrix == "quick":
+                        if shape == l2:
+                            keep = layout == "contiguous" or (op == "add" and style == "out")
+                        else:
+                            keep = op == "add" and (
+                                (layout == "contiguous" and (threads == 1 or style == "out"))
+                                or (layout == "transposed" and style == "out"))
+                        if not keep:
+                            continue
+                    out.append(_ew_case(be, dev, op, layout, style, shape, threads))
+        if matrix != "quick" or shape == l2:  # op:loop (S3), contiguous
+            for style in ("out", "outofplace"):
+                out.append(_ew_case(be, dev, "loop", "contiguous", style, shape, threads))
+    return out
+
+
+def _ew_make(be, layout, shape, make):
+    """A tensor of NCHW `shape` in the layout (bench_elementwise.cpp make())."""
+    n, c, h, w = shape
+    if layout == "transposed":
+        return be.swap(make((n, c, w, h)), 2, 3)
+    if layout == "sliced":
+        return make((n, c, h, 2 * w))[..., ::2]
+    if layout == "expanded":
+        return be.expand(make((1, 1, h, w)), shape)
+    if layout == "channels_last":
+        return be.to_channels_last(make(shape))
+    return make(shape)
+
+
+def _ew_case(be, dev, op, layout, style, shape, threads):
+    keys = dict(op=op, impl=be.impl, device=dev, layout=layout, style=style, dtype="f32",
+                shape=shape_key(shape), threads=threads)
+    binary = op in ("add", "mul", "loop")
+
+    def build():
+        ones = lambda s: be.rand(s, 1.0, 1.0)  # noqa: E731 - mul's b: a *= b keeps a
+        if binary:
+            la = "channels_last" if layout == "channels_last" else "contiguous"
+            a = pooled(be, ("a", la, shape), lambda: _ew_make(be, la, shape, be.rand))
+            b = pooled(be, ("b", op == "mul", layout, shape),
+                       lambda: _ew_make(be, layout, shape, ones if op == "mul" else be.rand))
+            # (loop's b is uniform, as ours: it is never updated in place)
+        else:
+            a = pooled(be, ("x", layout, shape), lambda: _ew_make(be, layout, shape, be.rand))
+            b = None
+        target = None
+        if style == "inplace":  # a fresh dense copy; the shared inputs never change
+            target = _ew_make(be, layout, shape, be.rand) if not binary and \
+                layout == "sliced" else be.clone(a)
+        c = be.empty(shape, layout == "channels_last") if style == "out" else None
+        if op == "loop":
+            fn = be.loop(a, b, c, be.empty(shape), be.empty(shape)) if style == "out" \
+                else be.loop(a, b)
+        elif op == "normalize":
+            fn = be.normalize(a)
+        elif binary:
+            fn = be.binary(op, style, target if style == "inplace" else a, b, c)
+        else:
+            fn = be.relu(style, target if style == "inplace" else a, c)
+        inputs = [x for x in (a, b, c, target) if x is not None]
+        peak, allocs, _ = be.alloc_of(fn, inputs)
+        if op == "add" and style == "inplace":
+            fn()  # undo the add_ of the probe
+        n = numel(shape)
+        if op == "loop":  # mul: a, b -> t1; add: t1, b -> t2; relu: t2 -> y
+            nbytes = distinct_bytes(be, a) + 2 * distinct_bytes(be, b) + 5 * 4 * n
+            ws = span_bytes(be, a) + span_bytes(be, b) + 3 * 4 * n
+        else:
+            nbytes = distinct_bytes(be, a) + (distinct_bytes(be, b) if binary else 0) + 4 * n
+            ws = (span_bytes(be, b) if binary else 0) + \
+                (span_bytes(be, target) if style == "inplace" else span_bytes(be, a) + 4 * n)
+        flop = {"normalize": 6, "loop": 3}.get(op, 1) * n
+        return Work(fn, nbytes, flop, ws, peak, allocs, overhead_style=style)
+    return Case("elementwise", keys, build)
+
+
+def copy_cases(be, dev, matrix, threads):
+    """bench_copy.cpp: contiguous() of a transposed square, its clone() twin, NCHW ->
+    NHWC and back, the clone() twin of the 4-D tensor, permute(2, 0, 1).contiguous()."""
+    S = shapes(matrix)
+    out = []
+
+    def case(op, layout, shape, src, f):
+        keys = dict(op=op, impl=be.impl, device=dev, layout=layout, style="copy",
+                    dtype="f32", shape=shape_key(shape), threads=threads)
+
+        def build():
+            x = pooled(be, ("copy", layout, shape), src)
+            fn = lambda: f(x)  # noqa: E731
+            peak, allocs, y = be.alloc_of(fn, [x])
+            nbytes = distinct_bytes(be, x) + distinct_bytes(be, y)
+            ws = span_bytes(be, x) + span_bytes(be, y)
+            return Work(fn, nbytes, 0, ws, peak, allocs)
+        out.append(Case("copy", keys, build))
+
+    for n in S["copy_sq"]:
+        case("contiguous", "transposed", (n, n), lambda n=n: be.transpose(be.rand((n, n))),
+             be.contiguous)
+        case("contiguous", "contiguous", (n, n), lambda n=n: be.rand((n, n)), be.clone)
+    s4 = S["copy_4d"]
+    case("nchw_to_nhwc", "contiguous", s4, lambda: be.rand(s4), be.to_channels_last)
+    case("contiguous", "channels_last", s4, lambda: be.to_channels_last(be.rand(s4)),
+         be.contiguous)
+    case("contiguous", "contiguous", s4, lambda: be.rand(s4), be.clone)
+    cube = S["copy_cube"]
+    case("permute", "contiguous", cube, lambda: be.rand(cube),
+         lambda x: be.contiguous(be.transpose(x, 2, 0, 1)))
+    return out
+
+
+def reduce_cases(be, dev, matrix, threads):
+    """bench_reduce.cpp's cases: sum, mean, max, var (correction 1) over dim 1 (inner)
+    or dim 0 (outer) of an R x C float32 matrix stored row-major (contiguous) or column
+    by column (column_major: a .t() view), the result allocated by the call (no style
+    key, as ours). Sizes L2 512x256 (every op), LLC 4096x4096 (sum), DRAM 16384x8192
+    (sum on both layouts; mean, max, var on the contiguous one; full: every op on
+    both); smoke 64x48. quick (the peers' budget): sum at 4096x4096 only."""
+    if matrix == "smoke":
+        sizes = [((64, 48), True)]
+    elif matrix == "quick":
+        sizes = [((4096, 4096), False)]
+    else:
+        sizes = [((512, 256), True), ((4096, 4096), False), ((16384, 8192), True)]
+    out = []
+    for shape, all_ops in sizes:
+        for op in ("sum", "mean", "max", "var") if all_ops else ("sum",):
+            for layout in ("contiguous", "column_major"):
+                if layout == "column_major" and op != "sum" and numel(shape) > 1 << 24 \
+                        and matrix != "full":
+                    continue
+                for dim in ("inner", "outer"):
+                    keys = dict(op=op, impl=be.impl, device=dev, layout=layout, dtype="f32",
+                                shape=shape_key(shape), threads=threads, dim=dim)
+                    out.append(Case("reduce", keys, lambda op=op, layout=layout, dim=dim,
+                                    shape=shape: _reduce_work(be, op, layout, dim, shape)))
+    return out
+
+
+def _reduce_work(be, op, layout, dim, shape):
+    x = pooled(be, ("reduce", layout, shape), lambda: be.rand(shape) if layout ==
+               "contiguous" else be.transpose(be.rand(shape[::-1])))
+    fn = be.reduce(op, x, 1 if dim == "inner" else 0)
+    peak, allocs, _ = be.alloc_of(fn, [x])
+    out_bytes = (shape[0] if dim == "inner" else shape[1]) * 4
+    return Work(fn, distinct_bytes(be, x) + out_bytes, (4 if op == "var" else 1) * numel(shape),
+                span_bytes(be, x) + out_bytes, peak, allocs)
+
+
+def matmul_cases(be, dev, matrix, threads):
+    """[M,K] x [K,N], shape MxKxN, as benchmarks/bench_matmul.cpp: layout names the
+    non-contiguous operand, always A: contiguous (A, B row-major), transposed (A a .t()
+    view of a row-major [K, M] buffer), sliced (A every other row of a row-major [2M, K]
+    buffer), column_major (A, B and the out= buffer column-major), contiguous_first (A
+    transposed; A.contiguous() then the product, timed together). Styles out and
+    outofplace on every layout."""
+    m, k, n = shapes(matrix)["matmul"]
+    out = []
+    plan = [(l, st) for l in ("contiguous", "transposed", "sliced", "column_major", "contiguous_first")
+            for st in ("out", "outofplace")]
+    for layout, style in plan:
+        keys = dict(op="matmul", impl=be.impl, device=dev, layout=layout, style=style,
+                    dtype="f32", shape=f"{m}x{k}x{n}", threads=threads)
+
+        def build(layout=layout, style=style):
+            a = pooled(be, ("mm_a", m, k), lambda: be.rand((m, k)))
+            b = pooled(be, ("mm_b", k, n), lambda: be.rand((k, n)))
+            if layout in ("transposed", "contiguous_first", "column_major"):
+                a = pooled(be, ("mm_at", m, k), lambda: be.transpose(be.rand((k, m))))
+            elif layout == "sliced":
+                a = pooled(be, ("mm_as", m, k), lambda: be.rand((2 * m, k))[::2])
+            if layout == "column_major":
+                b = pooled(be, ("mm_bt", k, n), lambda: be.transpose(be.rand((n, k))))
+            c = None
+            if style == "out":
+                c = be.transpose(be.empty((n, m))) if layout == "column_major" else be.empty((m, n))
+            if layout == "contiguous_first":
+                mm = be.matmul
+                fn = (lambda: mm(be.contiguous(a), b, c)()) if c is not None else \
+                    (lambda: mm(be.contiguous(a), b)())  # noqa: E731
+            else:
+                fn = be.matmul(a, b, c)
+            peak, allocs, y = be.alloc_of(fn, [a, b] + ([c] if c is not None else []))
+            nbytes = distinct_bytes(be, a) + distinct_bytes(be, b) + distinct_bytes(be, y)
+            if layout == "contiguous_first":  # the copy reads and writes a once more
+                nbytes += 2 * distinct_bytes(be, a)
+            ws = span_bytes(be, a) + span_bytes(be, b) + span_bytes(be, y)
+            return Work(fn, nbytes, 2 * m * n * k, ws, peak, allocs)
+        out.append(Case("matmul", keys, build, blas=True))
+    return out
+
+
+def conv_cases(be, dev, matrix, threads):
+    """conv2d 3x3, stride 1, padding 1, no bias, NCHW vs channels-last (input and
+    weights in the layout), and max/avg pooling 3x3, stride 2, padding 1 on the same
+    input; shape is the input's NCHW sizes. torch only (NumPy has neither)."""
+    if be.impl != "torch":
+        return []
+    nb, c, h, w, o = shapes(matrix)["conv"]
+    out = []
+    for layout in ("contiguous", "channels_last"):
+        keys = dict(op="conv2d", impl=be.impl, device=dev, layout=layout,
+                    style="outofplace", dtype="f32", shape=shape_key((nb, c, h, w)),
+                    threads=threads)
+
+        def build(layout=layout):
+            F = be.t.nn.functional
+            x, wt = be.rand((nb, c, h, w)), be.rand((o, c, 3, 3))
+            if layout == "channels_last":
+                x, wt = be.to_channels_last(x), be.to_channels_last(wt)
+            fn = lambda: F.conv2d(x, wt, None, 1, 1)  # noqa: E731
+            peak, allocs, y = be.alloc_of(fn, [x, wt])
+            if layout == "channels_last" and not y.is_contiguous(
+                    memory_format=be.t.channels_last):
+                raise Skip("torch returned an NCHW result for a channels-last input")
+            nbytes = distinct_bytes(be, x) + distinct_bytes(be, wt) + distinct_bytes(be, y)
+            return Work(fn, nbytes, 2 * nb * o * h * w * c * 9, nbytes, peak, allocs)
+        out.append(Case("conv", keys, build))
+    for op in ("max_pool2d", "avg_pool2d"):  # 3x3, stride 2, padding 1, as bench_conv.cpp
+        for layout in ("contiguous", "channels_last"):
+            keys = dict(op=op, impl=be.impl, device=dev, layout=layout, style="outofplace",
+                        dtype="f32", shape=shape_key((nb, c, h, w)), threads=threads)
+
+            def build(op=op, layout=layout):
+                fn_op = getattr(be.t.nn.functional, op)
+                x = be.rand((nb, c, h, w))
+                if layout == "channels_last":
+                    x = be.to_channels_last(x)
+                fn = lambda: fn_op(x, 3, 2, 1)  # noqa: E731
+                peak, allocs, y = be.alloc_of(fn, [x])
+                if layout == "channels_last" and not y.is_contiguous(
+                        memory_format=be.t.channels_last):
+                    raise Skip("torch returned an NCHW result for a channels-last input")
+                nbytes = distinct_bytes(be, x) + distinct_bytes(be, y)
+                flop = 9 * y.numel() if op == "avg_pool2d" else 0  # as bench_conv.cpp
+                return Work(fn, nbytes, flop, nbytes, peak, allocs)
+            out.append(Case("conv", keys, build))
+    return out
+
+
+def quant_cases(be, dev, matrix, threads):
+    """A linear layer y = x W^T + b, [batch, in] x [out, in], shape batch x in x out:
+    f32, f16, int8 dynamic (quantize_dynamic) and int8 static (prepare, calibrate,
+    convert) through torch; f32 through NumPy (x @ W.T + b). Counters weight_bytes
+    and rel_error (vs the same layer in float64)."""
+    batch, fin, fout = shapes(matrix)["linear"]
+    out = []
+    dtypes = ("f32", "f16", "int8_dynamic", "int8_static") if be.impl == "torch" else ("f32",)
+    for dt in dtypes:
+        keys = dict(op="linear", impl=be.impl, device=dev, dtype=dt,
+                    shape=f"{batch}x{fin}x{fout}", threads=threads)
+
+        def build(dt=dt):
+            if be.impl == "numpy":
+                np = be.np
+                x, wt, bias = be.rand((batch, fin)), be.rand((fout, fin)) / 32, be.rand((fout,))
+                fn = lambda: np.add(np.matmul(x, wt.T), bias)  # noqa: E731
+                peak, allocs, y = be.alloc_of(fn, [x])
+                ref = x.astype(np.float64) @ wt.T.astype(np.float64) + bias
+                rel = float(np.linalg.norm(y - ref) / np.linalg.norm(ref))
+                return Work(fn, x.nbytes + wt.nbytes + bias.nbytes + y.nbytes,
+                            2 * batch * fin * fout, 0, peak, allocs,
+                            extra={"weight_bytes": wt.nbytes, "rel_error": rel})
+            return _torch_linear(be, dt, batch, fin, fout)
+        out.append(Case("quant", keys, build, blas=(dt == "f32")))
+    return out
+
+
+def _torch_linear(be, dt, batch, fin, fout):
+    t = be.t
+    q = t.ao.quantization
+    t.manual_seed(3)
+    lin = t.nn.Linear(fin, fout).eval()
+    x = be.rand((batch, fin))
+    with t.no_grad():
+        ref = lin.double()(x.double()) if not be.cuda else lin.double().to(be.device)(x.double())
+        lin = lin.float()
+    model = t.nn.Sequential(lin).to(be.device).eval()
+    if dt == "f32":
+        m = model
+    elif dt == "f16":
+        m, x = model.half(), x.half()
+        try:
+            with t.no_grad():
+                m(x)
+        except RuntimeError as e:
+            raise Skip(f"fp16 linear not supported by torch {t.__version__} on "
+                       f"{be.device}: {str(e).splitlines()[0]}") from None
+    else:
+        if be.cuda:
+            raise Skip("torch int8 quantization runs on the CPU only")
+        engines = t.backends.quantized.supported_engines
+        engine = next((e for e in ("fbgemm", "x86", "onednn", "qnnpack") if e in engines), None)
+        if engine is None:
+            raise Skip(f"no quantized engine in torch {t.__version__}")
+        t.backends.quantized.engine = engine
+        if dt == "int8_dynamic":
+            m = q.quantize_dynamic(model, {t.nn.Linear}, dtype=t.qint8)
+        else:
+            qm = t.nn.Sequential(q.QuantStub(), lin, q.DeQuantStub()).eval()
+            qm.qconfig = q.get_default_qconfig(engine)
+            prepared = q.prepare(qm)
+            with t.no_grad():
+                for _ in range(4):  # calibration pass
+                    prepared(be.rand((batch, fin)))
+            m = q.convert(prepared)
+    with t.no_grad():
+        y = m(x).double()
+        rel = float((y - ref).norm() / ref.norm())
+    wbytes = _weight_bytes(t, m)
+    fn_ = m
+
+    def fn():
+        with t.no_grad():
+            return fn_(x)
+    peak, allocs, _ = be.alloc_of(fn, [x])
+    isz = x.element_size()
+    return Work(fn, batch * fin * isz + wbytes + fout * 4 + batch * fout * isz,
+                2 * batch * fin * fout, 0, peak, allocs,
+                extra={"weight_bytes": wbytes, "rel_error": rel})
+
+
+def _weight_bytes(t, m):
+    """Bytes of the layer's weights as stored, bias excluded (as ours: quant.h
+    weight_bytes()): f32/f16 elements; int8 elements plus per-channel scales and zero
+    points when the quantization is per channel."""
+    total = 0
+    for mod in m.modules():
+        w = getattr(mod, "weight", None)
+        if callable(w) and not isinstance(w, t.nn.Parameter):  # quantized Linear
+            w = w()
+            total += w.numel() * w.element_size()
+            if w.qscheme() in (t.per_channel_affine, t.per_channel_symmetric):
+                for q in (w.q_per_channel_scales(), w.q_per_channel_zero_points()):
+                    total += q.numel() * q.element_size()
+        elif isinstance(mod, t.nn.Linear):
+            total += mod.weight.numel() * mod.weight.element_size()
+    return total
+
+
+def alloc_cases(be, dev, matrix, threads):
+    """M5: alloc + free latency (torch.empty / np.empty of n bytes, never touched, then
+    dropped); M1-M4: the CLAIMS.md reuse experiment (torch only), one run per step.
+    Names as bench_alloc.cpp (CPU: threads:1, sizes 512 B..1 GiB, steps 0-9 with dtype
+    and shape) and alloc_cuda.cpp (cuda:0: sizes 512 x 4^k up to 1 GiB, steps 1-9, no
+    dtype, shape or threads key)."""
+    if threads != 1:
+        return []
+    S = shapes(matrix)
+    # torch's CPU allocator is plain posix_memalign/free (no cache) and NumPy's
+    # np.empty is malloc (it caches only blocks < 1 KiB): both are `alloc:system` rows
+    # on the CPU. On CUDA torch's caching allocator is `alloc:caching`, and the same
+    # with PYTORCH_NO_CUDA_MEMORY_CACHING=1 (a child of its own) `alloc:cudamalloc`.
+    kind = ("cudamalloc" if os.environ.get("PYTORCH_NO_CUDA_MEMORY_CACHING") == "1"
+            else "caching") if be.cuda else "system"
+    sizes = S["alloc_sizes"] if not be.cuda else \
+        [512 << (2 * k) for k in range(11)] if matrix != "smoke" else [512, 1 << 15]
+    out = []
+    for n in sizes:
+        keys = dict(op="alloc_free", impl=be.impl, device=dev, threads=None if be.cuda else 1,
+                    alloc=kind, size=n)
+
+        def build(n=n):
+            if be.impl == "torch":
+                t, d = be.t, be.device
+                fn = lambda: t.empty(n, dtype=t.uint8, device=d)  # noqa: E731
+            else:
+                np = be.np
+                fn = lambda: np.empty(n, dtype=np.uint8)  # noqa: E731
+            return Work(fn, check_overhead=False, warmed=False)
+        out.append(Case("alloc", keys, build))
+    if be.impl == "torch":
+        shape = S["reuse_cuda"] if be.cuda else S["reuse"]
+        for step in range(1 if be.cuda else 0, 10):
+            keys = dict(op="reuse_experiment", impl="torch", device=dev, alloc=kind, step=step)
+            if not be.cuda:
+                keys.update(dtype="f32", shape=shape_key(shape), threads=1)
+            out.append(Case("alloc", keys, lambda step=step, shape=shape:
+                            ("single", _reuse_experiment(be, shape)[step])))
+    return out
+
+
+_REUSE = {}
+
+
+def _reuse_experiment(be, shape):
+    """CLAIMS.md's sequence through torch, once per process; the steps as in
+    bench_alloc.cpp (0 before .. 9 del e; empty_cache()). Returns per step
+    (seconds, counters)."""
+    key = (be.device, shape)
+    if key in _REUSE:
+        return _REUSE[key]
+    t = be.t
+    nbytes = numel(shape) * 4
+    dev = be.device
+    host_live = [0]
+    live, host = {}, {}  # the experiment's device tensors; its host tensors
+    gc.collect()
+    if be.cuda:
+        t.cuda.empty_cache()
+    rss0 = host_rss_bytes()
+    steps = []
+
+    def host_zeros():  # a host tensor whose pages are resident (zeros writes them)
+        host_live[0] += nbytes
+        return t.zeros(shape)
+
+    def record(secs):
+        rss = host_rss_bytes()
+        c = {"host_allocated_bytes": host_live[0], "host_rss_bytes": rss}
+        if be.cuda:
+            c["allocated_bytes"] = t.cuda.memory_allocated()
+            c["reserved_bytes"] = t.cuda.memory_reserved()
+        else:  # torch keeps no CPU statistics: live tensors counted; RSS growth the
+            # host buffers do not explain is what torch holds from the OS
+            c["allocated_bytes"] = sum(nbytes for v in live.values() if v is not None)
+            c["reserved_bytes"] = max(0, rss - rss0 - host_live[0])
+        steps.append((secs, c))
+
+    def timed(f):
+        be.sync()
+        t0 = time.perf_counter()
+        f()
+        be.sync()
+        record(time.perf_counter() - t0)
+
+    def zeros():
+        return t.zeros(shape, device=dev)
+
+    def step3():  # b = b.to(host)
+        h = host_zeros()
+        h.copy_(live["b"])
+        host["b"] = h
+        live["b"] = None
+
+    def step8():  # e on the host, then e = e.to(device); the host buffer dies at once
+        h = host_zeros()
+        e = t.empty(shape, device=dev)
+        e.copy_(h)
+        live["e"] = e
+        del h
+        host_live[0] -= nbytes
+
+    def step9():
+        live["e"] = None
+        if be.cuda:
+            t.cuda.empty_cache()
+
+    def assign(k):
+        def f():
+            live[k] = zeros()  # the new tensor exists before the old one dies
+        return f
+
+    for f in (lambda: None, assign("a"), assign("b"), step3, assign("c"), assign("c"),
+              assign("d"), lambda: live.__setitem__("d", None), step8, step9):
+        timed(f)
+    host.clear()
+    host_live[0] = 0
+    live.clear()
+    gc.collect()
+    _REUSE[key] = steps
+    return steps
+
+
+def transfer_cases(be, dev, matrix, threads):
+    """H1, as transfer.cpp: one blocking copy_ between a contiguous host tensor
+    (pageable, or pinned) and a device tensor, h2d and d2h; sizes 4 KiB..256 MiB
+    (full: ..1 GiB). torch CUDA only."""
+    if not be.cuda or threads != 1 or os.environ.get("PYTORCH_NO_CUDA_MEMORY_CACHING") == "1":
+        return []
+    sizes = {"smoke": [4 << 10, 1 << 20],
+             "quick": [4 << 10, 64 << 10, 1 << 20, 16 << 20, 256 << 20]}.get(
+        matrix, [4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20,
+                 64 << 20, 256 << 20, 1 << 30])
+    out = []
+    for op in ("h2d", "d2h"):
+        for kind in ("pageable", "pinned"):
+            for n in sizes:
+                keys = dict(op=op, impl="torch", device=dev, dtype="f32", shape=str(n // 4),
+                            alloc=kind, size=n)
+
+                def build(n=n, kind=kind, op=op):
+                    t = be.t
+                    host = t.ones(n // 4, pin_memory=(kind == "pinned"))  # pages touched
+                    devt = t.zeros(n // 4, device=be.device)
+                    src, dst = (host, devt) if op == "h2d" else (devt, host)
+                    fn = lambda: dst.copy_(src)  # noqa: E731
+                    return Work(fn, n, 0, 0, check_overhead=False, warmed=False)
+                out.append(Case("transfer", keys, build))
+    return out
+
+
+FAMILY_CASES = (elementwise_cases, copy_cases, reduce_cases, matmul_cases, conv_cases,
+                quant_cases, alloc_cases, transfer_cases)
+
+
+def overhead_cases(be, dev, threads):
+    """A 1-element op per style: the fixed cost of one call from Python."""
+    out = []
+    for style in ("inplace", "out", "outofplace"):
+        keys = dict(op="overhead", impl=be.impl, device=dev, style=style, dtype="f32",
+                    shape="1", threads=threads)
+
+        def build(style=style):
+            a, b = be.rand((1,)), be.rand((1,))
+            c = be.empty((1,))
+            # no bytes/flop counters: these rows have no ceiling and no roofline place
+            return Work(be.binary("add", style, a, b, c), 0, 0, 12, check_overhead=False,
+                        warmed=False)
+        out.append(Case("peers", keys, build))
+    return out
+
+
+# ---------------------------------------------------------------- the child
+
+def child(args):
+    """Measures one library at one thread count; writes {context, benchmarks} to
+    args.child_out. Exit EXIT_NO_LIBRARY when the library does not import."""
+    lib, threads = args.child, args.threads
+    try:
+        mod = __import__(lib)
+    except Exception as e:  # noqa: BLE001 - any import failure means: skip this library
+        say(f"{lib} does not import ({type(e).__name__}: {e}); skipping {lib}")
+        return EXIT_NO_LIBRARY
+    if lib == "torch":
+        mod.set_num_threads(threads)
+        if mod.get_num_threads() != threads:
+            say(f"warning: torch runs {mod.get_num_threads()} threads, not {threads}")
+    reps, min_time = MATRIX[args.matrix]
+    reps = args.repetitions or reps
+    timer = Timer(reps, min_time)
+    regime = Regimes()
+    filt = re.compile(args.filter) if args.filter else None
+    devices = ["cpu"]
+    if lib == "torch" and threads == 1 and not args.no_cuda:
+        try:
+            if mod.cuda.is_available():
+                devices.append("cuda:0")
+        except Exception:  # noqa: BLE001
+            pass
+    entries, overhead, context = [], {}, {}
+    bend = {}
+    # the fixed per-call costs first: a no-op Python call, then 1-element ops
+    noop = lambda: None  # noqa: E731
+    py_ns = min(r for r, _, _ in timer.run(noop, noop)) * 1e9
+    context["sb_python_overhead_ns"] = f"{py_ns:.1f}"
+    say(f"{lib} threads:{threads}: a no-op Python call costs {py_ns:.0f} ns")
+    cases = []
+    for dev in devices:
+        be = (TorchBackend if lib == "torch" else NumpyBackend)(dev)
+        bend[dev] = be
+        cases += overhead_cases(be, dev, threads)
+        for f in FAMILY_CASES:
+            for c in f(be, dev, args.matrix, threads):
+                if lib == "numpy" and threads > 1 and not c.blas:
+                    continue  # NumPy's ufuncs and copies run on one thread
+                cases.append(c)
+    sel = [c for c in cases if c.family == "peers" or not filt or filt.search(c.name)]
+    if args.child_filter:  # the parent's own selection (the cudaMalloc child)
+        sel = [c for c in sel if re.search(args.child_filter, c.name)]
+    # names the scripts would reject never reach the JSON
+    bad = []
+    for c in sel:
+        try:
+            sbtables.parse_name(c.name)
+        except ValueError as e:
+            bad.append((c, e))
+    for why in sorted({str(e).split(" (")[0] for _, e in bad}):
+        n = sum(str(e).startswith(why) for _, e in bad)
+        say(f"{lib} threads:{threads}: {n} cases left out: {why} of "
+            "scripts/stridebench/results.py yet")
+    sel = [c for c in sel if c not in [b for b, _ in bad]]
+    todo = [c for c in sel if c.family != "peers"]
+    say(f"{lib} threads:{threads}: {len(todo)} cases")
+    k, family = 0, None
+    for c in sel:
+        if c.family != family:  # inputs are shared within a family only
+            family = c.family
+            POOL.clear()
+            gc.collect()
+        if c.family != "peers":
+            k += 1
+        dev = c.keys["device"]
+        be = bend[dev]
+        t0 = time.perf_counter()
+        try:
+            w = c.build()
+        except Skip as e:
+            entries.append({"name": c.name, "run_name": c.name, "run_type": "iteration",
+                            "repetitions": 1, "repetition_index": 0, "threads": 1,
+                            "iterations": 0, "real_time": 0, "cpu_time": 0,
+                            "time_unit": "ns", "error_occurred": True,
+                            "error_message": str(e)})
+            say(f"[{k}/{len(todo)}] {c.name}: not measured: {e}")
+            continue
+        if isinstance(w, tuple):  # a single timed event (the reuse experiment's steps)
+            secs, counters = w[1]
+            entries.append(_entry(c.name, 1, 0, 1, secs, secs, None, counters))
+            say(f"[{k}/{len(todo)}] {c.name}: {_fmt_ns(secs * 1e9)}")
+            continue
+        samples = timer.run(w.fn, be.sync, warm=not w.warmed)
+        med = sorted(r for r, _, _ in samples)[len(samples) // 2] * 1e9
+        n = samples[0][2]
+        counters = {}
+        if w.bytes:
+            counters["bytes"] = w.bytes
+        if w.flop:
+            counters["flop"] = w.flop
+        if w.peak is not None:
+            counters["peak_alloc_bytes"] = w.peak
+        if w.allocs is not None:
+            counters["allocs_per_iter"] = w.allocs
+        counters.update(w.extra)
+        # the regime comes from the CPU's caches: GPU rows get none
+        label = f"regime:{regime(w.ws, threads)}" if w.ws and dev == "cpu" else ""
+        for i, (r, cpu, iters) in enumerate(samples):
+            entries.append(_entry(c.name, len(samples), i, iters, r, cpu, label, counters))
+        if c.family == "peers":  # the fixed cost: the least a call took (load only adds)
+            med = min(r for r, _, _ in samples) * 1e9
+            overhead[(dev, c.keys["style"])] = med
+            context[f"sb_{lib}_overhead_{c.keys['style']}_ns"] = f"{med:.1f}"
+            say(f"{lib} threads:{threads}: a 1-element {c.keys['style']} add on {dev} "
+                f"costs {med:.0f} ns")
+        else:
+            spread = (max(r for r, _, _ in samples) - min(r for r, _, _ in samples)) / 2 * 1e9
+            msg = f"[{k}/{len(todo)}] {c.name}: {_fmt_ns(med)} ±{100 * spread / med:.0f}%" \
+                f" x{n} ({time.perf_counter() - t0:.1f} s)"
+            fixed = overhead.get((dev, w.overhead_style), py_ns)
+            if w.check_overhead and args.matrix != "smoke" and fixed > OVERHEAD_LIMIT * med:
+                msg += (f"  WARNING: the fixed per-call overhead ({_fmt_ns(fixed)}) is "
+                        f"{100 * fixed / med:.1f}% of this case (> 2%)")
+            say(msg)
+        del w  # reference counting frees its tensors; gc runs between families
+    context["sb_peak_alloc_method"] = bend["cpu"].peak_method
+    if lib == "torch":
+        context["sb_torch_version"] = mod.__version__
+        context["sb_torch_threads"] = str(mod.get_num_threads())
+        context["sb_gpu_name"] = gpu_name(mod)
+        try:
+            context["sb_quant_engine"] = mod.backends.quantized.engine
+        except Exception:  # noqa: BLE001
+            pass
+        try:
+            import numpy
+            context["sb_numpy_version"] = numpy.__version__
+        except Exception:  # noqa: BLE001
+            pass
+    else:
+        context["sb_numpy_version"] = mod.__version__
+    doc = {"context": context, "benchmarks": entries}
+    with open(args.child_out, "w") as f:
+        json.dump(doc, f)
+    return 0
+
+
+def _entry(name, reps, i, iters, real_s, cpu_s, label, counters):
+    e = {"name": name, "family_index": 0, "per_family_instance_index": 0,
+         "run_name": name, "run_type": "iteration", "repetitions": reps,
+         "repetition_index": i, "threads": 1, "iterations": iters,
+         "real_time": real_s * 1e9, "cpu_time": cpu_s * 1e9, "time_unit": "ns"}
+    if counters.get("bytes"):
+        e["bytes_per_second"] = counters["bytes"] / real_s if real_s > 0 else 0.0
+    for k, v in counters.items():
+        e[k] = float(v)
+    if counters.get("flop"):
+        e["flops_per_second"] = counters["flop"] / real_s if real_s > 0 else 0.0
+    if label:
+        e["label"] = label
+    return e
+
+
+def _fmt_ns(ns):
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
+        if ns >= scale:
+            return f"{ns / scale:.3g} {unit}"
+    return f"{ns:.3g} ns"
+
+
+# ---------------------------------------------------------------- the parent
+
+def gbench_context(args, lib, threads_list, child_ctx):
+    caches = [{"type": typ, "level": lvl, "size": size, "num_sharing": share}
+              for lvl, typ, size, share in sysfs_caches()]
+    mhz = 0.0
+    try:
+        with open("/proc/cpuinfo") as f:
+            m = re.search(r"cpu MHz\s*:\s*([\d.]+)", f.read())
+            mhz = float(m.group(1)) if m else 0.0
+    except OSError:
+        pass
+    reg = Regimes()
+    gpu = child_ctx.get("sb_gpu_name", "") if lib == "torch" else args.gpu_name
+    now = datetime.datetime.now(datetime.timezone.utc)
+    ctx = {
+        "date": now.astimezone().isoformat(timespec="seconds"),
+        "host_name": socket.gethostname(),
+        "executable": f"{sys.executable} {ENTRY}",
+        "num_cpus": num_cores(),
+        "mhz_per_cpu": int(mhz),
+        "cpu_scaling_enabled": False,
+        "caches": caches,
+        "load_avg": list(os.getloadavg()),
+        "library_build_type": "release",
+        "sb_machine": args.machine or machine_slug(gpu),
+        "sb_cpu_model": cpu_model(),
+        "sb_cores": str(num_cores()),
+        "sb_threads": ",".join(str(t) for t in threads_list),
+        "sb_caches": reg.sb_caches(),
+        "sb_gpu_name": gpu,
+        "sb_git_revision": git_revision(),
+        "sb_date": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "sb_matrix": args.matrix,
+        "sb_family": f"peers_{lib}",
+        "sb_python_version": sys.version.split()[0],
+    }
+    ctx.update({k: v for k, v in child_ctx.items() if k not in ctx or k == "sb_gpu_name"})
+    return ctx
+
+
+def git_revision():
+    try:
+        r = subprocess.run(["sh", os.path.join(SCRIPTS, "git_revision"), os.path.dirname(SCRIPTS)],
+                           capture_output=True, text=True, timeout=20)
+        return r.stdout.strip() if r.returncode == 0 else "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def thread_counts(matrix):
+    t = [1] if matrix == "smoke" else [1, 2]  # as bench_common.cpp thread_counts()
+    if matrix == "full" and num_cores() > 2:
+        t.append(num_cores())
+    return t
+
+
+def parent(args):
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
+    t_start = time.perf_counter()
+    threads_list = args.threads_list or thread_counts(args.matrix)
+    libs = [l.strip() for l in args.libs.split(",") if l.strip()]
+    for l in libs:
+        if l not in LIBS:
+            print(f"peers: error: unknown library {l!r} (torch, numpy)", file=sys.stderr)
+            return 2
+    if args.filter:
+        try:
+            re.compile(args.filter)
+        except re.error as e:
+            print(f"peers: error: bad --filter: {e}", file=sys.stderr)
+            return 2
+    args.gpu_name = ""
+    written = 0
+    for lib in libs:
+        dest = os.path.join(args.out_dir, f"peers_{lib}.json")
+        entries, ctx, missing = [], {}, False
+        runs = [(th, None) for th in threads_list]
+        k = 0
+        while k < len(runs):
+            th, nocache = runs[k]
+            k += 1
+            with tempfile.TemporaryDirectory() as tmp:
+                out = os.path.join(tmp, "child.json")
+                env = dict(os.environ)
+                for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+                    env[v] = str(th)
+                cmd = [sys.executable, ENTRY, "--child", lib,
+                       "--threads", str(th), "--matrix", args.matrix, "--child-out", out]
+                if nocache:  # torch's CUDA allocator without its cache: cudaMalloc/cudaFree
+                    env["PYTORCH_NO_CUDA_MEMORY_CACHING"] = "1"
+                    cmd += ["--child-filter", r"^alloc/.*/device:cuda:"]
+                if args.filter:
+                    cmd += ["--filter", args.filter]
+                if args.no_cuda:
+                    cmd += ["--no-cuda"]
+                if args.repetitions:
+                    cmd += ["--repetitions", str(args.repetitions)]
+                t0 = time.perf_counter()
+                proc = subprocess.Popen(cmd, env=env)
+                try:
+                    rc = proc.wait()
+                except BaseException:  # interrupted or terminated: take the child along
+                    proc.terminate()
+                    proc.wait()
+                    raise
+                say(f"{lib} threads:{th}: {time.perf_counter() - t0:.0f} s")
+                if rc == EXIT_NO_LIBRARY:
+                    missing = True
+                    break
+                if rc != 0:
+                    print(f"peers: error: the {lib} threads:{th} run failed (exit {rc})",
+                          file=sys.stderr)
+                    return 1
+                with open(out) as f:
+                    doc = json.load(f)
+            if nocache:  # its overhead rows repeat the caching child's
+                doc["benchmarks"] = [e for e in doc["benchmarks"]
+                                     if not e["name"].startswith("peers/")]
+            entries += doc["benchmarks"]
+            if lib == "torch" and nocache is None and th == threads_list[0] and \
+                    doc["context"].get("sb_gpu_name") and not args.no_cuda:
+                runs.append((1, True))
+            for key, val in doc["context"].items():
+                if nocache:
+                    continue
+                if key == "sb_python_overhead_ns" or "_overhead_" in key:
+                    ctx.setdefault(key, val)  # the first (1-thread) child's
+                else:
+                    ctx[key] = val
+        if missing:
+            if os.path.exists(dest):
+                os.unlink(dest)
+                say(f"removed the stale {dest}")
+            continue
+        if lib == "torch":
+            args.gpu_name = ctx.get("sb_gpu_name", "")
+        if not any(not e.get("error_occurred") for e in entries):
+            say(f"{lib}: no case matched; {dest} not written")
+            continue
+        for i, e in enumerate(entries):
+            e["family_index"] = i
+        doc = {"context": gbench_context(args, lib, threads_list, ctx), "benchmarks": entries}
+        sbtables.atomic_write(dest, json.dumps(doc, indent=2) + "\n")
+        written += 1
+        say(f"wrote {dest} ({len(entries)} entries)")
+    if written == 0:
+        say("neither torch nor numpy measured anything (not installed for "
+            f"{sys.executable}?); no peer rows this time")
+    say(f"done in {time.perf_counter() - t_start:.0f} s")
+    return 0
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(prog="peers.py", description="The C++ matrix's cases "
+                                 "through PyTorch and NumPy, as Google Benchmark JSON.")
+    ap.add_argument("--out-dir", help="writes peers_torch.json and peers_numpy.json here")
+    ap.add_argument("--matrix", default="quick", choices=sorted(MATRIX))
+    ap.add_argument("--filter", help="regex on run names (re.search)")
+    ap.add_argument("--machine", help="sb_machine slug (default: from the hardware, as "
+                    "the C++ harness computes it)")
+    ap.add_argument("--libs", default="torch,numpy", help="comma-separated: torch,numpy")
+    ap.add_argument("--threads", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--threads-list", type=lambda s: [int(x) for x in s.split(",")],
+                    help="thread counts (default: 1,2 as the C++ matrix; smoke: 1)")
+    ap.add_argument("--no-cuda", action="store_true", help="CPU cases only")
+    ap.add_argument("--repetitions", type=int, help="repetitions per case (default: the matrix's; "
+                    "scripts/recheck uses 1 per round)")
+    ap.add_argument("--child", choices=LIBS, help=argparse.SUPPRESS)
+    ap.add_argument("--child-out", help=argparse.SUPPRESS)
+    ap.add_argument("--child-filter", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.child:
+        return child(args)
+    if not args.out_dir:
+        ap.error("--out-dir is required")
+    return parent(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
