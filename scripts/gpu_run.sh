@@ -170,7 +170,7 @@ if want peers; then
   else
     mkdir -p "$OUT/peers"
     bounded "$(step_time 300)" python3 "$root/scripts/peers.py" --libs torch --filter 'device:cuda' \
-      --out-dir "$OUT/peers" > "$OUT/peers.log" 2>&1
+      --bench-dir "$bin" --context-from "$OUT" --out-dir "$OUT/peers" > "$OUT/peers.log" 2>&1
     rc=$?
     say "peers: rc=$rc$([[ $rc == 124 ]] && echo ' (timed out)')"
   fi

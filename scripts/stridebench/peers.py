@@ -3,8 +3,8 @@
 # says what is measured and how). Run names are the C++ ones with impl:torch /
 # impl:numpy, so scripts/tables puts each peer row next to our row of the same name.
 #
-#   scripts/peers.py --out-dir DIR [--matrix smoke|quick|full] [--filter REGEX]
-#                    [--machine SLUG] [--libs torch,numpy]
+#   scripts/peers.py --out-dir DIR --bench-dir BUILD/benchmarks [--matrix smoke|quick|full]
+#                    [--filter REGEX] [--machine SLUG] [--libs torch,numpy]
 #   writes DIR/peers_torch.json and DIR/peers_numpy.json (a library that does not
 #   import is skipped with a message and its stale file removed; exit 0 either way).
 #
@@ -32,7 +32,6 @@ import math
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -61,126 +60,63 @@ def say(msg):
 
 
 # ---------------------------------------------------------------- machine facts
-# The same rules as benchmarks/bench_common.cpp (machine(), slug(), regime()).
+# Note [Facts from our context]: the machine, its caches and its slug come from the
+# context our binaries write (bench_common.cpp), so a peer row and ours always name
+# the same machine and apply the same regime rule to the same cache sizes.
 
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith(("model name", "Model", "Hardware")) and ":" in line:
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown-cpu"
-
-
-def num_cores():
-    try:
-        return max(1, os.sysconf("SC_NPROCESSORS_ONLN"))
-    except (ValueError, OSError):
-        return os.cpu_count() or 1
-
-
-def _sysconf_cache(code):  # glibc's _SC_LEVEL*_CACHE_SIZE (unknown names to os.sysconf)
-    try:
-        import ctypes
-        libc = ctypes.CDLL(None)
-        libc.sysconf.restype = ctypes.c_long
-        return max(0, libc.sysconf(code))
-    except (OSError, AttributeError):
-        return 0
-
-
-def _parse_size(s):  # "48K" -> 49152
-    m = re.fullmatch(r"(\d+)([KkMmGg]?)", s.strip())
-    if not m:
-        return 0
-    return int(m.group(1)) << {"": 0, "k": 10, "m": 20, "g": 30}[m.group(2).lower()]
-
-
-def _read(path):
-    try:
-        with open(path) as f:
-            return f.read().strip()
-    except OSError:
-        return ""
-
-
-def sysfs_caches():
-    """[(level, type, size bytes, sharing cpus)] of cpu0, from sysfs."""
-    out = []
-    for i in range(8):
-        d = f"/sys/devices/system/cpu/cpu0/cache/index{i}/"
-        level = _read(d + "level")
-        if not level:
-            break
-        shared = _read(d + "shared_cpu_list")
-        n = 0
-        for part in filter(None, shared.split(",")):
-            a, _, b = part.partition("-")
-            n += int(b or a) - int(a) + 1
-        out.append((int(level), _read(d + "type"), _parse_size(_read(d + "size")), n or 1))
-    return out
-
-
-def machine_caches():
-    """(l1d, l2, llc, llc_level) in bytes, as sb::cpu_caches() (lib/core/cpu_features.cpp,
-    Note [Cache sizes]): sysfs first (the cache instance cpu0 uses), glibc's sysconf only
-    where sysfs says nothing."""
-    l1d = l2 = llc = 0
-    for level, typ, size, _ in sysfs_caches():
-        if typ == "Instruction":
+def our_context(bench_dir, json_dir, matrix):
+    """The context of our JSON in json_dir (the C++ families run before the peers under
+    `ninja benchmark`), else of one case of one of our binaries run now at smoke."""
+    best = None
+    for f in sorted(os.listdir(json_dir)) if json_dir and os.path.isdir(json_dir) else []:
+        if not f.endswith(".json") or f.startswith(("peers_", "recheck", "semantics")):
             continue
-        if level == 1 and l1d == 0:
-            l1d = size
-        if level == 2 and l2 == 0:
-            l2 = size
-        if level == 3 and llc == 0:
-            llc = size
-    l1d = l1d or _sysconf_cache(188)
-    l2 = l2 or _sysconf_cache(191)
-    llc = llc or _sysconf_cache(194)
-    if llc == 0:
-        return l1d, l2, l2, 2
-    return l1d, l2, llc, 3
-
-
-def slug_words(name):
-    s = name.split("@")[0].lower()
-    for junk in ("(r)", "(tm)", "(c)"):
-        s = s.replace(junk, "")
-    return "-".join(w for w in re.split(r"[^a-z0-9]+", s) if w and w != "cpu")
-
-
-def gpu_name(torch=None):
-    """Device 0's name, as cudaGetDeviceProperties gives it, or ''."""
-    if torch is not None:
         try:
-            if torch.cuda.is_available():
-                return torch.cuda.get_device_name(0)
-        except Exception:  # noqa: BLE001 - a broken CUDA install reads as no GPU
-            pass
-    try:
-        r = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader", "-i", "0"],
-                           capture_output=True, text=True, timeout=20)
-        return r.stdout.strip().splitlines()[0] if r.returncode == 0 and r.stdout.strip() else ""
-    except (OSError, subprocess.SubprocessError, IndexError):
-        return ""
-
-
-def machine_slug(gpu=""):
-    s = f"{slug_words(cpu_model())}-{num_cores()}c"
-    return s + (f"-{slug_words(gpu)}" if gpu else "")
+            with open(os.path.join(json_dir, f)) as fh:
+                ctx = json.load(fh).get("context", {})
+        except (OSError, ValueError, AttributeError):
+            continue
+        if ctx.get("sb_machine") and ctx.get("sb_caches"):
+            if ctx.get("sb_matrix") == matrix:
+                return ctx
+            best = best or ctx
+    if best:
+        return best
+    exes = [os.path.join(bench_dir, b) for b in ("bench_views", "bench_baseline_cuda")] + \
+        sorted(os.path.join(bench_dir, f) for f in os.listdir(bench_dir) if f.startswith("bench_"))
+    exe = next(e for e in exes if os.path.isfile(e) and os.access(e, os.X_OK))
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "one.json")
+        try:
+            first = subprocess.run([exe, "--benchmark_list_tests", "--sb_matrix=smoke"],
+                                   capture_output=True, text=True,
+                                   timeout=GB_LIST_TIMEOUT).stdout.split()[0]
+            p = subprocess.run([exe, "--sb_matrix=smoke", f"--benchmark_out={out}",
+                                "--benchmark_filter=^" + re.escape(first) + "$",
+                                "--benchmark_out_format=json"], capture_output=True,
+                               text=True, timeout=GB_LIST_TIMEOUT)
+            with open(out) as fh:
+                ctx = json.load(fh)["context"]
+        except (OSError, ValueError, KeyError, IndexError, subprocess.SubprocessError) as e:
+            raise ValueError(f"{exe}: no machine context ({type(e).__name__}: {e})") from None
+    if p.returncode != 0 or not ctx.get("sb_machine"):
+        raise ValueError(f"{exe}: no machine context (exit {p.returncode})")
+    return ctx
 
 
 class Regimes:
-    def __init__(self):
-        self.l1d, self.l2, self.llc, self.llc_level = machine_caches()
-        self.cores = num_cores()
+    """bench_common.cpp regime() on the caches of our context (sb_caches, sb_cores)."""
+
+    def __init__(self, ctx):
+        sizes = dict(part.split(":") for part in ctx["sb_caches"].split(","))
+        self.l1d, self.l2 = int(sizes.get("L1d", 0)), int(sizes.get("L2", 0))
+        self.llc_level = 3 if "L3" in sizes else 2
+        self.llc = int(sizes.get("L3", sizes.get("L2", 0)))
+        self.cores = int(ctx.get("sb_cores") or ctx.get("num_cpus") or 1)
 
     def __call__(self, ws, threads):
-        # bench_common.cpp regime(): a level counts when the working set fills at most
-        # half of it (private levels times the threads)
+        # a level counts when the working set fills at most half of it (private levels
+        # times the threads)
         t = max(1, min(threads, self.cores))
         if self.l1d > 0 and 2 * ws <= self.l1d * t:
             return "L1"
@@ -190,8 +126,15 @@ class Regimes:
             return "LLC"
         return "DRAM"
 
-    def sb_caches(self):
-        return f"L1d:{self.l1d},L2:{self.l2},L{self.llc_level}:{self.llc}"
+
+def gpu_name(torch):
+    """Device 0's name, as cudaGetDeviceProperties gives it, or ''."""
+    try:
+        if torch.cuda.is_available():
+            return torch.cuda.get_device_name(0)
+    except Exception:  # noqa: BLE001 - a broken CUDA install reads as no GPU
+        pass
+    return ""
 
 
 def host_rss_bytes():
@@ -604,74 +547,90 @@ def numel(shape):
     return n
 
 
-# ---------------------------------------------------------------- the matrix
+# ---------------------------------------------------------------- the cases
+# Note [Cases from our binaries]: the peers run the cases our benchmark binaries
+# register (their --benchmark_list_tests at the same --sb_matrix; the run name says
+# everything a case is, by the naming contract of docs/BENCHMARKS.md), each rebuilt in
+# torch or NumPy by its family's builder below from the name's keys. A case a family
+# gains in C++ is measured by the peers with no edit here; a builder returns None for
+# what the library cannot do the same way (a style it has no form for, a dtype it has
+# no kernel for), and those cases are listed, not measured. At --matrix quick the
+# peers' 2.5-minute budget takes the subset QUICK selects.
 
-def shapes(matrix):
-    """The C++ matrix's shapes (canonical ones where its benches are not written)."""
-    smoke = matrix == "smoke"
-    return {
-        "ew_llc": (64, 64) if smoke else (1024, 1024),
-        "ew_dram": (128, 128) if smoke else (8192, 8192),
-        "ew4d": (2, 8, 6, 6) if smoke else (32, 64, 56, 56),
-        "copy_sq": [64] if smoke else [256, 4096],
-        "copy_4d": (2, 8, 6, 6) if smoke else (32, 64, 56, 56),
-        "copy_cube": (8, 8, 8) if smoke else (256, 256, 256),
-        "reduce": (64, 64) if smoke else (8192, 8192),
-        "matmul": (64, 64, 64) if smoke else (1024, 1024, 1024),
-        "conv": (1, 8, 8, 8, 8) if smoke else (8, 64, 56, 56, 64),  # N, C, H, W, O
-        "linear": (8, 32, 32) if smoke else (256, 1024, 1024),      # batch, in, out
-        "alloc_sizes": [512, 1 << 16, 1 << 20] if smoke else
-        [512, 4096, 1 << 16, 1 << 20, 16 << 20, 256 << 20, 1 << 30],
-        "reuse": (1, 64, 1024) if smoke else (256, 1024, 1024) if matrix == "full"
-        else (16, 1024, 1024),
-        "reuse_cuda": (1, 64, 1024) if smoke else (256, 1024, 1024),  # 1 GiB, as CLAIMS.md
-        "h2d": [1 << 20] if smoke else [1 << 20, 16 << 20, 256 << 20, 1 << 30],
-    }
+# The peers' quick budget: regexes on our run names (impl:ours), any of which selects.
+QUICK = (
+    r"^elementwise/op:(add|mul|relu|normalize|loop)/.*/layout:contiguous/.*/shape:1x16x64x64/",
+    r"^elementwise/op:add/.*/style:out/dtype:f32/shape:1x16x64x64/",
+    r"^elementwise/op:add/.*/layout:contiguous/.*/shape:64x64x128x128/threads:1$",
+    r"^elementwise/op:add/.*/layout:(contiguous|transposed)/style:out/.*/shape:64x64x128x128/",
+    r"^copy/", r"^reduce/op:sum/.*/shape:4096x4096/", r"^matmul/", r"^conv/", r"^quant/",
+    r"^alloc/", r"^transfer/",
+)
+REUSE_CUDA_SHAPE = {"smoke": (1, 64, 1024)}  # else 1 GiB, as CLAIMS.md (alloc_cuda.cpp)
+GB_LIST_TIMEOUT = 60
 
 
-def elementwise_cases(be, dev, matrix, threads):
-    """bench_elementwise.cpp's cases: 4-D NCHW sizes, L2 1x16x64x64 and DRAM
-    64x64x128x128 (smoke 2x4x8x8, 2x4x16x16). For binary ops the layout is b's and a
-    is contiguous, except channels_last where a, b and out all are; unary ops take x
-    in the layout. transposed: dims 2 and 3 stored swapped (a .transpose(2, 3) view);
-    sliced: every other element of a buffer twice as long in W; expanded: 1x1xHxW
-    broadcast to NxCxHxW. In-place updates a dense copy (binary: of a; unary: of x,
-    a fresh stepped tensor for sliced). Styles inplace, out, outofplace; the peers'
-    outofplace is their own default allocator (torch's CPU one is plain
-    posix_memalign/free), so there is no outofplace_system row; normalize has no
-    in-place or out= form in torch or NumPy. op:loop (S3): relu(add(mul(a, b), b)),
-    out= into three buffers made once vs out-of-place (two temporaries and a result).
-    full and smoke: every case. quick (the peers' 2.5 minutes): at L2 size add (out=) in
-    every layout, add, mul and relu in every style on contiguous inputs, normalize; at DRAM size
-    contiguous add in every style and transposed add (out) at 1 thread, contiguous and
-    transposed add (out) at 2 threads; the loop at L2 size."""
-    smoke = matrix == "smoke"
-    l2 = (2, 4, 8, 8) if smoke else (1, 16, 64, 64)
-    dram = (2, 4, 16, 16) if smoke else (64, 64, 128, 128)
-    layouts = ("contiguous", "transposed", "sliced", "expanded", "channels_last")
-    out = []
-    for shape in (l2, dram):
-        for op in ("add", "mul", "relu", "normalize"):
-            for layout in layouts:
-                for style in ("inplace", "out", "outofplace"):
-                    if style == "inplace" and layout == "expanded" and op in ("relu", "normalize"):
-                        continue  # writing into an overlapping tensor is an error
-                    if op == "normalize" and style != "outofplace":
-                        continue
-                    if matrix == "quick":
-                        if shape == l2:
-                            keep = layout == "contiguous" or (op == "add" and style == "out")
-                        else:
-                            keep = op == "add" and (
-                                (layout == "contiguous" and (threads == 1 or style == "out"))
-                                or (layout == "transposed" and style == "out"))
-                        if not keep:
-                            continue
-                    out.append(_ew_case(be, dev, op, layout, style, shape, threads))
-        if matrix != "quick" or shape == l2:  # op:loop (S3), contiguous
-            for style in ("out", "outofplace"):
-                out.append(_ew_case(be, dev, "loop", "contiguous", style, shape, threads))
+def ours_cases(bench_dir, matrix):
+    """{name: (family, keys)} of the impl:ours cases our binaries in bench_dir register
+    at `matrix`, names canonical. Raises ValueError naming the binary on failure."""
+    exes = sorted(os.path.join(bench_dir, f) for f in os.listdir(bench_dir)
+                  if f.startswith("bench_") and not f.endswith(".p")
+                  and os.path.isfile(os.path.join(bench_dir, f))
+                  and os.access(os.path.join(bench_dir, f), os.X_OK))
+    if not exes:
+        raise ValueError(f"{bench_dir}: no bench_* binaries (build them first: ninja -C BUILD)")
+    out = {}
+    for exe in exes:
+        try:
+            p = subprocess.run([exe, "--benchmark_list_tests", f"--sb_matrix={matrix}"],
+                               capture_output=True, text=True, timeout=GB_LIST_TIMEOUT)
+        except (OSError, subprocess.SubprocessError) as e:
+            raise ValueError(f"{exe} --benchmark_list_tests: {e}") from None
+        if p.returncode != 0:
+            raise ValueError(f"{exe} --benchmark_list_tests exited {p.returncode}: "
+                             f"{(p.stderr or p.stdout).strip()[-300:]}")
+        for line in p.stdout.split():
+            try:
+                family, keys = sbtables.parse_name(line)
+            except ValueError as e:
+                raise ValueError(f"{exe}: run {line!r}: {e}") from None
+            if keys.get("impl") == "ours":
+                out[sbtables.canonical(family, keys)] = (family, keys)
     return out
+
+
+def dims(shape_key_):
+    return tuple(int(d) for d in shape_key_.split("x"))
+
+
+def peer_keys(keys, be, dev, **change):
+    """Our keys with the peer's impl (and device), plus any changes."""
+    k = dict(keys, impl=be.impl, device=dev)
+    k.update(change)
+    return {key: k[key] for key in KEY_ORDER if k.get(key) is not None}
+
+
+def elementwise_case(be, dev, keys):
+    """bench_elementwise.cpp's cases: 4-D NCHW sizes. For binary ops the layout is b's
+    and a is contiguous, except channels_last where a, b and out all are; unary ops take
+    x in the layout. transposed: dims 2 and 3 stored swapped (a .transpose(2, 3) view);
+    sliced: every other element of a buffer twice as long in W; expanded: 1x1xHxW
+    broadcast to NxCxHxW. In-place updates a dense copy (binary: of a; unary: of x, a
+    fresh stepped tensor for sliced). The peers' outofplace is their own default
+    allocator (torch's CPU one is plain posix_memalign/free), so there is no
+    outofplace_system row; normalize has no in-place or out= form in torch or NumPy, and
+    an expanded tensor takes no in-place write. op:loop (S3): relu(add(mul(a, b), b)),
+    out= into three buffers made once vs out-of-place (two temporaries and a result)."""
+    op, layout, style = keys["op"], keys["layout"], keys["style"]
+    if keys["dtype"] != "f32" or style == "outofplace_system":
+        return None
+    if op == "normalize" and style != "outofplace":
+        return None
+    if style == "inplace" and layout == "expanded" and op in ("relu", "normalize"):
+        return None
+    if op == "loop" and layout != "contiguous":
+        return None
+    return _ew_case(be, dev, op, layout, style, dims(keys["shape"]), int(keys["threads"]))
 
 
 def _ew_make(be, layout, shape, make):
@@ -735,66 +694,45 @@ def _ew_case(be, dev, op, layout, style, shape, threads):
     return Case("elementwise", keys, build)
 
 
-def copy_cases(be, dev, matrix, threads):
-    """bench_copy.cpp: contiguous() of a transposed square, its clone() twin, NCHW ->
-    NHWC and back, the clone() twin of the 4-D tensor, permute(2, 0, 1).contiguous()."""
-    S = shapes(matrix)
-    out = []
+def copy_case(be, dev, keys):
+    """bench_copy.cpp: contiguous() of a transposed 2-D or channels-last 4-D tensor, its
+    clone() twin (layout contiguous), NCHW -> NHWC, permute(2, 0, 1).contiguous()."""
+    op, layout, shape = keys["op"], keys["layout"], dims(keys["shape"])
+    if keys["dtype"] != "f32" or keys["style"] != "copy":
+        return None
+    if op == "contiguous" and layout == "transposed" and len(shape) == 2:
+        src, f = lambda: be.transpose(be.rand(shape[::-1])), be.contiguous
+    elif op == "contiguous" and layout == "channels_last" and len(shape) == 4:
+        src, f = lambda: be.to_channels_last(be.rand(shape)), be.contiguous
+    elif op == "contiguous" and layout == "contiguous":
+        src, f = lambda: be.rand(shape), be.clone
+    elif op == "nchw_to_nhwc" and layout == "contiguous" and len(shape) == 4:
+        src, f = lambda: be.rand(shape), be.to_channels_last
+    elif op == "permute" and layout == "contiguous" and len(shape) == 3:
+        src, f = lambda: be.rand(shape), lambda x: be.contiguous(be.transpose(x, 2, 0, 1))
+    else:
+        return None
 
-    def case(op, layout, shape, src, f):
-        keys = dict(op=op, impl=be.impl, device=dev, layout=layout, style="copy",
-                    dtype="f32", shape=shape_key(shape), threads=threads)
-
-        def build():
-            x = pooled(be, ("copy", layout, shape), src)
-            fn = lambda: f(x)  # noqa: E731
-            peak, allocs, y = be.alloc_of(fn, [x])
-            nbytes = distinct_bytes(be, x) + distinct_bytes(be, y)
-            ws = span_bytes(be, x) + span_bytes(be, y)
-            return Work(fn, nbytes, 0, ws, peak, allocs)
-        out.append(Case("copy", keys, build))
-
-    for n in S["copy_sq"]:
-        case("contiguous", "transposed", (n, n), lambda n=n: be.transpose(be.rand((n, n))),
-             be.contiguous)
-        case("contiguous", "contiguous", (n, n), lambda n=n: be.rand((n, n)), be.clone)
-    s4 = S["copy_4d"]
-    case("nchw_to_nhwc", "contiguous", s4, lambda: be.rand(s4), be.to_channels_last)
-    case("contiguous", "channels_last", s4, lambda: be.to_channels_last(be.rand(s4)),
-         be.contiguous)
-    case("contiguous", "contiguous", s4, lambda: be.rand(s4), be.clone)
-    cube = S["copy_cube"]
-    case("permute", "contiguous", cube, lambda: be.rand(cube),
-         lambda x: be.contiguous(be.transpose(x, 2, 0, 1)))
-    return out
+    def build():
+        x = pooled(be, ("copy", layout, shape), src)
+        fn = lambda: f(x)  # noqa: E731
+        peak, allocs, y = be.alloc_of(fn, [x])
+        nbytes = distinct_bytes(be, x) + distinct_bytes(be, y)
+        ws = span_bytes(be, x) + span_bytes(be, y)
+        return Work(fn, nbytes, 0, ws, peak, allocs)
+    return Case("copy", peer_keys(keys, be, dev), build)
 
 
-def reduce_cases(be, dev, matrix, threads):
+def reduce_case(be, dev, keys):
     """bench_reduce.cpp's cases: sum, mean, max, var (correction 1) over dim 1 (inner)
     or dim 0 (outer) of an R x C float32 matrix stored row-major (contiguous) or column
     by column (column_major: a .t() view), the result allocated by the call (no style
-    key, as ours). Sizes L2 512x256 (every op), LLC 4096x4096 (sum), DRAM 16384x8192
-    (sum on both layouts; mean, max, var on the contiguous one; full: every op on
-    both); smoke 64x48. quick (the peers' budget): sum at 4096x4096 only."""
-    if matrix == "smoke":
-        sizes = [((64, 48), True)]
-    elif matrix == "quick":
-        sizes = [((4096, 4096), False)]
-    else:
-        sizes = [((512, 256), True), ((4096, 4096), False), ((16384, 8192), True)]
-    out = []
-    for shape, all_ops in sizes:
-        for op in ("sum", "mean", "max", "var") if all_ops else ("sum",):
-            for layout in ("contiguous", "column_major"):
-                if layout == "column_major" and op != "sum" and numel(shape) > 1 << 24 \
-                        and matrix != "full":
-                    continue
-                for dim in ("inner", "outer"):
-                    keys = dict(op=op, impl=be.impl, device=dev, layout=layout, dtype="f32",
-                                shape=shape_key(shape), threads=threads, dim=dim)
-                    out.append(Case("reduce", keys, lambda op=op, layout=layout, dim=dim,
-                                    shape=shape: _reduce_work(be, op, layout, dim, shape)))
-    return out
+    key, as ours)."""
+    op, layout, dim, shape = keys["op"], keys["layout"], keys["dim"], dims(keys["shape"])
+    if keys["dtype"] != "f32" or len(shape) != 2 or keys.get("style") is not None:
+        return None
+    return Case("reduce", peer_keys(keys, be, dev),
+                lambda: _reduce_work(be, op, layout, dim, shape))
 
 
 def _reduce_work(be, op, layout, dim, shape):
@@ -807,65 +745,64 @@ def _reduce_work(be, op, layout, dim, shape):
                 span_bytes(be, x) + out_bytes, peak, allocs)
 
 
-def matmul_cases(be, dev, matrix, threads):
+def matmul_case(be, dev, keys):
     """[M,K] x [K,N], shape MxKxN, as benchmarks/bench_matmul.cpp: layout names the
     non-contiguous operand, always A: contiguous (A, B row-major), transposed (A a .t()
     view of a row-major [K, M] buffer), sliced (A every other row of a row-major [2M, K]
     buffer), column_major (A, B and the out= buffer column-major), contiguous_first (A
     transposed; A.contiguous() then the product, timed together). Styles out and
-    outofplace on every layout."""
-    m, k, n = shapes(matrix)["matmul"]
-    out = []
-    plan = [(l, st) for l in ("contiguous", "transposed", "sliced", "column_major", "contiguous_first")
-            for st in ("out", "outofplace")]
-    for layout, style in plan:
-        keys = dict(op="matmul", impl=be.impl, device=dev, layout=layout, style=style,
-                    dtype="f32", shape=f"{m}x{k}x{n}", threads=threads)
+    outofplace."""
+    layout, style = keys["layout"], keys["style"]
+    if keys["dtype"] != "f32" or style not in ("out", "outofplace"):
+        return None
+    m, k, n = dims(keys["shape"])
 
-        def build(layout=layout, style=style):
-            a = pooled(be, ("mm_a", m, k), lambda: be.rand((m, k)))
-            b = pooled(be, ("mm_b", k, n), lambda: be.rand((k, n)))
-            if layout in ("transposed", "contiguous_first", "column_major"):
-                a = pooled(be, ("mm_at", m, k), lambda: be.transpose(be.rand((k, m))))
-            elif layout == "sliced":
-                a = pooled(be, ("mm_as", m, k), lambda: be.rand((2 * m, k))[::2])
-            if layout == "column_major":
-                b = pooled(be, ("mm_bt", k, n), lambda: be.transpose(be.rand((n, k))))
-            c = None
-            if style == "out":
-                c = be.transpose(be.empty((n, m))) if layout == "column_major" else be.empty((m, n))
-            if layout == "contiguous_first":
-                mm = be.matmul
-                fn = (lambda: mm(be.contiguous(a), b, c)()) if c is not None else \
-                    (lambda: mm(be.contiguous(a), b)())  # noqa: E731
-            else:
-                fn = be.matmul(a, b, c)
-            peak, allocs, y = be.alloc_of(fn, [a, b] + ([c] if c is not None else []))
-            nbytes = distinct_bytes(be, a) + distinct_bytes(be, b) + distinct_bytes(be, y)
-            if layout == "contiguous_first":  # the copy reads and writes a once more
-                nbytes += 2 * distinct_bytes(be, a)
-            ws = span_bytes(be, a) + span_bytes(be, b) + span_bytes(be, y)
-            return Work(fn, nbytes, 2 * m * n * k, ws, peak, allocs)
-        out.append(Case("matmul", keys, build, blas=True))
-    return out
+    def build():
+        a = pooled(be, ("mm_a", m, k), lambda: be.rand((m, k)))
+        b = pooled(be, ("mm_b", k, n), lambda: be.rand((k, n)))
+        if layout in ("transposed", "contiguous_first", "column_major"):
+            a = pooled(be, ("mm_at", m, k), lambda: be.transpose(be.rand((k, m))))
+        elif layout == "sliced":
+            a = pooled(be, ("mm_as", m, k), lambda: be.rand((2 * m, k))[::2])
+        if layout == "column_major":
+            b = pooled(be, ("mm_bt", k, n), lambda: be.transpose(be.rand((n, k))))
+        c = None
+        if style == "out":
+            c = be.transpose(be.empty((n, m))) if layout == "column_major" else be.empty((m, n))
+        if layout == "contiguous_first":
+            mm = be.matmul
+            fn = (lambda: mm(be.contiguous(a), b, c)()) if c is not None else \
+                (lambda: mm(be.contiguous(a), b)())  # noqa: E731
+        else:
+            fn = be.matmul(a, b, c)
+        peak, allocs, y = be.alloc_of(fn, [a, b] + ([c] if c is not None else []))
+        nbytes = distinct_bytes(be, a) + distinct_bytes(be, b) + distinct_bytes(be, y)
+        if layout == "contiguous_first":  # the copy reads and writes a once more
+            nbytes += 2 * distinct_bytes(be, a)
+        ws = span_bytes(be, a) + span_bytes(be, b) + span_bytes(be, y)
+        return Work(fn, nbytes, 2 * m * n * k, ws, peak, allocs)
+    return Case("matmul", peer_keys(keys, be, dev), build, blas=True)
 
 
-def conv_cases(be, dev, matrix, threads):
-    """conv2d 3x3, stride 1, padding 1, no bias, NCHW vs channels-last (input and
-    weights in the layout), and max/avg pooling 3x3, stride 2, padding 1 on the same
-    input; shape is the input's NCHW sizes. torch only (NumPy has neither)."""
-    if be.impl != "torch":
-        return []
-    nb, c, h, w, o = shapes(matrix)["conv"]
-    out = []
-    for layout in ("contiguous", "channels_last"):
-        keys = dict(op="conv2d", impl=be.impl, device=dev, layout=layout,
-                    style="outofplace", dtype="f32", shape=shape_key((nb, c, h, w)),
-                    threads=threads)
+def conv_case(be, dev, keys):
+    """conv2d 3x3, stride 1, padding 1, no bias, C -> C channels (bench_conv.cpp's main
+    case), NCHW vs channels-last (input and weights in the layout), and max/avg pooling
+    3x3, stride 2, padding 1 on the same input; shape is the input's NCHW sizes.
+    torch only (NumPy has neither), out-of-place only (torch has no out= form). The
+    full matrix's depthwise and 1x1 convolutions carry the same op and shape keys as the
+    3x3 one: a peer cannot tell them apart by name, so only C = 64 is taken as 3x3."""
+    op, layout = keys["op"], keys["layout"]
+    if be.impl != "torch" or keys["dtype"] != "f32" or keys["style"] != "outofplace" or \
+            layout not in ("contiguous", "channels_last"):
+        return None
+    nb, c, h, w = dims(keys["shape"])
+    if op == "conv2d":
+        if c != 64:
+            return None
 
-        def build(layout=layout):
+        def build():
             F = be.t.nn.functional
-            x, wt = be.rand((nb, c, h, w)), be.rand((o, c, 3, 3))
+            x, wt = be.rand((nb, c, h, w)), be.rand((c, c, 3, 3))
             if layout == "channels_last":
                 x, wt = be.to_channels_last(x), be.to_channels_last(wt)
             fn = lambda: F.conv2d(x, wt, None, 1, 1)  # noqa: E731
@@ -874,56 +811,51 @@ def conv_cases(be, dev, matrix, threads):
                     memory_format=be.t.channels_last):
                 raise Skip("torch returned an NCHW result for a channels-last input")
             nbytes = distinct_bytes(be, x) + distinct_bytes(be, wt) + distinct_bytes(be, y)
-            return Work(fn, nbytes, 2 * nb * o * h * w * c * 9, nbytes, peak, allocs)
-        out.append(Case("conv", keys, build))
-    for op in ("max_pool2d", "avg_pool2d"):  # 3x3, stride 2, padding 1, as bench_conv.cpp
-        for layout in ("contiguous", "channels_last"):
-            keys = dict(op=op, impl=be.impl, device=dev, layout=layout, style="outofplace",
-                        dtype="f32", shape=shape_key((nb, c, h, w)), threads=threads)
+            return Work(fn, nbytes, 2 * nb * c * h * w * c * 9, nbytes, peak, allocs)
+        return Case("conv", peer_keys(keys, be, dev), build)
+    if op not in ("max_pool2d", "avg_pool2d"):
+        return None
 
-            def build(op=op, layout=layout):
-                fn_op = getattr(be.t.nn.functional, op)
-                x = be.rand((nb, c, h, w))
-                if layout == "channels_last":
-                    x = be.to_channels_last(x)
-                fn = lambda: fn_op(x, 3, 2, 1)  # noqa: E731
-                peak, allocs, y = be.alloc_of(fn, [x])
-                if layout == "channels_last" and not y.is_contiguous(
-                        memory_format=be.t.channels_last):
-                    raise Skip("torch returned an NCHW result for a channels-last input")
-                nbytes = distinct_bytes(be, x) + distinct_bytes(be, y)
-                flop = 9 * y.numel() if op == "avg_pool2d" else 0  # as bench_conv.cpp
-                return Work(fn, nbytes, flop, nbytes, peak, allocs)
-            out.append(Case("conv", keys, build))
-    return out
+    def build_pool():
+        fn_op = getattr(be.t.nn.functional, op)
+        x = be.rand((nb, c, h, w))
+        if layout == "channels_last":
+            x = be.to_channels_last(x)
+        fn = lambda: fn_op(x, 3, 2, 1)  # noqa: E731
+        peak, allocs, y = be.alloc_of(fn, [x])
+        if layout == "channels_last" and not y.is_contiguous(
+                memory_format=be.t.channels_last):
+            raise Skip("torch returned an NCHW result for a channels-last input")
+        nbytes = distinct_bytes(be, x) + distinct_bytes(be, y)
+        flop = 9 * y.numel() if op == "avg_pool2d" else 0  # as bench_conv.cpp
+        return Work(fn, nbytes, flop, nbytes, peak, allocs)
+    return Case("conv", peer_keys(keys, be, dev), build_pool)
 
 
-def quant_cases(be, dev, matrix, threads):
+def quant_case(be, dev, keys):
     """A linear layer y = x W^T + b, [batch, in] x [out, in], shape batch x in x out:
     f32, f16, int8 dynamic (quantize_dynamic) and int8 static (prepare, calibrate,
     convert) through torch; f32 through NumPy (x @ W.T + b). Counters weight_bytes
-    and rel_error (vs the same layer in float64)."""
-    batch, fin, fout = shapes(matrix)["linear"]
-    out = []
-    dtypes = ("f32", "f16", "int8_dynamic", "int8_static") if be.impl == "torch" else ("f32",)
-    for dt in dtypes:
-        keys = dict(op="linear", impl=be.impl, device=dev, dtype=dt,
-                    shape=f"{batch}x{fin}x{fout}", threads=threads)
+    and rel_error (vs the same layer in float64). Our MLP rows have no peer."""
+    dt = keys["dtype"]
+    if keys["op"] != "linear" or (be.impl == "numpy" and dt != "f32") or \
+            dt not in ("f32", "f16", "int8_dynamic", "int8_static"):
+        return None
+    batch, fin, fout = dims(keys["shape"])
 
-        def build(dt=dt):
-            if be.impl == "numpy":
-                np = be.np
-                x, wt, bias = be.rand((batch, fin)), be.rand((fout, fin)) / 32, be.rand((fout,))
-                fn = lambda: np.add(np.matmul(x, wt.T), bias)  # noqa: E731
-                peak, allocs, y = be.alloc_of(fn, [x])
-                ref = x.astype(np.float64) @ wt.T.astype(np.float64) + bias
-                rel = float(np.linalg.norm(y - ref) / np.linalg.norm(ref))
-                return Work(fn, x.nbytes + wt.nbytes + bias.nbytes + y.nbytes,
-                            2 * batch * fin * fout, 0, peak, allocs,
-                            extra={"weight_bytes": wt.nbytes, "rel_error": rel})
-            return _torch_linear(be, dt, batch, fin, fout)
-        out.append(Case("quant", keys, build, blas=(dt == "f32")))
-    return out
+    def build():
+        if be.impl == "numpy":
+            np = be.np
+            x, wt, bias = be.rand((batch, fin)), be.rand((fout, fin)) / 32, be.rand((fout,))
+            fn = lambda: np.add(np.matmul(x, wt.T), bias)  # noqa: E731
+            peak, allocs, y = be.alloc_of(fn, [x])
+            ref = x.astype(np.float64) @ wt.T.astype(np.float64) + bias
+            rel = float(np.linalg.norm(y - ref) / np.linalg.norm(ref))
+            return Work(fn, x.nbytes + wt.nbytes + bias.nbytes + y.nbytes,
+                        2 * batch * fin * fout, 0, peak, allocs,
+                        extra={"weight_bytes": wt.nbytes, "rel_error": rel})
+        return _torch_linear(be, dt, batch, fin, fout)
+    return Case("quant", peer_keys(keys, be, dev), build, blas=(dt == "f32"))
 
 
 def _torch_linear(be, dt, batch, fin, fout):
@@ -998,29 +930,27 @@ def _weight_bytes(t, m):
     return total
 
 
-def alloc_cases(be, dev, matrix, threads):
-    """M5: alloc + free latency (torch.empty / np.empty of n bytes, never touched, then
-    dropped); M1-M4: the CLAIMS.md reuse experiment (torch only), one run per step.
-    Names as bench_alloc.cpp (CPU: threads:1, sizes 512 B..1 GiB, steps 0-9 with dtype
-    and shape) and alloc_cuda.cpp (cuda:0: sizes 512 x 4^k up to 1 GiB, steps 1-9, no
-    dtype, shape or threads key)."""
-    if threads != 1:
-        return []
-    S = shapes(matrix)
-    # torch's CPU allocator is plain posix_memalign/free (no cache) and NumPy's
-    # np.empty is malloc (it caches only blocks < 1 KiB): both are `alloc:system` rows
-    # on the CPU. On CUDA torch's caching allocator is `alloc:caching`, and the same
-    # with PYTORCH_NO_CUDA_MEMORY_CACHING=1 (a child of its own) `alloc:cudamalloc`.
-    kind = ("cudamalloc" if os.environ.get("PYTORCH_NO_CUDA_MEMORY_CACHING") == "1"
-            else "caching") if be.cuda else "system"
-    sizes = S["alloc_sizes"] if not be.cuda else \
-        [512 << (2 * k) for k in range(11)] if matrix != "smoke" else [512, 1 << 15]
-    out = []
-    for n in sizes:
-        keys = dict(op="alloc_free", impl=be.impl, device=dev, threads=None if be.cuda else 1,
-                    alloc=kind, size=n)
+def alloc_kind(be):
+    """The allocator a peer's rows measure: torch's CPU allocator is plain
+    posix_memalign/free (no cache) and NumPy's np.empty is malloc (it caches only blocks
+    < 1 KiB): both `alloc:system` on the CPU. On CUDA torch's caching allocator is
+    `alloc:caching`, and the same with PYTORCH_NO_CUDA_MEMORY_CACHING=1 (a child of its
+    own) `alloc:cudamalloc`."""
+    if not be.cuda:
+        return "system"
+    return "cudamalloc" if os.environ.get("PYTORCH_NO_CUDA_MEMORY_CACHING") == "1" else "caching"
 
-        def build(n=n):
+
+def alloc_case(be, dev, keys, matrix):
+    """M5: alloc + free latency (torch.empty / np.empty of n bytes, never touched, then
+    dropped) at each of our sizes; M1-M4: the CLAIMS.md reuse experiment (torch only),
+    one run per step, on our shape (CUDA: 1 GiB, as CLAIMS.md). Every allocator row of
+    ours maps to the peer's one allocator (alloc_kind)."""
+    kind = alloc_kind(be)
+    if keys["op"] == "alloc_free":
+        n = int(keys["size"])
+
+        def build():
             if be.impl == "torch":
                 t, d = be.t, be.device
                 fn = lambda: t.empty(n, dtype=t.uint8, device=d)  # noqa: E731
@@ -1028,16 +958,14 @@ def alloc_cases(be, dev, matrix, threads):
                 np = be.np
                 fn = lambda: np.empty(n, dtype=np.uint8)  # noqa: E731
             return Work(fn, check_overhead=False, warmed=False)
-        out.append(Case("alloc", keys, build))
-    if be.impl == "torch":
-        shape = S["reuse_cuda"] if be.cuda else S["reuse"]
-        for step in range(1 if be.cuda else 0, 10):
-            keys = dict(op="reuse_experiment", impl="torch", device=dev, alloc=kind, step=step)
-            if not be.cuda:
-                keys.update(dtype="f32", shape=shape_key(shape), threads=1)
-            out.append(Case("alloc", keys, lambda step=step, shape=shape:
-                            ("single", _reuse_experiment(be, shape)[step])))
-    return out
+        return Case("alloc", peer_keys(keys, be, dev, alloc=kind), build)
+    if keys["op"] == "reuse_experiment" and be.impl == "torch":
+        step = int(keys["step"])
+        shape = dims(keys["shape"]) if "shape" in keys else \
+            REUSE_CUDA_SHAPE.get(matrix, (256, 1024, 1024))
+        return Case("alloc", peer_keys(keys, be, dev, alloc=kind),
+                    lambda: ("single", _reuse_experiment(be, shape)[step]))
+    return None
 
 
 _REUSE = {}
@@ -1122,36 +1050,54 @@ def _reuse_experiment(be, shape):
     return steps
 
 
-def transfer_cases(be, dev, matrix, threads):
+def transfer_case(be, dev, keys):
     """H1, as transfer.cpp: one blocking copy_ between a contiguous host tensor
-    (pageable, or pinned) and a device tensor, h2d and d2h; sizes 4 KiB..256 MiB
-    (full: ..1 GiB). torch CUDA only."""
-    if not be.cuda or threads != 1 or os.environ.get("PYTORCH_NO_CUDA_MEMORY_CACHING") == "1":
-        return []
-    sizes = {"smoke": [4 << 10, 1 << 20],
-             "quick": [4 << 10, 64 << 10, 1 << 20, 16 << 20, 256 << 20]}.get(
-        matrix, [4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20,
-                 64 << 20, 256 << 20, 1 << 30])
-    out = []
-    for op in ("h2d", "d2h"):
-        for kind in ("pageable", "pinned"):
-            for n in sizes:
-                keys = dict(op=op, impl="torch", device=dev, dtype="f32", shape=str(n // 4),
-                            alloc=kind, size=n)
+    (pageable, or pinned) and a device tensor, h2d and d2h, at our sizes. torch CUDA
+    only, and not in the cudaMalloc child."""
+    if not be.cuda or os.environ.get("PYTORCH_NO_CUDA_MEMORY_CACHING") == "1":
+        return None
+    op, kind, n = keys["op"], keys["alloc"], int(keys["size"])
+    if op not in ("h2d", "d2h") or kind not in ("pageable", "pinned") or keys.get("dtype") != "f32":
+        return None
 
-                def build(n=n, kind=kind, op=op):
-                    t = be.t
-                    host = t.ones(n // 4, pin_memory=(kind == "pinned"))  # pages touched
-                    devt = t.zeros(n // 4, device=be.device)
-                    src, dst = (host, devt) if op == "h2d" else (devt, host)
-                    fn = lambda: dst.copy_(src)  # noqa: E731
-                    return Work(fn, n, 0, 0, check_overhead=False, warmed=False)
-                out.append(Case("transfer", keys, build))
+    def build():
+        t = be.t
+        host = t.ones(n // 4, pin_memory=(kind == "pinned"))  # pages touched
+        devt = t.zeros(n // 4, device=be.device)
+        src, dst = (host, devt) if op == "h2d" else (devt, host)
+        fn = lambda: dst.copy_(src)  # noqa: E731
+        return Work(fn, n, 0, 0, check_overhead=False, warmed=False)
+    return Case("transfer", peer_keys(keys, be, dev), build)
+
+
+BUILDERS = {
+    "elementwise": elementwise_case, "copy": copy_case, "reduce": reduce_case,
+    "matmul": matmul_case, "conv": conv_case, "quant": quant_case,
+    "alloc": lambda be, dev, keys, matrix: alloc_case(be, dev, keys, matrix),
+    "transfer": transfer_case,
+}
+
+
+def peer_cases(be, dev, ours, matrix, threads):
+    """The peer's cases for our `ours` ({name: (family, keys)}) on dev at `threads`, in
+    our order, one per peer name; at quick, those QUICK selects."""
+    out, seen = [], set()
+    for name, (family, keys) in ours.items():
+        if family not in BUILDERS:
+            continue  # baseline, views: ours alone
+        on_cuda = keys["device"].startswith("cuda")
+        if on_cuda != dev.startswith("cuda"):
+            continue
+        if int(keys.get("threads", 1)) != threads:  # CUDA rows without threads: the 1-thread child
+            continue
+        if matrix == "quick" and not any(re.search(q, name) for q in QUICK):
+            continue
+        build = BUILDERS[family]
+        c = build(be, dev, keys, matrix) if family == "alloc" else build(be, dev, keys)
+        if c is not None and c.name not in seen:
+            seen.add(c.name)
+            out.append(c)
     return out
-
-
-FAMILY_CASES = (elementwise_cases, copy_cases, reduce_cases, matmul_cases, conv_cases,
-                quant_cases, alloc_cases, transfer_cases)
 
 
 def overhead_cases(be, dev, threads):
@@ -1189,7 +1135,10 @@ def child(args):
     reps, min_time = MATRIX[args.matrix]
     reps = args.repetitions or reps
     timer = Timer(reps, min_time)
-    regime = Regimes()
+    with open(args.cases) as f:
+        plan = json.load(f)  # written by the parent: our cases and our context
+    ours = {name: (fam, keys) for name, (fam, keys) in plan["ours"].items()}
+    regime = Regimes(plan["context"])
     filt = re.compile(args.filter) if args.filter else None
     devices = ["cpu"]
     if lib == "torch" and threads == 1 and not args.no_cuda:
@@ -1210,11 +1159,10 @@ def child(args):
         be = (TorchBackend if lib == "torch" else NumpyBackend)(dev)
         bend[dev] = be
         cases += overhead_cases(be, dev, threads)
-        for f in FAMILY_CASES:
-            for c in f(be, dev, args.matrix, threads):
-                if lib == "numpy" and threads > 1 and not c.blas:
-                    continue  # NumPy's ufuncs and copies run on one thread
-                cases.append(c)
+        for c in peer_cases(be, dev, ours, args.matrix, threads):
+            if lib == "numpy" and threads > 1 and not c.blas:
+                continue  # NumPy's ufuncs and copies run on one thread
+            cases.append(c)
     sel = [c for c in cases if c.family == "peers" or not filt or filt.search(c.name)]
     if args.child_filter:  # the parent's own selection (the cudaMalloc child)
         sel = [c for c in sel if re.search(args.child_filter, c.name)]
@@ -1338,42 +1286,30 @@ def _fmt_ns(ns):
 
 # ---------------------------------------------------------------- the parent
 
-def gbench_context(args, lib, threads_list, child_ctx):
-    caches = [{"type": typ, "level": lvl, "size": size, "num_sharing": share}
-              for lvl, typ, size, share in sysfs_caches()]
-    mhz = 0.0
-    try:
-        with open("/proc/cpuinfo") as f:
-            m = re.search(r"cpu MHz\s*:\s*([\d.]+)", f.read())
-            mhz = float(m.group(1)) if m else 0.0
-    except OSError:
-        pass
-    reg = Regimes()
-    gpu = child_ctx.get("sb_gpu_name", "") if lib == "torch" else args.gpu_name
+def gbench_context(args, lib, threads_list, child_ctx, ours_ctx):
+    """Google Benchmark's context keys and ours: the machine's from our context (Note
+    [Facts from our context]), the run's from this run and its children."""
     now = datetime.datetime.now(datetime.timezone.utc)
-    ctx = {
+    ctx = {k: ours_ctx[k] for k in ("host_name", "num_cpus", "mhz_per_cpu", "cpu_scaling_enabled",
+                                    "caches", "sb_machine", "sb_cpu_model", "sb_cores",
+                                    "sb_caches", "sb_gpu_name") if k in ours_ctx}
+    ctx.update({
         "date": now.astimezone().isoformat(timespec="seconds"),
-        "host_name": socket.gethostname(),
         "executable": f"{sys.executable} {ENTRY}",
-        "num_cpus": num_cores(),
-        "mhz_per_cpu": int(mhz),
-        "cpu_scaling_enabled": False,
-        "caches": caches,
         "load_avg": list(os.getloadavg()),
         "library_build_type": "release",
-        "sb_machine": args.machine or machine_slug(gpu),
-        "sb_cpu_model": cpu_model(),
-        "sb_cores": str(num_cores()),
         "sb_threads": ",".join(str(t) for t in threads_list),
-        "sb_caches": reg.sb_caches(),
-        "sb_gpu_name": gpu,
         "sb_git_revision": git_revision(),
         "sb_date": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
         "sb_matrix": args.matrix,
         "sb_family": f"peers_{lib}",
         "sb_python_version": sys.version.split()[0],
-    }
-    ctx.update({k: v for k, v in child_ctx.items() if k not in ctx or k == "sb_gpu_name"})
+    })
+    if args.machine:
+        ctx["sb_machine"] = args.machine
+    ctx.update({k: v for k, v in child_ctx.items() if k not in ctx})
+    if child_ctx.get("sb_gpu_name") and not ctx.get("sb_gpu_name"):
+        ctx["sb_gpu_name"] = child_ctx["sb_gpu_name"]
     return ctx
 
 
@@ -1386,17 +1322,9 @@ def git_revision():
         return "unknown"
 
 
-def thread_counts(matrix):
-    t = [1] if matrix == "smoke" else [1, 2]  # as bench_common.cpp thread_counts()
-    if matrix == "full" and num_cores() > 2:
-        t.append(num_cores())
-    return t
-
-
 def parent(args):
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     t_start = time.perf_counter()
-    threads_list = args.threads_list or thread_counts(args.matrix)
     libs = [l.strip() for l in args.libs.split(",") if l.strip()]
     for l in libs:
         if l not in LIBS:
@@ -1408,7 +1336,19 @@ def parent(args):
         except re.error as e:
             print(f"peers: error: bad --filter: {e}", file=sys.stderr)
             return 2
-    args.gpu_name = ""
+    try:  # Note [Cases from our binaries], Note [Facts from our context]
+        ours = ours_cases(args.bench_dir, args.matrix)
+        ours_ctx = our_context(args.bench_dir, args.context_from or args.out_dir, args.matrix)
+    except (OSError, ValueError) as e:
+        print(f"peers: error: {e}", file=sys.stderr)
+        return 2
+    threads_list = args.threads_list or sorted(
+        {int(k["threads"]) for _, k in ours.values() if "threads" in k}) or [1]
+    say(f"{len(ours)} cases of ours listed by {args.bench_dir}; machine {ours_ctx['sb_machine']}")
+    plan_dir = tempfile.TemporaryDirectory()
+    plan_file = os.path.join(plan_dir.name, "plan.json")
+    with open(plan_file, "w") as f:
+        json.dump({"ours": ours, "context": ours_ctx}, f)
     written = 0
     for lib in libs:
         dest = os.path.join(args.out_dir, f"peers_{lib}.json")
@@ -1423,7 +1363,7 @@ def parent(args):
                 env = dict(os.environ)
                 for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
                     env[v] = str(th)
-                cmd = [sys.executable, ENTRY, "--child", lib,
+                cmd = [sys.executable, ENTRY, "--child", lib, "--cases", plan_file,
                        "--threads", str(th), "--matrix", args.matrix, "--child-out", out]
                 if nocache:  # torch's CUDA allocator without its cache: cudaMalloc/cudaFree
                     env["PYTORCH_NO_CUDA_MEMORY_CACHING"] = "1"
@@ -1471,14 +1411,12 @@ def parent(args):
                 os.unlink(dest)
                 say(f"removed the stale {dest}")
             continue
-        if lib == "torch":
-            args.gpu_name = ctx.get("sb_gpu_name", "")
         if not any(not e.get("error_occurred") for e in entries):
             say(f"{lib}: no case matched; {dest} not written")
             continue
         for i, e in enumerate(entries):
             e["family_index"] = i
-        doc = {"context": gbench_context(args, lib, threads_list, ctx), "benchmarks": entries}
+        doc = {"context": gbench_context(args, lib, threads_list, ctx, ours_ctx), "benchmarks": entries}
         sbtables.atomic_write(dest, json.dumps(doc, indent=2) + "\n")
         written += 1
         say(f"wrote {dest} ({len(entries)} entries)")
@@ -1495,23 +1433,27 @@ def main(argv):
     ap.add_argument("--out-dir", help="writes peers_torch.json and peers_numpy.json here")
     ap.add_argument("--matrix", default="quick", choices=sorted(MATRIX))
     ap.add_argument("--filter", help="regex on run names (re.search)")
-    ap.add_argument("--machine", help="sb_machine slug (default: from the hardware, as "
-                    "the C++ harness computes it)")
+    ap.add_argument("--bench-dir", help="our benchmark binaries (BUILD/benchmarks): the "
+                    "cases and the machine facts come from them")
+    ap.add_argument("--context-from", metavar="DIR", help="our JSON whose context names the "
+                    "machine (default: --out-dir; else one case of ours is run for it)")
+    ap.add_argument("--machine", help="sb_machine slug (default: our binaries' context)")
     ap.add_argument("--libs", default="torch,numpy", help="comma-separated: torch,numpy")
     ap.add_argument("--threads", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--threads-list", type=lambda s: [int(x) for x in s.split(",")],
-                    help="thread counts (default: 1,2 as the C++ matrix; smoke: 1)")
+                    help="thread counts (default: those of our cases)")
     ap.add_argument("--no-cuda", action="store_true", help="CPU cases only")
     ap.add_argument("--repetitions", type=int, help="repetitions per case (default: the matrix's; "
                     "scripts/recheck uses 1 per round)")
     ap.add_argument("--child", choices=LIBS, help=argparse.SUPPRESS)
     ap.add_argument("--child-out", help=argparse.SUPPRESS)
+    ap.add_argument("--cases", help=argparse.SUPPRESS)
     ap.add_argument("--child-filter", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
         return child(args)
-    if not args.out_dir:
-        ap.error("--out-dir is required")
+    if not args.out_dir or not args.bench_dir:
+        ap.error("--out-dir and --bench-dir are required")
     return parent(args)
 
 

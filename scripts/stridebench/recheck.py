@@ -129,10 +129,11 @@ def run_ours(bench_dir, binary, names, matrix, tmp):
     return out
 
 
-def run_peer(peers_script, lib, names, threads, matrix, machine, tmp):
+def run_peer(args, lib, names, threads, matrix, machine, tmp):
     d = os.path.join(tmp, f"peer_{lib}")
     # one repetition per round: the rounds are the repetitions of a re-check
-    cmd = [sys.executable, peers_script, "--out-dir", d, "--libs", lib, "--matrix", matrix, "--repetitions", "1",
+    cmd = [sys.executable, args.peers_script, "--out-dir", d, "--bench-dir", args.bench_dir,
+           "--context-from", args.json_dir, "--libs", lib, "--matrix", matrix, "--repetitions", "1",
            "--filter", name_regex(names, "$"), "--threads-list", ",".join(sorted(threads, key=int))]
     if machine:
         cmd += ["--machine", machine]
@@ -156,7 +157,7 @@ def one_round(groups, order, args, matrix, machine):
                 path = run_ours(args.bench_dir, what, names, matrix, tmp)
             else:
                 threads = {r["threads"] for r in runs if r["threads"]} or {"1"}
-                path = run_peer(args.peers_script, what, names, threads, matrix, machine, tmp)
+                path = run_peer(args, what, names, threads, matrix, machine, tmp)
             _, runs_out, _ = sb.load_gbench(path)
             for r in runs_out:
                 got[r.name] = r.median

@@ -1,7 +1,6 @@
 # sbtest.py: helpers shared by tests/scripts/test_*.py: paths, running a script with
 # the interpreter that runs the tests, fixture results folders in a temp directory,
 # editing fixture JSON, and hiding scipy or matplotlib from a child process.
-import importlib
 import json
 import os
 import shutil
@@ -11,7 +10,6 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPTS = os.path.join(ROOT, "scripts")
 FIXTURES = os.path.join(ROOT, "tests", "fixtures")
-from stridebench import results as sbtables  # noqa: E402
 
 
 def run(script, *args, env=None):

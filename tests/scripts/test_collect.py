@@ -4,7 +4,6 @@ import importlib.util
 import json
 import os
 import shutil
-import sys
 import tempfile
 import unittest
 

@@ -2,12 +2,10 @@
 # values; one message without scipy), ratios and geometric means on
 # the machine-a / machine-b fixtures, -o, and bad or disjoint input.
 import os
-import sys
 import tempfile
 import unittest
 
 import sbtest
-from stridebench import results as sb
 
 from stridebench import compare  # noqa: E402
 

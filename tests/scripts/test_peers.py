@@ -30,8 +30,15 @@ def load_peers_module():
     return peers
 
 
+# Our benchmark binaries (the peers' cases and machine facts come from them): meson's
+# test sets SB_BUILD_DIR.
+BENCH = os.path.join(os.environ["SB_BUILD_DIR"], "benchmarks") if os.environ.get("SB_BUILD_DIR") else None
+NEED_BENCH = "needs our benchmark binaries: run through `meson test` (SB_BUILD_DIR)"
+
+
 def run_peers(*args, env=None, timeout=600):
-    return subprocess.run([sys.executable, PEERS, *args], capture_output=True, text=True,
+    extra = ["--bench-dir", BENCH] if "--bench-dir" not in args else []
+    return subprocess.run([sys.executable, PEERS, *args, *extra], capture_output=True, text=True,
                           env=dict(os.environ, **(env or {})), timeout=timeout)
 
 
@@ -40,6 +47,8 @@ class SmokeRun(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
+        if BENCH is None:
+            raise unittest.SkipTest(NEED_BENCH)
         if not any(HAVE.values()):
             raise unittest.SkipTest("neither torch nor numpy imports for "
                                     f"{sys.executable}: no peer JSON to check")
@@ -132,7 +141,8 @@ class SmokeRun(unittest.TestCase):
             "copy/op:permute/impl:{}/device:cpu/layout:contiguous/style:copy/dtype:f32/shape:8x8x8/threads:1",
             "alloc/op:alloc_free/impl:{}/device:cpu/threads:1/alloc:system/size:65536",
             "elementwise/op:add/impl:{}/device:cpu/layout:transposed/style:out/dtype:f32/shape:2x4x8x8/threads:1",
-            "elementwise/op:relu/impl:{}/device:cpu/layout:sliced/style:inplace/dtype:f32/shape:2x4x16x16/threads:1",
+            "elementwise/op:relu/impl:{}/device:cpu/layout:sliced/style:inplace/dtype:f32/shape:2x4x8x8/threads:1",
+            "elementwise/op:add/impl:{}/device:cpu/layout:transposed/style:out/dtype:f32/shape:2x4x16x16/threads:1",
             "reduce/op:sum/impl:{}/device:cpu/layout:column_major/dtype:f32/shape:64x48/threads:1/dim:outer",
         ]
         for lib in self.docs:
@@ -148,9 +158,11 @@ class SmokeRun(unittest.TestCase):
                     self.assertIn(f"{layout}/{style}", got, lib)
 
     def test_overhead_rows(self):
+        """Three per thread count of our cases (smoke: 1 and 2, as our binaries')."""
         for lib in self.docs:
             rows = [n for n in self.names(lib) if n.startswith("peers/op:overhead/")]
-            self.assertEqual(len(rows), 3, rows)
+            self.assertEqual(sorted(sb.parse_name(n)[1]["threads"] for n in rows),
+                             ["1", "1", "1", "2", "2", "2"], rows)
             self.assertIn("a no-op Python call costs", self.proc.stderr)
 
     def test_peak_alloc_by_style(self):
@@ -194,8 +206,9 @@ class SmokeRun(unittest.TestCase):
     def test_numpy_threads(self):
         if "numpy" not in self.docs:
             self.skipTest("numpy does not import")
-        for n in self.names("numpy"):
-            self.assertIn("/threads:1", n)  # smoke runs one thread count
+        for n in self.names("numpy"):  # NumPy's ufuncs and copies run on one thread
+            if "/threads:1" not in n:
+                self.assertIn(n.split("/")[0], ("matmul", "quant", "peers"), n)
 
     def test_torch_quant_and_reuse(self):
         if "torch" not in self.docs:
@@ -224,6 +237,7 @@ class SmokeRun(unittest.TestCase):
             self.assertIn("reserved_bytes", e)
 
 
+@unittest.skipIf(BENCH is None, NEED_BENCH)
 class NoLibrary(unittest.TestCase):
     def test_skips_with_a_message(self):
         """Neither library imports: exit 0, a message, no file, stale files removed."""
@@ -266,6 +280,12 @@ class NoLibrary(unittest.TestCase):
         self.assertIn("bad --filter", p.stderr)
         p = run_peers("--out-dir", "/tmp", "--libs", "jax", timeout=60)
         self.assertEqual(p.returncode, 2)
+        with tempfile.TemporaryDirectory() as tmp:
+            p = run_peers("--out-dir", tmp, "--bench-dir", tmp, timeout=60)
+            self.assertEqual(p.returncode, 2)
+            self.assertIn("no bench_* binaries", p.stderr)
+            self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
+            self.assertEqual(os.listdir(tmp), [])
 
 
 class Units(unittest.TestCase):
@@ -273,22 +293,11 @@ class Units(unittest.TestCase):
     def setUpClass(cls):
         cls.m = load_peers_module()
 
-    def test_slug_words_as_bench_common(self):
-        w = self.m.slug_words
-        self.assertEqual(w("Intel(R) Xeon(R) Processor"), "intel-xeon-processor")
-        self.assertEqual(w("Intel(R) Core(TM) i7-8700 CPU @ 3.20GHz"), "intel-core-i7-8700")
-        self.assertEqual(w("AMD EPYC 7763 64-Core Processor"), "amd-epyc-7763-64-core-processor")
-        self.assertEqual(w("NVIDIA H100 80GB HBM3"), "nvidia-h100-80gb-hbm3")
-
-    def test_slug_matches_this_machine(self):
-        s = self.m.machine_slug()
-        self.assertRegex(s, r"^[a-z0-9-]+-\d+c$")
-        self.assertTrue(s.endswith(f"-{os.sysconf('SC_NPROCESSORS_ONLN')}c"))
-
     def test_regimes(self):
-        # bench_common.cpp's rule: a level holds a working set that fills at most half of it
-        r = self.m.Regimes()
-        r.l1d, r.l2, r.llc, r.llc_level, r.cores = 48 << 10, 2 << 20, 256 << 20, 3, 2
+        # bench_common.cpp's rule: a level holds a working set that fills at most half of
+        # it, on the caches of our context
+        r = self.m.Regimes({"sb_caches": f"L1d:{48 << 10},L2:{2 << 20},L3:{256 << 20}",
+                            "sb_cores": "2"})
         self.assertEqual(r(24 << 10, 1), "L1")
         self.assertEqual(r(32 << 10, 1), "L2")   # fits L1, but fills 2/3 of it
         self.assertEqual(r(48 << 10, 2), "L1")   # private L1 per thread
@@ -296,21 +305,66 @@ class Units(unittest.TestCase):
         self.assertEqual(r(2 << 20, 2), "L2")
         self.assertEqual(r(100 << 20, 2), "LLC")
         self.assertEqual(r(200 << 20, 2), "DRAM")  # fits the LLC, but fills 78% of it
-        # the AMD EPYC VM: 1 MiB L2, 32 MiB L3 (sysfs; sysconf says 320 MiB)
-        r.l1d, r.l2, r.llc = 32 << 10, 1 << 20, 32 << 20
+        # the AMD EPYC VM: 1 MiB L2, 32 MiB L3
+        r = self.m.Regimes({"sb_caches": f"L1d:{32 << 10},L2:{1 << 20},L3:{32 << 20}",
+                            "sb_cores": "2"})
         self.assertEqual(r(768 << 10, 1), "LLC")  # three 256 KiB tensors
         self.assertEqual(r(768 << 10, 2), "L2")
         self.assertEqual(r(64 << 20, 1), "DRAM")
 
-    def test_caches_come_from_sysfs_first(self):
-        l1d, l2, llc, level = self.m.machine_caches()
-        self.assertGreater(l1d, 0)
-        self.assertGreaterEqual(l2, l1d)
-        self.assertGreaterEqual(llc, l2)
-        for lvl, typ, size, _ in self.m.sysfs_caches():
-            if lvl == 3 and size:  # the kernel's size of cpu0's L3 instance wins
-                self.assertEqual((llc, level), (size, 3))
-                break
+    def fake_bench(self, tmp, names, name="bench_fake"):
+        """A bench dir with one binary that lists `names` as --benchmark_list_tests."""
+        d = os.path.join(tmp, "bench")
+        os.makedirs(d, exist_ok=True)
+        exe = os.path.join(d, name)
+        with open(exe, "w") as f:
+            f.write("#!/bin/sh\ncat <<'EOF'\n" + "\n".join(names) + "\nEOF\n")
+        os.chmod(exe, 0o755)
+        return d
+
+    def test_cases_come_from_our_binaries(self):
+        """A case our binary lists is built by the peer with no edit in Python, Google
+        Benchmark's suffixes dropped; impl:ours only; what a peer cannot do is left out."""
+        new = "elementwise/op:add/impl:ours/device:cpu/layout:transposed/style:out/" \
+              "dtype:f32/shape:3x5x7x9/threads:1"
+        names = [new + "/min_time:0.100/repeats:3/real_time",
+                 "elementwise/op:normalize/impl:ours/device:cpu/layout:contiguous/style:inplace/"
+                 "dtype:f32/shape:3x5x7x9/threads:1",  # no in-place normalize in the peers
+                 "matmul/op:matmul/impl:openblas/device:cpu/layout:contiguous/style:out/"
+                 "dtype:f32/shape:8x8x8/threads:1",   # not ours
+                 "reduce/op:sum/impl:ours/device:cpu/layout:column_major/dtype:f32/"
+                 "shape:6x10/threads:2/dim:outer"]
+        with tempfile.TemporaryDirectory() as tmp:
+            ours = self.m.ours_cases(self.fake_bench(tmp, names), "quick")
+        self.assertEqual(len(ours), 3)
+        self.assertIn(new, ours)
+
+        class Be:  # what building a Case's name needs of a backend
+            impl, cuda = "numpy", False
+        one = [c.name for c in self.m.peer_cases(Be(), "cpu", ours, "full", 1)]
+        self.assertEqual(one, [new.replace("impl:ours", "impl:numpy")])
+        two = [c.name for c in self.m.peer_cases(Be(), "cpu", ours, "full", 2)]
+        self.assertEqual(two, ["reduce/op:sum/impl:numpy/device:cpu/layout:column_major/"
+                               "dtype:f32/shape:6x10/threads:2/dim:outer"])
+        # at quick, the peers' budget (QUICK) selects: not this shape
+        self.assertEqual(self.m.peer_cases(Be(), "cpu", ours, "quick", 1), [])
+
+    def test_a_name_outside_the_contract_names_the_binary(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            d = self.fake_bench(tmp, ["elementwise/op:add/impl:ours/device:cpu/colour:red"])
+            with self.assertRaises(ValueError) as e:
+                self.m.ours_cases(d, "quick")
+        self.assertIn("bench_fake", str(e.exception))
+        self.assertIn("colour", str(e.exception))
+
+    def test_machine_facts_from_our_context(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            shutil.copy(sbtest.fixture("machine-a", "bench_copy.json"), tmp)
+            ctx = self.m.our_context(tmp, tmp, "quick")
+        with open(sbtest.fixture("machine-a", "bench_copy.json")) as f:
+            want = json.load(f)["context"]
+        self.assertEqual(ctx["sb_machine"], want["sb_machine"])
+        self.assertEqual(ctx["sb_caches"], want["sb_caches"])
 
     def test_run_name_order(self):
         n = self.m.run_name("reduce", dim="inner", threads=2, op="sum", impl="torch",

@@ -4,7 +4,6 @@
 import json
 import os
 import re
-import sys
 import tempfile
 import unittest
 
