@@ -53,7 +53,7 @@
 #include <mutex>
 
 #include "bench_common.h"
-#include "core/cpu_features.h"
+#include "stridebench/cpu_features.h"
 
 #include <string>
 
@@ -120,7 +120,7 @@ SB_NO_MEMCPY_IDIOM void init(float* p, float v, int64_t n) {
 
 // Note [Unrolled STREAM loops]: every STREAM loop is unrolled 4x. On Zen 4 a loop with
 // one vector store per iteration runs at one iteration per cycle or per two depending on
-// its placement in the binary (lib/ops/elementwise.cpp, Note [Unrolled vector loops]),
+// its placement in the binary (lib/elementwise/elementwise.cpp, Note [Unrolled vector loops]),
 // so rolled loops can halve a ceiling and put kernel rows above 100% of it
 // (docs/notes/bench.md).
 SB_NO_MEMCPY_IDIOM void copy(const float* __restrict a, float* __restrict c, int64_t n) {

@@ -24,7 +24,7 @@
 
 #include "bench_config.h"
 #include "bench_version.h"
-#include "core/cpu_features.h"
+#include "stridebench/cpu_features.h"
 
 namespace sb::bench {
 
@@ -339,7 +339,7 @@ std::string trim(std::string s) {
   return s.substr(i);
 }
 
-void read_caches(MachineInfo& m) {  // Note [Cache sizes] (lib/core/cpu_features.h)
+void read_caches(MachineInfo& m) {  // Note [Cache sizes] (include/stridebench/cpu_features.h)
   const CacheSizes& c = cpu_caches();
   m.l1d = c.l1d;
   m.l2 = c.l2;

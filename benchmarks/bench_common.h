@@ -33,11 +33,11 @@
 #include <string>
 #include <vector>
 
-#include "core/allocator.h"
-#include "core/dtype.h"
-#include "core/memory_format.h"
-#include "core/parallel.h"
-#include "core/tensor.h"
+#include "stridebench/allocator.h"
+#include "stridebench/dtype.h"
+#include "stridebench/memory_format.h"
+#include "stridebench/parallel.h"
+#include "stridebench/tensor.h"
 
 namespace sb::bench {
 

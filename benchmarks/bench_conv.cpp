@@ -28,8 +28,8 @@
 // max 0 (comparisons are not floating-point arithmetic). The GEMM row: 2*M*N*K flop,
 // A + B + C bytes. Threads 1 and 2.
 #include "bench_common.h"
-#include "ops/conv.h"
-#include "ops/matmul.h"
+#include "stridebench/conv.h"
+#include "stridebench/matmul.h"
 
 namespace sb::bench {
 

@@ -35,7 +35,7 @@
 // is >= 0; our kernels are branch-free, so the timing does not depend on the signs).
 // In-place targets are fresh copies made for the run, so the shared inputs never change.
 #include "bench_common.h"
-#include "ops/elementwise.h"
+#include "stridebench/elementwise.h"
 
 namespace sb::bench {
 

@@ -29,8 +29,8 @@
 #include <memory>
 
 #include "bench_common.h"
-#include "ops/matmul.h"
-#include "ops/quant.h"  // relative_error
+#include "stridebench/matmul.h"
+#include "stridebench/quant.h"  // relative_error
 
 #ifdef SB_HAVE_OPENBLAS
 #include <cblas.h>

@@ -1,5 +1,5 @@
 // bench_quant.cpp — a Linear layer and a 3-layer MLP in four precisions (CLAIMS.md
-// P1–P3, the Precision table): sb::Linear / sb::Mlp of ops/quant.h.
+// P1–P3, the Precision table): sb::Linear / sb::Mlp of include/stridebench/quant.h.
 //
 //   op:linear  y = x W^T + b, shape MxINxOUT = 256x1024x1024 (smoke 8x32x32, as scripts/peers.py)
 //   op:mlp     three layers 1024-1024-1024-1024, relu after the first two, batch 256:
@@ -25,8 +25,8 @@
 #include <memory>
 
 #include "bench_common.h"
-#include "ops/elementwise.h"
-#include "ops/quant.h"
+#include "stridebench/elementwise.h"
+#include "stridebench/quant.h"
 
 namespace sb::bench {
 

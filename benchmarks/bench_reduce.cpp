@@ -14,7 +14,7 @@
 //   sum, mean and max (a comparison), 4 for var (the mean, then a subtraction, a
 //   multiplication and an addition), whatever passes a kernel makes.
 #include "bench_common.h"
-#include "ops/reduce.h"
+#include "stridebench/reduce.h"
 
 namespace sb::bench {
 

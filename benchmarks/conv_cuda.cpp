@@ -11,7 +11,7 @@
 // styles: out (conv2d_out into an output made before the loop, dense in the path's
 // native layout: NHWC for channels_last, NCHW otherwise) and outofplace (conv2d: the
 // result and the im2col workspace through the caching CUDA allocator).
-// Path (lib/cuda/conv.cu): im2col (9 taps x 64 channels x 3136 pixels: 6.9 MiB per
+// Path (lib/conv/conv.cu): im2col (9 taps x 64 channels x 3136 pixels: 6.9 MiB per
 // image; the 128 MiB workspace takes 18 images, so two chunks at N = 32), cuBLAS
 // SGEMMs; the NHWC path reads channels contiguously. flop = 2 N O OH OW C KH KW
 // (14.8 GFLOP at N = 8); bytes = x (its elements once), w read once, out written once
@@ -19,7 +19,7 @@
 // Ceiling: baseline gemm_peak f32 (~0.27 ms at 55 TF/s for N = 8); the im2col
 // workspace adds ~2 x 55 MiB of traffic (~0.04 ms at 3 TB/s).
 #include "cuda_bench_common.h"
-#include "ops/conv.h"
+#include "stridebench/conv.h"
 
 namespace sb::bench {
 

@@ -1,6 +1,6 @@
 // elementwise_cuda.cpp — the elementwise family on cuda:0 (CLAIMS.md L3, S1, S2 on the
 // GPU): add, mul, relu by layout and by style, through the public ops (which dispatch to
-// lib/cuda/elementwise.cu).
+// lib/elementwise/elementwise.cu).
 //
 // styles: inplace (a.add_(b)), out (add_out, out made before the loop), outofplace (the
 //   result through the caching CUDA allocator), outofplace_system (the same inside
@@ -23,7 +23,7 @@
 #include <optional>
 
 #include "cuda_bench_common.h"
-#include "ops/elementwise.h"
+#include "stridebench/elementwise.h"
 
 namespace sb::bench {
 

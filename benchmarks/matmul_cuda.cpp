@@ -28,7 +28,7 @@
 #include <optional>
 
 #include "cuda_bench_common.h"
-#include "ops/matmul.h"
+#include "stridebench/matmul.h"
 
 namespace sb::bench {
 

@@ -11,7 +11,7 @@
 //   element. Ceiling: baseline d2d_copy (a read-only kernel can beat it: it moves half
 //   the bytes of a copy per element, so the % may pass 100 against a copy's rate).
 #include "cuda_bench_common.h"
-#include "ops/reduce.h"
+#include "stridebench/reduce.h"
 
 namespace sb::bench {
 

@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "core/tensor.h"
-#include "ops/elementwise.h"
+#include "stridebench/tensor.h"
+#include "stridebench/elementwise.h"
 
 namespace {
 

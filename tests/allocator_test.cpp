@@ -4,14 +4,14 @@
 //
 // The allocators are process-wide singletons, so each test empties the cache first
 // and checks differences of statistics.
-#include "core/allocator.h"
+#include "stridebench/allocator.h"
 
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
 
-#include "core/tensor.h"
+#include "stridebench/tensor.h"
 #include "test_util.h"
 
 namespace sb {

@@ -1,15 +1,15 @@
-// conv_test.cpp — conv2d / conv2d_out and pooling (lib/ops/conv.*) against direct
+// conv_test.cpp — conv2d / conv2d_out and pooling (lib/conv/) against direct
 // float64 loops, in NCHW and channels-last (and other) layouts, with stride, padding,
 // dilation, groups, depthwise, bias and relu; poisoned outputs; 1 and 2 threads; AVX2
 // and scalar; plus the allocation accounting and bad inputs.
-#include "ops/conv.h"
+#include "stridebench/conv.h"
 
 #include <cmath>
 #include <functional>
 
-#include "core/cpu_features.h"
-#include "core/parallel.h"
-#include "ops/matmul.h"
+#include "stridebench/cpu_features.h"
+#include "stridebench/parallel.h"
+#include "stridebench/matmul.h"
 #include "test_util.h"
 
 namespace sb {

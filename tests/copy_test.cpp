@@ -1,11 +1,11 @@
-// copy_test.cpp — the strided copy (lib/ops/copy.*) against element-by-element
+// copy_test.cpp — the strided copy (lib/copy/) against element-by-element
 // reference reads and against copy_generic, for every layout pair and dtype pair: the
 // fast paths (memcpy, rows, tiled transpose/permute, NCHW<->NHWC, strided, convert,
 // fill) on shapes large enough to take them (checked through last_copy_path()), sizes
 // not a multiple of 8, misaligned offsets, 1 and 2 threads, AVX2 and scalar, regular
 // and non-temporal stores (forced at small sizes through set_nt_threshold_bytes).
-#include "ops/copy.h"
-#include "ops/test_hooks.h"
+#include "copy/copy.h"
+#include "core/test_hooks.h"
 
 #include <cmath>
 #include <cstdio>
@@ -13,8 +13,8 @@
 #include <functional>
 
 #include "core/convert.h"
-#include "core/cpu_features.h"
-#include "core/parallel.h"
+#include "stridebench/cpu_features.h"
+#include "stridebench/parallel.h"
 #include "test_util.h"
 
 namespace sb {

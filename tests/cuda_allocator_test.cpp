@@ -1,4 +1,4 @@
-// cuda_allocator_test.cpp — the caching allocator's rules (lib/cuda/caching_allocator.h)
+// cuda_allocator_test.cpp — the caching allocator's rules (include/stridebench/cuda_allocator.h)
 // on a fake backend: no GPU needed, so this runs in every build. The fake hands out
 // addresses from a counter (never dereferenced), leaves a gap between segments so a
 // merge across segments would show, and refuses beyond a fixed capacity (the OOM path).
@@ -7,7 +7,7 @@
 #include <map>
 #include <random>
 
-#include "cuda/caching_allocator.h"
+#include "stridebench/cuda_allocator.h"
 
 namespace sb::cuda {
 namespace {

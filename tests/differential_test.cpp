@@ -26,12 +26,12 @@
 #include <random>
 #include <string>
 
-#include "core/cpu_features.h"
-#include "core/parallel.h"
-#include "ops/copy.h"
-#include "ops/test_hooks.h"
-#include "ops/elementwise.h"
-#include "ops/reduce.h"
+#include "stridebench/cpu_features.h"
+#include "stridebench/parallel.h"
+#include "copy/copy.h"
+#include "core/test_hooks.h"
+#include "stridebench/elementwise.h"
+#include "stridebench/reduce.h"
 #include "test_util.h"
 
 namespace sb {

@@ -1,10 +1,10 @@
-// elementwise_test.cpp — lib/ops/elementwise.* against float64 naive references: every
+// elementwise_test.cpp — lib/elementwise/ against float64 naive references: every
 // op, every input layout (test_util's with_layout), broadcasting, the three styles
 // (out-of-place, out=, in-place), outputs poisoned first, 1 and 2 threads, the AVX2
 // and scalar paths, float32/float64/float16/int32; the AVX2 exp's ulp error; the
 // out-of-place layout rule; bad inputs and the overlap rules.
-#include "ops/elementwise.h"
-#include "ops/test_hooks.h"
+#include "stridebench/elementwise.h"
+#include "core/test_hooks.h"
 
 #include <cmath>
 #include <cstring>
@@ -12,9 +12,9 @@
 #include <optional>
 #include <utility>
 
-#include "core/cpu_features.h"
-#include "core/parallel.h"
-#include "ops/copy.h"
+#include "stridebench/cpu_features.h"
+#include "stridebench/parallel.h"
+#include "copy/copy.h"
 #include "test_util.h"
 
 namespace sb {

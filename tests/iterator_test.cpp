@@ -1,18 +1,18 @@
-// iterator_test.cpp — the shared strided iterator (lib/ops/iterator.*): its coalescing,
+// iterator_test.cpp — the shared strided iterator (lib/elementwise/iterator.*): its coalescing,
 // ordering and path decisions on known layouts, and, on random layouts, that every
 // output element is visited exactly once with the right input elements, serially and
 // split over 2 threads.
-#include "ops/iterator.h"
-#include "ops/test_hooks.h"
+#include "elementwise/iterator.h"
+#include "core/test_hooks.h"
 
-#include "ops/copy.h"
+#include "copy/copy.h"
 
 #include <algorithm>
 #include <cstring>
 #include <map>
 #include <numeric>
 
-#include "core/cpu_features.h"
+#include "stridebench/cpu_features.h"
 #include "test_util.h"
 
 namespace sb {

@@ -1,12 +1,12 @@
-// matmul_test.cpp — matmul / matmul_out / gemm (lib/ops/matmul.*, gemm_kernel.cpp)
+// matmul_test.cpp — matmul / matmul_out / gemm (lib/matmul/, gemm_kernel.cpp)
 // against a float64 triple loop, over random shapes (K not a multiple of KC, M or N
 // of 1, sizes 0), every operand layout, poisoned outputs, 1 and 2 threads, AVX2 and
 // scalar micro-kernels; plus the epilogue, batch broadcasting, workspace accounting
 // and bad inputs.
-#include "ops/matmul.h"
+#include "stridebench/matmul.h"
 
-#include "core/cpu_features.h"
-#include "core/parallel.h"
+#include "stridebench/cpu_features.h"
+#include "stridebench/parallel.h"
 #include "test_util.h"
 
 namespace sb {

@@ -1,15 +1,15 @@
-// quant_test.cpp — Linear / Mlp in every precision and the int8 core (lib/ops/quant.*):
+// quant_test.cpp — Linear / Mlp in every precision and the int8 core (lib/quant/):
 // int32 accumulators EXACTLY equal to an int64 reference (including the worst case for
 // vpmaddubsw saturation), the quantization rules, each precision's output against a
 // float64 reference of what it computes, weight bytes, calibration, bad inputs;
 // 1 and 2 threads, AVX2 and scalar, non-contiguous inputs.
-#include "ops/quant.h"
+#include "stridebench/quant.h"
 
 #include <cmath>
 #include <functional>
 
-#include "core/cpu_features.h"
-#include "core/parallel.h"
+#include "stridebench/cpu_features.h"
+#include "stridebench/parallel.h"
 #include "test_util.h"
 
 namespace sb {

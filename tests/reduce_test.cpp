@@ -1,17 +1,17 @@
-// reduce_test.cpp — sum, mean, max, var, std (lib/ops/reduce.*) against naive float64
+// reduce_test.cpp — sum, mean, max, var, std (lib/reduce/) against naive float64
 // loops: random shapes and dim sets (negative, empty = all), keepdim, every input
 // layout, out= into poisoned outputs of several layouts, 1 and 2 threads, AVX2 and
 // scalar, shapes large enough for the split, vertical and flush paths, a large-mean
 // var, NaN propagation, and the bad inputs.
-#include "ops/reduce.h"
+#include "stridebench/reduce.h"
 
 #include <cmath>
 #include <functional>
 #include <limits>
 #include <optional>
 
-#include "core/cpu_features.h"
-#include "core/parallel.h"
+#include "stridebench/cpu_features.h"
+#include "stridebench/parallel.h"
 #include "test_util.h"
 
 namespace sb {

@@ -1,7 +1,7 @@
 // tensor_test.cpp — Tensor metadata, views, layouts and factories (lib/core/tensor.*):
 // CLAIMS.md V1–V3, channels-last strides including the ambiguous cases (decided as
 // PyTorch decides), reshape's view-or-copy rule, dtype/device basics.
-#include "core/tensor.h"
+#include "stridebench/tensor.h"
 
 #include <cmath>
 #include <optional>

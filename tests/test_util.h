@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "core/cpu_features.h"
-#include "core/parallel.h"
-#include "core/tensor.h"
-#include "ops/elementwise.h"
+#include "stridebench/cpu_features.h"
+#include "stridebench/parallel.h"
+#include "stridebench/tensor.h"
+#include "stridebench/elementwise.h"
 
 namespace sb::test {
 

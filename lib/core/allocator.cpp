@@ -20,7 +20,7 @@
 //    allocator, so every "% of ceiling" compares like with like. SB_CPU_HUGEPAGES=0 in
 //    the environment turns it off (read once). The system allocator stays plain
 //    aligned_alloc: it stands for what a framework without a cache does.
-#include "core/allocator.h"
+#include "stridebench/allocator.h"
 
 #include <atomic>
 #include <cstdlib>

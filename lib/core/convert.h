@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "core/half.h"
+#include "stridebench/half.h"
 
 namespace sb {
 

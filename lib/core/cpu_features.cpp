@@ -4,7 +4,7 @@
 // VNNI (vpdpbusd for the int8 kernel) on the running CPU, checked once with
 // __builtin_cpu_supports; a CPU with AVX-512F but no VNNI (Skylake-SP) stays at AVX2, so
 // that float32 and int8 are always compared on the same vector width.
-#include "core/cpu_features.h"
+#include "stridebench/cpu_features.h"
 
 #include <unistd.h>
 

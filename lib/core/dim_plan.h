@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "core/small_vec.h"
-#include "core/tensor.h"
+#include "stridebench/tensor.h"
 
 namespace sb {
 

@@ -1,5 +1,5 @@
 // error.cpp — out-of-line throw helpers, so the checks stay small at their call sites.
-#include "core/error.h"
+#include "stridebench/error.h"
 
 namespace sb::detail {
 

@@ -1,11 +1,11 @@
 // memory_format.cpp — stride rules for the memory formats (see memory_format.h and
 // Note [Ambiguous channels-last strides]). Each rule is PyTorch's, written anew.
-#include "core/memory_format.h"
+#include "stridebench/memory_format.h"
 
 #include <algorithm>
 #include <numeric>
 
-#include "core/error.h"
+#include "stridebench/error.h"
 
 namespace sb {
 

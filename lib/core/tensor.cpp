@@ -2,7 +2,7 @@
 //
 // Every view checks its arguments first (one SB_CHECK per precondition), then
 // builds a new Tensor over the same storage: no tensor data is touched.
-#include "core/tensor.h"
+#include "stridebench/tensor.h"
 
 #include <algorithm>
 #include <cmath>
@@ -11,7 +11,7 @@
 #include <sstream>
 
 #include "core/convert.h"
-#include "ops/copy.h"
+#include "copy/copy.h"
 
 #ifdef SB_WITH_CUDA
 #include "cuda/cuda_backend.h"

@@ -1,7 +1,7 @@
 // allocator.cpp — the CUDA device and pinned-host allocators, device queries and the
 // error helpers of cuda_check.h. Plain C++ against the CUDA runtime (no kernels).
 //
-//   caching_allocator(d)  CachingAllocator (caching_allocator.h) over cudaMalloc/cudaFree
+//   caching_allocator(d)  CachingAllocator (stridebench/cuda_allocator.h) over cudaMalloc/cudaFree
 //   direct_allocator(d)   cudaMalloc/cudaFree on every call (a cudaMalloc costs ~µs to
 //                         ~ms and synchronises the device; that is what caching avoids)
 //   pinned_allocator()    CachingAllocator over cudaHostAlloc/cudaFreeHost, device CPU
@@ -17,7 +17,7 @@
 #include <mutex>
 #include <vector>
 
-#include "cuda/caching_allocator.h"
+#include "stridebench/cuda_allocator.h"
 #include "cuda/cuda_backend.h"
 #include "cuda/cuda_check.h"
 

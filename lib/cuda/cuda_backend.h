@@ -1,4 +1,4 @@
-// cuda_backend.h — what the device-independent code (lib/core, lib/ops) calls on
+// cuda_backend.h — what the device-independent code (lib/core and the families' .cpp files) calls on
 // CUDA tensors. Compiled only when meson finds nvcc (SB_WITH_CUDA); implemented in
 // lib/cuda/*.cu. Every function expects its preconditions checked by the public op;
 // each still checks devices and dtypes (cheap) before launching anything.
@@ -11,10 +11,10 @@
 #include <cstdint>
 #include <string>
 
-#include "core/tensor.h"
-#include "ops/conv.h"
-#include "ops/elementwise.h"
-#include "ops/reduce.h"
+#include "stridebench/tensor.h"
+#include "stridebench/conv.h"
+#include "stridebench/elementwise.h"
+#include "stridebench/reduce.h"
 
 typedef struct CUstream_st* cudaStream_t;  // the same declaration as cuda_runtime.h
 
@@ -23,12 +23,12 @@ namespace sb::cuda {
 bool is_available();   // a device is present and the driver answers
 int device_count();    // 0 when none
 
-// ---- allocators (lib/cuda/allocator.cpp, rules in lib/cuda/caching_allocator.h) ----
+// ---- allocators (lib/cuda/allocator.cpp, rules in include/stridebench/cuda_allocator.h) ----
 enum class CudaAllocatorKind : uint8_t { Caching, Direct };
 // The current CUDA allocator of `device`: caching unless SB_CUDA_ALLOCATOR=direct is
 // set at start-up or set_allocator() says otherwise. Error when the device is absent.
 Allocator* allocator(int device);
-Allocator* caching_allocator(int device);  // pools, splitting, best fit (caching_allocator.h)
+Allocator* caching_allocator(int device);  // pools, splitting, best fit (stridebench/cuda_allocator.h)
 Allocator* direct_allocator(int device);   // cudaMalloc/cudaFree on every call, for comparison
 void set_allocator(CudaAllocatorKind kind);
 CudaAllocatorKind allocator_kind();
@@ -64,7 +64,7 @@ struct DeviceInfo {
 DeviceInfo device_info(int device = 0);  // error when absent
 void synchronize(int device = 0);        // cudaDeviceSynchronize, checked
 
-// ---- copies (lib/cuda/copy.cu) ----
+// ---- copies (lib/copy/copy.cu) ----
 void copy(const Tensor& dst, const Tensor& src);  // any device pair, dtype conversion, broadcast src
 void fill(const Tensor& t, double value);
 // t copied to `device` on `stream` without waiting. Truly asynchronous only between a
@@ -85,7 +85,7 @@ struct CopyPathCounts {
 CopyPathCounts copy_path_counts();
 void reset_copy_path_counts();
 
-// ---- elementwise (lib/cuda/elementwise.cu) ----
+// ---- elementwise (lib/elementwise/elementwise.cu) ----
 // a and b already broadcast (expanded) to out's sizes.
 void binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b);
 void binary_scalar(BinaryOp op, const Tensor& out, const Tensor& a, double b);
@@ -98,16 +98,16 @@ struct ElementwisePathCounts {  // launches of each path since the last reset
 ElementwisePathCounts elementwise_path_counts();
 void reset_elementwise_path_counts();
 
-// ---- reductions (lib/cuda/reduce.cu) ----
+// ---- reductions (lib/reduce/reduce.cu) ----
 // out has x's sizes with the reduced dims (sorted, unique) set to 1 (keepdim form).
 void reduce(ReduceOp op, const Tensor& out, const Tensor& x, const Shape& dims, int64_t correction);
-// ---- conv2d (lib/cuda/conv.cu) ----
+// ---- conv2d (lib/conv/conv.cu) ----
 // out [N, O, OH, OW], any non-overlapping strides, = conv2d(x, w) + bias (undefined:
 // none), relu when asked: im2col and cuBLAS in x's memory format, through a temporary
 // when out is in the other one. Sizes, dtypes (float32) and devices checked by sb::conv2d.
 void conv2d(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p, bool relu);
 
-// ---- matmul through cuBLAS (lib/cuda/matmul.cu) ----
+// ---- matmul through cuBLAS (lib/matmul/matmul.cu) ----
 // out = a @ b: 2-D (M,K)x(K,N) or 3-D batched (B,M,K)x(B,K,N) (a batch of size 1 or
 // stride 0 broadcasts). float32 (TF32 tensor cores when allowed), float64, float16
 // (tensor cores, float accumulation), int8 x int8 -> int32 (int32 accumulation).

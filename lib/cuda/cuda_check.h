@@ -10,7 +10,7 @@
 #pragma once
 #include <cuda_runtime.h>
 
-#include "core/error.h"
+#include "stridebench/error.h"
 
 namespace sb::cuda::detail {
 [[noreturn]] void throw_cuda_error(cudaError_t err, const char* expr, const char* file, int line);

@@ -21,7 +21,7 @@
 #include <type_traits>
 
 #include "core/dim_plan.h"
-#include "core/tensor.h"
+#include "stridebench/tensor.h"
 #include "cuda/cuda_check.h"
 
 namespace sb::cuda {

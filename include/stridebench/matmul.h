@@ -1,0 +1,52 @@
+// matmul.h — matrix products on strided tensors, and the GEMM entry conv/linear reuse.
+//
+//   matmul(a, b)            2-D [M,K]x[K,N] -> [M,N]; 3-D batched [B,M,K]x[B,K,N] -> [B,M,N]
+//                           where a batch size of 1, or a 2-D operand, broadcasts.
+//                           Allocates only its (contiguous) result, plus the packing
+//                           workspace of Note [GEMM workspace] (gemm_workspace_bytes).
+//   matmul_out(out, a, b)   out of the result's sizes and dtype, any non-overlapping
+//                           strides; must not overlap a or b.
+//   gemm(...)               the raw entry: C = alpha*A*B + beta*C (+bias, relu), operands
+//                           given by pointer and (row, column) strides in elements.
+// Dtypes float32 (our packed GEMM, AVX2+FMA 6x16 micro-kernel or the scalar one) and
+// float64 (the same blocking with a 4x8 plain-C micro-kernel). Operands of any strides
+// are packed straight from their strides: a transposed, column-major or stepped operand
+// costs its packing, never a copy first. Cost: 2*M*N*K flop; A, B read ~once, C written once.
+// CUDA operands go to sb::cuda::matmul (cuBLAS) after the same checks.
+#pragma once
+#include "stridebench/half.h"
+#include "stridebench/tensor.h"
+
+namespace sb {
+
+Tensor matmul(const Tensor& a, const Tensor& b);
+Tensor& matmul_out(Tensor& out, const Tensor& a, const Tensor& b);
+
+template <typename T>
+struct GemmEpilogueT {
+  T alpha = 1;
+  T beta = 0;                  // 0: C is only written (never read, so NaN there is harmless)
+  const T* bias = nullptr;     // added last, before relu
+  int64_t bias_stride = 1;     // in elements
+  bool bias_per_row = false;   // false: bias[j] per column of C; true: bias[i] per row
+  bool relu = false;
+};
+using GemmEpilogue = GemmEpilogueT<float>;
+
+// C(i, j) = alpha * sum_k A(i, k) B(k, j) + beta * C(i, j) [+ bias] [relu], with
+// A(i, k) = a[i*a_rs + k*a_cs], B(k, j) = b[k*b_rs + j*b_cs], C(i, j) = c[i*c_rs + j*c_cs].
+// C must not overlap A or B and its (i, j) must be distinct elements.
+void gemm(int64_t M, int64_t N, int64_t K, const float* a, int64_t a_rs, int64_t a_cs, const float* b, int64_t b_rs,
+          int64_t b_cs, float* c, int64_t c_rs, int64_t c_cs, const GemmEpilogue& ep = {});
+// B stored as float16, converted to float32 while packing (F16C where built in).
+void gemm(int64_t M, int64_t N, int64_t K, const float* a, int64_t a_rs, int64_t a_cs, const Half* b, int64_t b_rs,
+          int64_t b_cs, float* c, int64_t c_rs, int64_t c_cs, const GemmEpilogue& ep = {});
+void gemm(int64_t M, int64_t N, int64_t K, const double* a, int64_t a_rs, int64_t a_cs, const double* b,
+          int64_t b_rs, int64_t b_cs, double* c, int64_t c_rs, int64_t c_cs, const GemmEpilogueT<double>& ep = {});
+
+// Note [GEMM workspace]: bytes of packing buffers one gemm call of this size takes from
+// cpu_allocator() (one KCxNC block of B plus one MCxKC block of A per thread), for
+// `threads` threads (default: the current OpenMP team size).
+size_t gemm_workspace_bytes(int64_t M, int64_t N, int64_t K, DType dtype = DType::Float32, int threads = 0);
+
+}  // namespace sb

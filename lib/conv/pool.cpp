@@ -1,0 +1,329 @@
+// pool.cpp — max_pool2d and avg_pool2d (float32, CPU) in either layout, in out= and
+// out-of-place styles. See conv.h for the API and costs.
+#include "stridebench/conv.h"
+
+#ifdef SB_HAVE_AVX2
+#include <immintrin.h>
+#endif
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "stridebench/cpu_features.h"
+#include "stridebench/parallel.h"
+#include "core/scratch.h"
+#include "core/transpose_tile.h"
+
+namespace sb {
+
+// Note [Pooling kernels]
+// Two loop orders, both one read of x (from cache where windows overlap) and one write
+// of out:
+//   planes  (channels not innermost in x: NCHW, stepped slices, transposes) per (n, c)
+//           plane, in batches of kPoolRowBatch output rows: a vertical pass reduces each
+//           window's rows into a row buffer padded with the identity (-inf / 0) on both
+//           sides, then a horizontal pass reduces k neighbours of the buffer at stride s.
+//           With AVX2, unit-stride rows and stride 1 or 2 both passes are 8-wide (a
+//           ragged end as one more vector overlapping the last): stride 2 first splits
+//           each buffer into its even and odd elements (two shuffles and two permutes
+//           per 16 floats), so tap j reads phase j % 2 at offset j / 2, a plain vector
+//           load. Other strides take a scalar horizontal pass. 3-row windows and the 3x3
+//           / 2 taps are unrolled: with the loops over rows and taps left to run-time
+//           trip counts the NCHW benchmark row ran 1.4x slower.
+//   pixels  (channels innermost in x: channels-last) per output pixel: the window's
+//           k x k channel runs are reduced in registers, 64 channels (8 vectors) at a
+//           time, then 8, then one.
+// The naive per-window loops these replaced ran NCHW 3x3 / 2 pooling of 8x64x56x56 at
+// 3-4% of the copy ceiling and NHWC at 21-28%, so the Channels-last table credited NHWC
+// pooling with a 6-8x speed-up that was our code's, not the machine's
+// (docs/notes/conv.md has the before and after). max skips NaN (as fmax: x > acc ? x :
+// acc, _mm256_max_ps(x, acc)); a window of NaN alone gives -inf. PyTorch propagates NaN.
+namespace {
+struct PoolShape {
+  int64_t N, C, H, W, k, s, pad, OH, OW;
+};
+
+template <bool kMax>
+inline float pool_comb(float acc, float v) {
+  return kMax ? (v > acc ? v : acc) : acc + v;
+}
+template <bool kMax>
+constexpr float pool_init() {
+  return kMax ? -std::numeric_limits<float>::infinity() : 0.0f;
+}
+
+// [lo, hi) of the input rows (or columns) that window o covers.
+inline void pool_window(int64_t o, int64_t s, int64_t pad, int64_t k, int64_t n, int64_t& lo, int64_t& hi) {
+  lo = std::max<int64_t>(o * s - pad, 0);
+  hi = std::min<int64_t>(o * s - pad + k, n);
+}
+
+#ifdef SB_HAVE_AVX2
+template <bool kMax>
+inline __m256 pool_comb8(__m256 acc, __m256 v) {
+  return kMax ? _mm256_max_ps(v, acc) : _mm256_add_ps(acc, v);  // max_ps(v, acc): acc where v is NaN
+}
+#endif
+
+// f(i) for i = 0, 8, 16, .. while a whole vector fits in n (>= 8), then f(n - 8) when
+// n is not a multiple of 8: the ragged end as one more vector overlapping the one before,
+// so f must write the same values twice harmlessly (pure functions of i).
+template <typename F>
+inline void for_each_vec8_overlapped(int64_t n, const F& f) {
+  for (int64_t i = 0; i + 8 <= n; i += 8) f(i);
+  if (n % 8) f(n - 8);
+}
+
+// r[w] = reduce over rows i in [0, nrows) of x[i * xh + w * xw], w in [0, W).
+template <bool kMax>
+void pool_vertical(float* r, const float* x, int64_t xh, int64_t xw, int64_t nrows, int64_t W, bool avx2) {
+  int64_t w = 0;
+#ifdef SB_HAVE_AVX2
+  if (avx2 && xw == 1 && W >= 8) {
+    for_each_vec8_overlapped(W, [&](int64_t w8) {
+      __m256 acc = _mm256_set1_ps(pool_init<kMax>());
+      if (nrows == 3) {  // the common 3x3 window, unrolled
+        acc = pool_comb8<kMax>(acc, _mm256_loadu_ps(x + w8));
+        acc = pool_comb8<kMax>(acc, _mm256_loadu_ps(x + xh + w8));
+        acc = pool_comb8<kMax>(acc, _mm256_loadu_ps(x + 2 * xh + w8));
+      } else {
+        for (int64_t i = 0; i < nrows; ++i) acc = pool_comb8<kMax>(acc, _mm256_loadu_ps(x + i * xh + w8));
+      }
+      _mm256_storeu_ps(r + w8, acc);
+    });
+    w = W;
+  }
+#else
+  (void)avx2;
+#endif
+  for (; w < W; ++w) {
+    float acc = pool_init<kMax>();
+    for (int64_t i = 0; i < nrows; ++i) acc = pool_comb<kMax>(acc, x[i * xh + w * xw]);
+    r[w] = acc;
+  }
+}
+
+// Whether a row goes through the 8-wide horizontal pass.
+inline bool pool_h_vec(bool avx2, int64_t ow_, const PoolShape& g) { return avx2 && ow_ == 1 && g.s <= 2 && g.OW >= 8; }
+
+// Stride 2: ph[0 .. rlen/2) = the even elements of r, ph[rlen/2 ..) = the odd ones.
+inline void pool_split_phases(float* ph, const float* r, int64_t rlen) {
+#ifdef SB_HAVE_AVX2
+  const int64_t half = rlen / 2;
+  for (int64_t i = 0; i < half; i += 8) {
+    const __m256 a = _mm256_loadu_ps(r + 2 * i), b = _mm256_loadu_ps(r + 2 * i + 8);
+    _mm256_storeu_ps(ph + i, detail::even8_f32(a, b));
+    _mm256_storeu_ps(ph + half + i, detail::odd8_f32(a, b));
+  }
+#else
+  (void)ph, (void)r, (void)rlen;
+#endif
+}
+
+// One output row: o[ow * ow_] = scale x reduce over j < k of r[ow * s + j], ow in [0, OW).
+// r holds the padded row (index 0 = input column -pad) and identity elements past its
+// end; ph its stride-2 phases (pool_split_phases) when pool_h_vec and s == 2.
+template <bool kMax>
+void pool_horizontal(float* o, int64_t ow_, const float* r, int64_t rlen, const float* ph, const PoolShape& g,
+                     float scale, bool avx2) {
+  const int64_t k = g.k, s = g.s, OW = g.OW;
+  int64_t ow = 0;
+#ifdef SB_HAVE_AVX2
+  if (pool_h_vec(avx2, ow_, g)) {
+    const float* p[2] = {r, r};
+    if (s == 2) p[0] = ph, p[1] = ph + rlen / 2;
+    const __m256 sc = _mm256_set1_ps(scale);
+    for_each_vec8_overlapped(OW, [&](int64_t o8) {
+      __m256 acc = _mm256_set1_ps(pool_init<kMax>());
+      if (k == 3 && s == 2) {  // the common 3x3 / 2 window, unrolled: even, odd, even + 1
+        acc = pool_comb8<kMax>(acc, _mm256_loadu_ps(p[0] + o8));
+        acc = pool_comb8<kMax>(acc, _mm256_loadu_ps(p[1] + o8));
+        acc = pool_comb8<kMax>(acc, _mm256_loadu_ps(p[0] + o8 + 1));
+      } else {
+        for (int64_t ph0 = 0; ph0 < s; ++ph0)  // taps j = ph0, ph0 + s, ...: phase ph0 at offsets 0, 1, ...
+          for (int64_t j = ph0, q = o8; j < k; j += s, ++q) acc = pool_comb8<kMax>(acc, _mm256_loadu_ps(p[ph0] + q));
+      }
+      _mm256_storeu_ps(o + o8, kMax ? acc : _mm256_mul_ps(acc, sc));
+    });
+    ow = OW;
+  }
+#else
+  (void)rlen, (void)ph, (void)avx2;
+#endif
+  for (; ow < OW; ++ow) {
+    float acc = pool_init<kMax>();
+    for (int64_t j = 0; j < k; ++j) acc = pool_comb<kMax>(acc, r[ow * s + j]);
+    o[ow * ow_] = kMax ? acc : acc * scale;
+  }
+}
+
+// Output rows per batch of the planes loop (Note [Pooling kernels]): each pass over a
+// batch reads rows that the previous pass stored a batch earlier, long out of the store
+// buffer; row by row was slower (docs/notes/conv.md).
+constexpr int64_t kPoolRowBatch = 16;
+
+// Note [Pooling kernels], planes: the (n, c) planes [b, e).
+template <bool kMax>
+void pool_planes(float* out, const int64_t* os, const float* x, const int64_t* xs, const PoolShape& g, int64_t b,
+                 int64_t e, bool avx2) {
+  const int64_t Wp = g.W + 2 * g.pad;
+  const int64_t rlen = (Wp + 15) / 16 * 16 + 16;  // room for the 16-float loads past the end
+  const int64_t nb = std::min(g.OH, kPoolRowBatch);
+  float* const rows = reinterpret_cast<float*>(tile_scratch(static_cast<size_t>(2 * nb * rlen) * sizeof(float)));
+  float* const phases = rows + nb * rlen;
+  std::fill(rows, rows + nb * rlen, pool_init<kMax>());  // the pads stay; [pad, pad + W) is rewritten per row
+  const float scale = 1.0f / static_cast<float>(g.k * g.k);
+  const bool split = pool_h_vec(avx2, os[3], g) && g.s == 2;
+  for (int64_t nc = b; nc < e; ++nc) {
+    const int64_t n = nc / g.C, c = nc % g.C;
+    const float* xpl = x + n * xs[0] + c * xs[1];
+    float* opl = out + n * os[0] + c * os[1];
+    for (int64_t oh0 = 0; oh0 < g.OH; oh0 += nb) {
+      const int64_t m = std::min(nb, g.OH - oh0);
+      for (int64_t i = 0; i < m; ++i) {
+        int64_t h0, h1;
+        pool_window(oh0 + i, g.s, g.pad, g.k, g.H, h0, h1);
+        pool_vertical<kMax>(rows + i * rlen + g.pad, xpl + h0 * xs[2], xs[2], xs[3], h1 - h0, g.W, avx2);
+      }
+      if (split)
+        for (int64_t i = 0; i < m; ++i) pool_split_phases(phases + i * rlen, rows + i * rlen, rlen);
+      for (int64_t i = 0; i < m; ++i)
+        pool_horizontal<kMax>(opl + (oh0 + i) * os[2], os[3], rows + i * rlen, rlen, phases + i * rlen, g, scale, avx2);
+    }
+  }
+}
+
+#ifdef SB_HAVE_AVX2
+// V vectors of channels [c, c + 8V) of one output pixel; x points at channel c of the
+// window's first input pixel.
+template <bool kMax, int V>
+inline void pool_pixel_chunk(float* o, int64_t oc, const float* x, int64_t xh, int64_t xw, int64_t nh, int64_t nw,
+                             float scale) {
+  __m256 acc[V];
+  for (int v = 0; v < V; ++v) acc[v] = _mm256_set1_ps(pool_init<kMax>());
+  for (int64_t i = 0; i < nh; ++i)
+    for (int64_t j = 0; j < nw; ++j) {
+      const float* p = x + i * xh + j * xw;
+      for (int v = 0; v < V; ++v) acc[v] = pool_comb8<kMax>(acc[v], _mm256_loadu_ps(p + 8 * v));
+    }
+  for (int v = 0; v < V; ++v) {
+    const __m256 y = kMax ? acc[v] : _mm256_mul_ps(acc[v], _mm256_set1_ps(scale));
+    if (oc == 1) {
+      _mm256_storeu_ps(o + 8 * v, y);
+    } else {
+      alignas(32) float t[8];
+      _mm256_store_ps(t, y);
+      for (int q = 0; q < 8; ++q) o[(8 * v + q) * oc] = t[q];
+    }
+  }
+}
+#endif
+
+// Note [Pooling kernels], pixels: the (n, oh) output rows [b, e).
+template <bool kMax>
+void pool_pixels(float* out, const int64_t* os, const float* x, const int64_t* xs, const PoolShape& g, int64_t b,
+                 int64_t e, bool avx2) {
+  const float scale = 1.0f / static_cast<float>(g.k * g.k);
+  const bool vec = avx2 && xs[1] == 1;
+  (void)vec;
+  for (int64_t nh = b; nh < e; ++nh) {
+    const int64_t n = nh / g.OH, oh = nh % g.OH;
+    int64_t h0, h1;
+    pool_window(oh, g.s, g.pad, g.k, g.H, h0, h1);
+    for (int64_t ow = 0; ow < g.OW; ++ow) {
+      int64_t w0, w1;
+      pool_window(ow, g.s, g.pad, g.k, g.W, w0, w1);
+      float* o = out + n * os[0] + oh * os[2] + ow * os[3];
+      const float* xw0 = x + n * xs[0] + h0 * xs[2] + w0 * xs[3];
+      int64_t c = 0;
+#ifdef SB_HAVE_AVX2
+      if (vec) {
+        for (; c + 64 <= g.C; c += 64)
+          pool_pixel_chunk<kMax, 8>(o + c * os[1], os[1], xw0 + c, xs[2], xs[3], h1 - h0, w1 - w0, scale);
+        for (; c + 8 <= g.C; c += 8)
+          pool_pixel_chunk<kMax, 1>(o + c * os[1], os[1], xw0 + c, xs[2], xs[3], h1 - h0, w1 - w0, scale);
+      }
+#endif
+      for (; c < g.C; ++c) {
+        float acc = pool_init<kMax>();
+        for (int64_t ih = 0; ih < h1 - h0; ++ih)
+          for (int64_t iw = 0; iw < w1 - w0; ++iw) acc = pool_comb<kMax>(acc, xw0[c * xs[1] + ih * xs[2] + iw * xs[3]]);
+        o[c * os[1]] = kMax ? acc : acc * scale;
+      }
+    }
+  }
+}
+
+// The checks both styles share; returns the geometry.
+PoolShape pool_shape(const Tensor& x, const Pool2dParams& p, const char* op) {
+  SB_CHECK(x.defined() && x.dim() == 4, op, ": expected a 4-D input [N, C, H, W], got sizes ",
+           x.defined() ? x.sizes() : Shape{});
+  SB_CHECK(x.dtype() == DType::Float32, op, ": expected float32, got ", x.dtype());
+  SB_CHECK(x.device().is_cpu(), op, ": expected a CPU tensor, got ", x.device());
+  const int64_t k = p.kernel, s = p.stride > 0 ? p.stride : p.kernel, pad = p.padding;
+  SB_CHECK(k >= 1 && p.stride >= 0 && pad >= 0 && pad <= k / 2, op,
+           ": expected kernel >= 1, stride >= 0, 0 <= padding <= kernel/2, got kernel ", k, " stride ", p.stride,
+           " padding ", pad);
+  const int64_t N = x.size(0), C = x.size(1), H = x.size(2), W = x.size(3);
+  SB_CHECK(k <= H + 2 * pad && k <= W + 2 * pad, op, ": kernel ", k, " larger than the padded input ", H + 2 * pad,
+           "x", W + 2 * pad);
+  return {N, C, H, W, k, s, pad, (H + 2 * pad - k) / s + 1, (W + 2 * pad - k) / s + 1};
+}
+
+// Channels innermost in x (a channels-last layout): the pixels order; else planes.
+bool pool_channels_inner(const Tensor& x) {
+  return x.stride(1) == 1 && x.stride(3) != 1 && x.size(1) > 1;
+}
+
+template <bool kMax>
+void pool_run(Tensor& out, const Tensor& x, const PoolShape& g) {
+  if (out.numel() == 0) return;
+  const float* xp = x.data<float>();
+  float* op = out.data<float>();
+  const int64_t xs[4] = {x.stride(0), x.stride(1), x.stride(2), x.stride(3)};
+  const int64_t os[4] = {out.stride(0), out.stride(1), out.stride(2), out.stride(3)};
+  const bool avx2 = use_avx2();
+  if (pool_channels_inner(x)) {
+    const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, g.OW * g.C * g.k * g.k));
+    parallel_for(0, g.N * g.OH, grain, [&](int64_t b, int64_t e) { pool_pixels<kMax>(op, os, xp, xs, g, b, e, avx2); });
+  } else {
+    const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, g.H * g.W));
+    parallel_for(0, g.N * g.C, grain, [&](int64_t b, int64_t e) { pool_planes<kMax>(op, os, xp, xs, g, b, e, avx2); });
+  }
+}
+
+template <bool kMax>
+Tensor pool2d(const Tensor& x, const Pool2dParams& p, const char* op) {
+  const PoolShape g = pool_shape(x, p, op);
+  Tensor out = empty({g.N, g.C, g.OH, g.OW}, x.dtype(), x.device(), x.suggest_memory_format());
+  pool_run<kMax>(out, x, g);
+  return out;
+}
+
+template <bool kMax>
+Tensor& pool2d_out(Tensor& out, const Tensor& x, const Pool2dParams& p, const char* op) {
+  const PoolShape g = pool_shape(x, p, op);
+  SB_CHECK(out.defined(), op, ": out is undefined");
+  SB_CHECK(out.device() == x.device(), op, ": out on ", out.device(), ", input on ", x.device());
+  SB_CHECK(out.dtype() == DType::Float32, op, ": out must be float32, got ", out.dtype());
+  const Shape want{g.N, g.C, g.OH, g.OW};
+  SB_CHECK(out.sizes() == want, op, ": out has sizes ", out.sizes(), ", expected ", want);
+  SB_CHECK(has_internal_overlap(out) != MemOverlap::Yes, op, ": out has overlapping elements (strides ",
+           out.strides(), ")");
+  check_disjoint(op, out, x, "the input");
+  pool_run<kMax>(out, x, g);
+  return out;
+}
+}  // namespace
+
+Tensor max_pool2d(const Tensor& x, const Pool2dParams& p) { return pool2d<true>(x, p, "max_pool2d"); }
+Tensor avg_pool2d(const Tensor& x, const Pool2dParams& p) { return pool2d<false>(x, p, "avg_pool2d"); }
+Tensor& max_pool2d_out(Tensor& out, const Tensor& x, const Pool2dParams& p) {
+  return pool2d_out<true>(out, x, p, "max_pool2d_out");
+}
+Tensor& avg_pool2d_out(Tensor& out, const Tensor& x, const Pool2dParams& p) {
+  return pool2d_out<false>(out, x, p, "avg_pool2d_out");
+}
+
+}  // namespace sb

@@ -1,0 +1,725 @@
+// copy.cpp — the strided copy and fill (CPU), dispatching CUDA tensors to lib/cuda.
+//
+// copy_generic: the reference. An N-D odometer over dst's sizes; the innermost dim is
+// a plain strided loop. src strides are aligned to dst's dims with 0 for broadcast
+// dims. One read and one write per element; serial; any dtype pair.
+//
+// copy_kernel routes through a plan: drop size-1 dims, order dims by dst stride (dst's
+// fastest dim last), merge dims that are contiguous in both tensors. Then:
+//   Memcpy   one dense run in both: parallel memcpy of 64-byte blocks.
+//   Rows     the innermost dim is unit-stride in both: parallel memcpy per row.
+//   Tiled    dst's fastest dim B and src's fastest dim A differ, both unit-stride:
+//            2-D transposes, N-D permutes, NCHW<->NHWC (a batch of C x HW
+//            transposes after merging H and W). Cache-blocked tiles: for 4-byte
+//            elements AVX2 8x8 in-register transposes (core/transpose_tile.h, shared
+//            with the iterator's Tiled path) into an L1 buffer, then whole tile rows out; a scalar tile for other
+//            element sizes (tile rows of 256 bytes, 32..64 elements). Parallel over (outer, tile).
+//            A streaming copy prefetches the next tile's source into L2 between 8-row
+//            staging steps, as the iterator does (iterator.h, Note [Tile prefetch]).
+//            Streaming 4-byte copies into 64-byte aligned dst rows take bands instead
+//            (Note [Transpose bands]): 16 or 32 source rows x 512, no buffer, every dst
+//            line written whole by two streaming stores; on AMD (and other non-Intel)
+//            CPUs, where dst rows lie 4 KiB or more apart and source rows are 1024
+//            elements or longer, pipelined blocks (Note [Pipelined transpose blocks]):
+//            64 source rows x 1024 through an L2 buffer, 256 bytes per dst row, each
+//            block drained while the next one fills.
+//   Strided  anything else of the same dtype (stepped slices, broadcast): a parallel
+//            strided row loop on same-size unsigned words.
+//   Convert  dtypes differ: the same parallel row loop with convert<D, S>.
+// Outputs larger than the streaming threshold (min(LLC, 2 x cores x L2), see Note
+// [Streaming threshold]) use non-temporal stores (_mm256_stream_*, then _mm_sfence on
+// each thread): the output would only evict the input from the cache, and streaming
+// skips the read-for-ownership of each destination line.
+// Every path costs one read of src and one write of dst.
+//
+// fill_kernel: dense tensors (any permutation of dims) are filled as one byte range
+// with a 32-byte pattern (AVX2 broadcast stores, streaming above the threshold);
+// others through a parallel strided row loop.
+#include "copy/copy.h"
+#include "core/test_hooks.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <numeric>
+
+#ifdef SB_HAVE_AVX2
+#include <immintrin.h>
+#endif
+
+#include "core/convert.h"
+#include "stridebench/cpu_features.h"
+#include "core/dim_plan.h"
+#include "stridebench/parallel.h"
+#include "core/scratch.h"
+#include "core/transpose_tile.h"
+
+#ifdef SB_WITH_CUDA
+#include "cuda/cuda_backend.h"
+#endif
+
+namespace sb {
+
+namespace {
+
+std::atomic<CopyPath> g_last_path{CopyPath::Empty};
+std::atomic<bool> g_last_nt{false};
+std::atomic<int> g_last_band_rows{0};  // 0: no bands; 16, 32: bands; 64: pipelined blocks
+std::atomic<int64_t> g_nt_threshold{-1};  // bytes; -1 = not set: default_nt_threshold()
+
+// Note [Streaming threshold]
+// Streaming pays off for outputs larger than the cache a core can use. On a VM the
+// detected L3 may be the host's, shared with other tenants, and the measured crossovers
+// are far below it (docs/notes/copy-reduce.md). So the default is min(LLC, 2 x cores x
+// L2): 8 MiB with 2 cores and 2 MiB L2s, 4 MiB with 1 MiB L2s.
+int64_t default_nt_threshold() {
+  static const int64_t v = [] {
+    const CacheSizes& c = cpu_caches();  // Note [Cache sizes] (cpu_features.h)
+    const int64_t l2 = c.l2 > 0 ? c.l2 : int64_t{1} << 20;
+    const int64_t llc = c.llc > 0 ? c.llc : int64_t{32} << 20;  // unknown: assume 32 MiB
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (cores <= 0) cores = 1;
+    return std::min<int64_t>(llc, 2 * static_cast<int64_t>(cores) * l2);
+  }();
+  return v;
+}
+
+void record(CopyPath p, bool nt, int band_rows = 0) {
+  g_last_path.store(p, std::memory_order_relaxed);
+  g_last_nt.store(nt, std::memory_order_relaxed);
+  g_last_band_rows.store(band_rows, std::memory_order_relaxed);
+}
+
+bool want_nt(int64_t out_bytes) {
+#ifdef SB_HAVE_AVX2
+  return use_avx2() && out_bytes > nt_threshold_bytes();
+#else
+  (void)out_bytes;
+  return false;
+#endif
+}
+
+template <typename D, typename S>
+void copy_loop(const Tensor& dst, const Tensor& src) {
+  const Shape& sizes = dst.sizes();
+  const Shape& dst_st = dst.strides();
+  const Shape sst = broadcast_strides(src, sizes);
+  const int64_t nd = dst.dim();
+  D* d = static_cast<D*>(dst.data_ptr());
+  const S* s = static_cast<const S*>(src.data_ptr());
+  if (nd == 0) {
+    d[0] = convert<D>(s[0]);
+    return;
+  }
+  const int64_t inner = sizes[nd - 1], dsi = dst_st[nd - 1], ssi = sst[nd - 1];
+  Shape idx(nd, 0);
+  const int64_t outer = dst.numel() / inner;
+  int64_t doff = 0, soff = 0;
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t i = 0; i < inner; ++i) d[doff + i * dsi] = convert<D>(s[soff + i * ssi]);
+    for (int64_t k = nd - 2; k >= 0; --k) {  // odometer step over the outer dims
+      if (++idx[k] < sizes[k]) {
+        doff += dst_st[k];
+        soff += sst[k];
+        break;
+      }
+      doff -= (sizes[k] - 1) * dst_st[k];
+      soff -= (sizes[k] - 1) * sst[k];
+      idx[k] = 0;
+    }
+  }
+}
+
+// ---------------------------------------------------------------- the plan
+
+// The walk of Note [One dimension planner] (core/dim_plan.h) over (dst, src), slowest
+// first: dst's fastest dim last. Strides in elements; no dims: one element.
+struct Plan {
+  Shape size, dst, src;
+  int64_t ndim() const { return static_cast<int64_t>(size.size()); }
+};
+
+Plan make_plan(const Shape& sizes, const Shape& dst_st, const Shape& src_st) {
+  const DimPlan dp = plan_dims(sizes, {&dst_st, &src_st});
+  Plan p;
+  for (int d = dp.ndim() - 1; d >= 0; --d) {
+    p.size.push_back(dp.sizes[d]);
+    p.dst.push_back(dp.strides[d][0]);
+    p.src.push_back(dp.strides[d][1]);
+  }
+  return p;
+}
+
+// Offsets (in elements) of outer index `o` over dims [0, n) of the plan, row-major.
+inline void unravel_offsets(const Plan& p, int64_t n, int64_t o, int64_t& doff, int64_t& soff, Shape& idx) {
+  doff = soff = 0;
+  for (int64_t k = n - 1; k >= 0; --k) {
+    idx[k] = o % p.size[k];
+    o /= p.size[k];
+    doff += idx[k] * p.dst[k];
+    soff += idx[k] * p.src[k];
+  }
+}
+
+inline void step_offsets(const Plan& p, int64_t n, int64_t& doff, int64_t& soff, Shape& idx) {
+  for (int64_t k = n - 1; k >= 0; --k) {
+    if (++idx[k] < p.size[k]) {
+      doff += p.dst[k];
+      soff += p.src[k];
+      return;
+    }
+    doff -= (p.size[k] - 1) * p.dst[k];
+    soff -= (p.size[k] - 1) * p.src[k];
+    idx[k] = 0;
+  }
+}
+
+// ---------------------------------------------------------------- byte copies
+
+void copy_bytes(char* d, const char* s, int64_t n, bool nt) {
+#ifdef SB_HAVE_AVX2
+  if (nt && n >= 256) return detail::stream_copy(d, s, n);
+#else
+  (void)nt;
+#endif
+  std::memcpy(d, s, n);
+}
+
+inline void fence(bool nt) {
+#ifdef SB_HAVE_AVX2
+  if (nt) _mm_sfence();
+#else
+  (void)nt;
+#endif
+}
+
+void memcpy_path(char* d, const char* s, int64_t nbytes, bool nt) {
+  constexpr int64_t kBlock = 64;  // bytes: chunks start on cache-line multiples
+  const int64_t nblk = (nbytes + kBlock - 1) / kBlock;
+  parallel_for(0, nblk, kGrainSize * 4 / kBlock, [&](int64_t b, int64_t e) {
+    const int64_t lo = b * kBlock, hi = std::min(nbytes, e * kBlock);
+    copy_bytes(d + lo, s + lo, hi - lo, nt);
+    fence(nt);
+  });
+}
+
+void rows_path(char* d, const char* s, const Plan& p, int64_t esz, bool nt) {
+  const int64_t n = p.ndim() - 1, inner = p.size[n], rows = std::accumulate(p.size.begin(), p.size.end() - 1,
+                                                                             int64_t{1}, std::multiplies<>());
+  parallel_for(0, rows, std::max<int64_t>(1, kGrainSize / inner), [&](int64_t b, int64_t e) {
+    Shape idx(std::max<int64_t>(n, 1));
+    int64_t doff, soff;
+    unravel_offsets(p, n, b, doff, soff, idx);
+    for (int64_t r = b; r < e; ++r) {
+      copy_bytes(d + doff * esz, s + soff * esz, inner * esz, nt);
+      step_offsets(p, n, doff, soff, idx);
+    }
+    fence(nt);
+  });
+}
+
+// Any same-shape copy with convert<D, S>, strided rows, parallel over rows.
+template <typename D, typename S>
+void strided_rows(D* d, const S* s, const Plan& p) {
+  const int64_t n = p.ndim() - 1, inner = p.size[n], ds = p.dst[n], ss = p.src[n];
+  const int64_t rows = std::accumulate(p.size.begin(), p.size.end() - 1, int64_t{1}, std::multiplies<>());
+  parallel_for(0, rows, std::max<int64_t>(1, kGrainSize / inner), [&](int64_t b, int64_t e) {
+    Shape idx(std::max<int64_t>(n, 1));
+    int64_t doff, soff;
+    unravel_offsets(p, n, b, doff, soff, idx);
+    for (int64_t r = b; r < e; ++r) {
+      D* dr = d + doff;
+      const S* sr = s + soff;
+      if (ds == 1 && ss == 1) {
+        for (int64_t i = 0; i < inner; ++i) dr[i] = convert<D>(sr[i]);
+      } else if (ds == 1 && ss == 0) {
+        const D v = convert<D>(sr[0]);
+        for (int64_t i = 0; i < inner; ++i) dr[i] = v;
+      } else {
+        for (int64_t i = 0; i < inner; ++i) dr[i * ds] = convert<D>(sr[i * ss]);
+      }
+      step_offsets(p, n, doff, soff, idx);
+    }
+  });
+}
+
+// ---------------------------------------------------------------- tiles
+
+constexpr int64_t kTileBytes = 256;  // bytes of one tile row: 64 floats, 4 cache lines
+
+#ifdef SB_HAVE_AVX2
+// A tile of 4-byte elements goes through detail::transpose_tile_f32 (transpose_tile.h,
+// shared with the iterator) into a contiguous L1 buffer buf[i*kTileB + j] = src[i +
+// j*sB] (na <= kTileA, nb <= kTileB), so power-of-two strides cannot make its rows
+// conflict in the cache; then whole tile rows go out.
+constexpr int64_t kTileA = 128, kTileB = 64;  // 4-byte elements: a 32 KiB buffer
+
+// One tile row of nb 4-byte elements from the L1 buffer to memory: streaming stores
+// where 32-byte aligned (nt), else plain stores; scalar at the ragged ends.
+void store_row_f32(float* d, const float* b, int64_t nb, bool nt) {
+  int64_t j = 0;
+  if (nt) {
+    while (j < nb && (reinterpret_cast<uintptr_t>(d + j) & 31)) {
+      d[j] = b[j];
+      ++j;
+    }
+#pragma GCC unroll 4  // Note [Unrolled vector loops] (elementwise.cpp)
+    for (; j + 8 <= nb; j += 8) _mm256_stream_ps(d + j, _mm256_loadu_ps(b + j));
+  } else {
+#pragma GCC unroll 4  // Note [Unrolled vector loops] (elementwise.cpp)
+    for (; j + 8 <= nb; j += 8) _mm256_storeu_ps(d + j, _mm256_loadu_ps(b + j));
+  }
+  for (; j < nb; ++j) d[j] = b[j];
+}
+#endif
+
+template <typename U>
+void tile_scalar(U* dst, const U* src, int64_t na, int64_t nb, int64_t dA, int64_t sB) {
+  for (int64_t i = 0; i < na; ++i)
+    for (int64_t j = 0; j < nb; ++j) dst[i * dA + j] = src[i + j * sB];
+}
+
+// Note [Transpose bands]
+// The buffered tiles above read 128-float (512-byte) pieces of 64 source rows, one
+// 4 KiB page each, and the transpose of a 4096^2 float32 stalled on those reads
+// (docs/notes/copy-reduce.md). With streaming stores the dst side needs no buffer: a
+// band of 16 nh source rows x kBandA columns goes through detail::stream_band_f32 (per
+// 8 columns, nh 16-row halves of two 8x8 transposes; each dst row gets 64 nh
+// contiguous bytes as whole 64-byte lines), so the source rows are read as sequential
+// runs and the buffer round trip disappears. The machines we measure on disagree on the
+// band height, so it is chosen per vendor (transpose_bands(); docs/notes/copy-reduce.md):
+//   Intel: 32 rows (nh = 2: 128 bytes per dst row visit); 16 rows was slower there.
+//   AMD, and any other CPU: 16 rows (nh = 1: one whole line per dst row visit); 32 and
+//     64 rows were slower there.
+// On both, tasks walk A fastest, so each band reads its source rows start to end and a
+// thread's range is a run of whole source-row bands.
+// Taken when the copy streams, elements are 4 bytes, nB >= 16, and every dst row start
+// is 64-byte aligned (base, dA and the outer dst strides); ragged edges (nB % 16
+// columns, nA % 8 rows) go through the buffer with plain stores.
+constexpr int64_t kBandA = 512, kBandBMax = 32, kEdgeRows = 512;
+constexpr int64_t kBlockA = 1024, kBlockB = 64, kBlockMinRowBytes = 4096;  // Note [Pipelined transpose blocks]
+
+#ifdef SB_HAVE_AVX2
+// Note [Pipelined transpose blocks]
+// Streaming stores of one 64-byte line per dst row visit run at half the speed of
+// sequential ones once reads run beside them, while 128-256 bytes per visit come close to
+// a plain copy; reads want the opposite, few source rows side by side
+// (docs/notes/copy-reduce.md, bare loops on the AMD EPYC VM). So a block of kBlockB = 64 source rows x kBlockA = 1024 columns is read as 8
+// groups of 8 rows (each group's 4 KiB row pieces start to end, 8x8 transposes) into an
+// L2 buffer laid out as the block's dst rows (1024 rows of 256 bytes), and goes out as
+// whole 256-byte dst rows with streaming stores. Reading everything and then writing
+// everything would not overlap the two, so each thread keeps two buffers and drains
+// block t while it fills block t + 1, one 8x8 fill step per dst row drained. The blocks
+// lose where the bands' writes are already near sequential (dst rows 256 bytes apart,
+// NCHW -> NHWC) or the source rows are short (a 256^3 permute), since 8 rows side by side
+// fill slower than the bands' 16 and the buffer round trip costs a core time; so
+// transpose_bands() takes them only for dst rows >= 4 KiB apart and source rows >= 1024
+// elements (or when set_transpose_bands(64, ...) forces them). Two whole blocks in a row
+// take a loop with one drain per fill and compile-time extents.
+
+// Columns [i, i + 8) of 8 source rows (s + k sB + i) -> buffer rows i..i+7 (kBlockB
+// floats each) at b + i * kBlockB.
+__attribute__((always_inline)) inline void block_fill_step(float* b, const float* s, int64_t sB, int64_t i) {
+  detail::tile8x8_f32(b + i * kBlockB, kBlockB, s + i, sB);
+}
+
+// One dst row of a block: ng x 8 floats from the buffer row, streaming stores.
+inline void block_drain_row(float* d, const float* b, int64_t ng) {
+  if (ng == kBlockB / 8) {
+#pragma GCC unroll 8
+    for (int64_t k = 0; k < kBlockB; k += 8) _mm256_stream_ps(d + k, _mm256_load_ps(b + k));
+    return;
+  }
+  for (int64_t k = 0; k < 8 * ng; k += 8) _mm256_stream_ps(d + k, _mm256_load_ps(b + k));
+}
+
+// The bands' kernel as a function of its own, for the reason given at block_pipeline:
+// inlined into the copy's closure its loop spilled the row addresses (and the
+// closure's growth with the blocks made that 1.25x slower on NHWC -> NCHW).
+__attribute__((noinline)) void stream_band(float* d, int64_t ld, const float* s, int64_t sB, int64_t na8, int64_t nh) {
+  detail::stream_band_f32(d, ld, s, sB, na8, nh);
+}
+
+// Drains one block (na8 dst rows of ng x 8 floats, buffer bc -> d, row stride ld) while
+// it fills the next (ngn groups x nan8 columns of the source at sn -> buffer bn), one
+// fill step per na8 / (ngn nan8 / 8) rows drained. A function of its own, with every
+// operand a plain value: inside the copy's closure the compiler spilled the loop's
+// pointers and reloaded them after each vector store.
+__attribute__((noinline)) void block_pipeline(float* d, int64_t ld, const float* bc, int64_t na8, int64_t ng,
+                                              float* bn, const float* sn, int64_t sB, int64_t nan8, int64_t ngn) {
+  if (na8 == kBlockA && ng == kBlockB / 8 && nan8 == kBlockA && ngn == kBlockB / 8) {  // two whole blocks: one
+    for (int64_t g = 0; g < kBlockB / 8; ++g)                                           // drain per fill
+      for (int64_t i = 0; i < kBlockA; i += 8) {
+        block_fill_step(bn + 8 * g, sn + 8 * g * sB, sB, i);
+        const int64_t c = g * (kBlockA / 8) + i / 8;
+        block_drain_row(d + c * ld, bc + c * kBlockB, kBlockB / 8);
+      }
+    return;
+  }
+  const int64_t fills = ngn * (nan8 / 8);
+  int64_t c = 0, owed = 0;  // c = floor(f * na8 / fills) after f fills, without a division in the loop
+  for (int64_t g = 0; g < ngn; ++g)
+    for (int64_t i = 0; i < nan8; i += 8) {
+      block_fill_step(bn + 8 * g, sn + 8 * g * sB, sB, i);
+      for (owed += na8; owed >= fills; owed -= fills, ++c) block_drain_row(d + c * ld, bc + c * kBlockB, ng);
+    }
+  for (; c < na8; ++c) block_drain_row(d + c * ld, bc + c * kBlockB, ng);
+}
+#endif
+
+// Note [Direct small tiles]
+// In an L2-resident copy the buffered tile's round trip through the L1 buffer costs as
+// much as the transposes. Such copies (4-byte elements, AVX2, the whole copy within one
+// core's L2) go as 16 (A) x 32 (B) tiles of 8x8 transposes stored straight into dst,
+// walking A fastest (the fastest tile shape in bare loops, docs/notes/copy-reduce.md).
+// Not taken when dst rows are a multiple of 2 KiB apart: a tile's 16 dst rows then share
+// one or two L1 sets; nor above the L2.
+constexpr int64_t kDirectA = 16, kDirectB = 32;
+
+struct TransposeBands {
+  int64_t rows;            // source rows per band: 16 or 32 (<= kBandBMax); 64: pipelined blocks
+  bool source_rows_outer;  // tasks walk A fastest (each band's source rows start to end)
+};
+std::atomic<int> g_band_rows{0};  // 0: the vendor's choice; else set_transpose_bands()
+std::atomic<bool> g_band_outer{true};
+
+// The band (or block) for a transpose whose A extent is nA and whose dst rows lie
+// dA_bytes apart: forced by set_transpose_bands, else the vendor's choice, and on
+// non-Intel CPUs blocks only where Note [Pipelined transpose blocks] found them faster.
+[[maybe_unused]] TransposeBands transpose_bands(int64_t nA, int64_t dA_bytes) {  // AVX2 builds only
+  const int forced = g_band_rows.load(std::memory_order_relaxed);
+  if (forced) return {forced, g_band_outer.load(std::memory_order_relaxed)};
+  if (cpu_vendor() == CpuVendor::Intel) return {32, true};
+  if (nA >= kBlockA && dA_bytes >= kBlockMinRowBytes) return {kBlockB, true};
+  return {16, true};
+}
+
+// Plan dims: B = last (dst stride 1), A = a (src stride 1); others loop outside.
+// Returns the streaming bands' rows (0: none; 64: pipelined blocks).
+template <typename U>
+int tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool nt) {
+  const int64_t last = p.ndim() - 1;
+  const bool simd = sizeof(U) == 4 && use_avx2();
+  const int64_t tile = std::clamp<int64_t>(kTileBytes / static_cast<int64_t>(sizeof(U)), 32, 64);  // scalar tiles
+  const int64_t nA = p.size[a], nB = p.size[last], dA = p.dst[a], sB = p.src[last];
+  Plan outer;  // the other dims
+  for (int64_t k = 0; k < last; ++k)
+    if (k != a) {
+      outer.size.push_back(p.size[k]);
+      outer.dst.push_back(p.dst[k]);
+      outer.src.push_back(p.src[k]);
+    }
+  const int64_t nouter = std::accumulate(outer.size.begin(), outer.size.end(), int64_t{1}, std::multiplies<>());
+  bool bands = false;
+#ifdef SB_HAVE_AVX2
+  bands = simd && nt && nB >= 16 && dA % 16 == 0 && reinterpret_cast<uintptr_t>(d) % 64 == 0;
+  for (int64_t st : outer.dst) bands = bands && st % 16 == 0;
+  const TransposeBands tune = transpose_bands(nA, dA * static_cast<int64_t>(sizeof(U)));
+  const bool blocks = bands && tune.rows == kBlockB;  // Note [Pipelined transpose blocks]
+  // Note [Direct small tiles]: L2-resident copies whose dst rows do not alias in L1
+  const bool direct = simd && !nt && nA * nB * nouter * 4 <= cpu_caches().l2 && (dA * 4) % 2048 != 0;
+  const int64_t tA = blocks ? kBlockA : bands ? kBandA : direct ? kDirectA : simd ? kTileA : tile,
+                tB = blocks ? kBlockB : bands ? tune.rows : direct ? kDirectB : simd ? kTileB : tile;
+  const bool a_fastest = (bands && tune.source_rows_outer) || direct;
+#else
+  const int64_t tA = tile, tB = tile;
+  const bool a_fastest = false;
+#endif
+  const int64_t no = outer.ndim();
+  const int64_t ta = (nA + tA - 1) / tA, tb = (nB + tB - 1) / tB;
+  const int64_t tasks = nouter * ta * tb;
+  parallel_for(0, tasks, std::max<int64_t>(1, kGrainSize / (tA * tB)), [&](int64_t b, int64_t e) {
+    Shape idx(std::max<int64_t>(no, 1));
+#ifdef SB_HAVE_AVX2
+    alignas(64) float buf[kTileA * kTileB];  // one 4-byte tile (or a band's ragged edge)
+    static_assert(kEdgeRows * 16 <= kTileA * kTileB && 8 * kBlockB <= kTileA * kTileB, "band edges fit the buffer");
+#endif
+    // task t -> its tile: dst and src corners, extent na x nb
+    const auto locate = [&](int64_t t, int64_t& doff, int64_t& soff, int64_t& na, int64_t& nb) {
+      const int64_t o = t / (ta * tb);
+      const int64_t ia = a_fastest ? t % ta : (t / tb) % ta, ib = a_fastest ? (t / ta) % tb : t % tb;
+      unravel_offsets(outer, no, o, doff, soff, idx);
+      const int64_t i0 = ia * tA, j0 = ib * tB;
+      na = std::min(tA, nA - i0);
+      nb = std::min(tB, nB - j0);
+      doff += i0 * dA + j0;
+      soff += i0 + j0 * sB;
+    };
+#ifdef SB_HAVE_AVX2
+    // A band's or block's ragged edges through the buffer with plain stores: columns [jr,
+    // nb) (fewer than 16) of rows [0, na8), then rows [na8, na) (fewer than 8), every column.
+    const auto ragged_edges = [&](float* df, const float* sf, int64_t na, int64_t nb, int64_t jr) {
+      const int64_t na8 = na / 8 * 8;
+      for (int64_t i = 0; i < na8 && jr < nb; i += kEdgeRows) {
+        const int64_t n = std::min(kEdgeRows, na8 - i);
+        detail::transpose_tile_f32(buf, 16, sf + i + jr * sB, sB, n, nb - jr);
+        for (int64_t r = 0; r < n; ++r) store_row_f32(df + (i + r) * dA + jr, buf + r * 16, nb - jr, false);
+      }
+      if (na8 < na) {
+        detail::transpose_tile_f32(buf, kBlockB, sf + na8, sB, na - na8, nb);
+        for (int64_t i = na8; i < na; ++i) store_row_f32(df + i * dA, buf + (i - na8) * kBlockB, nb, false);
+      }
+    };
+    if (blocks) {  // Note [Pipelined transpose blocks]: drain block t while filling block t + 1
+      float* const bufs = reinterpret_cast<float*>(tile_scratch(2 * kBlockA * kBlockB * sizeof(float)));
+      struct Block {
+        float* d;
+        const float* s;
+        int64_t na, nb;
+      };
+      const auto block = [&](int64_t t) {
+        int64_t doff, soff, na, nb;
+        locate(t, doff, soff, na, nb);
+        return Block{reinterpret_cast<float*>(d + doff), reinterpret_cast<const float*>(s + soff), na, nb};
+      };
+      Block cur = block(b);
+      block_pipeline(nullptr, dA, nullptr, 0, 0, bufs, cur.s, sB, cur.na / 8 * 8, cur.nb / 8);  // fill only
+      for (int64_t t = b; t < e; ++t) {
+        const float* const bc = bufs + ((t - b) & 1) * (kBlockA * kBlockB);
+        float* const bn = bufs + ((t - b + 1) & 1) * (kBlockA * kBlockB);
+        const Block nxt = t + 1 < e ? block(t + 1) : Block{nullptr, nullptr, 0, 0};
+        block_pipeline(cur.d, dA, bc, cur.na / 8 * 8, cur.nb / 8, bn, nxt.s, sB, nxt.na / 8 * 8, nxt.nb / 8);
+        ragged_edges(cur.d, cur.s, cur.na, cur.nb, cur.nb / 8 * 8);
+        cur = nxt;
+      }
+      fence(true);
+      return;
+    }
+#endif
+    for (int64_t t = b; t < e; ++t) {
+      int64_t doff, soff, na, nb;
+      locate(t, doff, soff, na, nb);
+      U* dt = d + doff;
+      const U* st = s + soff;
+#ifdef SB_HAVE_AVX2
+      float* df = reinterpret_cast<float*>(dt);
+      const float* sf = reinterpret_cast<const float*>(st);
+      if (bands) {  // Note [Transpose bands]
+        const int64_t jr = nb / 16 * 16, na8 = na / 8 * 8;
+        stream_band(df, dA, sf, sB, na8, jr / 16);
+        ragged_edges(df, sf, na, nb, jr);
+        continue;
+      }
+      if (direct) {  // Note [Direct small tiles]
+        detail::transpose_tile_f32(df, dA, sf, sB, na, nb);
+        continue;
+      }
+      if (simd && nt && t + 1 < e) {  // Note [Tile prefetch] (iterator.h): the next tile's source into L2
+        int64_t ndoff, nsoff, nna, nnb;
+        locate(t + 1, ndoff, nsoff, nna, nnb);
+        const char* nx = reinterpret_cast<const char*>(s + nsoff);
+        for (int64_t j = 0; j < nb; j += 8) {
+          for (int64_t r = j; r < std::min(j + 8, nnb); ++r)
+            for (int64_t l = 0; l < nna * 4; l += 64) __builtin_prefetch(nx + r * sB * 4 + l, 0, 1);
+          detail::transpose_tile_f32(buf + j, kTileB, sf + j * sB, sB, na, std::min<int64_t>(8, nb - j));
+        }
+        for (int64_t r = nb; r < nnb; ++r)
+          for (int64_t l = 0; l < nna * 4; l += 64) __builtin_prefetch(nx + r * sB * 4 + l, 0, 1);
+        for (int64_t i = 0; i < na; ++i) store_row_f32(df + i * dA, buf + i * kTileB, nb, nt);
+        continue;
+      }
+      if (simd) {
+        detail::transpose_tile_f32(buf, kTileB, sf, sB, na, nb);
+        for (int64_t i = 0; i < na; ++i) store_row_f32(df + i * dA, buf + i * kTileB, nb, nt);
+        continue;
+      }
+#endif
+      tile_scalar(dt, st, na, nb, dA, sB);
+    }
+    fence(nt && simd);
+  });
+  return bands ? static_cast<int>(tB) : 0;
+}
+
+template <typename F>
+void dispatch_size(int64_t esz, const F& f) {
+  switch (esz) {
+    case 1: f(uint8_t{}); break;
+    case 2: f(uint16_t{}); break;
+    case 4: f(uint32_t{}); break;
+    case 8: f(uint64_t{}); break;
+    default: SB_INTERNAL_ASSERT(false, "copy: element size ", esz);
+  }
+}
+
+}  // namespace
+
+const char* copy_path_name(CopyPath p) {
+  switch (p) {
+    case CopyPath::Empty: return "empty";
+    case CopyPath::Memcpy: return "memcpy";
+    case CopyPath::Rows: return "rows";
+    case CopyPath::Tiled: return "tiled";
+    case CopyPath::Strided: return "strided";
+    case CopyPath::Convert: return "convert";
+    case CopyPath::Fill: return "fill";
+    case CopyPath::FillStrided: return "fill_strided";
+  }
+  return "?";
+}
+CopyPath last_copy_path() { return g_last_path.load(); }
+bool last_copy_used_nt() { return g_last_nt.load(); }
+int last_copy_band_rows() { return g_last_band_rows.load(); }
+void set_transpose_bands(int rows, bool source_rows_outer) {
+  SB_CHECK(rows == 0 || rows == 16 || rows == 32 || rows == 64, "set_transpose_bands: rows must be 0, 16, 32 or 64, got ",
+           rows);
+  g_band_outer.store(source_rows_outer, std::memory_order_relaxed);
+  g_band_rows.store(rows, std::memory_order_relaxed);
+}
+
+void set_nt_threshold_bytes(int64_t bytes) { g_nt_threshold.store(bytes < 0 ? -1 : bytes); }
+int64_t nt_threshold_bytes() {
+  const int64_t v = g_nt_threshold.load(std::memory_order_relaxed);
+  return v < 0 ? default_nt_threshold() : v;
+}
+
+void copy_generic(const Tensor& dst, const Tensor& src) {
+  if (dst.numel() == 0) return;
+  SB_DISPATCH_ALL(dst.dtype(), "copy_", {
+    using D = scalar_t;
+    SB_DISPATCH_ALL(src.dtype(), "copy_", (copy_loop<D, scalar_t>(dst, src)));
+  });
+}
+
+void copy_kernel(const Tensor& dst, const Tensor& src) {
+  if (!dst.device().is_cpu() || !src.device().is_cpu()) {
+#ifdef SB_WITH_CUDA
+    cuda::copy(dst, src);
+    return;
+#else
+    SB_CHECK(false, "copy_: ", src.device(), " -> ", dst.device(), " needs CUDA, and stridebench was built without it");
+#endif
+  }
+  if (dst.numel() == 0) return record(CopyPath::Empty, false);
+  // Tensor::copy_ decides overlap (Note [Overlap from strides]): src is dst itself or disjoint from it
+  Plan p = make_plan(dst.sizes(), dst.strides(), broadcast_strides(src, dst.sizes()));
+  if (p.size.empty()) {  // one element
+    p.size = {1};
+    p.dst = {1};
+    p.src = {1};
+  }
+  char* d = static_cast<char*>(dst.data_ptr());
+  const char* s = static_cast<const char*>(src.data_ptr());
+  if (dst.dtype() != src.dtype()) {
+    SB_DISPATCH_ALL(dst.dtype(), "copy_", {
+      using D = scalar_t;
+      SB_DISPATCH_ALL(src.dtype(), "copy_",
+                      (strided_rows<D, scalar_t>(reinterpret_cast<D*>(d), reinterpret_cast<const scalar_t*>(s), p)));
+    });
+    return record(CopyPath::Convert, false);
+  }
+  const int64_t esz = static_cast<int64_t>(dst.element_size()), last = p.ndim() - 1;
+  const bool nt = want_nt(static_cast<int64_t>(dst.nbytes()));
+  if (p.dst[last] == 1 && p.src[last] == 1) {
+    if (p.ndim() == 1) {
+      memcpy_path(d, s, p.size[0] * esz, nt);
+      return record(CopyPath::Memcpy, nt);
+    }
+    rows_path(d, s, p, esz, nt);
+    return record(CopyPath::Rows, nt);
+  }
+  if (p.dst[last] == 1) {  // look for src's unit-stride dim among the outer dims
+    int64_t a = -1;
+    for (int64_t k = 0; k < last; ++k)
+      if (p.src[k] == 1) a = k;
+    if (a >= 0) {
+      const bool tnt = nt && esz == 4;
+      int bands = 0;
+      dispatch_size(esz, [&](auto u) {
+        using U = decltype(u);
+        bands = tiled_path<U>(reinterpret_cast<U*>(d), reinterpret_cast<const U*>(s), p, a, tnt);
+      });
+      return record(CopyPath::Tiled, tnt, bands);
+    }
+  }
+  dispatch_size(esz, [&](auto u) {
+    using U = decltype(u);
+    strided_rows<U, U>(reinterpret_cast<U*>(d), reinterpret_cast<const U*>(s), p);
+  });
+  record(CopyPath::Strided, false);
+}
+
+namespace {
+
+// Fill n bytes from d with a 32-byte pattern that repeats one element.
+void fill_pattern(char* d, int64_t n, const char (&pat)[32], bool nt) {
+  constexpr int64_t kBlock = 64;
+  const int64_t nblk = (n + kBlock - 1) / kBlock;
+  const bool simd = use_avx2();
+  parallel_for(0, nblk, kGrainSize * 4 / kBlock, [&](int64_t b, int64_t e) {
+    char* p = d + b * kBlock;
+    const int64_t len = std::min(n, e * kBlock) - b * kBlock;
+    int64_t i = 0;
+#ifdef SB_HAVE_AVX2
+    if (simd) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pat));
+      if (nt) {  // head until 32-byte aligned: a multiple of the element size
+        const int64_t head = std::min(len, static_cast<int64_t>((32 - (reinterpret_cast<uintptr_t>(p) & 31)) & 31));
+        std::memcpy(p, pat, head);
+        i = head;
+        for (; i + 32 <= len; i += 32) _mm256_stream_si256(reinterpret_cast<__m256i*>(p + i), v);
+        _mm_sfence();
+      } else {
+        for (; i + 128 <= len; i += 128) {
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(p + i), v);
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(p + i + 32), v);
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(p + i + 64), v);
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(p + i + 96), v);
+        }
+        for (; i + 32 <= len; i += 32) _mm256_storeu_si256(reinterpret_cast<__m256i*>(p + i), v);
+      }
+      std::memcpy(p + i, pat, len - i);  // pattern phase: i is a multiple of the element size
+      return;
+    }
+#else
+    (void)simd;
+    (void)nt;
+#endif
+    for (; i + 32 <= len; i += 32) std::memcpy(p + i, pat, 32);
+    std::memcpy(p + i, pat, len - i);
+  });
+}
+
+}  // namespace
+
+void fill_kernel(const Tensor& t, double value) {
+  if (t.numel() == 0) return;
+  if (!t.device().is_cpu()) {
+#ifdef SB_WITH_CUDA
+    cuda::fill(t, value);
+    return;
+#else
+    SB_CHECK(false, "fill_: device ", t.device(), " needs CUDA, and stridebench was built without it");
+#endif
+  }
+  const int64_t esz = static_cast<int64_t>(t.element_size());
+  char elem[8];
+  SB_DISPATCH_ALL(t.dtype(), "fill_", {
+    const scalar_t v = convert<scalar_t>(value);
+    std::memcpy(elem, &v, sizeof v);
+  });
+  bool positive = true;
+  for (int64_t st : t.strides()) positive = positive && st >= 0;
+  if (positive && t.is_non_overlapping_and_dense()) {
+    char pat[32];
+    for (int64_t i = 0; i < 32; i += esz) std::memcpy(pat + i, elem, esz);
+    const bool nt = want_nt(static_cast<int64_t>(t.nbytes()));
+    fill_pattern(static_cast<char*>(t.data_ptr()), static_cast<int64_t>(t.nbytes()), pat, nt);
+    return record(CopyPath::Fill, nt);
+  }
+  Plan p = make_plan(t.sizes(), t.strides(), Shape(t.dim(), 0));
+  if (p.size.empty()) p = Plan{{1}, {1}, {0}};
+  dispatch_size(esz, [&](auto u) {
+    using U = decltype(u);
+    U v;
+    std::memcpy(&v, elem, sizeof v);
+    strided_rows<U, U>(static_cast<U*>(t.data_ptr()), &v, p);
+  });
+  record(CopyPath::FillStrided, false);
+}
+
+}  // namespace sb

@@ -1,0 +1,198 @@
+// transpose_tile.h — the one AVX2 tile transpose, shared by the copy's Tiled path
+// (lib/copy/copy.cpp) and the strided iterator's staging of a transposed input
+// (lib/elementwise/iterator.cpp), and the stride-2 even/odd split (even8_f32, odd8_f32).
+// Internal header: not part of the public API.
+//
+// transpose_tile(dst, ld, src, sB, na, nb): dst[i*ld + j] = src[i + j*sB] for an
+// na x nb tile (i: the source's unit-stride dim, j: its sB-strided dim; strides in
+// elements). 4-byte elements go through 8x8 in-register transposes (unpack / shuffle /
+// permute2f128: 24 shuffles per 64 elements), 8-byte elements through 4x4 ones
+// (unpack / permute2f128: 8 per 16); the ragged edges are scalar. Micro-tiles walk i
+// innermost, so each group of 8 (4) source rows is read start to end once and whole
+// cache lines of the source are used while they are in L1.
+// Cost: one read and one write per element, about 0.1 ns per element from L1/L2;
+// callers keep dst in L1/L2 (a tile buffer) and pay the memory traffic of src only.
+//
+// stream_band_f32(dst, ld, src, sB, na, nh): the same mapping for a band 16 x nh wide
+// along j (16 nh source rows) and na (a multiple of 8) along i, straight to memory.
+// For each group of 8 i's and each 16-row half: two 8x8 transposes (16 loads), then 8
+// destination rows each get one whole 64-byte line by two consecutive 32-byte
+// streaming stores; the nh lines of a destination row are written close together
+// (nh = 2: 128 contiguous bytes per row and visit). No buffer and no
+// read-for-ownership; dst rows must be 64-byte aligned (the caller checks). The 16 nh
+// source rows are read start to end: sequential streams the hardware prefetchers
+// follow (32 measured best: 16 leaves the writes 64 bytes per row visit, 48 and 64
+// outrun the prefetchers; on the AMD EPYC VM 16 rows, nh = 1, are best: copy.cpp Note
+// [Transpose bands]). No fence (as stream_copy). nh == 1 and 2 (the copy's full bands)
+// run compile-time instances with the h loop unrolled (stream_band_f32_n<2>): +3-7%
+// over the run-time loop in the benchmark, +5-15% in a harness, at 1 and 2 threads
+// (docs/notes/copy-reduce.md, the 2-thread transpose).
+//
+// stream_copy(d, s, n): n bytes from s to d with non-temporal 32-byte stores (plain
+// stores for the unaligned head and the tail); no fence: the caller issues
+// _mm_sfence once per thread after its last streaming store. Used for the copy's
+// memcpy/rows paths and the iterator's streamed output tiles.
+#pragma once
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#ifdef SB_HAVE_AVX2
+#include <immintrin.h>
+#endif
+
+namespace sb::detail {
+
+#ifdef SB_HAVE_AVX2
+// The even (0, 2, .., 14) and odd (1, 3, .., 15) elements of the 16 floats a:b, in order:
+// one shuffle and one permute each (the stride-2 input staging in elementwise.cpp, the
+// stride-2 pooling phases in pool.cpp).
+inline __m256 even8_f32(__m256 a, __m256 b) {
+  const __m256 t = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));  // a0 a2 b0 b2 | a4 a6 b4 b6
+  return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(t), _MM_SHUFFLE(3, 1, 2, 0)));
+}
+inline __m256 odd8_f32(__m256 a, __m256 b) {
+  const __m256 t = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1));
+  return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(t), _MM_SHUFFLE(3, 1, 2, 0)));
+}
+
+// 8x8 float transpose: rows r0..r7 (8 consecutive A elements each, one per B index)
+// become 8 rows along B.
+inline void transpose8(__m256& r0, __m256& r1, __m256& r2, __m256& r3, __m256& r4, __m256& r5, __m256& r6,
+                       __m256& r7) {
+  const __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+  const __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+  const __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
+  const __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+  const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+  const __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+  const __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+  const __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+  r0 = _mm256_permute2f128_ps(u0, u4, 0x20);
+  r1 = _mm256_permute2f128_ps(u1, u5, 0x20);
+  r2 = _mm256_permute2f128_ps(u2, u6, 0x20);
+  r3 = _mm256_permute2f128_ps(u3, u7, 0x20);
+  r4 = _mm256_permute2f128_ps(u0, u4, 0x31);
+  r5 = _mm256_permute2f128_ps(u1, u5, 0x31);
+  r6 = _mm256_permute2f128_ps(u2, u6, 0x31);
+  r7 = _mm256_permute2f128_ps(u3, u7, 0x31);
+}
+
+// One 8x8 micro-tile: d[i*ld + j] = s[i + j*sB], i, j < 8 (plain stores).
+__attribute__((always_inline)) inline void tile8x8_f32(float* d, int64_t ld, const float* s, int64_t sB) {
+  __m256 r0 = _mm256_loadu_ps(s), r1 = _mm256_loadu_ps(s + sB), r2 = _mm256_loadu_ps(s + 2 * sB),
+         r3 = _mm256_loadu_ps(s + 3 * sB), r4 = _mm256_loadu_ps(s + 4 * sB), r5 = _mm256_loadu_ps(s + 5 * sB),
+         r6 = _mm256_loadu_ps(s + 6 * sB), r7 = _mm256_loadu_ps(s + 7 * sB);
+  transpose8(r0, r1, r2, r3, r4, r5, r6, r7);
+  _mm256_storeu_ps(d, r0);
+  _mm256_storeu_ps(d + ld, r1);
+  _mm256_storeu_ps(d + 2 * ld, r2);
+  _mm256_storeu_ps(d + 3 * ld, r3);
+  _mm256_storeu_ps(d + 4 * ld, r4);
+  _mm256_storeu_ps(d + 5 * ld, r5);
+  _mm256_storeu_ps(d + 6 * ld, r6);
+  _mm256_storeu_ps(d + 7 * ld, r7);
+}
+
+// 4-byte elements (float, int32: bit patterns only).
+inline void transpose_tile_f32(float* dst, int64_t ld, const float* src, int64_t sB, int64_t na, int64_t nb) {
+  int64_t j = 0;
+  for (; j + 8 <= nb; j += 8) {
+    const float* s = src + j * sB;
+    int64_t i = 0;
+    for (; i + 8 <= na; i += 8) tile8x8_f32(dst + i * ld + j, ld, s + i, sB);
+    for (; i < na; ++i)
+      for (int64_t jj = j; jj < j + 8; ++jj) dst[i * ld + jj] = src[i + jj * sB];
+  }
+  for (; j < nb; ++j)
+    for (int64_t i = 0; i < na; ++i) dst[i * ld + j] = src[i + j * sB];
+}
+
+// 8-byte elements (double, int64: bit patterns only).
+inline void transpose_tile_f64(double* dst, int64_t ld, const double* src, int64_t sB, int64_t na, int64_t nb) {
+  int64_t j = 0;
+  for (; j + 4 <= nb; j += 4) {
+    const double* s = src + j * sB;
+    int64_t i = 0;
+    for (; i + 4 <= na; i += 4) {
+      const __m256d r0 = _mm256_loadu_pd(s + i), r1 = _mm256_loadu_pd(s + sB + i),
+                    r2 = _mm256_loadu_pd(s + 2 * sB + i), r3 = _mm256_loadu_pd(s + 3 * sB + i);
+      const __m256d t0 = _mm256_unpacklo_pd(r0, r1), t1 = _mm256_unpackhi_pd(r0, r1);
+      const __m256d t2 = _mm256_unpacklo_pd(r2, r3), t3 = _mm256_unpackhi_pd(r2, r3);
+      double* d = dst + i * ld + j;
+      _mm256_storeu_pd(d, _mm256_permute2f128_pd(t0, t2, 0x20));
+      _mm256_storeu_pd(d + ld, _mm256_permute2f128_pd(t1, t3, 0x20));
+      _mm256_storeu_pd(d + 2 * ld, _mm256_permute2f128_pd(t0, t2, 0x31));
+      _mm256_storeu_pd(d + 3 * ld, _mm256_permute2f128_pd(t1, t3, 0x31));
+    }
+    for (; i < na; ++i)
+      for (int64_t jj = j; jj < j + 4; ++jj) dst[i * ld + jj] = src[i + jj * sB];
+  }
+  for (; j < nb; ++j)
+    for (int64_t i = 0; i < na; ++i) dst[i * ld + j] = src[i + j * sB];
+}
+
+// NH > 0: the number of 16-row halves fixed at compile time (the h loop unrolled); 0: nh.
+template <int NH>
+inline void stream_band_f32_n(float* dst, int64_t ld, const float* src, int64_t sB, int64_t na, int64_t nh) {
+  if (NH > 0) nh = NH;
+  for (int64_t i = 0; i + 8 <= na; i += 8) {
+    for (int64_t h = 0; h < nh; ++h) {
+      const float* s0 = src + i + 16 * h * sB;
+      const float* s8 = s0 + 8 * sB;
+      __m256 a0 = _mm256_loadu_ps(s0), a1 = _mm256_loadu_ps(s0 + sB), a2 = _mm256_loadu_ps(s0 + 2 * sB),
+             a3 = _mm256_loadu_ps(s0 + 3 * sB), a4 = _mm256_loadu_ps(s0 + 4 * sB), a5 = _mm256_loadu_ps(s0 + 5 * sB),
+             a6 = _mm256_loadu_ps(s0 + 6 * sB), a7 = _mm256_loadu_ps(s0 + 7 * sB);
+      transpose8(a0, a1, a2, a3, a4, a5, a6, a7);
+      __m256 b0 = _mm256_loadu_ps(s8), b1 = _mm256_loadu_ps(s8 + sB), b2 = _mm256_loadu_ps(s8 + 2 * sB),
+             b3 = _mm256_loadu_ps(s8 + 3 * sB), b4 = _mm256_loadu_ps(s8 + 4 * sB), b5 = _mm256_loadu_ps(s8 + 5 * sB),
+             b6 = _mm256_loadu_ps(s8 + 6 * sB), b7 = _mm256_loadu_ps(s8 + 7 * sB);
+      transpose8(b0, b1, b2, b3, b4, b5, b6, b7);
+      float* d = dst + i * ld + 16 * h;
+      _mm256_stream_ps(d, a0);
+      _mm256_stream_ps(d + 8, b0);
+      _mm256_stream_ps(d + ld, a1);
+      _mm256_stream_ps(d + ld + 8, b1);
+      _mm256_stream_ps(d + 2 * ld, a2);
+      _mm256_stream_ps(d + 2 * ld + 8, b2);
+      _mm256_stream_ps(d + 3 * ld, a3);
+      _mm256_stream_ps(d + 3 * ld + 8, b3);
+      _mm256_stream_ps(d + 4 * ld, a4);
+      _mm256_stream_ps(d + 4 * ld + 8, b4);
+      _mm256_stream_ps(d + 5 * ld, a5);
+      _mm256_stream_ps(d + 5 * ld + 8, b5);
+      _mm256_stream_ps(d + 6 * ld, a6);
+      _mm256_stream_ps(d + 6 * ld + 8, b6);
+      _mm256_stream_ps(d + 7 * ld, a7);
+      _mm256_stream_ps(d + 7 * ld + 8, b7);
+    }
+  }
+}
+
+inline void stream_band_f32(float* dst, int64_t ld, const float* src, int64_t sB, int64_t na, int64_t nh) {
+  if (nh == 1) return stream_band_f32_n<1>(dst, ld, src, sB, na, nh);
+  if (nh == 2) return stream_band_f32_n<2>(dst, ld, src, sB, na, nh);
+  stream_band_f32_n<0>(dst, ld, src, sB, na, nh);
+}
+
+inline void stream_copy(char* d, const char* s, int64_t n) {
+  const int64_t head = std::min<int64_t>(n, (32 - static_cast<int64_t>(reinterpret_cast<uintptr_t>(d) & 31)) & 31);
+  std::memcpy(d, s, static_cast<size_t>(head));
+  int64_t i = head;
+  for (; i + 128 <= n; i += 128) {
+    const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i));
+    const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i + 32));
+    const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i + 64));
+    const __m256i e = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i + 96));
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(d + i), a);
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(d + i + 32), b);
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(d + i + 64), c);
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(d + i + 96), e);
+  }
+  for (; i + 32 <= n; i += 32)
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(d + i), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i)));
+  std::memcpy(d + i, s + i, static_cast<size_t>(n - i));
+}
+#endif
+
+}  // namespace sb::detail

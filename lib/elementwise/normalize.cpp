@@ -1,0 +1,562 @@
+// normalize.cpp — normalize(x, dim, eps): (x - mean) / sqrt(var + eps) along one dim
+// (CPU; CUDA via lib/cuda), in-place, out= and out-of-place, on the shared strided
+// iterator with one strip element per row. Cost: x read three times per dense row
+// (twice from L1/L2) or twice per strided row (an outer dim), the output written once.
+#include "stridebench/elementwise.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+
+#include "stridebench/cpu_features.h"
+#include "elementwise/strips.h"
+#include "elementwise/iterator.h"
+#include "core/transpose_tile.h"
+
+#ifdef SB_HAVE_AVX2
+#include <immintrin.h>
+#endif
+#ifdef SB_WITH_CUDA
+#include "cuda/cuda_backend.h"
+#endif
+
+namespace sb {
+
+namespace {
+
+using namespace ew;
+
+// ---------------------------------------------------------------- row kernels
+
+
+// Mean and 1/sqrt(var + eps) of n elements at x (stride stride_bytes), in double.
+// Note [Normalize row statistics]: two passes, the mean, then S = sum(x - m) and
+// Q = sum((x - m)^2) with m the mean rounded to the accumulation type; var = (Q - S^2/n)/n
+// is exact in that shift, so the rounding of m costs nothing. On the AVX2 path float32
+// and float16 rows accumulate in float32 lanes (two vectors per sum), flushed into double
+// every kStatFlush elements as the reductions do (docs/notes/copy-reduce.md, Accuracy):
+// a 64-element row costs ~20 vector ops, against ~60 with every 8 floats widened to two
+// double vectors; float64 rows accumulate in double vectors.
+constexpr int64_t kStatFlush = 1024;
+constexpr int kMaxStatRows = 8;  // rows per row_stats_block
+
+#ifdef SB_HAVE_AVX2
+inline double hsum_pd(__m256d v) {
+  alignas(32) double t[4];
+  _mm256_store_pd(t, v);
+  return (t[0] + t[1]) + (t[2] + t[3]);
+}
+inline double hsum_ps_as_pd(__m256 v) {
+  return hsum_pd(_mm256_add_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(v)), _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1))));
+}
+#endif
+
+#ifdef SB_HAVE_AVX2
+template <typename T> struct StatVec;  // the accumulation vectors of row_stats_block
+template <> struct StatVec<float> {
+  using V = __m256;
+  static constexpr int kW = 8;
+  static V zero() { return _mm256_setzero_ps(); }
+  static V set1(float v) { return _mm256_set1_ps(v); }
+  static V add(V a, V b) { return _mm256_add_ps(a, b); }
+  static V sub(V a, V b) { return _mm256_sub_ps(a, b); }
+  static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+  static double hsum(V v) { return hsum_ps_as_pd(v); }
+};
+template <> struct StatVec<double> {
+  using V = __m256d;
+  static constexpr int kW = 4;
+  static V zero() { return _mm256_setzero_pd(); }
+  static V set1(double v) { return _mm256_set1_pd(v); }
+  static V add(V a, V b) { return _mm256_add_pd(a, b); }
+  static V sub(V a, V b) { return _mm256_sub_pd(a, b); }
+  static V fma(V a, V b, V c) { return _mm256_fmadd_pd(a, b, c); }
+  static double hsum(V v) { return hsum_pd(v); }
+};
+
+// sum(x) of a dense row, in the lanes of acc_t<T>, flushed to double every kStatFlush.
+// The mean of a dense row: x0 + sum(x - x0) / n, x0 = xt[0] (Note [Short normalize rows]).
+template <typename T>
+double dense_mean(const T* xt, int64_t n) {
+  using A = acc_t<T>;
+  using IO = VecIO<T>;
+  using SV = StatVec<A>;
+  constexpr int W = IO::kW;
+  const A x0 = A(xt[0]);
+  const typename SV::V x0v = SV::set1(x0);
+  double sum = 0;
+  for (int64_t c = 0; c < n; c += kStatFlush) {
+    const int64_t ce = std::min(n, c + kStatFlush);
+    typename SV::V s0 = SV::zero(), s1 = SV::zero();
+    int64_t j = c;
+    for (; j + 2 * W <= ce; j += 2 * W) {
+      s0 = SV::add(s0, SV::sub(IO::load(xt + j), x0v));
+      s1 = SV::add(s1, SV::sub(IO::load(xt + j + W), x0v));
+    }
+    if (j + W <= ce) { s0 = SV::add(s0, SV::sub(IO::load(xt + j), x0v)); j += W; }
+    sum += SV::hsum(SV::add(s0, s1));
+    for (; j < ce; ++j) sum += static_cast<double>(A(xt[j]) - x0);
+  }
+  return static_cast<double>(x0) + sum / static_cast<double>(n);
+}
+
+// S = sum(x - m) and Q = sum((x - m)^2) of a dense row.
+template <typename T>
+void dense_centered(const T* xt, int64_t n, acc_t<T> m, double* ss_out, double* sq_out) {
+  using A = acc_t<T>;
+  using IO = VecIO<T>;
+  using SV = StatVec<A>;
+  constexpr int W = IO::kW;
+  const typename SV::V mv = SV::set1(m);  // not IO::set1: for float16 that would round m to half
+  double ss = 0, sq = 0;
+  for (int64_t c = 0; c < n; c += kStatFlush) {
+    const int64_t ce = std::min(n, c + kStatFlush);
+    typename SV::V d0 = SV::zero(), d1 = SV::zero(), q0 = SV::zero(), q1 = SV::zero();
+    int64_t j = c;
+    for (; j + 2 * W <= ce; j += 2 * W) {
+      const auto a = SV::sub(IO::load(xt + j), mv), b = SV::sub(IO::load(xt + j + W), mv);
+      d0 = SV::add(d0, a);
+      d1 = SV::add(d1, b);
+      q0 = SV::fma(a, a, q0);
+      q1 = SV::fma(b, b, q1);
+    }
+    if (j + W <= ce) {
+      const auto a = SV::sub(IO::load(xt + j), mv);
+      d0 = SV::add(d0, a);
+      q0 = SV::fma(a, a, q0);
+      j += W;
+    }
+    ss += SV::hsum(SV::add(d0, d1));
+    sq += SV::hsum(SV::add(q0, q1));
+    for (; j < ce; ++j) {
+      const double d = static_cast<double>(A(xt[j]) - m);
+      ss += d;
+      sq += d * d;
+    }
+  }
+  *ss_out = ss;
+  *sq_out = sq;
+}
+#endif
+
+#ifdef SB_HAVE_AVX2
+// [sum(a[0]), ..., sum(a[7])]: the 8 horizontal sums as one vector.
+inline __m256 hsum8_ps(const __m256* a) {
+  const __m256 t0 = _mm256_hadd_ps(a[0], a[1]), t1 = _mm256_hadd_ps(a[2], a[3]);
+  const __m256 t2 = _mm256_hadd_ps(a[4], a[5]), t3 = _mm256_hadd_ps(a[6], a[7]);
+  const __m256 u0 = _mm256_hadd_ps(t0, t1), u1 = _mm256_hadd_ps(t2, t3);
+  return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
+}
+
+// Note [Short normalize rows]: float32 rows of n <= kStatFlush elements, dense in x and
+// out, nr <= 8 at a time (row k at x + k * xr, out + k * orow). Every pass walks the 8 rows
+// side by side (8 independent accumulator chains), the 8 horizontal sums come out of one
+// hadd tree, and mean, 1/sqrt(var + eps) are computed for the 8 rows in two vectors. The
+// mean is x0 + sum(x - x0) / n with x0 the row's first element, so the float32 sums are of
+// deviations, not of values far from 0 (a constant row gets its mean exactly: (x - m) is
+// 0, not a rounding error that 1/sqrt(eps) blows up). The variance is sum((x - m)^2) / n
+// around the float32 mean m (no S^2/n correction: it is of the order of m's rounding
+// squared). Elements past n % 8 are masked off.
+// NT: the output rows are written with streaming stores (Note [Streaming normalize
+// outputs]); the caller guarantees n % 8 == 0 and 32-byte aligned output rows.
+template <bool NT = false>
+inline void normalize_rows8_f32(const char* x, int64_t xr, char* out, int64_t orow, int nr, int64_t n, double eps) {
+  const int64_t nv = n / 8, rem = n % 8;
+  alignas(32) static const int32_t kIdx[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+  const __m256i mask = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kIdx + 8 - rem));
+  const float* xs[8];
+  for (int k = 0; k < 8; ++k) xs[k] = reinterpret_cast<const float*>(x + std::min(k, nr - 1) * xr);
+  __m256 acc[8], x0[8];
+  for (int k = 0; k < 8; ++k) {
+    acc[k] = _mm256_setzero_ps();
+    x0[k] = _mm256_broadcast_ss(xs[k]);
+  }
+  for (int64_t v = 0; v < nv; ++v)
+    for (int k = 0; k < 8; ++k) acc[k] = _mm256_add_ps(acc[k], _mm256_sub_ps(_mm256_loadu_ps(xs[k] + 8 * v), x0[k]));
+  if (rem)  // masked lanes: x0 - x0
+    for (int k = 0; k < 8; ++k)
+      acc[k] = _mm256_add_ps(acc[k], _mm256_sub_ps(_mm256_blendv_ps(x0[k], _mm256_maskload_ps(xs[k] + 8 * nv, mask),
+                                                                    _mm256_castsi256_ps(mask)), x0[k]));
+  alignas(32) float mean[8], first[8];
+  for (int k = 0; k < 8; ++k) first[k] = *xs[k];
+  _mm256_store_ps(mean, _mm256_add_ps(_mm256_load_ps(first),
+                                      _mm256_div_ps(hsum8_ps(acc), _mm256_set1_ps(static_cast<float>(n)))));
+  for (int k = 0; k < 8; ++k) acc[k] = _mm256_setzero_ps();
+  for (int64_t v = 0; v < nv; ++v)
+    for (int k = 0; k < 8; ++k) {
+      const __m256 d = _mm256_sub_ps(_mm256_loadu_ps(xs[k] + 8 * v), _mm256_set1_ps(mean[k]));
+      acc[k] = _mm256_fmadd_ps(d, d, acc[k]);
+    }
+  if (rem)
+    for (int k = 0; k < 8; ++k) {  // masked lanes load 0: blend them to the mean so they add 0
+      const __m256 xv = _mm256_blendv_ps(_mm256_set1_ps(mean[k]), _mm256_maskload_ps(xs[k] + 8 * nv, mask),
+                                         _mm256_castsi256_ps(mask));
+      const __m256 d = _mm256_sub_ps(xv, _mm256_set1_ps(mean[k]));
+      acc[k] = _mm256_fmadd_ps(d, d, acc[k]);
+    }
+  const __m256 q = hsum8_ps(acc);
+  const __m256d rn = _mm256_set1_pd(1.0 / static_cast<double>(n)), ev = _mm256_set1_pd(eps), one = _mm256_set1_pd(1.0);
+  const __m256d r0 = _mm256_div_pd(one, _mm256_sqrt_pd(_mm256_fmadd_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(q)), rn, ev)));
+  const __m256d r1 = _mm256_div_pd(one, _mm256_sqrt_pd(_mm256_fmadd_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(q, 1)), rn, ev)));
+  alignas(32) float rstd[8];
+  _mm256_store_ps(rstd, _mm256_set_m128(_mm256_cvtpd_ps(r1), _mm256_cvtpd_ps(r0)));
+  for (int k = 0; k < nr; ++k) {
+    const __m256 mv = _mm256_set1_ps(mean[k]), rv = _mm256_set1_ps(rstd[k]);
+    float* o = reinterpret_cast<float*>(out + k * orow);
+    for (int64_t v = 0; v < nv; ++v) {
+      const __m256 y = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(xs[k] + 8 * v), mv), rv);
+      if constexpr (NT) _mm256_stream_ps(o + 8 * v, y);
+      else _mm256_storeu_ps(o + 8 * v, y);
+    }
+    if (rem)
+      _mm256_maskstore_ps(o + 8 * nv, mask, _mm256_mul_ps(_mm256_sub_ps(_mm256_maskload_ps(xs[k] + 8 * nv, mask), mv), rv));
+  }
+}
+#endif
+
+#ifdef SB_HAVE_AVX2
+// Note [Normalize across adjacent rows]: float32 rows that lie next to each other (row k
+// at x + 4k: normalizing an outer dim, a transposed or a channels-last input), kk <= 64 of
+// them, element i of every row at x + i * xsd. The 64 rows are 8 vectors wide: pass 1
+// sums them down i, pass 2 sums (x - mean)^2, pass 3 writes; the kk x n block stays in L1
+// between passes when n <= 128 (48 KiB L1d here), in L2 after. Sums go from the float
+// lanes to double every kStatFlush elements. out is row k = out + k * ocs, element i at
+// + i * osd; vector stores when ocs is 4 bytes, else through a lane buffer.
+// NV vectors of rows (kk = 8 NV, or 8 NV - 8 < kk < 8 NV with MASKED): compile-time
+// bounds keep the NV accumulators in registers.
+template <int NV, bool MASKED>
+void normalize_cols_f32(const char* x, int64_t xsd, char* out, int64_t ocs, int64_t osd, int kk, int64_t n,
+                        double eps) {
+  alignas(32) static const int32_t kIdx[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+  const __m256i mask = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kIdx + 8 - (kk % 8 ? kk % 8 : 8)));
+  auto load = [&](const float* p, int v) {
+    return MASKED && v == NV - 1 ? _mm256_maskload_ps(p + 8 * v, mask) : _mm256_loadu_ps(p + 8 * v);
+  };
+  alignas(32) double sum[8 * NV] = {}, sq[8 * NV] = {};
+  alignas(32) float mean[8 * NV], rstd[8 * NV];
+  auto flush = [&](const __m256* acc, double* d) {
+    for (int v = 0; v < NV; ++v) {
+      _mm256_store_pd(d + 8 * v, _mm256_add_pd(_mm256_load_pd(d + 8 * v), _mm256_cvtps_pd(_mm256_castps256_ps128(acc[v]))));
+      _mm256_store_pd(d + 8 * v + 4,
+                      _mm256_add_pd(_mm256_load_pd(d + 8 * v + 4), _mm256_cvtps_pd(_mm256_extractf128_ps(acc[v], 1))));
+    }
+  };
+  __m256 acc[NV], x0[NV];  // pass 1 sums x - x0, x0 = element 0 of each row (as Note [Short normalize rows])
+  for (int v = 0; v < NV; ++v) x0[v] = load(reinterpret_cast<const float*>(x), v);
+  for (int64_t c = 0; c < n; c += kStatFlush) {
+    const int64_t ce = std::min(n, c + kStatFlush);
+    for (int v = 0; v < NV; ++v) acc[v] = _mm256_setzero_ps();
+    for (int64_t i = c; i < ce; ++i) {
+      const float* xi = reinterpret_cast<const float*>(x + i * xsd);
+      for (int v = 0; v < NV; ++v) acc[v] = _mm256_add_ps(acc[v], _mm256_sub_ps(load(xi, v), x0[v]));
+    }
+    flush(acc, sum);
+  }
+  alignas(32) float first[8 * NV];
+  for (int v = 0; v < NV; ++v) _mm256_store_ps(first + 8 * v, x0[v]);
+  for (int k = 0; k < 8 * NV; ++k) mean[k] = static_cast<float>(first[k] + sum[k] / static_cast<double>(n));
+  __m256 mv[NV];
+  for (int v = 0; v < NV; ++v) mv[v] = _mm256_load_ps(mean + 8 * v);
+  for (int64_t c = 0; c < n; c += kStatFlush) {
+    const int64_t ce = std::min(n, c + kStatFlush);
+    for (int v = 0; v < NV; ++v) acc[v] = _mm256_setzero_ps();
+    for (int64_t i = c; i < ce; ++i) {
+      const float* xi = reinterpret_cast<const float*>(x + i * xsd);
+      for (int v = 0; v < NV; ++v) {
+        const __m256 d = _mm256_sub_ps(load(xi, v), mv[v]);
+        acc[v] = _mm256_fmadd_ps(d, d, acc[v]);
+      }
+    }
+    flush(acc, sq);
+  }
+  // masked lanes loaded 0 and subtracted their mean 0: their rstd is never stored
+  const __m256d rn = _mm256_set1_pd(1.0 / static_cast<double>(n)), ev = _mm256_set1_pd(eps), one = _mm256_set1_pd(1.0);
+  for (int k = 0; k < 8 * NV; k += 4)
+    _mm_store_ps(rstd + k, _mm256_cvtpd_ps(_mm256_div_pd(one, _mm256_sqrt_pd(_mm256_fmadd_pd(_mm256_load_pd(sq + k), rn, ev)))));
+  __m256 rv[NV];
+  for (int v = 0; v < NV; ++v) rv[v] = _mm256_load_ps(rstd + 8 * v);
+  int64_t i0 = 0;
+  if (ocs != 4 && osd == 4) {  // out rows dense along i: 8 i's x 8 rows, transposed in registers
+    for (; i0 + 8 <= n; i0 += 8)
+      for (int v = 0; v < NV; ++v) {
+        __m256 y[8];
+        for (int r = 0; r < 8; ++r)
+          y[r] = _mm256_mul_ps(_mm256_sub_ps(load(reinterpret_cast<const float*>(x + (i0 + r) * xsd), v), mv[v]), rv[v]);
+        detail::transpose8(y[0], y[1], y[2], y[3], y[4], y[5], y[6], y[7]);  // y[l]: row 8v + l, i0..i0+7
+        const int m = std::min(8, kk - 8 * v);
+        for (int l = 0; l < m; ++l) _mm256_storeu_ps(reinterpret_cast<float*>(out + (8 * v + l) * ocs) + i0, y[l]);
+      }
+  }
+  for (int64_t i = i0; i < n; ++i) {
+    const float* xi = reinterpret_cast<const float*>(x + i * xsd);
+    char* oi = out + i * osd;
+    for (int v = 0; v < NV; ++v) {
+      const __m256 y = _mm256_mul_ps(_mm256_sub_ps(load(xi, v), mv[v]), rv[v]);
+      if (ocs == 4) {
+        float* o = reinterpret_cast<float*>(oi) + 8 * v;
+        if (MASKED && v == NV - 1) _mm256_maskstore_ps(o, mask, y); else _mm256_storeu_ps(o, y);
+      } else {
+        alignas(32) float t[8];
+        _mm256_store_ps(t, y);
+        const int m = std::min(8, kk - 8 * v);
+        for (int l = 0; l < m; ++l) std::memcpy(oi + (8 * v + l) * ocs, t + l, 4);
+      }
+    }
+  }
+}
+
+template <int NV>
+void normalize_cols_nv(const char* x, int64_t xsd, char* out, int64_t ocs, int64_t osd, int kk, int64_t n, double eps) {
+  if (kk % 8) normalize_cols_f32<NV, true>(x, xsd, out, ocs, osd, kk, n, eps);
+  else normalize_cols_f32<NV, false>(x, xsd, out, ocs, osd, kk, n, eps);
+}
+
+inline void normalize_cols64_f32(const char* x, int64_t xsd, char* out, int64_t ocs, int64_t osd, int kk, int64_t n,
+                                 double eps) {
+  switch ((kk + 7) / 8) {
+    case 1: return normalize_cols_nv<1>(x, xsd, out, ocs, osd, kk, n, eps);
+    case 2: return normalize_cols_nv<2>(x, xsd, out, ocs, osd, kk, n, eps);
+    case 3: return normalize_cols_nv<3>(x, xsd, out, ocs, osd, kk, n, eps);
+    case 4: return normalize_cols_nv<4>(x, xsd, out, ocs, osd, kk, n, eps);
+    case 5: return normalize_cols_nv<5>(x, xsd, out, ocs, osd, kk, n, eps);
+    case 6: return normalize_cols_nv<6>(x, xsd, out, ocs, osd, kk, n, eps);
+    case 7: return normalize_cols_nv<7>(x, xsd, out, ocs, osd, kk, n, eps);
+    default: return normalize_cols_nv<8>(x, xsd, out, ocs, osd, kk, n, eps);
+  }
+}
+#endif
+
+// Mean and 1/sqrt(var + eps) of nr rows of n elements: row k at x + k * row_bytes, its
+// elements stride_bytes apart. Rows are taken a block at a time, each pass over every row
+// of the block before the next pass: a 64-element row is mostly latency (two dependent
+// vector sums, their horizontal adds, a division, a square root), and this puts the
+// independent rows' chains next to each other (docs/notes/elementwise.md, Normalize).
+template <typename T>
+void row_stats_block(bool avx, const char* x, int64_t row_bytes, int nr, int64_t stride_bytes, int64_t n, double eps,
+                     double* mean, double* rstd) {
+  using A = acc_t<T>;
+  const bool dense = stride_bytes == static_cast<int64_t>(sizeof(T));
+#ifdef SB_HAVE_AVX2
+  if constexpr (kHasVec<T>) {
+    if (avx && dense) {
+      double ss[kMaxStatRows], sq[kMaxStatRows];
+      A ma[kMaxStatRows];
+      for (int k = 0; k < nr; ++k) mean[k] = dense_mean(reinterpret_cast<const T*>(x + k * row_bytes), n);
+      for (int k = 0; k < nr; ++k) ma[k] = static_cast<A>(mean[k]);
+      for (int k = 0; k < nr; ++k) dense_centered(reinterpret_cast<const T*>(x + k * row_bytes), n, ma[k], ss + k, sq + k);
+      for (int k = 0; k < nr; ++k) {
+        const double var = std::max((sq[k] - ss[k] * ss[k] / static_cast<double>(n)) / static_cast<double>(n), 0.0);
+        rstd[k] = 1.0 / std::sqrt(var + eps);
+      }
+      return;
+    }
+  }
+#else
+  (void)avx;
+  (void)dense;
+#endif
+  for (int k = 0; k < nr; ++k) {
+    const char* xr = x + k * row_bytes;
+    double sum = 0, sq = 0;  // mean = x0 + sum(x - x0) / n, as the vector paths
+    const double x0 = static_cast<double>(A(at<T>(xr, 0, stride_bytes)));
+    for (int64_t j = 0; j < n; ++j) sum += static_cast<double>(A(at<T>(xr, j, stride_bytes))) - x0;
+    mean[k] = x0 + sum / static_cast<double>(n);
+    for (int64_t j = 0; j < n; ++j) {
+      const double d = static_cast<double>(A(at<T>(xr, j, stride_bytes))) - mean[k];
+      sq += d * d;
+    }
+    rstd[k] = 1.0 / std::sqrt(sq / static_cast<double>(n) + eps);
+  }
+}
+
+// out = (x - mean) * rstd in the accumulation type of T.
+template <typename A>
+struct NormWrite {
+  A m, rs;
+  A operator()(A v) const { return static_cast<A>((v - m) * rs); }
+#ifdef SB_HAVE_AVX2
+  __m256 operator()(__m256 v) const {
+    return _mm256_mul_ps(_mm256_sub_ps(v, _mm256_set1_ps(static_cast<float>(m))), _mm256_set1_ps(static_cast<float>(rs)));
+  }
+  __m256d operator()(__m256d v) const {
+    return _mm256_mul_pd(_mm256_sub_pd(v, _mm256_set1_pd(static_cast<double>(m))), _mm256_set1_pd(static_cast<double>(rs)));
+  }
+#endif
+};
+
+// One strip of rows: row r of operand i starts at p[i] + r * s[i] and runs n elements
+// with stride xsd (x) / osd (out) bytes.
+//  - dense rows (xsd == element size): per row, two passes for the stats (the row is in
+//    L1/L2 for the second) and one vectorised write pass.
+//  - strided rows (normalizing an outer dim): kCols rows side by side, so every pass
+//    reads kCols contiguous elements of each of the n lines of x. One pass of shifted
+//    sums (shift = the row's first value, in double: no cancellation to speak of), one
+//    write pass: x is read twice from memory, out written once. Walking 16 rows at a
+//    power-of-two stride three times instead ran 40x slower (cache-set conflicts).
+template <typename T>
+void normalize_strip(bool avx, bool nt, char* const* p, const int64_t* s, int64_t rows, int64_t n, int64_t xsd,
+                     int64_t osd, double eps) {
+  using A = acc_t<T>;
+  constexpr int64_t es = sizeof(T);
+#ifdef SB_HAVE_AVX2
+  if constexpr (std::is_same_v<T, float>) {
+    // Streaming rows of 8-float vectors need every output row 32-byte aligned; rows
+    // that are not take plain stores (no partial lines: Note [Streaming strips]).
+    const bool nt8 = nt && osd == es && n % 8 == 0 && s[0] % 32 == 0 && reinterpret_cast<uintptr_t>(p[0]) % 32 == 0;
+    if (avx && xsd == es && osd == es && n <= kStatFlush) {  // Note [Short normalize rows]
+      for (int64_t r0 = 0; r0 < rows; r0 += 8) {
+        const int nr = static_cast<int>(std::min<int64_t>(8, rows - r0));
+        if (nt8) normalize_rows8_f32<true>(p[1] + r0 * s[1], s[1], p[0] + r0 * s[0], s[0], nr, n, eps);
+        else normalize_rows8_f32(p[1] + r0 * s[1], s[1], p[0] + r0 * s[0], s[0], nr, n, eps);
+      }
+      if (nt8) g_last_nt.store(true, std::memory_order_relaxed);
+      return;
+    }
+    if (avx && s[1] == es && xsd != es) {  // Note [Normalize across adjacent rows]
+      for (int64_t r0 = 0; r0 < rows; r0 += 64)
+        normalize_cols64_f32(p[1] + r0 * s[1], xsd, p[0] + r0 * s[0], s[0], osd,
+                             static_cast<int>(std::min<int64_t>(64, rows - r0)), n, eps);
+      return;
+    }
+    if (avx && n <= kStatFlush) {  // rows apart and strided (a stepped slice): pack 8 rows
+      alignas(32) float buf[8 * kStatFlush];
+      for (int64_t r0 = 0; r0 < rows; r0 += 8) {
+        const int nr = static_cast<int>(std::min<int64_t>(8, rows - r0));
+        for (int k = 0; k < nr; ++k) pack_strided(buf + k * n, p[1] + (r0 + k) * s[1], xsd, n);
+        if (nt8) {
+          normalize_rows8_f32<true>(reinterpret_cast<const char*>(buf), n * es, p[0] + r0 * s[0], s[0], nr, n, eps);
+        } else if (osd == es) {
+          normalize_rows8_f32(reinterpret_cast<const char*>(buf), n * es, p[0] + r0 * s[0], s[0], nr, n, eps);
+        } else {
+          normalize_rows8_f32(reinterpret_cast<const char*>(buf), n * es, reinterpret_cast<char*>(buf), n * es, nr, n, eps);
+          for (int k = 0; k < nr; ++k) unpack_strided(p[0] + (r0 + k) * s[0], osd, buf + k * n, n);
+        }
+      }
+      if (nt8) g_last_nt.store(true, std::memory_order_relaxed);
+      return;
+    }
+  }
+#endif
+  if (xsd == es) {
+    for (int64_t r0 = 0; r0 < rows; r0 += kMaxStatRows) {
+      const int nr = static_cast<int>(std::min<int64_t>(kMaxStatRows, rows - r0));
+      double mean[kMaxStatRows], rstd[kMaxStatRows];
+      row_stats_block<T>(avx, p[1] + r0 * s[1], s[1], nr, xsd, n, eps, mean, rstd);
+      for (int k = 0; k < nr; ++k) {
+        const NormWrite<A> f{static_cast<A>(mean[k]), static_cast<A>(rstd[k])};
+        char* q[2] = {p[0] + (r0 + k) * s[0], p[1] + (r0 + k) * s[1]};
+        const int64_t st[2] = {osd, xsd};
+        unary_strip<T>(avx, nt && osd == es, q, st, n, f);
+      }
+    }
+    if (avx && nt && osd == es) g_last_nt.store(true, std::memory_order_relaxed);
+    return;
+  }
+  constexpr int kCols = 256;
+  for (int64_t r0 = 0; r0 < rows; r0 += kCols) {
+    const int kk = static_cast<int>(std::min<int64_t>(kCols, rows - r0));
+    char* ob = p[0] + r0 * s[0];
+    const char* xb = p[1] + r0 * s[1];
+    double shift[kCols], sum[kCols] = {}, sq[kCols] = {};
+    A m[kCols], rs[kCols];
+    for (int k = 0; k < kk; ++k) shift[k] = static_cast<double>(A(at<T>(xb, k, s[1])));
+    for (int64_t i = 0; i < n; ++i) {
+      const char* xi = xb + i * xsd;
+      for (int k = 0; k < kk; ++k) {
+        const double v = static_cast<double>(A(at<T>(xi, k, s[1]))) - shift[k];
+        sum[k] += v;
+        sq[k] += v * v;
+      }
+    }
+    for (int k = 0; k < kk; ++k) {
+      const double mu = sum[k] / static_cast<double>(n);
+      const double var = std::max(sq[k] / static_cast<double>(n) - mu * mu, 0.0);
+      m[k] = static_cast<A>(shift[k] + mu);
+      rs[k] = static_cast<A>(1.0 / std::sqrt(var + eps));
+    }
+    const bool dense = s[0] == es && s[1] == es;
+    for (int64_t i = 0; i < n; ++i) {
+      const char* xi = xb + i * xsd;
+      char* oi = ob + i * osd;
+      if (dense) {
+        const T* xt = reinterpret_cast<const T*>(xi);
+        T* ot = reinterpret_cast<T*>(oi);
+        for (int k = 0; k < kk; ++k) ot[k] = T((A(xt[k]) - m[k]) * rs[k]);
+      } else {
+        for (int k = 0; k < kk; ++k)
+          *reinterpret_cast<T*>(oi + k * s[0]) = T((A(at<T>(xi, k, s[1])) - m[k]) * rs[k]);
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------- the op
+
+// Note [Streaming normalize outputs]: normalize writes its output with streaming stores
+// on the same terms as the other elementwise ops (Note [Streaming elementwise outputs]):
+// an output above copy.h's nt_threshold_bytes() that is not x itself (in place never
+// streams), in the rows it writes whole: rows dense along `dim`, through the short-row
+// kernel when n % 8 == 0 and every row starts 32-byte aligned, else through unary_strip's
+// streaming loop (its heads and tails streamed element by element). The paths across
+// adjacent rows (x strided along dim) keep plain stores. Without streaming, out= and
+// out-of-place paid the read-for-ownership of every output line (docs/notes/elementwise.md).
+// The call-wide rule is may_stream's; which rows stream is decided per strip.
+
+void run_normalize(const Tensor& out, const Tensor& x, int64_t dim, double eps) {
+  if (out.numel() == 0) return;
+  if (!out.device().is_cpu()) {
+#ifdef SB_WITH_CUDA
+    return cuda::normalize(out, x, dim, eps);
+#else
+    return no_cuda("normalize", out.device());
+#endif
+  }
+  // Iterate over the rows (x with `dim` selected away); each strip element is one row.
+  const Tensor x1 = x.dim() == 0 ? x.reshape({1}) : x;
+  const Tensor o1 = out.dim() == 0 ? out.as_strided({1}, {1}) : out;
+  const int64_t d = x.dim() == 0 ? 0 : dim;
+  const int64_t n = x1.size(d);
+  const int64_t xsd = x1.stride(d) * static_cast<int64_t>(x1.element_size());
+  const int64_t osd = o1.stride(d) * static_cast<int64_t>(o1.element_size());
+  // no Tiled path: the kernels read row elements at p[1] + i * xsd, beyond the strip
+  const StridedIter it = StridedIter::from_tensors({o1.select(d, 0), x1.select(d, 0)}, /*tiles=*/false);
+  const bool avx = use_avx2();
+  const bool nt = may_stream(avx, out, {&x});
+  g_last_nt.store(false, std::memory_order_relaxed);  // the strips that stream set it
+  const int64_t grain = std::max<int64_t>(1, kGrainSize / n);
+  SB_DISPATCH_FLOATING(out.dtype(), "normalize", {
+    it.for_each([=](char* const* p, const int64_t* s, int64_t rows) {
+      normalize_strip<scalar_t>(avx, nt, p, s, rows, n, xsd, osd, eps);
+    }, grain, nt);
+  });
+}
+
+Tensor& normalize_out_named(const char* name, Tensor& out, const Tensor& x, int64_t dim, double eps) {
+  SB_CHECK(x.defined(), name, ": undefined input tensor");
+  check_dtype(name, x.dtype(), true);
+  dim = wrap_dim(dim, x.dim(), name);
+  SB_CHECK(eps >= 0, name, ": eps must be >= 0, got ", eps);
+  if (check_out(name, out, x.sizes(), x.dtype(), x.device(), {&x})) return normalize_out_named(name, out, x.clone(), dim, eps);
+  run_normalize(out, x, dim, eps);
+  return out;
+}
+
+}  // namespace
+
+Tensor normalize(const Tensor& x, int64_t dim, double eps) {
+  SB_CHECK(x.defined(), "normalize: undefined input tensor");
+  check_dtype("normalize", x.dtype(), true);
+  dim = wrap_dim(dim, x.dim(), "normalize");
+  SB_CHECK(eps >= 0, "normalize: eps must be >= 0, got ", eps);
+  Tensor out = new_output(x.sizes(), {&x});
+  run_normalize(out, x, dim, eps);
+  return out;
+}
+
+Tensor& normalize_out(Tensor& out, const Tensor& x, int64_t dim, double eps) {
+  return normalize_out_named("normalize_out", out, x, dim, eps);
+}
+
+Tensor& Tensor::normalize_(int64_t dim, double eps) { return normalize_out_named("normalize_", *this, *this, dim, eps); }
+
+}  // namespace sb

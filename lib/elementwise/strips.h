@@ -1,0 +1,607 @@
+// strips.h — the strip kernels that elementwise.cpp and normalize.cpp share
+// (internal to lib/elementwise): vector I/O per dtype, masked tails, streaming stores, strided
+// inputs packed into L1 chunks, stride-2 strips, and unary_strip / binary_strip, the 1-D
+// kernels every elementwise op hands the iterator (Note [Strided iteration]); plus the
+// checks and the streaming rule both files apply. Definitions of the non-template
+// functions are in elementwise.cpp.
+#pragma once
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <initializer_list>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+#ifdef SB_HAVE_AVX2
+#include <immintrin.h>
+#endif
+
+#include "stridebench/tensor.h"
+#include "copy/copy.h"
+#include "core/transpose_tile.h"
+
+namespace sb::ew {
+
+// The type an element is computed in: float16 in float32, the rest in their own type.
+template <typename T> struct AccOf { using type = T; };
+template <> struct AccOf<Half> { using type = float; };
+template <typename T> using acc_t = typename AccOf<T>::type;
+
+// ---------------------------------------------------------------- vector I/O
+
+template <typename T> constexpr bool kHasVec = std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, Half>;
+
+#ifdef SB_HAVE_AVX2
+template <typename T> struct VecIO;
+// load_part's masks: 8 - m int32 lanes off the end of the ones (m doubles: 2m lanes).
+alignas(64) constexpr int32_t kPartMask[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+template <> struct VecIO<float> {
+  using V = __m256;
+  static constexpr int kW = 8;
+  static V load(const float* p) { return _mm256_loadu_ps(p); }
+  static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
+  static constexpr int kStreamAlign = 32;  // bytes: stream() needs p aligned so
+  static void stream(float* p, V v) { _mm256_stream_ps(p, v); }
+  static V set1(float v) { return _mm256_set1_ps(v); }
+  static V load_part(const float* p, int m) {  // p[0 .. m), m < kW; the other lanes 0
+    return _mm256_maskload_ps(p, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kPartMask + 8 - m)));
+  }
+};
+template <> struct VecIO<double> {
+  using V = __m256d;
+  static constexpr int kW = 4;
+  static V load(const double* p) { return _mm256_loadu_pd(p); }
+  static void store(double* p, V v) { _mm256_storeu_pd(p, v); }
+  static constexpr int kStreamAlign = 32;
+  static void stream(double* p, V v) { _mm256_stream_pd(p, v); }
+  static V set1(double v) { return _mm256_set1_pd(v); }
+  static V load_part(const double* p, int m) {
+    return _mm256_maskload_pd(p, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kPartMask + 8 - 2 * m)));
+  }
+};
+template <> struct VecIO<Half> {  // F16C: 8 halves <-> 8 floats, round to nearest even
+  using V = __m256;
+  static constexpr int kW = 8;
+  static V load(const Half* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+  static void store(Half* p, V v) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+  }
+  static constexpr int kStreamAlign = 16;
+  static void stream(Half* p, V v) {
+    _mm_stream_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+  }
+  static V set1(Half v) { return _mm256_set1_ps(static_cast<float>(v)); }
+};
+
+// Note [Streaming elementwise outputs]
+// A dense output larger than the streaming threshold (copy.h nt_threshold_bytes():
+// min(LLC, 2 x cores x L2)) that is not also an input goes out with non-temporal stores
+// (NT = true), as the copy's does: c = a + b with plain stores moves 4 arrays (the
+// read-for-ownership of c's lines), with streaming stores 3. Elements
+// before the first kStreamAlign boundary and the tail are streamed one by one (put_part);
+// each thread issues one sfence after its last strip (StridedIter::for_each's `fence`).
+// The Tiled path (a transposed input) streams too when each tile's output is one dense
+// block (whole output rows of at most kTileBytes0, rows adjacent: x + y.transpose(2, 3)
+// with small H, W). Tiles of longer rows write 64 pieces of 1 KiB on 64 pages, which
+// stream slower than plain stores (docs/notes/elementwise.md), so those keep plain stores.
+// In-place updates never stream: their lines were just read, so there is no
+// read-for-ownership to save.
+//
+// Note [Streaming strips]
+// The Strided and Broadcast paths stream as well when the output, in the iterator's
+// order, is one dense block (StridedIter::strips_write_dense_output: x + b with b a
+// broadcast row or column, relu_out of a stepped or padded input): its strips write
+// dense runs one after the other, as the Contiguous path's one strip does. A strip's
+// head and tail must then stream as well (movnti, element by element): plain stores into
+// lines that vector streams fill made short rows several times slower than not
+// streaming at all (docs/notes/elementwise.md). An output with gaps between its rows
+// never streams.
+
+// o[0 .. m) = t[0 .. m), m < W, t just written by one vector store. Plain: at most two
+// overlapping fixed-size moves (a memcpy of variable length is a libc call). NT: each element by a non-temporal scalar store (movnti), so a
+// streamed run's head and tail do not mix plain stores into lines the vector streams
+// write (Note [Streaming strips]). Half has no 16-bit movnti and
+// stores plainly.
+template <typename T, bool NT>
+inline void put_part(T* o, const T* t, int64_t m) {
+  if constexpr (NT && sizeof(T) == 4) {
+    for (int64_t k = 0; k < m; ++k) {
+      int v;
+      std::memcpy(&v, t + k, 4);
+      _mm_stream_si32(reinterpret_cast<int*>(o + k), v);
+    }
+  } else if constexpr (NT && sizeof(T) == 8) {
+    for (int64_t k = 0; k < m; ++k) {
+      long long v;
+      std::memcpy(&v, t + k, 8);
+      _mm_stream_si64(reinterpret_cast<long long*>(o + k), v);
+    }
+  } else {
+    char* d = reinterpret_cast<char*>(o);
+    const char* q = reinterpret_cast<const char*>(t);
+    const int64_t nb = m * static_cast<int64_t>(sizeof(T));  // 2 .. 28 bytes
+    if (nb >= 16) {
+      std::memcpy(d, q, 16);
+      std::memcpy(d + nb - 16, q + nb - 16, 16);
+    } else if (nb >= 8) {
+      std::memcpy(d, q, 8);
+      std::memcpy(d + nb - 8, q + nb - 8, 8);
+    } else if (nb >= 4) {
+      std::memcpy(d, q, 4);
+      std::memcpy(d + nb - 4, q + nb - 4, 4);
+    } else if (nb >= 2) {
+      std::memcpy(d, q, 2);
+    }
+  }
+}
+
+// The first m (< W) elements of p as a vector, the other lanes unspecified but harmless
+// (0 from a masked load for float and double; a copy of p[0] for Half, whose 16-bit
+// elements have no masked load): never read past p[m - 1].
+template <typename T>
+inline typename VecIO<T>::V load_part(const T* p, int64_t m) {
+  if constexpr (std::is_same_v<T, Half>) {
+    T t[VecIO<T>::kW];
+    for (int k = 0; k < VecIO<T>::kW; ++k) t[k] = p[k < m ? k : 0];
+    return VecIO<T>::load(t);
+  } else {
+    return VecIO<T>::load_part(p, static_cast<int>(m));
+  }
+}
+
+// o[j] = f(a[j], b[j]) for j in [j0, j0 + m), m < W: masked loads, one vector op, a
+// short copy out (put_part). Not a W-wide buffer filled element by element and loaded
+// as a vector: that is a store-forwarding stall per strip, which cost short rows half
+// their time (docs/notes/elementwise.md).
+template <typename T, bool AS, bool BS, bool NT = false, typename F>
+void binary_part(T* o, const T* a, const T* b, int64_t j0, int64_t m, const F& f) {
+  using IO = VecIO<T>;
+  alignas(32) T to[IO::kW];
+  IO::store(to, f(AS ? IO::set1(a[0]) : load_part(a + j0, m), BS ? IO::set1(b[0]) : load_part(b + j0, m)));
+  put_part<T, NT>(o + j0, to, m);
+}
+
+// Elements of o before its first `align`-byte boundary (o is element-aligned), at most n.
+template <typename T>
+int64_t head_to_align(const T* o, int64_t align, int64_t n) {
+  const int64_t mis = static_cast<int64_t>(reinterpret_cast<uintptr_t>(o) % static_cast<uintptr_t>(align));
+  return std::min<int64_t>(n, mis ? (align - mis) / static_cast<int64_t>(sizeof(T)) : 0);
+}
+
+// Note [Unrolled vector loops]: the dense loops below are unrolled 4x (GCC does not
+// unroll without being asked). On Zen 4 a loop with one vector store per iteration runs
+// at one iteration per cycle or per two depending on where the linker puts it, with the
+// same instructions; unrolled, the loads issue ahead of the stores and every placement
+// runs at the fast rate (docs/notes/elementwise.md; bench_baseline's Note [Unrolled
+// STREAM loops]).
+
+// o[j] = f(a[j], b[j]); AS/BS: a or b is a stride-0 scalar; NT: streaming stores (Note
+// [Streaming elementwise outputs]).
+template <typename T, bool AS, bool BS, bool NT = false, typename F>
+void binary_vloop(T* o, const T* a, const T* b, int64_t n, const F& f) {
+  using IO = VecIO<T>;
+  constexpr int W = IO::kW;
+  const typename IO::V va = IO::set1(a[0]), vb = IO::set1(b[0]);
+  int64_t j = 0;
+  if constexpr (NT) {
+    j = head_to_align(o, IO::kStreamAlign, n);
+    if (j) binary_part<T, AS, BS, NT>(o, a, b, 0, j, f);
+#pragma GCC unroll 4  // Note [Unrolled vector loops]
+    for (; j + W <= n; j += W) IO::stream(o + j, f(AS ? va : IO::load(a + j), BS ? vb : IO::load(b + j)));
+  } else {
+#pragma GCC unroll 4  // Note [Unrolled vector loops]
+    for (; j + W <= n; j += W) IO::store(o + j, f(AS ? va : IO::load(a + j), BS ? vb : IO::load(b + j)));
+  }
+  if (j < n) binary_part<T, AS, BS, NT>(o, a, b, j, n - j, f);
+}
+
+template <typename T, bool AS, bool NT = false, typename F>
+void unary_part(T* o, const T* a, int64_t j0, int64_t m, const F& f) {
+  using IO = VecIO<T>;
+  alignas(32) T to[IO::kW];
+  IO::store(to, f(AS ? IO::set1(a[0]) : load_part(a + j0, m)));
+  put_part<T, NT>(o + j0, to, m);
+}
+
+template <typename T, bool AS, bool NT = false, typename F>
+void unary_vloop(T* o, const T* a, int64_t n, const F& f) {
+  using IO = VecIO<T>;
+  constexpr int W = IO::kW;
+  const typename IO::V va = IO::set1(a[0]);
+  int64_t j = 0;
+  if constexpr (NT) {
+    j = head_to_align(o, IO::kStreamAlign, n);
+    if (j) unary_part<T, AS, NT>(o, a, 0, j, f);
+#pragma GCC unroll 4  // Note [Unrolled vector loops]
+    for (; j + W <= n; j += W) IO::stream(o + j, f(AS ? va : IO::load(a + j)));
+  } else {
+#pragma GCC unroll 4  // Note [Unrolled vector loops]
+    for (; j + W <= n; j += W) IO::store(o + j, f(AS ? va : IO::load(a + j)));
+  }
+  if (j < n) unary_part<T, AS, NT>(o, a, j, n - j, f);
+}
+#endif
+
+// ---------------------------------------------------------------- strip kernels
+
+#ifdef SB_HAVE_AVX2
+// Note [Packed strided inputs]
+// A dense output with a strided input (a stepped slice x[..., ::2]: stride 2 elements)
+// goes in chunks of kPackChunk elements: each strided input is packed into an L1
+// buffer (float stride 2: two loads and a shuffle per 8 elements; other strides a
+// scalar gather), then the dense vector loop runs on the chunk. A strided output (relu_
+// on a slice) is computed the same way into a third L1 buffer and then stored element by
+// element (unpack_strided): a vector store would also write the elements in between,
+// which belong to other tensors and maybe other threads (float stride 2: AVX-512 masked
+// stores, which leave the masked-out elements untouched; Note [Masked stores]). Where
+// the output and every input have stride 2 (or 0), Note [Stride-2 strips] skips the
+// buffers.
+constexpr int64_t kPackChunk = 512;
+
+template <typename T>
+void pack_strided(T* buf, const char* p, int64_t stride_bytes, int64_t n) {
+  int64_t j = 0;
+  if constexpr (std::is_same_v<T, float>) {
+    if (stride_bytes == 8) {  // 16 loaded floats span 2j .. 2j+15: stay within element n-1 (2n-2)
+      const float* f = reinterpret_cast<const float*>(p);
+      for (; j + 9 <= n; j += 8) {
+        _mm256_storeu_ps(buf + j, detail::even8_f32(_mm256_loadu_ps(f + 2 * j), _mm256_loadu_ps(f + 2 * j + 8)));
+      }
+    }
+  }
+  for (; j < n; ++j) std::memcpy(buf + j, p + j * stride_bytes, sizeof(T));
+}
+
+#ifdef SB_HAVE_AVX512
+// f[2j] = buf[j] for 8-element groups: one AVX-512 store per 8 results, the odd lanes
+// masked off by a k-mask (untouched in memory). Returns the elements done.
+__attribute__((target("avx512f"))) inline int64_t unpack_stride2_avx512(float* f, const float* buf, int64_t n) {
+  const __m512i idx = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {  // the maskz forms: GCC 12 warns on the undefined-lanes ones
+    const __m512 v = _mm512_maskz_loadu_ps(0x00FF, buf + j);
+    _mm512_mask_storeu_ps(f + 2 * j, 0x5555, _mm512_maskz_permutexvar_ps(0x5555, idx, v));
+  }
+  return j;
+}
+#endif
+
+// Note [Masked stores]: writing every other float must leave the lanes in between
+// untouched, which takes masked stores. The AVX2 vmaskmovps store is microcoded on AMD,
+// slower than a scalar loop (docs/notes/elementwise.md). So: AVX-512 k-masks where the
+// CPU has our AVX512 level (every CPU with VNNI, Intel or AMD), scalar stores otherwise.
+template <typename T>
+void unpack_strided(char* p, int64_t stride_bytes, const T* buf, int64_t n) {
+  int64_t j = 0;
+#ifdef SB_HAVE_AVX512
+  if constexpr (std::is_same_v<T, float>)
+    if (stride_bytes == 8 && use_avx512()) j = unpack_stride2_avx512(reinterpret_cast<float*>(p), buf, n);
+#endif
+  for (; j < n; ++j) std::memcpy(p + j * stride_bytes, buf + j, sizeof(T));
+}
+
+#ifdef SB_HAVE_AVX512
+// Note [Stride-2 strips]
+// A strip whose output and every non-scalar input have a stride of 2 elements (relu_ or
+// add_ on x[..., ::2], which the iterator coalesces into one long stride-2 strip) needs
+// no packing: each vector load of 8 floats (4 doubles) holds 4 (2) of the strip's
+// elements in its even lanes, the op runs on all lanes (odd lanes loaded as zero, the
+// results there never stored), and a k-masked store writes the even lanes only, leaving
+// the elements in between untouched (Note [Masked stores]). The loads are masked the
+// same way, so the last vector never reads past the strip's last element. A sliced
+// relu_ then costs about twice the contiguous one, what twice the cache lines cost
+// (docs/notes/elementwise.md). Other strided outputs (mixed strides, stride 3, float16)
+// keep the chunks.
+template <typename T> struct Masked;  // k-masked loads and stores of one ymm (Note [Masked stores])
+template <> struct Masked<float> {
+  using V = __m256;
+  static constexpr int kW = 8;
+  __attribute__((target("avx512f,avx512vl"), always_inline)) static V load(const float* p, unsigned m) {
+    return _mm256_maskz_loadu_ps(static_cast<__mmask8>(m), p);
+  }
+  __attribute__((target("avx512f,avx512vl"), always_inline)) static void store(float* p, unsigned m, V v) {
+    _mm256_mask_storeu_ps(p, static_cast<__mmask8>(m), v);
+  }
+};
+template <> struct Masked<double> {
+  using V = __m256d;
+  static constexpr int kW = 4;
+  __attribute__((target("avx512f,avx512vl"), always_inline)) static V load(const double* p, unsigned m) {
+    return _mm256_maskz_loadu_pd(static_cast<__mmask8>(m), p);
+  }
+  __attribute__((target("avx512f,avx512vl"), always_inline)) static void store(double* p, unsigned m, V v) {
+    _mm256_mask_storeu_pd(p, static_cast<__mmask8>(m), v);
+  }
+};
+
+// A stride-2 strip's view of Masked: the strip elements per vector and the even-lane mask.
+template <typename T> struct Stride2 : Masked<T> {
+  static constexpr int kElems = Masked<T>::kW / 2;
+  static constexpr unsigned kEven = std::is_same_v<T, float> ? 0x55u : 0x5u;
+};
+
+// o[k] = f(a[k] (, b[k])) for the strip elements among the vector at storage offset k
+// that mask m selects. A function, not a lambda: a lambda does not take the caller's
+// target attribute, and the masked intrinsics would not inline into it.
+template <typename T, int N, bool AS, bool BS, typename F>
+__attribute__((target("avx512f,avx512vl"), always_inline)) inline void stride2_vec(
+    T* o, const T* a, const T* b, int64_t k, unsigned m, typename Stride2<T>::V va, typename Stride2<T>::V vb,
+    const F& f) {
+  using S = Stride2<T>;
+  if constexpr (N == 1) S::store(o + k, m, f(AS ? va : S::load(a + k, m)));
+  else S::store(o + k, m, f(AS ? va : S::load(a + k, m), BS ? vb : S::load(b + k, m)));
+}
+
+// o[2j] = f(a[2j] (, b[2j])) for j < n, operands at stride 2 (AS / BS: a stride-0
+// scalar); N: 1 (unary, b unused) or 2. The last vector's mask is cut to the strip's end.
+template <typename T, int N, bool AS, bool BS, typename F>
+__attribute__((target("avx512f,avx512vl"))) void stride2_loop(T* o, const T* a, const T* b, int64_t n, const F& f) {
+  using S = Stride2<T>;
+  constexpr int64_t E = S::kElems;
+  const typename S::V va = VecIO<T>::set1(a[0]), vb = VecIO<T>::set1(N == 2 ? b[0] : T(0));
+  int64_t j = 0;
+#pragma GCC unroll 4  // Note [Unrolled vector loops]
+  for (; j + E <= n; j += E) stride2_vec<T, N, AS, BS>(o, a, b, 2 * j, S::kEven, va, vb, f);
+  if (j < n)  // 1 .. E - 1 elements left, in lanes 0, 2, ...
+    stride2_vec<T, N, AS, BS>(o, a, b, 2 * j, S::kEven & ((1u << (2 * (n - j))) - 1), va, vb, f);
+}
+
+// Note [Gathered stride-2 inputs]
+// A dense output whose strided inputs all have stride 2 (add out= or relu out= of
+// x[..., ::2], the other operand dense or a scalar) skips the pack buffer of Note
+// [Packed strided inputs] too: one k-masked zmm load takes 8 floats from the even lanes
+// of 16 and a down-conversion (vpmovqd, the low half of each 64-bit lane) packs them
+// into one ymm (doubles: two ymm loads, an unpack and a permute); the dense vector op
+// and store follow in the same loop, with no store to and reload from an L1 buffer. The
+// masks keep every load inside the strip: the last even element is the last one read
+// (docs/notes/elementwise.md, stride-2 inputs).
+enum class Operand { Scalar, Dense, Two };  // stride 0, stride 1, stride 2 (elements)
+
+template <typename T> struct Gather2;  // the even lanes of a stride-2 run, packed into one ymm
+template <> struct Gather2<float> {
+  // p[0], p[2], .. p[2r - 2], r <= 8: the even lanes of 16 floats, packed (the lanes from r on are zero)
+  __attribute__((target("avx512f,avx512vl"), always_inline)) static __m256 two(const float* p, int r) {
+    const __m512 v = _mm512_maskz_loadu_ps(static_cast<__mmask16>(0x5555u & ((1u << (2 * r)) - 1)), p);
+    return _mm256_castsi256_ps(_mm512_maskz_cvtepi64_epi32(0xFF, _mm512_castps_si512(v)));  // maskz: as unpack_stride2_avx512
+  }
+};
+template <> struct Gather2<double> {
+  __attribute__((target("avx512f,avx512vl"), always_inline)) static __m256d two(const double* p, int r) {
+    const unsigned m = 0x55u & ((1u << (2 * r)) - 1);  // two ymm halves, even lanes merged and ordered
+    const __m256d lo = _mm256_maskz_loadu_pd(static_cast<__mmask8>(m & 0xF), p);
+    const __m256d hi = _mm256_maskz_loadu_pd(static_cast<__mmask8>(m >> 4), p + 4);
+    return _mm256_permute4x64_pd(_mm256_unpacklo_pd(lo, hi), 0xD8);  // lo0 hi0 lo2 hi2 -> lo0 lo2 hi0 hi2
+  }
+};
+
+template <typename T, Operand K>
+__attribute__((target("avx512f,avx512vl"), always_inline)) inline typename Masked<T>::V gather2_operand(
+    const T* p, int64_t j, int r, typename Masked<T>::V scalar) {
+  if constexpr (K == Operand::Scalar) return scalar;
+  else if constexpr (K == Operand::Dense) return Masked<T>::load(p + j, (1u << r) - 1);
+  else return Gather2<T>::two(p + 2 * j, r);
+}
+
+// f at elements j .. j + r - 1 of a (and b), r <= W. A function, not a
+// lambda, for the reason stride2_vec gives.
+template <typename T, int N, Operand KA, Operand KB, typename F>
+__attribute__((target("avx512f,avx512vl"), always_inline)) inline typename Masked<T>::V gather2_vec(
+    const T* a, const T* b, int64_t j, int r, typename Masked<T>::V va, typename Masked<T>::V vb,
+    const F& f) {
+  if constexpr (N == 1) return f(gather2_operand<T, KA>(a, j, r, va));
+  else return f(gather2_operand<T, KA>(a, j, r, va), gather2_operand<T, KB>(b, j, r, vb));
+}
+
+// The first r (< W) lanes of v to o: a masked store, or (NT) streamed element by element.
+template <typename T, bool NT>
+__attribute__((target("avx512f,avx512vl"), always_inline)) inline void gather2_part(T* o, int r, typename Masked<T>::V v) {
+  if constexpr (NT) {
+    alignas(32) T t[Masked<T>::kW];
+    VecIO<T>::store(t, v);
+    put_part<T, true>(o, t, r);
+  } else {
+    Masked<T>::store(o, (1u << r) - 1, v);
+  }
+}
+
+// o[j] = f(a[j * KA] (, b[j * KB])) for j < n, o dense; N: 1 (unary, b unused) or 2;
+// NT: streaming stores (Note [Streaming elementwise outputs]), the elements before the
+// first aligned vector and the tail streamed one by one (Note [Streaming strips]).
+template <typename T, int N, Operand KA, Operand KB, bool NT, typename F>
+__attribute__((target("avx512f,avx512vl"))) void gather2_loop(T* o, const T* a, const T* b, int64_t n, const F& f) {
+  using M = Masked<T>;
+  constexpr int64_t W = M::kW;
+  const typename M::V va = VecIO<T>::set1(a[0]), vb = VecIO<T>::set1(N == 2 ? b[0] : T(0));
+  int64_t j = 0;
+  if constexpr (NT) {
+    j = head_to_align(o, VecIO<T>::kStreamAlign, n);
+    if (j) gather2_part<T, NT>(o, static_cast<int>(j), gather2_vec<T, N, KA, KB>(a, b, 0, static_cast<int>(j), va, vb, f));
+#pragma GCC unroll 4  // Note [Unrolled vector loops]
+    for (; j + W <= n; j += W) VecIO<T>::stream(o + j, gather2_vec<T, N, KA, KB>(a, b, j, W, va, vb, f));
+  } else {
+#pragma GCC unroll 4  // Note [Unrolled vector loops]
+    for (; j + W <= n; j += W) VecIO<T>::store(o + j, gather2_vec<T, N, KA, KB>(a, b, j, W, va, vb, f));
+  }
+  if (j < n) {  // 1 .. W - 1 elements left
+    const int r = static_cast<int>(n - j);
+    gather2_part<T, NT>(o + j, r, gather2_vec<T, N, KA, KB>(a, b, j, r, va, vb, f));
+  }
+}
+
+// gather2_loop with NT chosen at run time.
+template <typename T, int N, Operand KA, Operand KB, typename F>
+void gather2(bool nt, T* o, const T* a, const T* b, int64_t n, const F& f) {
+  nt ? gather2_loop<T, N, KA, KB, true>(o, a, b, n, f) : gather2_loop<T, N, KA, KB, false>(o, a, b, n, f);
+}
+#endif
+
+// An operand of a chunk [j0, j0 + m): dense or stride-0 as is, else packed into buf.
+template <typename T>
+const T* chunk_operand(T* buf, const char* p, int64_t stride_bytes, int64_t j0, int64_t m) {
+  if (stride_bytes == static_cast<int64_t>(sizeof(T))) return reinterpret_cast<const T*>(p) + j0;
+  if (stride_bytes == 0) return reinterpret_cast<const T*>(p);
+  pack_strided(buf, p + j0 * stride_bytes, stride_bytes, m);
+  return buf;
+}
+#endif
+
+template <typename T>
+inline const T& at(const char* p, int64_t j, int64_t stride_bytes) {
+  return *reinterpret_cast<const T*>(p + j * stride_bytes);
+}
+
+// out = f(a, b) over one strip of the iterator.
+template <typename T, typename F>
+void binary_strip(bool avx, bool nt, char* const* p, const int64_t* s, int64_t n, const F& f) {
+  using A = acc_t<T>;
+  constexpr int64_t es = sizeof(T);
+  T* o = reinterpret_cast<T*>(p[0]);
+  const T* a = reinterpret_cast<const T*>(p[1]);
+  const T* b = reinterpret_cast<const T*>(p[2]);
+#ifdef SB_HAVE_AVX2
+  if constexpr (kHasVec<T>) {
+    if (avx && s[0] == es) {
+      if (s[1] == es && s[2] == es)
+        return nt ? binary_vloop<T, false, false, true>(o, a, b, n, f) : binary_vloop<T, false, false>(o, a, b, n, f);
+      if (s[1] == es && s[2] == 0)
+        return nt ? binary_vloop<T, false, true, true>(o, a, b, n, f) : binary_vloop<T, false, true>(o, a, b, n, f);
+      if (s[1] == 0 && s[2] == es)
+        return nt ? binary_vloop<T, true, false, true>(o, a, b, n, f) : binary_vloop<T, true, false>(o, a, b, n, f);
+#ifdef SB_HAVE_AVX512
+      if constexpr (!std::is_same_v<T, Half>)
+        if ((s[1] == 2 * es || s[2] == 2 * es) && (s[1] == 0 || s[1] == es || s[1] == 2 * es) &&
+            (s[2] == 0 || s[2] == es || s[2] == 2 * es) && use_avx512()) {
+          // Note [Gathered stride-2 inputs]
+          constexpr Operand D = Operand::Dense, Z = Operand::Scalar, W2 = Operand::Two;
+          if (s[1] != 2 * es) return s[1] == 0 ? gather2<T, 2, Z, W2>(nt, o, a, b, n, f) : gather2<T, 2, D, W2>(nt, o, a, b, n, f);
+          if (s[2] != 2 * es) return s[2] == 0 ? gather2<T, 2, W2, Z>(nt, o, a, b, n, f) : gather2<T, 2, W2, D>(nt, o, a, b, n, f);
+          return gather2<T, 2, W2, W2>(nt, o, a, b, n, f);
+        }
+#endif
+      if (s[1] != 0 || s[2] != 0) {  // a strided input: Note [Packed strided inputs]
+        T ba[kPackChunk], bb[kPackChunk];
+        for (int64_t j0 = 0; j0 < n; j0 += kPackChunk) {
+          const int64_t m = std::min(kPackChunk, n - j0);
+          const T* ca = chunk_operand(ba, p[1], s[1], j0, m);
+          const T* cb = chunk_operand(bb, p[2], s[2], j0, m);
+          if (s[1] == 0) binary_vloop<T, true, false>(o + j0, ca, cb, m, f);
+          else if (s[2] == 0) binary_vloop<T, false, true>(o + j0, ca, cb, m, f);
+          else binary_vloop<T, false, false>(o + j0, ca, cb, m, f);
+        }
+        return;
+      }
+    }
+#ifdef SB_HAVE_AVX512
+    if constexpr (!std::is_same_v<T, Half>)
+      if (avx && s[0] == 2 * es && (s[1] == 2 * es || s[1] == 0) && (s[2] == 2 * es || s[2] == 0) && use_avx512()) {
+        // Note [Stride-2 strips]: each operand is a scalar (stride 0) or a stride-2 run
+        if (s[1] == 0 && s[2] == 0) return stride2_loop<T, 2, true, true>(o, a, b, n, f);
+        if (s[1] == 0) return stride2_loop<T, 2, true, false>(o, a, b, n, f);
+        if (s[2] == 0) return stride2_loop<T, 2, false, true>(o, a, b, n, f);
+        return stride2_loop<T, 2, false, false>(o, a, b, n, f);
+      }
+#endif
+    if (avx && s[0] != 0) {  // a strided output: compute a chunk into bo, then store it
+      T ba[kPackChunk], bb[kPackChunk], bo[kPackChunk];
+      for (int64_t j0 = 0; j0 < n; j0 += kPackChunk) {
+        const int64_t m = std::min(kPackChunk, n - j0);
+        const T* ca = chunk_operand(ba, p[1], s[1], j0, m);
+        const T* cb = chunk_operand(bb, p[2], s[2], j0, m);
+        if (s[1] == 0 && s[2] == 0) binary_vloop<T, true, true>(bo, ca, cb, m, f);
+        else if (s[1] == 0) binary_vloop<T, true, false>(bo, ca, cb, m, f);
+        else if (s[2] == 0) binary_vloop<T, false, true>(bo, ca, cb, m, f);
+        else binary_vloop<T, false, false>(bo, ca, cb, m, f);
+        unpack_strided(p[0] + j0 * s[0], s[0], bo, m);
+      }
+      return;
+    }
+  }
+#else
+  (void)avx;
+#endif
+  (void)nt;  // the scalar loops store plainly
+  if (s[0] == es && s[1] == es && s[2] == es) {
+    for (int64_t j = 0; j < n; ++j) o[j] = T(f(A(a[j]), A(b[j])));
+  } else if (s[0] == es && s[1] == es && s[2] == 0) {
+    const A bv = A(b[0]);
+    for (int64_t j = 0; j < n; ++j) o[j] = T(f(A(a[j]), bv));
+  } else {
+    for (int64_t j = 0; j < n; ++j)
+      *reinterpret_cast<T*>(p[0] + j * s[0]) = T(f(A(at<T>(p[1], j, s[1])), A(at<T>(p[2], j, s[2]))));
+  }
+}
+
+// out = f(a) over one strip.
+template <typename T, typename F>
+void unary_strip(bool avx, bool nt, char* const* p, const int64_t* s, int64_t n, const F& f) {
+  using A = acc_t<T>;
+  constexpr int64_t es = sizeof(T);
+  T* o = reinterpret_cast<T*>(p[0]);
+  const T* a = reinterpret_cast<const T*>(p[1]);
+#ifdef SB_HAVE_AVX2
+  if constexpr (kHasVec<T>) {
+    if (avx && s[0] == es) {
+      if (s[1] == es) return nt ? unary_vloop<T, false, true>(o, a, n, f) : unary_vloop<T, false>(o, a, n, f);
+      if (s[1] == 0) return nt ? unary_vloop<T, true, true>(o, a, n, f) : unary_vloop<T, true>(o, a, n, f);
+#ifdef SB_HAVE_AVX512
+      if constexpr (!std::is_same_v<T, Half>)
+        if (s[1] == 2 * es && use_avx512())  // Note [Gathered stride-2 inputs]
+          return gather2<T, 1, Operand::Two, Operand::Two>(nt, o, a, a, n, f);
+#endif
+      T ba[kPackChunk];  // a strided input: Note [Packed strided inputs]
+      for (int64_t j0 = 0; j0 < n; j0 += kPackChunk) {
+        const int64_t m = std::min(kPackChunk, n - j0);
+        unary_vloop<T, false>(o + j0, chunk_operand(ba, p[1], s[1], j0, m), m, f);
+      }
+      return;
+    }
+#ifdef SB_HAVE_AVX512
+    if constexpr (!std::is_same_v<T, Half>)
+      if (avx && s[0] == 2 * es && (s[1] == 2 * es || s[1] == 0) && use_avx512()) {
+        // Note [Stride-2 strips]
+        return s[1] == 0 ? stride2_loop<T, 1, true, false>(o, a, a, n, f) : stride2_loop<T, 1, false, false>(o, a, a, n, f);
+      }
+#endif
+    if (avx && s[0] != 0) {  // a strided output: compute a chunk into bo, then store it
+      T ba[kPackChunk], bo[kPackChunk];
+      for (int64_t j0 = 0; j0 < n; j0 += kPackChunk) {
+        const int64_t m = std::min(kPackChunk, n - j0);
+        if (s[1] == 0) unary_vloop<T, true>(bo, reinterpret_cast<const T*>(p[1]), m, f);
+        else unary_vloop<T, false>(bo, chunk_operand(ba, p[1], s[1], j0, m), m, f);
+        unpack_strided(p[0] + j0 * s[0], s[0], bo, m);
+      }
+      return;
+    }
+  }
+#else
+  (void)avx;
+#endif
+  (void)nt;
+  if (s[0] == es && s[1] == es) {
+    for (int64_t j = 0; j < n; ++j) o[j] = T(f(A(a[j])));
+  } else {
+    for (int64_t j = 0; j < n; ++j) *reinterpret_cast<T*>(p[0] + j * s[0]) = T(f(A(at<T>(p[1], j, s[1]))));
+  }
+}
+
+// ---------------------------------------------------------------- shared checks (elementwise.cpp)
+
+// Whether the last elementwise call streamed its output (last_elementwise_used_nt());
+// normalize's strips store true when they streamed (Note [Streaming normalize outputs]).
+extern std::atomic<bool> g_last_nt;
+
+// dtype is one the elementwise ops compute on (floating_only: a floating one).
+void check_dtype(const char* name, DType dt, bool floating_only);
+// out against the result's sizes, dtype, device and the overlap rules; true when an
+// input's overlap with out is undecided (the caller computes from copies).
+bool check_out(const char* name, const Tensor& out, const Shape& sizes, DType dt, Device dev,
+               const std::vector<const Tensor*>& inputs);
+[[noreturn]] void no_cuda(const char* name, Device d);
+// Note [Streaming elementwise outputs]: the call-wide rule.
+bool may_stream(bool avx, const Tensor& out, std::initializer_list<const Tensor*> ins);
+// The output of an op over `inputs` (already of `sizes`), laid out as PyTorch lays it.
+Tensor new_output(const Shape& sizes, const std::vector<const Tensor*>& inputs);
+
+}  // namespace sb::ew

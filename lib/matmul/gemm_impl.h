@@ -1,0 +1,255 @@
+// gemm_impl.h — internal: the packed GEMM driver shared by matmul, conv and linear.
+//
+// C[i, j] = epilogue(sum_k A(i, k) * B(k, j)), BLIS-style (Goto's algorithm):
+//   for jc in N step NC:
+//     for pc in K step KC:          B block (KC x NC) packed into NR-column panels
+//       for ic in M step MC:        A block (MC x KC) packed into MR-row panels
+//         for jr, ir: micro-kernel  MR x NR tile of C in registers over KC
+// The operands reach the driver only through two packers, so a strided, transposed,
+// column-major or stepped operand costs its packing and nothing else, and conv packs
+// its implicit im2col straight from the input (no column buffer).
+//   PackA: void(T* dst, int64_t i0, int64_t mc, int64_t p0, int64_t kc, int MR)
+//          dst[panel][k][r] = A(i0 + panel*MR + r, p0 + k), zero past mc; MR is the
+//          micro-kernel's row count, chosen at run time (tile_mr: 6 AVX2, 16 AVX-512)
+//   PackB: void(T* dst, int64_t p0, int64_t kc, int64_t j0, int64_t nc)
+//          dst[panel][k][c] = B(p0 + k, j0 + panel*NR + c), zero past nc
+// Workspace (Note [GEMM workspace]): one B block (KC x NC, rounded to NR) and one A
+// block (MC x KC) per thread, taken from cpu_allocator() for the call and given back
+// at its end, so the allocator statistics count it: gemm_workspace_bytes() says how much.
+// Threads: sb::parallel_for over a team of get_num_threads() (1 inside a parallel
+// region), each owning a stripe of C (see GemmPlan).
+// Cost: 2*M*N*K flop; packing reads A ceil(N/NC) times and B once.
+#pragma once
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "stridebench/allocator.h"
+#include "stridebench/cpu_features.h"
+#include "stridebench/parallel.h"
+#include "stridebench/matmul.h"
+#include "core/transpose_tile.h"
+
+namespace sb::detail {
+
+constexpr int kMRf = 6, kNRf = 16;     // float32 register tile: 12 ymm accumulators (AVX2, scalar)
+constexpr int kMRf512 = 16;            // float32 AVX-512 tile 16x16: 16 zmm accumulators
+constexpr int kMRmax = 16;             // the largest MR of any path (tile buffers)
+constexpr int kMRd = 4, kNRd = 8;      // float64 tile (scalar/auto-vectorised path)
+constexpr int64_t kKC = 256;           // elements: a 16 x 256 float B micro-panel = 16 KiB (L1 48 KiB)
+constexpr int64_t kMC = 144;           // rows: a 144 x 256 float A block = 144 KiB (L2 2 MiB)
+constexpr int64_t kNC = 1024;          // cols: a 256 x 1024 float B block = 1 MiB (L2 2 MiB; 3072 was 15% slower at 64x576x3136, 768 packed a 1024-wide A twice)
+
+// RAII workspace from the current CPU allocator (counted in its statistics).
+class Workspace {
+ public:
+  explicit Workspace(size_t nbytes) : alloc_(cpu_allocator()), n_(nbytes), p_(n_ ? alloc_->allocate(n_) : nullptr) {}
+  ~Workspace() { if (p_) alloc_->deallocate(p_, n_); }
+  Workspace(const Workspace&) = delete;
+  Workspace& operator=(const Workspace&) = delete;
+  template <typename T> T* as() const { return static_cast<T*>(p_); }
+ private:
+  Allocator* alloc_;
+  size_t n_;
+  void* p_;
+};
+
+// Runs body(t) for t in [0, nt) on up to nt threads (serially when fewer exist).
+template <typename F>
+void run_team(int nt, const F& body) {
+  if (nt <= 1) { body(0); return; }
+  parallel_for(0, nt, 1, [&](int64_t b, int64_t e) { for (int64_t t = b; t < e; ++t) body(static_cast<int>(t)); });
+}
+
+inline int team_size() { return in_parallel_region() ? 1 : std::max(1, get_num_threads()); }
+
+// tile (mr x nr, row-major with ld NR) -> C with the epilogue. first/last: the first
+// and last KC block of the sum (beta applies on the first, bias/relu on the last).
+template <typename T, int NR>
+void store_tile(const T* tile, T* c, int64_t c_rs, int64_t c_cs, int mr, int nr, const GemmEpilogueT<T>& ep,
+                bool first, bool last, int64_t i0, int64_t j0);
+// float32 micro-kernels: tile[r*16 + c] = sum_k a[k*MR + r] * b[k*16 + c] (MR 6; 16 for AVX-512)
+void ukernel_f32_avx2(int64_t kc, const float* a, const float* b, float* tile);
+void ukernel_f32_avx512(int64_t kc, const float* a, const float* b, float* tile);
+void ukernel_f32_scalar(int64_t kc, const float* a, const float* b, float* tile);
+// AVX-512 16x16 tile stored straight into C (unit column stride) with the epilogue,
+// as store_tile would (Note [Fused C store] in gemm_kernel.cpp).
+void ukernel_f32_avx512_c(int64_t kc, const float* a, const float* b, float* c, int64_t c_rs, const GemmEpilogue& ep,
+                          bool first, bool last, int64_t i0, int64_t j0);
+void ukernel_f64(int64_t kc, const double* a, const double* b, double* tile);
+
+template <typename T>
+struct Tile;
+template <> struct Tile<float> { static constexpr int MR = kMRf, NR = kNRf; };
+template <> struct Tile<double> { static constexpr int MR = kMRd, NR = kNRd; };
+
+// The micro-kernel's row count on the current SIMD level.
+template <typename T>
+inline int tile_mr() {
+  if constexpr (std::is_same<T, float>::value) return use_avx512() ? kMRf512 : kMRf;
+  return Tile<T>::MR;
+}
+
+inline int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+// Threads split C into independent stripes, one per thread, each running the whole
+// serial loop nest with its own A and B buffers: one parallel region per call and no
+// barrier (a shared packed B with a barrier per KC block was measured slower on this
+// loaded 2-core machine: docs/notes/gemm.md). The stripes cut N when M <= N (A, M x K,
+// is then packed by every thread) and M otherwise (B packed by every thread).
+struct GemmPlan {
+  int team;               // threads used
+  bool split_n;
+  int64_t chunk;          // rows (split M) or columns (split N) per thread
+  int64_t kc, mc, nc;     // block sizes
+};
+
+template <typename T>
+GemmPlan plan_gemm(int64_t M, int64_t N, int64_t K, int nt, int MR) {
+  constexpr int NR = Tile<T>::NR;
+  GemmPlan p;
+  p.split_n = M <= N;
+  const int64_t units = p.split_n ? (N + NR - 1) / NR : (M + MR - 1) / MR;
+  p.team = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(nt, units)));
+  p.chunk = (units + p.team - 1) / p.team * (p.split_n ? NR : MR);
+  const int64_t m_own = p.split_n ? M : p.chunk, n_own = p.split_n ? p.chunk : N;
+  const int64_t kb = std::max<int64_t>(1, (K + kKC - 1) / kKC);  // balanced KC blocks: no short tail
+  p.kc = std::max<int64_t>(1, (K + kb - 1) / kb);
+  const int64_t nb = std::max<int64_t>(1, (n_own + kNC - 1) / kNC);  // balanced N blocks
+  p.nc = std::max<int64_t>(NR, round_up((n_own + nb - 1) / nb, NR));
+  const int64_t mb = std::max<int64_t>(1, (m_own + kMC - 1) / kMC);  // balanced M blocks
+  p.mc = std::max<int64_t>(MR, round_up((m_own + mb - 1) / mb, MR));
+  return p;
+}
+
+// Elements of one thread's buffers, each rounded to 64 bytes so the packed B panels
+// stay aligned for the micro-kernel's aligned loads.
+inline int64_t thread_ws_elems(const GemmPlan& p) { return round_up(p.kc * p.nc, 16) + round_up(p.mc * p.kc, 16); }
+
+template <typename T>
+size_t gemm_workspace_bytes_t(int64_t M, int64_t N, int64_t K, int nt) {
+  if (M <= 0 || N <= 0 || K <= 0) return 0;
+  const GemmPlan p = plan_gemm<T>(M, N, K, nt, tile_mr<T>());
+  return sizeof(T) * static_cast<size_t>(p.team * thread_ws_elems(p));
+}
+
+// The driver. c points to C(0, 0); C(i, j) at c[i*c_rs + j*c_cs].
+template <typename T, typename PackA, typename PackB>
+void gemm_driver(int64_t M, int64_t N, int64_t K, const PackA& pack_a, const PackB& pack_b, T* c, int64_t c_rs,
+                 int64_t c_cs, const GemmEpilogueT<T>& ep) {
+  constexpr int NR = Tile<T>::NR;
+  const int MR = tile_mr<T>();
+  if (M <= 0 || N <= 0) return;
+  if (K <= 0) {  // empty sum: C = beta*C + bias, relu
+    T zero_tile[kMRmax * NR] = {};
+    for (int64_t i = 0; i < M; i += MR)
+      for (int64_t j = 0; j < N; j += NR)
+        store_tile<T, NR>(zero_tile, c + i * c_rs + j * c_cs, c_rs, c_cs, static_cast<int>(std::min<int64_t>(MR, M - i)),
+                          static_cast<int>(std::min<int64_t>(NR, N - j)), ep, true, true, i, j);
+    return;
+  }
+  const GemmPlan p = plan_gemm<T>(M, N, K, team_size(), MR);
+  Workspace ws(gemm_workspace_bytes_t<T>(M, N, K, team_size()));
+  const bool avx2 = std::is_same<T, float>::value && use_avx2(), avx512 = MR == kMRf512;
+  run_team(p.team, [&](int t) {
+    T* bbuf = ws.as<T>() + static_cast<int64_t>(t) * thread_ws_elems(p);
+    T* abuf = bbuf + round_up(p.kc * p.nc, 16);
+    alignas(64) T tile[kMRmax * NR];
+    const int64_t m0 = p.split_n ? 0 : t * p.chunk, m1 = p.split_n ? M : std::min(M, m0 + p.chunk);
+    const int64_t n0 = p.split_n ? t * p.chunk : 0, n1 = p.split_n ? std::min(N, n0 + p.chunk) : N;
+    for (int64_t jc = n0; jc < n1; jc += p.nc) {
+      const int64_t nc = std::min(p.nc, n1 - jc);
+      for (int64_t pc = 0; pc < K; pc += p.kc) {
+        const int64_t kc = std::min(p.kc, K - pc);
+        const bool first = pc == 0, last = pc + kc >= K;
+        pack_b(bbuf, pc, kc, jc, nc);
+        for (int64_t ic = m0; ic < m1; ic += p.mc) {
+          const int64_t mc = std::min(p.mc, m1 - ic);
+          pack_a(abuf, ic, mc, pc, kc, MR);
+          for (int64_t jr = 0; jr < nc; jr += NR) {
+            const int nr = static_cast<int>(std::min<int64_t>(NR, nc - jr));
+            const T* bp = bbuf + jr * kc;
+            for (int64_t ir = 0; ir < mc; ir += MR) {
+              const T* ap = abuf + ir * kc;
+              const int64_t i = ic + ir, j = jc + jr;
+              if constexpr (std::is_same<T, float>::value) {
+                if (avx512 && c_cs == 1 && nr == NR && mc - ir >= MR) {
+                  ukernel_f32_avx512_c(kc, ap, bp, c + i * c_rs + j, c_rs, ep, first, last, i, j);
+                  continue;
+                }
+                if (avx512) ukernel_f32_avx512(kc, ap, bp, tile);
+                else if (avx2) ukernel_f32_avx2(kc, ap, bp, tile);
+                else ukernel_f32_scalar(kc, ap, bp, tile);
+              } else {
+                ukernel_f64(kc, ap, bp, tile);
+              }
+              store_tile<T, NR>(tile, c + i * c_rs + j * c_cs, c_rs, c_cs,
+                                static_cast<int>(std::min<int64_t>(MR, mc - ir)), nr, ep, first, last, i, j);
+            }
+          }
+        }
+      }
+    }
+  });
+}
+
+// ---- strided packers (any strides; fast loops for unit strides) ----
+// Note [Packing a transposed A]: when A's rows have unit stride (A is a .t() view, or
+// CblasTrans), the elements of one k for a whole MC block are contiguous. The packer
+// walks k outer and copies fixed-size MR-element runs (inlined moves) into each panel,
+// so every k reads one contiguous run of the column; panel by panel, with a memcpy call
+// per 64 bytes and a 4 KiB jump per k, transposed A cost a tenth more than contiguous
+// (docs/notes/gemm.md). pack_b_strided does the same for a row-major B.
+template <typename S> inline float load_f32(const S* p) { return static_cast<float>(*p); }
+
+// A(i, k) = a[i*rs + k*cs]; a points to A(0, 0); MR-row panels.
+template <typename T, typename S>
+void pack_a_strided(T* dst, const S* a, int64_t rs, int64_t cs, int64_t i0, int64_t mc, int64_t p0, int64_t kc, int MR) {
+  if constexpr (std::is_same<T, S>::value) {
+    if (rs == 1 && cs != 1) {  // unit-stride columns (a transposed A): Note [Packing a transposed A]
+      for (int64_t k = 0; k < kc; ++k) {
+        const S* col = a + i0 + (p0 + k) * cs;
+        T* d = dst + k * MR;
+        int64_t ip = 0;
+        if (MR == kMRf512) {
+          for (; ip + kMRf512 <= mc; ip += kMRf512, d += kMRf512 * kc) std::memcpy(d, col + ip, kMRf512 * sizeof(T));
+        } else if (MR == kMRf) {
+          for (; ip + kMRf <= mc; ip += kMRf, d += kMRf * kc) std::memcpy(d, col + ip, kMRf * sizeof(T));
+        }
+        for (; ip < mc; ip += MR, d += MR * kc) {
+          const int mr = static_cast<int>(std::min<int64_t>(MR, mc - ip));
+          for (int r = 0; r < mr; ++r) d[r] = col[ip + r];
+          for (int r = mr; r < MR; ++r) d[r] = T(0);
+        }
+      }
+      return;
+    }
+  }
+  for (int64_t ip = 0; ip < mc; ip += MR, dst += MR * kc) {
+    const int mr = static_cast<int>(std::min<int64_t>(MR, mc - ip));
+#ifdef SB_HAVE_AVX2
+    if constexpr (std::is_same<T, float>::value && std::is_same<S, float>::value) {
+      if (cs == 1 && use_avx2()) {  // unit-stride rows: 8x8 transposes into the MR-interleaved panel
+        transpose_tile_f32(dst, MR, a + (i0 + ip) * rs + p0, rs, kc, mr);
+        for (int r = mr; r < MR; ++r)
+          for (int64_t k = 0; k < kc; ++k) dst[k * MR + r] = T(0);
+        continue;
+      }
+    }
+#endif
+    for (int r = 0; r < mr; ++r) {
+      const S* row = a + (i0 + ip + r) * rs + p0 * cs;
+      if (cs == 1) for (int64_t k = 0; k < kc; ++k) dst[k * MR + r] = static_cast<T>(row[k]);
+      else for (int64_t k = 0; k < kc; ++k) dst[k * MR + r] = static_cast<T>(row[k * cs]);
+    }
+    for (int r = mr; r < MR; ++r)
+      for (int64_t k = 0; k < kc; ++k) dst[k * MR + r] = T(0);
+  }
+}
+
+// B(k, j) = b[k*rs + j*cs]; b points to B(0, 0). S may be Half (converted while packing).
+template <typename T, int NR, typename S>
+void pack_b_strided(T* dst, const S* b, int64_t rs, int64_t cs, int64_t p0, int64_t kc, int64_t j0, int64_t nc);
+
+}  // namespace sb::detail

@@ -1,0 +1,103 @@
+// matmul.cpp — matmul / matmul_out: checks, batch broadcasting, dispatch to the packed
+// GEMM (gemm_kernel.cpp) or, for CUDA tensors, to sb::cuda::matmul.
+// Cost: 2*B*M*N*K flop; each operand read once per pack (A: ceil(N/NC) times), C written once.
+#include "stridebench/matmul.h"
+
+#include "matmul/gemm_impl.h"
+#ifdef SB_WITH_CUDA
+#include "cuda/cuda_backend.h"
+#endif
+
+namespace sb {
+namespace {
+
+// The result sizes of matmul(a, b), after every check on a and b.
+Shape matmul_sizes(const Tensor& a, const Tensor& b, const char* op) {
+  SB_CHECK(a.defined() && b.defined(), op, ": undefined operand");
+  SB_CHECK(a.dim() == 2 || a.dim() == 3, op, ": expected a 2-D or 3-D first operand, got ", a.dim(), "-D sizes ",
+           a.sizes());
+  SB_CHECK(b.dim() == 2 || b.dim() == 3, op, ": expected a 2-D or 3-D second operand, got ", b.dim(), "-D sizes ",
+           b.sizes());
+  SB_CHECK(a.dtype() == b.dtype(), op, ": dtype mismatch ", a.dtype(), " vs ", b.dtype());
+  SB_CHECK(a.device() == b.device(), op, ": device mismatch ", a.device(), " vs ", b.device());
+  SB_CHECK(a.dtype() == DType::Float32 || a.dtype() == DType::Float64, op, ": expected float32 or float64, got ",
+           a.dtype());
+  SB_CHECK(a.size(-1) == b.size(-2), op, ": inner dimensions differ: ", a.sizes(), " x ", b.sizes(), " (", a.size(-1),
+           " vs ", b.size(-2), ")");
+  const int64_t M = a.size(-2), N = b.size(-1);
+  if (a.dim() == 2 && b.dim() == 2) return {M, N};
+  const int64_t ba = a.dim() == 3 ? a.size(0) : 1, bb = b.dim() == 3 ? b.size(0) : 1;
+  SB_CHECK(ba == bb || ba == 1 || bb == 1, op, ": batch sizes do not broadcast: ", a.sizes(), " x ", b.sizes());
+  return {ba == 1 ? bb : ba, M, N};
+}
+
+template <typename T>
+void matmul_cpu(const Tensor& out, const Tensor& a, const Tensor& b) {
+  const int64_t M = a.size(-2), K = a.size(-1), N = b.size(-1);
+  const T* pa = static_cast<const T*>(a.data_ptr());
+  const T* pb = static_cast<const T*>(b.data_ptr());
+  T* pc = static_cast<T*>(out.data_ptr());
+  const int64_t a_rs = a.stride(-2), a_cs = a.stride(-1), b_rs = b.stride(-2), b_cs = b.stride(-1);
+  const int64_t c_rs = out.stride(-2), c_cs = out.stride(-1);
+  if (out.dim() == 2) {
+    gemm(M, N, K, pa, a_rs, a_cs, pb, b_rs, b_cs, pc, c_rs, c_cs, GemmEpilogueT<T>{});
+    return;
+  }
+  const int64_t B = out.size(0);
+  const int64_t a_bs = (a.dim() == 3 && a.size(0) != 1) ? a.stride(0) : 0;
+  const int64_t b_bs = (b.dim() == 3 && b.size(0) != 1) ? b.stride(0) : 0;
+  // A shared B with batch and rows of A (and C) that merge into one dim: one big GEMM.
+  if (b_bs == 0 && (B == 1 || (a_bs == M * a_rs && out.stride(0) == M * c_rs))) {
+    gemm(B * M, N, K, pa, a_rs, a_cs, pb, b_rs, b_cs, pc, c_rs, c_cs, GemmEpilogueT<T>{});
+    return;
+  }
+  for (int64_t i = 0; i < B; ++i)
+    gemm(M, N, K, pa + i * a_bs, a_rs, a_cs, pb + i * b_bs, b_rs, b_cs, pc + i * out.stride(0), c_rs, c_cs,
+         GemmEpilogueT<T>{});
+}
+
+void matmul_dispatch(const Tensor& out, const Tensor& a, const Tensor& b) {
+  if (out.numel() == 0) return;
+#ifdef SB_WITH_CUDA
+  if (a.device().is_cuda()) {  // batch broadcasting as stride-0 batches of size B
+    if (out.dim() == 3) {
+      const int64_t B = out.size(0);
+      const Tensor a3 = (a.dim() == 2 ? a.unsqueeze(0) : a).expand({B, a.size(-2), a.size(-1)});
+      const Tensor b3 = (b.dim() == 2 ? b.unsqueeze(0) : b).expand({B, b.size(-2), b.size(-1)});
+      cuda::matmul(out, a3, b3);
+    } else {
+      cuda::matmul(out, a, b);
+    }
+    return;
+  }
+#endif
+  SB_CHECK(a.device().is_cpu(), "matmul: no backend for device ", a.device(), " in this build");
+  if (a.dtype() == DType::Float32) matmul_cpu<float>(out, a, b);
+  else matmul_cpu<double>(out, a, b);
+}
+
+}  // namespace
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  const Shape sizes = matmul_sizes(a, b, "matmul");
+  Tensor out = empty(sizes, a.dtype(), a.device());
+  matmul_dispatch(out, a, b);
+  return out;
+}
+
+Tensor& matmul_out(Tensor& out, const Tensor& a, const Tensor& b) {
+  const Shape sizes = matmul_sizes(a, b, "matmul_out");
+  SB_CHECK(out.defined(), "matmul_out: undefined out");
+  SB_CHECK(out.sizes() == sizes, "matmul_out: out has sizes ", out.sizes(), ", expected ", sizes, " for ", a.sizes(),
+           " x ", b.sizes());
+  SB_CHECK(out.dtype() == a.dtype(), "matmul_out: out dtype ", out.dtype(), ", expected ", a.dtype());
+  SB_CHECK(out.device() == a.device(), "matmul_out: out on ", out.device(), ", operands on ", a.device());
+  SB_CHECK(has_internal_overlap(out) != MemOverlap::Yes, "matmul_out: out has overlapping elements (strides ",
+           out.strides(), ")");
+  check_disjoint("matmul_out", out, a, "operand a");
+  check_disjoint("matmul_out", out, b, "operand b");
+  matmul_dispatch(out, a, b);
+  return out;
+}
+
+}  // namespace sb

@@ -1,0 +1,1003 @@
+// reduce.cpp — sum, mean, max, var, std over any set of dims (CPU; CUDA via lib/cuda).
+//
+// Plan: the kept dims K and the reduced dims R each come from plan_dims (Note [One
+// dimension planner]), K ordered by the input's strides then the output's, R by the
+// input's. Results are computed per kept element in that K order into an accumulator
+// array, then written through out's strides. Kernels:
+//   horizontal  R's innermost dim is unit-stride: each kept element reduces runs of
+//               contiguous memory, AVX2 with 4 independent vector accumulators.
+//   vertical    K's innermost dim is unit-stride: whole rows of kept elements are
+//               accumulated with SIMD into an L1 buffer (kColumns wide), kVRows input
+//               rows per buffer pass, over every reduced index (Note [Vertical rows
+//               per pass]).
+//   general     neither: the horizontal driver with a strided scalar inner loop.
+// Parallel over kept elements (or column tasks); when there are too few of them the
+// reduced range is split into one part per thread and the parts combined.
+// Accumulation: float32 and float16 (converted with F16C) in float32 vectors flushed
+// into float64 every kFlushElems elements or kFlushRows rows; float64 in float64;
+// int32 sum in int64 (stored back as int32, wrapping), int32 max exactly. The scalar
+// path (sb::use_avx2() false) accumulates in float64 (int64 for int32 sums).
+// var/std: one read of x, moments merged as (count, mean, M2) triples (Note [One read
+// for var]): two-pass blocks on the horizontal path, register blocks of kVRows rows
+// around a shift on the vertical one.
+// max propagates NaN, as PyTorch does.
+// Cost: one read of the input, one write of the (small) output.
+#include "stridebench/reduce.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <functional>
+#include <limits>
+#include <numeric>
+
+#ifdef SB_HAVE_AVX2
+#include <immintrin.h>
+#endif
+
+#include "core/convert.h"
+#include "stridebench/cpu_features.h"
+#include "core/dim_plan.h"
+#include "stridebench/parallel.h"
+
+#ifdef SB_WITH_CUDA
+#include "cuda/cuda_backend.h"
+#endif
+
+namespace sb {
+
+namespace {
+
+constexpr int64_t kFlushElems = 4096;  // elements per float32 accumulator run (horizontal)
+constexpr int64_t kFlushRows = 1024;   // rows per float32 buffer run (vertical)
+constexpr int64_t kGroupRuns = 64;     // buffer runs per group (vertical; Note [Cascaded accumulation])
+constexpr int64_t kColumns = 8192;     // elements: width of one vertical task (Note [Vertical rows per pass])
+constexpr int kVRows = 8;              // input rows per buffer pass (vertical)
+constexpr int64_t kRowBatch = 64;      // row offsets generated at a time
+
+const char* op_name(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum: return "sum";
+    case ReduceOp::Mean: return "mean";
+    case ReduceOp::Max: return "max";
+    case ReduceOp::Var: return "var";
+    case ReduceOp::Std: return "std";
+  }
+  return "?";
+}
+
+template <typename A, typename T>
+inline A to_acc(T v) {
+  if constexpr (std::is_same_v<T, Half>) return static_cast<A>(static_cast<float>(v));
+  else return static_cast<A>(v);
+}
+
+template <typename S>
+inline S nanmax(S a, S x) {  // keeps a NaN in a, takes a NaN from x
+  return (x > a || x != x) ? x : a;
+}
+
+// ---------------------------------------------------------------- vector traits
+// T: element type; A: final accumulator (double, or int64 for int32 sums); Acc: the
+// type of vertical buffers; R: the register; W: lanes.
+
+template <typename T_, typename A_>
+struct VScalar {
+  using T = T_;
+  using A = A_;
+  using Acc = A_;
+  using R = A_;
+  static constexpr int W = 1;
+  static R load(const T* p) { return to_acc<A>(*p); }
+  static R loadacc(const Acc* p) { return *p; }
+  static void storeacc(Acc* p, R v) { *p = v; }
+  static R zero() { return R(0); }
+  static R set1(double v) { return static_cast<R>(v); }
+  static R lowest() { return static_cast<R>(-INFINITY); }
+  static R add(R a, R b) { return a + b; }
+  static R sub(R a, R b) { return a - b; }
+  static R fmadd(R a, R b, R c) { return a * b + c; }
+  static R max_nan(R a, R x) { return nanmax(a, x); }
+  static A hsum(R a) { return a; }
+  static A hmax(R a) { return a; }
+};
+
+#ifdef SB_HAVE_AVX2
+template <typename T_>
+struct VF32Base {
+  using T = T_;
+  using A = double;
+  using Acc = float;
+  using R = __m256;
+  static constexpr int W = 8;
+  static R loadacc(const float* p) { return _mm256_loadu_ps(p); }
+  static void storeacc(float* p, R v) { _mm256_storeu_ps(p, v); }
+  static R zero() { return _mm256_setzero_ps(); }
+  static R set1(double v) { return _mm256_set1_ps(static_cast<float>(v)); }
+  static R lowest() { return _mm256_set1_ps(-INFINITY); }
+  static R add(R a, R b) { return _mm256_add_ps(a, b); }
+  static R sub(R a, R b) { return _mm256_sub_ps(a, b); }
+  static R fmadd(R a, R b, R c) { return _mm256_fmadd_ps(a, b, c); }
+  // max_ps returns its second operand when either is NaN: a NaN already in a stays;
+  // a NaN in x is forced in by OR-ing the all-ones unordered mask (a NaN pattern).
+  static R max_nan(R a, R x) { return _mm256_or_ps(_mm256_max_ps(x, a), _mm256_cmp_ps(x, x, _CMP_UNORD_Q)); }
+  static double hsum(R a) {
+    alignas(32) float v[8];
+    _mm256_store_ps(v, a);
+    return ((double(v[0]) + v[1]) + (double(v[2]) + v[3])) + ((double(v[4]) + v[5]) + (double(v[6]) + v[7]));
+  }
+  static double hmax(R a) {
+    alignas(32) float v[8];
+    _mm256_store_ps(v, a);
+    double m = v[0];
+    for (int i = 1; i < 8; ++i) m = nanmax<double>(m, v[i]);
+    return m;
+  }
+};
+struct VF32 : VF32Base<float> {
+  static R load(const float* p) { return _mm256_loadu_ps(p); }
+};
+struct VF16 : VF32Base<Half> {
+  static R load(const Half* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+};
+struct VF64 {
+  using T = double;
+  using A = double;
+  using Acc = double;
+  using R = __m256d;
+  static constexpr int W = 4;
+  static R load(const double* p) { return _mm256_loadu_pd(p); }
+  static R loadacc(const double* p) { return _mm256_loadu_pd(p); }
+  static void storeacc(double* p, R v) { _mm256_storeu_pd(p, v); }
+  static R zero() { return _mm256_setzero_pd(); }
+  static R set1(double v) { return _mm256_set1_pd(v); }
+  static R lowest() { return _mm256_set1_pd(-INFINITY); }
+  static R add(R a, R b) { return _mm256_add_pd(a, b); }
+  static R sub(R a, R b) { return _mm256_sub_pd(a, b); }
+  static R fmadd(R a, R b, R c) { return _mm256_fmadd_pd(a, b, c); }
+  static R max_nan(R a, R x) { return _mm256_or_pd(_mm256_max_pd(x, a), _mm256_cmp_pd(x, x, _CMP_UNORD_Q)); }
+  static double hsum(R a) {
+    alignas(32) double v[4];
+    _mm256_store_pd(v, a);
+    return (v[0] + v[1]) + (v[2] + v[3]);
+  }
+  static double hmax(R a) {
+    alignas(32) double v[4];
+    _mm256_store_pd(v, a);
+    return nanmax(nanmax(nanmax(v[0], v[1]), v[2]), v[3]);
+  }
+};
+#endif
+
+// ---------------------------------------------------------------- reduction ops
+// N accumulators per kept element; step on registers, sstep on scalars of type S.
+
+struct OpSum {
+  static constexpr int N = 1;
+  static constexpr bool kChan = false;
+  template <class V> static void init(typename V::R* a) { a[0] = V::zero(); }
+  template <class V> static void step(typename V::R* a, typename V::R x, typename V::R) { a[0] = V::add(a[0], x); }
+  template <class V> static void vcombine(typename V::R* a, const typename V::R* b) { a[0] = V::add(a[0], b[0]); }
+  template <class V> static void hred(typename V::A* o, const typename V::R* a) { o[0] = V::hsum(a[0]); }
+  template <class S> static void sinit(S* a) { a[0] = S(0); }
+  template <class S> static void sstep(S* a, S x, S) { a[0] += x; }
+  template <class S> static void scombine(S* a, const S* b) { a[0] += b[0]; }
+};
+
+struct OpMax {
+  static constexpr int N = 1;
+  static constexpr bool kChan = false;
+  template <class V> static void init(typename V::R* a) { a[0] = V::lowest(); }
+  template <class V> static void step(typename V::R* a, typename V::R x, typename V::R) { a[0] = V::max_nan(a[0], x); }
+  template <class V> static void vcombine(typename V::R* a, const typename V::R* b) { a[0] = V::max_nan(a[0], b[0]); }
+  template <class V> static void hred(typename V::A* o, const typename V::R* a) { o[0] = V::hmax(a[0]); }
+  template <class S> static void sinit(S* a) { a[0] = static_cast<S>(-INFINITY); }
+  template <class S> static void sstep(S* a, S x, S) { a[0] = nanmax(a[0], x); }
+  template <class S> static void scombine(S* a, const S* b) { a[0] = nanmax(a[0], b[0]); }
+};
+
+// Deviations from a mean m: a[0] = sum (x - m)^2, a[1] = sum (x - m) (var's second pass
+// over one block of a kept element's range: Note [One read for var]).
+struct OpSqDev {
+  static constexpr int N = 2;
+  template <class V> static void init(typename V::R* a) { a[0] = a[1] = V::zero(); }
+  template <class V> static void step(typename V::R* a, typename V::R x, typename V::R m) {
+    const typename V::R d = V::sub(x, m);
+    a[0] = V::fmadd(d, d, a[0]);
+    a[1] = V::add(a[1], d);
+  }
+  template <class V> static void vcombine(typename V::R* a, const typename V::R* b) {
+    a[0] = V::add(a[0], b[0]);
+    a[1] = V::add(a[1], b[1]);
+  }
+  template <class V> static void hred(typename V::A* o, const typename V::R* a) {
+    o[0] = V::hsum(a[0]);
+    o[1] = V::hsum(a[1]);
+  }
+  template <class S> static void sinit(S* a) { a[0] = a[1] = S(0); }
+  template <class S> static void sstep(S* a, S x, S m) {
+    const S d = x - m;
+    a[0] += d * d;
+    a[1] += d;
+  }
+  template <class S> static void scombine(S* a, const S* b) {
+    a[0] += b[0];
+    a[1] += b[1];
+  }
+};
+
+// Note [One read for var]
+// The corrected two-pass algorithm (a sum pass for the means, then sum((x - m)^2) and
+// sum(x - m) around them) reads a DRAM-sized x twice. Here x is read from memory once
+// and the moments are merged as (count, mean, M2) triples by
+// Chan et al.'s formula (mean += d nb / n, M2 += M2b + d^2 na nb / n, d = meanb - meana),
+// in double outside the kernels:
+//  - horizontal, one unit-stride run per kept element (h_var_run): blocks of
+//    kVarRunBlock elements, each block's sum in the same loop as the previous block's
+//    deviations around its mean (from L1): two passes one after the other would pause
+//    the memory stream for the second;
+//  - horizontal, other ranges (several reduced dims, strided): blocks of kVarBlock
+//    elements, each two-pass while it is in L1/L2 (the sum, then OpSqDev);
+//    in both, the deviations are taken around the block mean rounded to the accumulator
+//    type, so the vector lanes and the scalar tail share one centre;
+//  - vertical (kept columns unit-stride): per column task, y = x - c with c the task's
+//    first row (so the float32 lanes hold deviations of the order of the std, not values
+//    far from 0), each pass of kVRows rows gives its block mean and M2 from registers,
+//    merged into float32 running (mean, M2) buffers with weights common to all columns
+//    (v_var_kernel); every kFlushRows rows the run goes into the double triples.
+// Accuracy is that of the two-pass algorithm per block; the merges add errors of the
+// order of the accumulator's epsilon (tests: reduce_test, rtol 1e-5 against float64 on
+// data centred at 1e4, with an outlier first row). Figures: docs/notes/copy-reduce.md.
+constexpr int64_t kVarBlock = 4096;  // elements per two-pass block (horizontal)
+
+struct OpVar {
+  static constexpr int N = 3;  // count, mean, M2 (sum of squared deviations from the mean)
+  static constexpr bool kChan = true;
+  template <class S> static void sinit(S* a) { a[0] = a[1] = a[2] = S(0); }
+  template <class S> static void scombine(S* a, const S* b) {
+    if (b[0] == 0) return;
+    if (a[0] == 0) {
+      a[0] = b[0], a[1] = b[1], a[2] = b[2];
+      return;
+    }
+    const S n = a[0] + b[0], d = b[1] - a[1];
+    a[1] += d * (b[0] / n);
+    a[2] += b[2] + d * d * (a[0] * b[0] / n);
+    a[0] = n;
+  }
+};
+
+// Merges into acc (an OpVar triple) a block of nb elements whose deviations from centre
+// sum to s1 and whose squared deviations sum to s2 (the corrected two-pass formula; M2 is
+// clamped at 0 against rounding, and a NaN stays a NaN).
+template <typename A>
+void merge_block(A* acc, A nb, A centre, A s2, A s1) {
+  const A d = s1 / nb, m2 = s2 - s1 * d;
+  const A blk[3] = {nb, centre + d, m2 < 0 ? A(0) : m2};
+  OpVar::scombine(acc, blk);
+}
+
+// ---------------------------------------------------------------- inner kernels
+
+// Note [Cascaded accumulation]
+// Every horizontal reduction accumulates in blocks, whatever the strides: at most
+// kFlushElems elements per block, in independent chains (4 of W vector lanes on the
+// unit-stride path, 16 scalars on the stepped, expanded and scalar paths), and the blocks
+// of one kept element are combined pairwise, as a binary counter of partial results
+// (Cascade), pieces shorter than a block (short rows of a multi-dim range) each a leaf
+// (a push costs two combines, amortized). The rounding error of a sum then grows with
+// log2 of the block count, not with the element count, on every path: a mean over an
+// expanded dim of 4 M float64 elements stays within a few ulp, as PyTorch's cascade sum
+// does. The vertical kernel accumulates kFlushRows rows per block in its column buffers
+// (8 rows summed in registers per pass) and combines the blocks in groups of kGroupRuns.
+template <class Op, typename A>
+class Cascade {
+ public:
+  // part: Op's reduction of one block or one shorter piece
+  void add(const A* part) {
+    A carry[N];
+    std::copy(part, part + N, carry);
+    int l = 0;
+    for (; used_ >> l & 1; ++l) {  // partial results of equal rank pair up
+      Op::scombine(level_[l], carry);
+      std::copy(level_[l], level_[l] + N, carry);
+      used_ &= ~(uint64_t{1} << l);
+    }
+    std::copy(carry, carry + N, level_[l]);
+    used_ |= uint64_t{1} << l;
+  }
+  // combines the total into out, the smallest partial results first
+  void finish(A* out) const {
+    uint64_t u = used_;
+    if (u == 0) return;
+    A total[N];
+    std::copy(level_[__builtin_ctzll(u)], level_[__builtin_ctzll(u)] + N, total);
+    for (u &= u - 1; u; u &= u - 1) Op::scombine(total, level_[__builtin_ctzll(u)]);
+    Op::scombine(out, total);
+  }
+
+ private:
+  static constexpr int N = Op::N, kLevels = 64;
+  A level_[kLevels][N];
+  uint64_t used_ = 0;
+};
+
+// Adds to sink the reduction of p[0], p[s], …, p[(n-1)s] around mean m, a block of at
+// most kFlushElems elements at a time (Note [Cascaded accumulation]).
+// A sink that combines each part straight into out: for a range of one block or less.
+template <class Op, typename A>
+struct DirectSink {
+  A* out;
+  void add(const A* part) { Op::scombine(out, part); }
+};
+
+template <class V, class Op, class Sink>
+void h_kernel(const typename V::T* p, int64_t n, int64_t s, double m, Sink& sink) {
+  using A = typename V::A;
+  using R = typename V::R;
+  constexpr int W = V::W, N = Op::N;
+  int64_t i = 0;
+  if (s == 1 && W > 1) {
+    const R mv = V::set1(m);
+    while (n - i >= W) {  // runs of at most kFlushElems in the register type
+      const int64_t end = i + std::min<int64_t>((n - i) / W * W, kFlushElems);
+      R a0[N], a1[N], a2[N], a3[N];
+      Op::template init<V>(a0);
+      Op::template init<V>(a1);
+      Op::template init<V>(a2);
+      Op::template init<V>(a3);
+      for (; i + 4 * W <= end; i += 4 * W) {
+        Op::template step<V>(a0, V::load(p + i), mv);
+        Op::template step<V>(a1, V::load(p + i + W), mv);
+        Op::template step<V>(a2, V::load(p + i + 2 * W), mv);
+        Op::template step<V>(a3, V::load(p + i + 3 * W), mv);
+      }
+      for (; i + W <= end; i += W) Op::template step<V>(a0, V::load(p + i), mv);
+      Op::template vcombine<V>(a0, a1);
+      Op::template vcombine<V>(a2, a3);
+      Op::template vcombine<V>(a0, a2);
+      A part[N];
+      Op::template hred<V>(part, a0);
+      sink.add(part);
+    }
+  }
+  // stepped or expanded runs, the scalar path and the unit-stride tail: kChains scalar
+  // chains per block, as many as the vector path has lanes x chains for float64
+  constexpr int kChains = 16;
+  const A ma = static_cast<A>(m);
+  if (n - i < 2 * kChains) {  // a vector path's tail, or a short run: one chain
+    if (i == n) return;
+    A t[N];
+    Op::sinit(t);
+    for (; i < n; ++i) Op::sstep(t, to_acc<A>(p[i * s]), ma);
+    return sink.add(t);
+  }
+  while (i < n) {
+    const int64_t end = std::min(n, i + kFlushElems);
+    A t[kChains][N];
+    for (auto& c : t) Op::sinit(c);
+    for (; i + kChains <= end; i += kChains)
+      for (int h = 0; h < kChains; ++h) Op::sstep(t[h], to_acc<A>(p[(i + h) * s]), ma);
+    for (int h = 0; i < end; ++i, ++h) Op::sstep(t[h], to_acc<A>(p[i * s]), ma);
+    for (int w = kChains / 2; w >= 1; w /= 2)  // pairwise over the chains
+      for (int h = 0; h < w; ++h) Op::scombine(t[h], t[h + w]);
+    sink.add(t[0]);
+  }
+}
+
+// buf[q*kColumns + j] (q < N, j < L) combined with rows base + off[r], r < nr.
+template <class V, class Op>
+void v_kernel(const typename V::T* base, const int64_t* off, int64_t nr, int64_t L, typename V::Acc* buf) {
+  using R = typename V::R;
+  using Acc = typename V::Acc;
+  constexpr int W = V::W, N = Op::N;
+  int64_t r = 0;
+  for (; r < nr; r += kVRows) {
+    const int64_t k = std::min<int64_t>(kVRows, nr - r);
+    const typename V::T* p[kVRows];
+    for (int u = 0; u < kVRows; ++u) p[u] = base + off[r + std::min<int64_t>(u, k - 1)];
+    int64_t j = 0;
+    for (; j + W <= L; j += W) {
+      R a[N];
+      for (int q = 0; q < N; ++q) a[q] = V::loadacc(buf + q * kColumns + j);
+      const R m = V::zero();
+      Op::template step<V>(a, V::load(p[0] + j), m);
+      if (k == kVRows) {
+        for (int u = 1; u < kVRows; ++u) Op::template step<V>(a, V::load(p[u] + j), m);  // unrolled: constant trip count
+      } else {
+        for (int u = 1; u < k; ++u) Op::template step<V>(a, V::load(p[u] + j), m);
+      }
+      for (int q = 0; q < N; ++q) V::storeacc(buf + q * kColumns + j, a[q]);
+    }
+    for (; j < L; ++j) {
+      Acc a[N];
+      for (int q = 0; q < N; ++q) a[q] = buf[q * kColumns + j];
+      const Acc m = Acc(0);
+      for (int u = 0; u < k; ++u) Op::sstep(a, to_acc<Acc>(p[u][j]), m);
+      for (int q = 0; q < N; ++q) buf[q * kColumns + j] = a[q];
+    }
+  }
+}
+
+// Note [One read for var], a unit-stride run p[0, n): blocks of kVarRunBlock elements,
+// each block's sum taken in the same loop as the previous block's deviations (from
+// L1), so the memory stream does not pause for a second pass. Each block's deviations
+// are taken around its mean rounded to Acc (vector lanes and tail alike), and its
+// (count, mean, M2) merged into acc by OpVar::scombine.
+constexpr int64_t kVarRunBlock = 2048;
+
+template <class V>
+void h_var_run(const typename V::T* p, int64_t n, typename V::A* acc) {
+  using A = typename V::A;
+  using R = typename V::R;
+  using Acc = typename V::Acc;
+  constexpr int W = V::W;
+  const typename V::T* prev = nullptr;  // the block whose deviations are pending
+  int64_t nprev = 0;
+  Acc mprev = 0;
+  for (int64_t b = 0;; b += kVarRunBlock) {
+    const int64_t nb = std::max<int64_t>(0, std::min(kVarRunBlock, n - b));  // 0: only the pending block is left
+    const typename V::T* cur = p + b;
+    const R mv = V::set1(static_cast<double>(mprev));
+    // 4 accumulator chains per sum (2 in the loop that does both blocks)
+    R s[4], d2[4], d1[4];
+    for (int h = 0; h < 4; ++h) s[h] = d2[h] = d1[h] = V::zero();
+    auto dev = [&](int h, int64_t i) {
+      const R e = V::sub(V::load(prev + i), mv);
+      d2[h] = V::fmadd(e, e, d2[h]);
+      d1[h] = V::add(d1[h], e);
+    };
+    const int64_t both = prev ? std::min(nb, nprev) / (2 * W) * (2 * W) : 0;
+    int64_t i = 0;
+    for (; i < both; i += 2 * W)
+      for (int h = 0; h < 2; ++h) {
+        s[h] = V::add(s[h], V::load(cur + i + h * W));
+        dev(h, i + h * W);
+      }
+    int64_t k = i;  // the rest of the current block's sum
+    for (; k + 4 * W <= nb; k += 4 * W)
+      for (int h = 0; h < 4; ++h) s[h] = V::add(s[h], V::load(cur + k + h * W));
+    for (; k + W <= nb; k += W) s[0] = V::add(s[0], V::load(cur + k));
+    A st = 0;
+    for (; k < nb; ++k) st += to_acc<A>(cur[k]);
+    if (prev) {  // the rest of the pending block's deviations
+      for (; i + 4 * W <= nprev; i += 4 * W)
+        for (int h = 0; h < 4; ++h) dev(h, i + h * W);
+      for (; i + W <= nprev; i += W) dev(0, i);
+      A t2 = 0, t1 = 0;
+      for (; i < nprev; ++i) {
+        const A e = to_acc<A>(prev[i]) - static_cast<A>(mprev);
+        t2 += e * e;
+        t1 += e;
+      }
+      t2 += V::hsum(V::add(V::add(d2[0], d2[1]), V::add(d2[2], d2[3])));
+      t1 += V::hsum(V::add(V::add(d1[0], d1[1]), V::add(d1[2], d1[3])));
+      merge_block<A>(acc, static_cast<A>(nprev), static_cast<A>(mprev), t2, t1);
+    }
+    if (nb == 0) break;
+    prev = cur;
+    nprev = nb;
+    mprev = static_cast<Acc>((V::hsum(V::add(V::add(s[0], s[1]), V::add(s[2], s[3]))) + st) / static_cast<A>(nb));
+  }
+}
+
+// Note [One read for var], vertical: rows base + off[r] (r < nr), columns [0, L), y = x -
+// cb[j]; buf[j] and buf[kColumns + j] hold the run's mean of y and M2 over nrun rows.
+template <class V>
+void v_var_kernel(const typename V::T* base, const int64_t* off, int64_t nr, int64_t L, typename V::Acc* buf,
+                  const typename V::Acc* cb, int64_t nrun) {
+  using R = typename V::R;
+  using Acc = typename V::Acc;
+  constexpr int W = V::W;
+  for (int64_t r = 0; r < nr; r += kVRows) {
+    const int k = static_cast<int>(std::min<int64_t>(kVRows, nr - r));
+    const typename V::T* p[kVRows];
+    for (int u = 0; u < kVRows; ++u) p[u] = base + off[r + std::min(u, k - 1)];
+    const double n = static_cast<double>(nrun + k);
+    const double wd = k / n, cwd = static_cast<double>(nrun) * k / n, rkd = 1.0 / k;
+    const R w = V::set1(wd), cw = V::set1(cwd), rk = V::set1(rkd);
+    auto block = [&](auto kc, int64_t j) {  // kc: the row count (compile-time when kVRows)
+      const R c = V::loadacc(cb + j);
+      R y[kVRows];  // the first kc() are used
+      for (int u = 0; u < kVRows; ++u) y[u] = V::zero();
+      R sum = V::zero();
+      for (int u = 0; u < kc(); ++u) {
+        y[u] = V::sub(V::load(p[u] + j), c);
+        sum = V::add(sum, y[u]);
+      }
+      const R mb = V::fmadd(sum, rk, V::zero());
+      R q = V::zero();
+      for (int u = 0; u < kc(); ++u) {
+        const R e = V::sub(y[u], mb);
+        q = V::fmadd(e, e, q);
+      }
+      const R mean = V::loadacc(buf + j), d = V::sub(mb, mean);
+      V::storeacc(buf + j, V::fmadd(d, w, mean));
+      V::storeacc(buf + kColumns + j, V::add(V::loadacc(buf + kColumns + j), V::fmadd(V::fmadd(d, d, V::zero()), cw, q)));
+    };
+    int64_t j = 0;
+    if (k == kVRows) {
+      for (; j + W <= L; j += W) block([] { return kVRows; }, j);
+    } else {
+      for (; j + W <= L; j += W) block([k] { return k; }, j);
+    }
+    for (; j < L; ++j) {
+      const Acc c = cb[j];
+      Acc y[kVRows], sum = 0;
+      for (int u = 0; u < k; ++u) sum += (y[u] = to_acc<Acc>(p[u][j]) - c);
+      const Acc mb = sum * static_cast<Acc>(rkd);
+      Acc q = 0;
+      for (int u = 0; u < k; ++u) q += (y[u] - mb) * (y[u] - mb);
+      const Acc d = mb - buf[j];
+      buf[j] += d * static_cast<Acc>(wd);
+      buf[kColumns + j] += q + d * d * static_cast<Acc>(cwd);
+    }
+    nrun += k;
+  }
+}
+
+// ---------------------------------------------------------------- geometry
+
+struct ReducePlan {
+  Shape ks, kst, kost;  // kept dims: sizes, input strides, out strides (inner last)
+  Shape rs, rst;        // reduced dims: sizes, input strides (inner last)
+  int64_t K = 1, R = 1;
+};
+
+// The kept dims planned over (x, out) and the reduced dims over x alone (Note [One
+// dimension planner], core/dim_plan.h), each turned slowest first; no dims: one element.
+ReducePlan make_reduce_plan(const Tensor& x, const Tensor& out_k, const std::vector<bool>& red) {
+  ReducePlan g;
+  Shape ksizes = x.sizes(), rsizes = x.sizes();
+  for (int64_t i = 0; i < x.dim(); ++i) {
+    (red[i] ? ksizes : rsizes)[i] = 1;
+    (red[i] ? g.R : g.K) *= x.sizes()[i];
+  }
+  const DimPlan kp = plan_dims(ksizes, {&x.strides(), &out_k.strides()});
+  for (int d = kp.ndim() - 1; d >= 0; --d) {
+    g.ks.push_back(kp.sizes[d]);
+    g.kst.push_back(kp.strides[d][0]);
+    g.kost.push_back(kp.strides[d][1]);
+  }
+  const DimPlan rp = plan_dims(rsizes, {&x.strides()});
+  for (int d = rp.ndim() - 1; d >= 0; --d) {
+    g.rs.push_back(rp.sizes[d]);
+    g.rst.push_back(rp.strides[d][0]);
+  }
+  if (g.ks.empty()) g.ks = {1}, g.kst = {0}, g.kost = {0};
+  if (g.rs.empty()) g.rs = {1}, g.rst = {0};
+  return g;
+}
+
+// Offsets of successive row-major indices over (sizes, strides), from `begin`.
+struct Walker {
+  const Shape& s;
+  const Shape& st;
+  Shape idx;
+  int64_t off = 0;
+  Walker(const Shape& sizes, const Shape& strides, int64_t begin) : s(sizes), st(strides), idx(sizes.size(), 0) {
+    for (int64_t k = static_cast<int64_t>(s.size()) - 1; k >= 0; --k) {
+      idx[k] = begin % s[k];
+      begin /= s[k];
+      off += idx[k] * st[k];
+    }
+  }
+  void next() {
+    for (int64_t k = static_cast<int64_t>(s.size()) - 1; k >= 0; --k) {
+      if (++idx[k] < s[k]) {
+        off += st[k];
+        return;
+      }
+      off -= (s[k] - 1) * st[k];
+      idx[k] = 0;
+    }
+  }
+};
+
+// ---------------------------------------------------------------- drivers
+// res[q*K + k]: accumulator q of kept element k (K order), pre-set to the identity.
+
+template <class V, class Op>
+void run_horizontal(const typename V::T* x, const ReducePlan& g, typename V::A* res) {
+  using A = typename V::A;
+  constexpr int N = Op::N;
+  const int64_t K = g.K, R = g.R, nd = static_cast<int64_t>(g.rs.size());
+  const int64_t li = g.rs[nd - 1], si = g.rst[nd - 1];
+  const Shape ros(g.rs.begin(), g.rs.end() - 1), rost(g.rst.begin(), g.rst.end() - 1);
+  // reduce flat R indices [rb, re) of the kept element at xk into acc, by the op of opv
+  auto reduce_range = [&](auto opv, const typename V::T* xk, int64_t rb, int64_t re, double m, A* acc) {
+    if (rb >= re) return;
+    using O = decltype(opv);
+    if (re - rb <= kFlushElems && rb % li + (re - rb) <= li) {  // one run of one block at most
+      DirectSink<O, A> direct{acc};
+      return h_kernel<V, O>(xk + (rb / li == 0 ? 0 : Walker(ros, rost, rb / li).off) + rb % li * si, re - rb, si, m,
+                            direct);
+    }
+    Cascade<O, A> sink;  // Note [Cascaded accumulation]
+    Walker w(ros, rost, rb / li);
+    int64_t ii = rb % li;
+    while (rb < re) {
+      const int64_t seg = std::min(li - ii, re - rb);
+      h_kernel<V, O>(xk + w.off + ii * si, seg, si, m, sink);
+      rb += seg;
+      ii = 0;
+      w.next();
+    }
+    sink.finish(acc);
+  };
+  // Op's reduction of [rb, re): var's in two-pass blocks (Note [One read for var])
+  auto reduce = [&](const typename V::T* xk, int64_t rb, int64_t re, A* acc) {
+    if constexpr (Op::kChan) {
+      if (nd == 1 && si == 1) return h_var_run<V>(xk + rb, re - rb, acc);  // one unit-stride run
+      for (int64_t b = rb; b < re; b += kVarBlock) {
+        const int64_t e = std::min(re, b + kVarBlock);
+        const double nb = static_cast<double>(e - b);
+        A s1 = 0, dev[2] = {0, 0};
+        reduce_range(OpSum{}, xk, b, e, 0.0, &s1);
+        const double m = static_cast<double>(static_cast<typename V::Acc>(s1 / nb));  // the lanes' centre
+        reduce_range(OpSqDev{}, xk, b, e, m, dev);
+        merge_block<A>(acc, nb, m, dev[0], dev[1]);
+      }
+    } else {
+      reduce_range(Op{}, xk, rb, re, 0.0, acc);
+    }
+  };
+  const int nt = get_num_threads();
+  const bool split = K < 4 * nt && R >= 2 * kGrainSize && nt > 1;
+  if (!split) {
+    parallel_for(0, K, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(R, 1)), [&](int64_t b, int64_t e) {
+      Walker w(g.ks, g.kst, b);
+      for (int64_t k = b; k < e; ++k, w.next()) {
+        A acc[N];
+        Op::sinit(acc);
+        reduce(x + w.off, 0, R, acc);
+        for (int q = 0; q < N; ++q) res[q * K + k] = acc[q];
+      }
+    });
+    return;
+  }
+  const int64_t P = nt;
+  std::vector<A> parts(static_cast<size_t>(P * K * N));
+  parallel_for(0, P, 1, [&](int64_t pb, int64_t pe) {
+    for (int64_t p = pb; p < pe; ++p) {
+      Walker w(g.ks, g.kst, 0);
+      for (int64_t k = 0; k < K; ++k, w.next()) {
+        A* acc = &parts[(p * K + k) * N];
+        Op::sinit(acc);
+        reduce(x + w.off, R * p / P, R * (p + 1) / P, acc);
+      }
+    }
+  });
+  for (int64_t p = 0; p < P; ++p)
+    for (int64_t k = 0; k < K; ++k) {
+      A acc[N];
+      for (int q = 0; q < N; ++q) acc[q] = res[q * K + k];
+      Op::scombine(acc, &parts[(p * K + k) * N]);
+      for (int q = 0; q < N; ++q) res[q * K + k] = acc[q];
+    }
+}
+
+// Note [Vertical rows per pass]
+// The vertical kernel adds kVRows input rows into its L1 buffer per pass: each pass
+// loads and stores the buffer once, so fewer rows mean more buffer traffic per input
+// byte, more rows more streams side by side; wider tasks read each row in longer runs
+// (a whole 32 KiB row, 8 adjacent rows per pass) although the float32 buffer (32 KiB)
+// then lives in L2. 8 rows x 8192 columns measured fastest among 1-16 rows and
+// 1024-8192 columns (docs/notes/copy-reduce.md).
+template <class V, class Op>
+void run_vertical(const typename V::T* x, const ReducePlan& g, typename V::A* res) {
+  using A = typename V::A;
+  using Acc = typename V::Acc;
+  constexpr int N = Op::N;
+  const int64_t K = g.K, R = g.R, nk = static_cast<int64_t>(g.ks.size());
+  const int64_t lk = g.ks[nk - 1];
+  const Shape kos(g.ks.begin(), g.ks.end() - 1), kost(g.kst.begin(), g.kst.end() - 1);
+  const int64_t nc = (lk + kColumns - 1) / kColumns, tasks = (K / lk) * nc;
+  // combine rows [rb, re) of column task t into out (laid out like res)
+  auto task = [&](int64_t t, int64_t rb, int64_t re, A* out) {
+    if (rb >= re) return;
+    const int64_t ko = t / nc, c = t % nc, j0 = c * kColumns, L = std::min(kColumns, lk - j0);
+    const typename V::T* base = x + Walker(kos, kost, ko).off + j0;
+    const int64_t k0 = ko * lk + j0;
+    // the buffers per thread, not on the stack: N * kColumns accumulators are 192 KiB
+    // for a float64 var, a large frame for a worker thread. var: buf = the run's mean of
+    // y and M2, then the shift c (Note [One read for var]); others: N accumulators.
+    static thread_local std::vector<Acc> store;
+    const size_t need = static_cast<size_t>(N * kColumns) + 64 / sizeof(Acc);
+    if (store.size() < need) store.resize(need);
+    Acc* const buf = store.data() + (64 - reinterpret_cast<uintptr_t>(store.data()) % 64) % 64 / sizeof(Acc);
+    Acc* const cb = Op::kChan ? buf + 2 * kColumns : nullptr;
+    int64_t nrun = 0;  // var: rows in the float run
+    Walker w(g.rs, g.rst, rb);
+    if constexpr (Op::kChan)
+      for (int64_t j = 0; j < L; ++j) cb[j] = to_acc<Acc>(base[w.off + j]);
+    auto reset = [&] {
+      if constexpr (Op::kChan) {
+        std::fill(buf, buf + L, Acc(0));
+        std::fill(buf + kColumns, buf + kColumns + L, Acc(0));
+        nrun = 0;
+      } else {
+        for (int64_t j = 0; j < L; ++j) {
+          Acc a[N];
+          Op::sinit(a);
+          for (int q = 0; q < N; ++q) buf[q * kColumns + j] = a[q];
+        }
+      }
+    };
+    // Note [Cascaded accumulation], columns: each run of kFlushRows rows goes from buf
+    // into a group of kGroupRuns runs (grp, in A), each group into out, so no sum in A
+    // takes more than about kGroupRuns + R / (kFlushRows kGroupRuns) terms in a row
+    static thread_local std::vector<A> group_store;
+    if (group_store.size() < static_cast<size_t>(N * kColumns)) group_store.resize(static_cast<size_t>(N * kColumns));
+    A* const grp = group_store.data();
+    int64_t runs = 0;  // runs in grp
+    auto flush_group = [&] {
+      if (runs == 0) return;
+      for (int64_t j = 0; j < L; ++j) {
+        A o[N], b[N];
+        for (int q = 0; q < N; ++q) o[q] = out[q * K + k0 + j], b[q] = grp[q * kColumns + j];
+        Op::scombine(o, b);
+        for (int q = 0; q < N; ++q) out[q * K + k0 + j] = o[q];
+      }
+      runs = 0;
+    };
+    auto flush = [&](bool into_out) {  // into_out: the task's only run, straight to out
+      A* const dst = into_out ? out + k0 : grp;
+      const int64_t ld = into_out ? K : kColumns;
+      for (int64_t j = 0; j < L; ++j) {
+        A o[N], b[N];
+        if (runs == 0 && !into_out) Op::sinit(o);
+        else for (int q = 0; q < N; ++q) o[q] = dst[q * ld + j];
+        if constexpr (Op::kChan) {
+          b[0] = static_cast<A>(nrun);
+          b[1] = static_cast<A>(cb[j]) + static_cast<A>(buf[j]);
+          b[2] = static_cast<A>(buf[kColumns + j]);
+        } else {
+          for (int q = 0; q < N; ++q) b[q] = static_cast<A>(buf[q * kColumns + j]);
+        }
+        Op::scombine(o, b);
+        for (int q = 0; q < N; ++q) dst[q * ld + j] = o[q];
+      }
+      if (!into_out && ++runs == kGroupRuns) flush_group();
+    };
+    reset();
+    int64_t off[kRowBatch], since = 0;
+    for (int64_t r = rb; r < re;) {
+      const int64_t n = std::min(kRowBatch, re - r);
+      for (int64_t i = 0; i < n; ++i, w.next()) off[i] = w.off;
+      if constexpr (Op::kChan) {
+        v_var_kernel<V>(base, off, n, L, buf, cb, nrun);
+        nrun += n;
+      } else {
+        v_kernel<V, Op>(base, off, n, L, buf);
+      }
+      r += n;
+      if ((since += n) >= kFlushRows && r < re) {
+        flush(false);
+        reset();
+        since = 0;
+      }
+    }
+    flush(runs == 0);
+    flush_group();
+  };
+  const int nt = get_num_threads();
+  const bool split = tasks < 2 * nt && R >= 64 && R * K >= 4 * kGrainSize && nt > 1;
+  if (!split) {
+    const int64_t work = R * std::min(lk, kColumns);
+    parallel_for(0, tasks, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(work, 1)), [&](int64_t b, int64_t e) {
+      for (int64_t t = b; t < e; ++t) task(t, 0, R, res);
+    });
+    return;
+  }
+  const int64_t P = nt;
+  std::vector<A> parts(static_cast<size_t>(P * K * N));
+  for (int64_t p = 0; p < P; ++p)
+    for (int64_t k = 0; k < K; ++k) {
+      A a[N];
+      Op::sinit(a);
+      for (int q = 0; q < N; ++q) parts[p * K * N + q * K + k] = a[q];
+    }
+  parallel_for(0, P, 1, [&](int64_t pb, int64_t pe) {
+    for (int64_t p = pb; p < pe; ++p)
+      for (int64_t t = 0; t < tasks; ++t) task(t, R * p / P, R * (p + 1) / P, &parts[p * K * N]);
+  });
+  for (int64_t p = 0; p < P; ++p)
+    for (int64_t k = 0; k < K; ++k) {
+      A a[N], b[N];
+      for (int q = 0; q < N; ++q) a[q] = res[q * K + k], b[q] = parts[p * K * N + q * K + k];
+      Op::scombine(a, b);
+      for (int q = 0; q < N; ++q) res[q * K + k] = a[q];
+    }
+}
+
+template <class V, class Op>
+void run(const typename V::T* x, const ReducePlan& g, std::vector<typename V::A>& res) {
+  constexpr int N = Op::N;
+  res.assign(static_cast<size_t>(g.K * N), 0);
+  for (int64_t k = 0; k < g.K; ++k) {
+    typename V::A a[N];
+    Op::sinit(a);
+    for (int q = 0; q < N; ++q) res[q * g.K + k] = a[q];
+  }
+  if (g.K == 0 || g.R == 0) return;
+  if (g.rst.back() != 1 && g.kst.back() == 1 && g.ks.back() > 1) run_vertical<V, Op>(x, g, res.data());
+  else run_horizontal<V, Op>(x, g, res.data());
+}
+
+// Write f(k) for each kept element k through out's strides.
+template <typename T, typename F>
+void write_out(const Tensor& out_k, const ReducePlan& g, const F& f) {
+  T* o = static_cast<T*>(out_k.data_ptr());
+  parallel_for(0, g.K, kGrainSize, [&](int64_t b, int64_t e) {
+    Walker w(g.ks, g.kost, b);
+    for (int64_t k = b; k < e; ++k, w.next()) o[w.off] = convert<T>(f(k));
+  });
+}
+
+template <typename T, class VS, class VV>
+void reduce_float(ReduceOp op, const Tensor& out_k, const Tensor& x, const ReducePlan& g, int64_t correction, bool simd) {
+  const T* xp = static_cast<const T*>(x.data_ptr());
+  const double n = static_cast<double>(g.R);
+  std::vector<double> res;
+  auto run_op = [&](auto opv) {
+    using Op = decltype(opv);
+    if (simd) run<VV, Op>(xp, g, res);
+    else run<VS, Op>(xp, g, res);
+  };
+  if (op == ReduceOp::Max) {
+    run_op(OpMax{});
+    return write_out<T>(out_k, g, [&](int64_t k) { return res[k]; });
+  }
+  if (op == ReduceOp::Sum || op == ReduceOp::Mean) {
+    run_op(OpSum{});
+    if (op == ReduceOp::Sum) return write_out<T>(out_k, g, [&](int64_t k) { return res[k]; });
+    return write_out<T>(out_k, g, [&](int64_t k) { return res[k] / n; });
+  }
+  run_op(OpVar{});  // res: counts, means, M2 (Note [One read for var])
+  const double div = std::max(0.0, n - static_cast<double>(correction));
+  const int64_t K = g.K;
+  const bool sq = op == ReduceOp::Std;
+  write_out<T>(out_k, g, [&](int64_t k) {
+    const double m2 = g.R == 0 ? NAN : res[2 * K + k];
+    const double v = m2 / div;
+    return sq ? std::sqrt(v) : v;
+  });
+}
+
+void reduce_cpu(ReduceOp op, const Tensor& out_k, const Tensor& x, const ReducePlan& g, int64_t correction) {
+  const bool simd = use_avx2();
+  (void)simd;  // unused without SB_HAVE_AVX2
+  switch (x.dtype()) {
+#ifdef SB_HAVE_AVX2
+    case DType::Float32: return reduce_float<float, VScalar<float, double>, VF32>(op, out_k, x, g, correction, simd);
+    case DType::Float64: return reduce_float<double, VScalar<double, double>, VF64>(op, out_k, x, g, correction, simd);
+    case DType::Float16: return reduce_float<Half, VScalar<Half, double>, VF16>(op, out_k, x, g, correction, simd);
+#else
+    case DType::Float32:
+      return reduce_float<float, VScalar<float, double>, VScalar<float, double>>(op, out_k, x, g, correction, false);
+    case DType::Float64:
+      return reduce_float<double, VScalar<double, double>, VScalar<double, double>>(op, out_k, x, g, correction,
+                                                                                     false);
+    case DType::Float16:
+      return reduce_float<Half, VScalar<Half, double>, VScalar<Half, double>>(op, out_k, x, g, correction, false);
+#endif
+    case DType::Int32: {
+      const int32_t* xp = x.data<int32_t>();
+      if (op == ReduceOp::Sum) {
+        std::vector<int64_t> res;
+        run<VScalar<int32_t, int64_t>, OpSum>(xp, g, res);
+        return write_out<int32_t>(out_k, g, [&](int64_t k) { return static_cast<int32_t>(res[k]); });
+      }
+      std::vector<double> res;  // max: int32 is exact in double
+      run<VScalar<int32_t, double>, OpMax>(xp, g, res);
+      return write_out<int32_t>(out_k, g, [&](int64_t k) { return static_cast<int32_t>(res[k]); });
+    }
+    default: SB_INTERNAL_ASSERT(false, "reduce: dtype ", x.dtype());
+  }
+}
+
+// ---------------------------------------------------------------- the public ops
+
+Shape result_sizes(const Tensor& x, const std::vector<bool>& red, bool keepdim) {
+  Shape s;
+  for (int64_t i = 0; i < x.dim(); ++i) {
+    if (!red[i]) s.push_back(x.sizes()[i]);
+    else if (keepdim) s.push_back(1);
+  }
+  return s;
+}
+
+// Checks everything, then fills `out` (allocating it when !out.defined()).
+void reduce_impl(ReduceOp op, Tensor& out, bool have_out, const Tensor& x, const Shape& dims, int64_t correction,
+                 bool keepdim) {
+  const char* name = op_name(op);
+  SB_CHECK(x.defined(), name, ": undefined input tensor");
+  const DType dt = x.dtype();
+  SB_CHECK(dt == DType::Float32 || dt == DType::Float64 || dt == DType::Float16 || dt == DType::Int32, name,
+           ": dtype ", dt, " is not supported (float32, float64, float16, int32)");
+  SB_CHECK(is_floating(dt) || op == ReduceOp::Sum || op == ReduceOp::Max, name,
+           ": expected a floating dtype (float32, float64, float16), got ", dt);
+  const int64_t nd = x.dim();
+  std::vector<bool> red(static_cast<size_t>(nd), dims.empty());
+  std::vector<bool> seen(static_cast<size_t>(std::max<int64_t>(nd, 1)), false);
+  for (int64_t d : dims) {
+    const int64_t w = wrap_dim(d, nd, name);
+    SB_CHECK(!seen[w], name, ": dim ", w, " appears more than once in dims ", dims);
+    seen[w] = true;
+    if (nd > 0) red[w] = true;
+  }
+  Shape sorted;
+  for (int64_t i = 0; i < nd; ++i)
+    if (red[i]) sorted.push_back(i);
+  if (op == ReduceOp::Max)
+    for (int64_t d : sorted)
+      SB_CHECK(x.sizes()[d] != 0, name, ": cannot reduce over dim ", d, " of size 0 (sizes ", x.sizes(),
+               "): max has no identity");
+  const Shape rsizes = result_sizes(x, red, keepdim);
+  if (have_out) {
+    SB_CHECK(out.defined(), name, "_out: undefined output tensor");
+    SB_CHECK(out.device() == x.device(), name, "_out: output on ", out.device(), ", input on ", x.device());
+    SB_CHECK(out.dtype() == dt, name, "_out: output dtype ", out.dtype(), " differs from the input dtype ", dt);
+    SB_CHECK(out.sizes() == rsizes, name, "_out: output sizes ", out.sizes(), " differ from the result sizes ",
+             rsizes, " (input sizes ", x.sizes(), ", dims ", dims, ", keepdim ", keepdim ? "true" : "false", ")");
+    SB_CHECK(has_internal_overlap(out) != MemOverlap::Yes, name, "_out: more than one element of the output (sizes ",
+             out.sizes(), ", strides ", out.strides(), ") refers to a single memory location");
+    check_disjoint((std::string(name) + "_out").c_str(), out, x, "the input");
+  } else {
+    out = empty(rsizes, dt, x.device());
+  }
+  Tensor out_k = out;
+  if (!keepdim)
+    for (int64_t d : sorted) out_k = out_k.unsqueeze(d);
+  if (x.device().is_cuda()) {
+#ifdef SB_WITH_CUDA
+    cuda::reduce(op, out_k, x, sorted, correction);
+    return;
+#else
+    SB_CHECK(false, name, ": input on ", x.device(), " needs CUDA, and stridebench was built without it");
+#endif
+  }
+  reduce_cpu(op, out_k, x, make_reduce_plan(x, out_k, red), correction);
+}
+
+Tensor reduce_new(ReduceOp op, const Tensor& x, const Shape& dims, int64_t correction, bool keepdim) {
+  Tensor out;
+  reduce_impl(op, out, false, x, dims, correction, keepdim);
+  return out;
+}
+
+}  // namespace
+
+Tensor sum(const Tensor& x, const Shape& dims, bool keepdim) { return reduce_new(ReduceOp::Sum, x, dims, 0, keepdim); }
+Tensor mean(const Tensor& x, const Shape& dims, bool keepdim) { return reduce_new(ReduceOp::Mean, x, dims, 0, keepdim); }
+Tensor max(const Tensor& x, const Shape& dims, bool keepdim) { return reduce_new(ReduceOp::Max, x, dims, 0, keepdim); }
+Tensor var(const Tensor& x, const Shape& dims, int64_t correction, bool keepdim) {
+  return reduce_new(ReduceOp::Var, x, dims, correction, keepdim);
+}
+Tensor std(const Tensor& x, const Shape& dims, int64_t correction, bool keepdim) {
+  return reduce_new(ReduceOp::Std, x, dims, correction, keepdim);
+}
+
+Tensor& sum_out(Tensor& out, const Tensor& x, const Shape& dims, bool keepdim) {
+  reduce_impl(ReduceOp::Sum, out, true, x, dims, 0, keepdim);
+  return out;
+}
+Tensor& mean_out(Tensor& out, const Tensor& x, const Shape& dims, bool keepdim) {
+  reduce_impl(ReduceOp::Mean, out, true, x, dims, 0, keepdim);
+  return out;
+}
+Tensor& max_out(Tensor& out, const Tensor& x, const Shape& dims, bool keepdim) {
+  reduce_impl(ReduceOp::Max, out, true, x, dims, 0, keepdim);
+  return out;
+}
+Tensor& var_out(Tensor& out, const Tensor& x, const Shape& dims, int64_t correction, bool keepdim) {
+  reduce_impl(ReduceOp::Var, out, true, x, dims, correction, keepdim);
+  return out;
+}
+Tensor& std_out(Tensor& out, const Tensor& x, const Shape& dims, int64_t correction, bool keepdim) {
+  reduce_impl(ReduceOp::Std, out, true, x, dims, correction, keepdim);
+  return out;
+}
+
+}  // namespace sb
