@@ -120,8 +120,11 @@ def run_ours(bench_dir, binary, names, matrix, tmp):
     if not os.access(exe, os.X_OK):
         raise RuntimeError(f"{exe} is not an executable (build the benchmarks first)")
     out = os.path.join(tmp, f"ours_{binary}.json")
-    # Google Benchmark matches the full name: ours, then /min_time:.../repeats:.../real_time
+    # Google Benchmark matches the full name: ours, then /min_time:.../repeats:.../real_time.
+    # Its random interleaving shuffles the repetitions of the rows of one invocation, so
+    # the machine's drift within the invocation is spread over all of them too.
     cmd = [exe, "--benchmark_filter=" + name_regex(names, "/"), f"--sb_matrix={matrix}",
+           "--benchmark_enable_random_interleaving=true",
            f"--benchmark_out={out}", "--benchmark_out_format=json"]
     p = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     if p.returncode != 0:
