@@ -347,6 +347,22 @@ void read_caches(MachineInfo& m) {  // Note [Cache sizes] (include/stridebench/c
   m.llc_level = c.llc_level;
 }
 
+// /proc/cpuinfo's integer field `key` of the first CPU ("cpu family", "model"); -1 when absent.
+int cpuinfo_number(const char* key) {
+  std::ifstream f("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(f, line)) {
+    const auto colon = line.find(':');
+    if (colon == std::string::npos || trim(line.substr(0, colon)) != key) continue;
+    try {
+      return std::stoi(trim(line.substr(colon + 1)));
+    } catch (const std::exception&) {
+      return -1;
+    }
+  }
+  return -1;
+}
+
 std::string cpu_model() {
   std::ifstream f("/proc/cpuinfo");
   std::string line;
@@ -408,8 +424,15 @@ std::string MachineInfo::caches() const {
          std::to_string(llc);
 }
 
-std::string MachineInfo::slug() const {
-  std::string s = slug_words(cpu_model) + "-" + std::to_string(cores) + "c";
+std::string MachineInfo::slug() const {  // Note [Machine slug] (bench_common.h)
+  std::string s = slug_words(cpu_model);
+  if (cpu_family >= 0 && cpu_model_number >= 0)
+    s += "-f" + std::to_string(cpu_family) + "m" + std::to_string(cpu_model_number);
+  if (llc > 0) {
+    const bool mib = llc % (int64_t{1} << 20) == 0;
+    s += "-l" + std::to_string(llc_level) + "-" + std::to_string(mib ? llc >> 20 : llc >> 10) + (mib ? "m" : "k");
+  }
+  s += "-" + std::to_string(cores) + "c";
   if (!gpu.name.empty()) s += "-" + slug_words(gpu.name);
   return s;
 }
@@ -418,6 +441,8 @@ const MachineInfo& machine() {
   static const MachineInfo m = [] {
     MachineInfo r;
     r.cpu_model = cpu_model();
+    r.cpu_family = cpuinfo_number("cpu family");
+    r.cpu_model_number = cpuinfo_number("model");
     r.cores = std::max<int>(1, static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)));
     read_caches(r);
     r.simd = std::string(simd_level_name(compiled_simd_level()));
@@ -482,6 +507,8 @@ int main(int argc, char** argv) {
   const std::pair<const char*, std::string> ctx[] = {
       {"sb_machine", m.slug()},
       {"sb_cpu_model", m.cpu_model},
+      {"sb_cpu_family", m.cpu_family >= 0 ? std::to_string(m.cpu_family) : ""},
+      {"sb_cpu_model_number", m.cpu_model_number >= 0 ? std::to_string(m.cpu_model_number) : ""},
       {"sb_cores", std::to_string(m.cores)},
       {"sb_threads", threads},
       {"sb_simd", m.simd},

@@ -205,13 +205,19 @@ GpuInfo gpu_info();  // bench_gpu.cpp: the CUDA backend's hook
 
 struct MachineInfo {
   std::string cpu_model;
+  int cpu_family = -1, cpu_model_number = -1;  // /proc/cpuinfo "cpu family", "model" (x86); -1: none
   int cores = 1;
   int64_t l1d = 0, l2 = 0, llc = 0;  // bytes; per core for L1d/L2, the whole LLC
   int llc_level = 3;
   std::string simd, compiler, flags, openmp, git_revision, date;
   GpuInfo gpu;
   std::string caches() const;  // "L1d:49152,L2:2097152,L3:272629760"
-  std::string slug() const;    // "intel-xeon-processor-2c[-nvidia-h100-80gb-hbm3]"
+  // Note [Machine slug]: the results folder's name. The CPU model's words, its family
+  // and model numbers where the CPU reports them, the last-level cache, the cores and
+  // the GPU's words: "amd-epyc-f25m17-l3-32m-2c", "intel-xeon-processor-f6m143-l3-480m-2c
+  // -nvidia-h100-80gb-hbm3". Two VMs that print the same model name but differ in CPU
+  // generation, LLC or GPU get two folders; a re-run on one machine keeps its folder.
+  std::string slug() const;
 };
 const MachineInfo& machine();
 // Lowercase words of a hardware name joined by '-', dropping (R), (TM), "CPU" and the

@@ -77,7 +77,8 @@ def check_json(path):
     family = ctx["sb_family"]
     if ctx["sb_matrix"] != "smoke":
         raise Fail(f"{path}: sb_matrix is {ctx['sb_matrix']}")
-    if not re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*-\d+c(-[a-z0-9]+)*", ctx["sb_machine"]):
+    # Note [Machine slug] (bench_common.h): words, family/model, last-level cache, cores, GPU
+    if not re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*?(-f\d+m\d+)?-l\d-\d+[mk]-\d+c(-[a-z0-9]+)*", ctx["sb_machine"]):
         raise Fail(f"{path}: sb_machine {ctx['sb_machine']!r} is not a slug")
     runs = doc.get("benchmarks", [])
     if not runs:
