@@ -433,15 +433,44 @@ TABLES = [
 
 # ---------------------------------------------------------------- claims
 
-def verdict(labels, oks):
-    """'holds' when every case passes, 'holds only for <cases>' when some do."""
+def verdict(labels, oks, runs=None):
+    """One sentence: 'holds', 'does not hold', or, when some cases pass, what separates
+    them: the one key whose values split the passing cases from the others ('holds on
+    1 thread, not on 2'), else how many pass (and which, when at most 3)."""
     good = [l for l, ok in zip(labels, oks) if ok]
     if len(good) == len(oks):
         return "holds"
     if not good:
         return "does not hold"
-    more = f" (+{len(good) - 4} more)" if len(good) > 4 else ""
-    return "holds only for " + ", ".join(good[:4]) + more
+    if runs:
+        sizes = [(int(r.get("size")), ok) for r, ok in zip(runs, oks)] if all(r.get("size") for r in runs) else []
+        if sizes:  # an ordered key: a threshold reads better than a list
+            yes = [v for v, ok in sizes if ok]
+            no = [v for v, ok in sizes if not ok]
+            if max(no) < min(yes):
+                return f"holds from {fmt_bytes(min(yes))} up, not below"
+            if max(yes) < min(no):
+                return f"holds up to {fmt_bytes(max(yes))}, not above"
+        for key in SPLIT_KEYS:
+            yes = {r.get(key) for r, ok in zip(runs, oks) if ok}
+            no = {r.get(key) for r, ok in zip(runs, oks) if not ok}
+            if None in yes | no or yes & no:
+                continue
+            return f"holds {_values(key, yes)}, not {_values(key, no)}"
+    return f"holds in {len(good)} of {len(oks)} cases" + (": " + ", ".join(good) if len(good) <= 3 else "")
+
+
+SPLIT_KEYS = ("threads", "layout", "op", "dtype", "shape", "style", "dim")
+
+
+def _values(key, vals):
+    vals = sorted(vals, key=lambda v: sb._order(key, v))
+    if key == "threads":
+        return "on " + " and ".join(vals) + (" thread" if vals == ["1"] else " threads")
+    joined = ", ".join(vals[:-1]) + (" or " if len(vals) > 1 else "") + vals[-1]
+    return {"layout": f"for the {joined} layout", "op": f"for {joined}",
+            "dtype": f"in {joined}", "shape": f"at {joined}", "style": f"in the {joined} style",
+            "dim": f"along the {joined} dim"}[key] + ("s" if key == "layout" and len(vals) > 1 else "")
 
 
 def decide(cases, fmt=fmt_x, prefix="", labels=None):
@@ -457,7 +486,7 @@ def decide(cases, fmt=fmt_x, prefix="", labels=None):
         i, j = vs.index(min(vs)), vs.index(max(vs))
         fig = (f"{fmt(vs[i])} ({labels[i]}) to {fmt(vs[j])} ({labels[j]}) "
                f"over {len(cases)} cases")
-    return prefix + fig, verdict(labels, [ok for _, _, ok in cases])
+    return prefix + fig, verdict(labels, [ok for _, _, ok in cases], [c[0] for c in cases])
 
 
 def at_least(claimed):
@@ -525,6 +554,22 @@ def c_l7(rs):
     if cases:
         figure = "new memory: " + ", ".join(f"{k} {span(a, fmt_bytes)}"
                                             for k, a in fig.items())
+        # PyTorch's rule: reshape is a view only where the strides allow one, so a
+        # reshape of a transposed tensor copies; that case says so instead of failing.
+        views = [(r, ok) for r, _, ok in cases if r["op"] in ("view", "reshape", "transpose", "flatten")]
+        copies = [(r, ok) for r, _, ok in cases if (r, ok) not in views]
+        reshape_copies = [r for r, ok in views if not ok and r["op"] == "reshape"
+                          and r.get("layout") in NONCONTIG]
+        other_fail = [r for r, ok in views if not ok and r not in reshape_copies] + \
+            [r for r, ok in copies if not ok]
+        if not other_fail:
+            parts = ["views allocate nothing"]
+            if reshape_copies:
+                parts.append("reshape of a " + "/".join(sorted({r["layout"] for r in reshape_copies}))
+                             + " tensor copies, as PyTorch's rule says")
+            if copies:
+                parts.append("contiguous() and clone() allocate")
+            v = ("holds: " if not reshape_copies else "holds as PyTorch defines it: ") + "; ".join(parts)
     return figure, v
 
 
@@ -769,13 +814,161 @@ CLAIMS = [
 ]
 
 
+def verdict_kind(v):
+    """holds, holds in part, does not hold, not measured."""
+    if v in (NM, "does not hold"):
+        return v
+    if v == "holds" or v.startswith(("holds:", "holds as PyTorch defines it")):
+        return "holds"
+    return "holds in part"
+
+
+# ---------------------------------------------------------------- summary
+
+SUMMARY_FAMILIES = ("elementwise", "copy", "reduce", "matmul", "conv")
+
+
+def _machine_line(rs):
+    words = [rs.sb("sb_cpu_model", "unknown CPU")]
+    fam, mod = rs.sb("sb_cpu_family"), rs.sb("sb_cpu_model_number")
+    if fam and mod:
+        words[0] += f" (family {fam}, model {mod})"
+    words.append(f"{rs.sb('sb_cores', '?')} cores")
+    caches = dict(part.split(":") for part in rs.sb("sb_caches").split(",") if ":" in part)
+    if caches:
+        words.append(", ".join(f"{k} {fmt_bytes(int(v))}" for k, v in caches.items()))
+    if rs.sb("sb_simd"):
+        words.append(rs.sb("sb_simd"))
+    if rs.sb("sb_gpu_name"):
+        words.append(f"GPU {rs.sb('sb_gpu_name')}")
+    run = [f"{rs.sb('sb_matrix', '?')} matrix"]
+    if rs.sb("sb_git_revision"):
+        run.append(f"git {rs.sb('sb_git_revision')[:12]}")
+    if rs.sb("sb_date"):
+        run.append(rs.sb("sb_date")[:10])
+    return "; ".join(words) + ". Measured: " + ", ".join(run) + "."
+
+
+def _ceiling_rows(rs, dev):
+    """Per thread count: the memory ceilings per regime (the fastest copy-kind and the
+    read baseline) and the compute peaks."""
+    base = rs.select("baseline", device=dev)
+    rows = []
+    for th in sorted({b.get("threads") for b in base if b.get("threads")}, key=int):
+        mine = [b for b in base if b.get("threads") == th]
+        cells = []
+        for ops in (("copy", "copy_nt", "d2d_copy"), ("read",)):
+            vals = []
+            for regime in ("L1", "L2", "LLC", "DRAM"):
+                c = [b for b in mine if b["op"] in ops and b.regime == regime and b.gbps()]
+                vals.append(f"{max(b.gbps() for b in c):.0f}" if c else "—")
+            cells.append(" / ".join(vals))
+        for dtype in ("f32", "i8"):
+            c = [b for b in mine if b["op"] in ("fma_peak", "gemm_peak") and b.get("dtype", "f32") == dtype
+                 and b.gflops()]
+            cells.append(sb.fmt_rate(max(b.gflops() for b in c), "GFLOP/s") if c else "—")
+        rows.append([dev, th] + cells)
+    return rows
+
+
+def _costliest_layout(rs, fam, dev):
+    best = None
+    for r, b in sb.layout_cases(rs, fam, device=dev):
+        if not sb.preferred_style(rs, r):
+            continue
+        te = rs.time_ratio(b, r)
+        if te and (best is None or te > best[1]):
+            best = (r, te)
+    if best is None:
+        return "—", "—", "—"
+    r, te = best
+    return (sb.describe(r, ("op", "layout", "shape")) + _thr(r), f"{1 / te:.2f}x", sb.pct_ceiling(rs, r))
+
+
+def _costliest_style(rs, fam, dev):
+    best = None
+    runs = rs.select(fam, impl="ours", device=dev, style=STYLES, layout=(None, "contiguous"))
+    for group in sb.group_by(runs, "style").values():
+        if len(group) < 2:
+            continue
+        fastest = min(group, key=lambda r: r.median)
+        for r in group:
+            x = r.median / fastest.median
+            if best is None or x > best[1]:
+                best = (r, x, fastest)
+    if best is None:
+        return "—", "—"
+    r, x, f = best
+    return (sb.describe(r, ("op", "style", "shape")) + _thr(r), f"{x:.2f}x the {f['style']} time")
+
+
+def _thr(r):
+    return f", {r['threads']} thr" if r.get("threads") else ""
+
+
+def _peer_line(rs):
+    lines = []
+    for dev in sb.devices(rs.all()):
+        for impl in ("torch", "numpy", "openblas"):
+            pairs = []
+            for r in rs.select(device=dev, impl=impl, op=lambda v: v not in ("reuse_experiment", "overhead")):
+                o = rs.like(r, impl="ours")
+                if o:
+                    c = rs.rechecked(o, r)
+                    pairs.append((r, c["ratio"]["median"] if c else r.median / o.median))
+            if not pairs:
+                continue
+            ahead = [(r, x) for r, x in pairs if x < 1 / 1.05]
+            if not ahead:
+                lines.append(f"{impl} on `{dev}`: no faster than ours on any of {len(pairs)} cases "
+                             "(by 5% or more).")
+                continue
+            r, x = min(ahead, key=lambda p: p[1])
+            lines.append(f"{impl} on `{dev}`: faster than ours on {len(ahead)} of {len(pairs)} cases "
+                         f"(by 5% or more); most on {sb.describe(r, ('op', 'layout', 'style', 'shape', 'threads'))}: "
+                         f"{x:.2f}x our time.")
+    return lines
+
+
+def summary(rs):
+    """The answer on one screen: the machine and its ceilings, per family the costliest
+    layout and style, the claims' verdicts, what a peer does better."""
+    out = ["## Summary", "", _machine_line(rs), ""]
+    devs = sb.devices(rs.all())
+    crow = [row for dev in devs for row in _ceiling_rows(rs, dev)]
+    if crow:
+        out += ["Ceilings measured in this run, which every % ceiling divides by (copy and read "
+                "per regime L1 / L2 / LLC / DRAM, GB/s):", ""] + md_table(
+            ["device", "threads", "copy GB/s", "read GB/s", "f32 peak", "int8 peak"], crow) + [""]
+    frows = []
+    for dev in devs:
+        for fam in SUMMARY_FAMILIES:
+            lay, rate_, pct = _costliest_layout(rs, fam, dev)
+            sty, sx = _costliest_style(rs, fam, dev)
+            if lay == "—" and sty == "—":
+                continue
+            frows.append([fam if len(devs) == 1 else f"{fam} ({dev})", lay, rate_, pct, sty, sx])
+    if frows:
+        out += ["What a layout or a style costs here, per family (the costliest case of ours; "
+                "details in Memory layout and In-place vs out-of-place):", ""] + md_table(
+            ["family", "costliest layout", "rate vs contiguous", "% ceiling", "costliest style",
+             "time"], frows) + [""]
+    out += ["Claims (rules and figures in [Claims](#claims)):", ""]
+    for cid, text, _, fn in CLAIMS:
+        _, v = fn(rs)
+        out.append(f"- **{cid}** {text}: {v}.")
+    peers = _peer_line(rs)
+    if peers:
+        out += ["", "Peers ([Peers](#peers)): " + " ".join(peers)]
+    return out + [""]
+
+
 def claims_section(rs):
     rows, tally = [], {}
     for cid, text, rule, fn in CLAIMS:
         fig, v = fn(rs)
         rows.append([cid, text, rule, fig, v])
-        key = v.split(" (")[0].split(":")[0]
-        key = "holds only for some cases" if key.startswith("holds only") else key
+        key = verdict_kind(v)
         tally[key] = tally.get(key, 0) + 1
     reading = ", ".join(f"{k}: {n}" for k, n in sorted(tally.items(), key=lambda t: -t[1]))
     return ["## Claims", "", f"Reading: {reading}.", "",
@@ -788,7 +981,7 @@ def claims_section(rs):
 
 # ---------------------------------------------------------------- document
 
-MACHINE_KEYS = ("sb_cpu_model", "sb_cores", "sb_threads", "sb_simd", "sb_cpu_hugepages", "sb_cpu_allocator",
+MACHINE_KEYS = ("sb_cpu_model", "sb_cpu_family", "sb_cpu_model_number", "sb_cores", "sb_threads", "sb_simd", "sb_cpu_hugepages", "sb_cpu_allocator",
                 "sb_caches",
                 "sb_compiler", "sb_flags", "sb_openmp", "sb_gpu_name", "sb_gpu_memory",
                 "sb_gpu_sms", "sb_cuda_driver", "sb_cuda_runtime", "sb_torch_version",
@@ -800,6 +993,8 @@ def render(rs):
     slug = rs.sb("sb_machine", "unknown machine")
     out = [f"# stridebench results: `{slug}`", "",
            "Generated by `scripts/tables` from `raw/*.json`; do not edit by hand.", ""]
+    out += summary(rs)
+    out += ["## Machine and method", ""]
     out += md_table(["machine", ""], [[k[3:], rs.sb(k)] for k in MACHINE_KEYS if rs.sb(k)])
     out += ["",
             "Times are medians over the repetitions of each run (real time of Google "

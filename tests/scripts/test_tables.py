@@ -469,20 +469,53 @@ class TablesTest(unittest.TestCase):
         c = claims(self.render())
         self.assertEqual(len(c), 23)
         expect = {
-            "L1": "holds only for sliced cpu 1024x1024 8 threads", "L2": "not measured",
+            "L1": "holds for the sliced layout, not for the transposed layout", "L2": "not measured",
             "L3": "does not hold", "L4": "holds", "L5": "holds",
-            "L6": "holds only for contiguous", "L7": "holds", "S1": "holds",
-            "S2": "holds only for relu 4096x4096, matmul 1024x1024", "S3": "holds",
+            "L6": "holds for the contiguous layout, not for the column_major layout",
+            "L7": "holds: views allocate nothing; contiguous() and clone() allocate", "S1": "holds",
+            "S2": "holds for relu or matmul, not for add", "S3": "holds",
             "P1": "holds", "P2": "holds", "P3": "does not hold", "M1": "holds",
             "M2": "holds", "M3": "holds", "M4": "holds",
             "M5": "holds (caching wins from 64.0 KiB)",
-            "H1": "holds only for 64.0 MiB, 1.00 GiB",
+            "H1": "holds from 64.0 MiB up, not below",
             "V1": "holds", "V2": "holds", "V3": "holds", "V4": "holds"}
         self.assertEqual({k: v for k, (_, v) in c.items()}, expect)
         self.assertEqual(c["L3"][0], "transposed 1.61x, sliced 1.20x")
         self.assertTrue(c["S1"][0].startswith("torch rows: "))
         self.assertIn("add 1.06x, relu 1.04x", c["S1"][0])
         self.assertTrue(c["M1"][0].startswith("torch rows on cuda:0"))
+
+    def test_summary_on_one_screen(self):
+        """The answer first: machine and ceilings, per family the costliest layout and
+        style, one line per claim, the peers; short enough for one screen."""
+        text = self.render()
+        self.assertEqual(text.split("\n## ")[1].split("\n")[0], "Summary")
+        summ = text.split("\n## Summary\n")[1].split("\n## ")[0]
+        self.assertLessEqual(len(summ.strip().splitlines()), 60, summ)
+        self.assertIn("8 cores", summ)
+        self.assertIn("| device | threads | copy GB/s | read GB/s | f32 peak | int8 peak |", summ)
+        self.assertRegex(summ, r"\| elementwise \(cpu\) \| add transposed 4096x4096, 8 thr \| 0\.62x \| 57% \|")
+        self.assertIn("| matmul (cuda:0) | matmul transposed 4096x4096 | 0.99x |", summ)
+        self.assertEqual(len(re.findall(r"^- \*\*[LSPMHV]\d\*\* ", summ, re.M)), 23)
+        c = claims(text)
+        for cid, (_, v) in c.items():  # the summary says what the Claims table says
+            self.assertIn(f"**{cid}**", summ)
+            self.assertIn(f": {v}.", summ)
+        self.assertIn("Peers ([Peers](#peers)): torch on `cpu`: ", summ)
+
+    def test_l7_reshape_of_a_transposed_tensor_copies_as_pytorch_says(self):
+        views = os.path.join(self.raw, "bench_views.json")
+
+        def transposed_reshape(doc):
+            for e in doc["benchmarks"]:
+                if e["name"].startswith("views/op:reshape/"):
+                    for k in ("name", "run_name"):
+                        e[k] = e[k].replace("layout:contiguous/style:view", "layout:transposed/style:copy")
+                    e["peak_alloc_bytes"] = 64.0 * 2**20
+        sbtest.edit(views, transposed_reshape)
+        self.assertEqual(claims(self.render())["L7"][1],
+                         "holds as PyTorch defines it: views allocate nothing; reshape of a transposed "
+                         "tensor copies, as PyTorch's rule says; contiguous() and clone() allocate")
 
     def test_verdicts_flip_with_the_numbers(self):
         ew = os.path.join(self.raw, "bench_elementwise.json")
@@ -500,7 +533,7 @@ class TablesTest(unittest.TestCase):
         c = claims(self.render())
         self.assertEqual(c["L3"], ("transposed 1.05x, sliced 1.05x", "holds"))
         self.assertEqual(c["P3"][1], "holds")
-        self.assertEqual(c["S1"][1], "holds only for relu")
+        self.assertEqual(c["S1"][1], "holds for relu, not for add")
         self.assertEqual(c["L1"][1], "does not hold")
         self.assertEqual(c["V4"], ("semantic check failed", "does not hold"))
 
@@ -510,7 +543,7 @@ class TablesTest(unittest.TestCase):
         sbtest.set_counter(os.path.join(self.raw, "peer_torch.json"), step4,
                            "reserved_bytes", 3 * 2**30)
         c = claims(self.render())
-        self.assertEqual(c["M1"][1], "holds only for step 3 (kept), step 6 (reused), "
+        self.assertEqual(c["M1"][1], "holds in 3 of 4 cases: step 3 (kept), step 6 (reused), "
                          "step 7 (kept)")
         self.assertEqual(c["M2"][1], "does not hold")
         # without the torch peer file the claims fall back to our own rows
