@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <memory>
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
@@ -478,17 +480,129 @@ void make_parent_dirs(const std::string& file) {
   }
 }
 
+// Note [Progress lines]
+// Under `ninja benchmark` (--sb_progress) the terminal gets one line per case: the count
+// done, the total, an estimate of the time left (the mean time per case so far times
+// the cases left), the run name and its median ± spread. Google Benchmark's own console
+// rows go to the --sb_log file, and every repetition to the --benchmark_out JSON as
+// before. The total comes from this binary's own --benchmark_list_tests with the same
+// filter, run once before the cases (a few milliseconds).
+class ProgressReporter : public benchmark::BenchmarkReporter {
+ public:
+  ProgressReporter(size_t total, const std::string& log_path) : total_(total) {
+    if (!log_path.empty()) {
+      make_parent_dirs(log_path);
+      log_file_.open(log_path);
+      if (log_file_) {
+        log_ = std::make_unique<benchmark::ConsoleReporter>(benchmark::ConsoleReporter::OO_Tabular);
+        log_->SetOutputStream(&log_file_);
+        log_->SetErrorStream(&log_file_);
+      }
+    }
+  }
+  bool ReportContext(const Context& context) override {
+    start_ = std::chrono::steady_clock::now();
+    if (log_) log_->ReportContext(context);
+    return true;
+  }
+  void ReportRuns(const std::vector<Run>& runs) override {
+    if (log_) log_->ReportRuns(runs);
+    std::vector<double> ns;
+    std::string name, error;
+    for (const Run& r : runs) {
+      if (r.run_type != Run::RT_Iteration) continue;
+      name = r.benchmark_name();
+      if (r.error_occurred) error = r.error_message;
+      else ns.push_back(r.GetAdjustedRealTime() * 1e9 / benchmark::GetTimeUnitMultiplier(r.time_unit));
+    }
+    if (name.empty()) return;  // the aggregates of a case already shown
+    ++done_;
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    const double left = total_ > done_ ? elapsed / static_cast<double>(done_) * static_cast<double>(total_ - done_) : 0;
+    const std::string shown = name.substr(0, name.find("/min_time:"));
+    std::string what = error.empty() ? "" : "error: " + error;
+    if (!ns.empty()) {
+      std::sort(ns.begin(), ns.end());
+      const double med = ns[ns.size() / 2];
+      what = fmt_time(med) + " ±" + std::to_string(static_cast<int>(std::lround(50.0 * (ns.back() - ns.front()) / med))) + "%";
+    }
+    std::printf("[%*zu/%zu] %s left  %s  %s\n", static_cast<int>(std::to_string(total_).size()), done_, total_,
+                fmt_duration(left).c_str(), shown.c_str(), what.c_str());
+    std::fflush(stdout);
+  }
+  void Finalize() override {
+    if (log_) log_->Finalize();
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    std::printf("%s: %zu cases in %s\n", sb::bench::kFamily, done_, fmt_duration(elapsed).c_str());
+  }
+
+ private:
+  static std::string fmt_time(double ns) {
+    char buf[32];
+    const char* unit = "ns";
+    if (ns >= 1e9) ns /= 1e9, unit = "s";
+    else if (ns >= 1e6) ns /= 1e6, unit = "ms";
+    else if (ns >= 1e3) ns /= 1e3, unit = "us";
+    std::snprintf(buf, sizeof buf, "%.3g %s", ns, unit);
+    return buf;
+  }
+  static std::string fmt_duration(double s) {
+    char buf[32];
+    const long t = std::lround(s);
+    std::snprintf(buf, sizeof buf, "%ld:%02ld", t / 60, t % 60);
+    return buf;
+  }
+  size_t total_, done_ = 0;
+  std::chrono::steady_clock::time_point start_;
+  std::ofstream log_file_;
+  std::unique_ptr<benchmark::ConsoleReporter> log_;
+};
+
+// The cases this command line runs: the binary's own --benchmark_list_tests, same
+// flags but the output file and our progress flags (Note [Progress lines]).
+size_t count_cases(const std::vector<std::string>& args, const std::string& matrix) {
+  const auto quote = [](const std::string& a) {
+    std::string q = "'";
+    for (char c : a) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return q + "'";
+  };
+  char self[4096];
+  const ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);  // this binary, not the shell's
+  if (len <= 0) return 0;
+  self[len] = '\0';
+  std::string cmd = quote(self) + " --benchmark_list_tests=true " + quote("--sb_matrix=" + matrix);
+  for (size_t i = 1; i < args.size(); ++i) {
+    if (args[i].rfind("--benchmark_out", 0) == 0) continue;
+    cmd += " " + quote(args[i]);
+  }
+  FILE* p = popen((cmd + " 2>/dev/null").c_str(), "r");
+  if (!p) return 0;
+  size_t n = 0;
+  for (int c; (c = std::fgetc(p)) != EOF;) n += c == '\n';
+  pclose(p);
+  return n;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace sb::bench;
   // Take our own flag out before Google Benchmark sees the command line.
-  std::string matrix_arg = SB_BENCH_DEFAULT_MATRIX;
+  std::string matrix_arg = SB_BENCH_DEFAULT_MATRIX, log_path;
+  bool progress = false;
   std::vector<char*> args;
   for (int i = 0; i < argc; ++i) {
     const std::string a = argv[i];
     if (a.rfind("--sb_matrix=", 0) == 0) {
       matrix_arg = a.substr(12);
+      continue;
+    }
+    if (a == "--sb_progress") {  // Note [Progress lines]
+      progress = true;
+      continue;
+    }
+    if (a.rfind("--sb_log=", 0) == 0) {
+      log_path = a.substr(9);
       continue;
     }
     if (a.rfind("--benchmark_out=", 0) == 0) make_parent_dirs(a.substr(16));
@@ -533,10 +647,16 @@ int main(int argc, char** argv) {
   for (const auto& [k, v] : ctx) benchmark::AddCustomContext(k, v);
 
   register_family();
+  const std::vector<std::string> gb_args(args.begin(), args.begin() + n);  // before Initialize takes its flags out
   benchmark::Initialize(&n, args.data());
   if (benchmark::ReportUnrecognizedArguments(n, args.data())) return 2;
   std::fprintf(stderr, "%s: matrix %s, machine %s\n", kFamily, matrix_name(g_matrix), m.slug().c_str());
-  benchmark::RunSpecifiedBenchmarks();
+  if (progress) {
+    ProgressReporter reporter(count_cases(gb_args, matrix_arg), log_path);
+    benchmark::RunSpecifiedBenchmarks(&reporter);
+  } else {
+    benchmark::RunSpecifiedBenchmarks();
+  }
   benchmark::Shutdown();
   if (g_run_failed) {
     std::fprintf(stderr, "%s: some runs reported errors (error_occurred in the JSON)\n", kFamily);

@@ -98,6 +98,26 @@ def check_json(path):
     return ctx["sb_machine"], len(runs), no_device
 
 
+PROGRESS = re.compile(r"^\[ *(\d+)/(\d+)\] \d+:\d\d left  (\S+)  (.+)$")
+
+
+def check_progress(exe, stdout, out, log):
+    """Note [Progress lines] (bench_common.cpp): one line per case, k/N up to N = the
+    cases in the JSON, Google Benchmark's own rows in the log file, not on the terminal."""
+    lines = [m for m in (PROGRESS.match(l) for l in stdout.splitlines()) if m]
+    with open(out) as f:
+        names = {e["run_name"] for e in json.load(f)["benchmarks"]}
+    if len(lines) != len(names) or any(int(m.group(2)) != len(names) for m in lines) or \
+            [int(m.group(1)) for m in lines] != list(range(1, len(names) + 1)):
+        raise Fail(f"{exe}: {len(lines)} progress lines for {len(names)} cases:\n{stdout[-2000:]}")
+    if "_median" in stdout or "_stddev" in stdout:
+        raise Fail(f"{exe}: Google Benchmark's aggregate rows reached the terminal")
+    with open(log) as f:
+        text = f.read()
+    if not all(n.split("/min_time:")[0] in text for n in names):
+        raise Fail(f"{log}: not every case's Google Benchmark row")
+
+
 def recheck(py, script, json_dir, benches):
     """scripts/recheck --pair on two runs of the first CPU family, one round, through the
     real binary (Google Benchmark's own regex engine takes the exact-name filter):
@@ -139,13 +159,15 @@ def main():
             stem = os.path.basename(exe)[len("bench_"):]
             out = os.path.join(json_dir, stem + ".json")
             print(f"== {os.path.basename(exe)} --sb_matrix=smoke", flush=True)
+            log = os.path.join(json_dir, stem + ".log")  # as `ninja benchmark` runs them
             p = subprocess.run([exe, "--sb_matrix=smoke", "--benchmark_out=" + out,
-                                "--benchmark_out_format=json"],
+                                "--benchmark_out_format=json", "--sb_progress", "--sb_log=" + log],
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
             if p.returncode != 0:
                 print(p.stdout)
                 raise Fail(f"{exe} exited with {p.returncode}")
             slug, n, no_device = check_json(out)
+            check_progress(exe, p.stdout, out, log)
             print(f"   {n} entries, machine {slug}" + (f" (every run: {NO_DEVICE})" if no_device else ""))
             if no_device:
                 gpu_only.append(os.path.basename(out))

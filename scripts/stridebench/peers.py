@@ -1180,7 +1180,11 @@ def child(args):
     sel = [c for c in sel if c not in [b for b, _ in bad]]
     todo = [c for c in sel if c.family != "peers"]
     say(f"{lib} threads:{threads}: {len(todo)} cases")
-    k, family = 0, None
+    k, family, t_cases = 0, None, time.perf_counter()
+
+    def left():  # the mean time per case so far times the cases left
+        t = round((time.perf_counter() - t_cases) / max(k, 1) * (len(todo) - k))
+        return f"{t // 60}:{t % 60:02d} left"
     for c in sel:
         if c.family != family:  # inputs are shared within a family only
             family = c.family
@@ -1199,12 +1203,12 @@ def child(args):
                             "iterations": 0, "real_time": 0, "cpu_time": 0,
                             "time_unit": "ns", "error_occurred": True,
                             "error_message": str(e)})
-            say(f"[{k}/{len(todo)}] {c.name}: not measured: {e}")
+            say(f"[{k}/{len(todo)}] {left()}  {c.name}: not measured: {e}")
             continue
         if isinstance(w, tuple):  # a single timed event (the reuse experiment's steps)
             secs, counters = w[1]
             entries.append(_entry(c.name, 1, 0, 1, secs, secs, None, counters))
-            say(f"[{k}/{len(todo)}] {c.name}: {_fmt_ns(secs * 1e9)}")
+            say(f"[{k}/{len(todo)}] {left()}  {c.name}: {_fmt_ns(secs * 1e9)}")
             continue
         samples = timer.run(w.fn, be.sync, warm=not w.warmed)
         med = sorted(r for r, _, _ in samples)[len(samples) // 2] * 1e9
@@ -1231,7 +1235,7 @@ def child(args):
                 f"costs {med:.0f} ns")
         else:
             spread = (max(r for r, _, _ in samples) - min(r for r, _, _ in samples)) / 2 * 1e9
-            msg = f"[{k}/{len(todo)}] {c.name}: {_fmt_ns(med)} ±{100 * spread / med:.0f}%" \
+            msg = f"[{k}/{len(todo)}] {left()}  {c.name}: {_fmt_ns(med)} ±{100 * spread / med:.0f}%" \
                 f" x{n} ({time.perf_counter() - t0:.1f} s)"
             fixed = overhead.get((dev, w.overhead_style), py_ns)
             if w.check_overhead and args.matrix != "smoke" and fixed > OVERHEAD_LIMIT * med:

@@ -42,6 +42,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 from . import results as sb
 
@@ -50,6 +51,11 @@ SKIP_FAMILIES = ("alloc", "transfer", "baseline", "views")
 DEFAULT_ROUNDS = {"smoke": 1, "quick": 5, "full": 7}
 PEER_LIBS = ("torch", "numpy")  # measured by scripts/peers.py
 OTHER_IMPLS = PEER_LIBS + ("openblas",)  # openblas: inside bench_matmul, after ours
+
+
+def _mmss(seconds):
+    t = round(seconds)
+    return f"{t // 60}:{t % 60:02d}"
 
 
 def say(msg):
@@ -258,6 +264,7 @@ def main(argv):
                         for (k, w, part), v in sorted(groups.items())))
         per_round = []
         base = sorted(groups)
+        t_start = time.perf_counter()
         for i in range(rounds):
             order = base if i % 2 == 0 else base[::-1]  # alternate which program runs first
             try:
@@ -266,6 +273,8 @@ def main(argv):
                 say(f"round {i + 1} failed: {e}")
                 status = 1
                 break
+            spent = time.perf_counter() - t_start
+            say(f"[{i + 1}/{rounds}] {_mmss(spent / (i + 1) * (rounds - i - 1))} left  round {i + 1} done")
         for o, p, x, pick in cases:
             rounds_out = []
             for order, got in per_round:
