@@ -7,12 +7,19 @@
 # and each side's % of its own ceiling (docs/BENCHMARKS.md). A summary gives the
 # geometric mean of B ÷ A per table family.
 #
-# Usage: scripts/compare A B [-o FILE]   A, B: results folders or single JSON files.
+# Many machines (three or more folders, or --cross): per headline row (the rows each
+# folder's Summary stands on: per family the costliest layout and style and their
+# reference rows, and the DRAM and compute ceilings), each machine's time and % of its
+# own ceiling side by side, and with --plot a PNG of the % ceiling per row and machine.
+#
+# Usage: scripts/compare A B [C ...] [--cross] [-o FILE] [--plot PNG]
+#        A, B: results folders or single JSON files (a cross view needs folders).
 #        Markdown to stdout, and to FILE (written atomically) with -o.
 #        Exit 2 with one message on bad input, when A and B share no run, or without
-#        scipy.
+#        scipy (two-machine form).
 import argparse
 import math
+import os
 import sys
 
 from . import results as sb
@@ -81,13 +88,98 @@ def compare(a_path, b_path):
     return "\n".join(out).rstrip() + "\n"
 
 
+def cross(paths):
+    """(Markdown, plot data) of the headline rows across machines."""
+    from . import tables  # the Summary's rows
+    sets = [(p, sb.load_results(p)) for p in paths]
+    labels = []
+    for p, rs in sets:
+        slug = rs.sb("sb_machine", "?")
+        labels.append(slug if [r.sb("sb_machine") for _, r in sets].count(slug) == 1
+                      else f"{slug} ({os.path.basename(os.path.normpath(p))})")
+    names = []
+    for _, rs in sets:
+        for r in tables.headline_runs(rs):
+            if r.name not in names:
+                names.append(r.name)
+    rows, data = [], []
+    for n in names:
+        runs = [rs.runs.get(n) for _, rs in sets]
+        if sum(r is not None for r in runs) < 2:
+            continue  # a row one machine alone has compares nothing
+        cells, pcts = [], []
+        for (_, rs), r in zip(sets, runs):
+            c = sb.ceiling(rs, r) if r else None
+            if r is not None and r.family == "baseline":  # a ceiling: its own rate
+                rate = sb.fmt_rate(r.gbps(), "GB/s") if r.gbps() else sb.fmt_rate(r.gflops(), "GFLOP/s")
+            else:
+                rate = f"{c[2]:.0f}%" if c else "—"
+            cells += [sb.fmt_tm(r) if r else "—", rate]
+            pcts.append(c[2] if c else None)
+        rows.append([n.replace("/impl:ours", "")] + cells)
+        data.append((n, pcts))
+    if not rows:
+        raise sb.InputError(", ".join(paths), "no headline row measured on two of these machines")
+    out = ["# stridebench across machines", ""]
+    out += [f"- {lab}: {p} ({len(rs.runs)} runs, {rs.sb('sb_cpu_model', '?')}, {rs.sb('sb_caches', '?')})"
+            for lab, (p, rs) in zip(labels, sets)]
+    out += ["", "Per headline row (the rows each machine's Summary stands on: per family the "
+            "costliest layout and style of ours with their reference rows, and the DRAM and "
+            "compute ceilings), each machine's median time and its % of that machine's own "
+            "ceiling (a ceiling row: its rate). — : not measured there.", ""]
+    header = ["row"] + [h for lab in labels for h in (f"{lab} time", f"{lab} % ceiling")]
+    out += sb.md_table(header, rows)
+    return "\n".join(out) + "\n", (labels, data)
+
+
+def plot_cross(labels, data, path):
+    """Horizontal grouped bars: % of own ceiling per headline row, one bar per machine."""
+    from . import plot
+    plt = plot.pyplot()
+    if plt is None:
+        return None
+    data = [(n, p) for n, p in data if any(v is not None for v in p)]
+    if not data:
+        return None
+    fig, ax = plt.subplots(figsize=(10, 0.45 * len(data) * max(1, len(labels) / 2) + 1.5))
+    h = 0.8 / len(labels)
+    for i, lab in enumerate(labels):
+        ys = [k + i * h for k in range(len(data))]
+        ax.barh(ys, [p[i] or 0 for _, p in data], height=h, label=lab)
+    ax.set_yticks([k + h * (len(labels) - 1) / 2 for k in range(len(data))])
+    ax.set_yticklabels([plot.short_name(n) for n, _ in data], fontsize=8)
+    ax.invert_yaxis()
+    ax.axvline(100, color="black", linewidth=0.8)
+    ax.set_xlabel("% of the machine's own ceiling")
+    ax.set_title("Headline rows across machines")
+    ax.legend(fontsize=8, loc="lower right")
+    return plot.save(plt, fig, path)
+
+
 def main(argv):
-    ap = argparse.ArgumentParser(prog="compare", description="Compare two stridebench "
-                                 "results folders or Google Benchmark JSON files.")
-    ap.add_argument("a", metavar="A")
-    ap.add_argument("b", metavar="B")
+    ap = argparse.ArgumentParser(prog="compare", description="Compare stridebench results "
+                                 "folders or Google Benchmark JSON files: two side by side with "
+                                 "a significance test, or any number across machines.")
+    ap.add_argument("paths", nargs="+", metavar="RESULTS")
+    ap.add_argument("--cross", action="store_true", help="the across-machines view for two")
     ap.add_argument("-o", "--output", metavar="FILE", help="also write the Markdown here")
+    ap.add_argument("--plot", metavar="PNG", help="across machines: also draw this PNG")
     args = ap.parse_args(argv)
+    if len(args.paths) < 2:
+        ap.error("give at least two results folders")
+    if len(args.paths) > 2 or args.cross:
+        try:
+            text, (labels, data) = cross(args.paths)
+        except sb.InputError as e:
+            print(f"compare: error: {e}", file=sys.stderr)
+            return 2
+        sys.stdout.write(text)
+        if args.output:
+            sb.atomic_write(args.output, text)
+        if args.plot and plot_cross(labels, data, args.plot) is None:
+            print("compare: matplotlib is not installed; no plot drawn", file=sys.stderr)
+        return 0
+    args.a, args.b = args.paths
     if mannwhitneyu is None:
         print("compare: error: scipy is not installed for this Python "
               f"({sys.executable}); install python3-scipy (scripts/run does)", file=sys.stderr)

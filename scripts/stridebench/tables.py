@@ -871,21 +871,29 @@ def _ceiling_rows(rs, dev):
     return rows
 
 
-def _costliest_layout(rs, fam, dev):
+def costliest_layout(rs, fam, dev):
+    """(the layout row of ours furthest below its contiguous twin, the twin, time ratio) or None."""
     best = None
     for r, b in sb.layout_cases(rs, fam, device=dev):
         if not sb.preferred_style(rs, r):
             continue
         te = rs.time_ratio(b, r)
-        if te and (best is None or te > best[1]):
-            best = (r, te)
+        if te and (best is None or te > best[2]):
+            best = (r, b, te)
+    return best
+
+
+def _costliest_layout(rs, fam, dev):
+    best = costliest_layout(rs, fam, dev)
     if best is None:
         return "—", "—", "—"
-    r, te = best
+    r, _, te = best
     return (sb.describe(r, ("op", "layout", "shape")) + _thr(r), f"{1 / te:.2f}x", sb.pct_ceiling(rs, r))
 
 
-def _costliest_style(rs, fam, dev):
+def costliest_style(rs, fam, dev):
+    """(the style row of ours furthest above the fastest style of its case, that fastest
+    row, time ratio) or None."""
     best = None
     runs = rs.select(fam, impl="ours", device=dev, style=STYLES, layout=(None, "contiguous"))
     for group in sb.group_by(runs, "style").values():
@@ -894,11 +902,16 @@ def _costliest_style(rs, fam, dev):
         fastest = min(group, key=lambda r: r.median)
         for r in group:
             x = r.median / fastest.median
-            if best is None or x > best[1]:
-                best = (r, x, fastest)
+            if best is None or x > best[2]:
+                best = (r, fastest, x)
+    return best
+
+
+def _costliest_style(rs, fam, dev):
+    best = costliest_style(rs, fam, dev)
     if best is None:
         return "—", "—"
-    r, x, f = best
+    r, f, x = best
     return (sb.describe(r, ("op", "style", "shape")) + _thr(r), f"{x:.2f}x the {f['style']} time")
 
 
@@ -928,6 +941,31 @@ def _peer_line(rs):
                          f"(by 5% or more); most on {sb.describe(r, ('op', 'layout', 'style', 'shape', 'threads'))}: "
                          f"{x:.2f}x our time.")
     return lines
+
+
+def headline_runs(rs):
+    """The rows the Summary stands on, in its order: per device and family the costliest
+    layout and its contiguous twin, the costliest style and the fastest one; then the
+    baseline ceilings (copy and read in DRAM, the f32 peak) per thread count."""
+    out = []
+    for dev in sb.devices(rs.all()):
+        for fam in SUMMARY_FAMILIES:
+            for pick in (costliest_layout(rs, fam, dev), costliest_style(rs, fam, dev)):
+                if pick:
+                    out += [pick[1], pick[0]]
+        base = rs.select("baseline", device=dev)
+        for op in ("copy", "read", "fma_peak", "gemm_peak", "d2d_copy"):
+            rows = [b for b in base if b["op"] == op and (op.endswith("peak") or b.regime == "DRAM")
+                    and b.get("dtype", "f32") == "f32"]
+            for th in sorted({b.get("threads") for b in rows}, key=lambda t: int(t or 0)):
+                mine = [b for b in rows if b.get("threads") == th]
+                out.append(max(mine, key=lambda b: sb.shape_numel(b.get("shape") or "1")))
+    seen, uniq = set(), []
+    for r in out:
+        if r.name not in seen:
+            seen.add(r.name)
+            uniq.append(r)
+    return uniq
 
 
 def summary(rs):

@@ -151,14 +151,19 @@ class CollectTest(unittest.TestCase):
         p = self.collect()
         self.assertEqual(p.returncode, 0, p.stderr)
         plots = sorted(os.listdir(os.path.join(self.dest, "plots")))
-        self.assertEqual(plots, ["layout_cpu.png", "roofline_cpu.png", "roofline_cuda0.png",
-                                 "style_cpu.png"])
+        # per device and family a layout and a style plot where the family has such pairs,
+        # one roofline per device
+        self.assertEqual(plots, ["layout_cpu_conv.png", "layout_cpu_copy.png",
+                                 "layout_cpu_elementwise.png", "layout_cpu_matmul.png",
+                                 "layout_cpu_reduce.png", "layout_cuda0_matmul.png",
+                                 "roofline_cpu.png", "roofline_cuda0.png",
+                                 "style_cpu_elementwise.png", "style_cpu_matmul.png"])
         for f in plots:
             with open(os.path.join(self.dest, "plots", f), "rb") as fh:
                 self.assertEqual(fh.read(8), b"\x89PNG\r\n\x1a\n")
         p = sbtest.run("plot", self.dest)
         self.assertEqual(p.returncode, 0, p.stderr)
-        self.assertEqual(p.stdout.count("plot: wrote"), 4)
+        self.assertEqual(p.stdout.count("plot: wrote"), 10)
 
 
 if __name__ == "__main__":

@@ -95,6 +95,36 @@ class CompareTest(unittest.TestCase):
         self.assertEqual(row(p.stdout, ADD_T)[3:5], ["1.00x", "1"])
         self.assertEqual(row(p.stdout, "**all**")[2], "1.00x")
 
+    def test_many_machines_side_by_side(self):
+        """Three folders: per headline row each machine's time and % of its own ceiling,
+        and a PNG with --plot; two folders keep the significance test unless --cross."""
+        c = sbtest.results_dir(self.tmp.name, "machine-a", "c")
+        for f in os.listdir(os.path.join(c, "raw")):
+            if f.endswith(".json") and f != "semantics.json":
+                sbtest.edit(os.path.join(c, "raw", f),
+                            lambda d: d["context"].update(sb_machine="third-machine-4c"))
+        sbtest.scale_time(os.path.join(c, "raw", "bench_elementwise.json"), "elementwise/" + ADD_T, 2.0)
+        out, png = os.path.join(self.tmp.name, "x.md"), os.path.join(self.tmp.name, "x.png")
+        p = sbtest.run("compare", self.a, self.b, c, "-o", out, "--plot", png)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("# stridebench across machines", p.stdout)
+        header = next(l for l in p.stdout.splitlines() if l.startswith("| row |"))
+        for slug in ("xeon-8c-rtx4090", "epyc-64c", "third-machine-4c"):
+            self.assertIn(f"{slug} time", header)
+            self.assertIn(f"{slug} % ceiling", header)
+        name = ("elementwise/" + ADD_T).replace("/impl:ours", "")
+        r = row(p.stdout, name)
+        a_ns, c_ns = r[1], r[5]
+        self.assertNotEqual(a_ns, c_ns)  # the third machine's add took twice as long
+        self.assertTrue(r[2].endswith("%") and r[6].endswith("%"))
+        with open(out) as f:
+            self.assertEqual(f.read(), p.stdout)
+        with open(png, "rb") as f:
+            self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+        two = sbtest.run("compare", self.a, self.b, "--cross")
+        self.assertIn("# stridebench across machines", two.stdout)
+        self.assertNotIn("p-value", two.stdout)
+
     def test_disjoint_and_bad_input(self):
         out = os.path.join(self.tmp.name, "cmp.md")
         with open(out, "w") as f:
