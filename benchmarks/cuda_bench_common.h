@@ -92,7 +92,7 @@ inline AllocCount measure_cuda_allocs(const std::function<void()>& f) {
 // between each pair of events (at most kMaxBatch; 1 for calls of kBatchSeconds or
 // longer) and reports the interval / K as the iteration's time, with K as the counter
 // calls_per_interval. The fixed cost of one launch timed alone is a row of its own
-// (baseline/op:overhead in baseline_cuda.cpp). Events on the legacy default stream;
+// (baseline/op:overhead in bench_baseline_cuda.cpp). Events on the legacy default stream;
 // the stop event's synchronisation is outside the interval.
 constexpr double kBatchSeconds = 200e-6;
 constexpr int64_t kMaxBatch = 1000;

@@ -566,7 +566,7 @@ QUICK = (
     r"^copy/", r"^reduce/op:sum/.*/shape:4096x4096/", r"^matmul/", r"^conv/", r"^quant/",
     r"^alloc/", r"^transfer/",
 )
-REUSE_CUDA_SHAPE = {"smoke": (1, 64, 1024)}  # else 1 GiB, as CLAIMS.md (alloc_cuda.cpp)
+REUSE_CUDA_SHAPE = {"smoke": (1, 64, 1024)}  # else 1 GiB, as CLAIMS.md (bench_alloc_cuda.cpp)
 GB_LIST_TIMEOUT = 60
 
 
@@ -1051,7 +1051,7 @@ def _reuse_experiment(be, shape):
 
 
 def transfer_case(be, dev, keys):
-    """H1, as transfer.cpp: one blocking copy_ between a contiguous host tensor
+    """H1, as bench_transfer.cpp: one blocking copy_ between a contiguous host tensor
     (pageable, or pinned) and a device tensor, h2d and d2h, at our sizes. torch CUDA
     only, and not in the cudaMalloc child."""
     if not be.cuda or os.environ.get("PYTORCH_NO_CUDA_MEMORY_CACHING") == "1":

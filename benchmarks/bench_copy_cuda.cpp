@@ -1,4 +1,4 @@
-// copy_cuda.cpp — materialising layouts on cuda:0 (CLAIMS.md L4 and the channels-last
+// bench_copy_cuda.cpp — materialising layouts on cuda:0 (CLAIMS.md L4 and the channels-last
 // conversion cost of L5 on the GPU). Every run allocates its result through the caching
 // CUDA allocator (a cache hit after the first call) and copies once: bytes = read of
 // the source + write of the result.

@@ -1,4 +1,4 @@
-// elementwise_cuda.cpp — the elementwise family on cuda:0 (CLAIMS.md L3, S1, S2 on the
+// bench_elementwise_cuda.cpp — the elementwise family on cuda:0 (CLAIMS.md L3, S1, S2 on the
 // GPU): add, mul, relu by layout and by style, through the public ops (which dispatch to
 // lib/elementwise/elementwise.cu).
 //

@@ -1,4 +1,4 @@
-// matmul_cuda.cpp — matmul on cuda:0 through cuBLAS by operand layout and style
+// bench_matmul_cuda.cpp — matmul on cuda:0 through cuBLAS by operand layout and style
 // (CLAIMS.md L1 and S2 on the GPU).
 //
 // A [M, K] @ B [K, N], shape key MxKxN; the layouts of bench_matmul.cpp (and the peers'):

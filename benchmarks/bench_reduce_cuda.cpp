@@ -1,4 +1,4 @@
-// reduce_cuda.cpp — sum by direction and layout on cuda:0 (CLAIMS.md L6 on the GPU).
+// bench_reduce_cuda.cpp — sum by direction and layout on cuda:0 (CLAIMS.md L6 on the GPU).
 //
 // sum over one dim of a 2-D R x C float32 tensor, out-of-place (the small result through
 // the caching CUDA allocator):

@@ -1,4 +1,4 @@
-// conv_cuda.cpp — conv2d on cuda:0, NCHW vs channels-last (CLAIMS.md L5 on the GPU; the
+// bench_conv_cuda.cpp — conv2d on cuda:0, NCHW vs channels-last (CLAIMS.md L5 on the GPU; the
 // break-even reads copy/op:nchw_to_nhwc of the same shape from bench_copy_cuda).
 //
 // The cases of bench_conv.cpp (and the peers'), on cuda:0: conv2d 3x3, 64 -> 64,

@@ -1,4 +1,4 @@
-// alloc_cuda.cpp — the device allocators: alloc+free latency, caching vs cudaMalloc, and
+// bench_alloc_cuda.cpp — the device allocators: alloc+free latency, caching vs cudaMalloc, and
 // the CLAIMS.md M1–M4 reuse experiment on the GPU (1 GiB tensors).
 //
 //   alloc/op:alloc_free/impl:ours/device:cuda:0/alloc:caching|cudamalloc/size:<bytes>

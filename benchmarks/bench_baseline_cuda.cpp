@@ -1,4 +1,4 @@
-// baseline_cuda.cpp — the GPU's own ceilings, measured in the same run as the rows they
+// bench_baseline_cuda.cpp — the GPU's own ceilings, measured in the same run as the rows they
 // bound: device-to-device copy bandwidth (memory-bound rows) and cuBLAS GEMM peak
 // (compute-bound rows), and the fixed cost of one launch. Rows of the `baseline` family
 // with device:cuda:0.

@@ -1,4 +1,4 @@
-// transfer.cpp — host <-> device copies, pageable vs pinned host memory (claim H1).
+// bench_transfer.cpp — host <-> device copies, pageable vs pinned host memory (claim H1).
 //
 // Rows: transfer/op:h2d|d2h/impl:ours/device:cuda:0/dtype:f32/shape:<n>/alloc:pinned|pageable/size:<bytes>.
 // One iteration = one Tensor::copy_ between a contiguous host tensor (pageable from the
