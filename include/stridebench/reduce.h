@@ -12,6 +12,7 @@
 namespace sb {
 
 enum class ReduceOp : uint8_t { Sum, Mean, Max, Var, Std };
+const char* reduce_op_name(ReduceOp op);  // "sum", "mean", ...
 
 Tensor sum(const Tensor& x, const Shape& dims = {}, bool keepdim = false);
 Tensor mean(const Tensor& x, const Shape& dims = {}, bool keepdim = false);

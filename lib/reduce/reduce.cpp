@@ -38,6 +38,7 @@
 #include "core/convert.h"
 #include "stridebench/cpu_features.h"
 #include "core/dim_plan.h"
+#include "core/vec.h"
 #include "stridebench/parallel.h"
 
 #ifdef SB_WITH_CUDA
@@ -55,119 +56,15 @@ constexpr int64_t kColumns = 8192;     // elements: width of one vertical task (
 constexpr int kVRows = 8;              // input rows per buffer pass (vertical)
 constexpr int64_t kRowBatch = 64;      // row offsets generated at a time
 
-const char* op_name(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::Sum: return "sum";
-    case ReduceOp::Mean: return "mean";
-    case ReduceOp::Max: return "max";
-    case ReduceOp::Var: return "var";
-    case ReduceOp::Std: return "std";
-  }
-  return "?";
-}
 
-template <typename A, typename T>
-inline A to_acc(T v) {
-  if constexpr (std::is_same_v<T, Half>) return static_cast<A>(static_cast<float>(v));
-  else return static_cast<A>(v);
-}
-
-template <typename S>
-inline S nanmax(S a, S x) {  // keeps a NaN in a, takes a NaN from x
-  return (x > a || x != x) ? x : a;
-}
+using vec::nanmax;
+using vec::to_acc;
 
 // ---------------------------------------------------------------- vector traits
-// T: element type; A: final accumulator (double, or int64 for int32 sums); Acc: the
-// type of vertical buffers; R: the register; W: lanes.
-
-template <typename T_, typename A_>
-struct VScalar {
-  using T = T_;
-  using A = A_;
-  using Acc = A_;
-  using R = A_;
-  static constexpr int W = 1;
-  static R load(const T* p) { return to_acc<A>(*p); }
-  static R loadacc(const Acc* p) { return *p; }
-  static void storeacc(Acc* p, R v) { *p = v; }
-  static R zero() { return R(0); }
-  static R set1(double v) { return static_cast<R>(v); }
-  static R lowest() { return static_cast<R>(-INFINITY); }
-  static R add(R a, R b) { return a + b; }
-  static R sub(R a, R b) { return a - b; }
-  static R fmadd(R a, R b, R c) { return a * b + c; }
-  static R max_nan(R a, R x) { return nanmax(a, x); }
-  static A hsum(R a) { return a; }
-  static A hmax(R a) { return a; }
-};
-
-#ifdef SB_HAVE_AVX2
-template <typename T_>
-struct VF32Base {
-  using T = T_;
-  using A = double;
-  using Acc = float;
-  using R = __m256;
-  static constexpr int W = 8;
-  static R loadacc(const float* p) { return _mm256_loadu_ps(p); }
-  static void storeacc(float* p, R v) { _mm256_storeu_ps(p, v); }
-  static R zero() { return _mm256_setzero_ps(); }
-  static R set1(double v) { return _mm256_set1_ps(static_cast<float>(v)); }
-  static R lowest() { return _mm256_set1_ps(-INFINITY); }
-  static R add(R a, R b) { return _mm256_add_ps(a, b); }
-  static R sub(R a, R b) { return _mm256_sub_ps(a, b); }
-  static R fmadd(R a, R b, R c) { return _mm256_fmadd_ps(a, b, c); }
-  // max_ps returns its second operand when either is NaN: a NaN already in a stays;
-  // a NaN in x is forced in by OR-ing the all-ones unordered mask (a NaN pattern).
-  static R max_nan(R a, R x) { return _mm256_or_ps(_mm256_max_ps(x, a), _mm256_cmp_ps(x, x, _CMP_UNORD_Q)); }
-  static double hsum(R a) {
-    alignas(32) float v[8];
-    _mm256_store_ps(v, a);
-    return ((double(v[0]) + v[1]) + (double(v[2]) + v[3])) + ((double(v[4]) + v[5]) + (double(v[6]) + v[7]));
-  }
-  static double hmax(R a) {
-    alignas(32) float v[8];
-    _mm256_store_ps(v, a);
-    double m = v[0];
-    for (int i = 1; i < 8; ++i) m = nanmax<double>(m, v[i]);
-    return m;
-  }
-};
-struct VF32 : VF32Base<float> {
-  static R load(const float* p) { return _mm256_loadu_ps(p); }
-};
-struct VF16 : VF32Base<Half> {
-  static R load(const Half* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
-};
-struct VF64 {
-  using T = double;
-  using A = double;
-  using Acc = double;
-  using R = __m256d;
-  static constexpr int W = 4;
-  static R load(const double* p) { return _mm256_loadu_pd(p); }
-  static R loadacc(const double* p) { return _mm256_loadu_pd(p); }
-  static void storeacc(double* p, R v) { _mm256_storeu_pd(p, v); }
-  static R zero() { return _mm256_setzero_pd(); }
-  static R set1(double v) { return _mm256_set1_pd(v); }
-  static R lowest() { return _mm256_set1_pd(-INFINITY); }
-  static R add(R a, R b) { return _mm256_add_pd(a, b); }
-  static R sub(R a, R b) { return _mm256_sub_pd(a, b); }
-  static R fmadd(R a, R b, R c) { return _mm256_fmadd_pd(a, b, c); }
-  static R max_nan(R a, R x) { return _mm256_or_pd(_mm256_max_pd(x, a), _mm256_cmp_pd(x, x, _CMP_UNORD_Q)); }
-  static double hsum(R a) {
-    alignas(32) double v[4];
-    _mm256_store_pd(v, a);
-    return (v[0] + v[1]) + (v[2] + v[3]);
-  }
-  static double hmax(R a) {
-    alignas(32) double v[4];
-    _mm256_store_pd(v, a);
-    return nanmax(nanmax(nanmax(v[0], v[1]), v[2]), v[3]);
-  }
-};
-#endif
+// The reductions' registers (Note [One vector layer], core/vec.h): T the element type, A
+// the final accumulator (double, or int64 for int32 sums), Acc the type of vertical
+// buffers, R the register, W the lanes. vec::Scalar is the scalar path (W = 1),
+// vec::Simd<T> one AVX2 register of T's accumulation lanes.
 
 // ---------------------------------------------------------------- reduction ops
 // N accumulators per kept element; step on registers, sstep on scalars of type S.
@@ -870,27 +767,27 @@ void reduce_cpu(ReduceOp op, const Tensor& out_k, const Tensor& x, const ReduceP
   (void)simd;  // unused without SB_HAVE_AVX2
   switch (x.dtype()) {
 #ifdef SB_HAVE_AVX2
-    case DType::Float32: return reduce_float<float, VScalar<float, double>, VF32>(op, out_k, x, g, correction, simd);
-    case DType::Float64: return reduce_float<double, VScalar<double, double>, VF64>(op, out_k, x, g, correction, simd);
-    case DType::Float16: return reduce_float<Half, VScalar<Half, double>, VF16>(op, out_k, x, g, correction, simd);
+    case DType::Float32: return reduce_float<float, vec::Scalar<float, double>, vec::Simd<float>>(op, out_k, x, g, correction, simd);
+    case DType::Float64: return reduce_float<double, vec::Scalar<double, double>, vec::Simd<double>>(op, out_k, x, g, correction, simd);
+    case DType::Float16: return reduce_float<Half, vec::Scalar<Half, double>, vec::Simd<Half>>(op, out_k, x, g, correction, simd);
 #else
     case DType::Float32:
-      return reduce_float<float, VScalar<float, double>, VScalar<float, double>>(op, out_k, x, g, correction, false);
+      return reduce_float<float, vec::Scalar<float, double>, vec::Scalar<float, double>>(op, out_k, x, g, correction, false);
     case DType::Float64:
-      return reduce_float<double, VScalar<double, double>, VScalar<double, double>>(op, out_k, x, g, correction,
+      return reduce_float<double, vec::Scalar<double, double>, vec::Scalar<double, double>>(op, out_k, x, g, correction,
                                                                                      false);
     case DType::Float16:
-      return reduce_float<Half, VScalar<Half, double>, VScalar<Half, double>>(op, out_k, x, g, correction, false);
+      return reduce_float<Half, vec::Scalar<Half, double>, vec::Scalar<Half, double>>(op, out_k, x, g, correction, false);
 #endif
     case DType::Int32: {
       const int32_t* xp = x.data<int32_t>();
       if (op == ReduceOp::Sum) {
         std::vector<int64_t> res;
-        run<VScalar<int32_t, int64_t>, OpSum>(xp, g, res);
+        run<vec::Scalar<int32_t, int64_t>, OpSum>(xp, g, res);
         return write_out<int32_t>(out_k, g, [&](int64_t k) { return static_cast<int32_t>(res[k]); });
       }
       std::vector<double> res;  // max: int32 is exact in double
-      run<VScalar<int32_t, double>, OpMax>(xp, g, res);
+      run<vec::Scalar<int32_t, double>, OpMax>(xp, g, res);
       return write_out<int32_t>(out_k, g, [&](int64_t k) { return static_cast<int32_t>(res[k]); });
     }
     default: SB_INTERNAL_ASSERT(false, "reduce: dtype ", x.dtype());
@@ -911,7 +808,7 @@ Shape result_sizes(const Tensor& x, const std::vector<bool>& red, bool keepdim) 
 // Checks everything, then fills `out` (allocating it when !out.defined()).
 void reduce_impl(ReduceOp op, Tensor& out, bool have_out, const Tensor& x, const Shape& dims, int64_t correction,
                  bool keepdim) {
-  const char* name = op_name(op);
+  const char* name = reduce_op_name(op);
   SB_CHECK(x.defined(), name, ": undefined input tensor");
   const DType dt = x.dtype();
   SB_CHECK(dt == DType::Float32 || dt == DType::Float64 || dt == DType::Float16 || dt == DType::Int32, name,
@@ -968,6 +865,17 @@ Tensor reduce_new(ReduceOp op, const Tensor& x, const Shape& dims, int64_t corre
 }
 
 }  // namespace
+
+const char* reduce_op_name(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum: return "sum";
+    case ReduceOp::Mean: return "mean";
+    case ReduceOp::Max: return "max";
+    case ReduceOp::Var: return "var";
+    case ReduceOp::Std: return "std";
+  }
+  return "?";
+}
 
 Tensor sum(const Tensor& x, const Shape& dims, bool keepdim) { return reduce_new(ReduceOp::Sum, x, dims, 0, keepdim); }
 Tensor mean(const Tensor& x, const Shape& dims, bool keepdim) { return reduce_new(ReduceOp::Mean, x, dims, 0, keepdim); }

@@ -186,21 +186,11 @@ __global__ void reduce_finalize_kernel(T* out, OffsetCalc<2> kept, const double*
   }
 }
 
-const char* reduce_name(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::Sum: return "sum";
-    case ReduceOp::Mean: return "mean";
-    case ReduceOp::Max: return "max";
-    case ReduceOp::Var: return "var";
-    case ReduceOp::Std: return "std";
-  }
-  return "?";
-}
 
 }  // namespace
 
 void reduce(ReduceOp op, const Tensor& out, const Tensor& x, const Shape& dims, int64_t correction) {
-  const char* name = reduce_name(op);
+  const char* name = reduce_op_name(op);
   const int dev = common_device(name, {&out, &x});
   SB_CHECK(out.dtype() == x.dtype(), name, " (CUDA): dtypes differ: out ", out.dtype(), ", input ", x.dtype());
   Shape keep = x.sizes();

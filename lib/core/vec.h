@@ -1,0 +1,222 @@
+// vec.h — the one vector layer of the CPU kernels: one register of T, over the scalar
+// build, AVX2 (+FMA, F16C) and AVX-512VL masks.
+//
+// Note [One vector layer]
+// Vec<T> (T = float, double, Half) holds one 256-bit register of T's lanes, computed in
+// acc type: float lanes for float and Half (F16C converts on load and store, rounding to
+// nearest even), double lanes for double. It names, in one place:
+//   load, store, stream (non-temporal; kStreamAlign bytes of alignment), load_part (the
+//   first m < kW elements, never reading past them: a masked load for float and double,
+//   the first element repeated for Half, which has no 16-bit masked load), set1, zero,
+//   add, sub, mul, fma, max_nan (NaN-propagating max), hsum and hmax (in double);
+//   masked_load, masked_store and gather_even (the even lanes of a stride-2 run) where the
+//   CPU has AVX-512VL (k-masks; the AVX2 vmaskmovps store is microcoded on AMD), behind
+//   __attribute__((target)) so the AVX2 build carries them and sb::use_avx512() picks them
+//   at run time. Scalar<T, A> is the same interface on one element accumulated in A, the
+//   path of the scalar build and of sb::set_simd_level(Scalar); Simd<T> is Vec<T> in the
+//   reductions' trait interface.
+// Users: the reductions (reduce.cpp). The elementwise strips (elementwise/strips.h: VecIO,
+// Masked, Gather2) and normalize (StatVec) still carry their own copies of these
+// operations: moving them onto Vec, instruction for instruction, made normalize's rows
+// 9-15% slower by code placement alone (docs/notes/planner.md), so they move once that
+// is understood. Run-time dispatch between AVX-512 and AVX2 stays in the kernels'
+// callers (use_avx512(), use_avx2()); this layer only names the instructions. The GEMM,
+// conv, int8 and transpose micro-kernels work on fixed register blocks and shuffles that
+// a one-register type does not express, and keep their intrinsics.
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+
+#ifdef SB_HAVE_AVX2
+#include <immintrin.h>
+#endif
+
+#include "stridebench/half.h"
+
+namespace sb::vec {
+
+// a NaN in a stays; a NaN in x is taken (PyTorch's max propagates NaN)
+template <typename S>
+inline S nanmax(S a, S x) {
+  return (x > a || x != x) ? x : a;
+}
+
+template <typename A, typename T>
+inline A to_acc(T v) {  // Half through float
+  if constexpr (std::is_same_v<T, Half>) return static_cast<A>(static_cast<float>(v));
+  else return static_cast<A>(v);
+}
+
+// One element of T accumulated in A: the scalar path with Vec's interface.
+template <typename T_, typename A_>
+struct Scalar {
+  using T = T_;
+  using A = A_;
+  using Acc = A_;
+  using R = A_;
+  static constexpr int W = 1;
+  static R load(const T* p) { return to_acc<A>(*p); }
+  static R loadacc(const Acc* p) { return *p; }
+  static void storeacc(Acc* p, R v) { *p = v; }
+  static R zero() { return R(0); }
+  static R set1(double v) { return static_cast<R>(v); }
+  static R lowest() { return static_cast<R>(-INFINITY); }
+  static R add(R a, R b) { return a + b; }
+  static R sub(R a, R b) { return a - b; }
+  static R fmadd(R a, R b, R c) { return a * b + c; }
+  static R max_nan(R a, R x) { return nanmax(a, x); }
+  static A hsum(R a) { return a; }
+  static A hmax(R a) { return a; }
+};
+
+#ifdef SB_HAVE_AVX2
+// load_part's masks: 8 - m int32 lanes off the end of the ones (m doubles: 2m lanes).
+alignas(64) constexpr int32_t kPartMask[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+
+// The float-lane operations shared by Vec<float> and Vec<Half>.
+struct F32Lanes {
+  using V = __m256;
+  using Acc = float;
+  static constexpr int kW = 8;
+  static V zero() { return _mm256_setzero_ps(); }
+  template <typename U>
+  static V set1(U v) { return _mm256_set1_ps(static_cast<float>(v)); }
+  static V lowest() { return _mm256_set1_ps(-INFINITY); }
+  static V add(V a, V b) { return _mm256_add_ps(a, b); }
+  static V sub(V a, V b) { return _mm256_sub_ps(a, b); }
+  static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
+  static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+  // max_ps returns its second operand when either is NaN: a NaN already in a stays; a NaN
+  // in x is forced in by OR-ing the all-ones unordered mask (a NaN pattern).
+  static V max_nan(V a, V x) { return _mm256_or_ps(_mm256_max_ps(x, a), _mm256_cmp_ps(x, x, _CMP_UNORD_Q)); }
+  // in double, pairwise over the lanes in order (a short dependency chain; adding the two
+  // halves as vectors first was 15% slower on a 512 x 256 row mean: docs/notes/planner.md)
+  static double hsum(V v) {
+    alignas(32) float t[8];
+    _mm256_store_ps(t, v);
+    return ((double(t[0]) + t[1]) + (double(t[2]) + t[3])) + ((double(t[4]) + t[5]) + (double(t[6]) + t[7]));
+  }
+  static double hmax(V v) {
+    alignas(32) float t[8];
+    _mm256_store_ps(t, v);
+    double m = t[0];
+    for (int i = 1; i < 8; ++i) m = nanmax<double>(m, t[i]);
+    return m;
+  }
+};
+
+template <typename T> struct Vec;
+
+template <> struct Vec<float> : F32Lanes {
+  static V load(const float* p) { return _mm256_loadu_ps(p); }
+  static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
+  static constexpr int kStreamAlign = 32;  // bytes: stream() needs p aligned so
+  static void stream(float* p, V v) { _mm256_stream_ps(p, v); }
+  static V load_part(const float* p, int64_t m) {  // p[0 .. m), m < kW; the other lanes 0
+    return _mm256_maskload_ps(p, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kPartMask + 8 - m)));
+  }
+#ifdef SB_HAVE_AVX512
+  __attribute__((target("avx512f,avx512vl"), always_inline)) static V masked_load(const float* p, unsigned m) {
+    return _mm256_maskz_loadu_ps(static_cast<__mmask8>(m), p);
+  }
+  __attribute__((target("avx512f,avx512vl"), always_inline)) static void masked_store(float* p, unsigned m, V v) {
+    _mm256_mask_storeu_ps(p, static_cast<__mmask8>(m), v);
+  }
+  // p[0], p[2], .. p[2r - 2], r <= 8: the even lanes of 16 floats, packed (lanes from r on 0)
+  __attribute__((target("avx512f,avx512vl"), always_inline)) static V gather_even(const float* p, int r) {
+    const __m512 v = _mm512_maskz_loadu_ps(static_cast<__mmask16>(0x5555u & ((1u << (2 * r)) - 1)), p);
+    return _mm256_castsi256_ps(_mm512_maskz_cvtepi64_epi32(0xFF, _mm512_castps_si512(v)));
+  }
+#endif
+};
+
+template <> struct Vec<Half> : F32Lanes {
+  static V load(const Half* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+  static void store(Half* p, V v) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+  }
+  static constexpr int kStreamAlign = 16;
+  static void stream(Half* p, V v) {
+    _mm_stream_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+  }
+  static V load_part(const Half* p, int64_t m) {  // p[0] in the lanes from m on
+    Half t[kW];
+    for (int k = 0; k < kW; ++k) t[k] = p[k < m ? k : 0];
+    return load(t);
+  }
+};
+
+template <> struct Vec<double> {
+  using V = __m256d;
+  using Acc = double;
+  static constexpr int kW = 4;
+  static V load(const double* p) { return _mm256_loadu_pd(p); }
+  static void store(double* p, V v) { _mm256_storeu_pd(p, v); }
+  static constexpr int kStreamAlign = 32;
+  static void stream(double* p, V v) { _mm256_stream_pd(p, v); }
+  static V load_part(const double* p, int64_t m) {
+    return _mm256_maskload_pd(p, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kPartMask + 8 - 2 * m)));
+  }
+  static V zero() { return _mm256_setzero_pd(); }
+  template <typename U>
+  static V set1(U v) { return _mm256_set1_pd(static_cast<double>(v)); }
+  static V lowest() { return _mm256_set1_pd(-INFINITY); }
+  static V add(V a, V b) { return _mm256_add_pd(a, b); }
+  static V sub(V a, V b) { return _mm256_sub_pd(a, b); }
+  static V mul(V a, V b) { return _mm256_mul_pd(a, b); }
+  static V fma(V a, V b, V c) { return _mm256_fmadd_pd(a, b, c); }
+  static V max_nan(V a, V x) { return _mm256_or_pd(_mm256_max_pd(x, a), _mm256_cmp_pd(x, x, _CMP_UNORD_Q)); }
+  static double hsum(V v) {
+    alignas(32) double t[4];
+    _mm256_store_pd(t, v);
+    return (t[0] + t[1]) + (t[2] + t[3]);
+  }
+  static double hmax(V v) {
+    alignas(32) double t[4];
+    _mm256_store_pd(t, v);
+    return nanmax(nanmax(nanmax(t[0], t[1]), t[2]), t[3]);
+  }
+#ifdef SB_HAVE_AVX512
+  __attribute__((target("avx512f,avx512vl"), always_inline)) static V masked_load(const double* p, unsigned m) {
+    return _mm256_maskz_loadu_pd(static_cast<__mmask8>(m), p);
+  }
+  __attribute__((target("avx512f,avx512vl"), always_inline)) static void masked_store(double* p, unsigned m, V v) {
+    _mm256_mask_storeu_pd(p, static_cast<__mmask8>(m), v);
+  }
+  // p[0], p[2], .. p[2r - 2], r <= 4: two ymm halves, even lanes merged and ordered
+  __attribute__((target("avx512f,avx512vl"), always_inline)) static V gather_even(const double* p, int r) {
+    const unsigned m = 0x55u & ((1u << (2 * r)) - 1);
+    const __m256d lo = _mm256_maskz_loadu_pd(static_cast<__mmask8>(m & 0xF), p);
+    const __m256d hi = _mm256_maskz_loadu_pd(static_cast<__mmask8>(m >> 4), p + 4);
+    return _mm256_permute4x64_pd(_mm256_unpacklo_pd(lo, hi), 0xD8);  // lo0 hi0 lo2 hi2 -> lo0 lo2 hi0 hi2
+  }
+#endif
+};
+
+// Vec<T> in the interface of the reductions' traits (Scalar's): T's register, double
+// results, Acc lanes for the vertical buffers.
+template <typename T_>
+struct Simd {
+  using T = T_;
+  using L = Vec<T_>;
+  using A = double;
+  using Acc = typename L::Acc;
+  using R = typename L::V;
+  static constexpr int W = L::kW;
+  static R load(const T* p) { return L::load(p); }
+  static R loadacc(const Acc* p) { return Vec<Acc>::load(p); }
+  static void storeacc(Acc* p, R v) { Vec<Acc>::store(p, v); }
+  static R zero() { return L::zero(); }
+  static R set1(double v) { return L::set1(v); }
+  static R lowest() { return L::lowest(); }
+  static R add(R a, R b) { return L::add(a, b); }
+  static R sub(R a, R b) { return L::sub(a, b); }
+  static R fmadd(R a, R b, R c) { return L::fma(a, b, c); }
+  static R max_nan(R a, R x) { return L::max_nan(a, x); }
+  static double hsum(R a) { return L::hsum(a); }
+  static double hmax(R a) { return L::hmax(a); }
+};
+#endif
+
+}  // namespace sb::vec
