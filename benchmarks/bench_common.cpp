@@ -507,24 +507,35 @@ class ProgressReporter : public benchmark::BenchmarkReporter {
   }
   void ReportRuns(const std::vector<Run>& runs) override {
     if (log_) log_->ReportRuns(runs);
+    // add_run shows only the aggregates on the display (DisplayAggregatesOnly): a case
+    // reaches this reporter as its iterations (one repetition, or an error) or as its
+    // aggregates, never both; each is one case.
     std::vector<double> ns;
     std::string name, error;
+    double median = -1, stddev = -1;
+    const auto to_ns = [](const Run& r) { return r.GetAdjustedRealTime() * 1e9 / benchmark::GetTimeUnitMultiplier(r.time_unit); };
     for (const Run& r : runs) {
-      if (r.run_type != Run::RT_Iteration) continue;
-      name = r.benchmark_name();
+      name = r.run_name.str();  // without an aggregate's suffix
+      if (r.run_type == Run::RT_Aggregate) {
+        if (r.aggregate_name == "median") median = to_ns(r);
+        if (r.aggregate_name == "stddev") stddev = to_ns(r);
+        continue;
+      }
       if (r.error_occurred) error = r.error_message;
-      else ns.push_back(r.GetAdjustedRealTime() * 1e9 / benchmark::GetTimeUnitMultiplier(r.time_unit));
+      else ns.push_back(to_ns(r));
     }
-    if (name.empty()) return;  // the aggregates of a case already shown
+    if (name.empty()) return;
     ++done_;
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
     const double left = total_ > done_ ? elapsed / static_cast<double>(done_) * static_cast<double>(total_ - done_) : 0;
     const std::string shown = name.substr(0, name.find("/min_time:"));
     std::string what = error.empty() ? "" : "error: " + error;
-    if (!ns.empty()) {
+    if (!ns.empty()) {  // the spread as the tables give it: half the range over the median
       std::sort(ns.begin(), ns.end());
       const double med = ns[ns.size() / 2];
       what = fmt_time(med) + " ±" + std::to_string(static_cast<int>(std::lround(50.0 * (ns.back() - ns.front()) / med))) + "%";
+    } else if (median > 0) {  // only the aggregates: the standard deviation instead
+      what = fmt_time(median) + " (sd " + std::to_string(static_cast<int>(std::lround(100.0 * std::max(stddev, 0.0) / median))) + "%)";
     }
     std::printf("[%*zu/%zu] %s left  %s  %s\n", static_cast<int>(std::to_string(total_).size()), done_, total_,
                 fmt_duration(left).c_str(), shown.c_str(), what.c_str());

@@ -118,6 +118,21 @@ def check_progress(exe, stdout, out, log):
         raise Fail(f"{log}: not every case's Google Benchmark row")
 
 
+def check_progress_of_aggregates(exe, json_dir):
+    """At quick, add_run shows only the aggregates (5 repetitions): one progress line for
+    the case all the same, with its median (Note [Progress lines])."""
+    first = subprocess.run([exe, "--sb_matrix=quick", "--benchmark_list_tests"], capture_output=True,
+                           text=True).stdout.split()[0]
+    log = os.path.join(json_dir, "aggregates.log")
+    p = subprocess.run([exe, "--sb_matrix=quick", "--sb_progress", "--sb_log=" + log,
+                        "--benchmark_filter=^" + re.escape(first) + "$"],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines = [m for m in (PROGRESS.match(l) for l in p.stdout.splitlines()) if m]
+    if p.returncode != 0 or len(lines) != 1 or lines[0].group(1, 2) != ("1", "1") or \
+            not re.match(r"^[\d.]+ (ns|us|ms|s) \(sd \d+%\)$", lines[0].group(4)):
+        raise Fail(f"{exe} at quick: progress {p.stdout[-1500:]}")
+
+
 def recheck(py, script, json_dir, benches):
     """scripts/recheck --pair on two runs of the first CPU family, one round, through the
     real binary (Google Benchmark's own regex engine takes the exact-name filter):
@@ -171,6 +186,9 @@ def main():
             print(f"   {n} entries, machine {slug}" + (f" (every run: {NO_DEVICE})" if no_device else ""))
             if no_device:
                 gpu_only.append(os.path.basename(out))
+        views = [e for e in a.benches if os.path.basename(e) == "bench_views"]
+        if views:  # its cases take microseconds
+            check_progress_of_aggregates(views[0], json_dir)
         p = subprocess.run([a.semantics, os.path.join(json_dir, "semantics.json")],
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         print(p.stdout, end="")

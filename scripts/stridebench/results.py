@@ -647,7 +647,7 @@ def devices(runs):
 
 def describe(run, keys=("layout", "op", "dtype", "shape")):
     """'transposed add f32 4096x4096' from the given keys."""
-    word = {"threads": lambda v: f"{v} threads", "size": lambda v: fmt_bytes(int(v)),
+    word = {"threads": lambda v: f"{v} thread" + ("" if v == "1" else "s"), "size": lambda v: fmt_bytes(int(v)),
             "op": lambda v: "contiguous()" if v == "contiguous" else v}
     return " ".join(word.get(k, lambda v: f"{k}:{v}" if k in ("dim", "step", "alloc")
                              else v)(run.keys[k]) for k in keys if k in run.keys)
