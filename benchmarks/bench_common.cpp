@@ -483,10 +483,11 @@ void make_parent_dirs(const std::string& file) {
 // Note [Progress lines]
 // Under `ninja benchmark` (--sb_progress) the terminal gets one line per case: the count
 // done, the total, an estimate of the time left (the mean time per case so far times
-// the cases left), the run name and its median ± spread. Google Benchmark's own console
-// rows go to the --sb_log file, and every repetition to the --benchmark_out JSON as
-// before. The total comes from this binary's own --benchmark_list_tests with the same
-// filter, run once before the cases (a few milliseconds).
+// the cases left), the run name and its median with ± half the range over the median
+// (or, where only the aggregates reach the display, the standard deviation). Google
+// Benchmark's own console rows go to the --sb_log file, and every repetition to the
+// --benchmark_out JSON as before. The total comes from this binary's own
+// --benchmark_list_tests with the same filter, run once before the cases (milliseconds).
 class ProgressReporter : public benchmark::BenchmarkReporter {
  public:
   ProgressReporter(size_t total, const std::string& log_path) : total_(total) {
