@@ -8,7 +8,7 @@
 #                   dates, executables)
 #   TABLES.md       scripts/tables
 #   plots/*.png     scripts/plot, unless --no-plots or matplotlib is missing
-# Every file must parse, be Google Benchmark JSON with runs named in the vocabulary,
+# and keeps the old folder's NOTES.md, which a person writes (HAND_WRITTEN). Every file must parse, be Google Benchmark JSON with runs named in the vocabulary,
 # and carry the same sb_machine. A file whose every run skipped with "no CUDA device"
 # (a GPU binary of a CUDA build on a machine without a GPU) is reported in one line
 # and left out of raw/: it measured nothing. The new folder is built in a hidden sibling and
@@ -122,8 +122,15 @@ def build(rs, paths, tmp, plots):
             say(f"{len(plot.draw(final, os.path.join(tmp, 'plots'), plt))} plots drawn")
 
 
+HAND_WRITTEN = ("NOTES.md",)  # a person's words about the machine: a re-run keeps them
+
+
 def swap(tmp, dest):
-    """Puts tmp in dest's place; the old dest is removed only once tmp is in."""
+    """Puts tmp in dest's place, with the hand-written files of the old dest carried
+    over; the old dest is removed only once tmp is in."""
+    for name in HAND_WRITTEN:
+        if os.path.isfile(os.path.join(dest, name)):
+            shutil.copy2(os.path.join(dest, name), os.path.join(tmp, name))
     old = None
     if os.path.exists(dest):
         old = os.path.join(os.path.dirname(dest), f".{os.path.basename(dest)}.old-{os.getpid()}")

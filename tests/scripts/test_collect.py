@@ -94,6 +94,18 @@ class CollectTest(unittest.TestCase):
         self.assertTrue(os.path.isdir(other))  # other machines are left alone
         self.assertEqual(sorted(os.listdir(self.results)), ["other-machine", SLUG])
 
+    def test_a_rerun_keeps_the_hand_written_notes(self):
+        """NOTES.md is written by hand (README, What a run produces): a re-run replaces
+        the measured files and keeps it, word for word."""
+        self.assertEqual(self.collect("--no-plots").returncode, 0)
+        notes = os.path.join(self.dest, "NOTES.md")
+        with open(notes, "w", encoding="utf-8") as f:
+            f.write("# What this machine measured\n\nby hand\n")
+        p = self.collect("--no-plots")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(notes, encoding="utf-8") as f:
+            self.assertEqual(f.read(), "# What this machine measured\n\nby hand\n")
+
     def assert_fails_and_keeps(self, why, code=2, env=None, extra=("--no-plots",)):
         before = sbtest.snapshot(self.results)
         p = self.collect(*extra, env=env)
