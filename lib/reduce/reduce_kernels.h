@@ -1,0 +1,409 @@
+// reduce_kernels.h — the CPU reductions' ops and inner kernels, included by reduce.cpp
+// only (one translation unit: the drivers instantiate every kernel here). The ops
+// (OpSum, OpMax, OpVar and its moments), the cascaded accumulators, and the kernels over
+// one run (h_kernel, h_var_run: unit or fixed stride along the reduced dim) and over a
+// block of rows (v_kernel, v_var_rows: the kept dim unit-stride). The plan and the
+// drivers that call them are in reduce.cpp; the file comment there says which path
+// takes which layout.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#ifdef SB_HAVE_AVX2
+#include <immintrin.h>
+#endif
+
+#include "core/vec.h"
+
+// An unnamed namespace in a header: this one has a single includer, and internal
+// linkage keeps the inliner's choices (and so the code) exactly those of one file.
+namespace sb {
+namespace {
+
+constexpr int64_t kFlushElems = 4096;  // elements per float32 accumulator run (horizontal)
+constexpr int64_t kFlushRows = 1024;   // rows per float32 buffer run (vertical)
+constexpr int64_t kGroupRuns = 64;     // buffer runs per group (vertical; Note [Cascaded accumulation])
+constexpr int64_t kColumns = 8192;     // elements: width of one vertical task (Note [Vertical rows per pass])
+constexpr int kVRows = 8;              // input rows per buffer pass (vertical)
+constexpr int64_t kRowBatch = 64;      // row offsets generated at a time
+
+using vec::nanmax;
+using vec::to_acc;
+
+// ---------------------------------------------------------------- vector traits
+// The reductions' registers (Note [One vector layer], core/vec.h): T the element type, A
+// the final accumulator (double, or int64 for int32 sums), Acc the type of vertical
+// buffers, R the register, W the lanes. vec::Scalar is the scalar path (W = 1),
+// vec::Simd<T> one AVX2 register of T's accumulation lanes.
+
+// ---------------------------------------------------------------- reduction ops
+// N accumulators per kept element; step on registers, sstep on scalars of type S.
+
+struct OpSum {
+  static constexpr int N = 1;
+  static constexpr bool kChan = false;
+  template <class V> static void init(typename V::R* a) { a[0] = V::zero(); }
+  template <class V> static void step(typename V::R* a, typename V::R x, typename V::R) { a[0] = V::add(a[0], x); }
+  template <class V> static void vcombine(typename V::R* a, const typename V::R* b) { a[0] = V::add(a[0], b[0]); }
+  template <class V> static void hred(typename V::A* o, const typename V::R* a) { o[0] = V::hsum(a[0]); }
+  template <class S> static void sinit(S* a) { a[0] = S(0); }
+  template <class S> static void sstep(S* a, S x, S) { a[0] += x; }
+  template <class S> static void scombine(S* a, const S* b) { a[0] += b[0]; }
+};
+
+struct OpMax {
+  static constexpr int N = 1;
+  static constexpr bool kChan = false;
+  template <class V> static void init(typename V::R* a) { a[0] = V::lowest(); }
+  template <class V> static void step(typename V::R* a, typename V::R x, typename V::R) { a[0] = V::max_nan(a[0], x); }
+  template <class V> static void vcombine(typename V::R* a, const typename V::R* b) { a[0] = V::max_nan(a[0], b[0]); }
+  template <class V> static void hred(typename V::A* o, const typename V::R* a) { o[0] = V::hmax(a[0]); }
+  template <class S> static void sinit(S* a) { a[0] = static_cast<S>(-INFINITY); }
+  template <class S> static void sstep(S* a, S x, S) { a[0] = nanmax(a[0], x); }
+  template <class S> static void scombine(S* a, const S* b) { a[0] = nanmax(a[0], b[0]); }
+};
+
+// Deviations from a mean m: a[0] = sum (x - m)^2, a[1] = sum (x - m) (var's second pass
+// over one block of a kept element's range: Note [One read for var]).
+struct OpSqDev {
+  static constexpr int N = 2;
+  template <class V> static void init(typename V::R* a) { a[0] = a[1] = V::zero(); }
+  template <class V> static void step(typename V::R* a, typename V::R x, typename V::R m) {
+    const typename V::R d = V::sub(x, m);
+    a[0] = V::fmadd(d, d, a[0]);
+    a[1] = V::add(a[1], d);
+  }
+  template <class V> static void vcombine(typename V::R* a, const typename V::R* b) {
+    a[0] = V::add(a[0], b[0]);
+    a[1] = V::add(a[1], b[1]);
+  }
+  template <class V> static void hred(typename V::A* o, const typename V::R* a) {
+    o[0] = V::hsum(a[0]);
+    o[1] = V::hsum(a[1]);
+  }
+  template <class S> static void sinit(S* a) { a[0] = a[1] = S(0); }
+  template <class S> static void sstep(S* a, S x, S m) {
+    const S d = x - m;
+    a[0] += d * d;
+    a[1] += d;
+  }
+  template <class S> static void scombine(S* a, const S* b) {
+    a[0] += b[0];
+    a[1] += b[1];
+  }
+};
+
+// Note [One read for var]
+// The corrected two-pass algorithm (a sum pass for the means, then sum((x - m)^2) and
+// sum(x - m) around them) reads a DRAM-sized x twice. Here x is read from memory once
+// and the moments are merged as (count, mean, M2) triples by
+// Chan et al.'s formula (mean += d nb / n, M2 += M2b + d^2 na nb / n, d = meanb - meana),
+// in double outside the kernels:
+//  - horizontal, one unit-stride run per kept element (h_var_run): blocks of
+//    kVarRunBlock elements, each block's sum in the same loop as the previous block's
+//    deviations around its mean (from L1): two passes one after the other would pause
+//    the memory stream for the second;
+//  - horizontal, other ranges (several reduced dims, strided): blocks of kVarBlock
+//    elements, each two-pass while it is in L1/L2 (the sum, then OpSqDev);
+//    in both, the deviations are taken around the block mean rounded to the accumulator
+//    type, so the vector lanes and the scalar tail share one centre;
+//  - vertical (kept columns unit-stride): per column task, y = x - c with c the task's
+//    first row (so the float32 lanes hold deviations of the order of the std, not values
+//    far from 0), each pass of kVRows rows gives its block mean and M2 from registers,
+//    merged into float32 running (mean, M2) buffers with weights common to all columns
+//    (v_var_kernel); every kFlushRows rows the run goes into the double triples.
+// Accuracy is that of the two-pass algorithm per block; the merges add errors of the
+// order of the accumulator's epsilon (tests: reduce_test, rtol 1e-5 against float64 on
+// data centred at 1e4, with an outlier first row). Figures: docs/notes/copy-reduce.md.
+constexpr int64_t kVarBlock = 4096;  // elements per two-pass block (horizontal)
+
+struct OpVar {
+  static constexpr int N = 3;  // count, mean, M2 (sum of squared deviations from the mean)
+  static constexpr bool kChan = true;
+  template <class S> static void sinit(S* a) { a[0] = a[1] = a[2] = S(0); }
+  template <class S> static void scombine(S* a, const S* b) {
+    if (b[0] == 0) return;
+    if (a[0] == 0) {
+      a[0] = b[0], a[1] = b[1], a[2] = b[2];
+      return;
+    }
+    const S n = a[0] + b[0], d = b[1] - a[1];
+    a[1] += d * (b[0] / n);
+    a[2] += b[2] + d * d * (a[0] * b[0] / n);
+    a[0] = n;
+  }
+};
+
+// Merges into acc (an OpVar triple) a block of nb elements whose deviations from centre
+// sum to s1 and whose squared deviations sum to s2 (the corrected two-pass formula; M2 is
+// clamped at 0 against rounding, and a NaN stays a NaN).
+template <typename A>
+void merge_block(A* acc, A nb, A centre, A s2, A s1) {
+  const A d = s1 / nb, m2 = s2 - s1 * d;
+  const A blk[3] = {nb, centre + d, m2 < 0 ? A(0) : m2};
+  OpVar::scombine(acc, blk);
+}
+
+// ---------------------------------------------------------------- inner kernels
+
+// Note [Cascaded accumulation]
+// Every horizontal reduction accumulates in blocks, whatever the strides: at most
+// kFlushElems elements per block, in independent chains (4 of W vector lanes on the
+// unit-stride path, 16 scalars on the stepped, expanded and scalar paths), and the blocks
+// of one kept element are combined pairwise, as a binary counter of partial results
+// (Cascade), pieces shorter than a block (short rows of a multi-dim range) each a leaf
+// (a push costs two combines, amortized). The rounding error of a sum then grows with
+// log2 of the block count, not with the element count, on every path: a mean over an
+// expanded dim of 4 M float64 elements stays within a few ulp, as PyTorch's cascade sum
+// does. The vertical kernel accumulates kFlushRows rows per block in its column buffers
+// (8 rows summed in registers per pass) and combines the blocks in groups of kGroupRuns.
+template <class Op, typename A>
+class Cascade {
+ public:
+  // part: Op's reduction of one block or one shorter piece
+  void add(const A* part) {
+    A carry[N];
+    std::copy(part, part + N, carry);
+    int l = 0;
+    for (; used_ >> l & 1; ++l) {  // partial results of equal rank pair up
+      Op::scombine(level_[l], carry);
+      std::copy(level_[l], level_[l] + N, carry);
+      used_ &= ~(uint64_t{1} << l);
+    }
+    std::copy(carry, carry + N, level_[l]);
+    used_ |= uint64_t{1} << l;
+  }
+  // combines the total into out, the smallest partial results first
+  void finish(A* out) const {
+    uint64_t u = used_;
+    if (u == 0) return;
+    A total[N];
+    std::copy(level_[__builtin_ctzll(u)], level_[__builtin_ctzll(u)] + N, total);
+    for (u &= u - 1; u; u &= u - 1) Op::scombine(total, level_[__builtin_ctzll(u)]);
+    Op::scombine(out, total);
+  }
+
+ private:
+  static constexpr int N = Op::N, kLevels = 64;
+  A level_[kLevels][N];
+  uint64_t used_ = 0;
+};
+
+// Adds to sink the reduction of p[0], p[s], …, p[(n-1)s] around mean m, a block of at
+// most kFlushElems elements at a time (Note [Cascaded accumulation]).
+// A sink that combines each part straight into out: for a range of one block or less.
+template <class Op, typename A>
+struct DirectSink {
+  A* out;
+  void add(const A* part) { Op::scombine(out, part); }
+};
+
+template <class V, class Op, class Sink>
+void h_kernel(const typename V::T* p, int64_t n, int64_t s, double m, Sink& sink) {
+  using A = typename V::A;
+  using R = typename V::R;
+  constexpr int W = V::W, N = Op::N;
+  int64_t i = 0;
+  if (s == 1 && W > 1) {
+    const R mv = V::set1(m);
+    while (n - i >= W) {  // runs of at most kFlushElems in the register type
+      const int64_t end = i + std::min<int64_t>((n - i) / W * W, kFlushElems);
+      R a0[N], a1[N], a2[N], a3[N];
+      Op::template init<V>(a0);
+      Op::template init<V>(a1);
+      Op::template init<V>(a2);
+      Op::template init<V>(a3);
+      for (; i + 4 * W <= end; i += 4 * W) {
+        Op::template step<V>(a0, V::load(p + i), mv);
+        Op::template step<V>(a1, V::load(p + i + W), mv);
+        Op::template step<V>(a2, V::load(p + i + 2 * W), mv);
+        Op::template step<V>(a3, V::load(p + i + 3 * W), mv);
+      }
+      for (; i + W <= end; i += W) Op::template step<V>(a0, V::load(p + i), mv);
+      Op::template vcombine<V>(a0, a1);
+      Op::template vcombine<V>(a2, a3);
+      Op::template vcombine<V>(a0, a2);
+      A part[N];
+      Op::template hred<V>(part, a0);
+      sink.add(part);
+    }
+  }
+  // stepped or expanded runs, the scalar path and the unit-stride tail: kChains scalar
+  // chains per block, as many as the vector path has lanes x chains for float64
+  constexpr int kChains = 16;
+  const A ma = static_cast<A>(m);
+  if (n - i < 2 * kChains) {  // a vector path's tail, or a short run: one chain
+    if (i == n) return;
+    A t[N];
+    Op::sinit(t);
+    for (; i < n; ++i) Op::sstep(t, to_acc<A>(p[i * s]), ma);
+    return sink.add(t);
+  }
+  while (i < n) {
+    const int64_t end = std::min(n, i + kFlushElems);
+    A t[kChains][N];
+    for (auto& c : t) Op::sinit(c);
+    for (; i + kChains <= end; i += kChains)
+      for (int h = 0; h < kChains; ++h) Op::sstep(t[h], to_acc<A>(p[(i + h) * s]), ma);
+    for (int h = 0; i < end; ++i, ++h) Op::sstep(t[h], to_acc<A>(p[i * s]), ma);
+    for (int w = kChains / 2; w >= 1; w /= 2)  // pairwise over the chains
+      for (int h = 0; h < w; ++h) Op::scombine(t[h], t[h + w]);
+    sink.add(t[0]);
+  }
+}
+
+// buf[q*kColumns + j] (q < N, j < L) combined with rows base + off[r], r < nr.
+template <class V, class Op>
+void v_kernel(const typename V::T* base, const int64_t* off, int64_t nr, int64_t L, typename V::Acc* buf) {
+  using R = typename V::R;
+  using Acc = typename V::Acc;
+  constexpr int W = V::W, N = Op::N;
+  int64_t r = 0;
+  for (; r < nr; r += kVRows) {
+    const int64_t k = std::min<int64_t>(kVRows, nr - r);
+    const typename V::T* p[kVRows];
+    for (int u = 0; u < kVRows; ++u) p[u] = base + off[r + std::min<int64_t>(u, k - 1)];
+    int64_t j = 0;
+    for (; j + W <= L; j += W) {
+      R a[N];
+      for (int q = 0; q < N; ++q) a[q] = V::loadacc(buf + q * kColumns + j);
+      const R m = V::zero();
+      Op::template step<V>(a, V::load(p[0] + j), m);
+      if (k == kVRows) {
+        for (int u = 1; u < kVRows; ++u) Op::template step<V>(a, V::load(p[u] + j), m);  // unrolled: constant trip count
+      } else {
+        for (int u = 1; u < k; ++u) Op::template step<V>(a, V::load(p[u] + j), m);
+      }
+      for (int q = 0; q < N; ++q) V::storeacc(buf + q * kColumns + j, a[q]);
+    }
+    for (; j < L; ++j) {
+      Acc a[N];
+      for (int q = 0; q < N; ++q) a[q] = buf[q * kColumns + j];
+      const Acc m = Acc(0);
+      for (int u = 0; u < k; ++u) Op::sstep(a, to_acc<Acc>(p[u][j]), m);
+      for (int q = 0; q < N; ++q) buf[q * kColumns + j] = a[q];
+    }
+  }
+}
+
+// Note [One read for var], a unit-stride run p[0, n): blocks of kVarRunBlock elements,
+// each block's sum taken in the same loop as the previous block's deviations (from
+// L1), so the memory stream does not pause for a second pass. Each block's deviations
+// are taken around its mean rounded to Acc (vector lanes and tail alike), and its
+// (count, mean, M2) merged into acc by OpVar::scombine.
+constexpr int64_t kVarRunBlock = 2048;
+
+template <class V>
+void h_var_run(const typename V::T* p, int64_t n, typename V::A* acc) {
+  using A = typename V::A;
+  using R = typename V::R;
+  using Acc = typename V::Acc;
+  constexpr int W = V::W;
+  const typename V::T* prev = nullptr;  // the block whose deviations are pending
+  int64_t nprev = 0;
+  Acc mprev = 0;
+  for (int64_t b = 0;; b += kVarRunBlock) {
+    const int64_t nb = std::max<int64_t>(0, std::min(kVarRunBlock, n - b));  // 0: only the pending block is left
+    const typename V::T* cur = p + b;
+    const R mv = V::set1(static_cast<double>(mprev));
+    // 4 accumulator chains per sum (2 in the loop that does both blocks)
+    R s[4], d2[4], d1[4];
+    for (int h = 0; h < 4; ++h) s[h] = d2[h] = d1[h] = V::zero();
+    auto dev = [&](int h, int64_t i) {
+      const R e = V::sub(V::load(prev + i), mv);
+      d2[h] = V::fmadd(e, e, d2[h]);
+      d1[h] = V::add(d1[h], e);
+    };
+    const int64_t both = prev ? std::min(nb, nprev) / (2 * W) * (2 * W) : 0;
+    int64_t i = 0;
+    for (; i < both; i += 2 * W)
+      for (int h = 0; h < 2; ++h) {
+        s[h] = V::add(s[h], V::load(cur + i + h * W));
+        dev(h, i + h * W);
+      }
+    int64_t k = i;  // the rest of the current block's sum
+    for (; k + 4 * W <= nb; k += 4 * W)
+      for (int h = 0; h < 4; ++h) s[h] = V::add(s[h], V::load(cur + k + h * W));
+    for (; k + W <= nb; k += W) s[0] = V::add(s[0], V::load(cur + k));
+    A st = 0;
+    for (; k < nb; ++k) st += to_acc<A>(cur[k]);
+    if (prev) {  // the rest of the pending block's deviations
+      for (; i + 4 * W <= nprev; i += 4 * W)
+        for (int h = 0; h < 4; ++h) dev(h, i + h * W);
+      for (; i + W <= nprev; i += W) dev(0, i);
+      A t2 = 0, t1 = 0;
+      for (; i < nprev; ++i) {
+        const A e = to_acc<A>(prev[i]) - static_cast<A>(mprev);
+        t2 += e * e;
+        t1 += e;
+      }
+      t2 += V::hsum(V::add(V::add(d2[0], d2[1]), V::add(d2[2], d2[3])));
+      t1 += V::hsum(V::add(V::add(d1[0], d1[1]), V::add(d1[2], d1[3])));
+      merge_block<A>(acc, static_cast<A>(nprev), static_cast<A>(mprev), t2, t1);
+    }
+    if (nb == 0) break;
+    prev = cur;
+    nprev = nb;
+    mprev = static_cast<Acc>((V::hsum(V::add(V::add(s[0], s[1]), V::add(s[2], s[3]))) + st) / static_cast<A>(nb));
+  }
+}
+
+// Note [One read for var], vertical: rows base + off[r] (r < nr), columns [0, L), y = x -
+// cb[j]; buf[j] and buf[kColumns + j] hold the run's mean of y and M2 over nrun rows.
+template <class V>
+void v_var_kernel(const typename V::T* base, const int64_t* off, int64_t nr, int64_t L, typename V::Acc* buf,
+                  const typename V::Acc* cb, int64_t nrun) {
+  using R = typename V::R;
+  using Acc = typename V::Acc;
+  constexpr int W = V::W;
+  for (int64_t r = 0; r < nr; r += kVRows) {
+    const int k = static_cast<int>(std::min<int64_t>(kVRows, nr - r));
+    const typename V::T* p[kVRows];
+    for (int u = 0; u < kVRows; ++u) p[u] = base + off[r + std::min(u, k - 1)];
+    const double n = static_cast<double>(nrun + k);
+    const double wd = k / n, cwd = static_cast<double>(nrun) * k / n, rkd = 1.0 / k;
+    const R w = V::set1(wd), cw = V::set1(cwd), rk = V::set1(rkd);
+    auto block = [&](auto kc, int64_t j) {  // kc: the row count (compile-time when kVRows)
+      const R c = V::loadacc(cb + j);
+      R y[kVRows];  // the first kc() are used
+      for (int u = 0; u < kVRows; ++u) y[u] = V::zero();
+      R sum = V::zero();
+      for (int u = 0; u < kc(); ++u) {
+        y[u] = V::sub(V::load(p[u] + j), c);
+        sum = V::add(sum, y[u]);
+      }
+      const R mb = V::fmadd(sum, rk, V::zero());
+      R q = V::zero();
+      for (int u = 0; u < kc(); ++u) {
+        const R e = V::sub(y[u], mb);
+        q = V::fmadd(e, e, q);
+      }
+      const R mean = V::loadacc(buf + j), d = V::sub(mb, mean);
+      V::storeacc(buf + j, V::fmadd(d, w, mean));
+      V::storeacc(buf + kColumns + j, V::add(V::loadacc(buf + kColumns + j), V::fmadd(V::fmadd(d, d, V::zero()), cw, q)));
+    };
+    int64_t j = 0;
+    if (k == kVRows) {
+      for (; j + W <= L; j += W) block([] { return kVRows; }, j);
+    } else {
+      for (; j + W <= L; j += W) block([k] { return k; }, j);
+    }
+    for (; j < L; ++j) {
+      const Acc c = cb[j];
+      Acc y[kVRows], sum = 0;
+      for (int u = 0; u < k; ++u) sum += (y[u] = to_acc<Acc>(p[u][j]) - c);
+      const Acc mb = sum * static_cast<Acc>(rkd);
+      Acc q = 0;
+      for (int u = 0; u < k; ++u) q += (y[u] - mb) * (y[u] - mb);
+      const Acc d = mb - buf[j];
+      buf[j] += d * static_cast<Acc>(wd);
+      buf[kColumns + j] += q + d * d * static_cast<Acc>(cwd);
+    }
+    nrun += k;
+  }
+}
+
+}  // namespace
+}  // namespace sb
