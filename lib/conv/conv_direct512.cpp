@@ -1,0 +1,358 @@
+// conv_direct512.cpp — conv2d's direct AVX-512 kernel: channels-last x read in place,
+// 6 pixels x 64 output channels of accumulators per tile (Note [Direct AVX-512 conv]);
+// NCHW x staged through a channels-last buffer per (image, group) (Note [NCHW through
+// the channels-last kernel]). Needs out dense in x's layout.
+//
+// Note [Direct AVX-512 conv]: the implicit-GEMM paths pack every im2col element once
+// and use it for only O_g/16 micro-tiles; at 64 output channels perf put the packing at
+// 27 % (NHWC) and 38 % (NCHW) of conv2d's time. This kernel reads channels-last x in
+// place instead: a tile is 6 pixels of one output row x up to 64 output channels (4 zmm
+// per pixel, 24 accumulators); per (tap, c) 4 weight loads and 6 broadcasts from the 6
+// pixels' channel runs, which sit a fixed s*xw apart (10 loads per 24 FMAs; the GEMM
+// tile has 17 per 16). Taps whose input row is padding are left out of a row's tap
+// list; pixels whose taps reach into the left/right padding run one at a time with
+// their own tap list. Weights are repacked once per call as [tap][c][64 channels].
+// NCHW x takes the same kernel (Note [NCHW through the channels-last kernel]). A direct
+// NCHW kernel (16 channels x 16 pixels of a row, one masked row load and 16 weight
+// broadcasts per (c, tap)) was slower: row loads split across cache lines and 16
+// broadcasts per load tie up the load ports (docs/notes/gemm.md).
+//
+// Note [NCHW through the channels-last kernel]: each (image, group) of an NCHW x is
+// first transposed into a channels-last buffer (H*W*C_g floats, 0.8 MB at 64x56x56,
+// about L2), then its output rows run exactly as NHWC ones do (interior tiles of 6
+// pixels, edge columns through edges()), in blocks of at most kRowsTile rows (as many
+// blocks as a multiple of the threads, of near-equal height) into a per-thread
+// channels-last buffer (6*OW*O_g floats, 86 KB), which one transpose_tile_f32 writes
+// into the NCHW output. The staging prefetches the next row's C_g short runs (too many
+// streams for the hardware prefetchers), and each block prefetches its output lines for
+// writing while its rows compute. A zero-padded buffer and scattered output stores were
+// slower (docs/notes/gemm.md, NCHW conv2d on the AMD EPYC VM).
+#include <immintrin.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "conv/conv_impl.h"
+#include "matmul/gemm_impl.h"  // detail::Workspace
+#include "core/transpose_tile.h"
+#include "stridebench/cpu_features.h"
+#include "stridebench/error.h"
+#include "stridebench/parallel.h"
+
+namespace sb::conv_detail {
+
+#if defined(SB_HAVE_AVX2) && defined(SB_HAVE_AVX512)
+namespace {
+
+constexpr int kMaxDirectTaps = 64;
+constexpr int kCoTile = 64;  // output channels per tile (4 zmm)
+constexpr int kRowsTile = 6;
+
+// R pixels x NZ zmm of output channels. tp[j]: channel 0 of the first pixel's input for
+// tap j; the pixels are rs floats apart; wp: [T][Cg][64]. out: the first pixel's first
+// channel; pixels ows apart; channels contiguous.
+template <int R, int NZ>
+__attribute__((target("avx512f"))) void conv_tile(int ntap, const float* const* tp, int64_t delta, const int* tw,
+                                                  int64_t Cg, int64_t rs, const float* wp, const float* bias,
+                                                  bool relu, float* out, int64_t ows, __mmask16 last) {
+  __m512 acc[R][NZ];
+#pragma GCC unroll 6
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int z = 0; z < NZ; ++z) acc[r][z] = _mm512_setzero_ps();
+  const int64_t rs3 = 3 * rs;
+  for (int j = 0; j < ntap; ++j) {
+    const float* x0 = tp[j] + delta;  // pixels 0, 1, 2 at x0 + {0, 1, 2}*rs
+    const float* x3 = x0 + rs3;       // pixels 3, 4, 5 at x3 + {0, 1, 2}*rs
+    const float* w = wp + tw[j] * Cg * kCoTile;
+#pragma GCC unroll 2
+    for (int64_t c = 0; c < Cg; ++c, w += kCoTile) {
+      __m512 wv[NZ];
+#pragma GCC unroll 4
+      for (int z = 0; z < NZ; ++z) wv[z] = _mm512_loadu_ps(w + 16 * z);
+#pragma GCC unroll 6
+      for (int r = 0; r < R; ++r) {
+        const __m512 a = _mm512_set1_ps(((r < 3 ? x0 : x3) + (r % 3) * rs)[c]);
+#pragma GCC unroll 4
+        for (int z = 0; z < NZ; ++z) acc[r][z] = _mm512_fmadd_ps(a, wv[z], acc[r][z]);
+      }
+    }
+  }
+  const __m512 zero = _mm512_setzero_ps();
+#pragma GCC unroll 6
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int z = 0; z < NZ; ++z) {
+      __m512 v = _mm512_add_ps(acc[r][z], _mm512_loadu_ps(bias + 16 * z));
+      if (relu) v = _mm512_mask_max_ps(v, 0xFFFF, v, zero);  // not _mm512_max_ps: GCC 12 false positive
+      const __mmask16 m = z == NZ - 1 ? last : __mmask16(0xFFFF);
+      _mm512_mask_storeu_ps(out + r * ows + 16 * z, m, v);
+    }
+}
+
+using ConvTileFn = void (*)(int, const float* const*, int64_t, const int*, int64_t, int64_t, const float*,
+                            const float*, bool, float*, int64_t, __mmask16);
+template <int R>
+ConvTileFn tile_fn_nz(int nz) {
+  return nz == 1 ? conv_tile<R, 1> : nz == 2 ? conv_tile<R, 2> : nz == 3 ? conv_tile<R, 3> : conv_tile<R, 4>;
+}
+ConvTileFn tile_fn(int rows, int nz) {
+  switch (rows) {
+    case 1: return tile_fn_nz<1>(nz);
+    case 2: return tile_fn_nz<2>(nz);
+    case 3: return tile_fn_nz<3>(nz);
+    case 4: return tile_fn_nz<4>(nz);
+    case 5: return tile_fn_nz<5>(nz);
+    default: return tile_fn_nz<6>(nz);
+  }
+}
+
+
+// Output rows of one (image, group) from channels-last input xg (channel 0 of the
+// group; strides xh, xw): operator() runs one row's interior pixels; the edge pixels,
+// whose taps reach into the left/right padding, go column by column across a block of
+// rows (edges(), Note [Edge columns by rows]).
+struct DirectRow {
+  const ConvShape& g;
+  const float* wpk;   // [group][block][T][Cg][64]
+  const float* bpad;  // [group][blocks*64]
+  bool relu;
+  int64_t nblk;
+
+  // Output columns [lo, hi) have every kw tap inside the input row.
+  std::pair<int64_t, int64_t> interior() const {
+    const int64_t ew = g.d * (g.KW - 1);
+    const int64_t lo = std::min<int64_t>((g.p + g.s - 1) / g.s, g.OW);
+    const int64_t hi = g.W + g.p - ew <= 0 ? 0 : (g.W + g.p - ew - 1) / g.s + 1;
+    return {lo, std::max(lo, std::min(hi, g.OW))};
+  }
+  // The taps of output pixel (oh, ow) whose input lies inside the image -> their count,
+  // input pointers tp and tap ids tw (in tap order).
+  int taps(const float* xg, int64_t xh, int64_t xw, int64_t oh, int64_t ow, const float** tp, int* tw) const {
+    // (nested loops, no t / KW: with two 64-bit divisions per tap this set-up took ~2 % of
+    // an 8x64x56x56 conv, once per 6-pixel tile)
+    int n = 0, t = 0;
+    for (int64_t kh = 0; kh < g.KH; ++kh) {
+      const int64_t ih = oh * g.s - g.p + kh * g.d;
+      if (ih < 0 || ih >= g.H) {
+        t += static_cast<int>(g.KW);
+        continue;
+      }
+      for (int64_t kw = 0; kw < g.KW; ++kw, ++t) {
+        const int64_t iw = ow * g.s - g.p + kw * g.d;
+        if (iw < 0 || iw >= g.W) continue;
+        tp[n] = xg + ih * xh + iw * xw;
+        tw[n++] = t;
+      }
+    }
+    return n;
+  }
+  struct Block {
+    int nz;
+    __mmask16 last;
+    const float* wb;
+    const float* bb;
+    int64_t off;  // output offset of the block's first channel
+  };
+  Block block(int64_t grp, int64_t b) const {
+    const int64_t nco = std::min<int64_t>(kCoTile, g.Og - b * kCoTile);
+    return {static_cast<int>((nco + 15) / 16), static_cast<__mmask16>(nco % 16 ? (1u << (nco % 16)) - 1 : 0xFFFF),
+            wpk + (grp * nblk + b) * kCoTile * g.Cg * g.KH * g.KW, bpad + (grp * nblk + b) * kCoTile,
+            b * kCoTile};
+  }
+
+  // The interior pixels of row oh; og: the row's first pixel, channels contiguous,
+  // pixels ows apart.
+  void operator()(const float* xg, int64_t xh, int64_t xw, float* og, int64_t ows, int64_t grp, int64_t oh) const {
+    const float* tp[kMaxDirectTaps];
+    int tw[kMaxDirectTaps];
+    const auto [lo, hi] = interior();
+    if (lo >= hi) return;
+    // every interior pixel has the same taps, s*xw floats on from its left neighbour's
+    const int ntap = taps(xg, xh, xw, oh, lo, tp, tw);
+    for (int64_t b = 0; b < nblk; ++b) {
+      const Block k = block(grp, b);
+      auto run = [&](int64_t ow0, int rows) {
+        tile_fn(rows, k.nz)(ntap, tp, (ow0 - lo) * g.s * xw, tw, g.Cg, g.s * xw, k.wb, k.bb, relu,
+                            og + k.off + ow0 * ows, ows, k.last);
+      };
+      for (int64_t ow0 = lo; ow0 < hi; ow0 += kRowsTile) run(ow0, static_cast<int>(std::min<int64_t>(kRowsTile, hi - ow0)));
+    }
+  }
+
+
+  // Note [Edge columns by rows]: a pixel whose taps reach into the left or right padding
+  // has its own tap list, so row by row it ran alone (before git 9298602 (2026-11-22)): a 1-pixel tile
+  // has 4 accumulator chains, half of what hides the FMA latency, and at 56x56 with
+  // padding 1 those 2 columns took ~7 % of an NHWC conv. The same column of consecutive
+  // output rows with the same taps (every row whose kh taps are all inside the image)
+  // differs only by s input rows per output row, so up to 6 of them make one tile of the
+  // kernel, pixels s*xh apart in the input and ohs apart in the output. Rows [oh0, oh1);
+  // og: output row orow's first pixel (the image's row 0 or a buffer holding rows from
+  // orow on).
+  void edges(const float* xg, int64_t xh, int64_t xw, float* og, int64_t ows, int64_t ohs, int64_t grp, int64_t oh0,
+             int64_t oh1, int64_t orow) const {
+    const float* tp[kMaxDirectTaps];
+    const float* tq[kMaxDirectTaps];
+    int tw[kMaxDirectTaps], tv[kMaxDirectTaps];
+    const auto [lo, hi] = interior();
+    for (int64_t b = 0; b < nblk; ++b) {
+      const Block k = block(grp, b);
+      auto column = [&](int64_t ow) {
+        for (int64_t oh = oh0; oh < oh1;) {
+          const int ntap = taps(xg, xh, xw, oh, ow, tp, tw);
+          int rows = 1;
+          while (rows < kRowsTile && oh + rows < oh1 && taps(xg, xh, xw, oh + rows, ow, tq, tv) == ntap &&
+                 std::equal(tw, tw + ntap, tv))
+            ++rows;
+          tile_fn(rows, k.nz)(ntap, tp, 0, tw, g.Cg, g.s * xh, k.wb, k.bb, relu,
+                              og + k.off + (oh - orow) * ohs + ow * ows, ohs, k.last);
+          oh += rows;
+        }
+      };
+      for (int64_t ow = 0; ow < lo; ++ow) column(ow);
+      for (int64_t ow = hi; ow < g.OW; ++ow) column(ow);
+    }
+  }
+};
+
+}  // namespace
+
+// Whether the direct kernel takes this conv: AVX-512, channels-last x with unit channel
+// stride or NCHW x (staged).
+bool direct_ok(const ConvShape& g, const Tensor& x, bool nhwc) {
+  if (!use_avx512() || g.KH * g.KW > kMaxDirectTaps) return false;
+  return !nhwc || x.stride(1) == 1;
+}
+
+void conv_direct512(const ConvShape& g, const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias, bool relu,
+                    bool nhwc) {
+  const int T = static_cast<int>(g.KH * g.KW);
+  const int64_t nblk = (g.Og + kCoTile - 1) / kCoTile, ogp = nblk * kCoTile;
+  // workspace: packed weights [group][block][tap][c][64] and padded bias [group][ogp];
+  // NCHW also one (image, group) of x channels-last
+  const int64_t wsz = g.G * ogp * g.Cg * T + g.G * ogp;
+  const int64_t stage = nhwc ? 0 : g.H * g.W * g.Cg;
+  detail::Workspace ws(static_cast<size_t>(wsz + stage) * sizeof(float));
+  float* wpk = ws.as<float>();
+  float* bpad = wpk + g.G * ogp * g.Cg * T;
+  float* xs = wpk + wsz;
+  const float* wsrc = w.data<float>();
+  const int64_t wo = w.stride(0), wc = w.stride(1), wh = w.stride(2), ww = w.stride(3);
+  // (nested kh, kw loops: the repack runs on every call, and t / KW, t % KW per element
+  // were two 64-bit divisions each)
+  const int64_t tstep = g.Cg * kCoTile;  // floats from one tap's block to the next
+  for (int64_t grp = 0; grp < g.G; ++grp)
+    for (int64_t b = 0; b < nblk; ++b) {
+      float* dst = wpk + (grp * nblk + b) * kCoTile * g.Cg * T;
+      for (int64_t q = 0; q < kCoTile; ++q) {
+        const int64_t o = b * kCoTile + q, co = grp * g.Og + o;
+        for (int64_t c = 0; c < g.Cg; ++c) {
+          float* d = dst + c * kCoTile + q;
+          const float* src = wsrc + co * wo + c * wc;
+          for (int64_t kh = 0; kh < g.KH; ++kh)
+            for (int64_t kw = 0; kw < g.KW; ++kw, d += tstep) *d = o < g.Og ? src[kh * wh + kw * ww] : 0.0f;
+        }
+        bpad[grp * ogp + o] = (o < g.Og && bias.defined()) ? bias.data<float>()[co * bias.stride(0)] : 0.0f;
+      }
+    }
+  const float* xp = x.data<float>();
+  float* op = out.data<float>();
+  const int64_t xn = x.stride(0), xc = x.stride(1), xh = x.stride(2), xw = x.stride(3);
+  const int64_t on = out.stride(0), oc = out.stride(1), ohs = out.stride(2), ows = out.stride(3);
+  const DirectRow row{g, wpk, bpad, relu, nblk};
+  if (nhwc) {  // blocks of kRowsTile output rows, so that edges() can tile a column across them,
+    // but at least 2 blocks per thread when the batch is small (a single 6-row image would
+    // otherwise be one unit: one thread idle)
+    const int64_t per_img = (2 * get_num_threads() + g.N - 1) / g.N;
+    const int64_t rpb = std::clamp<int64_t>(g.OH / std::max<int64_t>(per_img, 1), 1, kRowsTile);
+    const int64_t nrb = (g.OH + rpb - 1) / rpb;
+    parallel_for(0, g.N * nrb, 1, [&](int64_t b0, int64_t e0) {
+      for (int64_t nb = b0; nb < e0; ++nb) {
+        const int64_t n = nb / nrb, oh0 = nb % nrb * rpb, oh1 = std::min(g.OH, oh0 + rpb);
+        for (int64_t grp = 0; grp < g.G; ++grp) {
+          const float* xg = xp + n * xn + grp * g.Cg * xc;
+          float* og = op + n * on + grp * g.Og * oc;
+          for (int64_t oh = oh0; oh < oh1; ++oh) row(xg, xh, xw, og + oh * ohs, ows, grp, oh);
+          row.edges(xg, xh, xw, og, ows, ohs, grp, oh0, oh1, 0);
+        }
+      }
+    });
+    return;
+  }
+  // NCHW (Note [NCHW through the channels-last kernel]): per (image, group), stage x
+  // channels-last without padding, then per block of output rows compute into a
+  // per-thread channels-last buffer and transpose it into the NCHW output.
+  const int64_t rowlen = g.W * g.Cg;  // staged floats per input row
+  // blocks of at most kRowsTile output rows, as many as a multiple of the threads and of
+  // near-equal height (56 rows on 2 threads: 10 blocks of 5-6 rows, not 9 x 6 + 2)
+  const int64_t nthr = get_num_threads();
+  const int64_t nrb = std::min(g.OH, ((g.OH + kRowsTile - 1) / kRowsTile + nthr - 1) / nthr * nthr);
+  for (int64_t n = 0; n < g.N; ++n)
+    for (int64_t grp = 0; grp < g.G; ++grp) {
+      const float* xg = xp + n * xn + grp * g.Cg * xc;
+      if (xh == 1 && xw != 1) {  // a transposed x: per input column, (h, c) is a transpose with unit h stride
+        parallel_for(0, g.W, 1, [&](int64_t w0, int64_t w1) {
+          for (int64_t iw = w0; iw < w1; ++iw) {  // staged[h*rowlen + iw*Cg + c] = x[c, h, iw]
+            if (iw + 1 < w1)  // as below
+              for (int64_t c = 0; c < g.Cg; ++c)
+                for (int64_t l = 0; l < g.H * 4; l += 64) __builtin_prefetch(xg + c * xc + (iw + 1) * xw + l / 4, 0, 1);
+            detail::transpose_tile_f32(xs + iw * g.Cg, rowlen, xg + iw * xw, xc, g.H, g.Cg);
+          }
+        });
+      } else {
+        parallel_for(0, g.H, 1, [&](int64_t h0, int64_t h1) {
+          alignas(64) float tmp[8 * 256];
+          for (int64_t h = h0; h < h1; ++h) {
+            float* d = xs + h * rowlen;
+            if (xw == 1) {
+              if (h + 1 < h1)  // the next row's Cg short runs: too many streams for the hardware prefetchers
+                for (int64_t c = 0; c < g.Cg; ++c)
+                  for (int64_t l = 0; l < g.W * 4; l += 64) __builtin_prefetch(xg + c * xc + (h + 1) * xh + l / 4, 0, 1);
+              detail::transpose_tile_f32(d, g.Cg, xg + h * xh, xc, g.W, g.Cg);  // d[iw*Cg + c] = x[c, h, iw]
+              continue;
+            }
+            // any strides: gather 8 channels x 256 pixels of the row contiguous, then transpose
+            for (int64_t c0 = 0; c0 < g.Cg; c0 += 8)
+              for (int64_t w0 = 0; w0 < g.W; w0 += 256) {
+                const int64_t nc = std::min<int64_t>(8, g.Cg - c0), nw = std::min<int64_t>(256, g.W - w0);
+                for (int64_t j = 0; j < nc; ++j) {
+                  const float* src = xg + (c0 + j) * xc + h * xh + w0 * xw;
+                  for (int64_t i = 0; i < nw; ++i) tmp[j * 256 + i] = src[i * xw];
+                }
+                detail::transpose_tile_f32(d + w0 * g.Cg + c0, g.Cg, tmp, 256, nw, nc);
+              }
+          }
+        });
+      }
+      float* og = op + n * on + grp * g.Og * oc;
+      parallel_for(0, nrb, 1, [&](int64_t b0, int64_t e0) {
+        static thread_local std::vector<float> obuf;  // kRowsTile output rows, channels-last
+        const int64_t tohs = g.OW * g.Og;
+        if (obuf.size() < static_cast<size_t>(kRowsTile * tohs)) obuf.resize(static_cast<size_t>(kRowsTile * tohs));
+        float* t = obuf.data();
+        for (int64_t rb = b0; rb < e0; ++rb) {
+          const int64_t oh0 = rb * g.OH / nrb, oh1 = (rb + 1) * g.OH / nrb;
+          const int64_t run = (oh1 - oh0) * g.OW * 4;  // bytes of each channel's output run
+          for (int64_t oh = oh0; oh < oh1; ++oh) {
+            // the block's output lines, a share per row, for writing (their RFOs off the transpose's path)
+            for (int64_t c = (oh - oh0) * g.Og / (oh1 - oh0); c < (oh + 1 - oh0) * g.Og / (oh1 - oh0); ++c)
+              for (int64_t l = 0; l < run; l += 64) __builtin_prefetch(og + c * oc + oh0 * ohs + l / 4, 1, 1);
+            row(xs, rowlen, g.Cg, t + (oh - oh0) * tohs, g.Og, grp, oh);
+          }
+          row.edges(xs, rowlen, g.Cg, t, g.Og, tohs, grp, oh0, oh1, oh0);
+          // out[c, oh0 + i] = t[i*Og + c] for the (oh1 - oh0) * OW pixels of the block
+          detail::transpose_tile_f32(og + oh0 * ohs, oc, t, g.Og, g.Og, (oh1 - oh0) * g.OW);
+        }
+      });
+    }
+}
+#else
+bool direct_ok(const ConvShape&, const Tensor&, bool) { return false; }
+
+void conv_direct512(const ConvShape&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, bool, bool) {
+  SB_CHECK(false, "conv2d: the direct AVX-512 kernel is not in this build (direct_ok() is false)");
+}
+#endif
+
+}  // namespace sb::conv_detail
