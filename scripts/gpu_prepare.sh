@@ -17,7 +17,8 @@ cd "$root"
 rm -rf "$out"
 mkdir -p "$out/bin" "$out/lib"
 bins=()
-for b in tests/cuda_test tests/cuda_allocator_test benchmarks/bench_transfer benchmarks/bench_baseline_cuda \
+for b in tests/cuda_allocator_test tests/copy_test tests/elementwise_test tests/reduce_test tests/matmul_test \
+         tests/conv_test benchmarks/bench_transfer benchmarks/bench_baseline_cuda \
          benchmarks/bench_alloc_cuda benchmarks/bench_elementwise_cuda benchmarks/bench_copy_cuda \
          benchmarks/bench_reduce_cuda benchmarks/bench_matmul_cuda benchmarks/bench_conv_cuda; do
   if [[ -x "$build/$b" ]]; then

@@ -14,8 +14,10 @@
 #             .devcarry/lib, and compute-sanitizer when the sanitize step is asked for;
 #             anything missing ends the call here, named (SB_GPU_CUDA_LIBS: the CUDA
 #             library names to look for, default those of CUDA 13)
-#   tests     cuda_allocator_test and cuda_test (gtest XML and logs)
-#   sanitize  memcheck on cuda_test with the direct allocator (every block its own
+#   tests     the CUDA cases of each family's test binary (SB_GPU_TESTS; the cases named
+#             Cuda* and the device-parameterized ones on cuda0, Note [Device-parameterized
+#             tests]; their CPU halves run in CI), gtest XML and logs
+#   sanitize  memcheck on the same cases with the direct allocator (every block its own
 #             cudaMalloc, so an overrun is seen), no leak report (the allocators and the
 #             cuBLAS handle are deliberate singletons), without the deliberate
 #             out-of-memory test and the three largest sweeps; racecheck on the kernels
@@ -113,9 +115,11 @@ fi
 nvidia-smi > "$OUT/nvidia-smi.txt" 2>&1 || say "nvidia-smi: failed$([[ $rehearsal == 1 ]] && echo ' (rehearsal)')"
 
 # ---- tests
+tests=${SB_GPU_TESTS:-cuda_allocator_test copy_test elementwise_test reduce_test matmul_test conv_test}
+gpu_cases='*Cuda*:*/cuda0'
 if want tests; then
-  for t in cuda_allocator_test cuda_test; do
-    bounded "$(step_time 240)" "$bin/$t" --gtest_output="xml:$OUT/$t.xml" > "$OUT/$t.log" 2>&1
+  for t in $tests; do
+    bounded "$(step_time 240)" "$bin/$t" --gtest_filter="$gpu_cases" --gtest_output="xml:$OUT/$t.xml" > "$OUT/$t.log" 2>&1
     rc=$?
     say "test $t: rc=$rc$([[ $rc == 124 ]] && echo ' (timed out)') $(grep -E '^\[  (PASSED|FAILED|SKIPPED) *\] [0-9]+ tests?[,.]' "$OUT/$t.log" | tr '\n' ' ')"
     [[ $rc -eq 0 ]] || status=1
@@ -126,17 +130,27 @@ fi
 # ---- sanitizers
 if want sanitize && command -v compute-sanitizer >/dev/null; then
   san="compute-sanitizer --error-exitcode=86 --print-limit=20"
-  filter='-CudaElementwise.BinaryEveryOpDtypeLayout:CudaReduce.EveryOpDtypeDimsLayout:CudaConv.WorkspaceChunksOfImages:CudaAllocator.ImpossibleRequestThrowsAndLeavesAllocatorUsable'
-  SB_CUDA_ALLOCATOR=direct bounded "$(step_time 300)" $san --tool memcheck --leak-check no "$bin/cuda_test" \
-    --gtest_filter="$filter" > "$OUT/memcheck.log" 2>&1
-  rc=$?
-  say "memcheck: rc=$rc (86: errors found; 124: timed out) $(grep -m1 'ERROR SUMMARY' "$OUT/memcheck.log")"
+  skip='*BinaryEveryOpDtypeLayout*:*EveryOpDtypeDimsLayout*:CudaConv.WorkspaceChunksOfImages:CudaAllocator.ImpossibleRequestThrowsAndLeavesAllocatorUsable'
+  rc=0
+  for t in $tests; do
+    echo "== $t" >> "$OUT/memcheck.log"
+    SB_CUDA_ALLOCATOR=direct bounded "$(step_time 300)" $san --tool memcheck --leak-check no "$bin/$t" \
+      --gtest_filter="$gpu_cases-$skip" >> "$OUT/memcheck.log" 2>&1
+    r=$?
+    ((r == 0)) || rc=$r
+  done
+  say "memcheck: rc=$rc (86: errors found; 124: timed out) $(grep 'ERROR SUMMARY' "$OUT/memcheck.log" | sort | uniq -c | tr '\n' ' ')"
   [[ $rc -eq 0 ]] || status=1
-  bounded "$(step_time 200)" $san --tool racecheck "$bin/cuda_test" \
-    --gtest_filter='CudaCopy.TransposesTakeTheTiledKernel:CudaReduce.LargeInnerOuterAndErrors:CudaElementwise.NormalizeEveryDimDtypeLayout' \
-    > "$OUT/racecheck.log" 2>&1
-  rc=$?
-  say "racecheck: rc=$rc $(grep -m1 'RACECHECK SUMMARY\|ERROR SUMMARY' "$OUT/racecheck.log")"
+  rc=0
+  for t in copy_test reduce_test elementwise_test; do
+    echo "== $t" >> "$OUT/racecheck.log"
+    bounded "$(step_time 200)" $san --tool racecheck "$bin/$t" \
+      --gtest_filter='*NchwNhwcAndLastTwoDimsTransposed/cuda0:*LargeInnerOuterAndErrors/cuda0:*NormalizeEveryDimDtypeLayout/cuda0' \
+      >> "$OUT/racecheck.log" 2>&1
+    r=$?
+    ((r == 0)) || rc=$r
+  done
+  say "racecheck: rc=$rc $(grep 'RACECHECK SUMMARY\|ERROR SUMMARY' "$OUT/racecheck.log" | sort | uniq -c | tr '\n' ' ')"
   [[ $rc -eq 0 ]] || status=1
   pack sanitize
 fi

@@ -12,9 +12,14 @@
 #include "stridebench/matmul.h"
 #include "test_util.h"
 
+#ifdef SB_WITH_CUDA
+#include "cuda/cuda_backend.h"
+#endif
+
 namespace sb {
 namespace {
 
+using test::all_close;
 using test::Layout;
 using test::expect_msg;
 
@@ -375,6 +380,164 @@ TEST(Conv2d, DeviceMismatch) {
   const Tensor wg = test::fake_cuda({6, 4, 3, 3});
   expect_msg([&] { conv2d(randn({1, 4, 5, 5}, 1), wg); }, "device mismatch");
 }
+
+// ---------------------------------------------------------------- on every device
+// (Note [Device-parameterized tests] in test_util.h)
+
+class ConvOnDevice : public ::testing::TestWithParam<Device> {};
+
+struct ConvCase {
+  int64_t N, C, H, W, O, KH, KW;
+  Conv2dParams p;
+  bool bias, relu;
+};
+
+std::string conv_str(const ConvCase& c) {
+  return detail::str_cat("N", c.N, " C", c.C, " H", c.H, " W", c.W, " O", c.O, " K", c.KH, "x", c.KW, " s", c.p.stride,
+                         " p", c.p.padding, " d", c.p.dilation, " g", c.p.groups, c.bias ? " bias" : "",
+                         c.relu ? " relu" : "");
+}
+
+std::vector<ConvCase> conv_cases(uint64_t seed, int count) {
+  std::vector<ConvCase> cs = {
+      {1, 1, 1, 1, 1, 1, 1, {}, false, false},             // all sizes 1
+      {2, 3, 7, 5, 4, 3, 3, {1, 1, 1, 1}, true, true},      // odd sizes, padding
+      {2, 8, 9, 9, 6, 1, 1, {}, true, false},               // 1x1: x is the col matrix when dense
+      {3, 4, 11, 10, 4, 3, 3, {2, 1, 1, 4}, true, true},    // depthwise, stride 2 (G > N: per-image GEMMs)
+      {3, 6, 8, 8, 4, 3, 2, {1, 0, 1, 2}, false, true},     // groups 2 (G <= N: per-group GEMMs)
+      {2, 6, 12, 9, 9, 3, 3, {1, 2, 2, 3}, true, false},    // dilation 2, groups 3
+      {1, 5, 6, 13, 7, 2, 5, {3, 2, 1, 1}, true, true},     // stride 3, non-square kernel
+      {2, 16, 10, 10, 32, 3, 3, {1, 1, 1, 1}, true, true},  // a real GEMM (K = 144)
+      {1, 4, 5, 5, 8, 1, 1, {2, 0, 1, 1}, false, false},    // 1x1 with stride: im2col
+      {0, 3, 5, 5, 2, 3, 3, {}, true, false},               // no images
+  };
+  std::mt19937_64 rng(seed);
+  auto uni = [&](int64_t lo, int64_t hi) { return lo + static_cast<int64_t>(rng() % static_cast<uint64_t>(hi - lo + 1)); };
+  for (int i = 0; i < count; ++i) {
+    ConvCase c{};
+    c.p.groups = uni(1, 3);
+    c.C = c.p.groups * uni(1, 5);
+    c.O = c.p.groups * uni(1, 5);
+    c.KH = uni(1, 3);
+    c.KW = uni(1, 3);
+    c.p.stride = uni(1, 2);
+    c.p.padding = uni(0, 2);
+    c.p.dilation = uni(1, 2);
+    c.N = uni(1, 3);
+    // at least the dilated kernel, padding included
+    c.H = std::max(uni(1, 12), c.p.dilation * (c.KH - 1) + 1 - 2 * c.p.padding);
+    c.W = std::max(uni(1, 12), c.p.dilation * (c.KW - 1) + 1 - 2 * c.p.padding);
+    c.bias = rng() & 1;
+    c.relu = rng() & 1;
+    cs.push_back(c);
+  }
+  return cs;
+}
+
+// conv2d and conv2d_out on dev against the float64 loops (ref_conv), for x in every
+// layout (each device's path follows x's memory format), weights dense or not, a strided
+// bias, and outputs in both dense layouts and a non-dense one.
+void check_conv(Device dev, const ConvCase& c, Layout xl, Layout wl, Layout ol, uint64_t seed) {
+  const Shape xs = {c.N, c.C, c.H, c.W}, ws = {c.O, c.C / c.p.groups, c.KH, c.KW};
+  const auto vx = test::random_values(xs, seed, DType::Float32, -1, 1, xl == Layout::Expanded);
+  const auto vw = test::random_values(ws, seed + 1, DType::Float32, -1, 1, wl == Layout::Expanded);
+  const auto vb = test::random_values({c.O}, seed + 2, DType::Float32, -1, 1, false);
+  const Tensor xc = test::with_layout(test::host_tensor(vx, xs, DType::Float32), xl);
+  const Tensor wc = test::with_layout(test::host_tensor(vw, ws, DType::Float32), wl);
+  const Tensor bc = c.bias ? test::with_layout(test::host_tensor(vb, {c.O}, DType::Float32), Layout::Sliced) : Tensor();
+  const Shape ys = conv2d_output_sizes(xc, wc, bc, c.p);
+  const std::vector<double> ref = ref_conv(xc, wc, bc, c.p, c.relu);
+  const Tensor x = test::on_device(dev, vx, xs, DType::Float32, xl), w = test::on_device(dev, vw, ws, DType::Float32, wl);
+  const Tensor b = c.bias ? test::on_device(dev, vb, {c.O}, DType::Float32, Layout::Sliced) : Tensor();
+  const std::string what = conv_str(c) + " x " + test::layout_name(xl) + " w " + test::layout_name(wl);
+  // Values in [-1, 1), K = Cg*KH*KW terms: float32 sums in another order.
+  const double tol = 1e-5 * static_cast<double>(1 + c.C / c.p.groups * c.KH * c.KW);
+  const Tensor y = conv2d(x, w, b, c.p, c.relu);
+  ASSERT_EQ(y.device(), dev) << what;
+  EXPECT_EQ(y.sizes(), ys) << what;
+  // PyTorch's rule on every device: channels-last when the input or the weight is
+  const bool cl = x.suggest_memory_format() == MemoryFormat::ChannelsLast ||
+                  w.suggest_memory_format() == MemoryFormat::ChannelsLast;
+  EXPECT_TRUE(y.is_contiguous(cl ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous)) << what;
+  EXPECT_TRUE(all_close(y, ref, tol, tol)) << what;
+  Tensor out = test::poisoned_on(dev, ys, DType::Float32, ol);
+  conv2d_out(out, x, w, b, c.p, c.relu);
+  EXPECT_TRUE(all_close(out, ref, tol, tol)) << what << " out " << test::layout_name(ol);
+}
+
+
+TEST_P(ConvOnDevice, MatchesFloat64LoopsEveryLayout) {
+  const Device dev = GetParam();
+  SB_SKIP_WITHOUT_DEVICE(dev);
+#ifdef SB_WITH_CUDA
+  ASSERT_FALSE(cuda::allow_tf32()) << "TF32 would need a looser tolerance";
+#endif
+  uint64_t seed = 100;
+  for (const ConvCase& c : conv_cases(7, 24)) {
+    for (Layout xl : test::all_layouts()) {
+      const Layout wl = (seed % 3 == 0) ? Layout::Transposed : (seed % 3 == 1 ? Layout::ChannelsLast : Layout::Contiguous);
+      const Layout ol = (seed % 2 == 0) ? Layout::ChannelsLast : Layout::Transposed;
+      check_conv(dev, c, xl, wl, ol, seed++);
+    }
+    check_conv(dev, c, Layout::ChannelsLast, Layout::Contiguous, Layout::Contiguous, seed++);
+    check_conv(dev, c, Layout::Contiguous, Layout::ChannelsLast, Layout::Sliced, seed++);
+  }
+}
+
+TEST_P(ConvOnDevice, BadInputsLeaveOutUntouched) {
+  const Device dev = GetParam();
+  SB_SKIP_WITHOUT_DEVICE(dev);
+  const Tensor x = zeros({1, 4, 8, 8}, DType::Float32, dev), w = zeros({6, 2, 3, 3}, DType::Float32, dev);
+  Tensor out = full({1, 6, 6, 6}, 5.0, DType::Float32, dev);
+  Tensor small = full({1, 6, 5, 5}, 5.0, DType::Float32, dev);
+  const Conv2dParams g2{1, 0, 1, 2};
+  expect_msg([&] { conv2d_out(small, x, w, Tensor(), g2); }, "conv2d_out: out has sizes [1, 6, 5, 5], expected [1, 6, 6, 6]");
+  expect_msg([&] { conv2d_out(out, x, w, Tensor(), Conv2dParams{1, 0, 1, 1}); }, "input channels per group");
+  expect_msg([&] { conv2d_out(out, x, w, zeros({5}, DType::Float32, dev), g2); }, "bias must be 1-D of size 6");
+  expect_msg([&] { conv2d_out(out, x.to(DType::Float64), w, Tensor(), g2); }, "expected a float32 input");
+  EXPECT_TRUE(all_close(out, std::vector<double>(216, 5.0), 0, 0)) << "out untouched by the rejected calls";
+  EXPECT_TRUE(all_close(small, std::vector<double>(150, 5.0), 0, 0)) << "out untouched by the rejected calls";
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, ConvOnDevice, ::testing::ValuesIn(test::test_devices()), test::device_param_name);
+
+#ifdef SB_WITH_CUDA
+// ---------------------------------------------------------------- the CUDA backend's own checks and workspace
+
+TEST(CudaConv, WorkspaceChunksOfImages) {
+  const Device dev = Device::cuda(0);
+  SB_SKIP_WITHOUT_DEVICE(dev);
+  // One image's im2col (64*9*172*172 floats, 68 MiB) is over half the 128 MiB workspace:
+  // three chunks of one image each, in both layouts.
+  const ConvCase c{3, 64, 172, 172, 8, 3, 3, {1, 1, 1, 1}, true, true};
+  check_conv(dev, c, Layout::Contiguous, Layout::Contiguous, Layout::ChannelsLast, 1);
+  check_conv(dev, c, Layout::ChannelsLast, Layout::Contiguous, Layout::Contiguous, 2);
+}
+
+TEST(CudaConv, DeviceMismatchAndBackendChecks) {
+  const Device dev = Device::cuda(0);
+  SB_SKIP_WITHOUT_DEVICE(dev);
+  const Tensor x = zeros({1, 4, 8, 8}, DType::Float32, dev), w = zeros({6, 2, 3, 3}, DType::Float32, dev);
+  Tensor out = full({1, 6, 6, 6}, 5.0, DType::Float32, dev);
+  const Conv2dParams g2{1, 0, 1, 2};
+  expect_msg([&] { conv2d(x, zeros({6, 2, 3, 3}), Tensor(), g2); }, "conv2d: device mismatch: input on cuda:0, weight on cpu");
+  expect_msg([&] { conv2d_out(out, x, w, zeros({6}), g2); }, "device mismatch");  // bias on the host
+  // the backend's own checks, called directly
+  expect_msg([&] { cuda::conv2d(zeros({1, 6, 5, 5}, DType::Float32, dev), x, w, Tensor(), g2, false); },
+             "conv2d (CUDA): out sizes [1, 6, 5, 5]");
+  EXPECT_THROW(cuda::conv2d(out, x, w, Tensor(), Conv2dParams{1, 0, 1, 1}, false), Error);  // groups do not fit w
+  EXPECT_THROW(cuda::conv2d(out, x, w, zeros({5}, DType::Float32, dev), g2, false), Error);
+  EXPECT_THROW(cuda::conv2d(out, x.to(DType::Float64), w, Tensor(), g2, false), Error);
+  EXPECT_TRUE(all_close(out, std::vector<double>(216, 5.0), 0, 0)) << "out untouched by the rejected calls";
+}
+
+TEST(CudaConv, BackendRejectsHostTensorsBeforeAnyWork) {
+  Tensor out = zeros({1, 2, 1, 1});
+  expect_msg([&] { cuda::conv2d(out, zeros({1, 2, 3, 3}), zeros({2, 2, 3, 3}), Tensor(), {}, false); },
+             "conv2d (CUDA): expected CUDA tensors, got one on cpu");
+  EXPECT_EQ(out.to_vector(), std::vector<double>(2, 0.0));
+}
+#endif  // SB_WITH_CUDA
 
 }  // namespace
 }  // namespace sb

@@ -17,9 +17,16 @@
 #include "stridebench/parallel.h"
 #include "test_util.h"
 
+#ifdef SB_WITH_CUDA
+#include <cuda_runtime.h>
+
+#include "cuda/cuda_backend.h"
+#endif
+
 namespace sb {
 namespace {
 
+using test::all_close;
 using test::Layout;
 
 TEST(Copy, EveryLayoutPairMatchesReference) {
@@ -439,6 +446,154 @@ TEST(CopyFast, StreamingThresholdDefaultIsDetectedAndSettable) {
   set_nt_threshold_bytes(-1);
   EXPECT_GT(nt_threshold_bytes(), int64_t{1} << 20);
 }
+
+// ---------------------------------------------------------------- on every device
+// (Note [Device-parameterized tests] in test_util.h)
+
+class CopyOnDevice : public ::testing::TestWithParam<Device> {};
+
+TEST_P(CopyOnDevice, RoundTripEveryLayoutAndDtype) {
+  const Device dev = GetParam();
+  SB_SKIP_WITHOUT_DEVICE(dev);
+  for (DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::Int8, DType::Int32, DType::Int64}) {
+    for (const Shape& s : test::mixed_shapes(11, 6)) {
+      for (Layout l : test::all_layouts()) {
+        const std::vector<double> v = test::random_values(s, 3, dt, -100, 100, l == Layout::Expanded);
+        Tensor g = test::on_device(dev, v, s, dt, l);
+        ASSERT_EQ(g.device(), dev);
+        EXPECT_TRUE(all_close(g.to(Device::cpu()), test::stored(v, s, dt), 0, 0))
+            << dtype_name(dt) << " " << test::layout_name(l) << " " << test::shape_str(s);
+        // Straight from a host tensor in the layout into a poisoned device tensor in another.
+        Tensor h = test::with_layout(test::host_tensor(v, s, dt), l);
+        Tensor d = test::poisoned_on(dev, s, dt, Layout::Transposed);
+        d.copy_(h);
+        EXPECT_TRUE(all_close(d, test::stored(v, s, dt), 0, 0)) << "H2D " << test::layout_name(l) << " " << test::shape_str(s);
+        Tensor back = test::with_layout(zeros(s, dt), Layout::Sliced);
+        back.copy_(g);
+        EXPECT_TRUE(all_close(back, test::stored(v, s, dt), 0, 0)) << "D2H " << test::layout_name(l) << " " << test::shape_str(s);
+      }
+    }
+  }
+}
+
+TEST_P(CopyOnDevice, ConvertsDtypesOnEveryPath) {
+  const Device dev = GetParam();
+  SB_SKIP_WITHOUT_DEVICE(dev);
+  const DType all[] = {DType::Float32, DType::Float64, DType::Float16, DType::Int8, DType::Int32, DType::Int64};
+  for (DType from : all) {
+    for (DType to : all) {
+      const Shape s = {3, 17, 5};
+      const std::vector<double> v = test::random_values(s, 5, DType::Float64, -100, 100, false);
+      const Tensor src_cpu = test::host_tensor(v, s, from);
+      const std::vector<double> ref = src_cpu.to(to).to_vector();  // the CPU conversion
+      for (Layout l : {Layout::Contiguous, Layout::Transposed, Layout::Sliced}) {
+        Tensor src = test::with_layout(src_cpu.to(dev), l);
+        Tensor d2d = test::poisoned_on(dev, s, to, Layout::Contiguous);
+        d2d.copy_(src);
+        EXPECT_TRUE(all_close(d2d, ref, 0, 0)) << from << " -> " << to << " d2d " << test::layout_name(l);
+        Tensor d2h = test::with_layout(zeros(s, to), Layout::Transposed);
+        d2h.copy_(src);
+        EXPECT_TRUE(all_close(d2h, ref, 0, 0)) << from << " -> " << to << " d2h " << test::layout_name(l);
+        Tensor h2d = test::poisoned_on(dev, s, to, l);
+        h2d.copy_(test::with_layout(src_cpu, l));
+        EXPECT_TRUE(all_close(h2d, ref, 0, 0)) << from << " -> " << to << " h2d " << test::layout_name(l);
+      }
+    }
+  }
+}
+
+TEST_P(CopyOnDevice, NchwNhwcAndLastTwoDimsTransposed) {
+  const Device dev = GetParam();
+  SB_SKIP_WITHOUT_DEVICE(dev);
+  for (DType dt : {DType::Float32, DType::Float16, DType::Float64, DType::Int8}) {
+    for (Shape s : {Shape{2, 3, 5, 7}, Shape{1, 64, 32, 32}, Shape{3, 33, 17, 65}, Shape{2, 5, 1, 40}}) {
+      const std::vector<double> v = test::random_values(s, 9, dt, -50, 50, false);
+      Tensor g = test::host_tensor(v, s, dt).to(dev);
+#ifdef SB_WITH_CUDA
+      if (dev.is_cuda()) cuda::reset_copy_path_counts();
+#endif
+      Tensor nhwc = g.contiguous(MemoryFormat::ChannelsLast);
+      ASSERT_TRUE(nhwc.is_contiguous(MemoryFormat::ChannelsLast));
+      EXPECT_TRUE(all_close(nhwc, test::stored(v, s, dt), 0, 0)) << "NCHW -> NHWC " << test::shape_str(s);
+      Tensor nchw = nhwc.contiguous();
+      EXPECT_TRUE(all_close(nchw, test::stored(v, s, dt), 0, 0)) << "NHWC -> NCHW " << test::shape_str(s);
+      const bool tiled = s[1] >= 4 && s[2] * s[3] >= 4;
+#ifdef SB_WITH_CUDA
+      if (tiled && dev.is_cuda()) {
+        EXPECT_EQ(cuda::copy_path_counts().transpose, 2) << "the tiled CUDA kernel " << test::shape_str(s);
+      }
+#endif
+      (void)tiled;
+      // A 2-D transpose of the last two dims.
+      Tensor t = g.transpose(2, 3).contiguous();
+      std::vector<double> ref(v.size());
+      const std::vector<double> sv = test::stored(v, s, dt);
+      const Shape ts = {s[0], s[1], s[3], s[2]};
+      for (int64_t i = 0; i < static_cast<int64_t>(v.size()); ++i) {
+        const Shape id = test::unravel(i, ts);
+        ref[i] = sv[((id[0] * s[1] + id[1]) * s[2] + id[3]) * s[3] + id[2]];
+      }
+      EXPECT_TRUE(all_close(t, ref, 0, 0)) << "transpose " << test::shape_str(s);
+    }
+  }
+}
+
+TEST_P(CopyOnDevice, FillWritesOnlyTheView) {
+  const Device dev = GetParam();
+  SB_SKIP_WITHOUT_DEVICE(dev);
+  for (DType dt : {DType::Float32, DType::Float16, DType::Int32, DType::Float64}) {
+    Tensor buf = zeros({6, 9}, dt, dev);
+    buf.slice(1, 1, std::nullopt, 2).fill_(3.0);
+    std::vector<double> ref(54, 0.0);
+    for (int i = 0; i < 6; ++i)
+      for (int j = 1; j < 9; j += 2) ref[i * 9 + j] = 3.0;
+    EXPECT_TRUE(all_close(buf, ref, 0, 0)) << dt;
+    Tensor t = empty({5, 4}, dt, dev).t();
+    t.fill_(-2.5);
+    EXPECT_TRUE(all_close(t, std::vector<double>(20, is_floating(dt) ? -2.5 : -2.0), 0, 0)) << dt;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, CopyOnDevice, ::testing::ValuesIn(test::test_devices()), test::device_param_name);
+
+#ifdef SB_WITH_CUDA
+// ---------------------------------------------------------------- the CUDA backend's own paths
+
+TEST(CudaCopy, PinnedAndAsync) {
+  const Device dev = Device::cuda(0);
+  SB_SKIP_WITHOUT_DEVICE(dev);
+  const Shape s = {257, 31};
+  Tensor p = cuda::pinned_empty(s);
+  EXPECT_TRUE(cuda::is_pinned(p));
+  EXPECT_TRUE(p.device().is_cpu());
+  EXPECT_FALSE(cuda::is_pinned(zeros(s)));
+  const std::vector<double> v = test::random_values(s, 4, DType::Float32, -1, 1, false);
+  p.copy_(test::host_tensor(v, s, DType::Float32));
+  cudaStream_t stream;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  cuda::reset_copy_path_counts();
+  Tensor g = cuda::to_async(p, dev, stream);
+  Tensor back = cuda::to_async(g, Device::cpu(), stream);
+  EXPECT_EQ(cuda::copy_path_counts().memcpy, 2);
+  EXPECT_EQ(cuda::copy_path_counts().staged, 0);
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  EXPECT_TRUE(cuda::is_pinned(back));
+  EXPECT_TRUE(all_close(back, test::stored(v, s, DType::Float32), 0, 0));
+  // A pageable or strided source falls back to a synchronous copy.
+  Tensor t = cuda::to_async(test::host_tensor(v, s, DType::Float32).t(), dev, stream);
+  EXPECT_EQ(cuda::copy_path_counts().staged, 1);
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  EXPECT_TRUE(all_close(t.t(), test::stored(v, s, DType::Float32), 0, 0));
+  ASSERT_EQ(cudaStreamDestroy(stream), cudaSuccess);
+}
+
+TEST(CudaCopy, BackendRejectsHostTensorsBeforeAnyWork) {
+  Tensor a = zeros({2, 3}), b = zeros({2, 3});
+  EXPECT_THROW(cuda::fill(a, 1.0), Error);
+  EXPECT_THROW(cuda::copy(a, b), Error);  // neither on a GPU
+  EXPECT_EQ(a.to_vector(), std::vector<double>(6, 0.0));
+}
+#endif  // SB_WITH_CUDA
 
 }  // namespace
 }  // namespace sb

@@ -2,12 +2,18 @@
 // on a fake backend: no GPU needed, so this runs in every build. The fake hands out
 // addresses from a counter (never dereferenced), leaves a gap between segments so a
 // merge across segments would show, and refuses beyond a fixed capacity (the OOM path).
+// At the end, the same allocator behind real device tensors (skipped without a GPU).
 #include <gtest/gtest.h>
 
 #include <map>
 #include <random>
 
 #include "stridebench/cuda_allocator.h"
+#include "test_util.h"
+
+#ifdef SB_WITH_CUDA
+#include "cuda/cuda_backend.h"
+#endif
 
 namespace sb::cuda {
 namespace {
@@ -285,3 +291,104 @@ TEST(CudaCachingAllocator, RejectsForeignPointers) {
 
 }  // namespace
 }  // namespace sb::cuda
+
+#ifdef SB_WITH_CUDA
+// ---------------------------------------------------------------- on a real device
+// The caching allocator behind device tensors (statistics, reuse, the direct allocator
+// selected at run time, the OOM path), the device's facts, and the errors without one.
+namespace sb {
+namespace {
+
+TEST(CudaAllocator, StatisticsAfterSequences) {
+  const Device dev = Device::cuda(0);
+  SB_SKIP_WITHOUT_DEVICE(dev);
+  Allocator* al = cuda::caching_allocator(0);
+  ASSERT_EQ(cuda::allocator(0), al) << "caching is the default";
+  al->empty_cache();
+  const AllocatorStats s0 = al->stats();
+  {
+    Tensor a = empty({1000}, DType::Float32, dev);  // 4000 -> 4096
+    Tensor b = empty({3}, DType::Float16, dev);     // 6 -> 512
+    AllocatorStats s = al->stats();
+    EXPECT_EQ(s.allocated_bytes - s0.allocated_bytes, 4096 + 512);
+    EXPECT_EQ(s.requested_bytes - s0.requested_bytes, 4006);
+    EXPECT_LE(s.allocated_bytes, s.reserved_bytes);
+    EXPECT_EQ(s.allocation_count - s0.allocation_count, 2);
+  }
+  AllocatorStats s1 = al->stats();
+  EXPECT_EQ(s1.allocated_bytes, s0.allocated_bytes);
+  {
+    Tensor c = empty({1000}, DType::Float32, dev);  // reuses the cached block
+    EXPECT_EQ(al->stats().cache_hits - s1.cache_hits, 1);
+    EXPECT_EQ(al->stats().system_allocs, s1.system_allocs);
+  }
+  al->empty_cache();  // no tensor is alive here: every segment is whole and free
+  EXPECT_EQ(al->stats().allocated_bytes, 0);
+  EXPECT_EQ(al->stats().reserved_bytes, 0);
+  {  // the direct allocator, selected at run time
+    cuda::AllocatorGuard g(cuda::CudaAllocatorKind::Direct);
+    Allocator* d = cuda::allocator(0);
+    EXPECT_EQ(d, cuda::direct_allocator(0));
+    const AllocatorStats d0 = d->stats();
+    Tensor x = zeros({100}, DType::Float32, dev);
+    Tensor y = x.clone();
+    EXPECT_EQ(d->stats().system_allocs - d0.system_allocs, 2);
+    EXPECT_EQ(d->stats().allocated_bytes - d0.allocated_bytes, 800);
+    EXPECT_TRUE(test::all_close(y, std::vector<double>(100, 0.0), 0, 0));
+  }
+  EXPECT_EQ(cuda::allocator(0), al);
+}
+
+TEST(CudaAllocator, ImpossibleRequestThrowsAndLeavesAllocatorUsable) {
+  const Device dev = Device::cuda(0);
+  SB_SKIP_WITHOUT_DEVICE(dev);
+  Allocator* al = cuda::caching_allocator(0);
+  const AllocatorStats before = al->stats();
+  const int64_t pib = int64_t{1} << 50;
+  try {
+    empty({pib / 4}, DType::Float32, dev);
+    FAIL() << "expected sb::Error";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("out of memory"), std::string::npos) << msg;
+    EXPECT_NE(msg.find(std::to_string(pib)), std::string::npos) << msg;
+  }
+  const AllocatorStats after = al->stats();
+  EXPECT_EQ(after.allocated_bytes, before.allocated_bytes);
+  EXPECT_EQ(after.allocation_count, before.allocation_count);
+  Tensor t = full({1024}, 2.0, DType::Float32, dev);
+  EXPECT_TRUE(test::all_close(t, std::vector<double>(1024, 2.0), 0, 0));
+  cuda::AllocatorGuard g(cuda::CudaAllocatorKind::Direct);
+  EXPECT_THROW(empty({pib / 4}, DType::Float32, dev), Error);
+  Tensor u = full({16}, 1.0, DType::Float32, dev);
+  EXPECT_TRUE(test::all_close(u, std::vector<double>(16, 1.0), 0, 0));
+}
+
+TEST(CudaDevice, InfoIsFilled) {
+  const Device dev = Device::cuda(0);
+  SB_SKIP_WITHOUT_DEVICE(dev);
+  const cuda::DeviceInfo info = cuda::device_info(0);
+  EXPECT_FALSE(info.name.empty());
+  EXPECT_GT(info.total_memory, 0);
+  EXPECT_GT(info.sm_count, 0);
+  EXPECT_GT(info.runtime_version, 0);
+  EXPECT_GE(info.driver_version, info.runtime_version / 1000 * 1000);
+}
+
+TEST(CudaNoDevice, ClearErrors) {
+  const Device dev = Device::cuda(0);
+  if (cuda::is_available()) GTEST_SKIP() << "a CUDA device is present: this test covers its absence";
+  EXPECT_EQ(cuda::device_count(), 0);
+  try {
+    empty({4}, DType::Float32, dev);
+    FAIL() << "expected sb::Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no CUDA device"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(cuda::pinned_empty({4}), Error);
+  EXPECT_THROW(cuda::device_info(0), Error);
+}
+
+}  // namespace
+}  // namespace sb
+#endif  // SB_WITH_CUDA

@@ -17,9 +17,14 @@
 #include "copy/copy.h"
 #include "test_util.h"
 
+#ifdef SB_WITH_CUDA
+#include "cuda/cuda_backend.h"
+#endif
+
 namespace sb {
 namespace {
 
+using test::all_close;
 using test::Layout;
 
 const std::vector<BinaryOp> kBinaryOps = {BinaryOp::Add,     BinaryOp::Sub,    BinaryOp::Mul,
@@ -1117,6 +1122,165 @@ TEST(ElementwiseErrors, InterleavedDisjointViewsRun) {
     }
   });
 }
+
+// ---------------------------------------------------------------- on every device
+// (Note [Device-parameterized tests] in test_util.h)
+
+class ElementwiseOnDevice : public ::testing::TestWithParam<Device> {};
+
+// The same float64 reference on every device. Integer tensors take integer scalars
+// only, and div, exp and sqrt need a floating dtype: with no type promotion, those
+// calls throw on every device before any work (docs/LIBRARY.md, "Rules worth knowing").
+TEST_P(ElementwiseOnDevice, BinaryEveryOpDtypeLayout) {
+  const Device dev = GetParam();
+  SB_SKIP_WITHOUT_DEVICE(dev);
+  const BinaryOp ops[] = {BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div, BinaryOp::Maximum,
+                          BinaryOp::Minimum};
+  for (BinaryOp op : ops) {
+    for (DType dt : test::kMathTypes) {
+      const bool fp = is_floating(dt), div = op == BinaryOp::Div;
+      if (div && !fp) {
+        Tensor a = zeros({2, 3}, dt, dev), out = full({2, 3}, 7.0, dt, dev);
+        test::expect_msg([&] { binary_out(op, out, a, a); }, "floating dtype");
+        test::expect_msg([&] { binary_out(op, out, a, 2.0); }, "floating dtype");
+        EXPECT_TRUE(all_close(out, std::vector<double>(6, 7.0), 0, 0)) << "out untouched";
+        continue;
+      }
+      for (const Shape& s : test::mixed_shapes(21, 3)) {
+        for (Layout la : test::all_layouts()) {
+          const Layout lb = test::all_layouts()[(static_cast<int>(la) + 1) % 6];
+          const double lo = fp ? -1 : -100, hi = fp ? 1 : 100;
+          const auto va = test::stored(test::random_values(s, 1, dt, lo, hi, la == Layout::Expanded), s, dt);
+          const auto vb = test::stored(
+              test::random_values(s, 2, dt, div ? 0.5 : lo, div ? 1.5 : hi, lb == Layout::Expanded), s, dt);
+          Tensor a = test::on_device(dev, va, s, dt, la), b = test::on_device(dev, vb, s, dt, lb);
+          Tensor out = test::poisoned_on(dev, s, dt, la);
+          binary_out(op, out, a, b);
+          std::vector<double> ref(va.size());
+          for (size_t i = 0; i < ref.size(); ++i) ref[i] = test::ref_binary(op, va[i], vb[i]);
+          EXPECT_TRUE(all_close(out, ref, test::default_atol(dt), test::default_rtol(dt)))
+              << static_cast<int>(op) << " " << dt << " " << test::layout_name(la) << "/" << test::layout_name(lb);
+          // tensor-scalar
+          Tensor out2 = test::poisoned_on(dev, s, dt, lb);
+          const double sc = div ? 3.0 : (fp ? -0.75 : -7.0);
+          binary_out(op, out2, a, sc);
+          for (size_t i = 0; i < ref.size(); ++i) ref[i] = test::ref_binary(op, va[i], sc);
+          EXPECT_TRUE(all_close(out2, ref, test::default_atol(dt), test::default_rtol(dt)))
+              << "scalar " << static_cast<int>(op) << " " << dt << " " << test::layout_name(la);
+        }
+      }
+      if (!fp) {
+        Tensor a = zeros({2, 3}, dt, dev), out = full({2, 3}, 7.0, dt, dev);
+        test::expect_msg([&] { binary_out(op, out, a, -0.75); }, "is not an int32 value");
+        EXPECT_TRUE(all_close(out, std::vector<double>(6, 7.0), 0, 0)) << "out untouched";
+      }
+    }
+  }
+}
+
+TEST_P(ElementwiseOnDevice, UnaryEveryOpDtypeLayout) {
+  const Device dev = GetParam();
+  SB_SKIP_WITHOUT_DEVICE(dev);
+  for (UnaryOp op : {UnaryOp::Neg, UnaryOp::Abs, UnaryOp::Relu, UnaryOp::Exp, UnaryOp::Sqrt}) {
+    for (DType dt : test::kMathTypes) {
+      const bool fp = is_floating(dt);
+      if (!fp && (op == UnaryOp::Exp || op == UnaryOp::Sqrt)) {
+        Tensor a = zeros({2, 3}, dt, dev), out = full({2, 3}, 7.0, dt, dev);
+        test::expect_msg([&] { unary_out(op, out, a); }, "needs a floating dtype");
+        EXPECT_TRUE(all_close(out, std::vector<double>(6, 7.0), 0, 0)) << "out untouched";
+        continue;
+      }
+      for (const Shape& s : test::mixed_shapes(31, 3)) {
+        for (Layout l : test::all_layouts()) {
+          const double lo = op == UnaryOp::Sqrt ? 0 : (fp ? -2 : -100), hi = op == UnaryOp::Sqrt ? 10 : (fp ? 2 : 100);
+          const auto va = test::stored(test::random_values(s, 5, dt, lo, hi, l == Layout::Expanded), s, dt);
+          Tensor a = test::on_device(dev, va, s, dt, l);
+          Tensor out = test::poisoned_on(dev, s, dt, l);
+          unary_out(op, out, a);
+          std::vector<double> ref(va.size());
+          for (size_t i = 0; i < ref.size(); ++i) ref[i] = test::ref_unary(op, va[i]);
+          EXPECT_TRUE(all_close(out, ref, test::default_atol(dt), test::default_rtol(dt)))
+              << static_cast<int>(op) << " " << dt << " " << test::layout_name(l) << " " << test::shape_str(s);
+        }
+      }
+    }
+  }
+}
+
+TEST_P(ElementwiseOnDevice, NormalizeEveryDimDtypeLayout) {
+  const Device dev = GetParam();
+  SB_SKIP_WITHOUT_DEVICE(dev);
+  for (DType dt : {DType::Float32, DType::Float64, DType::Float16}) {
+    for (const Shape& s : test::mixed_shapes(41, 4)) {
+      if (s.empty()) continue;
+      for (int64_t dim = 0; dim < static_cast<int64_t>(s.size()); ++dim) {
+        for (Layout l : test::all_layouts()) {
+          const auto vx = test::stored(test::random_values(s, 6, dt, -3, 3, l == Layout::Expanded), s, dt);
+          Tensor x = test::on_device(dev, vx, s, dt, l);
+          Tensor out = test::poisoned_on(dev, s, dt, l);
+          normalize_out(out, x, dim, 1e-5);
+          // reference: for every row along dim
+          std::vector<double> ref(vx.size());
+          const int64_t n = static_cast<int64_t>(vx.size()), len = s[dim];
+          int64_t inner = 1;
+          for (size_t d = dim + 1; d < s.size(); ++d) inner *= s[d];
+          for (int64_t i = 0; i < n; ++i) {
+            const int64_t base = (i / (inner * len)) * inner * len + i % inner;
+            double m = 0, q = 0;
+            for (int64_t k = 0; k < len; ++k) m += vx[base + k * inner];
+            m /= len;
+            for (int64_t k = 0; k < len; ++k) q += (vx[base + k * inner] - m) * (vx[base + k * inner] - m);
+            ref[i] = (vx[i] - m) / std::sqrt(q / len + 1e-5);
+          }
+          const double tol = dt == DType::Float16 ? 1e-2 : (dt == DType::Float32 ? 1e-4 : 1e-10);
+          EXPECT_TRUE(all_close(out, ref, tol, tol)) << dt << " dim " << dim << " " << test::layout_name(l) << " " << test::shape_str(s);
+        }
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, ElementwiseOnDevice, ::testing::ValuesIn(test::test_devices()),
+                         test::device_param_name);
+
+#ifdef SB_WITH_CUDA
+// ---------------------------------------------------------------- the CUDA backend's own paths
+
+TEST(CudaElementwise, BroadcastInPlaceAndPaths) {
+  const Device dev = Device::cuda(0);
+  SB_SKIP_WITHOUT_DEVICE(dev);
+  const Shape s = {37, 129};
+  const auto va = test::stored(test::random_values(s, 7, DType::Float32, -1, 1, false), s, DType::Float32);
+  const auto vr = test::stored(test::random_values({129}, 8, DType::Float32, -1, 1, false), {129}, DType::Float32);
+  Tensor a = test::host_tensor(va, s, DType::Float32).to(dev);
+  Tensor row = test::host_tensor(vr, {129}, DType::Float32).to(dev);
+  cuda::reset_elementwise_path_counts();
+  cuda::binary(BinaryOp::Mul, a, a, row.expand(s));  // in place, broadcast row
+  EXPECT_EQ(cuda::elementwise_path_counts().strided, 1);
+  std::vector<double> ref(va.size());
+  for (size_t i = 0; i < ref.size(); ++i) ref[i] = va[i] * vr[i % 129];
+  EXPECT_TRUE(all_close(a, ref, 1e-6, 1e-6));
+  Tensor b = a.clone();
+  cuda::binary(BinaryOp::Add, a, a, b);  // contiguous, aligned: the 16-byte path
+  EXPECT_EQ(cuda::elementwise_path_counts().vectorized, 1);
+  for (auto& x : ref) x *= 2;
+  EXPECT_TRUE(all_close(a, ref, 1e-6, 1e-6));
+  // Misaligned contiguous (offset 1 element): correct through the strided kernel.
+  Tensor off = test::with_layout(a, Layout::Offset);
+  Tensor out = test::poisoned_on(dev, s, DType::Float32, Layout::Offset);
+  cuda::unary(UnaryOp::Neg, out, off);
+  EXPECT_EQ(cuda::elementwise_path_counts().strided, 2);
+  for (auto& x : ref) x = -x;
+  EXPECT_TRUE(all_close(out, ref, 1e-6, 1e-6));
+}
+
+TEST(CudaElementwise, BackendRejectsHostTensorsBeforeAnyWork) {
+  Tensor a = zeros({2, 3}), b = zeros({2, 3}), out = zeros({2, 3});
+  test::expect_msg([&] { cuda::binary(BinaryOp::Add, out, a, b); }, "add (CUDA): expected CUDA tensors, got one on cpu");
+  EXPECT_THROW(cuda::unary(UnaryOp::Relu, out, a), Error);
+  EXPECT_EQ(out.to_vector(), std::vector<double>(6, 0.0));
+}
+#endif  // SB_WITH_CUDA
 
 }  // namespace
 }  // namespace sb

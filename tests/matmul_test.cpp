@@ -9,9 +9,14 @@
 #include "stridebench/parallel.h"
 #include "test_util.h"
 
+#ifdef SB_WITH_CUDA
+#include "cuda/cuda_backend.h"
+#endif
+
 namespace sb {
 namespace {
 
+using test::all_close;
 using test::Layout;
 
 // float64 reference of a @ b with batch broadcasting, row-major over the result.
@@ -244,6 +249,164 @@ TEST(Matmul, DeviceMismatch) {
   Tensor out = test::fake_cuda({3, 2});
   EXPECT_THROW(matmul_out(out, a, randn({4, 2}, 2)), Error);
 }
+
+// ---------------------------------------------------------------- on every device
+// (Note [Device-parameterized tests] in test_util.h)
+
+class MatmulOnDevice : public ::testing::TestWithParam<Device> {};
+
+std::vector<double> ref_matmul(const std::vector<double>& a, const std::vector<double>& b, int64_t B, int64_t Ba,
+                               int64_t Bb, int64_t M, int64_t K, int64_t N) {
+  std::vector<double> c(static_cast<size_t>(B * M * N), 0.0);
+  for (int64_t z = 0; z < B; ++z)
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        double s = 0;
+        for (int64_t k = 0; k < K; ++k)
+          s += a[((Ba == 1 ? 0 : z) * M + i) * K + k] * b[((Bb == 1 ? 0 : z) * K + k) * N + j];
+        c[(z * M + i) * N + j] = s;
+      }
+  return c;
+}
+
+enum class MatLayout { RowMajor, Transposed, RowStrided, Stepped };
+
+Tensor matrix_on(Device dev, const std::vector<double>& v, const Shape& s, DType dt, MatLayout ml) {
+  Tensor g = test::host_tensor(v, s, dt).to(dev);
+  const int64_t n = static_cast<int64_t>(s.size());
+  switch (ml) {
+    case MatLayout::RowMajor: return g;
+    case MatLayout::Transposed: return g.transpose(n - 2, n - 1).contiguous().transpose(n - 2, n - 1);
+    case MatLayout::RowStrided: {  // a narrow() of a wider buffer: row stride > cols
+      Shape w = s;
+      w[n - 1] += 5;
+      Tensor buf = zeros(w, dt, dev);
+      Tensor view = buf.narrow(n - 1, 2, s[n - 1]);
+      view.copy_(g);
+      return view;
+    }
+    case MatLayout::Stepped: return test::with_layout(g, Layout::Sliced);
+  }
+  return g;
+}
+
+TEST_P(MatmulOnDevice, LayoutsDtypesBatches) {
+  const Device dev = GetParam();
+  SB_SKIP_WITHOUT_DEVICE(dev);
+  struct Case { int64_t B, Ba, Bb, M, K, N; };
+  const Case cases[] = {{1, 1, 1, 1, 1, 1}, {1, 1, 1, 17, 33, 9}, {1, 1, 1, 64, 64, 64}, {3, 3, 3, 5, 7, 11},
+                        {4, 1, 4, 8, 3, 6}, {2, 2, 1, 31, 16, 2}, {1, 1, 1, 4, 0, 3}};
+  const MatLayout mls[] = {MatLayout::RowMajor, MatLayout::Transposed, MatLayout::RowStrided, MatLayout::Stepped};
+  for (DType dt : {DType::Float32, DType::Float64, DType::Float16}) {
+    if (dt == DType::Float16 && dev.is_cpu()) {  // float16 on CUDA only, as in PyTorch
+      Tensor out = full({2, 2}, 7.0, dt);
+      test::expect_msg([&] { matmul_out(out, zeros({2, 3}, dt), zeros({3, 2}, dt)); },
+                       "matmul_out: expected float32 or float64 (or float16 on CUDA), got float16 on cpu");
+      EXPECT_TRUE(all_close(out, std::vector<double>(4, 7.0), 0, 0)) << "out untouched";
+      continue;
+    }
+    for (const Case& c : cases) {
+      const bool batched = c.B > 1 || c.Ba > 1;
+      for (MatLayout la : mls) {
+        for (MatLayout lb : mls) {
+          const Shape sa = batched ? Shape{c.Ba, c.M, c.K} : Shape{c.M, c.K};
+          const Shape sb = batched ? Shape{c.Bb, c.K, c.N} : Shape{c.K, c.N};
+          const Shape so = batched ? Shape{c.B, c.M, c.N} : Shape{c.M, c.N};
+          const auto va = test::stored(test::random_values(sa, 1, dt, -1, 1, false), sa, dt);
+          const auto vb = test::stored(test::random_values(sb, 2, dt, -1, 1, false), sb, dt);
+          Tensor a = matrix_on(dev, va, sa, dt, la), b = matrix_on(dev, vb, sb, dt, lb);
+          if (batched && c.Ba == 1) a = a.expand({c.B, c.M, c.K});
+          if (batched && c.Bb == 1) b = b.expand({c.B, c.K, c.N});
+          Tensor out = test::poisoned_on(dev, so, dt, Layout::Contiguous);
+#ifdef SB_WITH_CUDA
+          if (dev.is_cuda()) cuda::reset_matmul_operand_copies();
+#endif
+          matmul_out(out, a, b);
+          // a stepped view is neither row- nor column-major unless one of its dims is 1
+          const int64_t copies = (la == MatLayout::Stepped && c.M > 1 && c.K > 1) +
+                                 (lb == MatLayout::Stepped && c.K > 1 && c.N > 1);
+#ifdef SB_WITH_CUDA
+          if (dev.is_cuda()) {
+            EXPECT_EQ(cuda::matmul_operand_copies(), copies) << "layouts " << int(la) << "/" << int(lb);
+          }
+#endif
+          (void)copies;
+          const double tol = dt == DType::Float16 ? 1e-2 : (dt == DType::Float32 ? 1e-5 : 1e-12);
+          EXPECT_TRUE(all_close(out, ref_matmul(va, vb, c.B, c.Ba, c.Bb, c.M, c.K, c.N), tol, tol))
+              << dt << " B" << c.B << " M" << c.M << " K" << c.K << " N" << c.N << " layouts " << int(la) << "/"
+              << int(lb);
+        }
+      }
+      // A column-major out.
+      const Shape sa = {c.M, c.K}, sb = {c.K, c.N};
+      const auto va = test::stored(test::random_values(sa, 3, dt, -1, 1, false), sa, dt);
+      const auto vb = test::stored(test::random_values(sb, 4, dt, -1, 1, false), sb, dt);
+      Tensor out = empty({c.N, c.M}, dt, dev).t();
+      test::poison(out);
+      matmul_out(out, matrix_on(dev, va, sa, dt, MatLayout::RowMajor), matrix_on(dev, vb, sb, dt, MatLayout::Transposed));
+      const double tol = dt == DType::Float16 ? 1e-2 : (dt == DType::Float32 ? 1e-5 : 1e-12);
+      EXPECT_TRUE(all_close(out, ref_matmul(va, vb, 1, 1, 1, c.M, c.K, c.N), tol, tol)) << "column-major out " << dt;
+    }
+  }
+}
+
+TEST_P(MatmulOnDevice, BadInputs) {
+  const Device dev = GetParam();
+  SB_SKIP_WITHOUT_DEVICE(dev);
+  auto mm = [](Tensor out, const Tensor& a, const Tensor& b) { matmul_out(out, a, b); };
+  Tensor a = zeros({3, 4}, DType::Float32, dev), b = zeros({5, 6}, DType::Float32, dev);
+  Tensor out = zeros({3, 6}, DType::Float32, dev);
+  try {
+    matmul_out(out, a, b);
+    FAIL() << "expected sb::Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("inner dimensions differ: [3, 4] x [5, 6] (4 vs 5)"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(mm(zeros({3, 6}, DType::Float64, dev), a, zeros({4, 6}, DType::Float32, dev)), Error);
+  EXPECT_THROW(mm(zeros({3, 6}, DType::Float32, dev), a, zeros({4, 6}, DType::Float16, dev)), Error);
+  EXPECT_THROW(mm(zeros({3, 6}, DType::Int32, dev), a.to(DType::Int32), zeros({4, 6}, DType::Int32, dev)),
+               Error);
+  EXPECT_THROW(mm(zeros({1, 6}, DType::Float32, dev).expand({3, 6}), a, zeros({4, 6}, DType::Float32, dev)),
+               Error);
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, MatmulOnDevice, ::testing::ValuesIn(test::test_devices()), test::device_param_name);
+
+#ifdef SB_WITH_CUDA
+// ---------------------------------------------------------------- the CUDA backend's own paths
+
+TEST(CudaMatmul, Tf32AndInt8Linear) {
+  const Device dev = Device::cuda(0);
+  SB_SKIP_WITHOUT_DEVICE(dev);
+  const int64_t M = 64, K = 128, N = 48;
+  const auto va = test::stored(test::random_values({M, K}, 1, DType::Float32, -1, 1, false), {M, K}, DType::Float32);
+  const auto vw = test::stored(test::random_values({N, K}, 2, DType::Float32, -1, 1, false), {N, K}, DType::Float32);
+  std::vector<double> vwt(static_cast<size_t>(K * N));
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t k = 0; k < K; ++k) vwt[k * N + n] = vw[n * K + k];
+  const auto ref = ref_matmul(va, vwt, 1, 1, 1, M, K, N);
+  cuda::set_allow_tf32(true);
+  Tensor out = test::poisoned_on(dev, {M, N}, DType::Float32, Layout::Contiguous);
+  cuda::linear(out, test::host_tensor(va, {M, K}, DType::Float32).to(dev), test::host_tensor(vw, {N, K}, DType::Float32).to(dev));
+  cuda::set_allow_tf32(false);
+  EXPECT_TRUE(all_close(out, ref, 2e-2, 2e-2));  // TF32: 10-bit mantissa inputs
+  // int8: exact int32 accumulation.
+  const auto ia = test::random_values({M, K}, 5, DType::Int8, -127, 128, false);
+  const auto iw = test::random_values({N, K}, 6, DType::Int8, -127, 128, false);
+  std::vector<double> iwt(static_cast<size_t>(K * N));
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t k = 0; k < K; ++k) iwt[k * N + n] = iw[n * K + k];
+  Tensor iout = test::poisoned_on(dev, {M, N}, DType::Int32, Layout::Contiguous);
+  cuda::linear(iout, test::host_tensor(ia, {M, K}, DType::Int8).to(dev), test::host_tensor(iw, {N, K}, DType::Int8).to(dev));
+  EXPECT_TRUE(all_close(iout, ref_matmul(ia, iwt, 1, 1, 1, M, K, N), 0, 0));
+}
+
+TEST(CudaMatmul, BackendRejectsHostTensorsBeforeAnyWork) {
+  Tensor a = zeros({2, 3}), out = full({2, 2}, 7.0);
+  test::expect_msg([&] { cuda::matmul(out, a, zeros({3, 2})); }, "expected CUDA tensors, got one on cpu");
+  EXPECT_EQ(out.to_vector(), std::vector<double>(4, 7.0));
+}
+#endif  // SB_WITH_CUDA
 
 }  // namespace
 }  // namespace sb

@@ -14,9 +14,14 @@
 #include "stridebench/parallel.h"
 #include "test_util.h"
 
+#ifdef SB_WITH_CUDA
+#include "cuda/cuda_backend.h"
+#endif
+
 namespace sb {
 namespace {
 
+using test::all_close;
 using test::Layout;
 
 const char* name_of(ReduceOp op) {
@@ -390,6 +395,130 @@ TEST(Reduce, BadInputsAreRejectedBeforeAnyWork) {
   Tensor expanded = zeros({1, 4}).expand({2, 4});
   expect_error([&] { var_out(expanded, x, {1}); }, {"var_out", "single memory location"});
 }
+
+// ---------------------------------------------------------------- on every device
+// (Note [Device-parameterized tests] in test_util.h)
+
+class ReduceOnDevice : public ::testing::TestWithParam<Device> {};
+
+// op's out= form into out in keepdim form.
+void reduce_keepdim_out(ReduceOp op, Tensor out, const Tensor& x, const Shape& dims, int64_t correction) {
+  switch (op) {
+    case ReduceOp::Sum: sum_out(out, x, dims, true); break;
+    case ReduceOp::Mean: mean_out(out, x, dims, true); break;
+    case ReduceOp::Max: max_out(out, x, dims, true); break;
+    case ReduceOp::Var: var_out(out, x, dims, correction, true); break;
+    case ReduceOp::Std: std_out(out, x, dims, correction, true); break;
+  }
+}
+
+TEST_P(ReduceOnDevice, EveryOpDtypeDimsLayout) {
+  const Device dev = GetParam();
+  SB_SKIP_WITHOUT_DEVICE(dev);
+  const ReduceOp ops[] = {ReduceOp::Sum, ReduceOp::Mean, ReduceOp::Max, ReduceOp::Var, ReduceOp::Std};
+  std::mt19937_64 rng(77);
+  for (ReduceOp op : ops) {
+    for (DType dt : test::kMathTypes) {
+      if (!is_floating(dt) && op != ReduceOp::Sum && op != ReduceOp::Max) continue;
+      for (const Shape& s : test::mixed_shapes(51, 3)) {
+        for (Layout l : test::all_layouts()) {
+          Shape dims;
+          for (int64_t d = 0; d < static_cast<int64_t>(s.size()); ++d)
+            if (rng() % 2) dims.push_back(d);
+          if (dims.empty() && !s.empty()) dims.push_back(static_cast<int64_t>(rng() % s.size()));
+          Shape keep = s;
+          int64_t R = 1;
+          for (int64_t d : dims) {
+            R *= s[d];
+            keep[d] = 1;
+          }
+          if (op == ReduceOp::Max && R == 0) continue;  // an error, tested below
+          const auto vx = test::stored(test::random_values(s, 8, dt, is_floating(dt) ? -1 : -50, is_floating(dt) ? 1 : 50,
+                                             l == Layout::Expanded),
+                                 s, dt);
+          Tensor x = test::on_device(dev, vx, s, dt, l);
+          Tensor out = test::poisoned_on(dev, keep, dt, Layout::Contiguous);
+          reduce_keepdim_out(op, out, x, dims, 1);
+          // reference: accumulate each element into its output
+          const int64_t O = checked_numel(keep, "ref");
+          std::vector<double> sum(O, 0.0), mx(O, -INFINITY), sq(O, 0.0);
+          auto out_index = [&](int64_t i) {
+            Shape id = test::unravel(i, s);
+            int64_t o = 0;
+            for (size_t d = 0; d < s.size(); ++d) o = o * keep[d] + (keep[d] == 1 ? 0 : id[d]);
+            return o;
+          };
+          for (int64_t i = 0; i < static_cast<int64_t>(vx.size()); ++i) {
+            sum[out_index(i)] += vx[i];
+            mx[out_index(i)] = std::max(mx[out_index(i)], vx[i]);
+          }
+          for (int64_t i = 0; i < static_cast<int64_t>(vx.size()); ++i) {
+            const double d = vx[i] - sum[out_index(i)] / R;
+            sq[out_index(i)] += d * d;
+          }
+          std::vector<double> ref(O);
+          for (int64_t o = 0; o < O; ++o) {
+            switch (op) {
+              case ReduceOp::Sum: ref[o] = sum[o]; break;
+              case ReduceOp::Mean: ref[o] = sum[o] / R; break;
+              case ReduceOp::Max: ref[o] = mx[o]; break;
+              case ReduceOp::Var: ref[o] = sq[o] / std::max<int64_t>(0, R - 1); break;
+              case ReduceOp::Std: ref[o] = std::sqrt(sq[o] / std::max<int64_t>(0, R - 1)); break;
+            }
+          }
+          const double tol = dt == DType::Float16 ? 5e-3 : (dt == DType::Float32 ? 1e-5 : (dt == DType::Int32 ? 0 : 1e-12));
+          EXPECT_TRUE(all_close(out, ref, tol, tol))
+              << static_cast<int>(op) << " " << dt << " " << test::layout_name(l) << " sizes " << test::shape_str(s) << " dims " << test::shape_str(dims);
+        }
+      }
+    }
+  }
+}
+
+TEST_P(ReduceOnDevice, LargeInnerOuterAndErrors) {
+  const Device dev = GetParam();
+  SB_SKIP_WITHOUT_DEVICE(dev);
+  // 1 output of 2^20 + 3 elements: split over many blocks, then the finalize kernel.
+  for (Shape s : {Shape{(1 << 20) + 3}, Shape{5000, 3}, Shape{3, 70001}}) {
+    const auto v = test::stored(test::random_values(s, 12, DType::Float32, -1, 1, false), s, DType::Float32);
+    Tensor x = test::host_tensor(v, s, DType::Float32).to(dev);
+    const Shape dims = {0};
+    Shape keep = s;
+    keep[0] = 1;
+    Tensor out = test::poisoned_on(dev, keep, DType::Float32, Layout::Contiguous);
+    reduce_keepdim_out(ReduceOp::Var, out, x, dims, 0);
+    const int64_t inner = s.size() > 1 ? s[1] : 1;
+    std::vector<double> ref(inner);
+    for (int64_t j = 0; j < inner; ++j) {
+      double m = 0, q = 0;
+      for (int64_t i = 0; i < s[0]; ++i) m += v[i * inner + j];
+      m /= s[0];
+      for (int64_t i = 0; i < s[0]; ++i) q += (v[i * inner + j] - m) * (v[i * inner + j] - m);
+      ref[j] = q / s[0];
+    }
+    EXPECT_TRUE(all_close(out, ref, 1e-6, 1e-5)) << test::shape_str(s);
+  }
+  Tensor e = empty({0, 3}, DType::Float32, dev);
+  try {
+    reduce_keepdim_out(ReduceOp::Max, empty({1, 3}, DType::Float32, dev), e, {0}, 1);
+    FAIL() << "expected sb::Error";
+  } catch (const Error& err) {
+    EXPECT_NE(std::string(err.what()).find("max has no identity"), std::string::npos) << err.what();
+  }
+  EXPECT_THROW(reduce_keepdim_out(ReduceOp::Sum, empty({2, 3}, DType::Float32, dev), empty({2, 3}, DType::Float32, dev),
+                            {0}, 1),
+               Error);  // out not in keepdim form
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, ReduceOnDevice, ::testing::ValuesIn(test::test_devices()), test::device_param_name);
+
+#ifdef SB_WITH_CUDA
+TEST(CudaReduce, BackendRejectsHostTensorsBeforeAnyWork) {
+  Tensor a = zeros({2, 3}), out = full({1, 3}, 7.0);
+  test::expect_msg([&] { cuda::reduce(ReduceOp::Sum, out, a, {0}, 1); }, "expected CUDA tensors, got one on cpu");
+  EXPECT_EQ(out.to_vector(), std::vector<double>(3, 7.0));
+}
+#endif  // SB_WITH_CUDA
 
 }  // namespace
 }  // namespace sb

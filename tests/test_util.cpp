@@ -7,6 +7,10 @@
 #include <cstring>
 #include <sstream>
 
+#ifdef SB_WITH_CUDA
+#include "cuda/cuda_backend.h"
+#endif
+
 namespace sb::test {
 
 const char* layout_name(Layout l) {
@@ -286,6 +290,75 @@ double ref_unary(UnaryOp op, double x) {
     case UnaryOp::Sqrt: return std::sqrt(x);
   }
   return NAN;
+}
+
+// ---- tests with the device as a parameter
+
+std::vector<Device> test_devices() {
+#ifdef SB_WITH_CUDA
+  return {Device::cpu(), Device::cuda(0)};
+#else
+  return {Device::cpu()};
+#endif
+}
+
+std::string device_param_name(const ::testing::TestParamInfo<Device>& info) {
+  return info.param.is_cuda() ? "cuda" + std::to_string(info.param.index) : "cpu";
+}
+
+bool device_present(Device d) {
+  if (!d.is_cuda()) return true;
+#ifdef SB_WITH_CUDA
+  return cuda::is_available() && d.index < cuda::device_count();
+#else
+  return false;
+#endif
+}
+
+std::vector<double> random_values(const Shape& sizes, uint64_t seed, DType dt, double lo, double hi, bool expandable) {
+  const int64_t n = checked_numel(sizes, "random_values");
+  const int64_t row = sizes.empty() || sizes[0] == 0 ? n : n / sizes[0];
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(lo, hi);
+  std::vector<double> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    if (expandable && row > 0 && i >= row) {
+      v[i] = v[i % row];
+      continue;
+    }
+    double x = u(rng);
+    if (!is_floating(dt)) x = std::floor(x);
+    v[i] = x;
+  }
+  return v;
+}
+
+std::vector<double> stored(const std::vector<double>& v, const Shape& sizes, DType dt) {
+  return host_tensor(v, sizes, dt).to_vector();
+}
+
+Tensor host_tensor(const std::vector<double>& v, const Shape& sizes, DType dt) {
+  return from_vector(v, sizes).to(dt);
+}
+
+Tensor on_device(Device dev, const std::vector<double>& v, const Shape& sizes, DType dt, Layout layout) {
+  return with_layout(host_tensor(v, sizes, dt).to(dev), layout);
+}
+
+std::string shape_str(const Shape& s) { return detail::str_cat(s); }
+
+Tensor poisoned_on(Device dev, const Shape& sizes, DType dt, Layout layout) {
+  if (layout == Layout::Expanded) layout = Layout::Contiguous;
+  Tensor t = with_layout(zeros(sizes, dt).to(dev), layout);
+  poison(t);
+  return t;
+}
+
+std::vector<Shape> mixed_shapes(uint64_t seed, int count) {
+  std::mt19937_64 rng(seed);
+  std::vector<Shape> out = {{0}, {1}, {7}, {3, 5}, {2, 3, 4, 5}, {1, 1, 1}, {33, 65}, {4, 16, 8, 8}};
+  for (int i = 0; i < count; ++i) out.push_back(random_shape(rng, 1 + static_cast<int>(rng() % 4), 24));
+  return out;
 }
 
 }  // namespace sb::test

@@ -115,4 +115,43 @@ double ref_unary(UnaryOp op, double x);
 // Row-major unravel of a flat index.
 Shape unravel(int64_t flat, const Shape& sizes);
 
+// ---- tests with the device as a parameter (Note [Device-parameterized tests])
+//
+// Note [Device-parameterized tests]
+// A family's tests that hold on every device are TEST_Ps over test_devices(): cpu, and
+// cuda:0 in a build with CUDA. The body builds its inputs with on_device() and its
+// outputs with poisoned_on(), calls the public op (which dispatches by device) and
+// compares with the same float64 reference on every device. A CUDA case skips, with a
+// message, where no device is present (SB_SKIP_WITHOUT_DEVICE), so a CI machine without
+// a GPU runs the CPU half and reports the CUDA half as skipped. Cases about one
+// backend's internals (which CUDA kernel ran, pinned memory) are plain TESTs in the same
+// file, named Cuda<Family>.
+std::vector<Device> test_devices();
+std::string device_param_name(const ::testing::TestParamInfo<Device>& info);  // "cpu", "cuda0"
+bool device_present(Device d);
+#define SB_SKIP_WITHOUT_DEVICE(dev)                                                               \
+  do {                                                                                            \
+    if (!::sb::test::device_present(dev)) GTEST_SKIP() << "no CUDA device (cudaGetDeviceCount found none)"; \
+  } while (0)
+
+// Row-major values in [lo, hi) from seed (whole numbers for integer dtypes); constant
+// along dim 0 when `expandable`, so that the Expanded layout can hold them.
+std::vector<double> random_values(const Shape& sizes, uint64_t seed, DType dt, double lo, double hi,
+                                  bool expandable = false);
+// v as dtype dt stores it (float16 and integer rounding included): the reference's input.
+std::vector<double> stored(const std::vector<double>& v, const Shape& sizes, DType dt);
+// v (row-major over sizes) as dt in host memory, contiguous.
+Tensor host_tensor(const std::vector<double>& v, const Shape& sizes, DType dt);
+// v (row-major over sizes) as dt on dev, in `layout` (with_layout applied on the device).
+Tensor on_device(Device dev, const std::vector<double>& v, const Shape& sizes, DType dt, Layout layout);
+// A poisoned tensor on dev in `layout` to write a result into; Expanded (unwritable)
+// becomes Contiguous.
+Tensor poisoned_on(Device dev, const Shape& sizes, DType dt, Layout layout);
+// "[2, 3]": gtest messages cannot find sb's operator<< for Shape (a std::vector).
+std::string shape_str(const Shape& s);
+// The dtypes of the arithmetic ops (elementwise, reductions) on every device.
+inline constexpr DType kMathTypes[] = {DType::Float32, DType::Float64, DType::Float16, DType::Int32};
+// A few fixed shapes (empty, size-1 dims, odd sizes, 4-D) and `count` random ones.
+std::vector<Shape> mixed_shapes(uint64_t seed, int count);
+
 }  // namespace sb::test

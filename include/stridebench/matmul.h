@@ -12,7 +12,8 @@
 // float64 (the same blocking with a 4x8 plain-C micro-kernel). Operands of any strides
 // are packed straight from their strides: a transposed, column-major or stepped operand
 // costs its packing, never a copy first. Cost: 2*M*N*K flop; A, B read ~once, C written once.
-// CUDA operands go to sb::cuda::matmul (cuBLAS) after the same checks.
+// CUDA operands go to sb::cuda::matmul (cuBLAS) after the same checks, which on CUDA
+// also accept float16 (PyTorch's CPU matmul has no float16 either).
 #pragma once
 #include "stridebench/half.h"
 #include "stridebench/tensor.h"

@@ -20,8 +20,10 @@ Shape matmul_sizes(const Tensor& a, const Tensor& b, const char* op) {
            b.sizes());
   SB_CHECK(a.dtype() == b.dtype(), op, ": dtype mismatch ", a.dtype(), " vs ", b.dtype());
   SB_CHECK(a.device() == b.device(), op, ": device mismatch ", a.device(), " vs ", b.device());
-  SB_CHECK(a.dtype() == DType::Float32 || a.dtype() == DType::Float64, op, ": expected float32 or float64, got ",
-           a.dtype());
+  // float16 on CUDA only (cuBLAS), as in PyTorch, whose CPU matmul has no float16
+  SB_CHECK(a.dtype() == DType::Float32 || a.dtype() == DType::Float64 ||
+               (a.dtype() == DType::Float16 && a.device().is_cuda()),
+           op, ": expected float32 or float64 (or float16 on CUDA), got ", a.dtype(), " on ", a.device());
   SB_CHECK(a.size(-1) == b.size(-2), op, ": inner dimensions differ: ", a.sizes(), " x ", b.sizes(), " (", a.size(-1),
            " vs ", b.size(-2), ")");
   const int64_t M = a.size(-2), N = b.size(-1);

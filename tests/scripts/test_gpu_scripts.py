@@ -12,7 +12,7 @@ import unittest
 from tests.scripts.sbtest import ROOT
 
 BUILD = os.environ.get("SB_BUILD_DIR", "")
-HAVE_CUDA_BUILD = bool(BUILD) and os.path.exists(os.path.join(BUILD, "tests", "cuda_test"))
+HAVE_CUDA_BUILD = bool(BUILD) and os.path.exists(os.path.join(BUILD, "benchmarks", "bench_baseline_cuda"))
 # the C runtime and CUDA's own libraries come from the device image, not the carry
 SYSTEM = ("linux-vdso", "ld-linux", "libc.so", "libm.so", "libdl.so", "libpthread.so", "librt.so", "libgcc_s.so",
           "libstdc++.so", "libcudart.so", "libcublas.so", "libcublasLt.so", "libcuda.so")
@@ -23,7 +23,7 @@ def read(path):
         return f.read()
 
 
-@unittest.skipUnless(HAVE_CUDA_BUILD, "no CUDA build (SB_BUILD_DIR with tests/cuda_test)")
+@unittest.skipUnless(HAVE_CUDA_BUILD, "no CUDA build (SB_BUILD_DIR with benchmarks/bench_baseline_cuda)")
 class GpuRehearsal(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -44,7 +44,8 @@ class GpuRehearsal(unittest.TestCase):
     def test_prepare_carries_binaries_and_libraries_under_60_mib(self):
         self.assertEqual(self.prep.returncode, 0, self.prep.stderr)
         bins = os.listdir(os.path.join(self.carry, "bin"))
-        for b in ("cuda_test", "cuda_allocator_test", "bench_baseline_cuda", "bench_transfer"):
+        for b in ("copy_test", "elementwise_test", "reduce_test", "matmul_test", "conv_test", "cuda_allocator_test",
+                  "bench_baseline_cuda", "bench_transfer"):
             self.assertIn(b, bins)
         size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(self.carry) for f in fs)
         self.assertLess(size, 60 << 20)
@@ -63,7 +64,7 @@ class GpuRehearsal(unittest.TestCase):
         r = self.run_gpu(out)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         summary = read(os.path.join(out, "summary.txt"))
-        for line in ("test cuda_test: rc=0", "test cuda_allocator_test: rc=0", "bench bench_baseline_cuda: rc=0",
+        for line in ("test copy_test: rc=0", "test conv_test: rc=0", "test cuda_allocator_test: rc=0", "bench bench_baseline_cuda: rc=0",
                      "bench bench_transfer: rc=0", "peers: rc=0", "gpu_run: done"):
             self.assertIn(line, summary)
         # the baseline runs first, whatever SB_GPU_BENCH names
@@ -96,7 +97,7 @@ class GpuRehearsal(unittest.TestCase):
         self.assertEqual(r.returncode, 2, r.stdout)
         summary = read(os.path.join(out, "summary.txt"))
         self.assertIn("not found on this machine: libcublas.so.99", summary)
-        self.assertNotIn("test cuda_test", summary)  # nothing ran
+        self.assertNotIn("test copy_test", summary)  # nothing ran
 
 if __name__ == "__main__":
     unittest.main()
