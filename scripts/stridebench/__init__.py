@@ -9,4 +9,5 @@ Modules (each command-line tool has a thin entry point in scripts/):
   compare  two results folders side by side
   recheck  close comparisons measured again with both sides alternating
   peers    the matrix's cases through PyTorch and NumPy
+  abtest   two builds of our benchmarks, old and new, alternating on the same rows
 """
