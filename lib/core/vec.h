@@ -15,11 +15,9 @@
 //   at run time. Scalar<T, A> is the same interface on one element accumulated in A, the
 //   path of the scalar build and of sb::set_simd_level(Scalar); Simd<T> is Vec<T> in the
 //   reductions' trait interface.
-// Users: the reductions (reduce.cpp). The elementwise strips (elementwise/strips.h: VecIO,
-// Masked, Gather2) and normalize (StatVec) still carry their own copies of these
-// operations: moving them onto Vec, instruction for instruction, made normalize's rows
-// 9-15% slower by code placement alone (docs/notes/planner.md), so they move once that
-// is understood. Run-time dispatch between AVX-512 and AVX2 stays in the kernels'
+// Users: the reductions (reduce_kernels.h), the elementwise strips (elementwise/strips.h:
+// dense loops, masked tails, streaming stores, stride-2 strips and gathers) and
+// normalize's row statistics. Run-time dispatch between AVX-512 and AVX2 stays in the kernels'
 // callers (use_avx512(), use_avx2()); this layer only names the instructions. The GEMM,
 // conv, int8 and transpose micro-kernels work on fixed register blocks and shuffles that
 // a one-register type does not express, and keep their intrinsics.

@@ -41,46 +41,13 @@ constexpr int64_t kStatFlush = 1024;
 constexpr int kMaxStatRows = 8;  // rows per row_stats_block
 
 #ifdef SB_HAVE_AVX2
-inline double hsum_pd(__m256d v) {
-  alignas(32) double t[4];
-  _mm256_store_pd(t, v);
-  return (t[0] + t[1]) + (t[2] + t[3]);
-}
-inline double hsum_ps_as_pd(__m256 v) {
-  return hsum_pd(_mm256_add_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(v)), _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1))));
-}
-#endif
-
-#ifdef SB_HAVE_AVX2
-template <typename T> struct StatVec;  // the accumulation vectors of row_stats_block
-template <> struct StatVec<float> {
-  using V = __m256;
-  static constexpr int kW = 8;
-  static V zero() { return _mm256_setzero_ps(); }
-  static V set1(float v) { return _mm256_set1_ps(v); }
-  static V add(V a, V b) { return _mm256_add_ps(a, b); }
-  static V sub(V a, V b) { return _mm256_sub_ps(a, b); }
-  static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
-  static double hsum(V v) { return hsum_ps_as_pd(v); }
-};
-template <> struct StatVec<double> {
-  using V = __m256d;
-  static constexpr int kW = 4;
-  static V zero() { return _mm256_setzero_pd(); }
-  static V set1(double v) { return _mm256_set1_pd(v); }
-  static V add(V a, V b) { return _mm256_add_pd(a, b); }
-  static V sub(V a, V b) { return _mm256_sub_pd(a, b); }
-  static V fma(V a, V b, V c) { return _mm256_fmadd_pd(a, b, c); }
-  static double hsum(V v) { return hsum_pd(v); }
-};
-
 // sum(x) of a dense row, in the lanes of acc_t<T>, flushed to double every kStatFlush.
 // The mean of a dense row: x0 + sum(x - x0) / n, x0 = xt[0] (Note [Short normalize rows]).
 template <typename T>
 double dense_mean(const T* xt, int64_t n) {
   using A = acc_t<T>;
-  using IO = VecIO<T>;
-  using SV = StatVec<A>;
+  using IO = Vec<T>;
+  using SV = Vec<A>;
   constexpr int W = IO::kW;
   const A x0 = A(xt[0]);
   const typename SV::V x0v = SV::set1(x0);
@@ -104,8 +71,8 @@ double dense_mean(const T* xt, int64_t n) {
 template <typename T>
 void dense_centered(const T* xt, int64_t n, acc_t<T> m, double* ss_out, double* sq_out) {
   using A = acc_t<T>;
-  using IO = VecIO<T>;
-  using SV = StatVec<A>;
+  using IO = Vec<T>;
+  using SV = Vec<A>;
   constexpr int W = IO::kW;
   const typename SV::V mv = SV::set1(m);  // not IO::set1: for float16 that would round m to half
   double ss = 0, sq = 0;

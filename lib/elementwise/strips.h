@@ -21,6 +21,7 @@
 #include "stridebench/tensor.h"
 #include "copy/copy.h"
 #include "core/transpose_tile.h"
+#include "core/vec.h"
 
 namespace sb::ew {
 
@@ -34,46 +35,7 @@ template <typename T> using acc_t = typename AccOf<T>::type;
 template <typename T> constexpr bool kHasVec = std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, Half>;
 
 #ifdef SB_HAVE_AVX2
-template <typename T> struct VecIO;
-// load_part's masks: 8 - m int32 lanes off the end of the ones (m doubles: 2m lanes).
-alignas(64) constexpr int32_t kPartMask[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
-template <> struct VecIO<float> {
-  using V = __m256;
-  static constexpr int kW = 8;
-  static V load(const float* p) { return _mm256_loadu_ps(p); }
-  static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
-  static constexpr int kStreamAlign = 32;  // bytes: stream() needs p aligned so
-  static void stream(float* p, V v) { _mm256_stream_ps(p, v); }
-  static V set1(float v) { return _mm256_set1_ps(v); }
-  static V load_part(const float* p, int m) {  // p[0 .. m), m < kW; the other lanes 0
-    return _mm256_maskload_ps(p, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kPartMask + 8 - m)));
-  }
-};
-template <> struct VecIO<double> {
-  using V = __m256d;
-  static constexpr int kW = 4;
-  static V load(const double* p) { return _mm256_loadu_pd(p); }
-  static void store(double* p, V v) { _mm256_storeu_pd(p, v); }
-  static constexpr int kStreamAlign = 32;
-  static void stream(double* p, V v) { _mm256_stream_pd(p, v); }
-  static V set1(double v) { return _mm256_set1_pd(v); }
-  static V load_part(const double* p, int m) {
-    return _mm256_maskload_pd(p, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kPartMask + 8 - 2 * m)));
-  }
-};
-template <> struct VecIO<Half> {  // F16C: 8 halves <-> 8 floats, round to nearest even
-  using V = __m256;
-  static constexpr int kW = 8;
-  static V load(const Half* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
-  static void store(Half* p, V v) {
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
-  }
-  static constexpr int kStreamAlign = 16;
-  static void stream(Half* p, V v) {
-    _mm_stream_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
-  }
-  static V set1(Half v) { return _mm256_set1_ps(static_cast<float>(v)); }
-};
+using vec::Vec;  // loads, stores, streams, masked tails, stride-2 gathers (Note [One vector layer])
 
 // Note [Streaming elementwise outputs]
 // A dense output larger than the streaming threshold (copy.h nt_threshold_bytes():
@@ -137,29 +99,15 @@ inline void put_part(T* o, const T* t, int64_t m) {
   }
 }
 
-// The first m (< W) elements of p as a vector, the other lanes unspecified but harmless
-// (0 from a masked load for float and double; a copy of p[0] for Half, whose 16-bit
-// elements have no masked load): never read past p[m - 1].
-template <typename T>
-inline typename VecIO<T>::V load_part(const T* p, int64_t m) {
-  if constexpr (std::is_same_v<T, Half>) {
-    T t[VecIO<T>::kW];
-    for (int k = 0; k < VecIO<T>::kW; ++k) t[k] = p[k < m ? k : 0];
-    return VecIO<T>::load(t);
-  } else {
-    return VecIO<T>::load_part(p, static_cast<int>(m));
-  }
-}
-
 // o[j] = f(a[j], b[j]) for j in [j0, j0 + m), m < W: masked loads, one vector op, a
 // short copy out (put_part). Not a W-wide buffer filled element by element and loaded
 // as a vector: that is a store-forwarding stall per strip, which cost short rows half
 // their time (docs/notes/elementwise.md).
 template <typename T, bool AS, bool BS, bool NT = false, typename F>
 void binary_part(T* o, const T* a, const T* b, int64_t j0, int64_t m, const F& f) {
-  using IO = VecIO<T>;
-  alignas(32) T to[IO::kW];
-  IO::store(to, f(AS ? IO::set1(a[0]) : load_part(a + j0, m), BS ? IO::set1(b[0]) : load_part(b + j0, m)));
+  using L = Vec<T>;
+  alignas(32) T to[L::kW];
+  L::store(to, f(AS ? L::set1(a[0]) : L::load_part(a + j0, m), BS ? L::set1(b[0]) : L::load_part(b + j0, m)));
   put_part<T, NT>(o + j0, to, m);
 }
 
@@ -181,44 +129,44 @@ int64_t head_to_align(const T* o, int64_t align, int64_t n) {
 // [Streaming elementwise outputs]).
 template <typename T, bool AS, bool BS, bool NT = false, typename F>
 void binary_vloop(T* o, const T* a, const T* b, int64_t n, const F& f) {
-  using IO = VecIO<T>;
-  constexpr int W = IO::kW;
-  const typename IO::V va = IO::set1(a[0]), vb = IO::set1(b[0]);
+  using L = Vec<T>;
+  constexpr int W = L::kW;
+  const typename L::V va = L::set1(a[0]), vb = L::set1(b[0]);
   int64_t j = 0;
   if constexpr (NT) {
-    j = head_to_align(o, IO::kStreamAlign, n);
+    j = head_to_align(o, L::kStreamAlign, n);
     if (j) binary_part<T, AS, BS, NT>(o, a, b, 0, j, f);
 #pragma GCC unroll 4  // Note [Unrolled vector loops]
-    for (; j + W <= n; j += W) IO::stream(o + j, f(AS ? va : IO::load(a + j), BS ? vb : IO::load(b + j)));
+    for (; j + W <= n; j += W) L::stream(o + j, f(AS ? va : L::load(a + j), BS ? vb : L::load(b + j)));
   } else {
 #pragma GCC unroll 4  // Note [Unrolled vector loops]
-    for (; j + W <= n; j += W) IO::store(o + j, f(AS ? va : IO::load(a + j), BS ? vb : IO::load(b + j)));
+    for (; j + W <= n; j += W) L::store(o + j, f(AS ? va : L::load(a + j), BS ? vb : L::load(b + j)));
   }
   if (j < n) binary_part<T, AS, BS, NT>(o, a, b, j, n - j, f);
 }
 
 template <typename T, bool AS, bool NT = false, typename F>
 void unary_part(T* o, const T* a, int64_t j0, int64_t m, const F& f) {
-  using IO = VecIO<T>;
-  alignas(32) T to[IO::kW];
-  IO::store(to, f(AS ? IO::set1(a[0]) : load_part(a + j0, m)));
+  using L = Vec<T>;
+  alignas(32) T to[L::kW];
+  L::store(to, f(AS ? L::set1(a[0]) : L::load_part(a + j0, m)));
   put_part<T, NT>(o + j0, to, m);
 }
 
 template <typename T, bool AS, bool NT = false, typename F>
 void unary_vloop(T* o, const T* a, int64_t n, const F& f) {
-  using IO = VecIO<T>;
-  constexpr int W = IO::kW;
-  const typename IO::V va = IO::set1(a[0]);
+  using L = Vec<T>;
+  constexpr int W = L::kW;
+  const typename L::V va = L::set1(a[0]);
   int64_t j = 0;
   if constexpr (NT) {
-    j = head_to_align(o, IO::kStreamAlign, n);
+    j = head_to_align(o, L::kStreamAlign, n);
     if (j) unary_part<T, AS, NT>(o, a, 0, j, f);
 #pragma GCC unroll 4  // Note [Unrolled vector loops]
-    for (; j + W <= n; j += W) IO::stream(o + j, f(AS ? va : IO::load(a + j)));
+    for (; j + W <= n; j += W) L::stream(o + j, f(AS ? va : L::load(a + j)));
   } else {
 #pragma GCC unroll 4  // Note [Unrolled vector loops]
-    for (; j + W <= n; j += W) IO::store(o + j, f(AS ? va : IO::load(a + j)));
+    for (; j + W <= n; j += W) L::store(o + j, f(AS ? va : L::load(a + j)));
   }
   if (j < n) unary_part<T, AS, NT>(o, a, j, n - j, f);
 }
@@ -294,31 +242,9 @@ void unpack_strided(char* p, int64_t stride_bytes, const T* buf, int64_t n) {
 // relu_ then costs about twice the contiguous one, what twice the cache lines cost
 // (docs/notes/elementwise.md). Other strided outputs (mixed strides, stride 3, float16)
 // keep the chunks.
-template <typename T> struct Masked;  // k-masked loads and stores of one ymm (Note [Masked stores])
-template <> struct Masked<float> {
-  using V = __m256;
-  static constexpr int kW = 8;
-  __attribute__((target("avx512f,avx512vl"), always_inline)) static V load(const float* p, unsigned m) {
-    return _mm256_maskz_loadu_ps(static_cast<__mmask8>(m), p);
-  }
-  __attribute__((target("avx512f,avx512vl"), always_inline)) static void store(float* p, unsigned m, V v) {
-    _mm256_mask_storeu_ps(p, static_cast<__mmask8>(m), v);
-  }
-};
-template <> struct Masked<double> {
-  using V = __m256d;
-  static constexpr int kW = 4;
-  __attribute__((target("avx512f,avx512vl"), always_inline)) static V load(const double* p, unsigned m) {
-    return _mm256_maskz_loadu_pd(static_cast<__mmask8>(m), p);
-  }
-  __attribute__((target("avx512f,avx512vl"), always_inline)) static void store(double* p, unsigned m, V v) {
-    _mm256_mask_storeu_pd(p, static_cast<__mmask8>(m), v);
-  }
-};
-
-// A stride-2 strip's view of Masked: the strip elements per vector and the even-lane mask.
-template <typename T> struct Stride2 : Masked<T> {
-  static constexpr int kElems = Masked<T>::kW / 2;
+// A stride-2 strip's view of Vec: the strip elements per vector and the even-lane mask.
+template <typename T> struct Stride2 : Vec<T> {
+  static constexpr int kElems = Vec<T>::kW / 2;
   static constexpr unsigned kEven = std::is_same_v<T, float> ? 0x55u : 0x5u;
 };
 
@@ -330,8 +256,8 @@ __attribute__((target("avx512f,avx512vl"), always_inline)) inline void stride2_v
     T* o, const T* a, const T* b, int64_t k, unsigned m, typename Stride2<T>::V va, typename Stride2<T>::V vb,
     const F& f) {
   using S = Stride2<T>;
-  if constexpr (N == 1) S::store(o + k, m, f(AS ? va : S::load(a + k, m)));
-  else S::store(o + k, m, f(AS ? va : S::load(a + k, m), BS ? vb : S::load(b + k, m)));
+  if constexpr (N == 1) S::masked_store(o + k, m, f(AS ? va : S::masked_load(a + k, m)));
+  else S::masked_store(o + k, m, f(AS ? va : S::masked_load(a + k, m), BS ? vb : S::masked_load(b + k, m)));
 }
 
 // o[2j] = f(a[2j] (, b[2j])) for j < n, operands at stride 2 (AS / BS: a stride-0
@@ -340,7 +266,7 @@ template <typename T, int N, bool AS, bool BS, typename F>
 __attribute__((target("avx512f,avx512vl"))) void stride2_loop(T* o, const T* a, const T* b, int64_t n, const F& f) {
   using S = Stride2<T>;
   constexpr int64_t E = S::kElems;
-  const typename S::V va = VecIO<T>::set1(a[0]), vb = VecIO<T>::set1(N == 2 ? b[0] : T(0));
+  const typename S::V va = Vec<T>::set1(a[0]), vb = Vec<T>::set1(N == 2 ? b[0] : T(0));
   int64_t j = 0;
 #pragma GCC unroll 4  // Note [Unrolled vector loops]
   for (; j + E <= n; j += E) stride2_vec<T, N, AS, BS>(o, a, b, 2 * j, S::kEven, va, vb, f);
@@ -359,36 +285,19 @@ __attribute__((target("avx512f,avx512vl"))) void stride2_loop(T* o, const T* a, 
 // (docs/notes/elementwise.md, stride-2 inputs).
 enum class Operand { Scalar, Dense, Two };  // stride 0, stride 1, stride 2 (elements)
 
-template <typename T> struct Gather2;  // the even lanes of a stride-2 run, packed into one ymm
-template <> struct Gather2<float> {
-  // p[0], p[2], .. p[2r - 2], r <= 8: the even lanes of 16 floats, packed (the lanes from r on are zero)
-  __attribute__((target("avx512f,avx512vl"), always_inline)) static __m256 two(const float* p, int r) {
-    const __m512 v = _mm512_maskz_loadu_ps(static_cast<__mmask16>(0x5555u & ((1u << (2 * r)) - 1)), p);
-    return _mm256_castsi256_ps(_mm512_maskz_cvtepi64_epi32(0xFF, _mm512_castps_si512(v)));  // maskz: as unpack_stride2_avx512
-  }
-};
-template <> struct Gather2<double> {
-  __attribute__((target("avx512f,avx512vl"), always_inline)) static __m256d two(const double* p, int r) {
-    const unsigned m = 0x55u & ((1u << (2 * r)) - 1);  // two ymm halves, even lanes merged and ordered
-    const __m256d lo = _mm256_maskz_loadu_pd(static_cast<__mmask8>(m & 0xF), p);
-    const __m256d hi = _mm256_maskz_loadu_pd(static_cast<__mmask8>(m >> 4), p + 4);
-    return _mm256_permute4x64_pd(_mm256_unpacklo_pd(lo, hi), 0xD8);  // lo0 hi0 lo2 hi2 -> lo0 lo2 hi0 hi2
-  }
-};
-
 template <typename T, Operand K>
-__attribute__((target("avx512f,avx512vl"), always_inline)) inline typename Masked<T>::V gather2_operand(
-    const T* p, int64_t j, int r, typename Masked<T>::V scalar) {
+__attribute__((target("avx512f,avx512vl"), always_inline)) inline typename Vec<T>::V gather2_operand(
+    const T* p, int64_t j, int r, typename Vec<T>::V scalar) {
   if constexpr (K == Operand::Scalar) return scalar;
-  else if constexpr (K == Operand::Dense) return Masked<T>::load(p + j, (1u << r) - 1);
-  else return Gather2<T>::two(p + 2 * j, r);
+  else if constexpr (K == Operand::Dense) return Vec<T>::masked_load(p + j, (1u << r) - 1);
+  else return Vec<T>::gather_even(p + 2 * j, r);
 }
 
 // f at elements j .. j + r - 1 of a (and b), r <= W. A function, not a
 // lambda, for the reason stride2_vec gives.
 template <typename T, int N, Operand KA, Operand KB, typename F>
-__attribute__((target("avx512f,avx512vl"), always_inline)) inline typename Masked<T>::V gather2_vec(
-    const T* a, const T* b, int64_t j, int r, typename Masked<T>::V va, typename Masked<T>::V vb,
+__attribute__((target("avx512f,avx512vl"), always_inline)) inline typename Vec<T>::V gather2_vec(
+    const T* a, const T* b, int64_t j, int r, typename Vec<T>::V va, typename Vec<T>::V vb,
     const F& f) {
   if constexpr (N == 1) return f(gather2_operand<T, KA>(a, j, r, va));
   else return f(gather2_operand<T, KA>(a, j, r, va), gather2_operand<T, KB>(b, j, r, vb));
@@ -396,13 +305,13 @@ __attribute__((target("avx512f,avx512vl"), always_inline)) inline typename Maske
 
 // The first r (< W) lanes of v to o: a masked store, or (NT) streamed element by element.
 template <typename T, bool NT>
-__attribute__((target("avx512f,avx512vl"), always_inline)) inline void gather2_part(T* o, int r, typename Masked<T>::V v) {
+__attribute__((target("avx512f,avx512vl"), always_inline)) inline void gather2_part(T* o, int r, typename Vec<T>::V v) {
   if constexpr (NT) {
-    alignas(32) T t[Masked<T>::kW];
-    VecIO<T>::store(t, v);
+    alignas(32) T t[Vec<T>::kW];
+    Vec<T>::store(t, v);
     put_part<T, true>(o, t, r);
   } else {
-    Masked<T>::store(o, (1u << r) - 1, v);
+    Vec<T>::masked_store(o, (1u << r) - 1, v);
   }
 }
 
@@ -411,18 +320,18 @@ __attribute__((target("avx512f,avx512vl"), always_inline)) inline void gather2_p
 // first aligned vector and the tail streamed one by one (Note [Streaming strips]).
 template <typename T, int N, Operand KA, Operand KB, bool NT, typename F>
 __attribute__((target("avx512f,avx512vl"))) void gather2_loop(T* o, const T* a, const T* b, int64_t n, const F& f) {
-  using M = Masked<T>;
+  using M = Vec<T>;
   constexpr int64_t W = M::kW;
-  const typename M::V va = VecIO<T>::set1(a[0]), vb = VecIO<T>::set1(N == 2 ? b[0] : T(0));
+  const typename M::V va = Vec<T>::set1(a[0]), vb = Vec<T>::set1(N == 2 ? b[0] : T(0));
   int64_t j = 0;
   if constexpr (NT) {
-    j = head_to_align(o, VecIO<T>::kStreamAlign, n);
+    j = head_to_align(o, Vec<T>::kStreamAlign, n);
     if (j) gather2_part<T, NT>(o, static_cast<int>(j), gather2_vec<T, N, KA, KB>(a, b, 0, static_cast<int>(j), va, vb, f));
 #pragma GCC unroll 4  // Note [Unrolled vector loops]
-    for (; j + W <= n; j += W) VecIO<T>::stream(o + j, gather2_vec<T, N, KA, KB>(a, b, j, W, va, vb, f));
+    for (; j + W <= n; j += W) Vec<T>::stream(o + j, gather2_vec<T, N, KA, KB>(a, b, j, W, va, vb, f));
   } else {
 #pragma GCC unroll 4  // Note [Unrolled vector loops]
-    for (; j + W <= n; j += W) VecIO<T>::store(o + j, gather2_vec<T, N, KA, KB>(a, b, j, W, va, vb, f));
+    for (; j + W <= n; j += W) Vec<T>::store(o + j, gather2_vec<T, N, KA, KB>(a, b, j, W, va, vb, f));
   }
   if (j < n) {  // 1 .. W - 1 elements left
     const int r = static_cast<int>(n - j);
