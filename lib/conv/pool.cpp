@@ -14,6 +14,7 @@
 #include "stridebench/parallel.h"
 #include "core/scratch.h"
 #include "core/transpose_tile.h"
+#include "core/vec.h"
 
 namespace sb {
 
@@ -60,9 +61,11 @@ inline void pool_window(int64_t o, int64_t s, int64_t pad, int64_t k, int64_t n,
 }
 
 #ifdef SB_HAVE_AVX2
+using F8 = vec::Vec<float>;
+
 template <bool kMax>
 inline __m256 pool_comb8(__m256 acc, __m256 v) {
-  return kMax ? _mm256_max_ps(v, acc) : _mm256_add_ps(acc, v);  // max_ps(v, acc): acc where v is NaN
+  return kMax ? F8::max_skip_nan(acc, v) : F8::add(acc, v);
 }
 #endif
 
@@ -82,15 +85,15 @@ void pool_vertical(float* r, const float* x, int64_t xh, int64_t xw, int64_t nro
 #ifdef SB_HAVE_AVX2
   if (avx2 && xw == 1 && W >= 8) {
     for_each_vec8_overlapped(W, [&](int64_t w8) {
-      __m256 acc = _mm256_set1_ps(pool_init<kMax>());
+      __m256 acc = F8::set1(pool_init<kMax>());
       if (nrows == 3) {  // the common 3x3 window, unrolled
-        acc = pool_comb8<kMax>(acc, _mm256_loadu_ps(x + w8));
-        acc = pool_comb8<kMax>(acc, _mm256_loadu_ps(x + xh + w8));
-        acc = pool_comb8<kMax>(acc, _mm256_loadu_ps(x + 2 * xh + w8));
+        acc = pool_comb8<kMax>(acc, F8::load(x + w8));
+        acc = pool_comb8<kMax>(acc, F8::load(x + xh + w8));
+        acc = pool_comb8<kMax>(acc, F8::load(x + 2 * xh + w8));
       } else {
-        for (int64_t i = 0; i < nrows; ++i) acc = pool_comb8<kMax>(acc, _mm256_loadu_ps(x + i * xh + w8));
+        for (int64_t i = 0; i < nrows; ++i) acc = pool_comb8<kMax>(acc, F8::load(x + i * xh + w8));
       }
-      _mm256_storeu_ps(r + w8, acc);
+      F8::store(r + w8, acc);
     });
     w = W;
   }
@@ -112,9 +115,9 @@ inline void pool_split_phases(float* ph, const float* r, int64_t rlen) {
 #ifdef SB_HAVE_AVX2
   const int64_t half = rlen / 2;
   for (int64_t i = 0; i < half; i += 8) {
-    const __m256 a = _mm256_loadu_ps(r + 2 * i), b = _mm256_loadu_ps(r + 2 * i + 8);
-    _mm256_storeu_ps(ph + i, detail::even8_f32(a, b));
-    _mm256_storeu_ps(ph + half + i, detail::odd8_f32(a, b));
+    const __m256 a = F8::load(r + 2 * i), b = F8::load(r + 2 * i + 8);
+    F8::store(ph + i, detail::even8_f32(a, b));
+    F8::store(ph + half + i, detail::odd8_f32(a, b));
   }
 #else
   (void)ph, (void)r, (void)rlen;
@@ -133,18 +136,18 @@ void pool_horizontal(float* o, int64_t ow_, const float* r, int64_t rlen, const 
   if (pool_h_vec(avx2, ow_, g)) {
     const float* p[2] = {r, r};
     if (s == 2) p[0] = ph, p[1] = ph + rlen / 2;
-    const __m256 sc = _mm256_set1_ps(scale);
+    const __m256 sc = F8::set1(scale);
     for_each_vec8_overlapped(OW, [&](int64_t o8) {
-      __m256 acc = _mm256_set1_ps(pool_init<kMax>());
+      __m256 acc = F8::set1(pool_init<kMax>());
       if (k == 3 && s == 2) {  // the common 3x3 / 2 window, unrolled: even, odd, even + 1
-        acc = pool_comb8<kMax>(acc, _mm256_loadu_ps(p[0] + o8));
-        acc = pool_comb8<kMax>(acc, _mm256_loadu_ps(p[1] + o8));
-        acc = pool_comb8<kMax>(acc, _mm256_loadu_ps(p[0] + o8 + 1));
+        acc = pool_comb8<kMax>(acc, F8::load(p[0] + o8));
+        acc = pool_comb8<kMax>(acc, F8::load(p[1] + o8));
+        acc = pool_comb8<kMax>(acc, F8::load(p[0] + o8 + 1));
       } else {
         for (int64_t ph0 = 0; ph0 < s; ++ph0)  // taps j = ph0, ph0 + s, ...: phase ph0 at offsets 0, 1, ...
-          for (int64_t j = ph0, q = o8; j < k; j += s, ++q) acc = pool_comb8<kMax>(acc, _mm256_loadu_ps(p[ph0] + q));
+          for (int64_t j = ph0, q = o8; j < k; j += s, ++q) acc = pool_comb8<kMax>(acc, F8::load(p[ph0] + q));
       }
-      _mm256_storeu_ps(o + o8, kMax ? acc : _mm256_mul_ps(acc, sc));
+      F8::store(o + o8, kMax ? acc : F8::mul(acc, sc));
     });
     ow = OW;
   }
@@ -201,19 +204,19 @@ template <bool kMax, int V>
 inline void pool_pixel_chunk(float* o, int64_t oc, const float* x, int64_t xh, int64_t xw, int64_t nh, int64_t nw,
                              float scale) {
   __m256 acc[V];
-  for (int v = 0; v < V; ++v) acc[v] = _mm256_set1_ps(pool_init<kMax>());
+  for (int v = 0; v < V; ++v) acc[v] = F8::set1(pool_init<kMax>());
   for (int64_t i = 0; i < nh; ++i)
     for (int64_t j = 0; j < nw; ++j) {
       const float* p = x + i * xh + j * xw;
-      for (int v = 0; v < V; ++v) acc[v] = pool_comb8<kMax>(acc[v], _mm256_loadu_ps(p + 8 * v));
+      for (int v = 0; v < V; ++v) acc[v] = pool_comb8<kMax>(acc[v], F8::load(p + 8 * v));
     }
   for (int v = 0; v < V; ++v) {
-    const __m256 y = kMax ? acc[v] : _mm256_mul_ps(acc[v], _mm256_set1_ps(scale));
+    const __m256 y = kMax ? acc[v] : F8::mul(acc[v], F8::set1(scale));
     if (oc == 1) {
-      _mm256_storeu_ps(o + 8 * v, y);
+      F8::store(o + 8 * v, y);
     } else {
       alignas(32) float t[8];
-      _mm256_store_ps(t, y);
+      F8::store(t, y);
       for (int q = 0; q < 8; ++q) o[(8 * v + q) * oc] = t[q];
     }
   }

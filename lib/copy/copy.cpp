@@ -57,6 +57,7 @@
 #include "stridebench/parallel.h"
 #include "core/scratch.h"
 #include "core/transpose_tile.h"
+#include "core/vec.h"
 
 #ifdef SB_WITH_CUDA
 #include "cuda/cuda_backend.h"
@@ -258,6 +259,8 @@ constexpr int64_t kTileBytes = 256;  // bytes of one tile row: 64 floats, 4 cach
 // conflict in the cache; then whole tile rows go out.
 constexpr int64_t kTileA = 128, kTileB = 64;  // 4-byte elements: a 32 KiB buffer
 
+using F8 = vec::Vec<float>;
+
 // One tile row of nb 4-byte elements from the L1 buffer to memory: streaming stores
 // where 32-byte aligned (nt), else plain stores; scalar at the ragged ends.
 void store_row_f32(float* d, const float* b, int64_t nb, bool nt) {
@@ -267,11 +270,11 @@ void store_row_f32(float* d, const float* b, int64_t nb, bool nt) {
       d[j] = b[j];
       ++j;
     }
-#pragma GCC unroll 4  // Note [Unrolled vector loops] (elementwise.cpp)
-    for (; j + 8 <= nb; j += 8) _mm256_stream_ps(d + j, _mm256_loadu_ps(b + j));
+#pragma GCC unroll 4  // Note [Unrolled vector loops] (elementwise/strips.h)
+    for (; j + 8 <= nb; j += 8) F8::stream(d + j, F8::load(b + j));
   } else {
-#pragma GCC unroll 4  // Note [Unrolled vector loops] (elementwise.cpp)
-    for (; j + 8 <= nb; j += 8) _mm256_storeu_ps(d + j, _mm256_loadu_ps(b + j));
+#pragma GCC unroll 4  // Note [Unrolled vector loops] (elementwise/strips.h)
+    for (; j + 8 <= nb; j += 8) F8::store(d + j, F8::load(b + j));
   }
   for (; j < nb; ++j) d[j] = b[j];
 }
@@ -331,10 +334,10 @@ __attribute__((always_inline)) inline void block_fill_step(float* b, const float
 inline void block_drain_row(float* d, const float* b, int64_t ng) {
   if (ng == kBlockB / 8) {
 #pragma GCC unroll 8
-    for (int64_t k = 0; k < kBlockB; k += 8) _mm256_stream_ps(d + k, _mm256_load_ps(b + k));
+    for (int64_t k = 0; k < kBlockB; k += 8) F8::stream(d + k, F8::load(b + k));
     return;
   }
-  for (int64_t k = 0; k < 8 * ng; k += 8) _mm256_stream_ps(d + k, _mm256_load_ps(b + k));
+  for (int64_t k = 0; k < 8 * ng; k += 8) F8::stream(d + k, F8::load(b + k));
 }
 
 // The bands' kernel as a function of its own, for the reason given at block_pipeline:

@@ -8,7 +8,8 @@
 //   load, store, stream (non-temporal; kStreamAlign bytes of alignment), load_part (the
 //   first m < kW elements, never reading past them: a masked load for float and double,
 //   the first element repeated for Half, which has no 16-bit masked load), set1, zero,
-//   add, sub, mul, fma, max_nan (NaN-propagating max), hsum and hmax (in double);
+//   add, sub, mul, fma, max_nan (NaN-propagating max), max_skip_nan (float lanes: fmax's
+//   NaN rule), hsum and hmax (in double);
 //   masked_load, masked_store and gather_even (the even lanes of a stride-2 run) where the
 //   CPU has AVX-512VL (k-masks; the AVX2 vmaskmovps store is microcoded on AMD), behind
 //   __attribute__((target)) so the AVX2 build carries them and sb::use_avx512() picks them
@@ -17,7 +18,7 @@
 //   reductions' trait interface.
 // Users: the reductions (reduce_kernels.h), the elementwise strips (elementwise/strips.h:
 // dense loops, masked tails, streaming stores, stride-2 strips and gathers) and
-// normalize's row statistics. Run-time dispatch between AVX-512 and AVX2 stays in the kernels'
+// normalize's row statistics, and pooling's window loops (conv/pool.cpp). Run-time dispatch between AVX-512 and AVX2 stays in the kernels'
 // callers (use_avx512(), use_avx2()); this layer only names the instructions. The GEMM,
 // conv, int8 and transpose micro-kernels work on fixed register blocks and shuffles that
 // a one-register type does not express, and keep their intrinsics.
@@ -88,6 +89,9 @@ struct F32Lanes {
   // max_ps returns its second operand when either is NaN: a NaN already in a stays; a NaN
   // in x is forced in by OR-ing the all-ones unordered mask (a NaN pattern).
   static V max_nan(V a, V x) { return _mm256_or_ps(_mm256_max_ps(x, a), _mm256_cmp_ps(x, x, _CMP_UNORD_Q)); }
+  // max_ps(x, a) returns its second operand when either is NaN: a NaN in x is skipped,
+  // as fmax does (pooling's max)
+  static V max_skip_nan(V a, V x) { return _mm256_max_ps(x, a); }
   // in double, pairwise over the lanes in order (a short dependency chain; adding the two
   // halves as vectors first was 15% slower on a 512 x 256 row mean: docs/notes/planner.md)
   static double hsum(V v) {
