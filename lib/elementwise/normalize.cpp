@@ -126,8 +126,10 @@ inline __m256 hsum8_ps(const __m256* a) {
 // squared). Elements past n % 8 are masked off.
 // NT: the output rows are written with streaming stores (Note [Streaming normalize
 // outputs]); the caller guarantees n % 8 == 0 and 32-byte aligned output rows.
-template <bool NT = false>
-inline void normalize_rows8_f32(const char* x, int64_t xr, char* out, int64_t orow, int nr, int64_t n, double eps) {
+// The body, compiled into each of the two entries below.
+template <bool NT>
+__attribute__((always_inline)) inline void normalize_rows8_body(const char* x, int64_t xr, char* out, int64_t orow,
+                                                                int nr, int64_t n, double eps) {
   const int64_t nv = n / 8, rem = n % 8;
   alignas(32) static const int32_t kIdx[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
   const __m256i mask = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kIdx + 8 - rem));
@@ -178,6 +180,34 @@ inline void normalize_rows8_f32(const char* x, int64_t xr, char* out, int64_t or
     if (rem)
       _mm256_maskstore_ps(o + 8 * nv, mask, _mm256_mul_ps(_mm256_sub_ps(_mm256_maskload_ps(xs[k] + 8 * nv, mask), mv), rv));
   }
+}
+
+// Note [Normalize rows with 32 registers]: each pass keeps 8 accumulators and 8 per-row
+// constants (x0, then the mean) live, one more than the 16 ymm registers of AVX2, so
+// GCC spilled inside the inner loops (92 stack accesses in the AVX2 build of this kernel).
+// Where the CPU has AVX-512VL the same source is compiled with it (EVEX encodings reach
+// ymm16-31) and taken at run time; the instructions otherwise stay 256-bit.
+template <bool NT>
+void normalize_rows8_f32_avx2(const char* x, int64_t xr, char* out, int64_t orow, int nr, int64_t n, double eps) {
+  normalize_rows8_body<NT>(x, xr, out, orow, nr, n, eps);
+}
+#ifdef SB_HAVE_AVX512
+template <bool NT>
+__attribute__((target("avx512f,avx512vl"))) void normalize_rows8_f32_vl(const char* x, int64_t xr, char* out,
+                                                                          int64_t orow, int nr, int64_t n, double eps) {
+  normalize_rows8_body<NT>(x, xr, out, orow, nr, n, eps);
+}
+#endif
+
+// The rows kernel of Note [Short normalize rows]; vl: the AVX-512VL build (use_avx512()).
+template <bool NT = false>
+inline void normalize_rows8_f32(bool vl, const char* x, int64_t xr, char* out, int64_t orow, int nr, int64_t n,
+                                double eps) {
+#ifdef SB_HAVE_AVX512
+  if (vl) return normalize_rows8_f32_vl<NT>(x, xr, out, orow, nr, n, eps);
+#endif
+  (void)vl;
+  normalize_rows8_f32_avx2<NT>(x, xr, out, orow, nr, n, eps);
 }
 #endif
 
@@ -370,11 +400,12 @@ void normalize_strip(bool avx, bool nt, char* const* p, const int64_t* s, int64_
     // Streaming rows of 8-float vectors need every output row 32-byte aligned; rows
     // that are not take plain stores (no partial lines: Note [Streaming strips]).
     const bool nt8 = nt && osd == es && n % 8 == 0 && s[0] % 32 == 0 && reinterpret_cast<uintptr_t>(p[0]) % 32 == 0;
+    const bool vl = avx && use_avx512();  // Note [Normalize rows with 32 registers]
     if (avx && xsd == es && osd == es && n <= kStatFlush) {  // Note [Short normalize rows]
       for (int64_t r0 = 0; r0 < rows; r0 += 8) {
         const int nr = static_cast<int>(std::min<int64_t>(8, rows - r0));
-        if (nt8) normalize_rows8_f32<true>(p[1] + r0 * s[1], s[1], p[0] + r0 * s[0], s[0], nr, n, eps);
-        else normalize_rows8_f32(p[1] + r0 * s[1], s[1], p[0] + r0 * s[0], s[0], nr, n, eps);
+        if (nt8) normalize_rows8_f32<true>(vl, p[1] + r0 * s[1], s[1], p[0] + r0 * s[0], s[0], nr, n, eps);
+        else normalize_rows8_f32(vl, p[1] + r0 * s[1], s[1], p[0] + r0 * s[0], s[0], nr, n, eps);
       }
       if (nt8) g_last_nt.store(true, std::memory_order_relaxed);
       return;
@@ -391,11 +422,11 @@ void normalize_strip(bool avx, bool nt, char* const* p, const int64_t* s, int64_
         const int nr = static_cast<int>(std::min<int64_t>(8, rows - r0));
         for (int k = 0; k < nr; ++k) pack_strided(buf + k * n, p[1] + (r0 + k) * s[1], xsd, n);
         if (nt8) {
-          normalize_rows8_f32<true>(reinterpret_cast<const char*>(buf), n * es, p[0] + r0 * s[0], s[0], nr, n, eps);
+          normalize_rows8_f32<true>(vl, reinterpret_cast<const char*>(buf), n * es, p[0] + r0 * s[0], s[0], nr, n, eps);
         } else if (osd == es) {
-          normalize_rows8_f32(reinterpret_cast<const char*>(buf), n * es, p[0] + r0 * s[0], s[0], nr, n, eps);
+          normalize_rows8_f32(vl, reinterpret_cast<const char*>(buf), n * es, p[0] + r0 * s[0], s[0], nr, n, eps);
         } else {
-          normalize_rows8_f32(reinterpret_cast<const char*>(buf), n * es, reinterpret_cast<char*>(buf), n * es, nr, n, eps);
+          normalize_rows8_f32(vl, reinterpret_cast<const char*>(buf), n * es, reinterpret_cast<char*>(buf), n * es, nr, n, eps);
           for (int k = 0; k < nr; ++k) unpack_strided(p[0] + (r0 + k) * s[0], osd, buf + k * n, n);
         }
       }
