@@ -357,6 +357,39 @@ TEST(Elementwise, NormalizeLongRowsOffsetValuesMixedOutLayouts) {
   });
 }
 
+// Note [Normalize rsqrt]: a group of 8 short rows with a zero variance (a constant row,
+// eps = 0) takes the double path; the group's other rows must still be right, and the
+// constant row reads as on every other path, 0 * inf = NaN, at every SIMD level.
+TEST(Elementwise, NormalizeDegenerateVarianceRowsBesideNormalOnes) {
+  for_each_config([](const std::string& cfg) {
+    for (int64_t n : {64, 13}) {
+      std::vector<double> v = values({8, n}, 7, DType::Float64).to_vector();
+      for (int64_t j = 0; j < n; ++j) v[5 * n + j] = 3.0;  // constant
+      const Tensor x = from_vector(v, {8, n}).to(DType::Float32);
+      const std::vector<double> xs = x.to_vector();
+      Tensor out = zeros({8, n});
+      test::poison(out);
+      normalize_out(out, x, -1, 0.0);
+      const std::vector<double> got = test::naive_values(out);
+      for (int64_t r = 0; r < 8; ++r) {
+        double m = 0, q = 0;
+        for (int64_t j = 0; j < n; ++j) m += xs[r * n + j];
+        m /= n;
+        for (int64_t j = 0; j < n; ++j) q += (xs[r * n + j] - m) * (xs[r * n + j] - m);
+        for (int64_t j = 0; j < n; ++j) {
+          const double y = got[r * n + j];
+          if (r == 5) {
+            EXPECT_TRUE(std::isnan(y)) << cfg << " constant row, n " << n << ": " << y;
+          } else {
+            const double ref = (xs[r * n + j] - m) / std::sqrt(q / n);
+            EXPECT_NEAR(y, ref, 1e-4 * std::max(1.0, std::fabs(ref))) << cfg << " row " << r << " j " << j << " n " << n;
+          }
+        }
+      }
+    }
+  });
+}
+
 // Writing through a stepped slice (in place, or out= into a slice) must leave the
 // elements between the slice's elements as they were: they belong to someone else.
 // Every element of the base storage outside the view is compared before and after.
