@@ -1,8 +1,8 @@
 // strips.h — the strip kernels that elementwise.cpp and normalize.cpp share
-// (internal to lib/elementwise): vector I/O per dtype, masked tails, streaming stores, strided
-// inputs packed into L1 chunks, stride-2 strips, and unary_strip / binary_strip, the 1-D
-// kernels every elementwise op hands the iterator (Note [Strided iteration]); plus the
-// checks and the streaming rule both files apply. Definitions of the non-template
+// (internal to lib/elementwise), on vec::Vec (core/vec.h): dense vector loops, masked
+// tails, streaming stores, strided inputs packed into L1 chunks, stride-2 strips, and
+// unary_strip / binary_strip, the 1-D kernels every elementwise op hands the iterator
+// (Note [Strided iteration]); plus the checks and the streaming rule both files apply. Definitions of the non-template
 // functions are in elementwise.cpp.
 #pragma once
 #include <algorithm>
