@@ -48,31 +48,41 @@ constexpr int kMaxDirectTaps = 64;
 constexpr int kCoTile = 64;  // output channels per tile (4 zmm)
 constexpr int kRowsTile = 6;
 
-// R pixels x NZ zmm of output channels. tp[j]: channel 0 of the first pixel's input for
-// tap j; the pixels are rs floats apart; wp: [T][Cg][64]. out: the first pixel's first
-// channel; pixels ows apart; channels contiguous.
+// One tile: R output pixels (of a row, or of a column across rows) x NZ zmm of output
+// channels (16 each, the last masked by last_mask), accumulated over num_taps taps and
+// the group's channels.
+//   tap_in[j]         channel 0 of the input pixel that tap j reads for the tile's
+//                     first pixel, before pixel_shift
+//   pixel_shift       floats added to every tap_in[j] (the tile's place in its row)
+//   pixel_stride      floats between the input pixels of the tile's consecutive outputs
+//   tap_id[j]         tap j's index (kh * KW + kw) into the packed weights
+//   weights           packed [tap][channel][kCoTile output channels]
+//   bias              kCoTile output channels (zero-padded)
+//   out               the first output pixel's first channel; out_pixel_stride floats
+//                     between output pixels, channels contiguous
 template <int R, int NZ>
-__attribute__((target("avx512f"))) void conv_tile(int ntap, const float* const* tp, int64_t delta, const int* tw,
-                                                  int64_t Cg, int64_t rs, const float* wp, const float* bias,
-                                                  bool relu, float* out, int64_t ows, __mmask16 last) {
+__attribute__((target("avx512f"))) void conv_tile(int num_taps, const float* const* tap_in, int64_t pixel_shift,
+                                                  const int* tap_id, int64_t channels, int64_t pixel_stride,
+                                                  const float* weights, const float* bias, bool relu, float* out,
+                                                  int64_t out_pixel_stride, __mmask16 last_mask) {
   __m512 acc[R][NZ];
 #pragma GCC unroll 6
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
     for (int z = 0; z < NZ; ++z) acc[r][z] = _mm512_setzero_ps();
-  const int64_t rs3 = 3 * rs;
-  for (int j = 0; j < ntap; ++j) {
-    const float* x0 = tp[j] + delta;  // pixels 0, 1, 2 at x0 + {0, 1, 2}*rs
-    const float* x3 = x0 + rs3;       // pixels 3, 4, 5 at x3 + {0, 1, 2}*rs
-    const float* w = wp + tw[j] * Cg * kCoTile;
+  const int64_t stride3 = 3 * pixel_stride;
+  for (int j = 0; j < num_taps; ++j) {
+    const float* in0 = tap_in[j] + pixel_shift;  // pixels 0, 1, 2 at in0 + {0, 1, 2} * pixel_stride
+    const float* in3 = in0 + stride3;            // pixels 3, 4, 5 at in3 + {0, 1, 2} * pixel_stride
+    const float* w = weights + tap_id[j] * channels * kCoTile;
 #pragma GCC unroll 2
-    for (int64_t c = 0; c < Cg; ++c, w += kCoTile) {
+    for (int64_t c = 0; c < channels; ++c, w += kCoTile) {
       __m512 wv[NZ];
 #pragma GCC unroll 4
       for (int z = 0; z < NZ; ++z) wv[z] = _mm512_loadu_ps(w + 16 * z);
 #pragma GCC unroll 6
       for (int r = 0; r < R; ++r) {
-        const __m512 a = _mm512_set1_ps(((r < 3 ? x0 : x3) + (r % 3) * rs)[c]);
+        const __m512 a = _mm512_set1_ps(((r < 3 ? in0 : in3) + (r % 3) * pixel_stride)[c]);
 #pragma GCC unroll 4
         for (int z = 0; z < NZ; ++z) acc[r][z] = _mm512_fmadd_ps(a, wv[z], acc[r][z]);
       }
@@ -85,8 +95,8 @@ __attribute__((target("avx512f"))) void conv_tile(int ntap, const float* const* 
     for (int z = 0; z < NZ; ++z) {
       __m512 v = _mm512_add_ps(acc[r][z], _mm512_loadu_ps(bias + 16 * z));
       if (relu) v = _mm512_mask_max_ps(v, 0xFFFF, v, zero);  // not _mm512_max_ps: GCC 12 false positive
-      const __mmask16 m = z == NZ - 1 ? last : __mmask16(0xFFFF);
-      _mm512_mask_storeu_ps(out + r * ows + 16 * z, m, v);
+      const __mmask16 m = z == NZ - 1 ? last_mask : __mmask16(0xFFFF);
+      _mm512_mask_storeu_ps(out + r * out_pixel_stride + 16 * z, m, v);
     }
 }
 
@@ -127,8 +137,8 @@ struct DirectRow {
     return {lo, std::max(lo, std::min(hi, g.OW))};
   }
   // The taps of output pixel (oh, ow) whose input lies inside the image -> their count,
-  // input pointers tp and tap ids tw (in tap order).
-  int taps(const float* xg, int64_t xh, int64_t xw, int64_t oh, int64_t ow, const float** tp, int* tw) const {
+  // input pointers tap_in and tap ids tap_id (in tap order; conv_tile's arguments).
+  int taps(const float* xg, int64_t xh, int64_t xw, int64_t oh, int64_t ow, const float** tap_in, int* tap_id) const {
     // (nested loops, no t / KW: with two 64-bit divisions per tap this set-up took ~2 % of
     // an 8x64x56x56 conv, once per 6-pixel tile)
     int n = 0, t = 0;
@@ -141,18 +151,20 @@ struct DirectRow {
       for (int64_t kw = 0; kw < g.KW; ++kw, ++t) {
         const int64_t iw = ow * g.s - g.p + kw * g.d;
         if (iw < 0 || iw >= g.W) continue;
-        tp[n] = xg + ih * xh + iw * xw;
-        tw[n++] = t;
+        tap_in[n] = xg + ih * xh + iw * xw;
+        tap_id[n++] = t;
       }
     }
     return n;
   }
+  // One block of up to kCoTile output channels of a group: its zmm count, the mask of
+  // its last zmm, its packed weights and padded bias, its first channel's output offset.
   struct Block {
-    int nz;
-    __mmask16 last;
-    const float* wb;
-    const float* bb;
-    int64_t off;  // output offset of the block's first channel
+    int zmms;
+    __mmask16 last_mask;
+    const float* weights;
+    const float* bias;
+    int64_t out_offset;
   };
   Block block(int64_t grp, int64_t b) const {
     const int64_t nco = std::min<int64_t>(kCoTile, g.Og - b * kCoTile);
@@ -164,17 +176,17 @@ struct DirectRow {
   // The interior pixels of row oh; og: the row's first pixel, channels contiguous,
   // pixels ows apart.
   void operator()(const float* xg, int64_t xh, int64_t xw, float* og, int64_t ows, int64_t grp, int64_t oh) const {
-    const float* tp[kMaxDirectTaps];
-    int tw[kMaxDirectTaps];
+    const float* tap_in[kMaxDirectTaps];
+    int tap_id[kMaxDirectTaps];
     const auto [lo, hi] = interior();
     if (lo >= hi) return;
     // every interior pixel has the same taps, s*xw floats on from its left neighbour's
-    const int ntap = taps(xg, xh, xw, oh, lo, tp, tw);
+    const int num_taps = taps(xg, xh, xw, oh, lo, tap_in, tap_id);
     for (int64_t b = 0; b < nblk; ++b) {
       const Block k = block(grp, b);
       auto run = [&](int64_t ow0, int rows) {
-        tile_fn(rows, k.nz)(ntap, tp, (ow0 - lo) * g.s * xw, tw, g.Cg, g.s * xw, k.wb, k.bb, relu,
-                            og + k.off + ow0 * ows, ows, k.last);
+        tile_fn(rows, k.zmms)(num_taps, tap_in, (ow0 - lo) * g.s * xw, tap_id, g.Cg, g.s * xw, k.weights, k.bias, relu,
+                            og + k.out_offset + ow0 * ows, ows, k.last_mask);
       };
       for (int64_t ow0 = lo; ow0 < hi; ow0 += kRowsTile) run(ow0, static_cast<int>(std::min<int64_t>(kRowsTile, hi - ow0)));
     }
@@ -192,21 +204,21 @@ struct DirectRow {
   // orow on).
   void edges(const float* xg, int64_t xh, int64_t xw, float* og, int64_t ows, int64_t ohs, int64_t grp, int64_t oh0,
              int64_t oh1, int64_t orow) const {
-    const float* tp[kMaxDirectTaps];
-    const float* tq[kMaxDirectTaps];
-    int tw[kMaxDirectTaps], tv[kMaxDirectTaps];
+    const float* tap_in[kMaxDirectTaps];
+    const float* next_in[kMaxDirectTaps];
+    int tap_id[kMaxDirectTaps], next_id[kMaxDirectTaps];
     const auto [lo, hi] = interior();
     for (int64_t b = 0; b < nblk; ++b) {
       const Block k = block(grp, b);
       auto column = [&](int64_t ow) {
         for (int64_t oh = oh0; oh < oh1;) {
-          const int ntap = taps(xg, xh, xw, oh, ow, tp, tw);
+          const int num_taps = taps(xg, xh, xw, oh, ow, tap_in, tap_id);
           int rows = 1;
-          while (rows < kRowsTile && oh + rows < oh1 && taps(xg, xh, xw, oh + rows, ow, tq, tv) == ntap &&
-                 std::equal(tw, tw + ntap, tv))
+          while (rows < kRowsTile && oh + rows < oh1 && taps(xg, xh, xw, oh + rows, ow, next_in, next_id) == num_taps &&
+                 std::equal(tap_id, tap_id + num_taps, next_id))
             ++rows;
-          tile_fn(rows, k.nz)(ntap, tp, 0, tw, g.Cg, g.s * xh, k.wb, k.bb, relu,
-                              og + k.off + (oh - orow) * ohs + ow * ows, ohs, k.last);
+          tile_fn(rows, k.zmms)(num_taps, tap_in, 0, tap_id, g.Cg, g.s * xh, k.weights, k.bias, relu,
+                              og + k.out_offset + (oh - orow) * ohs + ow * ows, ohs, k.last_mask);
           oh += rows;
         }
       };
