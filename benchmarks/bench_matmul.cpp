@@ -42,8 +42,6 @@ const char* const kFamily = "matmul";
 
 namespace {
 
-
-
 struct Case {
   Layout layout;
   Style style;

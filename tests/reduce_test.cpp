@@ -24,17 +24,6 @@ namespace {
 using test::all_close;
 using test::Layout;
 
-const char* name_of(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::Sum: return "sum";
-    case ReduceOp::Mean: return "mean";
-    case ReduceOp::Max: return "max";
-    case ReduceOp::Var: return "var";
-    case ReduceOp::Std: return "std";
-  }
-  return "?";
-}
-
 // The reference: float64 (long double for the deviations) over the row-major values.
 std::vector<double> reference(ReduceOp op, const Tensor& x, const std::vector<bool>& red, int64_t corr) {
   const std::vector<double> v = x.to_vector();
@@ -158,7 +147,7 @@ void check_case(const Tensor& vals, const Shape& dims, bool keepdim, const std::
           for (SimdLevel level : {SimdLevel::AVX2, SimdLevel::Scalar}) {
             set_num_threads(threads);
             set_simd_level(level);
-            const std::string where = label + " " + name_of(op) + " corr " + std::to_string(corr) + " " +
+            const std::string where = label + " " + reduce_op_name(op) + " corr " + std::to_string(corr) + " " +
                                       test::layout_name(l) + " threads " + std::to_string(threads) + " " +
                                       simd_level_name(simd_level()) + " keepdim " + std::to_string(keepdim);
             const Tensor r = run_op(op, x, dims, corr, keepdim);
@@ -261,7 +250,7 @@ TEST(Reduce, VarianceStableForLargeMean) {
               set_simd_level(level);
               const Tensor r = op == ReduceOp::Var ? var(x, dims) : std(x, dims);
               EXPECT_TRUE(test::all_close(r, ref, 0, dt == DType::Float32 ? 1e-5 : 1e-12))
-                  << name_of(op) << " " << dtype_name(dt) << " sizes " << ::testing::PrintToString(sz) << " dims "
+                  << reduce_op_name(op) << " " << dtype_name(dt) << " sizes " << ::testing::PrintToString(sz) << " dims "
                   << ::testing::PrintToString(dims) << " threads " << threads << " " << simd_level_name(level);
             }
         }
@@ -335,7 +324,7 @@ TEST(Reduce, NanPropagatesThroughMaxSumAndVar) {
             if (l == Layout::Expanded) continue;  // the NaNs are in rows other than row 0
             const Tensor r = run_op(op, test::with_layout(x, l), dims, 0, false);
             EXPECT_TRUE(test::all_close(r, ref, 1e-3, 1e-3))
-                << name_of(op) << " " << dtype_name(dt) << " " << test::layout_name(l) << " dims "
+                << reduce_op_name(op) << " " << dtype_name(dt) << " " << test::layout_name(l) << " dims "
                 << ::testing::PrintToString(dims) << " " << simd_level_name(level);
           }
       }
