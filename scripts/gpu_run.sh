@@ -33,6 +33,10 @@ here=$(cd "$(dirname "$0")" && pwd)  # .devcarry
 root=${SB_GPU_ROOT:-$(cd "$here/.." && pwd)}  # the repository (scripts/peers.py)
 OUT=${OUT:-$here/out}
 mkdir -p "$OUT"
+# gpu_prepare.sh packs bin/ and lib/ (docs/GPU.md); unpacking again is harmless
+if [[ -f $here/payload.tar.gz ]]; then
+  tar -xzf "$here/payload.tar.gz" -C "$here" || { echo "gpu_run: cannot unpack $here/payload.tar.gz" >&2; exit 2; }
+fi
 bin=$here/bin
 steps=${SB_GPU_STEPS:-tests sanitize bench peers}
 rehearsal=${SB_GPU_REHEARSAL:-0}
