@@ -46,7 +46,18 @@ ldd "${bins[@]}" | awk '/=>/ {print $1, $3}' | sort -u | while read -r name path
   cp -L "$path" "$stage/lib/$name"
   echo "carry lib: $name ($path)"
 done
-tar -czf "$out/payload.tar.gz" -C "$stage" bin lib
+parts=(bin lib)
+if [[ -n ${SB_GPU_OLD:-} ]]; then  # an earlier build's bench binaries, for gpu_run.sh's ab step
+  mkdir -p "$stage/old"
+  for b in "${bins[@]}"; do
+    name=$(basename "$b")
+    [[ $name == bench_* && -x $SB_GPU_OLD/$name ]] && cp "$SB_GPU_OLD/$name" "$stage/old/"
+  done
+  [[ -n $(ls "$stage/old") ]] || { echo "gpu_prepare: no bench_* binary of this build in $SB_GPU_OLD" >&2; exit 1; }
+  echo "carry old: $(ls "$stage/old" | tr '\n' ' ')"
+  parts+=(old)
+fi
+tar -czf "$out/payload.tar.gz" -C "$stage" "${parts[@]}"
 cp scripts/gpu_run.sh "$out/"
 # The carry travels with the working tree (tracked and untracked-not-ignored files):
 # 64 MiB a call together. Keep the sum under 62 MiB; a portable build's fatbins

@@ -25,6 +25,11 @@
 #   bench     bench_baseline_cuda first, always (every row's ceiling from this machine),
 #             then the binaries of SB_GPU_BENCH (default: every other bench_*)
 #   peers     PyTorch's CUDA rows (scripts/peers.py --libs torch, device:cuda cases)
+#   ab        old against new: each binary of .devcarry/old/ (gpu_prepare.sh with
+#             SB_GPU_OLD=<dir of an earlier build's bench_* binaries>) and its namesake
+#             in bin/, alternating, SB_GPU_AB_ROUNDS rounds (default 3), the order
+#             swapped every round; JSON as ab/<name>.<old|new>.<round>.json, compared at
+#             home with `scripts/abtest --from-json` (the same ratios as abtest's runs)
 # SB_GPU_REHEARSAL=1 needs no GPU: the tests run (their GPU cases skip), the benchmarks
 # are listed (--benchmark_list_tests), a missing compute-sanitizer is reported, not
 # fatal, and peers only checks that its script starts (tests/scripts/test_gpu_scripts.py).
@@ -194,6 +199,36 @@ if want peers; then
   fi
   [[ $rc -eq 0 ]] || status=1
   pack peers
+fi
+# ---- old against new, alternating
+if want ab; then
+  if [[ ! -d $here/old ]]; then
+    say "ab: no .devcarry/old (gpu_prepare.sh with SB_GPU_OLD=<dir>)"
+    status=1
+  else
+    mkdir -p "$OUT/ab"
+    rounds=${SB_GPU_AB_ROUNDS:-3}
+    for b in $(cd "$here/old" && ls); do
+      for ((r = 1; r <= rounds; ++r)); do
+        order="old new"
+        ((r % 2 == 0)) && order="new old"
+        for side in $order; do
+          exe=$here/old/$b
+          [[ $side == new ]] && exe=$bin/$b
+          if [[ $rehearsal == 1 ]]; then
+            bounded "$(step_time 60)" "$exe" --benchmark_list_tests > "$OUT/ab/$b.$side.$r.list" 2>&1
+          else
+            bounded "$(step_time 300)" "$exe" --benchmark_out="$OUT/ab/$b.$side.$r.json" \
+              --benchmark_out_format=json > /dev/null 2>> "$OUT/ab/$b.log"
+          fi
+          rc=$?
+          [[ $rc -eq 0 ]] || { say "ab $b $side round $r: rc=$rc"; status=1; }
+        done
+      done
+      say "ab $b: $rounds rounds"
+    done
+  fi
+  pack ab
 fi
 pack rest
 say "gpu_run: done in $((SECONDS - start))s, status $status"

@@ -5,6 +5,7 @@
 // var, NaN propagation, and the bad inputs.
 #include "stridebench/reduce.h"
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -401,6 +402,65 @@ void reduce_keepdim_out(ReduceOp op, Tensor out, const Tensor& x, const Shape& d
   }
 }
 
+// op over dims of a random x (layout l) on dev, poisoned keepdim out, against float64
+// loops over the stored values.
+void expect_reduce_matches(const Device& dev, ReduceOp op, DType dt, const Shape& s, Layout l, const Shape& dims,
+                           uint64_t seed) {
+  Shape keep = s;
+  int64_t R = 1;
+  for (int64_t d : dims) {
+    R *= s[d];
+    keep[d] = 1;
+  }
+  const auto vx = test::stored(test::random_values(s, seed, dt, is_floating(dt) ? -1 : -50, is_floating(dt) ? 1 : 50,
+                                                   l == Layout::Expanded),
+                               s, dt);
+  Tensor x = test::on_device(dev, vx, s, dt, l);
+  Tensor out = test::poisoned_on(dev, keep, dt, Layout::Contiguous);
+  reduce_keepdim_out(op, out, x, dims, 1);
+  // reference: accumulate each element into its output
+  const int64_t O = checked_numel(keep, "ref");
+  std::vector<double> sum(O, 0.0), mx(O, -INFINITY), sq(O, 0.0), l1(O, 0.0);
+  auto out_index = [&](int64_t i) {
+    Shape id = test::unravel(i, s);
+    int64_t o = 0;
+    for (size_t d = 0; d < s.size(); ++d) o = o * keep[d] + (keep[d] == 1 ? 0 : id[d]);
+    return o;
+  };
+  for (int64_t i = 0; i < static_cast<int64_t>(vx.size()); ++i) {
+    sum[out_index(i)] += vx[i];
+    l1[out_index(i)] += std::fabs(vx[i]);
+    mx[out_index(i)] = std::max(mx[out_index(i)], vx[i]);
+  }
+  for (int64_t i = 0; i < static_cast<int64_t>(vx.size()); ++i) {
+    const double d = vx[i] - sum[out_index(i)] / R;
+    sq[out_index(i)] += d * d;
+  }
+  std::vector<double> ref(O);
+  for (int64_t o = 0; o < O; ++o) {
+    switch (op) {
+      case ReduceOp::Sum: ref[o] = sum[o]; break;
+      case ReduceOp::Mean: ref[o] = sum[o] / R; break;
+      case ReduceOp::Max: ref[o] = mx[o]; break;
+      case ReduceOp::Var: ref[o] = sq[o] / std::max<int64_t>(0, R - 1); break;
+      case ReduceOp::Std: ref[o] = std::sqrt(sq[o] / std::max<int64_t>(0, R - 1)); break;
+    }
+  }
+  const double tol = dt == DType::Float16 ? 5e-3 : (dt == DType::Float32 ? 1e-5 : (dt == DType::Int32 ? 0 : 1e-12));
+  // A float32 sum (the CPU accumulates float32 in blocks, as PyTorch) of values that
+  // cancel errs by up to about log2(R) * eps * sum|x|, more than 1e-5 once R is in the
+  // thousands: the absolute tolerance of Sum and Mean grows with that bound.
+  double atol = tol;
+  if (dt == DType::Float32 && (op == ReduceOp::Sum || op == ReduceOp::Mean)) {
+    const double l1max = O > 0 ? *std::max_element(l1.begin(), l1.end()) : 0.0;
+    atol = std::max(tol, std::log2(static_cast<double>(R) + 1) * std::ldexp(1.0, -24) * l1max /
+                             (op == ReduceOp::Mean ? static_cast<double>(std::max<int64_t>(R, 1)) : 1.0));
+  }
+  EXPECT_TRUE(all_close(out, ref, atol, tol))
+      << reduce_op_name(op) << " " << dt << " " << test::layout_name(l) << " sizes " << test::shape_str(s) << " dims "
+      << test::shape_str(dims);
+}
+
 TEST_P(ReduceOnDevice, EveryOpDtypeDimsLayout) {
   const Device dev = GetParam();
   SB_SKIP_WITHOUT_DEVICE(dev);
@@ -415,51 +475,35 @@ TEST_P(ReduceOnDevice, EveryOpDtypeDimsLayout) {
           for (int64_t d = 0; d < static_cast<int64_t>(s.size()); ++d)
             if (rng() % 2) dims.push_back(d);
           if (dims.empty() && !s.empty()) dims.push_back(static_cast<int64_t>(rng() % s.size()));
-          Shape keep = s;
           int64_t R = 1;
-          for (int64_t d : dims) {
-            R *= s[d];
-            keep[d] = 1;
-          }
+          for (int64_t d : dims) R *= s[d];
           if (op == ReduceOp::Max && R == 0) continue;  // an error, tested below
-          const auto vx = test::stored(test::random_values(s, 8, dt, is_floating(dt) ? -1 : -50, is_floating(dt) ? 1 : 50,
-                                             l == Layout::Expanded),
-                                 s, dt);
-          Tensor x = test::on_device(dev, vx, s, dt, l);
-          Tensor out = test::poisoned_on(dev, keep, dt, Layout::Contiguous);
-          reduce_keepdim_out(op, out, x, dims, 1);
-          // reference: accumulate each element into its output
-          const int64_t O = checked_numel(keep, "ref");
-          std::vector<double> sum(O, 0.0), mx(O, -INFINITY), sq(O, 0.0);
-          auto out_index = [&](int64_t i) {
-            Shape id = test::unravel(i, s);
-            int64_t o = 0;
-            for (size_t d = 0; d < s.size(); ++d) o = o * keep[d] + (keep[d] == 1 ? 0 : id[d]);
-            return o;
-          };
-          for (int64_t i = 0; i < static_cast<int64_t>(vx.size()); ++i) {
-            sum[out_index(i)] += vx[i];
-            mx[out_index(i)] = std::max(mx[out_index(i)], vx[i]);
-          }
-          for (int64_t i = 0; i < static_cast<int64_t>(vx.size()); ++i) {
-            const double d = vx[i] - sum[out_index(i)] / R;
-            sq[out_index(i)] += d * d;
-          }
-          std::vector<double> ref(O);
-          for (int64_t o = 0; o < O; ++o) {
-            switch (op) {
-              case ReduceOp::Sum: ref[o] = sum[o]; break;
-              case ReduceOp::Mean: ref[o] = sum[o] / R; break;
-              case ReduceOp::Max: ref[o] = mx[o]; break;
-              case ReduceOp::Var: ref[o] = sq[o] / std::max<int64_t>(0, R - 1); break;
-              case ReduceOp::Std: ref[o] = std::sqrt(sq[o] / std::max<int64_t>(0, R - 1)); break;
-            }
-          }
-          const double tol = dt == DType::Float16 ? 5e-3 : (dt == DType::Float32 ? 1e-5 : (dt == DType::Int32 ? 0 : 1e-12));
-          EXPECT_TRUE(all_close(out, ref, tol, tol))
-              << static_cast<int>(op) << " " << dt << " " << test::layout_name(l) << " sizes " << test::shape_str(s) << " dims " << test::shape_str(dims);
+          expect_reduce_matches(dev, op, dt, s, l, dims, 8);
         }
       }
+    }
+  }
+}
+
+// Sizes that take the GPU's column kernel (>= 1024 outputs along the storage, >= 256
+// rows), its block kernel on contiguous rows (16-byte loads after a scalar head, odd
+// lengths for the tail) and on strided ones, each with reduced dims that coalesce to
+// one stride and with ones that do not (Note [Linear reduced dims] in reduce.cu).
+TEST_P(ReduceOnDevice, ColumnAndBlockPathsEveryLayout) {
+  const Device dev = GetParam();
+  SB_SKIP_WITHOUT_DEVICE(dev);
+  struct Case {
+    Shape s, dims;
+  };
+  const Case cases[] = {{{1037, 1030}, {0}}, {{1037, 1030}, {1}}, {{3, 1301, 7}, {1}}, {{40, 50, 37}, {0, 2}},
+                        {{9, 1100, 5}, {0, 2}}, {{2, 3000}, {1}}};
+  for (const Case& c : cases) {
+    for (Layout l : test::all_layouts()) {
+      for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Max, ReduceOp::Var}) {
+        expect_reduce_matches(dev, op, DType::Float32, c.s, l, c.dims, 31);
+      }
+      expect_reduce_matches(dev, ReduceOp::Sum, DType::Float16, c.s, l, c.dims, 32);
+      expect_reduce_matches(dev, ReduceOp::Mean, DType::Float64, c.s, l, c.dims, 33);
     }
   }
 }

@@ -46,6 +46,57 @@ __device__ __forceinline__ double finish(ReduceOp op, double s, int64_t R, int64
   return s;
 }
 
+// Note [Linear reduced dims]
+// After coalescing, the reduced dims are most often one dim at one stride (a row, a
+// column, a contiguous block of dims). Then the offset of element r is r * rstride: the
+// kernels take kLinear = true and skip OffsetCalc's per-element division, which with one
+// 4-byte load per element had kept the block and column kernels at 18-31% of the
+// device's copy bandwidth on an H100 (docs/notes/gpu.md). Stride 1 in the block kernel
+// also reads 16 bytes per thread and load (reduce_row_linear).
+template <bool kLinear>
+__device__ __forceinline__ int64_t red_offset(const OffsetCalc<1>& red, int64_t rstride, int64_t r) {
+  if constexpr (kLinear) {
+    return r * rstride;
+  } else {
+    int64_t ro[1];
+    red.get(r, ro);
+    return ro[0];
+  }
+}
+
+__device__ __forceinline__ double prep(int mode, double v, double m) { return mode == kSqDev ? (v - m) * (v - m) : v; }
+
+// This thread's share of the contiguous elements p[0, n): 16-byte loads between a
+// scalar head (up to the first 16-byte boundary) and a scalar tail; elements
+// tid, tid + nt, ... of each part, two vector loads in flight.
+template <typename T>
+__device__ __forceinline__ double reduce_row_linear(const T* p, int64_t n, int tid, int nt, int mode, double m,
+                                                   double acc) {
+  constexpr int V = 16 / sizeof(T) > 0 ? 16 / sizeof(T) : 1;
+  using Vec = AlignedVector<T, V>;
+  const uintptr_t addr = reinterpret_cast<uintptr_t>(p);
+  int64_t head = addr % sizeof(T) != 0 ? n : static_cast<int64_t>(((16 - addr % 16) % 16) / sizeof(T));
+  head = head < n ? head : n;
+  for (int64_t i = tid; i < head; i += nt) acc = combine(mode, acc, prep(mode, cvt<double>(p[i]), m));
+  const Vec* pv = reinterpret_cast<const Vec*>(p + head);
+  const int64_t nv = (n - head) / V;
+  int64_t i = tid;
+  for (; i + nt < nv; i += 2 * nt) {
+    const Vec a = pv[i], b = pv[i + nt];
+#pragma unroll
+    for (int k = 0; k < V; ++k) acc = combine(mode, acc, prep(mode, cvt<double>(a.val[k]), m));
+#pragma unroll
+    for (int k = 0; k < V; ++k) acc = combine(mode, acc, prep(mode, cvt<double>(b.val[k]), m));
+  }
+  for (; i < nv; i += nt) {
+    const Vec a = pv[i];
+#pragma unroll
+    for (int k = 0; k < V; ++k) acc = combine(mode, acc, prep(mode, cvt<double>(a.val[k]), m));
+  }
+  for (int64_t j = head + nv * V + tid; j < n; j += nt) acc = combine(mode, acc, prep(mode, cvt<double>(p[j]), m));
+  return acc;
+}
+
 template <typename T>
 __global__ void reduce_thread_kernel(T* out, const T* x, OffsetCalc<2> kept, OffsetCalc<1> red, int64_t O, int64_t R,
                                      ReduceOp op, int64_t correction) {
@@ -76,12 +127,14 @@ __global__ void reduce_thread_kernel(T* out, const T* x, OffsetCalc<2> kept, Off
 }
 
 // partial[w] for w = o * splits + s: the reduction of elements [s*chunk, (s+1)*chunk) of output o.
-template <typename T>
-__global__ void reduce_block_kernel(const T* x, OffsetCalc<2> kept, OffsetCalc<1> red, int64_t O, int64_t R,
-                                    int64_t splits, int64_t chunk, int mode, const double* mean, double* partial) {
+template <typename T, bool kLinear>
+__global__ void reduce_block_kernel(const T* x, OffsetCalc<2> kept, OffsetCalc<1> red, int64_t rstride, int64_t O,
+                                    int64_t R, int64_t splits, int64_t chunk, int mode, const double* mean,
+                                    double* partial) {
   __shared__ double warp_acc[kThreads / kWarp];
   const double identity = mode == kMax ? -INFINITY : 0.0;
   const int tid = threadIdx.x, lane = tid % kWarp, wid = tid / kWarp, nwarps = blockDim.x / kWarp;
+  const int nt = blockDim.x;
   for (int64_t w = blockIdx.x; w < O * splits; w += gridDim.x) {
     const int64_t o = w / splits, s = w - o * splits;
     int64_t off[2];
@@ -90,12 +143,18 @@ __global__ void reduce_block_kernel(const T* x, OffsetCalc<2> kept, OffsetCalc<1
     const double m = mode == kSqDev ? mean[o] : 0.0;
     const int64_t r0 = s * chunk, r1 = r0 + chunk < R ? r0 + chunk : R;
     double acc = identity;
-    for (int64_t r = r0 + tid; r < r1; r += blockDim.x) {
-      int64_t ro[1];
-      red.get(r, ro);
-      double v = cvt<double>(xs[ro[0]]);
-      if (mode == kSqDev) v = (v - m) * (v - m);
-      acc = combine(mode, acc, v);
+    if (kLinear && rstride == 1) {
+      acc = reduce_row_linear(xs + r0, r1 - r0, tid, nt, mode, m, acc);
+    } else {
+      int64_t r = r0 + tid;
+      for (; r + 3 * nt < r1; r += 4 * nt) {  // four loads in flight
+        double v[4];
+#pragma unroll
+        for (int u = 0; u < 4; ++u) v[u] = cvt<double>(xs[red_offset<kLinear>(red, rstride, r + u * nt)]);
+#pragma unroll
+        for (int u = 0; u < 4; ++u) acc = combine(mode, acc, prep(mode, v[u], m));
+      }
+      for (; r < r1; r += nt) acc = combine(mode, acc, prep(mode, cvt<double>(xs[red_offset<kLinear>(red, rstride, r)]), m));
     }
     acc = mode == kMax ? warp_max(acc) : warp_sum(acc);
     if (lane == 0) warp_acc[wid] = acc;
@@ -115,16 +174,17 @@ __global__ void reduce_block_kernel(const T* x, OffsetCalc<2> kept, OffsetCalc<1
 // on 132 SMs, one 4-byte load in flight per thread. Now a block takes kColWidth adjacent
 // outputs (one coalesced row segment per warp) and kColWarps warps, each warp every
 // kColWarps-th row of the block's range, kColUnroll rows in flight per thread; the
-// warps meet in shared memory. Where the output blocks are fewer than 4 per SM, the
+// warps meet in shared memory. Where the output blocks are fewer than 8 per SM, the
 // rows are split over blockIdx.y as well (at least kColMinRows rows a split) and
 // reduce_finalize_kernel combines the splits of each output in order (deterministic).
-constexpr int kColWidth = 32, kColWarps = 8, kColUnroll = 4;
+constexpr int kColWidth = 32, kColWarps = 8, kColUnroll = 8;
 constexpr int64_t kColMinRows = 256;
 
 // partial[o * splits + s]: the reduction of rows [s*chunk, (s+1)*chunk) of output o.
-template <typename T>
-__global__ void reduce_column_kernel(const T* x, OffsetCalc<2> kept, OffsetCalc<1> red, int64_t O, int64_t R,
-                                     int64_t splits, int64_t chunk, int mode, const double* mean, double* partial) {
+template <typename T, bool kLinear>
+__global__ void reduce_column_kernel(const T* x, OffsetCalc<2> kept, OffsetCalc<1> red, int64_t rstride, int64_t O,
+                                     int64_t R, int64_t splits, int64_t chunk, int mode, const double* mean,
+                                     double* partial) {
   __shared__ double acc_s[kColWarps][kColWidth + 1];
   const int lane = threadIdx.x, row = threadIdx.y;
   const int64_t o = static_cast<int64_t>(blockIdx.x) * kColWidth + lane, s = blockIdx.y;
@@ -139,24 +199,13 @@ __global__ void reduce_column_kernel(const T* x, OffsetCalc<2> kept, OffsetCalc<
     for (; r + (kColUnroll - 1) * kColWarps < r1; r += kColUnroll * kColWarps) {
       double v[kColUnroll];
 #pragma unroll
-      for (int u = 0; u < kColUnroll; ++u) {  // the loads first: kColUnroll in flight
-        int64_t ro[1];
-        red.get(r + u * kColWarps, ro);
-        v[u] = cvt<double>(xs[ro[0]]);
-      }
+      for (int u = 0; u < kColUnroll; ++u)  // the loads first: kColUnroll in flight
+        v[u] = cvt<double>(xs[red_offset<kLinear>(red, rstride, r + u * kColWarps)]);
 #pragma unroll
-      for (int u = 0; u < kColUnroll; ++u) {
-        if (mode == kSqDev) v[u] = (v[u] - m) * (v[u] - m);
-        acc = combine(mode, acc, v[u]);
-      }
+      for (int u = 0; u < kColUnroll; ++u) acc = combine(mode, acc, prep(mode, v[u], m));
     }
-    for (; r < r1; r += kColWarps) {
-      int64_t ro[1];
-      red.get(r, ro);
-      double v = cvt<double>(xs[ro[0]]);
-      if (mode == kSqDev) v = (v - m) * (v - m);
-      acc = combine(mode, acc, v);
-    }
+    for (; r < r1; r += kColWarps)
+      acc = combine(mode, acc, prep(mode, cvt<double>(xs[red_offset<kLinear>(red, rstride, r)]), m));
   }
   acc_s[row][lane] = acc;
   __syncthreads();
@@ -219,6 +268,8 @@ void reduce(ReduceOp op, const Tensor& out, const Tensor& x, const Shape& dims, 
   const bool inner = red.ndim > 0 && red.strides[0][red.ndim - 1] == 1;
   const int sms = sm_count(dev);
   const bool use_block = R > 0 && ((inner && R >= 32) || (O < 1024 && R >= 1024));
+  const bool linear = red.ndim <= 1;  // Note [Linear reduced dims]
+  const int64_t rstride = red.ndim == 1 ? red.strides[0][0] : 0;
 
   SB_CUDA_DISPATCH_MATH(x.dtype(), name, {
     scalar_t* po = static_cast<scalar_t*>(out.data_ptr());
@@ -227,7 +278,7 @@ void reduce(ReduceOp op, const Tensor& out, const Tensor& x, const Shape& dims, 
       reduce_thread_kernel<scalar_t><<<grid_for(O, dev), kThreads>>>(po, px, kept, red, O, R, op, correction);
       SB_CUDA_LAUNCH_CHECK();
     } else if (!use_block) {  // Note [Column reductions]
-      const int64_t col_blocks = (O + kColWidth - 1) / kColWidth, want = 4LL * sms;
+      const int64_t col_blocks = (O + kColWidth - 1) / kColWidth, want = 8LL * sms;
       int64_t splits = 1;
       if (col_blocks < want) splits = std::min<int64_t>({(want + col_blocks - 1) / col_blocks, R / kColMinRows, 65535});
       splits = std::max<int64_t>(splits, 1);
@@ -238,18 +289,23 @@ void reduce(ReduceOp op, const Tensor& out, const Tensor& x, const Shape& dims, 
       Tensor partial = empty({O * splits}, DType::Float64, out.device());
       double* pp = partial.data<double>();
       const int mode = op == ReduceOp::Max ? kMax : kSum;
+      auto column = [&](int md, const double* mean) {
+        if (linear)
+          reduce_column_kernel<scalar_t, true><<<grid, block>>>(px, kept, red, rstride, O, R, splits, chunk, md, mean, pp);
+        else
+          reduce_column_kernel<scalar_t, false><<<grid, block>>>(px, kept, red, rstride, O, R, splits, chunk, md, mean, pp);
+      };
       if (op == ReduceOp::Var || op == ReduceOp::Std) {
         Tensor mean = empty({O}, DType::Float64, out.device());
-        reduce_column_kernel<scalar_t><<<grid, block>>>(px, kept, red, O, R, splits, chunk, mode, nullptr, pp);
+        column(mode, nullptr);
         SB_CUDA_LAUNCH_CHECK();
         reduce_finalize_kernel<scalar_t><<<grid_for(O, dev), kThreads>>>(po, kept, pp, O, splits, R, op, correction,
                                                                          mean.data<double>());
         SB_CUDA_LAUNCH_CHECK();
-        reduce_column_kernel<scalar_t><<<grid, block>>>(px, kept, red, O, R, splits, chunk, kSqDev, mean.data<double>(),
-                                                        pp);
+        column(kSqDev, mean.data<double>());
         SB_CUDA_LAUNCH_CHECK();
       } else {
-        reduce_column_kernel<scalar_t><<<grid, block>>>(px, kept, red, O, R, splits, chunk, mode, nullptr, pp);
+        column(mode, nullptr);
         SB_CUDA_LAUNCH_CHECK();
       }
       reduce_finalize_kernel<scalar_t><<<grid_for(O, dev), kThreads>>>(po, kept, pp, O, splits, R, op, correction,
@@ -268,15 +324,20 @@ void reduce(ReduceOp op, const Tensor& out, const Tensor& x, const Shape& dims, 
       Tensor mean;
       const int mode = op == ReduceOp::Max ? kMax : kSum;
       const bool two_pass = op == ReduceOp::Var || op == ReduceOp::Std;
-      reduce_block_kernel<scalar_t><<<blocks, threads>>>(px, kept, red, O, R, splits, chunk, mode, nullptr, pp);
+      auto block_pass = [&](int md, const double* mean) {
+        if (linear)
+          reduce_block_kernel<scalar_t, true><<<blocks, threads>>>(px, kept, red, rstride, O, R, splits, chunk, md, mean, pp);
+        else
+          reduce_block_kernel<scalar_t, false><<<blocks, threads>>>(px, kept, red, rstride, O, R, splits, chunk, md, mean, pp);
+      };
+      block_pass(mode, nullptr);
       SB_CUDA_LAUNCH_CHECK();
       if (two_pass) {
         mean = empty({O}, DType::Float64, out.device());
         reduce_finalize_kernel<scalar_t><<<grid_for(O, dev), kThreads>>>(po, kept, pp, O, splits, R, op, correction,
                                                                          mean.data<double>());
         SB_CUDA_LAUNCH_CHECK();
-        reduce_block_kernel<scalar_t><<<blocks, threads>>>(px, kept, red, O, R, splits, chunk, kSqDev,
-                                                           mean.data<double>(), pp);
+        block_pass(kSqDev, mean.data<double>());
         SB_CUDA_LAUNCH_CHECK();
       }
       reduce_finalize_kernel<scalar_t><<<grid_for(O, dev), kThreads>>>(po, kept, pp, O, splits, R, op, correction,

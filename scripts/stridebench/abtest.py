@@ -13,6 +13,9 @@
 #
 #   scripts/abtest OLD_DIR NEW_DIR --families conv,reduce [--filter REGEX] [--rounds N]
 #                  [--repetitions N] [--band X] [--json FILE]
+#   scripts/abtest --from-json DIR [--band X] [--json FILE]
+#   --from-json reads runs made elsewhere, as scripts/gpu_run.sh's ab step writes them on
+#   a device machine: DIR/<binary>.<old|new>.<round>.json, one pair per binary and round.
 #   OLD_DIR, NEW_DIR: folders with bench_<family> binaries (a build's benchmarks/, or a
 #   copy of one kept before the change). Markdown to stdout; --json also writes every
 #   row's per-round ratios. A row whose benchmark sets its own repetitions keeps them. Exit 2 with one message on bad input, 1 when a run failed.
@@ -88,6 +91,35 @@ def measure(old_dir, new_dir, families, flt, rounds, reps, progress=say):
     return ratios, only
 
 
+AB_JSON = re.compile(r"^(?P<bin>.+)\.(?P<side>old|new)\.(?P<round>\d+)\.json$")
+
+
+def ratios_from_json(folder):
+    """measure()'s result from DIR/<binary>.<side>.<round>.json files."""
+    if not os.path.isdir(folder):
+        raise sb.InputError(folder, "no such directory")
+    runs = {}
+    for f in sorted(os.listdir(folder)):
+        m = AB_JSON.match(f)
+        if m:
+            runs.setdefault((m["bin"], int(m["round"])), {})[m["side"]] = medians(os.path.join(folder, f))
+    if not runs:
+        raise sb.InputError(folder, "no <binary>.<old|new>.<round>.json files")
+    ratios, only = {}, {"old": set(), "new": set()}
+    for key in sorted(runs):
+        got = runs[key]
+        if set(got) != {"old", "new"}:
+            raise sb.InputError(folder, f"{key[0]} round {key[1]} lacks its {({'old', 'new'} - set(got)).pop()} run")
+        for name, t_new in got["new"].items():
+            t_old = got["old"].get(name)
+            if t_old is None:
+                only["new"].add(name)
+            elif t_old > 0:
+                ratios.setdefault(name, []).append(t_new / t_old)
+        only["old"] |= set(got["old"]) - set(got["new"])
+    return ratios, only, sorted({b for b, _ in runs}), max(r for _, r in runs)
+
+
 def summarize(ratios, band):
     """The table rows (name, median, lo, hi, verdict) and the summary dict."""
     rows = []
@@ -107,8 +139,11 @@ def summarize(ratios, band):
 
 
 def markdown(rows, summary, args):
-    out = [f"old `{args.old}`, new `{args.new}`; families {','.join(args.families)}, filter `{args.filter}`, "
-           f"{args.rounds} rounds alternating, {args.repetitions} repetitions each; ratio = new ÷ old time",
+    head = (f"runs of `{args.from_json}` ({', '.join(args.families)}), {args.rounds} rounds alternating"
+            if args.from_json else
+            f"old `{args.old}`, new `{args.new}`; families {','.join(args.families)}, filter `{args.filter}`, "
+            f"{args.rounds} rounds alternating, {args.repetitions} repetitions each")
+    out = [f"{head}; ratio = new ÷ old time",
            "",
            f"**{summary['rows']} rows: median {summary['median']:.3f}, geomean {summary['geomean']:.3f}; "
            f"{len(summary['slower'])} slower and {len(summary['faster'])} faster beyond ±{args.band:.0%} "
@@ -123,15 +158,29 @@ def markdown(rows, summary, args):
 
 def main(argv):
     ap = argparse.ArgumentParser(prog="scripts/abtest", description="Old and new benchmark binaries, alternating.")
-    ap.add_argument("old", help="folder with the old bench_<family> binaries")
-    ap.add_argument("new", help="folder with the new bench_<family> binaries")
-    ap.add_argument("--families", required=True, help="comma-separated: elementwise,copy,reduce,...")
+    ap.add_argument("old", nargs="?", help="folder with the old bench_<family> binaries")
+    ap.add_argument("new", nargs="?", help="folder with the new bench_<family> binaries")
+    ap.add_argument("--families", help="comma-separated: elementwise,copy,reduce,...")
+    ap.add_argument("--from-json", help="compare runs made elsewhere: DIR/<binary>.<old|new>.<round>.json")
     ap.add_argument("--filter", default=".", help="Google Benchmark --benchmark_filter regex (default: every row)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--repetitions", type=int, default=3)
     ap.add_argument("--band", type=float, default=0.05, help="a row moved when its whole range is beyond 1 ± band")
     ap.add_argument("--json", help="also write the per-round ratios here")
     args = ap.parse_args(argv)
+    if args.from_json:
+        if args.old or args.new or args.families:
+            say("abtest: --from-json takes no OLD_DIR, NEW_DIR or --families")
+            return 2
+        try:
+            ratios, only, args.families, args.rounds = ratios_from_json(args.from_json)
+        except sb.InputError as e:
+            say(f"abtest: {e}")
+            return 2
+        return report(ratios, only, args)
+    if not (args.old and args.new and args.families):
+        say("abtest: OLD_DIR, NEW_DIR and --families are needed (or --from-json DIR)")
+        return 2
     args.families = [f for f in args.families.split(",") if f]
     if args.rounds < 1 or args.repetitions < 1 or args.band < 0:
         say("abtest: --rounds and --repetitions must be >= 1 and --band >= 0")
@@ -147,6 +196,10 @@ def main(argv):
     except (RuntimeError, sb.InputError) as e:
         say(f"abtest: {e}")
         return 1
+    return report(ratios, only, args)
+
+
+def report(ratios, only, args):
     if not ratios:
         say(f"abtest: no row ran in both builds (filter {args.filter!r})")
         return 2

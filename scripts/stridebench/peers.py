@@ -239,6 +239,12 @@ class TorchBackend:
         self.t, self.device = torch, device
         self.cuda = device.startswith("cuda")
         self.gen = torch.Generator().manual_seed(1)
+        if self.cuda:
+            # f32 rows are float32 arithmetic on both sides: cuDNN would take TF32 tensor
+            # cores for conv2d by default (matmul's default is already off), and ours
+            # take them only where a row says tf32.
+            torch.backends.cuda.matmul.allow_tf32 = False
+            torch.backends.cudnn.allow_tf32 = False
 
     def version(self):
         return self.t.__version__
@@ -1248,6 +1254,8 @@ def child(args):
         context["sb_torch_version"] = mod.__version__
         context["sb_torch_threads"] = str(mod.get_num_threads())
         context["sb_gpu_name"] = gpu_name(mod)
+        if any(d.startswith("cuda") for d in bend):
+            context["sb_torch_tf32"] = "off (matmul and cuDNN)"
         try:
             context["sb_quant_engine"] = mod.backends.quantized.engine
         except Exception:  # noqa: BLE001

@@ -107,5 +107,27 @@ class AbtestTest(unittest.TestCase):
         self.assertFalse(os.path.exists(out_json))
 
 
+    def test_from_json_as_the_gpu_ab_step_writes_it(self):
+        d = os.path.join(self.tmp, "ab")
+        os.makedirs(d)
+        for rnd, (old_t, new_t) in enumerate([(100, 150), (100, 140), (100, 160)], start=1):
+            for side, t in (("old", old_t), ("new", new_t)):
+                bs = [dict(name="r/x/manual_time", run_name="r/x/manual_time", run_type="iteration",
+                           real_time=t * f, time_unit="ns") for f in (0.9, 1.0, 1.2)]
+                bs.append(dict(name="r/x/manual_time_median", run_name="r/x/manual_time", run_type="aggregate",
+                               aggregate_name="median", real_time=-1, time_unit="ns"))
+                with open(os.path.join(d, f"bench_reduce_cuda.{side}.{rnd}.json"), "w") as f:
+                    json.dump({"context": {}, "benchmarks": bs}, f)
+        p = sbtest.run("abtest", "--from-json", d)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("bench_reduce_cuda), 3 rounds alternating", p.stdout)
+        self.assertIn("| `r/x` | 1.500 | 1.400-1.600 | slower |", p.stdout)
+        os.remove(os.path.join(d, "bench_reduce_cuda.new.2.json"))
+        p = sbtest.run("abtest", "--from-json", d)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("round 2 lacks its new run", p.stderr)
+        p = sbtest.run("abtest", "--from-json", d, "--families", "conv")
+        self.assertEqual(p.returncode, 2)
+
 if __name__ == "__main__":
     unittest.main()

@@ -104,5 +104,29 @@ class GpuRehearsal(unittest.TestCase):
         self.assertIn("not found on this machine: libcublas.so.99", summary)
         self.assertNotIn("test copy_test", summary)  # nothing ran
 
+    def test_ab_step_alternates_old_and_new_binaries(self):
+        old = os.path.join(self.tmp, "oldbin")
+        os.makedirs(old)
+        shutil.copy(os.path.join(BUILD, "benchmarks", "bench_reduce_cuda"), old)
+        carry = os.path.join(self.tmp, "devcarry-ab")
+        p = subprocess.run(["bash", os.path.join(ROOT, "scripts", "gpu_prepare.sh"), BUILD, carry], capture_output=True,
+                           text=True, timeout=300, env=dict(os.environ, SB_GPU_OLD=old))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("carry old: bench_reduce_cuda", p.stdout)
+        out = os.path.join(self.tmp, "out-ab")
+        r = subprocess.run(["bash", os.path.join(carry, "gpu_run.sh")], capture_output=True, text=True, timeout=300,
+                           env=dict(os.environ, OUT=out, SB_GPU_REHEARSAL="1", SB_GPU_ROOT=ROOT, SB_GPU_STEPS="ab",
+                                    SB_GPU_AB_ROUNDS="2", SB_GPU_PACK="0"))
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("ab bench_reduce_cuda: 2 rounds", read(os.path.join(out, "summary.txt")))
+        self.assertEqual(sorted(os.listdir(os.path.join(out, "ab"))),
+                         sorted(f"bench_reduce_cuda.{side}.{n}.list" for n in (1, 2) for side in ("new", "old")))
+        # without an old build the step says so and fails
+        out2 = os.path.join(self.tmp, "out-ab2")
+        r = self.run_gpu(out2, SB_GPU_STEPS="ab")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("ab: no .devcarry/old", read(os.path.join(out2, "summary.txt")))
+
+
 if __name__ == "__main__":
     unittest.main()
