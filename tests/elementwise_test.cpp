@@ -390,6 +390,37 @@ TEST(Elementwise, NormalizeDegenerateVarianceRowsBesideNormalOnes) {
   });
 }
 
+// Note [One statistics pass]: groups of 8 short float32 rows whose rows all pass the
+// guard (offset Gaussian rows) take one statistics pass; a group with one row that does
+// not (a ramp, 8 outliers first in a long row, a constant row of 3e38 whose shift
+// overflows) takes the two exact passes for all 8. Without the guard the constant row
+// comes out NaN instead of 0.
+TEST(Elementwise, NormalizeOneStatisticsPassAndItsFallback) {
+  for_each_config([](const std::string& cfg) {
+    for (int64_t n : {8, 13, 64, 1024}) {
+      std::mt19937_64 rng(static_cast<uint64_t>(n));
+      std::normal_distribution<double> g(0.0, 1.0);
+      std::vector<double> v(static_cast<size_t>(24 * n));
+      for (int64_t r = 0; r < 24; ++r)
+        for (int64_t j = 0; j < n; ++j) v[r * n + j] = 200.0 + g(rng);  // group 0 and 2: Gaussian
+      for (int64_t j = 0; j < n; ++j) {
+        v[8 * n + j] = j < 8 ? 100.0 : 0.01 * g(rng);  // outliers first
+        v[9 * n + j] = 200.0 + static_cast<double>(j);  // sorted
+        v[10 * n + j] = 3e38;                           // constant: 8 x 3e38 overflows float
+      }
+      const Tensor x = from_vector(v, {24, n}).to(DType::Float32);
+      std::vector<double> inv_sd;
+      const std::vector<double> ref = ref_normalize(x, 1, 1e-5, &inv_sd);
+      std::vector<double> at(ref.size());
+      for (size_t i = 0; i < at.size(); ++i) at[i] = 1e-4 * std::max(1.0, 1.2 * inv_sd[i]);
+      Tensor out = zeros({24, n});
+      test::poison(out);
+      normalize_out(out, x, -1, 1e-5);
+      EXPECT_TRUE(test::all_close(out, ref, at, 1e-4)) << cfg << ", n " << n;
+    }
+  });
+}
+
 // Writing through a stepped slice (in place, or out= into a slice) must leave the
 // elements between the slice's elements as they were: they belong to someone else.
 // Every element of the base storage outside the view is compared before and after.

@@ -495,8 +495,8 @@ TEST_P(ReduceOnDevice, ColumnAndBlockPathsEveryLayout) {
   struct Case {
     Shape s, dims;
   };
-  const Case cases[] = {{{1037, 1030}, {0}}, {{1037, 1030}, {1}}, {{3, 1301, 7}, {1}}, {{40, 50, 37}, {0, 2}},
-                        {{9, 1100, 5}, {0, 2}}, {{2, 3000}, {1}}};
+  const Case cases[] = {{{300, 1030}, {0}}, {{1030, 300}, {1}}, {{300, 37}, {1}}, {{3, 1301, 7}, {1}},
+                        {{40, 50, 37}, {0, 2}}, {{2, 3000}, {1}}};
   for (const Case& c : cases) {
     for (Layout l : test::all_layouts()) {
       for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Max, ReduceOp::Var}) {

@@ -116,6 +116,44 @@ inline __m256 hsum8_ps(const __m256* a) {
   return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
 }
 
+// Note [One statistics pass] (below): the 8 rows' mean and q = sum((x - mean)^2) from one
+// pass; false when a row's result is not to be trusted (then mean and q are unset).
+__attribute__((always_inline)) inline bool one_pass_stats(const float* const (&xs)[8], int64_t nv, int64_t rem,
+                                                          __m256i mask, int64_t n, float* mean, __m256* q_out) {
+  __m256 c[8], s[8], q[8];
+  for (int k = 0; k < 8; ++k) c[k] = _mm256_loadu_ps(xs[k]);
+  alignas(32) float cs[8];
+  const __m256 cv = _mm256_mul_ps(hsum8_ps(c), _mm256_set1_ps(0.125f));
+  _mm256_store_ps(cs, cv);
+  for (int k = 0; k < 8; ++k) {
+    c[k] = _mm256_set1_ps(cs[k]);
+    s[k] = _mm256_setzero_ps();
+    q[k] = _mm256_setzero_ps();
+  }
+  for (int64_t v = 0; v < nv; ++v)
+    for (int k = 0; k < 8; ++k) {
+      const __m256 d = _mm256_sub_ps(_mm256_loadu_ps(xs[k] + 8 * v), c[k]);
+      s[k] = _mm256_add_ps(s[k], d);
+      q[k] = _mm256_fmadd_ps(d, d, q[k]);
+    }
+  if (rem)  // masked lanes: c - c
+    for (int k = 0; k < 8; ++k) {
+      const __m256 d = _mm256_sub_ps(
+          _mm256_blendv_ps(c[k], _mm256_maskload_ps(xs[k] + 8 * nv, mask), _mm256_castsi256_ps(mask)), c[k]);
+      s[k] = _mm256_add_ps(s[k], d);
+      q[k] = _mm256_fmadd_ps(d, d, q[k]);
+    }
+  const __m256 sv = hsum8_ps(s), qv = hsum8_ps(q);
+  const __m256 m1 = _mm256_div_ps(sv, _mm256_set1_ps(static_cast<float>(n)));
+  const __m256 t = _mm256_mul_ps(sv, m1);  // S^2 / n >= 0
+  const __m256 ok = _mm256_and_ps(_mm256_cmp_ps(_mm256_add_ps(t, t), qv, _CMP_LE_OQ),
+                                  _mm256_cmp_ps(qv, _mm256_set1_ps(std::numeric_limits<float>::max()), _CMP_LE_OQ));
+  if (_mm256_movemask_ps(ok) != 0xFF) return false;
+  _mm256_store_ps(mean, _mm256_add_ps(cv, m1));
+  *q_out = _mm256_sub_ps(qv, t);
+  return true;
+}
+
 // Note [Short normalize rows]: float32 rows of n <= kStatFlush elements, dense in x and
 // out, nr <= 8 at a time (row k at x + k * xr, out + k * orow). Every pass walks the 8 rows
 // side by side (8 independent accumulator chains), the 8 horizontal sums come out of one
@@ -128,7 +166,19 @@ inline __m256 hsum8_ps(const __m256* a) {
 // NT: the output rows are written with streaming stores (Note [Streaming normalize
 // outputs]); the caller guarantees n % 8 == 0 and 32-byte aligned output rows.
 // The body, compiled into each of the two entries below.
-template <bool NT>
+//
+// Note [One statistics pass]: with OnePass, rows of n >= 8 first try S = sum(x - c) and
+// Q = sum((x - c)^2) in one pass, c = the mean of the row's first 8 elements (a pairwise
+// sum times 1/8: exact for a constant row), and q = Q - S * S/n, mean = c + S/n. That
+// saves a load and a subtract per 8 elements of the FP-add-bound loops. Its error is
+// Q's rounding amplified by Q/q = 1 + (mean - c)^2 / var, at most 1 + n/8 since c is
+// the mean of 8 of the row's own elements. The group keeps it only when every row has
+// 2 S * S/n <= Q (amplification <= 2, the two-pass error's order) and a finite Q;
+// otherwise (a sorted row, NaN, inf, a shift that overflows) the group takes the two
+// exact passes. Gaussian
+// rows pass about 96% of the time per group (docs/notes/elementwise.md). Only the
+// AVX-512VL build takes it: its 16 accumulators and 8 shifts fit in ymm0-31.
+template <bool NT, bool OnePass>
 __attribute__((always_inline)) inline void normalize_rows8_body(const char* x, int64_t xr, char* out, int64_t orow,
                                                                 int nr, int64_t n, double eps) {
   const int64_t nv = n / 8, rem = n % 8;
@@ -136,40 +186,46 @@ __attribute__((always_inline)) inline void normalize_rows8_body(const char* x, i
   const __m256i mask = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kIdx + 8 - rem));
   const float* xs[8];
   for (int k = 0; k < 8; ++k) xs[k] = reinterpret_cast<const float*>(x + std::min(k, nr - 1) * xr);
-  __m256 acc[8], x0[8];
-  for (int k = 0; k < 8; ++k) {
-    acc[k] = _mm256_setzero_ps();
-    x0[k] = _mm256_broadcast_ss(xs[k]);
-  }
-  for (int64_t v = 0; v < nv; ++v)
-    for (int k = 0; k < 8; ++k) acc[k] = _mm256_add_ps(acc[k], _mm256_sub_ps(_mm256_loadu_ps(xs[k] + 8 * v), x0[k]));
-  if (rem)  // masked lanes: x0 - x0
-    for (int k = 0; k < 8; ++k)
-      acc[k] = _mm256_add_ps(acc[k], _mm256_sub_ps(_mm256_blendv_ps(x0[k], _mm256_maskload_ps(xs[k] + 8 * nv, mask),
-                                                                    _mm256_castsi256_ps(mask)), x0[k]));
-  alignas(32) float mean[8], first[8];
-  for (int k = 0; k < 8; ++k) first[k] = *xs[k];
-  _mm256_store_ps(mean, _mm256_add_ps(_mm256_load_ps(first),
-                                      _mm256_div_ps(hsum8_ps(acc), _mm256_set1_ps(static_cast<float>(n)))));
-  for (int k = 0; k < 8; ++k) acc[k] = _mm256_setzero_ps();
-  for (int64_t v = 0; v < nv; ++v)
+  alignas(32) float mean[8];
+  __m256 q;
+  if (OnePass && nv > 0 && one_pass_stats(xs, nv, rem, mask, n, mean, &q)) {
+    // mean and q from one pass
+  } else {  // two exact passes
+    __m256 acc[8], x0[8];
     for (int k = 0; k < 8; ++k) {
-      const __m256 d = _mm256_sub_ps(_mm256_loadu_ps(xs[k] + 8 * v), _mm256_set1_ps(mean[k]));
-      acc[k] = _mm256_fmadd_ps(d, d, acc[k]);
+      acc[k] = _mm256_setzero_ps();
+      x0[k] = _mm256_broadcast_ss(xs[k]);
     }
-  if (rem)
-    for (int k = 0; k < 8; ++k) {  // masked lanes load 0: blend them to the mean so they add 0
-      const __m256 xv = _mm256_blendv_ps(_mm256_set1_ps(mean[k]), _mm256_maskload_ps(xs[k] + 8 * nv, mask),
-                                         _mm256_castsi256_ps(mask));
-      const __m256 d = _mm256_sub_ps(xv, _mm256_set1_ps(mean[k]));
-      acc[k] = _mm256_fmadd_ps(d, d, acc[k]);
-    }
+    for (int64_t v = 0; v < nv; ++v)
+      for (int k = 0; k < 8; ++k) acc[k] = _mm256_add_ps(acc[k], _mm256_sub_ps(_mm256_loadu_ps(xs[k] + 8 * v), x0[k]));
+    if (rem)  // masked lanes: x0 - x0
+      for (int k = 0; k < 8; ++k)
+        acc[k] = _mm256_add_ps(acc[k], _mm256_sub_ps(_mm256_blendv_ps(x0[k], _mm256_maskload_ps(xs[k] + 8 * nv, mask),
+                                                                      _mm256_castsi256_ps(mask)), x0[k]));
+    alignas(32) float first[8];
+    for (int k = 0; k < 8; ++k) first[k] = *xs[k];
+    _mm256_store_ps(mean, _mm256_add_ps(_mm256_load_ps(first),
+                                        _mm256_div_ps(hsum8_ps(acc), _mm256_set1_ps(static_cast<float>(n)))));
+    for (int k = 0; k < 8; ++k) acc[k] = _mm256_setzero_ps();
+    for (int64_t v = 0; v < nv; ++v)
+      for (int k = 0; k < 8; ++k) {
+        const __m256 d = _mm256_sub_ps(_mm256_loadu_ps(xs[k] + 8 * v), _mm256_set1_ps(mean[k]));
+        acc[k] = _mm256_fmadd_ps(d, d, acc[k]);
+      }
+    if (rem)
+      for (int k = 0; k < 8; ++k) {  // masked lanes load 0: blend them to the mean so they add 0
+        const __m256 xv = _mm256_blendv_ps(_mm256_set1_ps(mean[k]), _mm256_maskload_ps(xs[k] + 8 * nv, mask),
+                                           _mm256_castsi256_ps(mask));
+        const __m256 d = _mm256_sub_ps(xv, _mm256_set1_ps(mean[k]));
+        acc[k] = _mm256_fmadd_ps(d, d, acc[k]);
+      }
+    q = hsum8_ps(acc);
+  }
   // Note [Normalize rsqrt]: 1/sqrt(q/n + eps) in float, rsqrt's 12 bits and one Newton
   // step r(1.5 - v r^2 / 2) (~23 bits), where double sqrt and div took two long-latency
   // ops per 4 rows (10% of a 64-float row's time). A variance that is 0, subnormal,
   // infinite or NaN (eps = 0, or sums that overflow float) takes the double path, whose
   // results for those (inf, a finite 1/sqrt, 0, NaN) the Newton step would not keep.
-  const __m256 q = hsum8_ps(acc);
   const __m256 var = _mm256_fmadd_ps(q, _mm256_set1_ps(1.0f / static_cast<float>(n)), _mm256_set1_ps(static_cast<float>(eps)));
   const __m256 normal = _mm256_and_ps(_mm256_cmp_ps(var, _mm256_set1_ps(std::numeric_limits<float>::min()), _CMP_GE_OQ),
                                       _mm256_cmp_ps(var, _mm256_set1_ps(std::numeric_limits<float>::max()), _CMP_LE_OQ));
@@ -204,13 +260,13 @@ __attribute__((always_inline)) inline void normalize_rows8_body(const char* x, i
 // ymm16-31) and taken at run time; the instructions otherwise stay 256-bit.
 template <bool NT>
 void normalize_rows8_f32_avx2(const char* x, int64_t xr, char* out, int64_t orow, int nr, int64_t n, double eps) {
-  normalize_rows8_body<NT>(x, xr, out, orow, nr, n, eps);
+  normalize_rows8_body<NT, false>(x, xr, out, orow, nr, n, eps);
 }
 #ifdef SB_HAVE_AVX512
 template <bool NT>
 __attribute__((target("avx512f,avx512vl"))) void normalize_rows8_f32_vl(const char* x, int64_t xr, char* out,
                                                                           int64_t orow, int nr, int64_t n, double eps) {
-  normalize_rows8_body<NT>(x, xr, out, orow, nr, n, eps);
+  normalize_rows8_body<NT, true>(x, xr, out, orow, nr, n, eps);
 }
 #endif
 
