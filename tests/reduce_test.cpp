@@ -421,20 +421,27 @@ void expect_reduce_matches(const Device& dev, ReduceOp op, DType dt, const Shape
   // reference: accumulate each element into its output
   const int64_t O = checked_numel(keep, "ref");
   std::vector<double> sum(O, 0.0), mx(O, -INFINITY), sq(O, 0.0), l1(O, 0.0);
-  auto out_index = [&](int64_t i) {
-    Shape id = test::unravel(i, s);
-    int64_t o = 0;
-    for (size_t d = 0; d < s.size(); ++d) o = o * keep[d] + (keep[d] == 1 ? 0 : id[d]);
-    return o;
-  };
-  for (int64_t i = 0; i < static_cast<int64_t>(vx.size()); ++i) {
-    sum[out_index(i)] += vx[i];
-    l1[out_index(i)] += std::fabs(vx[i]);
-    mx[out_index(i)] = std::max(mx[out_index(i)], vx[i]);
+  // oi[i]: the output of element i (row-major over s), by an odometer over s
+  const int nd = static_cast<int>(s.size());
+  std::vector<int64_t> ost(nd), id(nd, 0), oi(vx.size());
+  for (int64_t d = nd - 1, acc = 1; d >= 0; acc *= keep[d], --d) ost[d] = keep[d] == 1 ? 0 : acc;
+  for (int64_t i = 0, o = 0; i < static_cast<int64_t>(vx.size()); ++i) {
+    oi[i] = o;
+    for (int d = nd - 1; d >= 0; --d) {
+      o += ost[d];
+      if (++id[d] < s[d]) break;
+      o -= ost[d] * s[d];
+      id[d] = 0;
+    }
   }
   for (int64_t i = 0; i < static_cast<int64_t>(vx.size()); ++i) {
-    const double d = vx[i] - sum[out_index(i)] / R;
-    sq[out_index(i)] += d * d;
+    sum[oi[i]] += vx[i];
+    l1[oi[i]] += std::fabs(vx[i]);
+    mx[oi[i]] = std::max(mx[oi[i]], vx[i]);
+  }
+  for (int64_t i = 0; i < static_cast<int64_t>(vx.size()); ++i) {
+    const double d = vx[i] - sum[oi[i]] / R;
+    sq[oi[i]] += d * d;
   }
   std::vector<double> ref(O);
   for (int64_t o = 0; o < O; ++o) {
