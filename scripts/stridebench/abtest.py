@@ -64,6 +64,18 @@ def run_binary(path, flt, reps, out):
     return medians(out)
 
 
+def add_pair(got, ratios, only):
+    """One round's {"old": medians, "new": medians}: new ÷ old per run into ratios, the
+    runs only one side has into only[side]."""
+    for name, t_new in got["new"].items():
+        t_old = got["old"].get(name)
+        if t_old is None:
+            only["new"].add(name)
+        elif t_old > 0:
+            ratios.setdefault(name, []).append(t_new / t_old)
+    only["old"] |= set(got["old"]) - set(got["new"])
+
+
 def measure(old_dir, new_dir, families, flt, rounds, reps, progress=say):
     """{run name: [new ÷ old per round]} and the rows each side lacked."""
     ratios, only = {}, {"old": set(), "new": set()}
@@ -78,13 +90,7 @@ def measure(old_dir, new_dir, families, flt, rounds, reps, progress=say):
                 for side, d in sides:
                     got[side] = run_binary(os.path.join(d, f"bench_{fam}"), flt, reps,
                                            os.path.join(tmp, f"{side}_{fam}.json"))
-                for name, t_new in got["new"].items():
-                    t_old = got["old"].get(name)
-                    if t_old is None:
-                        only["new"].add(name)
-                    elif t_old > 0:
-                        ratios.setdefault(name, []).append(t_new / t_old)
-                only["old"] |= set(got["old"]) - set(got["new"])
+                add_pair(got, ratios, only)
             el = time.monotonic() - t0
             progress(f"[round {r + 1}/{rounds}] {len(ratios)} rows, "
                      f"{el / (r + 1) * (rounds - r - 1):.0f} s left")
@@ -110,13 +116,7 @@ def ratios_from_json(folder):
         got = runs[key]
         if set(got) != {"old", "new"}:
             raise sb.InputError(folder, f"{key[0]} round {key[1]} lacks its {({'old', 'new'} - set(got)).pop()} run")
-        for name, t_new in got["new"].items():
-            t_old = got["old"].get(name)
-            if t_old is None:
-                only["new"].add(name)
-            elif t_old > 0:
-                ratios.setdefault(name, []).append(t_new / t_old)
-        only["old"] |= set(got["old"]) - set(got["new"])
+        add_pair(got, ratios, only)
     return ratios, only, sorted({b for b, _ in runs}), max(r for _, r in runs)
 
 
