@@ -12,7 +12,7 @@
 #
 # The carry is gpu_run.sh and payload.tar.gz (bin/ and lib/), which gpu_run.sh unpacks
 # beside itself: every binary links the kernels statically, so each holds the whole
-# fatbin, and gzip takes the 61 MB of a portable build's binaries to about 13 MB.
+# fatbin, and gzip takes the 61 MB of a portable build's binaries to 12 MB.
 set -euo pipefail
 build=${1:-build}
 out=${2:-.devcarry}
