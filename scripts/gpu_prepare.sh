@@ -60,8 +60,7 @@ fi
 tar -czf "$out/payload.tar.gz" -C "$stage" "${parts[@]}"
 cp scripts/gpu_run.sh "$out/"
 # The carry travels with the working tree (tracked and untracked-not-ignored files):
-# 64 MiB a call together. Keep the sum under 62 MiB; a portable build's fatbins
-# (sm_80 + sm_90 + PTX in every binary) do not fit: build with -Dgpu_arch=hopper.
+# 64 MiB a call together. Keep the sum under 62 MiB.
 size_kib=$(du -sk "$out" | cut -f1)
 tree_kib=0
 if git rev-parse --show-toplevel >/dev/null 2>&1; then
@@ -74,5 +73,4 @@ if ((size_kib + tree_kib > 62 * 1024)); then
   exit 1
 fi
 echo "carry: $((size_kib / 1024)) MiB + working tree $((tree_kib / 1024)) MiB"
-du -sh "$out"
 echo "now: device run with carry [\"$out\"] and command: bash $out/gpu_run.sh"

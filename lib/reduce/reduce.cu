@@ -51,7 +51,7 @@ __device__ __forceinline__ double finish(ReduceOp op, double s, int64_t R, int64
 // column, a contiguous block of dims). Then the offset of element r is r * rstride: the
 // kernels take kLinear = true and skip OffsetCalc's per-element division, which with one
 // 4-byte load per element had kept the block and column kernels at 18-31% of the
-// device's copy bandwidth on an H100 (docs/notes/gpu.md). Stride 1 in the block kernel
+// device's copy bandwidth on an H100 (docs/notes/cuda.md). Stride 1 in the block kernel
 // also reads 16 bytes per thread and load (reduce_row_linear).
 template <bool kLinear>
 __device__ __forceinline__ int64_t red_offset(const OffsetCalc<1>& red, int64_t rstride, int64_t r) {
