@@ -723,6 +723,113 @@ TEST(Elementwise, TransposedOperandAgainstReference) {
   });
 }
 
+
+// Note [Transposed row blocks]: cache-resident operands that run along the rows of the
+// output's blocks (a transposed, permuted or stepped-and-transposed input, a transposed
+// output) are transposed by the kernel in registers (float32 8x8, float64 4x4) or staged
+// a few rows at a time (other dtypes, other strides). Every such input kind, alone, two
+// at once and beside a stride-0 operand; row and column counts around the vector width;
+// the Strided path's row blocks (dim 0 shorter than 8: no tiles); outputs poisoned;
+// every dtype, SIMD level and 1 and 2 threads.
+TEST(Elementwise, TransposedRowBlocksAgainstReference) {
+  struct Case {
+    const char* name;
+    Shape sizes;  // the output's
+    std::function<Tensor(const Tensor&)> view;  // a view of a fresh tensor holding values of `sizes`
+  };
+  // x.t() for 2-D, x.transpose(-1, -2) otherwise, each built from a buffer stored the other way
+  const auto transposed = [](const Tensor& v) { return v.transpose(-1, -2).contiguous().transpose(-1, -2); };
+  const auto stepped_t = [](const Tensor& v) {  // (v.t() stored with every other column): strides 2, 2n
+    const int64_t r = v.sizes()[0], c = v.sizes()[1];
+    Tensor buf = zeros({c, 2 * r}, v.dtype());
+    Tensor view = buf.slice(1, 0, std::nullopt, 2).t();
+    view.copy_(v);
+    return view;
+  };
+  const auto permuted = [](const Tensor& v) {  // dims stored in reverse order
+    return v.permute({2, 1, 0}).contiguous().permute({2, 1, 0});
+  };
+  const std::vector<Case> cases = {
+      {"8x8 transposed", {8, 8}, transposed},
+      {"7x9 transposed", {7, 9}, transposed},
+      {"37x61 transposed", {37, 61}, transposed},
+      {"3x64x64 transposed", {3, 64, 64}, transposed},
+      {"2x19x45 transposed", {2, 19, 45}, transposed},
+      {"100x5 transposed (no tiles: rows of 5)", {100, 5}, transposed},
+      {"5x100 transposed", {5, 100}, transposed},
+      {"4x300 transposed (no tiles: 4 rows)", {4, 300}, transposed},
+      {"41x23 stepped and transposed", {41, 23}, stepped_t},
+      {"9x10x17 permuted", {9, 10, 17}, permuted},
+      {"16x3x24 permuted", {16, 3, 24}, permuted},
+  };
+  for_each_config([&](const std::string& cfg) {
+    std::mt19937_64 rng(17);
+    for (const Case& c : cases)
+      for (DType dt : kDTypes) {
+        const Tensor xv = values(c.sizes, rng(), dt), yv = values(c.sizes, rng(), dt, /*positive=*/true);
+        const std::vector<double> xr = xv.to_vector(), yr = yv.to_vector();
+        const Tensor xt = c.view(xv), yt = c.view(yv);
+        const Tensor s = full({1}, 3, dt).expand(c.sizes);  // stride 0 everywhere
+        const std::string what = cfg + ", " + c.name + ", " + dtype_name(dt);
+        for (BinaryOp op : {BinaryOp::Sub, BinaryOp::Maximum}) {
+          std::vector<double> r1(xr.size()), r2(xr.size()), r3(xr.size()), r4(xr.size());
+          for (size_t i = 0; i < xr.size(); ++i) {
+            r1[i] = ref_binary(op, xr[i], yr[i]);
+            r2[i] = ref_binary(op, yr[i], xr[i]);
+            r3[i] = ref_binary(op, xr[i], 3);
+          }
+          r1 = round_to(r1, dt), r2 = round_to(r2, dt), r3 = round_to(r3, dt);
+          Tensor out = empty(c.sizes, dt);
+          test::poison(out);
+          binary_out(op, out, xt, yv);  // transposed, dense
+          ASSERT_TRUE(all_close(out, r1, atol(dt), rtol(dt))) << what << ", " << binary_op_name(op) << " (x.t() op y)";
+          test::poison(out);
+          binary_out(op, out, yv, xt);  // dense, transposed
+          ASSERT_TRUE(all_close(out, r2, atol(dt), rtol(dt))) << what << ", " << binary_op_name(op) << " (y op x.t())";
+          test::poison(out);
+          binary_out(op, out, xt, yt);  // both transposed
+          ASSERT_TRUE(all_close(out, r1, atol(dt), rtol(dt))) << what << ", " << binary_op_name(op) << " (x.t() op y.t())";
+          test::poison(out);
+          binary_out(op, out, xt, s);  // transposed, stride 0
+          ASSERT_TRUE(all_close(out, r3, atol(dt), rtol(dt))) << what << ", " << binary_op_name(op) << " (x.t() op 3)";
+          Tensor ot = c.view(zeros(c.sizes, dt));  // a transposed output: the dense inputs run along its rows
+          test::poison(ot);
+          binary_out(op, ot, xv, yv);
+          ASSERT_TRUE(all_close(ot, r1, atol(dt), rtol(dt))) << what << ", " << binary_op_name(op) << " (out.t() = x op y)";
+          Tensor yi = yv.clone();  // in place: y op= x.t()
+          if (op == BinaryOp::Sub) {
+            yi.sub_(xt);
+            ASSERT_TRUE(all_close(yi, r2, atol(dt), rtol(dt))) << what << " (y -= x.t())";
+          }
+        }
+        std::vector<double> rr(xr.size()), rn(xr.size());
+        for (size_t i = 0; i < xr.size(); ++i) {
+          rr[i] = std::max(xr[i], 0.0);
+          rn[i] = -xr[i];
+        }
+        Tensor out = empty(c.sizes, dt);
+        test::poison(out);
+        relu_out(out, xt);
+        ASSERT_TRUE(all_close(out, rr, atol(dt), rtol(dt))) << what << " (relu of x.t())";
+        test::poison(out);
+        neg_out(out, xt);
+        ASSERT_TRUE(all_close(out, round_to(rn, dt), atol(dt), rtol(dt))) << what << " (neg of x.t())";
+        if (dt != DType::Int32) {
+          std::vector<double> re(xr.size());
+          for (size_t i = 0; i < xr.size(); ++i) re[i] = std::exp(xr[i]);
+          test::poison(out);
+          exp_out(out, xt);
+          ASSERT_TRUE(all_close(out, re, atol(dt), rtol(dt, true))) << what << " (exp of x.t())";
+        }
+        Tensor o2 = empty(c.sizes, dt);  // the scalar form: x.t() * 2
+        test::poison(o2);
+        mul_out(o2, xt, 2.0);
+        std::vector<double> r2x(xr.size());
+        for (size_t i = 0; i < xr.size(); ++i) r2x[i] = 2 * xr[i];
+        ASSERT_TRUE(all_close(o2, round_to(r2x, dt), atol(dt), rtol(dt))) << what << " (x.t() * 2)";
+      }
+  });
+}
 // Note [Packed strided inputs]: stepped-slice inputs (steps 2 and 3) of a dense output,
 // at the SIMD width's and the 512-element chunk's edges, with the slice's last element
 // the last of its storage (an over-read shows under the sanitizer build).

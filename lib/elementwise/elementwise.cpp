@@ -411,6 +411,46 @@ __attribute__((noinline)) bool periodic_rows(RowBlockFn fn, const void* kp, char
   return true;
 }
 
+// Note [Transposed row blocks], the staged form: the block's inputs that run along its
+// rows (|s1| < |s|) are copied kStageRows rows x kStageCols columns at a time into L1
+// buffers (stage_tile: AVX2 tile transposes for 4- and 8-byte elements with s1 of one
+// element, a scalar copy otherwise) and k runs on each row, every such input dense.
+constexpr int64_t kStageRows = 8;
+constexpr int64_t kStageCols = kPackChunk / 4;
+
+template <int N, typename T, typename K>
+__attribute__((noinline)) bool staged_rows(const K& k, char* const* p, const int64_t* s, int64_t n, int64_t rows,
+                                           const int64_t* s1) {
+  constexpr int64_t es = sizeof(T);
+  bool across[N] = {};
+  bool any = false;
+  for (int i = 1; i < N; ++i) {
+    const int64_t a = s[i] < 0 ? -s[i] : s[i], b = s1[i] < 0 ? -s1[i] : s1[i];
+    across[i] = b != 0 && b < a;
+    any = any || across[i];
+  }
+  if (!any) return false;
+  alignas(64) unsigned char buf[N - 1][kStageRows * kStageCols * es];
+  int64_t st[N];
+  for (int i = 0; i < N; ++i) st[i] = across[i] ? es : s[i];
+  char* q[N];
+  for (int64_t r0 = 0; r0 < rows; r0 += kStageRows) {
+    const int64_t g = std::min(kStageRows, rows - r0);
+    for (int64_t j0 = 0; j0 < n; j0 += kStageCols) {
+      const int64_t m = std::min(kStageCols, n - j0);
+      for (int i = 1; i < N; ++i)  // buf[r][j] = element (r0 + r, j0 + j)
+        if (across[i])
+          stage_tile(reinterpret_cast<char*>(buf[i - 1]), p[i] + r0 * s1[i] + j0 * s[i], s[i], s1[i], m, g, m, es);
+      for (int64_t r = 0; r < g; ++r) {
+        for (int i = 0; i < N; ++i)
+          q[i] = across[i] ? reinterpret_cast<char*>(buf[i - 1]) + r * m * es : p[i] + (r0 + r) * s1[i] + j0 * s[i];
+        k(static_cast<char* const*>(q), st, m);
+      }
+    }
+  }
+  return true;
+}
+
 template <int N, typename T, typename K>  // N: operands, the output first; T: their dtype
 __attribute__((flatten)) void row_block(const void* kp, char* const* p, const int64_t* s, int64_t n, int64_t rows, const int64_t* s1) {
   if (rows > 1 && n * static_cast<int64_t>(sizeof(T)) < kPeriodicRowBytes &&
@@ -419,12 +459,34 @@ __attribute__((flatten)) void row_block(const void* kp, char* const* p, const in
   const K& k = *static_cast<const K*>(kp);
   char* q[N];
   for (int i = 0; i < N; ++i) q[i] = p[i];
-  for (int64_t r = 0;;) {
+  int64_t r = 0;
+  if (rows > 1) {  // Note [Transposed row blocks]
+#ifdef SB_HAVE_AVX2
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>)
+      if (k.avx && !k.nt) r = across_block<T, N>(p, s, n, rows, s1, k.f);
+#endif
+    if (r == rows) return;
+    for (int i = 0; i < N; ++i) q[i] = p[i] + r * s1[i];
+    if (staged_rows<N, T>(k, static_cast<char* const*>(q), s, n, rows - r, s1)) return;
+  }
+  for (;;) {
     k(static_cast<char* const*>(q), s, n);
     if (++r == rows) return;
     for (int i = 0; i < N; ++i) q[i] += s1[i];
   }
 }
+
+// The strip kernel of an op: unary_strip (N = 2) or binary_strip (N = 3) with the op's
+// functor f bound; row_block reads avx, nt and f for Note [Transposed row blocks].
+template <typename T, int N, typename F>
+struct Strip {
+  bool avx, nt;
+  F f;
+  void operator()(char* const* p, const int64_t* s, int64_t n) const {
+    if constexpr (N == 3) binary_strip<T>(avx, nt, p, s, n, f);
+    else unary_strip<T>(avx, nt, p, s, n, f);
+  }
+};
 
 // k must outlive the for_each it is passed to.
 template <int N, typename T, typename K>
@@ -462,7 +524,7 @@ void run_binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b
   const bool avx = use_avx2();
   const bool nt = stream_output(avx, it, out, {&a, &b});
   SB_DISPATCH_EW(out.dtype(), SB_BINARY_OP_CASES(op, {
-    const auto k = [avx, nt](char* const* p, const int64_t* s, int64_t n) { binary_strip<scalar_t>(avx, nt, p, s, n, BinaryFn<OP>{}); };
+    const Strip<scalar_t, 3, BinaryFn<OP>> k{avx, nt, {}};
     it.for_each(strip_kernel<3, scalar_t>(k), kGrainSize, nt);
   }));
 }
@@ -482,7 +544,7 @@ void run_binary_scalar(BinaryOp op, const Tensor& out, const Tensor& a, double b
   SB_DISPATCH_EW(out.dtype(), SB_BINARY_OP_CASES(op, {
     using A = acc_t<scalar_t>;
     const BinaryScalarFn<OP, A> f{static_cast<A>(b)};
-    const auto k = [avx, nt, f](char* const* p, const int64_t* s, int64_t n) { unary_strip<scalar_t>(avx, nt, p, s, n, f); };
+    const Strip<scalar_t, 2, BinaryScalarFn<OP, A>> k{avx, nt, f};
     it.for_each(strip_kernel<2, scalar_t>(k), kGrainSize, nt);
   }));
 }
@@ -500,7 +562,7 @@ void run_unary(UnaryOp op, const Tensor& out, const Tensor& a) {
   const bool avx = use_avx2();
   const bool nt = stream_output(avx, it, out, {&a});
   SB_DISPATCH_EW(out.dtype(), SB_UNARY_OP_CASES(op, {
-    const auto k = [avx, nt](char* const* p, const int64_t* s, int64_t n) { unary_strip<scalar_t>(avx, nt, p, s, n, UnaryFn<OP>{}); };
+    const Strip<scalar_t, 2, UnaryFn<OP>> k{avx, nt, {}};
     it.for_each(strip_kernel<2, scalar_t>(k), kGrainSize, nt);
   }));
 }

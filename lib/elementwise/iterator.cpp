@@ -157,18 +157,6 @@ StridedIter::StridedIter(const Shape& sizes, const Operand* ops, int nops, bool 
     int64_t bytes = 0;  // Note [Tile prefetch]: only where the operands come from memory
     for (int j = 0; j < nops_; ++j) bytes += numel_ * ops[j].elem_size;
     prefetch_ = bytes > nt_threshold_bytes();
-    // Note [One call per tile]: cache-resident, whole rows per tile, and every operand's
-    // tile one dense block (the staged ones unpadded): the kernel gets the tile in one call
-    if (!prefetch_ && tile0_ == sizes_[0]) {
-      bool dense = strides_[0][0] == ops[0].elem_size && strides_[1][0] == sizes_[0] * ops[0].elem_size;
-      for (int j = 1; j < nops_; ++j) {
-        const int64_t a0 = strides_[0][j], a1 = strides_[1][j];
-        const bool staged_j = a0 != 0 && a1 != 0 && a1 < a0 && ops[j].elem_size <= 8;  // as staged_mask_ below
-        if (!staged_j) dense = dense && a0 == ops[j].elem_size && a1 == sizes_[0] * ops[j].elem_size;
-      }
-      one_call_ = dense;
-      if (dense) pad_ = 0;
-    }
     tiles0_ = (sizes_[0] + tile0_ - 1) / tile0_;
     tiles1_ = (sizes_[1] + tile1_ - 1) / tile1_;
     path_ = Path::Tiled;

@@ -14,7 +14,8 @@
 //                  a.t() + b): dims 0 and k are walked in tiles of kTileBytes0 (of
 //                  the output; all of dim 0 when shorter) x kTileRows (more when dim 0
 //                  is short: up to kTileElems elements, a whole 128 x 128 plane), tiles
-//                  going down dim k first, and each
+//                  going down dim k first. Cache-resident tiles go to a row-block
+//                  kernel unstaged (Note [Cache-resident tiles]); otherwise each
 //                  such input is first staged (transposed) into a per-thread tile
 //                  buffer, read along its own fastest dim (256 B = 4 whole lines per
 //                  row for float32) by the AVX2 8x8 / 4x4 in-register transposes of
@@ -22,16 +23,17 @@
 //                  software prefetch of the next tile's source lines; buffer rows are
 //                  padded by kTilePad so its column writes do not alias one cache set.
 //                  Kernels then see dense strips for every operand and take their SIMD
-//                  path. Operands beyond the caches also prefetch the next tile (Note
+//                  path. Operands beyond the caches prefetch the next tile (Note
 //                  [Tile prefetch]), or, with whole planes as tiles and a dense input
 //                  beside, are staged a group of planes at a time (Note [Grouped
 //                  staging]). Rates: docs/notes/elementwise.md.
 //      Broadcast   an input has stride 0 in the inner dim (x + col[N,1]).
 //      Strided     anything else: an odometer over the outer dims, strips over dim 0.
-// Kernels only ever see 1-D strips: f(char* const* ptrs, const int64_t* strides_bytes,
-// int64_t n), element j of operand i at ptrs[i] + j * strides_bytes[i]. A kernel looks
-// at the strides to take its SIMD path (all == element size, or 0 for a scalar operand)
-// or its scalar strided loop; no kernel writes an N-D loop of its own.
+// Kernels see 1-D strips: f(char* const* ptrs, const int64_t* strides_bytes,
+// int64_t n), element j of operand i at ptrs[i] + j * strides_bytes[i], or, where they
+// take that form, row blocks of such strips (Note [Row blocks]). A kernel looks at the
+// strides to take its SIMD path (all == element size, or 0 for a scalar operand) or its
+// scalar strided loop; no kernel writes an N-D loop of its own.
 // Work is split over sb::parallel_for by linear index (tiles for the Tiled path), so a
 // single long strip is split too; below `grain` elements one thread does it all.
 // Cost: O(ndim^2) set-up per call, O(ndim) per strip or tile; no allocation of data,
@@ -57,14 +59,14 @@
 
 namespace sb {
 
-// Note [One call per tile]
-// A cache-resident Tiled walk whose tiles hold whole rows of dim 0 (tile0 == sizes[0])
-// and in which every operand's tile is one dense block (the output and the unstaged
-// inputs dense in dim 0 with dim 1 following on, the staged inputs in an unpadded
-// buffer) hands the kernel each tile as one strip of n0 x n1 elements instead of n1
-// strips. Not above the streaming threshold: there the dense inputs are prefetched strip
-// by strip (Note [Tile prefetch]), and one burst of a whole tile's prefetches was
-// slower (docs/notes/elementwise.md).
+// Note [Cache-resident tiles]
+// Where nothing is prefetched (the operands fit the caches) and the kernel takes row
+// blocks (Note [Row blocks]; the elementwise StripKernel), each tile goes to it unstaged
+// as one row block of tile1 strips of tile0 elements: the kernel transposes the inputs
+// that run along the rows itself, in registers (Note [Transposed row blocks] in
+// strips.h). Staging a whole tile first and handing the kernel the buffer cost a second
+// write and read of every staged element (0.6x the contiguous rate against 0.84x,
+// docs/notes/elementwise.md). Callables of the plain strip form keep the staging.
 // Note [Tile prefetch]
 // Hardware prefetchers (Zen 4's at least) fail on the staging's access pattern: 8 source
 // rows read side by side (32 bytes of each in turn) run at a fraction of a linear read,
@@ -176,7 +178,9 @@ class StridedIter {
   // Partial strips (a thread's range starting or ending mid-strip) and f without that
   // form take one call per strip. The elementwise kernels take it (StripKernel in
   // elementwise.cpp): x + b with b a short broadcast row spent most of its time in the
-  // per-strip call and the odometer between strips (docs/notes/elementwise.md).
+  // per-strip call and the odometer between strips (docs/notes/elementwise.md). The
+  // Tiled path hands such an f its cache-resident tiles the same way, one row block per
+  // tile, in which an input may run along the rows (Note [Cache-resident tiles]).
   template <typename F>
   void for_each(const F& f, int64_t grain = kGrainSize, bool fence = false) const;
 
@@ -202,8 +206,6 @@ class StridedIter {
   Path path_ = Path::Strided;
   int64_t tile0_ = 0, tile1_ = 0, tiles0_ = 0, tiles1_ = 0;
   bool prefetch_ = false;  // Tiled: operands beyond the caches: prefetch the next tile
-  int64_t pad_ = kTilePad;  // bytes after each staged row (0 with one_call_)
-  bool one_call_ = false;   // Tiled: one kernel call per tile (Note [One call per tile])
   int64_t group_ = 1;       // Tiled: planes staged per group (Note [Grouped staging]; 1: off)
 
 };
@@ -407,18 +409,54 @@ void StridedIter::run_tiles(const F& f, int64_t begin, int64_t end) const {
   if (group_ > 1) return run_groups(f, begin, end);
   const int nd = ndim();
   Index idx(nd);
+  if constexpr (std::is_invocable_v<const F&, char* const*, const int64_t*, int64_t, int64_t, const int64_t*>) {
+    if (!prefetch_) {  // Note [Cache-resident tiles]: each tile, unstaged, as one row block
+      // tile t = (t1, t0, outer index), t1 fastest; found once by division, then stepped
+      int64_t rem = begin;
+      int64_t t1 = rem % tiles1_;
+      rem /= tiles1_;
+      int64_t t0 = rem % tiles0_;
+      rem /= tiles0_;
+      idx[0] = idx[1] = 0;
+      for (int d = 2; d < nd; ++d) {
+        idx[d] = rem % sizes_[d];
+        rem /= sizes_[d];
+      }
+      char* base[kMaxOperands];
+      ptrs_at(idx, base);  // the outer index's plane
+      char* p[kMaxOperands];
+      for (int64_t t = begin; t < end; ++t) {
+        for (int i = 0; i < nops_; ++i) p[i] = base[i] + t0 * tile0_ * strides_[0][i] + t1 * tile1_ * strides_[1][i];
+        f(static_cast<char* const*>(p), strides_[0].data(), std::min(tile0_, sizes_[0] - t0 * tile0_),
+          std::min(tile1_, sizes_[1] - t1 * tile1_), strides_[1].data());
+        if (++t1 < tiles1_) continue;
+        t1 = 0;
+        if (++t0 < tiles0_) continue;
+        t0 = 0;
+        for (int d = 2; d < nd; ++d) {  // odometer over the outer dims
+          if (++idx[d] < sizes_[d]) {
+            for (int i = 0; i < nops_; ++i) base[i] += strides_[d][i];
+            break;
+          }
+          for (int i = 0; i < nops_; ++i) base[i] -= (sizes_[d] - 1) * strides_[d][i];
+          idx[d] = 0;
+        }
+      }
+      return;
+    }
+  }
   char* p[kMaxOperands];
   char* q[kMaxOperands];
   Strides st = strides_[0];
   Strides rs = strides_[1];  // step from one strip to the next
-  const size_t per = static_cast<size_t>(((tile0_ * 8 + pad_) * tile1_ + 63) / 64 * 64);  // 64-byte multiple
+  const size_t per = static_cast<size_t>(((tile0_ * 8 + kTilePad) * tile1_ + 63) / 64 * 64);  // 64-byte multiple
   char* const store = tile_scratch(per * (kMaxOperands - 1));
   char* bufs[kMaxOperands - 1];
   for (int i = 0; i < kMaxOperands - 1; ++i) bufs[i] = store + i * per;
   for (int i = 1; i < nops_; ++i)
     if (staged(i)) {
       st[i] = elem_size_[i];
-      rs[i] = (tile0_ + pad_ / elem_size_[i]) * elem_size_[i];
+      rs[i] = (tile0_ + kTilePad / elem_size_[i]) * elem_size_[i];
     }
   // tile t -> the index of its first element (tiles walk dim 1 first: the staged inputs'
   // rows continue from tile to tile), its extent n0 x n1
@@ -439,7 +477,7 @@ void StridedIter::run_tiles(const F& f, int64_t begin, int64_t end) const {
   };
   Index nidx(nd);
   char* np[kMaxOperands];
-  bool chunked = prefetch_ && !one_call_;  // Note [Chunked staging]: no dense input moving along both tile dims
+  bool chunked = prefetch_;  // Note [Chunked staging]: no dense input moving along both tile dims
   for (int i = 1; i < nops_; ++i)
     if (!staged(i) && strides_[0][i] != 0 && strides_[1][i] != 0) chunked = false;
   for (int64_t t = begin; t < end; ++t) {
@@ -494,10 +532,6 @@ void StridedIter::run_tiles(const F& f, int64_t begin, int64_t end) const {
             for (int64_t l = 0; l < n1n * s1; l += 64) __builtin_prefetch(np[i] + r * s0 + l, 0, 1);
         p[i] = bufs[i - 1];
       }
-    if (one_call_) {  // Note [One call per tile]
-      f(static_cast<char* const*>(p), st.data(), n0 * n1);
-      continue;
-    }
     for (int64_t j = 0; j < n1; ++j) {
       for (int i = 0; i < nops_; ++i) q[i] = p[i] + j * rs[i];
       if (j < n1n)  // the other inputs' strip j of the next tile (their hardware streams stall during staging)

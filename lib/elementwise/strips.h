@@ -346,6 +346,163 @@ void gather2(bool nt, T* o, const T* a, const T* b, int64_t n, const F& f) {
 }
 #endif
 
+// Note [Transposed row blocks]
+// A row block (Note [Row blocks]: `rows` strips of n elements, element (r, j) of
+// operand i at p[i] + r * s1[i] + j * s[i]) may hold an input that runs along the rows
+// rather than along the strips: s1[i] is one element and s[i] is wider (a transposed,
+// permuted or stepped-and-transposed input, or the dense inputs of a transposed
+// output). The iterator hands cache-resident tiles over this way (StridedIter's Tiled
+// path when nothing is prefetched), unstaged. For float32 and float64 on the vector
+// path, across_block transposes such inputs in registers, W rows at a time (W x W:
+// 8x8 floats, 4x4 doubles, core/transpose_tile.h), straight into the op and W dense
+// row stores: no tile buffer, so each element is read and written once. Staging the
+// whole tile into a buffer first (the old cache-resident path) read and wrote every
+// element of that input a second time and ran at 0.6x the contiguous rate; this form
+// runs at the contiguous rate (docs/notes/elementwise.md). Other cases (float16, int32,
+// the scalar path, rows wider than one element, streamed outputs) are staged W rows x
+// kPackChunk / 4 columns at a time into an L1 buffer by row_block (elementwise.cpp).
+enum class Across : uint8_t { Dense, Scalar, Rows };  // an input of a row block: s = 1, s = s1 = 0, s1 = 1 element
+
+// Keeps q in one register stepped by an add per row: without it GCC hoists one
+// pointer per row out of the column loop (W per operand), more than there are
+// registers, and reloads them from the stack on every step.
+template <typename P>
+__attribute__((always_inline)) inline void opaque(P*& q) {
+  asm("" : "+r"(q));
+}
+
+template <typename T>
+__attribute__((always_inline)) inline void transpose_w(typename Vec<T>::V (&v)[Vec<T>::kW]) {
+  if constexpr (std::is_same_v<T, float>) {
+    detail::transpose8(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]);
+  } else {
+    const __m256d t0 = _mm256_unpacklo_pd(v[0], v[1]), t1 = _mm256_unpackhi_pd(v[0], v[1]);
+    const __m256d t2 = _mm256_unpacklo_pd(v[2], v[3]), t3 = _mm256_unpackhi_pd(v[2], v[3]);
+    v[0] = _mm256_permute2f128_pd(t0, t2, 0x20);
+    v[1] = _mm256_permute2f128_pd(t1, t3, 0x20);
+    v[2] = _mm256_permute2f128_pd(t0, t2, 0x31);
+    v[3] = _mm256_permute2f128_pd(t1, t3, 0x31);
+  }
+}
+
+// Element (r, j) of an input is at p + r * s1 + j * s. A Rows input's W x W block at
+// column j: W vector loads along the rows, transposed (v[r]: row r's elements j ..
+// j + W - 1).
+template <typename T>
+__attribute__((always_inline)) inline void rows_block(typename Vec<T>::V (&v)[Vec<T>::kW], const char* p, int64_t s,
+                                                      int64_t j) {
+  const char* q = p + j * s;
+  for (int k = 0; k < Vec<T>::kW; ++k, q += s) v[k] = Vec<T>::load(reinterpret_cast<const T*>(q));
+  transpose_w<T>(v);
+}
+
+// Row r's vector at column j of a Dense input (q: row r, column 0) or a Scalar one (v:
+// its value), or of a Rows input (t: its transposed block).
+template <typename T, Across K>
+__attribute__((always_inline)) inline typename Vec<T>::V across_vec(const char* q, int64_t j, typename Vec<T>::V v,
+                                                                    const typename Vec<T>::V (&t)[Vec<T>::kW], int r) {
+  if constexpr (K == Across::Rows) return t[r];
+  else if constexpr (K == Across::Dense) return Vec<T>::load(reinterpret_cast<const T*>(q) + j);
+  else return v;
+}
+
+// W rows of a row block, the output dense along them; N: 2 (unary) or 3 (binary). The
+// Dense inputs are loaded where they are used (with the W transposed vectors live, no
+// more ymm registers are left), and every pointer is stepped from row to row by
+// opaque() adds.
+template <typename T, int N, Across KA, Across KB, typename F>
+__attribute__((always_inline)) inline void across_rows(char* const* p, const int64_t* s, const int64_t* s1, int64_t n,
+                                                       const F& f) {
+  using L = Vec<T>;
+  constexpr int W = L::kW;
+  constexpr int64_t es = sizeof(T);
+  char* const o = p[0];
+  const char* const a = p[1];
+  const char* const b = N == 3 ? p[2] : p[1];
+  const int64_t o1 = s1[0], as = s[1], a1 = s1[1], bs = N == 3 ? s[2] : 0, b1 = N == 3 ? s1[2] : 0;
+  const typename L::V sa = L::set1(*reinterpret_cast<const T*>(a)), sb = L::set1(*reinterpret_cast<const T*>(b));
+  int64_t j = 0;
+  for (; j + W <= n; j += W) {
+    typename L::V ta[W], tb[W];
+    if constexpr (KA == Across::Rows) rows_block<T>(ta, a, as, j);
+    if constexpr (N == 3 && KB == Across::Rows) rows_block<T>(tb, b, bs, j);
+    char* q = o + j * es;
+    const char* qa = a;
+    const char* qb = b;
+    for (int r = 0; r < W; ++r) {
+      const typename L::V x = across_vec<T, KA>(qa, j, sa, ta, r);
+      if constexpr (N == 3) L::store(reinterpret_cast<T*>(q), f(x, across_vec<T, KB>(qb, j, sb, tb, r)));
+      else L::store(reinterpret_cast<T*>(q), f(x));
+      q += o1;
+      opaque(q);
+      if constexpr (KA == Across::Dense) {
+        qa += a1;
+        opaque(qa);
+      }
+      if constexpr (KB == Across::Dense) {
+        qb += b1;
+        opaque(qb);
+      }
+    }
+  }
+  for (; j < n; ++j)  // the last n % W columns
+    for (int r = 0; r < W; ++r) {
+      const T x = *reinterpret_cast<const T*>(a + r * a1 + j * as);
+      T* y = reinterpret_cast<T*>(o + r * o1 + j * es);
+      if constexpr (N == 3) *y = f(x, *reinterpret_cast<const T*>(b + r * b1 + j * bs));
+      else *y = f(x);
+    }
+}
+
+// Note [Transposed row blocks]: the rows of the block done here (a multiple of W), 0
+// where the fused form does not apply (the caller stages instead).
+template <typename T, int N, typename F>
+__attribute__((noinline)) int64_t across_block(char* const* p, const int64_t* s, int64_t n, int64_t rows,
+                                               const int64_t* s1, const F& f) {
+  constexpr int64_t es = sizeof(T);
+  constexpr int W = Vec<T>::kW;
+  if (s[0] != es || rows < W) return 0;
+  Across k[3] = {Across::Dense, Across::Dense, Across::Dense};
+  bool any = false;
+  for (int i = 1; i < N; ++i) {
+    if (s[i] == es) {
+      k[i] = Across::Dense;
+    } else if (s[i] == 0 && s1[i] == 0) {
+      k[i] = Across::Scalar;
+    } else if (s1[i] == es && s[i] % es == 0) {
+      k[i] = Across::Rows;
+      any = true;
+    } else {
+      return 0;
+    }
+  }
+  if (!any) return 0;
+  const int64_t done = rows / W * W;
+  const auto each_group = [&](auto rows_fn) {
+    char* q[N];
+    for (int i = 0; i < N; ++i) q[i] = p[i];
+    for (int64_t r = 0; r < done; r += W) {
+      rows_fn(static_cast<char* const*>(q));
+      for (int i = 0; i < N; ++i) q[i] += W * s1[i];
+    }
+    return done;
+  };
+  using A = Across;
+  if constexpr (N == 2) {
+    return each_group([&](char* const* q) { across_rows<T, 2, A::Rows, A::Rows>(q, s, s1, n, f); });
+  } else {
+    if (k[1] == A::Rows && k[2] == A::Dense)
+      return each_group([&](char* const* q) { across_rows<T, 3, A::Rows, A::Dense>(q, s, s1, n, f); });
+    if (k[1] == A::Dense && k[2] == A::Rows)
+      return each_group([&](char* const* q) { across_rows<T, 3, A::Dense, A::Rows>(q, s, s1, n, f); });
+    if (k[1] == A::Rows && k[2] == A::Rows)
+      return each_group([&](char* const* q) { across_rows<T, 3, A::Rows, A::Rows>(q, s, s1, n, f); });
+    if (k[1] == A::Rows && k[2] == A::Scalar)
+      return each_group([&](char* const* q) { across_rows<T, 3, A::Rows, A::Scalar>(q, s, s1, n, f); });
+    return each_group([&](char* const* q) { across_rows<T, 3, A::Scalar, A::Rows>(q, s, s1, n, f); });
+  }
+}
+
 // An operand of a chunk [j0, j0 + m): dense or stride-0 as is, else packed into buf.
 template <typename T>
 const T* chunk_operand(T* buf, const char* p, int64_t stride_bytes, int64_t j0, int64_t m) {
