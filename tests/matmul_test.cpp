@@ -7,6 +7,7 @@
 
 #include "stridebench/cpu_features.h"
 #include "stridebench/parallel.h"
+#include "matmul/gemm_impl.h"
 #include "test_util.h"
 
 #ifdef SB_WITH_CUDA
@@ -54,7 +55,7 @@ TEST(Matmul, RandomShapesEveryLayoutModeAndDtype) {
   for (int trial = 0; trial < 40; ++trial) {
     const int64_t M = sizes[rng() % 11], N = sizes[rng() % 11];
     int64_t K = sizes[rng() % 11];
-    if (trial % 7 == 0) K = 257 + rng() % 300;  // K across several KC blocks, not a multiple
+    if (trial % 7 == 0) K = detail::kc_block() + 1 + rng() % (2 * detail::kc_block());  // K across 2-3 KC blocks, not a multiple
     const DType dt = trial % 5 == 4 ? DType::Float64 : DType::Float32;
     const Tensor va = randn({M, K}, rng(), dt), vb = randn({K, N}, rng(), dt);
     const std::vector<double> ref = ref_matmul(va, vb);
@@ -81,7 +82,7 @@ TEST(Matmul, RandomShapesEveryLayoutModeAndDtype) {
 // with ragged last blocks. On 2 threads each stripe still spans more than one NC block.
 TEST(Matmul, WideAndTallAcrossSeveralCacheBlocks) {
   std::mt19937_64 rng(23);
-  const int64_t shapes[][3] = {{5, 2085, 3}, {161, 2300, 37}, {300, 1100, 257}};  // M, N, K
+  const int64_t shapes[][3] = {{5, 2085, 3}, {161, 2300, 37}, {300, 1100, detail::kc_block() + 1}};  // M, N, K
   for (const auto& s : shapes) {
     const int64_t M = s[0], N = s[1], K = s[2];
     const Tensor va = randn({M, K}, rng()), vb = randn({K, N}, rng());
