@@ -412,11 +412,12 @@ __attribute__((noinline)) bool periodic_rows(RowBlockFn fn, const void* kp, char
 }
 
 // Note [Transposed row blocks], the staged form: the block's inputs that run along its
-// rows (|s1| < |s|) are copied kStageRows rows x kStageCols columns at a time into L1
-// buffers (stage_tile: AVX2 tile transposes for 4- and 8-byte elements with s1 of one
-// element, a scalar copy otherwise) and k runs on each row, every such input dense.
-constexpr int64_t kStageRows = 8;
-constexpr int64_t kStageCols = kPackChunk / 4;
+// rows (|s1| < |s|) are copied, kStageElems elements at a time (whole rows where they
+// fit), into L1 buffers (stage_tile: AVX2 tile transposes for 2-, 4- and 8-byte elements
+// with s1 of one element, a scalar copy otherwise), and k runs on the staged rows, every
+// such input dense: in one call where the output and the other inputs hold whole rows
+// one after the other (or are scalars), else row by row.
+constexpr int64_t kStageElems = 1024;
 
 template <int N, typename T, typename K>
 __attribute__((noinline)) bool staged_rows(const K& k, char* const* p, const int64_t* s, int64_t n, int64_t rows,
@@ -430,21 +431,26 @@ __attribute__((noinline)) bool staged_rows(const K& k, char* const* p, const int
     any = any || across[i];
   }
   if (!any) return false;
-  alignas(64) unsigned char buf[N - 1][kStageRows * kStageCols * es];
+  const int64_t mmax = std::min(n, kStageElems);            // columns per step
+  const int64_t gmax = std::max<int64_t>(1, kStageElems / mmax);  // rows per step
+  bool blocks = mmax == n && s[0] == es && s1[0] == n * es;
+  for (int i = 1; i < N; ++i)
+    if (!across[i]) blocks = blocks && ((s[i] == es && s1[i] == n * es) || (s[i] == 0 && s1[i] == 0));
+  alignas(64) unsigned char buf[N - 1][kStageElems * es];
   int64_t st[N];
   for (int i = 0; i < N; ++i) st[i] = across[i] ? es : s[i];
   char* q[N];
-  for (int64_t r0 = 0; r0 < rows; r0 += kStageRows) {
-    const int64_t g = std::min(kStageRows, rows - r0);
-    for (int64_t j0 = 0; j0 < n; j0 += kStageCols) {
-      const int64_t m = std::min(kStageCols, n - j0);
+  for (int64_t r0 = 0; r0 < rows; r0 += gmax) {
+    const int64_t g = std::min(gmax, rows - r0);
+    for (int64_t j0 = 0; j0 < n; j0 += mmax) {
+      const int64_t m = std::min(mmax, n - j0);
       for (int i = 1; i < N; ++i)  // buf[r][j] = element (r0 + r, j0 + j)
         if (across[i])
           stage_tile(reinterpret_cast<char*>(buf[i - 1]), p[i] + r0 * s1[i] + j0 * s[i], s[i], s1[i], m, g, m, es);
-      for (int64_t r = 0; r < g; ++r) {
+      for (int64_t r = 0; r < (blocks ? 1 : g); ++r) {
         for (int i = 0; i < N; ++i)
           q[i] = across[i] ? reinterpret_cast<char*>(buf[i - 1]) + r * m * es : p[i] + (r0 + r) * s1[i] + j0 * s[i];
-        k(static_cast<char* const*>(q), st, m);
+        k(static_cast<char* const*>(q), st, blocks ? g * m : m);
       }
     }
   }
@@ -453,22 +459,23 @@ __attribute__((noinline)) bool staged_rows(const K& k, char* const* p, const int
 
 template <int N, typename T, typename K>  // N: operands, the output first; T: their dtype
 __attribute__((flatten)) void row_block(const void* kp, char* const* p, const int64_t* s, int64_t n, int64_t rows, const int64_t* s1) {
-  if (rows > 1 && n * static_cast<int64_t>(sizeof(T)) < kPeriodicRowBytes &&
+  const K& k = *static_cast<const K*>(kp);
+  if (rows == 1) {  // one strip: p goes to k as it is (copying it first cost a store-forwarding stall per strip)
+    k(p, s, n);
+    return;
+  }
+  if (n * static_cast<int64_t>(sizeof(T)) < kPeriodicRowBytes &&
       periodic_rows<N, T>(&row_block<N, T, K>, kp, p, s, n, rows, s1))
     return;
-  const K& k = *static_cast<const K*>(kp);
-  char* q[N];
-  for (int i = 0; i < N; ++i) q[i] = p[i];
-  int64_t r = 0;
-  if (rows > 1) {  // Note [Transposed row blocks]
+  int64_t r = 0;  // Note [Transposed row blocks]
 #ifdef SB_HAVE_AVX2
-    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>)
-      if (k.avx && !k.nt) r = across_block<T, N>(p, s, n, rows, s1, k.f);
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>)
+    if (k.avx && !k.nt) r = across_block<T, N>(p, s, n, rows, s1, k.f);
 #endif
-    if (r == rows) return;
-    for (int i = 0; i < N; ++i) q[i] = p[i] + r * s1[i];
-    if (staged_rows<N, T>(k, static_cast<char* const*>(q), s, n, rows - r, s1)) return;
-  }
+  if (r == rows) return;
+  char* q[N];
+  for (int i = 0; i < N; ++i) q[i] = p[i] + r * s1[i];
+  if (staged_rows<N, T>(k, static_cast<char* const*>(q), s, n, rows - r, s1)) return;
   for (;;) {
     k(static_cast<char* const*>(q), s, n);
     if (++r == rows) return;
