@@ -830,6 +830,45 @@ TEST(Elementwise, TransposedRowBlocksAgainstReference) {
       }
   });
 }
+
+// Note [Transposed row blocks]: a column broadcast (x op c, c of [..., R, 1]) reaches
+// the row-block kernel as an input of stride 0 along the strips and one element across
+// them, and is read 8 (4) rows at a time and transposed into per-row broadcasts. Row
+// counts around the vector width, both operand orders, out= into a poisoned output and
+// in place; every dtype, SIMD level and 1 and 2 threads.
+TEST(Elementwise, ColumnBroadcastRowBlocksAgainstReference) {
+  for_each_config([](const std::string& cfg) {
+    std::mt19937_64 rng(29);
+    for (const Shape& sz : {Shape{64, 8}, Shape{37, 13}, Shape{7, 5}, Shape{16, 3, 9}, Shape{9, 300}}) {
+      Shape cs = sz;
+      cs.back() = 1;
+      for (DType dt : kDTypes) {
+        const Tensor x = values(sz, rng(), dt), c = values(cs, rng(), dt, /*positive=*/true);
+        const std::vector<double> xr = x.to_vector(), cr = broadcast_values(c, sz);
+        const std::string what = cfg + ", " + dtype_name(dt) + ", " + std::to_string(sz[0]) + "x" + std::to_string(sz.back());
+        for (BinaryOp op : {BinaryOp::Sub, BinaryOp::Mul}) {
+          std::vector<double> r1(xr.size()), r2(xr.size());
+          for (size_t i = 0; i < xr.size(); ++i) {
+            r1[i] = ref_binary(op, xr[i], cr[i]);
+            r2[i] = ref_binary(op, cr[i], xr[i]);
+          }
+          r1 = round_to(r1, dt), r2 = round_to(r2, dt);
+          Tensor out = empty(sz, dt);
+          test::poison(out);
+          binary_out(op, out, x, c);
+          ASSERT_TRUE(all_close(out, r1, atol(dt), rtol(dt))) << what << ", " << binary_op_name(op) << " (x op c)";
+          test::poison(out);
+          binary_out(op, out, c, x);
+          ASSERT_TRUE(all_close(out, r2, atol(dt), rtol(dt))) << what << ", " << binary_op_name(op) << " (c op x)";
+          Tensor xi = x.clone();
+          if (op == BinaryOp::Sub) xi.sub_(c);
+          else xi.mul_(c);
+          ASSERT_TRUE(all_close(xi, r1, atol(dt), rtol(dt))) << what << ", " << binary_op_name(op) << " (x op= c)";
+        }
+      }
+    }
+  });
+}
 // Note [Packed strided inputs]: stepped-slice inputs (steps 2 and 3) of a dense output,
 // at the SIMD width's and the 512-element chunk's edges, with the slice's last element
 // the last of its storage (an over-read shows under the sanitizer build).
