@@ -189,6 +189,9 @@ class StridedIter {
   using Strides = std::array<int64_t, kMaxOperands>;
   using Index = SmallVec<int64_t, kInlineDims>;
   void ptrs_at(const Index& idx, char** p) const;  // idx: one index per dim
+  // The odometer over dims d0 .. ndim-1: idx and the pointers p (of operands 0 .. nops_-1)
+  // step to the next index there, the dims before d0 left as they are.
+  void step_from(int d0, Index& idx, char** p) const;
   template <typename F>
   void run_range(const F& f, int64_t begin, int64_t end) const;
   template <typename F>
@@ -221,6 +224,17 @@ inline void StridedIter::ptrs_at(const Index& idx, char** p) const {
   }
 }
 
+inline void StridedIter::step_from(int d0, Index& idx, char** p) const {
+  for (int d = d0; d < ndim(); ++d) {
+    if (++idx[d] < sizes_[d]) {
+      for (int i = 0; i < nops_; ++i) p[i] += strides_[d][i];
+      return;
+    }
+    for (int i = 0; i < nops_; ++i) p[i] -= (sizes_[d] - 1) * strides_[d][i];
+    idx[d] = 0;
+  }
+}
+
 template <typename F>
 void StridedIter::run_range(const F& f, int64_t begin, int64_t end) const {
   const int nd = ndim();
@@ -248,14 +262,7 @@ void StridedIter::run_range(const F& f, int64_t begin, int64_t end) const {
         if (idx[1] < sizes_[1]) continue;
         for (int i = 0; i < nops_; ++i) p[i] -= sizes_[1] * strides_[1][i];
         idx[1] = 0;
-        for (int d = 2; d < nd; ++d) {  // odometer over the dims above 1
-          if (++idx[d] < sizes_[d]) {
-            for (int i = 0; i < nops_; ++i) p[i] += strides_[d][i];
-            break;
-          }
-          for (int i = 0; i < nops_; ++i) p[i] -= (sizes_[d] - 1) * strides_[d][i];
-          idx[d] = 0;
-        }
+        step_from(2, idx, p);  // the dims above 1
         continue;
       }
     }
@@ -266,14 +273,7 @@ void StridedIter::run_range(const F& f, int64_t begin, int64_t end) const {
     // advance: finish dim 0, then odometer over the outer dims
     for (int i = 0; i < nops_; ++i) p[i] -= idx[0] * s0[i];
     idx[0] = 0;
-    for (int d = 1; d < nd; ++d) {
-      if (++idx[d] < sizes_[d]) {
-        for (int i = 0; i < nops_; ++i) p[i] += strides_[d][i];
-        break;
-      }
-      for (int i = 0; i < nops_; ++i) p[i] -= (sizes_[d] - 1) * strides_[d][i];
-      idx[d] = 0;
-    }
+    step_from(1, idx, p);
   }
 }
 
@@ -433,14 +433,7 @@ void StridedIter::run_tiles(const F& f, int64_t begin, int64_t end) const {
         t1 = 0;
         if (++t0 < tiles0_) continue;
         t0 = 0;
-        for (int d = 2; d < nd; ++d) {  // odometer over the outer dims
-          if (++idx[d] < sizes_[d]) {
-            for (int i = 0; i < nops_; ++i) base[i] += strides_[d][i];
-            break;
-          }
-          for (int i = 0; i < nops_; ++i) base[i] -= (sizes_[d] - 1) * strides_[d][i];
-          idx[d] = 0;
-        }
+        step_from(2, idx, base);  // the outer dims
       }
       return;
     }
