@@ -95,6 +95,15 @@ __attribute__((always_inline)) inline void tile8x8_f32(float* d, int64_t ld, con
   _mm256_storeu_ps(d + 7 * ld, r7);
 }
 
+// The ragged edges of the tile functions below: dst[i*ld + j] = src[i + j*sB] for i in
+// [i0, i1), j in [j0, j1), element by element.
+template <typename T>
+inline void transpose_scalar(T* dst, int64_t ld, const T* src, int64_t sB, int64_t i0, int64_t i1, int64_t j0,
+                             int64_t j1) {
+  for (int64_t i = i0; i < i1; ++i)
+    for (int64_t j = j0; j < j1; ++j) dst[i * ld + j] = src[i + j * sB];
+}
+
 // 4-byte elements (float, int32: bit patterns only).
 inline void transpose_tile_f32(float* dst, int64_t ld, const float* src, int64_t sB, int64_t na, int64_t nb) {
   int64_t j = 0;
@@ -102,11 +111,9 @@ inline void transpose_tile_f32(float* dst, int64_t ld, const float* src, int64_t
     const float* s = src + j * sB;
     int64_t i = 0;
     for (; i + 8 <= na; i += 8) tile8x8_f32(dst + i * ld + j, ld, s + i, sB);
-    for (; i < na; ++i)
-      for (int64_t jj = j; jj < j + 8; ++jj) dst[i * ld + jj] = src[i + jj * sB];
+    transpose_scalar(dst, ld, src, sB, i, na, j, j + 8);
   }
-  for (; j < nb; ++j)
-    for (int64_t i = 0; i < na; ++i) dst[i * ld + j] = src[i + j * sB];
+  transpose_scalar(dst, ld, src, sB, 0, na, j, nb);
 }
 
 // 8-byte elements (double, int64: bit patterns only).
@@ -126,11 +133,9 @@ inline void transpose_tile_f64(double* dst, int64_t ld, const double* src, int64
       _mm256_storeu_pd(d + 2 * ld, _mm256_permute2f128_pd(t0, t2, 0x31));
       _mm256_storeu_pd(d + 3 * ld, _mm256_permute2f128_pd(t1, t3, 0x31));
     }
-    for (; i < na; ++i)
-      for (int64_t jj = j; jj < j + 4; ++jj) dst[i * ld + jj] = src[i + jj * sB];
+    transpose_scalar(dst, ld, src, sB, i, na, j, j + 4);
   }
-  for (; j < nb; ++j)
-    for (int64_t i = 0; i < na; ++i) dst[i * ld + j] = src[i + j * sB];
+  transpose_scalar(dst, ld, src, sB, 0, na, j, nb);
 }
 
 // 2-byte elements (float16: bit patterns only): 8x8 transposes of 128-bit rows
@@ -162,11 +167,9 @@ inline void transpose_tile_u16(uint16_t* dst, int64_t ld, const uint16_t* src, i
       st8(6, _mm_unpacklo_epi64(u3, u7));
       st8(7, _mm_unpackhi_epi64(u3, u7));
     }
-    for (; i < na; ++i)
-      for (int64_t jj = j; jj < j + 8; ++jj) dst[i * ld + jj] = src[i + jj * sB];
+    transpose_scalar(dst, ld, src, sB, i, na, j, j + 8);
   }
-  for (; j < nb; ++j)
-    for (int64_t i = 0; i < na; ++i) dst[i * ld + j] = src[i + j * sB];
+  transpose_scalar(dst, ld, src, sB, 0, na, j, nb);
 }
 
 // NH > 0: the number of 16-row halves fixed at compile time (the h loop unrolled); 0: nh.
