@@ -421,6 +421,60 @@ TEST(Elementwise, NormalizeOneStatisticsPassAndItsFallback) {
   });
 }
 
+// Note [Fused normalize groups]: float32 rows of 16-256 elements in runs of 16 or more
+// rows are normalized two groups of 8 at a time (the statistics of one while the other
+// is written), with masked row tails. Rows of Gaussian values around 200; in some groups
+// a row that fails the one-pass guard (sorted) or overflows the shift (a constant 3e38,
+// whose output must be 0): those groups go to the rows kernel and the pipeline restarts
+// after them, at the first group, in the middle and at the last full group; 16 rows
+// have none. A constant row in a group that passes must come out exactly 0. x and out
+// rows lie apart (padded views, with different paddings), so the kernel must keep x's
+// and out's row strides apart; out's padding must keep its poison (no masked tail may
+// write past a row). n = 15 and 257 (the rows kernel) sit beside the fused sizes.
+TEST(Elementwise, NormalizeFusedGroupsAgainstReference) {
+  for_each_config([](const std::string& cfg) {
+    for (int64_t n : {15, 16, 17, 31, 64, 100, 128, 256, 257}) {
+      for (int64_t rows : {16, 24, 31, 64}) {
+        std::mt19937_64 rng(static_cast<uint64_t>(n * 1000 + rows));
+        std::normal_distribution<double> g(0.0, 1.0);
+        std::vector<double> v(static_cast<size_t>(rows * n));
+        for (double& e : v) e = 200.0 + g(rng);
+        if (rows != 16)
+          for (int64_t r : {int64_t{3}, rows >= 64 ? int64_t{17} : int64_t{3}, (rows / 8) * 8 - 2})
+            for (int64_t j = 0; j < n; ++j) v[r * n + j] = 200.0 + static_cast<double>(j);  // sorted
+        for (int64_t j = 0; j < n; ++j) v[9 * n + j] = 7.25;                              // constant
+        if (rows >= 64)
+          for (int64_t j = 0; j < n; ++j) v[33 * n + j] = 3e38;  // 8 x 3e38 overflows the shift
+        const Tensor xv = from_vector(v, {rows, n}).to(DType::Float32);
+        std::vector<double> inv_sd;
+        const std::vector<double> ref = ref_normalize(xv, 1, 1e-5, &inv_sd);
+        std::vector<double> at(ref.size());
+        for (size_t i = 0; i < at.size(); ++i) at[i] = 1e-4 * std::max(1.0, 1.2 * inv_sd[i]);
+        const std::string what = cfg + ", n " + std::to_string(n) + ", rows " + std::to_string(rows);
+
+        Tensor xwide = zeros({rows, n + 3});
+        Tensor x = xwide.narrow(1, 1, n);
+        x.copy_(xv);
+        Tensor owide = zeros({rows, n + 7});
+        test::poison(owide);
+        Tensor out = owide.narrow(1, 2, n);
+        normalize_out(out, x, -1, 1e-5);
+        ASSERT_TRUE(test::all_close(out, ref, at, 1e-4)) << what << " (out= padded)";
+        const std::vector<double> ow = test::naive_values(owide);
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t j = 0; j < n + 7; ++j) {
+            const double e = ow[r * (n + 7) + j];
+            if (j < 2 || j >= n + 2) ASSERT_TRUE(std::isnan(e)) << what << ": padding written, row " << r << " col " << j;
+            else if (r == 9 || r == 33) ASSERT_EQ(e, 0.0) << what << ": constant row " << r << ", col " << j - 2;
+          }
+        x.normalize_(-1, 1e-5);
+        ASSERT_TRUE(test::all_close(x, ref, at, 1e-4)) << what << " (in place, padded)";
+        ASSERT_TRUE(test::all_close(normalize(xv, -1, 1e-5), ref, at, 1e-4)) << what << " (out-of-place)";
+      }
+    }
+  });
+}
+
 // Writing through a stepped slice (in place, or out= into a slice) must leave the
 // elements between the slice's elements as they were: they belong to someone else.
 // Every element of the base storage outside the view is compared before and after.

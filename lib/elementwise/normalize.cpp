@@ -280,6 +280,129 @@ inline void normalize_rows8_f32(bool vl, const char* x, int64_t xr, char* out, i
   (void)vl;
   normalize_rows8_f32_avx2<NT>(x, xr, out, orow, nr, n, eps);
 }
+
+#ifdef SB_HAVE_AVX512
+// Note [Fused normalize groups]: float32 rows of 16 <= n <= kFusedMaxN elements, dense
+// in x and out, in groups of 8 (Note [Short normalize rows]) on AVX-512. The rows kernel
+// above runs a group's statistics pass and then its write pass; the chain between them
+// (horizontal sums, the guard, rsqrt) and the two passes' different pipes (FP adds for
+// the sums, loads and stores for the write) left the core idle about half the time at
+// 64-element rows. Here one loop computes the statistics of group g + 1 (Note [One
+// statistics pass]: the same shift, sums and guard) while it writes group g, 16 floats
+// per vector, the row tails masked. The write is (x + (-mean)) * rstd, bit for bit the
+// rows kernel's (x - mean) * rstd. A group whose guard or variance check fails goes to
+// the rows kernel whole (its two exact passes, the double rsqrt path) and the pipeline
+// restarts after it. Above 256 elements the two groups in flight outgrow L1 and the
+// rows kernel is faster (docs/notes/elementwise.md). The per-row write constants are
+// read as broadcast memory operands, so the 16 accumulators and 8 scales fit in zmm0-31.
+constexpr int64_t kFusedMinN = 16, kFusedMaxN = 256;
+
+#define SB_ZMM __attribute__((target("avx2,fma,avx512f,avx512vl")))
+
+SB_ZMM inline __m256 fold16_ps(__m512 v) {
+  return _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_castps512_ps256(_mm512_shuffle_f32x4(v, v, 0xEE)));
+}
+
+// The state of the pipeline: the shifts of the group in its statistics pass, and -mean
+// and 1/std of the group in its write pass.
+struct FusedGroups {
+  alignas(32) float shift[8];
+  alignas(32) float negmean[8];
+  alignas(32) float rstd[8];
+};
+
+// Vector v (16 floats) of the 8 rows of fused_pass; m masks the row tails (0xFFFF: none,
+// compiled to unmasked loads and stores).
+template <bool STATS, bool WRITE>
+SB_ZMM __attribute__((always_inline)) inline void fused_step(const FusedGroups& st, __m512 (&s)[8], __m512 (&q)[8],
+                                                             const __m512 (&a)[8], const char* xs, const char* xw,
+                                                             char* ow, int64_t xr, int64_t orow, int64_t v,
+                                                             __mmask16 m) {
+#pragma GCC unroll 8
+  for (int k = 0; k < 8; ++k) {
+    if constexpr (STATS) {
+      const __m512 d = _mm512_maskz_sub_ps(m, _mm512_maskz_loadu_ps(m, xs + k * xr + 64 * v), _mm512_set1_ps(st.shift[k]));
+      s[k] = _mm512_add_ps(s[k], d);
+      q[k] = _mm512_fmadd_ps(d, d, q[k]);
+    }
+    if constexpr (WRITE) {
+      const __m512 y = _mm512_mul_ps(_mm512_add_ps(_mm512_maskz_loadu_ps(m, xw + k * xr + 64 * v),
+                                                   _mm512_set1_ps(st.negmean[k])), a[k]);
+      _mm512_mask_storeu_ps(ow + k * orow + 64 * v, m, y);
+    }
+  }
+}
+
+// One pass over the 8 rows at xs (statistics, STATS) and the 8 rows at xw -> ow (write,
+// WRITE); returns false when STATS and the group must take the rows kernel instead.
+template <bool STATS, bool WRITE>
+SB_ZMM __attribute__((always_inline)) inline bool fused_pass(FusedGroups& st, const char* xs, const char* xw, char* ow,
+                                                             int64_t xr, int64_t orow, int64_t n, float eps) {
+  const int64_t nf = n / 16;
+  const __mmask16 tm = static_cast<__mmask16>((1u << (n % 16)) - 1);
+  if constexpr (STATS) {
+    __m256 c[8];
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; ++k) c[k] = _mm256_loadu_ps(reinterpret_cast<const float*>(xs + k * xr));
+    _mm256_store_ps(st.shift, _mm256_mul_ps(hsum8_ps(c), _mm256_set1_ps(0.125f)));
+  }
+  __m512 s[8], q[8], a[8];
+#pragma GCC unroll 8
+  for (int k = 0; k < 8; ++k) {
+    s[k] = q[k] = _mm512_setzero_ps();
+    if constexpr (WRITE) a[k] = _mm512_set1_ps(st.rstd[k]);
+  }
+  for (int64_t v = 0; v < nf; ++v) fused_step<STATS, WRITE>(st, s, q, a, xs, xw, ow, xr, orow, v, 0xFFFF);
+  if (tm) fused_step<STATS, WRITE>(st, s, q, a, xs, xw, ow, xr, orow, nf, tm);  // the row tails
+  if constexpr (!STATS) return true;
+  __m256 s8[8], q8[8];
+#pragma GCC unroll 8
+  for (int k = 0; k < 8; ++k) {
+    s8[k] = fold16_ps(s[k]);
+    q8[k] = fold16_ps(q[k]);
+  }
+  const __m256 sv = hsum8_ps(s8), qv = hsum8_ps(q8);
+  const __m256 m1 = _mm256_div_ps(sv, _mm256_set1_ps(static_cast<float>(n)));
+  const __m256 t = _mm256_mul_ps(sv, m1);
+  const __m256 q1 = _mm256_sub_ps(qv, t);
+  const __m256 var = _mm256_fmadd_ps(q1, _mm256_set1_ps(1.0f / static_cast<float>(n)), _mm256_set1_ps(eps));
+  const __m256 ok = _mm256_and_ps(
+      _mm256_and_ps(_mm256_cmp_ps(_mm256_add_ps(t, t), qv, _CMP_LE_OQ),
+                    _mm256_cmp_ps(qv, _mm256_set1_ps(std::numeric_limits<float>::max()), _CMP_LE_OQ)),
+      _mm256_and_ps(_mm256_cmp_ps(var, _mm256_set1_ps(std::numeric_limits<float>::min()), _CMP_GE_OQ),
+                    _mm256_cmp_ps(var, _mm256_set1_ps(std::numeric_limits<float>::max()), _CMP_LE_OQ)));
+  if (_mm256_movemask_ps(ok) != 0xFF) return false;
+  const __m256 r = _mm256_rsqrt_ps(var);  // Note [Normalize rsqrt]
+  _mm256_store_ps(st.rstd, _mm256_mul_ps(r, _mm256_fnmadd_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), var),
+                                                             _mm256_mul_ps(r, r), _mm256_set1_ps(1.5f))));
+  _mm256_store_ps(st.negmean, _mm256_sub_ps(_mm256_setzero_ps(), _mm256_add_ps(_mm256_load_ps(st.shift), m1)));
+  return true;
+}
+
+// rows rows of Note [Fused normalize groups]; plain stores (the caller streams elsewhere).
+SB_ZMM void normalize_groups_f32(const char* x, int64_t xr, char* out, int64_t orow, int64_t rows, int64_t n,
+                                 double eps) {
+  FusedGroups st;
+  const float e = static_cast<float>(eps);
+  int64_t pend = -1;  // the group whose negmean and rstd are in st, not yet written
+  int64_t g = 0;
+  for (; g + 8 <= rows; g += 8) {
+    const char* xg = x + g * xr;
+    bool ok;
+    if (pend < 0) ok = fused_pass<true, false>(st, xg, nullptr, nullptr, xr, orow, n, e);
+    else ok = fused_pass<true, true>(st, xg, x + pend * xr, out + pend * orow, xr, orow, n, e);
+    if (ok) {
+      pend = g;
+    } else {
+      pend = -1;
+      normalize_rows8_f32_vl<false>(xg, xr, out + g * orow, orow, 8, n, eps);
+    }
+  }
+  if (pend >= 0) fused_pass<false, true>(st, nullptr, x + pend * xr, out + pend * orow, xr, orow, n, e);
+  if (g < rows) normalize_rows8_f32_vl<false>(x + g * xr, xr, out + g * orow, orow, static_cast<int>(rows - g), n, eps);
+}
+#undef SB_ZMM
+#endif
 #endif
 
 #ifdef SB_HAVE_AVX2
@@ -472,6 +595,12 @@ void normalize_strip(bool avx, bool nt, char* const* p, const int64_t* s, int64_
     // that are not take plain stores (no partial lines: Note [Streaming strips]).
     const bool nt8 = nt && osd == es && n % 8 == 0 && s[0] % 32 == 0 && reinterpret_cast<uintptr_t>(p[0]) % 32 == 0;
     const bool vl = avx && use_avx512();  // Note [Normalize rows with 32 registers]
+#ifdef SB_HAVE_AVX512
+    if (vl && !nt8 && xsd == es && osd == es && n >= kFusedMinN && n <= kFusedMaxN && rows >= 16) {
+      normalize_groups_f32(p[1], s[1], p[0], s[0], rows, n, eps);  // Note [Fused normalize groups]
+      return;
+    }
+#endif
     if (avx && xsd == es && osd == es && n <= kStatFlush) {  // Note [Short normalize rows]
       for (int64_t r0 = 0; r0 < rows; r0 += 8) {
         const int nr = static_cast<int>(std::min<int64_t>(8, rows - r0));
