@@ -13,6 +13,7 @@
 #include "elementwise/strips.h"
 #include "elementwise/iterator.h"
 #include "core/transpose_tile.h"
+#include "copy/copy.h"
 
 #ifdef SB_HAVE_AVX2
 #include <immintrin.h>
@@ -293,7 +294,10 @@ inline void normalize_rows8_f32(bool vl, const char* x, int64_t xr, char* out, i
 // rows kernel's (x - mean) * rstd. A group whose guard or variance check fails goes to
 // the rows kernel whole (its two exact passes, the double rsqrt path) and the pipeline
 // restarts after it. Above 256 elements the two groups in flight outgrow L1 and the
-// rows kernel is faster (docs/notes/elementwise.md). The per-row write constants are
+// rows kernel is faster; so it is where x does not fit the caches (above copy.h's
+// nt_threshold_bytes(), the rule that decides streaming): with the next group's loads
+// coming from DRAM, the fused loop ran 1.3-1.7x the rows kernel's time
+// (docs/notes/elementwise.md). The per-row write constants are
 // read as broadcast memory operands, so the 16 accumulators and 8 scales fit in zmm0-31.
 constexpr int64_t kFusedMinN = 16, kFusedMaxN = 256;
 
@@ -584,9 +588,11 @@ struct NormWrite {
 //    sums (shift = the row's first value, in double: no cancellation to speak of), one
 //    write pass: x is read twice from memory, out written once. Walking 16 rows at a
 //    power-of-two stride three times instead ran 40x slower (cache-set conflicts).
+// resident: x fits the caches by the rule that decides streaming (Note [Fused normalize
+// groups]).
 template <typename T>
-void normalize_strip(bool avx, bool nt, char* const* p, const int64_t* s, int64_t rows, int64_t n, int64_t xsd,
-                     int64_t osd, double eps) {
+void normalize_strip(bool avx, bool nt, bool resident, char* const* p, const int64_t* s, int64_t rows, int64_t n,
+                     int64_t xsd, int64_t osd, double eps) {
   using A = acc_t<T>;
   constexpr int64_t es = sizeof(T);
 #ifdef SB_HAVE_AVX2
@@ -596,7 +602,7 @@ void normalize_strip(bool avx, bool nt, char* const* p, const int64_t* s, int64_
     const bool nt8 = nt && osd == es && n % 8 == 0 && s[0] % 32 == 0 && reinterpret_cast<uintptr_t>(p[0]) % 32 == 0;
     const bool vl = avx && use_avx512();  // Note [Normalize rows with 32 registers]
 #ifdef SB_HAVE_AVX512
-    if (vl && !nt8 && xsd == es && osd == es && n >= kFusedMinN && n <= kFusedMaxN && rows >= 16) {
+    if (vl && resident && !nt8 && xsd == es && osd == es && n >= kFusedMinN && n <= kFusedMaxN && rows >= 16) {
       normalize_groups_f32(p[1], s[1], p[0], s[0], rows, n, eps);  // Note [Fused normalize groups]
       return;
     }
@@ -720,11 +726,12 @@ void run_normalize(const Tensor& out, const Tensor& x, int64_t dim, double eps) 
   const StridedIter it = StridedIter::from_tensors({o1.select(d, 0), x1.select(d, 0)}, /*tiles=*/false);
   const bool avx = use_avx2();
   const bool nt = may_stream(avx, out, {&x});
+  const bool resident = x.numel() * static_cast<int64_t>(x.element_size()) <= nt_threshold_bytes();
   g_last_nt.store(false, std::memory_order_relaxed);  // the strips that stream set it
   const int64_t grain = std::max<int64_t>(1, kGrainSize / n);
   SB_DISPATCH_FLOATING(out.dtype(), "normalize", {
     it.for_each([=](char* const* p, const int64_t* s, int64_t rows) {
-      normalize_strip<scalar_t>(avx, nt, p, s, rows, n, xsd, osd, eps);
+      normalize_strip<scalar_t>(avx, nt, resident, p, s, rows, n, xsd, osd, eps);
     }, grain, nt);
   });
 }
