@@ -285,20 +285,19 @@ inline void normalize_rows8_f32(bool vl, const char* x, int64_t xr, char* out, i
 #ifdef SB_HAVE_AVX512
 // Note [Fused normalize groups]: float32 rows of 16 <= n <= kFusedMaxN elements, dense
 // in x and out, in groups of 8 (Note [Short normalize rows]) on AVX-512. The rows kernel
-// above runs a group's statistics pass and then its write pass; the chain between them
-// (horizontal sums, the guard, rsqrt) and the two passes' different pipes (FP adds for
-// the sums, loads and stores for the write) left the core idle about half the time at
-// 64-element rows. Here one loop computes the statistics of group g + 1 (Note [One
-// statistics pass]: the same shift, sums and guard) while it writes group g, 16 floats
+// above runs a group's statistics pass, then the chain that turns its sums into
+// constants (horizontal sums, division, guard, rsqrt), then its write pass; at 64-element
+// rows the core waited on that chain and on each pass's own pipes (FP adds for the sums,
+// loads and stores for the write) about half the time. Here pass g sums group g
+// (Note [One statistics pass]: the same shift, sums and guard) and, row by row in the
+// same loop, writes group g - 2, whose constants were computed a pass earlier; 16 floats
 // per vector, the row tails masked. The write is (x + (-mean)) * rstd, bit for bit the
 // rows kernel's (x - mean) * rstd. A group whose guard or variance check fails goes to
-// the rows kernel whole (its two exact passes, the double rsqrt path) and the pipeline
-// restarts after it. Above 256 elements the two groups in flight outgrow L1 and the
-// rows kernel is faster; so it is where x does not fit the caches (above copy.h's
-// nt_threshold_bytes(), the rule that decides streaming): with the next group's loads
-// coming from DRAM, the fused loop ran 1.3-1.7x the rows kernel's time
-// (docs/notes/elementwise.md). The per-row write constants are
-// read as broadcast memory operands, so the 16 accumulators and 8 scales fit in zmm0-31.
+// the rows kernel whole (its two exact passes, the double rsqrt path) right away.
+// Three groups are in flight: above 256 elements they outgrow L1 and the rows kernel is
+// faster. So it is where x does not fit the caches (above copy.h's nt_threshold_bytes(),
+// the rule that decides streaming): with the loads coming from DRAM the fused loop took
+// 1.3-1.7x the rows kernel's time (docs/notes/elementwise.md).
 constexpr int64_t kFusedMinN = 16, kFusedMaxN = 256;
 
 #define SB_ZMM __attribute__((target("avx2,fma,avx512f,avx512vl")))
@@ -307,58 +306,72 @@ SB_ZMM inline __m256 fold16_ps(__m512 v) {
   return _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_castps512_ps256(_mm512_shuffle_f32x4(v, v, 0xEE)));
 }
 
-// The state of the pipeline: the shifts of the group in its statistics pass, and -mean
-// and 1/std of the group in its write pass.
-struct FusedGroups {
-  alignas(32) float shift[8];
-  alignas(32) float negmean[8];
-  alignas(32) float rstd[8];
+// The per-group constants of the pipeline, in slots by group parity: the shifts of a
+// group's statistics pass, and -mean and 1/std for its write pass.
+struct FusedSlots {
+  alignas(32) float shift[2][8];
+  alignas(32) float negmean[2][8];
+  alignas(32) float rstd[2][8];
 };
 
-// Vector v (16 floats) of the 8 rows of fused_pass; m masks the row tails (0xFFFF: none,
-// compiled to unmasked loads and stores).
+// One pass over the 8 rows at xs (sums of x - shift into s and q, STATS) and the 8 rows
+// at xw -> ow (the write with negmean and rstd, WRITE), row k of both at a time. Rows one
+// after another, not side by side: each row's sums are one short chain (the rows' chains
+// overlap out of order), and only one row's pointers and constants are live, where 8
+// rows side by side spilled GCC's row pointers and scales in the fused loop.
 template <bool STATS, bool WRITE>
-SB_ZMM __attribute__((always_inline)) inline void fused_step(const FusedGroups& st, __m512 (&s)[8], __m512 (&q)[8],
-                                                             const __m512 (&a)[8], const char* xs, const char* xw,
-                                                             char* ow, int64_t xr, int64_t orow, int64_t v,
-                                                             __mmask16 m) {
+SB_ZMM __attribute__((always_inline)) inline void fused_loop(const float* shift, const float* negmean, const float* rstd,
+                                                             __m512 (&s)[8], __m512 (&q)[8], const char* xs,
+                                                             const char* xw, char* ow, int64_t xr, int64_t orow,
+                                                             int64_t n) {
+  const int64_t nf = n / 16;
+  const __mmask16 tm = static_cast<__mmask16>((1u << (n % 16)) - 1);
 #pragma GCC unroll 8
   for (int k = 0; k < 8; ++k) {
-    if constexpr (STATS) {
-      const __m512 d = _mm512_maskz_sub_ps(m, _mm512_maskz_loadu_ps(m, xs + k * xr + 64 * v), _mm512_set1_ps(st.shift[k]));
-      s[k] = _mm512_add_ps(s[k], d);
-      q[k] = _mm512_fmadd_ps(d, d, q[k]);
-    }
+    const float* xk = reinterpret_cast<const float*>(xs + k * xr);
+    const float* wk = reinterpret_cast<const float*>(xw + k * xr);
+    float* ok = reinterpret_cast<float*>(ow + k * orow);
+    __m512 sk = _mm512_setzero_ps(), qk = _mm512_setzero_ps(), ck, mk, rk;
+    if constexpr (STATS) ck = _mm512_set1_ps(shift[k]);
     if constexpr (WRITE) {
-      const __m512 y = _mm512_mul_ps(_mm512_add_ps(_mm512_maskz_loadu_ps(m, xw + k * xr + 64 * v),
-                                                   _mm512_set1_ps(st.negmean[k])), a[k]);
-      _mm512_mask_storeu_ps(ow + k * orow + 64 * v, m, y);
+      mk = _mm512_set1_ps(negmean[k]);
+      rk = _mm512_set1_ps(rstd[k]);
     }
+    for (int64_t v = 0; v < nf; ++v) {
+      if constexpr (STATS) {
+        const __m512 d = _mm512_sub_ps(_mm512_loadu_ps(xk + 16 * v), ck);
+        sk = _mm512_add_ps(sk, d);
+        qk = _mm512_fmadd_ps(d, d, qk);
+      }
+      if constexpr (WRITE) _mm512_storeu_ps(ok + 16 * v, _mm512_mul_ps(_mm512_add_ps(_mm512_loadu_ps(wk + 16 * v), mk), rk));
+    }
+    if (tm) {  // the row tails
+      if constexpr (STATS) {
+        const __m512 d = _mm512_maskz_sub_ps(tm, _mm512_maskz_loadu_ps(tm, xk + 16 * nf), ck);
+        sk = _mm512_add_ps(sk, d);
+        qk = _mm512_fmadd_ps(d, d, qk);
+      }
+      if constexpr (WRITE)
+        _mm512_mask_storeu_ps(ok + 16 * nf, tm, _mm512_mul_ps(_mm512_add_ps(_mm512_maskz_loadu_ps(tm, wk + 16 * nf), mk), rk));
+    }
+    s[k] = sk;
+    q[k] = qk;
   }
 }
 
-// One pass over the 8 rows at xs (statistics, STATS) and the 8 rows at xw -> ow (write,
-// WRITE); returns false when STATS and the group must take the rows kernel instead.
-template <bool STATS, bool WRITE>
-SB_ZMM __attribute__((always_inline)) inline bool fused_pass(FusedGroups& st, const char* xs, const char* xw, char* ow,
-                                                             int64_t xr, int64_t orow, int64_t n, float eps) {
-  const int64_t nf = n / 16;
-  const __mmask16 tm = static_cast<__mmask16>((1u << (n % 16)) - 1);
-  if constexpr (STATS) {
-    __m256 c[8];
+// The shift of Note [One statistics pass]: the mean of each row's first 8 elements.
+SB_ZMM __attribute__((always_inline)) inline void fused_shift(float* shift, const char* xs, int64_t xr) {
+  __m256 c[8];
 #pragma GCC unroll 8
-    for (int k = 0; k < 8; ++k) c[k] = _mm256_loadu_ps(reinterpret_cast<const float*>(xs + k * xr));
-    _mm256_store_ps(st.shift, _mm256_mul_ps(hsum8_ps(c), _mm256_set1_ps(0.125f)));
-  }
-  __m512 s[8], q[8], a[8];
-#pragma GCC unroll 8
-  for (int k = 0; k < 8; ++k) {
-    s[k] = q[k] = _mm512_setzero_ps();
-    if constexpr (WRITE) a[k] = _mm512_set1_ps(st.rstd[k]);
-  }
-  for (int64_t v = 0; v < nf; ++v) fused_step<STATS, WRITE>(st, s, q, a, xs, xw, ow, xr, orow, v, 0xFFFF);
-  if (tm) fused_step<STATS, WRITE>(st, s, q, a, xs, xw, ow, xr, orow, nf, tm);  // the row tails
-  if constexpr (!STATS) return true;
+  for (int k = 0; k < 8; ++k) c[k] = _mm256_loadu_ps(reinterpret_cast<const float*>(xs + k * xr));
+  _mm256_store_ps(shift, _mm256_mul_ps(hsum8_ps(c), _mm256_set1_ps(0.125f)));
+}
+
+// The group's -mean and 1/std from its sums, as one_pass_stats and Note [Normalize
+// rsqrt] compute them; false when the guard or the variance check fails.
+SB_ZMM __attribute__((always_inline)) inline bool fused_finish(const float* shift, float* negmean, float* rstd,
+                                                               const __m512 (&s)[8], const __m512 (&q)[8], int64_t n,
+                                                               float eps) {
   __m256 s8[8], q8[8];
 #pragma GCC unroll 8
   for (int k = 0; k < 8; ++k) {
@@ -368,42 +381,47 @@ SB_ZMM __attribute__((always_inline)) inline bool fused_pass(FusedGroups& st, co
   const __m256 sv = hsum8_ps(s8), qv = hsum8_ps(q8);
   const __m256 m1 = _mm256_div_ps(sv, _mm256_set1_ps(static_cast<float>(n)));
   const __m256 t = _mm256_mul_ps(sv, m1);
-  const __m256 q1 = _mm256_sub_ps(qv, t);
-  const __m256 var = _mm256_fmadd_ps(q1, _mm256_set1_ps(1.0f / static_cast<float>(n)), _mm256_set1_ps(eps));
+  const __m256 var =
+      _mm256_fmadd_ps(_mm256_sub_ps(qv, t), _mm256_set1_ps(1.0f / static_cast<float>(n)), _mm256_set1_ps(eps));
   const __m256 ok = _mm256_and_ps(
       _mm256_and_ps(_mm256_cmp_ps(_mm256_add_ps(t, t), qv, _CMP_LE_OQ),
                     _mm256_cmp_ps(qv, _mm256_set1_ps(std::numeric_limits<float>::max()), _CMP_LE_OQ)),
       _mm256_and_ps(_mm256_cmp_ps(var, _mm256_set1_ps(std::numeric_limits<float>::min()), _CMP_GE_OQ),
                     _mm256_cmp_ps(var, _mm256_set1_ps(std::numeric_limits<float>::max()), _CMP_LE_OQ)));
   if (_mm256_movemask_ps(ok) != 0xFF) return false;
-  const __m256 r = _mm256_rsqrt_ps(var);  // Note [Normalize rsqrt]
-  _mm256_store_ps(st.rstd, _mm256_mul_ps(r, _mm256_fnmadd_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), var),
-                                                             _mm256_mul_ps(r, r), _mm256_set1_ps(1.5f))));
-  _mm256_store_ps(st.negmean, _mm256_sub_ps(_mm256_setzero_ps(), _mm256_add_ps(_mm256_load_ps(st.shift), m1)));
+  const __m256 r = _mm256_rsqrt_ps(var);
+  _mm256_store_ps(rstd, _mm256_mul_ps(r, _mm256_fnmadd_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), var),
+                                                          _mm256_mul_ps(r, r), _mm256_set1_ps(1.5f))));
+  _mm256_store_ps(negmean, _mm256_sub_ps(_mm256_setzero_ps(), _mm256_add_ps(_mm256_load_ps(shift), m1)));
   return true;
 }
 
 // rows rows of Note [Fused normalize groups]; plain stores (the caller streams elsewhere).
 SB_ZMM void normalize_groups_f32(const char* x, int64_t xr, char* out, int64_t orow, int64_t rows, int64_t n,
                                  double eps) {
-  FusedGroups st;
+  FusedSlots st;
   const float e = static_cast<float>(eps);
-  int64_t pend = -1;  // the group whose negmean and rstd are in st, not yet written
-  int64_t g = 0;
-  for (; g + 8 <= rows; g += 8) {
-    const char* xg = x + g * xr;
-    bool ok;
-    if (pend < 0) ok = fused_pass<true, false>(st, xg, nullptr, nullptr, xr, orow, n, e);
-    else ok = fused_pass<true, true>(st, xg, x + pend * xr, out + pend * orow, xr, orow, n, e);
-    if (ok) {
-      pend = g;
-    } else {
-      pend = -1;
-      normalize_rows8_f32_vl<false>(xg, xr, out + g * orow, orow, 8, n, eps);
-    }
+  const int64_t ng = rows / 8;
+  bool pending[2] = {false, false};  // slot g & 1 holds the constants of group g, not yet written
+  __m512 s[8], q[8];
+  if (ng > 0) fused_shift(st.shift[0], x, xr);
+  for (int64_t g = 0; g < ng + 2; ++g) {
+    const int p = static_cast<int>(g & 1);
+    const char* xs = x + g * 8 * xr;
+    const bool sums = g < ng, write = g >= 2 && pending[p];
+    const char* xw = x + (g - 2) * 8 * xr;
+    char* ow = out + (g - 2) * 8 * orow;
+    if (sums && write) fused_loop<true, true>(st.shift[p], st.negmean[p], st.rstd[p], s, q, xs, xw, ow, xr, orow, n);
+    else if (sums) fused_loop<true, false>(st.shift[p], nullptr, nullptr, s, q, xs, nullptr, nullptr, xr, orow, n);
+    else if (write) fused_loop<false, true>(nullptr, st.negmean[p], st.rstd[p], s, q, nullptr, xw, ow, xr, orow, n);
+    pending[p] = false;
+    if (!sums) continue;
+    if (g + 1 < ng) fused_shift(st.shift[p ^ 1], xs + 8 * xr, xr);
+    if (fused_finish(st.shift[p], st.negmean[p], st.rstd[p], s, q, n, e)) pending[p] = true;
+    else normalize_rows8_f32_vl<false>(xs, xr, out + g * 8 * orow, orow, 8, n, eps);  // guard failed: the exact passes
   }
-  if (pend >= 0) fused_pass<false, true>(st, nullptr, x + pend * xr, out + pend * orow, xr, orow, n, e);
-  if (g < rows) normalize_rows8_f32_vl<false>(x + g * xr, xr, out + g * orow, orow, static_cast<int>(rows - g), n, eps);
+  if (ng * 8 < rows)
+    normalize_rows8_f32_vl<false>(x + ng * 8 * xr, xr, out + ng * 8 * orow, orow, static_cast<int>(rows - ng * 8), n, eps);
 }
 #undef SB_ZMM
 #endif
