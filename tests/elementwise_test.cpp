@@ -430,7 +430,9 @@ TEST(Elementwise, NormalizeOneStatisticsPassAndItsFallback) {
 // have none. A constant row in a group that passes must come out exactly 0. x and out
 // rows lie apart (padded views, with different paddings), so the kernel must keep x's
 // and out's row strides apart; out's padding must keep its poison (no masked tail may
-// write past a row). n = 15 and 257 (the rows kernel) sit beside the fused sizes.
+// write past a row). The same rows as stepped slices (stride 2 and 3) are packed before
+// the fused groups; the elements between the steps must keep their poison. n = 15 and
+// 257 (the rows kernel) sit beside the fused sizes.
 TEST(Elementwise, NormalizeFusedGroupsAgainstReference) {
   for_each_config([](const std::string& cfg) {
     for (int64_t n : {15, 16, 17, 31, 64, 100, 128, 256, 257}) {
@@ -470,6 +472,25 @@ TEST(Elementwise, NormalizeFusedGroupsAgainstReference) {
         x.normalize_(-1, 1e-5);
         ASSERT_TRUE(test::all_close(x, ref, at, 1e-4)) << what << " (in place, padded)";
         ASSERT_TRUE(test::all_close(normalize(xv, -1, 1e-5), ref, at, 1e-4)) << what << " (out-of-place)";
+        // stepped rows (packed first: stride 2 by its own loop with masked loads at the
+        // row's end, stride 3 by the generic pack), out= dense and in place through the
+        // steps; the elements between the steps belong to no one here and must stay
+        for (int64_t step : {2, 3}) {
+          Tensor swide = zeros({rows, n * step});
+          test::poison(swide);
+          Tensor xs = swide.slice(1, 0, n * step, step);
+          xs.copy_(xv);
+          const std::string ws = what + ", step " + std::to_string(step);
+          Tensor o2 = zeros({rows, n});
+          test::poison(o2);
+          normalize_out(o2, xs, -1, 1e-5);
+          ASSERT_TRUE(test::all_close(o2, ref, at, 1e-4)) << ws << " (out= from stepped rows)";
+          xs.normalize_(-1, 1e-5);
+          ASSERT_TRUE(test::all_close(xs, ref, at, 1e-4)) << ws << " (in place, stepped)";
+          const std::vector<double> sw = test::naive_values(swide);
+          for (int64_t i = 0; i < rows * n * step; ++i)
+            if (i % step != 0) ASSERT_TRUE(std::isnan(sw[i])) << ws << ": element between the steps written, " << i;
+        }
       }
     }
   });

@@ -396,6 +396,26 @@ SB_ZMM __attribute__((always_inline)) inline bool fused_finish(const float* shif
   return true;
 }
 
+// buf[j] = f[2j], j < n: a float row at a stride of 2 elements packed for the fused
+// groups, 16 elements per two loads and a permute. The loads stop at the row's last
+// element, f[2n - 2] (masked, fault-suppressing loads past it): pack_strided's AVX2 loop
+// leaves its last 8 elements to scalar copies, a quarter of a 64-element row.
+SB_ZMM inline void pack_stride2_f32(float* buf, const float* f, int64_t n) {
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  int64_t j = 0;
+  for (; j + 16 <= n; j += 16)
+    _mm512_storeu_ps(buf + j, _mm512_permutex2var_ps(_mm512_loadu_ps(f + 2 * j), even,
+                                                     _mm512_maskz_loadu_ps(0x7FFF, f + 2 * j + 16)));
+  if (j < n) {
+    const int64_t c = 2 * (n - j) - 1;  // elements f[2j] .. f[2n - 2]
+    const __mmask16 lo = static_cast<__mmask16>(c >= 16 ? 0xFFFF : (1u << c) - 1);
+    const __mmask16 hi = static_cast<__mmask16>(c > 16 ? (1u << (c - 16)) - 1 : 0);
+    _mm512_mask_storeu_ps(buf + j, static_cast<__mmask16>((1u << (n - j)) - 1),
+                          _mm512_permutex2var_ps(_mm512_maskz_loadu_ps(lo, f + 2 * j), even,
+                                                 _mm512_maskz_loadu_ps(hi, f + 2 * j + 16)));
+  }
+}
+
 // rows rows of Note [Fused normalize groups]; plain stores (the caller streams elsewhere).
 SB_ZMM void normalize_groups_f32(const char* x, int64_t xr, char* out, int64_t orow, int64_t rows, int64_t n,
                                  double eps) {
@@ -641,7 +661,28 @@ void normalize_strip(bool avx, bool nt, bool resident, char* const* p, const int
       return;
     }
     if (avx && n <= kStatFlush) {  // rows apart and strided (a stepped slice): pack 8 rows
-      alignas(32) float buf[8 * kStatFlush];
+      alignas(64) float buf[8 * kStatFlush];
+#ifdef SB_HAVE_AVX512
+      if (vl && resident && !nt8 && n >= kFusedMinN && n <= kFusedMaxN && rows >= 16) {
+        // Note [Fused normalize groups] over packed rows, as many as buf holds (>= 32)
+        const int64_t chunk = 8 * kStatFlush / n;
+        for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
+          const int64_t nr = std::min(chunk, rows - r0);
+          for (int64_t k = 0; k < nr; ++k) {
+            if (xsd == 2 * es) pack_stride2_f32(buf + k * n, reinterpret_cast<const float*>(p[1] + (r0 + k) * s[1]), n);
+            else pack_strided(buf + k * n, p[1] + (r0 + k) * s[1], xsd, n);
+          }
+          const char* b = reinterpret_cast<const char*>(buf);
+          if (osd == es) {
+            normalize_groups_f32(b, n * es, p[0] + r0 * s[0], s[0], nr, n, eps);
+          } else {
+            normalize_groups_f32(b, n * es, reinterpret_cast<char*>(buf), n * es, nr, n, eps);
+            for (int64_t k = 0; k < nr; ++k) unpack_strided(p[0] + (r0 + k) * s[0], osd, buf + k * n, n);
+          }
+        }
+        return;
+      }
+#endif
       for (int64_t r0 = 0; r0 < rows; r0 += 8) {
         const int nr = static_cast<int>(std::min<int64_t>(8, rows - r0));
         for (int k = 0; k < nr; ++k) pack_strided(buf + k * n, p[1] + (r0 + k) * s[1], xsd, n);
