@@ -297,7 +297,9 @@ inline void normalize_rows8_f32(bool vl, const char* x, int64_t xr, char* out, i
 // Three groups are in flight: above 256 elements they outgrow L1 and the rows kernel is
 // faster. So it is where x does not fit the caches (above copy.h's nt_threshold_bytes(),
 // the rule that decides streaming): with the loads coming from DRAM the fused loop took
-// 1.3-1.7x the rows kernel's time (docs/notes/elementwise.md).
+// 1.3-1.7x the rows kernel's time (docs/notes/elementwise.md). Stepped rows (a sliced
+// x) are packed into a 32 KiB buffer, as many rows at a time as it holds, and take the
+// same loop from there.
 constexpr int64_t kFusedMinN = 16, kFusedMaxN = 256;
 
 #define SB_ZMM __attribute__((target("avx2,fma,avx512f,avx512vl")))
