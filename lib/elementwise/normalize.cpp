@@ -300,7 +300,24 @@ inline void normalize_rows8_f32(bool vl, const char* x, int64_t xr, char* out, i
 // 1.3-1.7x the rows kernel's time (docs/notes/elementwise.md). Stepped rows (a sliced
 // x) are packed into a 32 KiB buffer, as many rows at a time as it holds, and take the
 // same loop from there.
+//
+// Note [Fused groups and 4K aliasing]: a load whose address matches an older, still
+// pending store in its low 12 bits waits for that store (the core compares those bits
+// first). When out sits 4-256 bytes past x modulo 4 KiB, each store of the write to
+// out[v] matches the loads of x a vector or a few later, and the fused loop ran up to
+// 1.7x its time at offset 0; at 48-128 bytes that made it slower than the rows kernel,
+// which the offset barely moves (docs/notes/elementwise.md). Those calls take the rows
+// kernel. In place (offset 0) and every other offset keep the fused loop; with different
+// row strides in x and out the offset of the first rows decides.
 constexpr int64_t kFusedMinN = 16, kFusedMaxN = 256;
+
+constexpr uintptr_t kAliasLo = 32, kAliasHi = 128;  // bytes; Note [Fused groups and 4K aliasing]
+
+// Note [Fused groups and 4K aliasing]: whether stores to out would hold up loads from x.
+inline bool stores_alias_loads(const char* out, const char* x) {
+  const uintptr_t d = (reinterpret_cast<uintptr_t>(out) - reinterpret_cast<uintptr_t>(x)) & 4095;
+  return d > kAliasLo && d <= kAliasHi;
+}
 
 #define SB_ZMM __attribute__((target("avx2,fma,avx512f,avx512vl")))
 
@@ -642,7 +659,8 @@ void normalize_strip(bool avx, bool nt, bool resident, char* const* p, const int
     const bool nt8 = nt && osd == es && n % 8 == 0 && s[0] % 32 == 0 && reinterpret_cast<uintptr_t>(p[0]) % 32 == 0;
     const bool vl = avx && use_avx512();  // Note [Normalize rows with 32 registers]
 #ifdef SB_HAVE_AVX512
-    if (vl && resident && !nt8 && xsd == es && osd == es && n >= kFusedMinN && n <= kFusedMaxN && rows >= 16) {
+    if (vl && resident && !nt8 && xsd == es && osd == es && n >= kFusedMinN && n <= kFusedMaxN && rows >= 16 &&
+        !stores_alias_loads(p[0], p[1])) {
       normalize_groups_f32(p[1], s[1], p[0], s[0], rows, n, eps);  // Note [Fused normalize groups]
       return;
     }
@@ -665,7 +683,8 @@ void normalize_strip(bool avx, bool nt, bool resident, char* const* p, const int
     if (avx && n <= kStatFlush) {  // rows apart and strided (a stepped slice): pack 8 rows
       alignas(64) float buf[8 * kStatFlush];
 #ifdef SB_HAVE_AVX512
-      if (vl && resident && !nt8 && n >= kFusedMinN && n <= kFusedMaxN && rows >= 16) {
+      if (vl && resident && !nt8 && n >= kFusedMinN && n <= kFusedMaxN && rows >= 16 &&
+          (osd != es || !stores_alias_loads(p[0], reinterpret_cast<const char*>(buf)))) {
         // Note [Fused normalize groups] over packed rows, as many as buf holds (>= 32)
         const int64_t chunk = 8 * kStatFlush / n;
         for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
