@@ -321,8 +321,12 @@ inline bool stores_alias_loads(const char* out, const char* x) {
 
 #define SB_ZMM __attribute__((target("avx2,fma,avx512f,avx512vl")))
 
+// The two 8-float halves of v added. The masked extracts with a zero source: GCC 12's
+// unmasked forms start from an undefined vector and draw -Wmaybe-uninitialized.
 SB_ZMM inline __m256 fold16_ps(__m512 v) {
-  return _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_castps512_ps256(_mm512_shuffle_f32x4(v, v, 0xEE)));
+  const __m512d d = _mm512_castps_pd(v);
+  return _mm256_add_ps(_mm256_castpd_ps(_mm512_mask_extractf64x4_pd(_mm256_setzero_pd(), 0xF, d, 0)),
+                       _mm256_castpd_ps(_mm512_mask_extractf64x4_pd(_mm256_setzero_pd(), 0xF, d, 1)));
 }
 
 // The per-group constants of the pipeline, in slots by group parity: the shifts of a
@@ -683,22 +687,27 @@ void normalize_strip(bool avx, bool nt, bool resident, char* const* p, const int
     if (avx && n <= kStatFlush) {  // rows apart and strided (a stepped slice): pack 8 rows
       alignas(64) float buf[8 * kStatFlush];
 #ifdef SB_HAVE_AVX512
-      if (vl && resident && !nt8 && n >= kFusedMinN && n <= kFusedMaxN && rows >= 16 &&
-          (osd != es || !stores_alias_loads(p[0], reinterpret_cast<const char*>(buf)))) {
-        // Note [Fused normalize groups] over packed rows, as many as buf holds (>= 32)
+      if (vl && resident && !nt8 && n >= kFusedMinN && n <= kFusedMaxN && rows >= 16) {
+        // Note [Fused normalize groups] over packed rows, as many as buf holds (>= 32):
+        // straight into dense out rows, else (strided out rows, or out rows whose stores
+        // would alias the loads from buf) in place in buf and copied out
         const int64_t chunk = 8 * kStatFlush / n;
+        char* const b = reinterpret_cast<char*>(buf);
         for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
           const int64_t nr = std::min(chunk, rows - r0);
           for (int64_t k = 0; k < nr; ++k) {
             if (xsd == 2 * es) pack_stride2_f32(buf + k * n, reinterpret_cast<const float*>(p[1] + (r0 + k) * s[1]), n);
             else pack_strided(buf + k * n, p[1] + (r0 + k) * s[1], xsd, n);
           }
-          const char* b = reinterpret_cast<const char*>(buf);
-          if (osd == es) {
-            normalize_groups_f32(b, n * es, p[0] + r0 * s[0], s[0], nr, n, eps);
-          } else {
-            normalize_groups_f32(b, n * es, reinterpret_cast<char*>(buf), n * es, nr, n, eps);
-            for (int64_t k = 0; k < nr; ++k) unpack_strided(p[0] + (r0 + k) * s[0], osd, buf + k * n, n);
+          char* const o = p[0] + r0 * s[0];
+          if (osd == es && !stores_alias_loads(o, b)) {
+            normalize_groups_f32(b, n * es, o, s[0], nr, n, eps);
+            continue;
+          }
+          normalize_groups_f32(b, n * es, b, n * es, nr, n, eps);
+          for (int64_t k = 0; k < nr; ++k) {
+            if (osd == es) std::memcpy(o + k * s[0], buf + k * n, static_cast<size_t>(n * es));
+            else unpack_strided(o + k * s[0], osd, buf + k * n, n);
           }
         }
         return;
