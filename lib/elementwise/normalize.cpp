@@ -117,6 +117,19 @@ inline __m256 hsum8_ps(const __m256* a) {
   return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
 }
 
+// Note [Normalize rsqrt] (below): the lanes whose variance the float path keeps (normal
+// and finite), and 1/sqrt(var) as rsqrt's 12 bits and one Newton step. Shared by the
+// rows kernel and the fused groups.
+inline __m256 normal_var_ps(__m256 var) {
+  return _mm256_and_ps(_mm256_cmp_ps(var, _mm256_set1_ps(std::numeric_limits<float>::min()), _CMP_GE_OQ),
+                       _mm256_cmp_ps(var, _mm256_set1_ps(std::numeric_limits<float>::max()), _CMP_LE_OQ));
+}
+inline __m256 rsqrt_newton_ps(__m256 var) {
+  const __m256 r = _mm256_rsqrt_ps(var);
+  return _mm256_mul_ps(r, _mm256_fnmadd_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), var), _mm256_mul_ps(r, r),
+                                           _mm256_set1_ps(1.5f)));
+}
+
 // Note [One statistics pass] (below): the 8 rows' mean and q = sum((x - mean)^2) from one
 // pass; false when a row's result is not to be trusted (then mean and q are unset).
 __attribute__((always_inline)) inline bool one_pass_stats(const float* const (&xs)[8], int64_t nv, int64_t rem,
@@ -228,13 +241,9 @@ __attribute__((always_inline)) inline void normalize_rows8_body(const char* x, i
   // infinite or NaN (eps = 0, or sums that overflow float) takes the double path, whose
   // results for those (inf, a finite 1/sqrt, 0, NaN) the Newton step would not keep.
   const __m256 var = _mm256_fmadd_ps(q, _mm256_set1_ps(1.0f / static_cast<float>(n)), _mm256_set1_ps(static_cast<float>(eps)));
-  const __m256 normal = _mm256_and_ps(_mm256_cmp_ps(var, _mm256_set1_ps(std::numeric_limits<float>::min()), _CMP_GE_OQ),
-                                      _mm256_cmp_ps(var, _mm256_set1_ps(std::numeric_limits<float>::max()), _CMP_LE_OQ));
   alignas(32) float rstd[8];
-  if (_mm256_movemask_ps(normal) == 0xFF) {
-    const __m256 r = _mm256_rsqrt_ps(var);
-    _mm256_store_ps(rstd, _mm256_mul_ps(r, _mm256_fnmadd_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), var), _mm256_mul_ps(r, r),
-                                                            _mm256_set1_ps(1.5f))));
+  if (_mm256_movemask_ps(normal_var_ps(var)) == 0xFF) {
+    _mm256_store_ps(rstd, rsqrt_newton_ps(var));
   } else {
     const __m256d rn = _mm256_set1_pd(1.0 / static_cast<double>(n)), ev = _mm256_set1_pd(eps), one = _mm256_set1_pd(1.0);
     const __m256d r0 = _mm256_div_pd(one, _mm256_sqrt_pd(_mm256_fmadd_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(q)), rn, ev)));
@@ -409,12 +418,9 @@ SB_ZMM __attribute__((always_inline)) inline bool fused_finish(const float* shif
   const __m256 ok = _mm256_and_ps(
       _mm256_and_ps(_mm256_cmp_ps(_mm256_add_ps(t, t), qv, _CMP_LE_OQ),
                     _mm256_cmp_ps(qv, _mm256_set1_ps(std::numeric_limits<float>::max()), _CMP_LE_OQ)),
-      _mm256_and_ps(_mm256_cmp_ps(var, _mm256_set1_ps(std::numeric_limits<float>::min()), _CMP_GE_OQ),
-                    _mm256_cmp_ps(var, _mm256_set1_ps(std::numeric_limits<float>::max()), _CMP_LE_OQ)));
+      normal_var_ps(var));
   if (_mm256_movemask_ps(ok) != 0xFF) return false;
-  const __m256 r = _mm256_rsqrt_ps(var);
-  _mm256_store_ps(rstd, _mm256_mul_ps(r, _mm256_fnmadd_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), var),
-                                                          _mm256_mul_ps(r, r), _mm256_set1_ps(1.5f))));
+  _mm256_store_ps(rstd, rsqrt_newton_ps(var));
   _mm256_store_ps(negmean, _mm256_sub_ps(_mm256_setzero_ps(), _mm256_add_ps(_mm256_load_ps(shift), m1)));
   return true;
 }
