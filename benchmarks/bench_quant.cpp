@@ -25,8 +25,7 @@
 #include <memory>
 
 #include "bench_common.h"
-#include "stridebench/elementwise.h"
-#include "stridebench/quant.h"
+#include "bench_quant.h"
 
 namespace sb::bench {
 
@@ -34,52 +33,7 @@ const char* const kFamily = "quant";
 
 namespace {
 
-struct Model {  // one op in every precision, made once per binary
-  std::vector<Tensor> weights, biases;
-  Tensor x, calib, ref;  // ref: the f32 model's output on x
-  std::vector<int64_t> widths;
-};
-
-Model make_model(const std::vector<int64_t>& widths, int64_t m) {
-  Model md;
-  md.widths = widths;
-  for (size_t i = 0; i + 1 < widths.size(); ++i) {
-    const int64_t in = widths[i], out = widths[i + 1];
-    md.weights.push_back(mul(random_tensor({out, in}, 60 + i, DType::Float32, Dist::Normal), std::sqrt(2.0 / in)));
-    md.biases.push_back(mul(random_tensor({out}, 70 + i, DType::Float32, Dist::Normal), 0.1));
-  }
-  md.x = random_tensor({m, widths[0]}, 51, DType::Float32, Dist::Normal);
-  md.calib = random_tensor({m, widths[0]}, 52, DType::Float32, Dist::Normal);
-  return md;
-}
-
-// forward() of a Linear or an Mlp behind one interface.
-struct Net {
-  std::unique_ptr<Linear> linear;
-  std::unique_ptr<Mlp> mlp;
-  Tensor forward(const Tensor& x) const { return linear ? linear->forward(x) : mlp->forward(x); }
-  size_t weight_bytes() const { return linear ? linear->weight_bytes() : mlp->weight_bytes(); }
-};
-
-Net make_net(const Model& md, Precision p) {
-  Net n;
-  if (md.weights.size() == 1) {
-    n.linear = std::make_unique<Linear>(md.weights[0], md.biases[0], p);
-    if (p == Precision::Int8Static) n.linear->observe(md.calib);
-  } else {
-    n.mlp = std::make_unique<Mlp>(md.weights, md.biases, p);
-    if (p == Precision::Int8Static) n.mlp->calibrate(md.calib);
-  }
-  return n;
-}
-
-struct Case {
-  const char* op;
-  Precision precision;
-  int64_t m;
-  std::vector<int64_t> widths;
-  int threads;
-};
+using Case = QuantCase;
 
 // The model of an op (shared by its precisions and thread counts) and its f32 output.
 Model& model(const Case& c) {
@@ -104,20 +58,11 @@ void run_case(benchmark::State& st, const Case& c, std::shared_ptr<Net>& net, do
     Tensor y = net->forward(md.x);
     benchmark::DoNotOptimize(y);
   }
-  const int64_t m = c.m;
-  int64_t flop = 0, act = 0, bias = 0;
-  for (size_t i = 0; i + 1 < c.widths.size(); ++i) {
-    flop += 2 * m * c.widths[i] * c.widths[i + 1];
-    bias += 4 * c.widths[i + 1];
-    if (i > 0) act += 2 * 4 * m * c.widths[i];  // hidden activation: written, then read
-  }
-  const int64_t wb = static_cast<int64_t>(net->weight_bytes());
-  const int64_t io = 4 * m * (c.widths.front() + c.widths.back());
-  set_work(st, io + wb + bias + act, flop);
+  const QuantWork w = quant_work(c.m, c.widths, *net);
+  set_work(st, w.bytes, w.flop);
   set_alloc_counters(st, allocs);
-  st.counters["weight_bytes"] = benchmark::Counter(static_cast<double>(wb));
-  st.counters["rel_error"] = benchmark::Counter(err);
-  set_regime(st, io + wb + bias + act / 2, c.threads);
+  set_quant_counters(st, *net, err);
+  set_regime(st, w.working_set, c.threads);
 }
 
 }  // namespace

@@ -24,12 +24,14 @@
 #             that use shared memory
 #   bench     bench_baseline_cuda first, always (every row's ceiling from this machine),
 #             then the binaries of SB_GPU_BENCH (default: every other bench_*)
-#   peers     PyTorch's CUDA rows (scripts/peers.py --libs torch, device:cuda cases)
+#   peers     PyTorch's CUDA rows (scripts/peers.py --libs torch, device:cuda cases;
+#             SB_GPU_PEERS_FILTER, a regex on run names, narrows them)
 #   ab        old against new: each binary of .devcarry/old/ (gpu_prepare.sh with
 #             SB_GPU_OLD=<dir of an earlier build's bench_* binaries>) and its namesake
 #             in bin/, alternating, SB_GPU_AB_ROUNDS rounds (default 3), the order
 #             swapped every round; JSON as ab/<name>.<old|new>.<round>.json, compared at
-#             home with `scripts/abtest --from-json` (the same ratios as abtest's runs)
+#             home with `scripts/abtest --from-json` (the same ratios as abtest's runs);
+#             SB_GPU_AB_FILTER, a --benchmark_filter regex, keeps the rows a change touched
 # SB_GPU_REHEARSAL=1 needs no GPU: the tests run (their GPU cases skip), the benchmarks
 # are listed (--benchmark_list_tests), a missing compute-sanitizer is reported, not
 # fatal, and peers only checks that its script starts (tests/scripts/test_gpu_scripts.py).
@@ -124,7 +126,7 @@ fi
 nvidia-smi > "$OUT/nvidia-smi.txt" 2>&1 || say "nvidia-smi: failed$([[ $rehearsal == 1 ]] && echo ' (rehearsal)')"
 
 # ---- tests
-tests=${SB_GPU_TESTS:-cuda_allocator_test copy_test elementwise_test reduce_test matmul_test conv_test}
+tests=${SB_GPU_TESTS:-cuda_allocator_test copy_test elementwise_test reduce_test matmul_test conv_test quant_test}
 gpu_cases='*Cuda*:*/cuda0'
 if want tests; then
   for t in $tests; do
@@ -192,7 +194,7 @@ if want peers; then
     say "peers: rc=$rc (rehearsal: --help only)"
   else
     mkdir -p "$OUT/peers"
-    bounded "$(step_time 300)" python3 "$root/scripts/peers.py" --libs torch --filter 'device:cuda' \
+    bounded "$(step_time 300)" python3 "$root/scripts/peers.py" --libs torch --filter "${SB_GPU_PEERS_FILTER:-device:cuda}" \
       --bench-dir "$bin" --context-from "$OUT" --out-dir "$OUT/peers" > "$OUT/peers.log" 2>&1
     rc=$?
     say "peers: rc=$rc$([[ $rc == 124 ]] && echo ' (timed out)')"
@@ -219,7 +221,7 @@ if want ab; then
             bounded "$(step_time 60)" "$exe" --benchmark_list_tests > "$OUT/ab/$b.$side.$r.list" 2>&1
           else
             bounded "$(step_time 300)" "$exe" --benchmark_out="$OUT/ab/$b.$side.$r.json" \
-              --benchmark_out_format=json > /dev/null 2>> "$OUT/ab/$b.log"
+              --benchmark_out_format=json --benchmark_filter="${SB_GPU_AB_FILTER:-.}" > /dev/null 2>> "$OUT/ab/$b.log"
           fi
           rc=$?
           [[ $rc -eq 0 ]] || { say "ab $b $side round $r: rc=$rc"; status=1; }

@@ -11,6 +11,9 @@
 #include "stridebench/cpu_features.h"
 #include "stridebench/parallel.h"
 #include "test_util.h"
+#ifdef SB_WITH_CUDA
+#include "cuda/cuda_backend.h"
+#endif
 
 namespace sb {
 namespace {
@@ -39,6 +42,41 @@ std::vector<double> ref_linear(const std::vector<double>& x, const std::vector<d
       y[m * N + n] = relu ? std::max(s, 0.0) : s;
     }
   return y;
+}
+
+// The float64 reference of exactly what precision p computes for y = x W^T + b (+relu):
+// f32 with the float weights; f16 with the float16-rounded weights (and x rounded too
+// when round_x: the CUDA layer's tensor cores take both operands in float16); int8 with
+// the dequantized integer product (acc - zp*row_sum) * sx * sw + b from the exact
+// integers, the activation range taken from range_src (x itself when dynamic).
+std::vector<double> precision_ref(Precision p, const Tensor& vx, const Tensor& w, const std::vector<double>& vb,
+                                  const Tensor& range_src, bool relu, bool round_x) {
+  const int64_t M = vx.size(0), K = vx.size(1), N = w.size(0);
+  if (p == Precision::F32) return ref_linear(vx.to_vector(), w.to_vector(), vb, M, K, N, relu);
+  if (p == Precision::F16)
+    return ref_linear((round_x ? vx.to(DType::Float16) : vx).to_vector(), w.to(DType::Float16).to_vector(), vb, M, K,
+                      N, relu);
+  float lo = 0, hi = 0;
+  for (double v : range_src.to_vector()) {
+    lo = std::min(lo, float(v));
+    hi = std::max(hi, float(v));
+  }
+  const ActQParams q = act_qparams(lo, hi);
+  const std::vector<double> xq = quantize_activations(vx, q).to_vector();
+  const QuantizedWeight qw = quantize_weight(w);
+  const std::vector<double> wq = unpack_weight(qw).to_vector(), sw = qw.scale.to_vector();
+  std::vector<double> ref(static_cast<size_t>(M * N), 0);
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n) {
+      double acc = 0, rs = 0;
+      for (int64_t k = 0; k < K; ++k) {
+        acc += xq[m * K + k] * wq[n * K + k];
+        rs += wq[n * K + k];
+      }
+      const double v = double(q.scale) * sw[n] * (acc - q.zero_point * rs) + (vb.empty() ? 0.0 : vb[n]);
+      ref[m * N + n] = relu ? std::max(v, 0.0) : v;
+    }
+  return ref;
 }
 
 TEST(Int8, AccumulatorsExactIncludingSaturationWorstCase) {
@@ -98,9 +136,7 @@ TEST(Int8, QuantizationRules) {
   EXPECT_EQ(z.zero_point, 0);
 }
 
-// Each precision against a float64 reference of exactly what it computes: f32 with the
-// float weights, f16 with the float16-rounded weights, int8 with the dequantized
-// integer product (acc - zp*row_sum) * sx * sw + b from the exact integers.
+// Each precision against precision_ref, every kernel mode, x in three layouts.
 TEST(Linear, EveryPrecisionMatchesItsReference) {
   std::mt19937_64 rng(12);
   for (int trial = 0; trial < 10; ++trial) {
@@ -112,26 +148,8 @@ TEST(Linear, EveryPrecisionMatchesItsReference) {
     for (Precision p : {Precision::F32, Precision::F16, Precision::Int8Dynamic, Precision::Int8Static}) {
       Linear lin(test::with_layout(w, Layout::Transposed), b, p);
       if (p == Precision::Int8Static) lin.observe(scaled(randn({7, K}, 99), 2.0));  // wider than x
-      std::vector<double> ref;
-      if (p == Precision::F32) ref = ref_linear(vx.to_vector(), w.to_vector(), vb, M, K, N, relu);
-      if (p == Precision::F16) ref = ref_linear(vx.to_vector(), w.to(DType::Float16).to_vector(), vb, M, K, N, relu);
-      if (p == Precision::Int8Dynamic || p == Precision::Int8Static) {
-        float lo = 0, hi = 0;
-        const Tensor range_src = p == Precision::Int8Dynamic ? vx : scaled(randn({7, K}, 99), 2.0);
-        for (double v : range_src.to_vector()) { lo = std::min(lo, float(v)); hi = std::max(hi, float(v)); }
-        const ActQParams q = act_qparams(lo, hi);
-        const std::vector<double> xq = quantize_activations(vx, q).to_vector();
-        const QuantizedWeight qw = quantize_weight(w);
-        const std::vector<double> wq = unpack_weight(qw).to_vector(), sw = qw.scale.to_vector();
-        ref.assign(static_cast<size_t>(M * N), 0);
-        for (int64_t m = 0; m < M; ++m)
-          for (int64_t n = 0; n < N; ++n) {
-            double acc = 0, rs = 0;
-            for (int64_t k = 0; k < K; ++k) { acc += xq[m * K + k] * wq[n * K + k]; rs += wq[n * K + k]; }
-            double v = double(q.scale) * sw[n] * (acc - q.zero_point * rs) + (with_bias ? vb[n] : 0.0);
-            ref[m * N + n] = relu ? std::max(v, 0.0) : v;
-          }
-      }
+      const Tensor range_src = p == Precision::Int8Dynamic ? vx : scaled(randn({7, K}, 99), 2.0);
+      const std::vector<double> ref = precision_ref(p, vx, w, vb, range_src, relu, false);
       for (const Modes& m : kModes) {
         ModeGuard g(m);
         for (Layout l : {Layout::Contiguous, Layout::Transposed, Layout::Sliced}) {
@@ -200,32 +218,38 @@ TEST(Linear, WeightBytesAndErrorOrdering) {
   EXPECT_EQ(relative_error(ref, ref), 0.0);
 }
 
-TEST(Mlp, ThreeLayersEveryPrecision) {
-  const std::vector<Tensor> ws = {scaled(randn({48, 40}, 1), 0.2), scaled(randn({32, 48}, 2), 0.2), scaled(randn({10, 32}, 3), 0.2)};
-  const std::vector<Tensor> bs = {randn({48}, 4), randn({32}, 5), randn({10}, 6)};
+// Three layers on `dev`: f32 against a float64 reference, the other precisions within
+// their error of the f32 model, int8 static refusing to run before calibration.
+void mlp_every_precision(Device dev) {
+  std::vector<Tensor> ws = {scaled(randn({48, 40}, 1), 0.2), scaled(randn({32, 48}, 2), 0.2), scaled(randn({10, 32}, 3), 0.2)};
+  std::vector<Tensor> bs = {randn({48}, 4), randn({32}, 5), randn({10}, 6)};
   const Tensor x = randn({20, 40}, 7);
-  // float64 reference of the fp32 MLP
-  std::vector<double> h = x.to_vector();
+  std::vector<double> h = x.to_vector();  // float64 reference of the fp32 MLP
   int64_t K = 40;
   for (int i = 0; i < 3; ++i) {
     h = ref_linear(h, ws[i].to_vector(), bs[i].to_vector(), 20, K, ws[i].size(0), i < 2);
     K = ws[i].size(0);
   }
+  for (Tensor& t : ws) t = t.to(dev);
+  for (Tensor& t : bs) t = t.to(dev);
+  const Tensor xd = x.to(dev);
   Mlp f32(ws, bs, Precision::F32);
-  EXPECT_TRUE(test::all_close(f32.forward(x), h, 1e-4, 1e-5));
-  const Tensor ref = f32.forward(x);
+  EXPECT_TRUE(test::all_close(f32.forward(xd), h, 1e-4, 1e-5));
+  const Tensor ref = f32.forward(xd);
   for (Precision p : {Precision::F16, Precision::Int8Dynamic, Precision::Int8Static}) {
     Mlp m(ws, bs, p);
     if (p == Precision::Int8Static) {
-      EXPECT_THROW(m.forward(x), Error);  // not calibrated yet
-      m.calibrate(randn({64, 40}, 11));
+      EXPECT_THROW(m.forward(xd), Error);  // not calibrated yet
+      m.calibrate(randn({64, 40}, 11).to(dev));
     }
-    const double e = relative_error(m.forward(x), ref);
+    const double e = relative_error(m.forward(xd), ref);
     EXPECT_LT(e, p == Precision::F16 ? 2e-3 : 0.08) << precision_name(p);
     EXPECT_GT(e, 0.0) << precision_name(p);
   }
   EXPECT_EQ(Mlp(ws, bs, Precision::F16).weight_bytes() * 2, f32.weight_bytes());
 }
+
+TEST(Mlp, ThreeLayersEveryPrecision) { mlp_every_precision(Device::cpu()); }
 
 TEST(Linear, BadInputs) {
   const Tensor w = randn({4, 6}, 1);
@@ -238,6 +262,103 @@ TEST(Linear, BadInputs) {
   expect_msg([&] { Linear(w, Tensor(), Precision::Int8Static).forward(randn({2, 6}, 1)); }, "before calibration");
   expect_msg([&] { Mlp({w, w, w}, {Tensor(), Tensor(), Tensor()}, Precision::F32); }, "do not follow");
 }
+
+#ifdef SB_WITH_CUDA
+// ---------------------------------------------------------------- the CUDA Linear (lib/quant/quant.cu)
+
+// A freed NaN tensor of y's size in the caching allocator: forward()'s fresh output
+// takes that block, so an element it leaves unwritten reads NaN.
+void poison_cache(Device dev, int64_t M, int64_t N) {
+  Tensor p = full({M, N}, NAN, DType::Float32, dev);
+  (void)p;
+}
+
+// Each precision on cuda0 against precision_ref (F16 rounding x too), x contiguous,
+// transposed and sliced on the device. The int8 reference quantizes x with the host's
+// act_qparams and quant1: the device's range, parameters and rounding must equal them.
+TEST(CudaLinear, EveryPrecisionMatchesItsReference) {
+  const Device dev = Device::cuda(0);
+  SB_SKIP_WITHOUT_DEVICE(dev);
+  std::mt19937_64 rng(31);
+  for (int trial = 0; trial < 10; ++trial) {
+    const int64_t M = trial == 0 ? 0 : 1 + rng() % 40, K = trial == 1 ? 1024 : 1 + rng() % 200, N = 1 + rng() % 50;
+    const bool relu = trial % 2, with_bias = trial % 3 != 0;
+    const Tensor vx = randn({M, K}, rng()), w = randn({N, K}, rng());
+    const Tensor b = with_bias ? randn({N}, rng()) : Tensor();
+    const std::vector<double> vb = with_bias ? b.to_vector() : std::vector<double>();
+    const Tensor calib = scaled(randn({7, K}, 99), 2.0);  // wider than x
+    for (Precision p : {Precision::F32, Precision::F16, Precision::Int8Dynamic, Precision::Int8Static}) {
+      Linear lin(test::with_layout(w.to(dev), Layout::Transposed), with_bias ? b.to(dev) : Tensor(), p);
+      ASSERT_EQ(lin.device(), dev);
+      if (p == Precision::Int8Static) lin.observe(calib.to(dev));
+      const std::vector<double> ref =
+          precision_ref(p, vx, w, vb, p == Precision::Int8Dynamic ? vx : calib, relu, /*round_x=*/true);
+      for (Layout l : {Layout::Contiguous, Layout::Transposed, Layout::Sliced}) {
+        const Tensor x = test::with_layout(vx.to(dev), l);
+        poison_cache(dev, M, N);
+        cuda::reset_linear_path_counts();
+        const Tensor y = lin.forward(x, relu);
+        if (trial == 1 && (p == Precision::F32 || p == Precision::F16)) {  // the benchmark's K: Note [Linear epilogue in cuBLASLt]
+          EXPECT_EQ(cuda::linear_path_counts().lt_epilogue, 1) << precision_name(p) << " " << test::layout_name(l);
+        }
+        ASSERT_EQ(y.device(), dev);
+        ASSERT_EQ(y.sizes(), (Shape{M, N}));
+        ASSERT_TRUE(test::all_close(y, ref, 2e-6 * (K + 1) * (p >= Precision::Int8Dynamic ? 10 : 1), 1e-5))
+            << precision_name(p) << " trial " << trial << " M " << M << " K " << K << " N " << N << " "
+            << test::layout_name(l);
+      }
+    }
+  }
+}
+
+// The device's int8 path equals the CPU's: the same quantized activations and integer
+// products, so one layer's outputs agree to float rounding, dynamic and static; an input
+// with NaN, +-inf and values far outside the calibrated range quantizes as the CPU's.
+TEST(CudaLinear, Int8MatchesTheCpuLayer) {
+  const Device dev = Device::cuda(0);
+  SB_SKIP_WITHOUT_DEVICE(dev);
+  const int64_t M = 33, K = 301, N = 45;
+  const Tensor w = randn({N, K}, 3), b = randn({N}, 4);
+  std::vector<double> xv = randn({M, K}, 5).to_vector();
+  for (size_t i = 0; i < xv.size(); i += 97) xv[i] = (i / 97) % 3 == 0 ? NAN : (i / 97) % 3 == 1 ? 1e30 : -INFINITY;
+  const Tensor x_special = test::host_tensor(xv, {M, K}, DType::Float32), x_plain = randn({M, K}, 6);
+  for (Precision p : {Precision::Int8Dynamic, Precision::Int8Static}) {
+    Linear cpu(w, b, p), gpu(w.to(dev), b.to(dev), p);
+    if (p == Precision::Int8Static) {
+      cpu.observe(randn({8, K}, 7));
+      gpu.observe(randn({8, K}, 7).to(dev));
+    }
+    for (int special = 0; special < 2; ++special) {
+      if (p == Precision::Int8Dynamic && special) continue;  // an infinite range: every scale is inf
+      const Tensor& x = special ? x_special : x_plain;
+      const Tensor yc = cpu.forward(x, true);
+      poison_cache(dev, M, N);
+      const Tensor yg = gpu.forward(x.to(dev), true);
+      EXPECT_TRUE(test::all_close(yg, yc.to_vector(), 1e-5, 1e-5)) << precision_name(p);
+    }
+  }
+  EXPECT_EQ(Linear(w.to(dev), b.to(dev), Precision::Int8Dynamic).weight_bytes(),
+            static_cast<size_t>(48 * 304 + 8 * N));  // out' x in' int8, scale and row sum
+}
+
+TEST(CudaLinear, MlpEveryPrecision) {
+  SB_SKIP_WITHOUT_DEVICE(Device::cuda(0));
+  mlp_every_precision(Device::cuda(0));
+}
+
+TEST(CudaLinear, BadInputsNameTheDevices) {
+  const Device dev = Device::cuda(0);
+  SB_SKIP_WITHOUT_DEVICE(dev);
+  const Tensor w = randn({4, 6}, 1);
+  for (Precision p : {Precision::F32, Precision::Int8Dynamic}) {
+    Linear lin(w.to(dev), Tensor(), p);
+    expect_msg([&] { lin.forward(randn({3, 6}, 1)); }, "expected the input on cuda:0");
+    expect_msg([&] { lin.forward(randn({3, 5}, 1).to(dev)); }, "input has 5 features");
+  }
+  expect_msg([&] { Linear(w.to(dev), randn({4}, 1), Precision::F32); }, "expected a float32 bias on cuda:0");
+  expect_msg([&] { Linear(w, randn({4}, 1).to(dev), Precision::F16); }, "got float32 on cuda:0");
+}
+#endif  // SB_WITH_CUDA
 
 }  // namespace
 }  // namespace sb

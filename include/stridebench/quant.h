@@ -16,8 +16,9 @@
 //   Int8Static   as Int8Dynamic, but sx and zp come from a calibration pass (calibrate()
 //                observes min/max over sample inputs) instead of each input.
 // weight_bytes(): bytes held for the weights (F32 4*out*in, F16 2*out*in, int8 out*in'
-// (in rounded up to 4) plus 4-byte scale and 4-byte row sum per output channel); the
-// bias (float32, the same in every precision) is not counted.
+// (in rounded up to 4; on CUDA out'*in', out rounded up to 4 too) plus 4-byte scale and
+// 4-byte row sum per output channel); the bias (float32, the same in every precision)
+// is not counted.
 // Cost: 2*M*out*in flop (int8: multiply-adds counted the same way); the int8 path also
 // reads x twice (range, then quantize + pack) and writes M*in' bytes of packed activations.
 #pragma once
@@ -56,23 +57,31 @@ ActQParams act_qparams(float min, float max);
 // xq = clamp(round(x / scale) + zero_point, 0, 127) as int8 [M, K] (values fit 7 bits).
 Tensor quantize_activations(const Tensor& x, const ActQParams& q);
 
+// On a CUDA device (the weight's), the same four precisions run as cuda_backend.h's
+// linear_forward describes: cuBLAS for the products (F16: x rounded to float16 too, for
+// the tensor cores; int8: int8 x int8 -> int32), the activation range and quantization
+// on the device. The weights are quantized on the host, as on the CPU, then uploaded:
+// the int8 matrix plain row-major, out and in rounded up to multiples of 4.
 class Linear {
  public:
-  // weight float32 [out, in], bias float32 [out] or undefined; any strides.
+  // weight float32 [out, in], bias float32 [out] or undefined, on one device; any strides.
   Linear(const Tensor& weight, const Tensor& bias, Precision precision);
-  Tensor forward(const Tensor& x, bool relu = false) const;  // x float32 [M, in], any strides -> [M, out]
+  Tensor forward(const Tensor& x, bool relu = false) const;  // x float32 [M, in], any strides, on the weight's device -> [M, out]
   void observe(const Tensor& x);  // Int8Static calibration: widen the activation range
   bool calibrated() const { return calibrated_; }
   size_t weight_bytes() const;
   Precision precision() const { return precision_; }
   int64_t in_features() const { return in_; }
   int64_t out_features() const { return out_; }
+  Device device() const { return device_; }
 
  private:
   Precision precision_;
+  Device device_;
   int64_t in_, out_;
   Tensor w32_, w16_, bias_;
-  QuantizedWeight qw_;
+  QuantizedWeight qw_;  // CUDA: scale and row_sum on the device, packed empty
+  Tensor w8_;           // CUDA int8: [out', in'] row-major
   float act_min_ = 0.0f, act_max_ = 0.0f;
   bool calibrated_ = false;
 };

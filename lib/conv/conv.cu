@@ -93,19 +93,6 @@ __global__ void im2col_nhwc(float* __restrict__ col, const float* __restrict__ x
   }
 }
 
-// out (dense: NCHW when inner = P, channels-last when inner = 1): + bias[o], relu.
-// Channel of flat index i: (i / inner) % O.
-__global__ void bias_relu(float* __restrict__ out, const float* __restrict__ bias, int64_t bias_stride, int64_t total,
-                          int64_t inner, int64_t O, bool relu) {
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    float v = out[i];
-    if (bias) v += bias[((i / inner) % O) * bias_stride];
-    if (relu) v = v > 0.0f ? v : 0.0f;
-    out[i] = v;
-  }
-}
-
 bool fits_int(int64_t v) { return v >= 0 && v <= INT32_MAX; }
 
 // C = op(A) op(B), float32, `batch` strided matrices (column-major cuBLAS view).
@@ -234,7 +221,7 @@ void conv2d(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& b
   }
   if (bias.defined() || relu) {
     const int64_t total = res.numel();
-    bias_relu<<<grid_for(total, dev), kThreads>>>(rp, bias.defined() ? bias.data<float>() : nullptr,
+    bias_relu_kernel<<<grid_for(total, dev), kThreads>>>(rp, bias.defined() ? bias.data<float>() : nullptr,
                                                    bias.defined() ? bias.stride(0) : 0, total, nhwc ? 1 : g.P, g.O,
                                                    relu);
     SB_CUDA_LAUNCH_CHECK();

@@ -14,6 +14,7 @@
 #include "stridebench/tensor.h"
 #include "stridebench/conv.h"
 #include "stridebench/elementwise.h"
+#include "stridebench/quant.h"
 #include "stridebench/reduce.h"
 
 typedef struct CUstream_st* cudaStream_t;  // the same declaration as cuda_runtime.h
@@ -120,5 +121,28 @@ void set_allow_tf32(bool allow);  // off by default (PyTorch's default since 1.1
 bool allow_tf32();
 int64_t matmul_operand_copies();  // operands copied because their strides fit no cuBLAS layout
 void reset_matmul_operand_copies();
+
+// ---- Linear in four precisions (lib/quant/quant.cu; the scheme in stridebench/quant.h) ----
+struct LinearWeights {
+  Precision precision = Precision::F32;
+  Tensor w;        // F32: float32 [out, in]; F16: float16 [out, in]; int8: int8 [out', in'],
+                   // out and in rounded up to multiples of 4 (cuBLAS's int8 rule), zero padded
+  Tensor scale;    // int8: float32 [out], per output channel
+  Tensor row_sum;  // int8: int32 [out], sum over k of the quantized weights
+  Tensor bias;     // float32 [out], or undefined
+  int64_t out = 0, in = 0;
+};
+// y (float32 [M, out], contiguous, on the weights' device) = x W^T + bias, relu when
+// asked; x float32 [M, in], any strides. F16 rounds x to float16 too (the tensor cores
+// take both operands in float16) and accumulates in float32. Int8Static quantizes x
+// with `act`; Int8Dynamic finds x's range and its parameters on the device (no host
+// round trip) with act_qparams's arithmetic.
+void linear_forward(const Tensor& y, const Tensor& x, const LinearWeights& w, const ActQParams& act, bool relu);
+struct LinearPathCounts {   // f32 and f16 layers since the last reset
+  int64_t lt_epilogue = 0;  // one cublasLt matmul with bias/relu in its epilogue
+  int64_t fallback = 0;     // cuBLAS GEMM, then the bias/relu kernel
+};
+LinearPathCounts linear_path_counts();
+void reset_linear_path_counts();
 
 }  // namespace sb::cuda

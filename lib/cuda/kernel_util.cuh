@@ -171,6 +171,21 @@ inline unsigned grid_for(int64_t work, int device) {
   return static_cast<unsigned>(std::max<int64_t>(1, std::min(need, cap)));
 }
 
+// The epilogue of conv2d and the CUDA Linear: out (dense, `total` float elements) +=
+// bias[((i / inner) % O) * bias_stride] when bias is given, then relu when asked.
+// conv2d NCHW: inner = P (pixels), channels-last and Linear [M, O]: inner = 1.
+template <typename T = float>
+__global__ void bias_relu_kernel(T* __restrict__ out, const T* __restrict__ bias, int64_t bias_stride, int64_t total,
+                                 int64_t inner, int64_t O, bool relu) {
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    T v = out[i];
+    if (bias) v += bias[((i / inner) % O) * bias_stride];
+    if (relu) v = v > T(0) ? v : T(0);
+    out[i] = v;
+  }
+}
+
 inline int current_device() {
   int d = 0;
   SB_CUDA_CHECK(cudaGetDevice(&d));

@@ -46,6 +46,32 @@ cublasHandle_t cublas_handle(int device) {
   return h;
 }
 
+cublasLtHandle_t cublaslt_handle(int device) {
+  static std::mutex mu;
+  static std::vector<cublasLtHandle_t> handles;
+  std::lock_guard<std::mutex> lock(mu);
+  if (handles.empty()) handles.assign(static_cast<size_t>(device_count()), nullptr);
+  cublasLtHandle_t& h = handles[static_cast<size_t>(device)];
+  if (!h) {
+    DeviceGuard g(device);
+    SB_CUBLAS_CHECK(cublasLtCreate(&h));
+  }
+  return h;
+}
+
+void* cublaslt_workspace(int device) {
+  static std::mutex mu;
+  static std::vector<void*> spaces;
+  std::lock_guard<std::mutex> lock(mu);
+  if (spaces.empty()) spaces.assign(static_cast<size_t>(device_count()), nullptr);
+  void*& w = spaces[static_cast<size_t>(device)];
+  if (!w) {
+    DeviceGuard g(device);
+    SB_CUDA_CHECK(cudaMalloc(&w, kCublasLtWorkspace));
+  }
+  return w;
+}
+
 namespace {
 
 std::atomic<int64_t> g_operand_copies{0};

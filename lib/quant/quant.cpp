@@ -16,6 +16,9 @@
 #include "stridebench/cpu_features.h"
 #include "matmul/gemm_impl.h"
 #include "stridebench/matmul.h"
+#ifdef SB_WITH_CUDA
+#include "cuda/cuda_backend.h"
+#endif
 
 namespace sb {
 namespace {
@@ -158,10 +161,12 @@ void int8_gemm_packed(int64_t M, const uint8_t* apacked, const QuantizedWeight& 
   });
 }
 
-void check_2d_f32(const Tensor& t, const char* op, const char* what) {
+// A 2-D float32 tensor on `device` (the CPU unless said otherwise).
+void check_2d_f32(const Tensor& t, const char* op, const char* what, Device device = Device::cpu()) {
   SB_CHECK(t.defined() && t.dim() == 2, op, ": expected a 2-D ", what, ", got sizes ", t.defined() ? t.sizes() : Shape{});
   SB_CHECK(t.dtype() == DType::Float32, op, ": expected a float32 ", what, ", got ", t.dtype());
-  SB_CHECK(t.device().is_cpu(), op, ": expected a CPU ", what, ", got ", t.device());
+  SB_CHECK(t.device() == device, op, ": expected the ", what, " on ", device, " (",
+           device.is_cpu() ? "the CPU path" : "the weights' device", "), got one on ", t.device());
 }
 
 // min and max over x (0 included, NaN ignored, as std::min/std::max with v first):
@@ -343,21 +348,39 @@ void int8_gemm_s32(int64_t M, const uint8_t* a, int64_t a_rs, const QuantizedWei
 }
 
 // ---- Linear ----
-Linear::Linear(const Tensor& weight, const Tensor& bias, Precision precision) : precision_(precision) {
-  check_2d_f32(weight, "Linear", "weight");
+Linear::Linear(const Tensor& weight, const Tensor& bias, Precision precision)
+    : precision_(precision), device_(weight.defined() ? weight.device() : Device::cpu()) {
+  check_2d_f32(weight, "Linear", "weight", device_);
+#ifndef SB_WITH_CUDA
+  SB_CHECK(device_.is_cpu(), "Linear: weight on ", device_, " in a build without CUDA");
+#endif
   out_ = weight.size(0);
   in_ = weight.size(1);
   if (bias.defined()) {
     SB_CHECK(bias.dim() == 1 && bias.size(0) == out_, "Linear: bias must be 1-D of size ", out_, ", got sizes ",
              bias.sizes());
-    SB_CHECK(bias.dtype() == DType::Float32 && bias.device().is_cpu(), "Linear: expected a float32 CPU bias, got ",
-             bias.dtype(), " on ", bias.device());
+    SB_CHECK(bias.dtype() == DType::Float32 && bias.device() == device_, "Linear: expected a float32 bias on ",
+             device_, " (the weight's device), got ", bias.dtype(), " on ", bias.device());
     bias_ = bias.contiguous();
   }
   switch (precision) {
     case Precision::F32: w32_ = weight.contiguous(); break;
     case Precision::F16: w16_ = weight.to(DType::Float16).contiguous(); break;
-    default: qw_ = quantize_weight(weight);
+    default:
+      if (device_.is_cpu()) {
+        qw_ = quantize_weight(weight);
+        break;
+      }
+      // CUDA: quantized on the host, uploaded as a plain row-major int8 matrix with out
+      // and in rounded up to multiples of 4 (zeros), as cuBLAS's int8 GEMM wants.
+      qw_ = quantize_weight(weight.to(Device::cpu()));
+      const Tensor wq = unpack_weight(qw_);
+      Tensor host = zeros({detail::round_up(std::max<int64_t>(out_, 1), 4), qw_.in_padded}, DType::Int8);
+      host.narrow(0, 0, out_).narrow(1, 0, in_).copy_(wq);
+      w8_ = host.to(device_);
+      qw_.packed = Tensor();
+      qw_.scale = qw_.scale.to(device_);
+      qw_.row_sum = qw_.row_sum.to(device_);
   }
 }
 
@@ -365,25 +388,42 @@ size_t Linear::weight_bytes() const {
   switch (precision_) {
     case Precision::F32: return w32_.nbytes();
     case Precision::F16: return w16_.nbytes();
-    default: return static_cast<size_t>(qw_.out * qw_.in_padded) + qw_.scale.nbytes() + qw_.row_sum.nbytes();
+    default:
+      return (w8_.defined() ? w8_.nbytes() : static_cast<size_t>(qw_.out * qw_.in_padded)) + qw_.scale.nbytes() +
+             qw_.row_sum.nbytes();
   }
 }
 
 void Linear::observe(const Tensor& x) {
-  check_2d_f32(x, "Linear::observe", "input");
+  check_2d_f32(x, "Linear::observe", "input", device_);
   float lo, hi;
-  tensor_range(x, lo, hi);
+  tensor_range(x.to(Device::cpu()), lo, hi);  // calibration: a host pass is fine
   act_min_ = calibrated_ ? std::min(act_min_, lo) : lo;
   act_max_ = calibrated_ ? std::max(act_max_, hi) : hi;
   calibrated_ = true;
 }
 
 Tensor Linear::forward(const Tensor& x, bool relu) const {
-  check_2d_f32(x, "Linear", "input");
+  check_2d_f32(x, "Linear", "input", device_);
   SB_CHECK(x.size(1) == in_, "Linear: input has ", x.size(1), " features (sizes ", x.sizes(), "), weight expects ", in_);
   SB_CHECK(precision_ != Precision::Int8Static || calibrated_, "Linear: int8_static layer used before calibration");
   const int64_t M = x.size(0);
-  Tensor y = empty({M, out_});
+  Tensor y = empty({M, out_}, DType::Float32, device_);
+#ifdef SB_WITH_CUDA
+  if (device_.is_cuda()) {
+    cuda::LinearWeights lw;
+    lw.precision = precision_;
+    lw.w = precision_ == Precision::F32 ? w32_ : precision_ == Precision::F16 ? w16_ : w8_;
+    lw.scale = qw_.scale;
+    lw.row_sum = qw_.row_sum;
+    lw.bias = bias_;
+    lw.out = out_;
+    lw.in = in_;
+    const ActQParams act = precision_ == Precision::Int8Static ? act_qparams(act_min_, act_max_) : ActQParams{};
+    cuda::linear_forward(y, x, lw, act, relu);
+    return y;
+  }
+#endif
   GemmEpilogue ep;
   ep.bias = bias_.defined() ? bias_.data<float>() : nullptr;
   ep.relu = relu;
@@ -473,7 +513,7 @@ size_t Mlp::weight_bytes() const {
   return s;
 }
 
-double relative_error(const Tensor& out, const Tensor& ref) {
+double relative_error(const Tensor& out, const Tensor& ref) {  // either on any device: to_vector copies
   SB_CHECK(out.sizes() == ref.sizes(), "relative_error: sizes ", out.sizes(), " vs ", ref.sizes());
   const std::vector<double> a = out.to_vector(), b = ref.to_vector();
   double num = 0.0, den = 0.0;
