@@ -2,6 +2,7 @@
 // the CLAIMS.md M1–M4 reuse experiment on the GPU (1 GiB tensors).
 //
 //   alloc/op:alloc_free/impl:ours/device:cuda:0/alloc:caching|cudamalloc/size:<bytes>
+//       sizes: 512 B to 512 MiB in steps of 4x, and 1 GiB.
 //       one allocate + deallocate through sb::cuda::caching_allocator / direct_allocator;
 //       host wall time (steady_clock: allocation is host work; cudaFree also waits for
 //       the device). Back-of-envelope: a cache hit is a set lookup (~100 ns);
@@ -87,7 +88,10 @@ void bm_reuse(benchmark::State& state, bool caching, int step) {
 const bool registered = [] {
   for (bool caching : {true, false}) {
     const std::string alloc = caching ? "caching" : "cudamalloc";
-    for (int64_t b = 512; b <= (int64_t{1} << 30); b *= 4) {
+    std::vector<int64_t> sizes;  // 512 B to 512 MiB in steps of 4x, then 1 GiB (the claims' tensor size)
+    for (int64_t b = 512; b <= (int64_t{1} << 29); b *= 4) sizes.push_back(b);
+    sizes.push_back(int64_t{1} << 30);
+    for (int64_t b : sizes) {
       const std::string name =
           "alloc/op:alloc_free/impl:ours/device:cuda:0/alloc:" + alloc + "/size:" + std::to_string(b);
       add_guarded(name, [=](benchmark::State& st) { bm_alloc_free(st, caching, b); })->UseManualTime()->Repetitions(5);
