@@ -466,8 +466,11 @@ TEST(Elementwise, NormalizeFusedGroupsAgainstReference) {
         for (int64_t r = 0; r < rows; ++r)
           for (int64_t j = 0; j < n + 7; ++j) {
             const double e = ow[r * (n + 7) + j];
-            if (j < 2 || j >= n + 2) ASSERT_TRUE(std::isnan(e)) << what << ": padding written, row " << r << " col " << j;
-            else if (r == 9 || r == 33) ASSERT_EQ(e, 0.0) << what << ": constant row " << r << ", col " << j - 2;
+            if (j < 2 || j >= n + 2) {
+              ASSERT_TRUE(std::isnan(e)) << what << ": padding written, row " << r << " col " << j;
+            } else if (r == 9 || r == 33) {
+              ASSERT_EQ(e, 0.0) << what << ": constant row " << r << ", col " << j - 2;
+            }
           }
         x.normalize_(-1, 1e-5);
         ASSERT_TRUE(test::all_close(x, ref, at, 1e-4)) << what << " (in place, padded)";
@@ -488,8 +491,11 @@ TEST(Elementwise, NormalizeFusedGroupsAgainstReference) {
           xs.normalize_(-1, 1e-5);
           ASSERT_TRUE(test::all_close(xs, ref, at, 1e-4)) << ws << " (in place, stepped)";
           const std::vector<double> sw = test::naive_values(swide);
-          for (int64_t i = 0; i < rows * n * step; ++i)
-            if (i % step != 0) ASSERT_TRUE(std::isnan(sw[i])) << ws << ": element between the steps written, " << i;
+          for (int64_t i = 0; i < rows * n * step; ++i) {
+            if (i % step != 0) {
+              ASSERT_TRUE(std::isnan(sw[i])) << ws << ": element between the steps written, " << i;
+            }
+          }
         }
       }
     }
