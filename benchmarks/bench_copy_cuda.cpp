@@ -14,6 +14,10 @@
 //                                       transpose
 //   op:contiguous layout:channels_last  NHWC -> NCHW of the same tensor
 //   op:contiguous layout:contiguous     clone() of the contiguous 32x64x56x56
+//   the same three at 64x256x56x56 (205 MB), GPU only: every transpose here costs
+//                                       about 5 µs more than its bytes at the DRAM rate
+//                                       (docs/notes/cuda.md), 23% of a 25.7 MB one, 3% of
+//                                       this one: the kernel's own rate
 // `layout` is the source's layout, `shape` its logical sizes; style copy, f32.
 // Ceiling: baseline d2d_copy (~3 TB/s on H100: 8192^2 transposed, 512 MiB moved, ~0.18 ms).
 #include "cuda_bench_common.h"
@@ -52,8 +56,20 @@ void run_copy(benchmark::State& st, const std::function<Tensor()>& source, const
 }  // namespace
 
 void register_family() {
-  const std::vector<CopyCase> cases =
+  std::vector<CopyCase> cases =
       copy_cases(smoke() ? std::vector<int64_t>{64} : std::vector<int64_t>{4096, 8192}, input, "cuda/");
+  if (!smoke()) {  // the layout conversions at a DRAM size, where the fixed cost is small
+    const Shape big{64, 256, 56, 56};
+    cases.push_back({"nchw_to_nhwc", "contiguous", big, [big] { return input(big, 15); },
+                     [](const Tensor& x) { return x.contiguous(MemoryFormat::ChannelsLast); }});
+    cases.push_back({"contiguous", "channels_last", big,
+                     [big] {
+                       return pooled("cuda/cl-big", [&] { return input(big, 15).contiguous(MemoryFormat::ChannelsLast); });
+                     },
+                     [](const Tensor& x) { return x.contiguous(); }});
+    cases.push_back({"contiguous", "contiguous", big, [big] { return input(big, 15); },
+                     [](const Tensor& x) { return x.clone(); }});
+  }
   for (const auto& c : cases) {
     const RunName name = gpu_name().op(c.op).layout(c.layout).style("copy").dtype(DType::Float32).shape(c.shape);
     add_manual_run(name, [c](benchmark::State& st) { run_copy(st, c.source, c.f); });
