@@ -30,7 +30,7 @@
 // the rows of cuBLAS's column-major D = y^T, our output features. Descriptors and the
 // heuristic's first algorithm are made once per (device, type, shape, x's layout,
 // epilogue) and kept; the workspace is the device's one (cublas_util.h).
-// Where the heuristic returns nothing, the layer falls back to cublas(Gemm)Ex and the
+// Where the heuristic returns nothing, the layer falls back to cuBLAS (cublasGemmEx) and the
 // bias/relu kernel (counted apart: linear_path_counts()).
 // Cost (int8): x read twice (range, quantize), xq written and read, acc written and
 // read, y written; the GEMM reads the int8 weights once.
@@ -189,7 +189,6 @@ void gemm_f16_f32(const Tensor& y, const Tensor& x16, const Tensor& w16, int dev
                                CUDA_R_32F, static_cast<int>(N), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
-#define SB_CUBLASLT_CHECK(expr) SB_CUBLAS_CHECK(expr)  // cublasLt returns cublasStatus_t too
 
 std::atomic<int64_t> g_lt_calls{0}, g_fallback_calls{0};
 
@@ -220,22 +219,22 @@ bool lt_linear(const Tensor& y, const Tensor& x, bool xtrans, int64_t ldx, const
   if (it == plans.end()) {
     LtPlan p;
     const cublasOperation_t ta = CUBLAS_OP_T, tb = xtrans ? CUBLAS_OP_T : CUBLAS_OP_N;
-    SB_CUBLASLT_CHECK(cublasLtMatmulDescCreate(&p.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-    SB_CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
-    SB_CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
-    SB_CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)));
+    SB_CUBLAS_CHECK(cublasLtMatmulDescCreate(&p.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    SB_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
+    SB_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
+    SB_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)));
     if (bias.defined()) {  // the heuristic sees a bias pointer of the alignment every call will have
       const void* bp = bias.data_ptr();
-      SB_CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bp, sizeof(bp)));
+      SB_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bp, sizeof(bp)));
     }
-    SB_CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(&p.a, ab, static_cast<uint64_t>(K), static_cast<uint64_t>(N), K));
-    SB_CUBLASLT_CHECK(xtrans ? cublasLtMatrixLayoutCreate(&p.b, ab, static_cast<uint64_t>(M), static_cast<uint64_t>(K), ldx)
+    SB_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.a, ab, static_cast<uint64_t>(K), static_cast<uint64_t>(N), K));
+    SB_CUBLAS_CHECK(xtrans ? cublasLtMatrixLayoutCreate(&p.b, ab, static_cast<uint64_t>(M), static_cast<uint64_t>(K), ldx)
                              : cublasLtMatrixLayoutCreate(&p.b, ab, static_cast<uint64_t>(K), static_cast<uint64_t>(M), ldx));
-    SB_CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(&p.c, CUDA_R_32F, static_cast<uint64_t>(N), static_cast<uint64_t>(M), N));
+    SB_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.c, CUDA_R_32F, static_cast<uint64_t>(N), static_cast<uint64_t>(M), N));
     cublasLtMatmulPreference_t pref;
-    SB_CUBLASLT_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+    SB_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
     const size_t ws = kCublasLtWorkspace;
-    SB_CUBLASLT_CHECK(
+    SB_CUBLAS_CHECK(
         cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)));
     cublasLtMatmulHeuristicResult_t res{};
     int found = 0;
@@ -250,10 +249,10 @@ bool lt_linear(const Tensor& y, const Tensor& x, bool xtrans, int64_t ldx, const
   if (!p.ok) return false;
   if (bias.defined()) {
     const void* bp = bias.data_ptr();
-    SB_CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bp, sizeof(bp)));
+    SB_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bp, sizeof(bp)));
   }
   const float one = 1.0f, zero = 0.0f;
-  SB_CUBLASLT_CHECK(cublasLtMatmul(cublaslt_handle(dev), p.op, &one, w.data_ptr(), p.a, x.data_ptr(), p.b, &zero,
+  SB_CUBLAS_CHECK(cublasLtMatmul(cublaslt_handle(dev), p.op, &one, w.data_ptr(), p.a, x.data_ptr(), p.b, &zero,
                                    y.data_ptr(), p.c, y.data_ptr(), p.c, &p.algo, cublaslt_workspace(dev), kCublasLtWorkspace, 0));
   ++g_lt_calls;
   return true;
