@@ -222,8 +222,8 @@ void conv2d(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& b
   if (bias.defined() || relu) {
     const int64_t total = res.numel();
     bias_relu_kernel<<<grid_for(total, dev), kThreads>>>(rp, bias.defined() ? bias.data<float>() : nullptr,
-                                                   bias.defined() ? bias.stride(0) : 0, total, nhwc ? 1 : g.P, g.O,
-                                                   relu);
+                                                         bias.defined() ? bias.stride(0) : 0, total,
+                                                         nhwc ? 1 : g.P, g.O, relu);
     SB_CUDA_LAUNCH_CHECK();
   }
   if (!res.shares_storage_with(out)) copy(out, res);
