@@ -432,10 +432,12 @@ TEST(Elementwise, NormalizeOneStatisticsPassAndItsFallback) {
 // and out's row strides apart; out's padding must keep its poison (no masked tail may
 // write past a row). The same rows as stepped slices (stride 2 and 3) are packed before
 // the fused groups; the elements between the steps must keep their poison. n = 15 and
-// 257 (the rows kernel) sit beside the fused sizes.
-TEST(Elementwise, NormalizeFusedGroupsAgainstReference) {
+// 257 (the rows kernel) sit beside the fused sizes. threshold: the streaming threshold
+// for the call (-1: the default).
+void normalize_group_cases(int64_t threshold) {
+  set_nt_threshold_bytes(threshold);
   for_each_config([](const std::string& cfg) {
-    for (int64_t n : {15, 16, 17, 31, 64, 100, 128, 256, 257}) {
+    for (int64_t n : {15, 16, 17, 31, 64, 100, 128, 256, 257, 1024, 1025}) {
       for (int64_t rows : {16, 24, 31, 64}) {
         std::mt19937_64 rng(static_cast<uint64_t>(n * 1000 + rows));
         std::normal_distribution<double> g(0.0, 1.0);
@@ -500,7 +502,18 @@ TEST(Elementwise, NormalizeFusedGroupsAgainstReference) {
       }
     }
   });
+  set_nt_threshold_bytes(-1);
 }
+
+TEST(Elementwise, NormalizeFusedGroupsAgainstReference) { normalize_group_cases(-1); }
+
+// Note [Normalize rows in address order]: the same cases with the streaming threshold at
+// 0, so that x counts as coming from memory: the in-order groups for 16 <= n <= 1024 on
+// AVX-512 (the guard's failures to the rows kernel, streaming stores for the out-of-place
+// outputs whose rows are 64-byte aligned with n % 16 == 0, plain ones for the padded
+// out= rows), the rows kernel's in-order passes on AVX2 and for n = 15, the long-row path
+// for n = 1025.
+TEST(Elementwise, NormalizeRowsFromMemoryAgainstReference) { normalize_group_cases(0); }
 
 // Writing through a stepped slice (in place, or out= into a slice) must leave the
 // elements between the slice's elements as they were: they belong to someone else.

@@ -132,6 +132,7 @@ inline __m256 rsqrt_newton_ps(__m256 var) {
 
 // Note [One statistics pass] (below): the 8 rows' mean and q = sum((x - mean)^2) from one
 // pass; false when a row's result is not to be trusted (then mean and q are unset).
+template <bool InOrder>
 __attribute__((always_inline)) inline bool one_pass_stats(const float* const (&xs)[8], int64_t nv, int64_t rem,
                                                           __m256i mask, int64_t n, float* mean, __m256* q_out) {
   __m256 c[8], s[8], q[8];
@@ -144,12 +145,21 @@ __attribute__((always_inline)) inline bool one_pass_stats(const float* const (&x
     s[k] = _mm256_setzero_ps();
     q[k] = _mm256_setzero_ps();
   }
-  for (int64_t v = 0; v < nv; ++v)
-    for (int k = 0; k < 8; ++k) {
-      const __m256 d = _mm256_sub_ps(_mm256_loadu_ps(xs[k] + 8 * v), c[k]);
-      s[k] = _mm256_add_ps(s[k], d);
-      q[k] = _mm256_fmadd_ps(d, d, q[k]);
-    }
+  if constexpr (InOrder) {  // Note [Normalize rows in address order]
+    for (int k = 0; k < 8; ++k)
+      for (int64_t v = 0; v < nv; ++v) {
+        const __m256 d = _mm256_sub_ps(_mm256_loadu_ps(xs[k] + 8 * v), c[k]);
+        s[k] = _mm256_add_ps(s[k], d);
+        q[k] = _mm256_fmadd_ps(d, d, q[k]);
+      }
+  } else {
+    for (int64_t v = 0; v < nv; ++v)
+      for (int k = 0; k < 8; ++k) {
+        const __m256 d = _mm256_sub_ps(_mm256_loadu_ps(xs[k] + 8 * v), c[k]);
+        s[k] = _mm256_add_ps(s[k], d);
+        q[k] = _mm256_fmadd_ps(d, d, q[k]);
+      }
+  }
   if (rem)  // masked lanes: c - c
     for (int k = 0; k < 8; ++k) {
       const __m256 d = _mm256_sub_ps(
@@ -170,7 +180,8 @@ __attribute__((always_inline)) inline bool one_pass_stats(const float* const (&x
 
 // Note [Short normalize rows]: float32 rows of n <= kStatFlush elements, dense in x and
 // out, nr <= 8 at a time (row k at x + k * xr, out + k * orow). Every pass walks the 8 rows
-// side by side (8 independent accumulator chains), the 8 horizontal sums come out of one
+// side by side (8 independent accumulator chains; rows from memory one after another,
+// Note [Normalize rows in address order]), the 8 horizontal sums come out of one
 // hadd tree, and mean, 1/sqrt(var + eps) are computed for the 8 rows in two vectors. The
 // mean is x0 + sum(x - x0) / n with x0 the row's first element, so the float32 sums are of
 // deviations, not of values far from 0 (a constant row gets its mean exactly: (x - m) is
@@ -192,7 +203,7 @@ __attribute__((always_inline)) inline bool one_pass_stats(const float* const (&x
 // exact passes. Groups of Gaussian rows pass about 96% of the time
 // (docs/notes/elementwise.md). Only the AVX-512VL build takes it: its 16 accumulators
 // and 8 shifts fit in ymm0-31.
-template <bool NT, bool OnePass>
+template <bool NT, bool OnePass, bool InOrder>
 __attribute__((always_inline)) inline void normalize_rows8_body(const char* x, int64_t xr, char* out, int64_t orow,
                                                                 int nr, int64_t n, double eps) {
   const int64_t nv = n / 8, rem = n % 8;
@@ -202,7 +213,7 @@ __attribute__((always_inline)) inline void normalize_rows8_body(const char* x, i
   for (int k = 0; k < 8; ++k) xs[k] = reinterpret_cast<const float*>(x + std::min(k, nr - 1) * xr);
   alignas(32) float mean[8];
   __m256 q;
-  if (OnePass && nv > 0 && one_pass_stats(xs, nv, rem, mask, n, mean, &q)) {
+  if (OnePass && nv > 0 && one_pass_stats<InOrder>(xs, nv, rem, mask, n, mean, &q)) {
     // mean and q from one pass
   } else {  // two exact passes
     __m256 acc[8], x0[8];
@@ -210,8 +221,13 @@ __attribute__((always_inline)) inline void normalize_rows8_body(const char* x, i
       acc[k] = _mm256_setzero_ps();
       x0[k] = _mm256_broadcast_ss(xs[k]);
     }
-    for (int64_t v = 0; v < nv; ++v)
-      for (int k = 0; k < 8; ++k) acc[k] = _mm256_add_ps(acc[k], _mm256_sub_ps(_mm256_loadu_ps(xs[k] + 8 * v), x0[k]));
+    if constexpr (InOrder) {
+      for (int k = 0; k < 8; ++k)
+        for (int64_t v = 0; v < nv; ++v) acc[k] = _mm256_add_ps(acc[k], _mm256_sub_ps(_mm256_loadu_ps(xs[k] + 8 * v), x0[k]));
+    } else {
+      for (int64_t v = 0; v < nv; ++v)
+        for (int k = 0; k < 8; ++k) acc[k] = _mm256_add_ps(acc[k], _mm256_sub_ps(_mm256_loadu_ps(xs[k] + 8 * v), x0[k]));
+    }
     if (rem)  // masked lanes: x0 - x0
       for (int k = 0; k < 8; ++k)
         acc[k] = _mm256_add_ps(acc[k], _mm256_sub_ps(_mm256_blendv_ps(x0[k], _mm256_maskload_ps(xs[k] + 8 * nv, mask),
@@ -268,27 +284,29 @@ __attribute__((always_inline)) inline void normalize_rows8_body(const char* x, i
 // GCC spilled inside the inner loops (92 stack accesses in the AVX2 build of this kernel).
 // Where the CPU has AVX-512VL the same source is compiled with it (EVEX encodings reach
 // ymm16-31) and taken at run time; the instructions otherwise stay 256-bit.
-template <bool NT>
+template <bool NT, bool InOrder = false>
 void normalize_rows8_f32_avx2(const char* x, int64_t xr, char* out, int64_t orow, int nr, int64_t n, double eps) {
-  normalize_rows8_body<NT, false>(x, xr, out, orow, nr, n, eps);
+  normalize_rows8_body<NT, false, InOrder>(x, xr, out, orow, nr, n, eps);
 }
 #ifdef SB_HAVE_AVX512
-template <bool NT>
+template <bool NT, bool InOrder = false>
 __attribute__((target("avx512f,avx512vl"))) void normalize_rows8_f32_vl(const char* x, int64_t xr, char* out,
                                                                           int64_t orow, int nr, int64_t n, double eps) {
-  normalize_rows8_body<NT, true>(x, xr, out, orow, nr, n, eps);
+  normalize_rows8_body<NT, true, InOrder>(x, xr, out, orow, nr, n, eps);
 }
 #endif
 
-// The rows kernel of Note [Short normalize rows]; vl: the AVX-512VL build (use_avx512()).
-template <bool NT = false>
+// The rows kernel of Note [Short normalize rows]; vl: the AVX-512VL build (use_avx512());
+// InOrder: its statistics passes walk the rows one after another (Note [Normalize rows
+// in address order]), else side by side.
+template <bool NT = false, bool InOrder = false>
 inline void normalize_rows8_f32(bool vl, const char* x, int64_t xr, char* out, int64_t orow, int nr, int64_t n,
                                 double eps) {
 #ifdef SB_HAVE_AVX512
-  if (vl) return normalize_rows8_f32_vl<NT>(x, xr, out, orow, nr, n, eps);
+  if (vl) return normalize_rows8_f32_vl<NT, InOrder>(x, xr, out, orow, nr, n, eps);
 #endif
   (void)vl;
-  normalize_rows8_f32_avx2<NT>(x, xr, out, orow, nr, n, eps);
+  normalize_rows8_f32_avx2<NT, InOrder>(x, xr, out, orow, nr, n, eps);
 }
 
 #ifdef SB_HAVE_AVX512
@@ -304,9 +322,10 @@ inline void normalize_rows8_f32(bool vl, const char* x, int64_t xr, char* out, i
 // rows kernel's (x - mean) * rstd. A group whose guard or variance check fails goes to
 // the rows kernel whole (its two exact passes, the double rsqrt path) right away.
 // Three groups are in flight: above 256 elements they outgrow L1 and the rows kernel is
-// faster. So it is where x does not fit the caches (above copy.h's nt_threshold_bytes(),
-// the rule that decides streaming): with the loads coming from DRAM the fused loop took
-// 1.3-1.7x the rows kernel's time (docs/notes/elementwise.md). Stepped rows (a sliced
+// faster. It is taken only where x fits the caches (at most copy.h's
+// nt_threshold_bytes(), the rule that decides streaming): with the loads coming from DRAM
+// it took 1.3-1.7x the rows kernel's time, and rows from memory take Note [Normalize rows
+// in address order] instead (docs/notes/elementwise.md). Stepped rows (a sliced
 // x) are packed into a 32 KiB buffer, as many rows at a time as it holds, and take the
 // same loop from there.
 //
@@ -338,6 +357,14 @@ SB_ZMM inline __m256 fold16_ps(__m512 v) {
                        _mm256_castpd_ps(_mm512_mask_extractf64x4_pd(_mm256_setzero_pd(), 0xF, d, 1)));
 }
 
+// The sum of v's 16 lanes (not GCC 12's _mm512_reduce_add_ps: fold16_ps's warning).
+SB_ZMM inline float hsum16_ps(__m512 v) {
+  const __m256 a = fold16_ps(v);
+  __m128 h = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+  h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+  return _mm_cvtss_f32(_mm_add_ss(h, _mm_shuffle_ps(h, h, 1)));
+}
+
 // The per-group constants of the pipeline, in slots by group parity: the shifts of a
 // group's statistics pass, and -mean and 1/std for its write pass.
 struct FusedSlots {
@@ -351,7 +378,8 @@ struct FusedSlots {
 // after another, not side by side: each row's sums are one short chain (the rows' chains
 // overlap out of order), and only one row's pointers and constants are live, where 8
 // rows side by side spilled GCC's row pointers and scales in the fused loop.
-template <bool STATS, bool WRITE>
+// NTW: the write's whole vectors with streaming stores (64-byte aligned out rows).
+template <bool STATS, bool WRITE, bool NTW = false>
 SB_ZMM __attribute__((always_inline)) inline void fused_loop(const float* shift, const float* negmean, const float* rstd,
                                                              __m512 (&s)[8], __m512 (&q)[8], const char* xs,
                                                              const char* xw, char* ow, int64_t xr, int64_t orow,
@@ -375,7 +403,11 @@ SB_ZMM __attribute__((always_inline)) inline void fused_loop(const float* shift,
         sk = _mm512_add_ps(sk, d);
         qk = _mm512_fmadd_ps(d, d, qk);
       }
-      if constexpr (WRITE) _mm512_storeu_ps(ok + 16 * v, _mm512_mul_ps(_mm512_add_ps(_mm512_loadu_ps(wk + 16 * v), mk), rk));
+      if constexpr (WRITE) {
+        const __m512 y = _mm512_mul_ps(_mm512_add_ps(_mm512_loadu_ps(wk + 16 * v), mk), rk);
+        if constexpr (NTW) _mm512_stream_ps(ok + 16 * v, y);
+        else _mm512_storeu_ps(ok + 16 * v, y);
+      }
     }
     if (tm) {  // the row tails
       if constexpr (STATS) {
@@ -399,8 +431,26 @@ SB_ZMM __attribute__((always_inline)) inline void fused_shift(float* shift, cons
   _mm256_store_ps(shift, _mm256_mul_ps(hsum8_ps(c), _mm256_set1_ps(0.125f)));
 }
 
-// The group's -mean and 1/std from its sums, as one_pass_stats and Note [Normalize
-// rsqrt] compute them; false when the guard or the variance check fails.
+// -mean and 1/std per lane from the sums S = sum(x - shift) and Q = sum((x - shift)^2),
+// as one_pass_stats and Note [Normalize rsqrt] compute them; the mask bits of the lanes
+// that pass the guard and the variance check.
+SB_ZMM __attribute__((always_inline)) inline int finish_lanes(__m256 sv, __m256 qv, __m256 shift, int64_t n, float eps,
+                                                              __m256* negmean, __m256* rstd) {
+  const __m256 m1 = _mm256_div_ps(sv, _mm256_set1_ps(static_cast<float>(n)));
+  const __m256 t = _mm256_mul_ps(sv, m1);
+  const __m256 var =
+      _mm256_fmadd_ps(_mm256_sub_ps(qv, t), _mm256_set1_ps(1.0f / static_cast<float>(n)), _mm256_set1_ps(eps));
+  const __m256 ok = _mm256_and_ps(
+      _mm256_and_ps(_mm256_cmp_ps(_mm256_add_ps(t, t), qv, _CMP_LE_OQ),
+                    _mm256_cmp_ps(qv, _mm256_set1_ps(std::numeric_limits<float>::max()), _CMP_LE_OQ)),
+      normal_var_ps(var));
+  *rstd = rsqrt_newton_ps(var);
+  *negmean = _mm256_sub_ps(_mm256_setzero_ps(), _mm256_add_ps(shift, m1));
+  return _mm256_movemask_ps(ok);
+}
+
+// The group's -mean and 1/std from its sums; false when a row fails the guard or the
+// variance check.
 SB_ZMM __attribute__((always_inline)) inline bool fused_finish(const float* shift, float* negmean, float* rstd,
                                                                const __m512 (&s)[8], const __m512 (&q)[8], int64_t n,
                                                                float eps) {
@@ -467,10 +517,107 @@ SB_ZMM void normalize_groups_f32(const char* x, int64_t xr, char* out, int64_t o
     if (!sums) continue;
     if (g + 1 < ng) fused_shift(st.shift[p ^ 1], xs + 8 * xr, xr);
     if (fused_finish(st.shift[p], st.negmean[p], st.rstd[p], s, q, n, e)) pending[p] = true;
-    else normalize_rows8_f32_vl<false>(xs, xr, out + g * 8 * orow, orow, 8, n, eps);  // guard failed: the exact passes
+    // guard failed: the exact passes, inlined: as a call, whose clobbers reach every zmm
+    // register, it had GCC keep the loop's state on the stack (3% of the time)
+    else normalize_rows8_body<false, true, false>(xs, xr, out + g * 8 * orow, orow, 8, n, eps);
   }
   if (ng * 8 < rows)
     normalize_rows8_f32_vl<false>(x + ng * 8 * xr, xr, out + ng * 8 * orow, orow, static_cast<int>(rows - ng * 8), n, eps);
+}
+
+// Note [Normalize rows in address order]: rows that come from memory (x larger than
+// nt_threshold_bytes()) are read in address order, one row after another, in every pass,
+// and each pass that reads memory is kept short. The rows kernel walks 8 rows side by
+// side, its loads 4 * n bytes apart in turn; the hardware prefetcher follows one stream,
+// not 8 interleaved ones, and from DRAM that walk took up to 2.9x the time of an in-place
+// scale over the same bytes. In address order the demand stream is one the prefetcher
+// follows, as long as the write passes (which read from L1 and load nothing new) stay
+// short: a stream that pauses restarts slowly. So, on AVX-512:
+//  - kFusedMinN <= n <= kFusedMaxN: groups of 8 rows (normalize_groups_in_order_f32), the
+//    statistics loop of Note [Fused normalize groups] (one chain per row; the rows'
+//    chains overlap out of order), the group's constants, then its write (8 KiB at most);
+//  - kFusedMaxN < n <= kStatFlush: one row at a time (normalize_rows_in_order_f32): a
+//    group of 8 such rows made the write pass 8-32 KiB long;
+// both streaming where out rows are 64-byte aligned and n % 16 == 0. Elsewhere (AVX2,
+// n < 16, unaligned streaming rows) the rows kernel walks its statistics passes in row
+// order too. In the caches every kernel keeps its side-by-side walk, 1.1-1.5x faster
+// there. Software prefetches of the next groups were slower (docs/notes/elementwise.md).
+template <bool NT>
+SB_ZMM void normalize_groups_in_order_f32(const char* x, int64_t xr, char* out, int64_t orow, int64_t rows, int64_t n,
+                                          double eps) {
+  FusedSlots st;
+  const float e = static_cast<float>(eps);
+  const int64_t ng = rows / 8;
+  __m512 s[8], q[8];
+  for (int64_t g = 0; g < ng; ++g) {
+    const char* xs = x + g * 8 * xr;
+    char* os = out + g * 8 * orow;
+    fused_shift(st.shift[0], xs, xr);
+    fused_loop<true, false>(st.shift[0], nullptr, nullptr, s, q, xs, nullptr, nullptr, xr, orow, n);
+    if (fused_finish(st.shift[0], st.negmean[0], st.rstd[0], s, q, n, e))
+      fused_loop<false, true, NT>(nullptr, st.negmean[0], st.rstd[0], s, q, nullptr, xs, os, xr, orow, n);
+    else  // guard failed: the exact passes
+      normalize_rows8_f32_vl<NT, true>(xs, xr, os, orow, 8, n, eps);
+  }
+  if (ng * 8 < rows)
+    normalize_rows8_f32_vl<NT, true>(x + ng * 8 * xr, xr, out + ng * 8 * orow, orow, static_cast<int>(rows - ng * 8), n,
+                                     eps);
+  if (NT) _mm_sfence();
+}
+
+// Rows of kFusedMaxN < n <= kStatFlush from memory, one at a time (Note [Normalize rows
+// in address order]): its statistics (two chains of S and Q; the shift of Note [One
+// statistics pass], a pairwise sum of the first 8 elements), its constants, its write.
+template <bool NT>
+SB_ZMM void normalize_rows_in_order_f32(const char* x, int64_t xr, char* out, int64_t orow, int64_t rows, int64_t n,
+                                        double eps) {
+  const int64_t nf = n / 16;
+  const __mmask16 tm = static_cast<__mmask16>((1u << (n % 16)) - 1);
+  const float e = static_cast<float>(eps);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xk = reinterpret_cast<const float*>(x + r * xr);
+    float* ok = reinterpret_cast<float*>(out + r * orow);
+    __m128 h = _mm_add_ps(_mm_loadu_ps(xk), _mm_loadu_ps(xk + 4));  // pairwise: exact for a constant row
+    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_add_ss(h, _mm_shuffle_ps(h, h, 1));
+    const float c = _mm_cvtss_f32(h) * 0.125f;
+    const __m512 cv = _mm512_set1_ps(c);
+    __m512 s0 = _mm512_setzero_ps(), s1 = s0, q0 = s0, q1 = s0;
+    int64_t v = 0;
+    for (; v + 2 <= nf; v += 2) {
+      const __m512 d0 = _mm512_sub_ps(_mm512_loadu_ps(xk + 16 * v), cv);
+      const __m512 d1 = _mm512_sub_ps(_mm512_loadu_ps(xk + 16 * v + 16), cv);
+      s0 = _mm512_add_ps(s0, d0);
+      s1 = _mm512_add_ps(s1, d1);
+      q0 = _mm512_fmadd_ps(d0, d0, q0);
+      q1 = _mm512_fmadd_ps(d1, d1, q1);
+    }
+    if (v < nf) {
+      const __m512 d = _mm512_sub_ps(_mm512_loadu_ps(xk + 16 * v), cv);
+      s0 = _mm512_add_ps(s0, d);
+      q0 = _mm512_fmadd_ps(d, d, q0);
+    }
+    if (tm) {
+      const __m512 d = _mm512_maskz_sub_ps(tm, _mm512_maskz_loadu_ps(tm, xk + 16 * nf), cv);
+      s0 = _mm512_add_ps(s0, d);
+      q0 = _mm512_fmadd_ps(d, d, q0);
+    }
+    __m256 nm, rs;
+    if (!(finish_lanes(_mm256_set1_ps(hsum16_ps(_mm512_add_ps(s0, s1))), _mm256_set1_ps(hsum16_ps(_mm512_add_ps(q0, q1))),
+                       _mm256_set1_ps(c), n, e, &nm, &rs) & 1)) {
+      normalize_rows8_f32_vl<NT, true>(x + r * xr, xr, out + r * orow, orow, 1, n, eps);  // the exact passes
+      continue;
+    }
+    const __m512 mk = _mm512_set1_ps(_mm256_cvtss_f32(nm));
+    const __m512 rk = _mm512_set1_ps(_mm256_cvtss_f32(rs));
+    for (v = 0; v < nf; ++v) {
+      const __m512 y = _mm512_mul_ps(_mm512_add_ps(_mm512_loadu_ps(xk + 16 * v), mk), rk);
+      if constexpr (NT) _mm512_stream_ps(ok + 16 * v, y);
+      else _mm512_storeu_ps(ok + 16 * v, y);
+    }
+    if (tm) _mm512_mask_storeu_ps(ok + 16 * nf, tm, _mm512_mul_ps(_mm512_add_ps(_mm512_maskz_loadu_ps(tm, xk + 16 * nf), mk), rk));
+  }
+  if (NT) _mm_sfence();
 }
 #undef SB_ZMM
 #endif
@@ -646,6 +793,42 @@ struct NormWrite {
 #endif
 };
 
+#ifdef SB_HAVE_AVX2
+// Dense float32 rows of n <= kStatFlush from memory, out = p[0], x = p[1] (Note [Normalize
+// rows in address order]); nt: the caller may stream the output. Not inlined into
+// normalize_strip, whose other paths GCC compiles differently when it grows.
+__attribute__((noinline)) void normalize_rows_from_memory_f32(bool vl, bool nt, char* const* p, const int64_t* s,
+                                                             int64_t rows, int64_t n, double eps) {
+  // as normalize_strip's nt8: 8-float streaming stores need 32-byte aligned output rows
+  const bool nt8 = nt && n % 8 == 0 && s[0] % 32 == 0 && reinterpret_cast<uintptr_t>(p[0]) % 32 == 0;
+#ifdef SB_HAVE_AVX512
+  if (vl && n >= kFusedMinN && rows >= 8) {
+    const bool nt16 = nt8 && n % 16 == 0 && s[0] % 64 == 0 && reinterpret_cast<uintptr_t>(p[0]) % 64 == 0;
+    const bool groups = n <= kFusedMaxN;
+    if (nt16) {
+      if (groups) normalize_groups_in_order_f32<true>(p[1], s[1], p[0], s[0], rows, n, eps);
+      else normalize_rows_in_order_f32<true>(p[1], s[1], p[0], s[0], rows, n, eps);
+      g_last_nt.store(true, std::memory_order_relaxed);
+      return;
+    }
+    if (!nt8) {
+      if (groups) normalize_groups_in_order_f32<false>(p[1], s[1], p[0], s[0], rows, n, eps);
+      else normalize_rows_in_order_f32<false>(p[1], s[1], p[0], s[0], rows, n, eps);
+      return;
+    }
+  }
+#endif
+  for (int64_t r0 = 0; r0 < rows; r0 += 8) {
+    const int nr = static_cast<int>(std::min<int64_t>(8, rows - r0));
+    char* const o = p[0] + r0 * s[0];
+    const char* const xg = p[1] + r0 * s[1];
+    if (nt8) normalize_rows8_f32<true, true>(vl, xg, s[1], o, s[0], nr, n, eps);
+    else normalize_rows8_f32<false, true>(vl, xg, s[1], o, s[0], nr, n, eps);
+  }
+  if (nt8) g_last_nt.store(true, std::memory_order_relaxed);
+}
+#endif
+
 // One strip of rows: row r of operand i starts at p[i] + r * s[i] and runs n elements
 // with stride xsd (x) / osd (out) bytes.
 //  - dense rows (xsd == element size): per row, two passes for the stats (the row is in
@@ -675,6 +858,10 @@ void normalize_strip(bool avx, bool nt, bool resident, char* const* p, const int
       return;
     }
 #endif
+    if (avx && !resident && xsd == es && osd == es && n <= kStatFlush) {  // Note [Normalize rows in address order]
+      normalize_rows_from_memory_f32(vl, nt, p, s, rows, n, eps);
+      return;
+    }
     if (avx && xsd == es && osd == es && n <= kStatFlush) {  // Note [Short normalize rows]
       for (int64_t r0 = 0; r0 < rows; r0 += 8) {
         const int nr = static_cast<int>(std::min<int64_t>(8, rows - r0));
