@@ -357,14 +357,6 @@ SB_ZMM inline __m256 fold16_ps(__m512 v) {
                        _mm256_castpd_ps(_mm512_mask_extractf64x4_pd(_mm256_setzero_pd(), 0xF, d, 1)));
 }
 
-// The sum of v's 16 lanes (not GCC 12's _mm512_reduce_add_ps: fold16_ps's warning).
-SB_ZMM inline float hsum16_ps(__m512 v) {
-  const __m256 a = fold16_ps(v);
-  __m128 h = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
-  h = _mm_add_ps(h, _mm_movehl_ps(h, h));
-  return _mm_cvtss_f32(_mm_add_ss(h, _mm_shuffle_ps(h, h, 1)));
-}
-
 // The per-group constants of the pipeline, in slots by group parity: the shifts of a
 // group's statistics pass, and -mean and 1/std for its write pass.
 struct FusedSlots {
@@ -431,26 +423,8 @@ SB_ZMM __attribute__((always_inline)) inline void fused_shift(float* shift, cons
   _mm256_store_ps(shift, _mm256_mul_ps(hsum8_ps(c), _mm256_set1_ps(0.125f)));
 }
 
-// -mean and 1/std per lane from the sums S = sum(x - shift) and Q = sum((x - shift)^2),
-// as one_pass_stats and Note [Normalize rsqrt] compute them; the mask bits of the lanes
-// that pass the guard and the variance check.
-SB_ZMM __attribute__((always_inline)) inline int finish_lanes(__m256 sv, __m256 qv, __m256 shift, int64_t n, float eps,
-                                                              __m256* negmean, __m256* rstd) {
-  const __m256 m1 = _mm256_div_ps(sv, _mm256_set1_ps(static_cast<float>(n)));
-  const __m256 t = _mm256_mul_ps(sv, m1);
-  const __m256 var =
-      _mm256_fmadd_ps(_mm256_sub_ps(qv, t), _mm256_set1_ps(1.0f / static_cast<float>(n)), _mm256_set1_ps(eps));
-  const __m256 ok = _mm256_and_ps(
-      _mm256_and_ps(_mm256_cmp_ps(_mm256_add_ps(t, t), qv, _CMP_LE_OQ),
-                    _mm256_cmp_ps(qv, _mm256_set1_ps(std::numeric_limits<float>::max()), _CMP_LE_OQ)),
-      normal_var_ps(var));
-  *rstd = rsqrt_newton_ps(var);
-  *negmean = _mm256_sub_ps(_mm256_setzero_ps(), _mm256_add_ps(shift, m1));
-  return _mm256_movemask_ps(ok);
-}
-
-// The group's -mean and 1/std from its sums; false when a row fails the guard or the
-// variance check.
+// The group's -mean and 1/std from its sums, as one_pass_stats and Note [Normalize
+// rsqrt] compute them; false when the guard or the variance check fails.
 SB_ZMM __attribute__((always_inline)) inline bool fused_finish(const float* shift, float* negmean, float* rstd,
                                                                const __m512 (&s)[8], const __m512 (&q)[8], int64_t n,
                                                                float eps) {
@@ -602,14 +576,20 @@ SB_ZMM void normalize_rows_in_order_f32(const char* x, int64_t xr, char* out, in
       s0 = _mm512_add_ps(s0, d);
       q0 = _mm512_fmadd_ps(d, d, q0);
     }
-    __m256 nm, rs;
-    if (!(finish_lanes(_mm256_set1_ps(hsum16_ps(_mm512_add_ps(s0, s1))), _mm256_set1_ps(hsum16_ps(_mm512_add_ps(q0, q1))),
-                       _mm256_set1_ps(c), n, e, &nm, &rs) & 1)) {
+    // fused_finish over 8 copies of the row: its constants in every lane
+    alignas(32) float cs[8], nm[8], rs[8];
+    _mm256_store_ps(cs, _mm256_set1_ps(c));
+    __m512 sr[8], qr[8];
+    for (int k = 0; k < 8; ++k) {
+      sr[k] = _mm512_add_ps(s0, s1);
+      qr[k] = _mm512_add_ps(q0, q1);
+    }
+    if (!fused_finish(cs, nm, rs, sr, qr, n, e)) {
       normalize_rows8_f32_vl<NT, true>(x + r * xr, xr, out + r * orow, orow, 1, n, eps);  // the exact passes
       continue;
     }
-    const __m512 mk = _mm512_set1_ps(_mm256_cvtss_f32(nm));
-    const __m512 rk = _mm512_set1_ps(_mm256_cvtss_f32(rs));
+    const __m512 mk = _mm512_set1_ps(nm[0]);
+    const __m512 rk = _mm512_set1_ps(rs[0]);
     for (v = 0; v < nf; ++v) {
       const __m512 y = _mm512_mul_ps(_mm512_add_ps(_mm512_loadu_ps(xk + 16 * v), mk), rk);
       if constexpr (NT) _mm512_stream_ps(ok + 16 * v, y);
