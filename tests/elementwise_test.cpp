@@ -437,7 +437,7 @@ TEST(Elementwise, NormalizeOneStatisticsPassAndItsFallback) {
 void normalize_group_cases(int64_t threshold) {
   set_nt_threshold_bytes(threshold);
   for_each_config([](const std::string& cfg) {
-    for (int64_t n : {15, 16, 17, 31, 64, 100, 128, 256, 257, 1024, 1025}) {
+    for (int64_t n : {15, 16, 17, 31, 64, 100, 128, 256, 257, 1024, 1025, 3000, 4096}) {
       for (int64_t rows : {16, 24, 31, 64}) {
         std::mt19937_64 rng(static_cast<uint64_t>(n * 1000 + rows));
         std::normal_distribution<double> g(0.0, 1.0);
@@ -508,11 +508,12 @@ void normalize_group_cases(int64_t threshold) {
 TEST(Elementwise, NormalizeFusedGroupsAgainstReference) { normalize_group_cases(-1); }
 
 // Note [Normalize rows in address order]: the same cases with the streaming threshold at
-// 0, so that x counts as coming from memory: the in-order groups for 16 <= n <= 1024 on
-// AVX-512 (the guard's failures to the rows kernel, streaming stores for the out-of-place
-// outputs whose rows are 64-byte aligned with n % 16 == 0, plain ones for the padded
-// out= rows), the rows kernel's in-order passes on AVX2 and for n = 15, the long-row path
-// for n = 1025.
+// 0, so that x counts as coming from memory: on AVX-512 the in-order groups for
+// 16 <= n <= 256 and the rows one at a time above (the guard's failures to the exact
+// passes: the rows kernel's up to 1024, dense_mean and dense_centered above; streaming
+// stores for the out-of-place outputs whose rows are 64-byte aligned with n % 16 == 0,
+// plain ones for the padded out= rows, and the long-row path for out= rows above 1024
+// that would stream unaligned); on AVX2 the rows kernel's in-order passes up to 1024.
 TEST(Elementwise, NormalizeRowsFromMemoryAgainstReference) { normalize_group_cases(0); }
 
 // Writing through a stepped slice (in place, or out= into a slice) must leave the
