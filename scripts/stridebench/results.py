@@ -443,7 +443,7 @@ def load_results(path):
 COMPUTE_OPS = ("matmul", "conv2d", "linear", "mlp")
 BINARY_OPS = ("add", "mul")
 UNARY_ELEMENTWISE_OPS = ("relu", "normalize")
-READ_OPS = ("sum",)
+READ_OPS = ("sum", "mean", "max", "var")  # reductions: a read, and a result thousands of times smaller
 
 
 INT8_DTYPES = ("i8", "int8_dynamic", "int8_static")

@@ -202,6 +202,34 @@ class LoadTest(unittest.TestCase):
         self.assertEqual(sb.ceiling(old, old.runs[ADD.format("contiguous", "inplace")])[0]["op"], "add")
         self.assertEqual(sb.ceiling(old, old.runs[relu.format("contiguous", "inplace")])[0]["op"], "copy")
 
+    def test_reductions_use_the_read_ceiling(self):
+        # sum, mean, max and var read their input and write a result thousands of times
+        # smaller: every one is held to the machine's read rate, not to a copy's, whose
+        # bytes count a write too (mean, max and var were once held to copy / copy_nt)
+        res = sbtest.results_dir(tempfile.mkdtemp())
+        row = ("reduce/op:sum/impl:ours/device:cpu/layout:contiguous/dtype:f32/shape:4096x4096/"
+               "threads:8/dim:outer")
+
+        def add_ops(doc):
+            extra = []
+            for e in doc["benchmarks"]:
+                if (e.get("run_name") or e["name"]).startswith(row + "/"):
+                    for op in ("mean", "max", "var"):
+                        f = dict(e, name=e["name"].replace("op:sum/", f"op:{op}/"))
+                        if "run_name" in e:
+                            f["run_name"] = e["run_name"].replace("op:sum/", f"op:{op}/")
+                        extra.append(f)
+            doc["benchmarks"] += extra
+        sbtest.edit(os.path.join(res, "raw", "bench_reduce.json"), add_ops)
+        rs = sb.load_results(res)
+        read = rs.runs["baseline/op:read/impl:ours/device:cpu/dtype:f32/shape:33554432/threads:8"]
+        for op in ("sum", "mean", "max", "var"):
+            with self.subTest(op=op):
+                r = rs.runs[row.replace("op:sum/", f"op:{op}/")]
+                base, top, pct = sb.ceiling(rs, r)
+                self.assertEqual((base["op"], base.regime), ("read", "DRAM"))
+                self.assertAlmostEqual(pct, 100 * r.gbps() / read.gbps(), places=6)
+
     def test_int8_rows_use_the_int8_peak_and_nothing_else_does(self):
         tmp = tempfile.mkdtemp()
         res = sbtest.results_dir(tmp)
