@@ -260,6 +260,58 @@ TEST(Reduce, VarianceStableForLargeMean) {
   }
 }
 
+// Note [One read for var], a unit-stride run: var and std along the last dim of rows
+// that straddle the blocks (5 < 8 elements, 2047-2049 around one block, 6145 over four),
+// each block in one pass of sums shifted by the previous block's mean (the first block:
+// the mean of its first 8 elements), kept where the guard trusts them, else the block's
+// two passes. Row patterns: Gaussian around 1e4 (the one-pass sums throughout); the same
+// with its first 8 elements 60 std away (the first shift far from the block's mean:
+// the guard sends that block to two passes);
+// a ramp (every block fails the guard); a slow drift over the blocks (each shift a
+// block's mean away); a step of 300 std at the second block (its shift, the first
+// block's mean, 300 std from its own: that block fails the guard and takes two passes,
+// the third is shifted by the second's mean); a constant row (variance exactly 0); +inf
+// in the third block and a NaN in the second (NaN); float32, float64 and float16, every
+// SIMD level, 1 and 2 threads, against float64.
+TEST(Reduce, VarBlocksOfOneRunAgainstReference) {
+  Scope scope;
+  for (DType dt : {DType::Float32, DType::Float64, DType::Float16}) {
+    for (int64_t n : {5, 2047, 2048, 2049, 6145}) {
+      const int64_t rows = 8;
+      std::vector<double> v = randn({rows, n}, static_cast<uint64_t>(n), DType::Float64).to_vector();
+      const double base = dt == DType::Float16 ? 100.0 : 1e4;
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t j = 0; j < n; ++j) {
+          double& e = v[r * n + j];
+          switch (r) {
+            case 0: e += base; break;                                        // Gaussian
+            case 1: e += base + (j < 8 ? 60.0 : 0.0); break;                   // far first shift
+            case 2: e = base + static_cast<double>(j) / 8; break;              // ramp
+            case 3: e += base + 3.0 * static_cast<double>(j) / 2048; break;    // drift
+            case 4: e = base + 0.25; break;                                    // constant
+            case 5: e += base; if (j == std::min<int64_t>(n - 1, 4500)) e = INFINITY; break;
+            case 6: e += base; if (j == std::min<int64_t>(n - 1, 2100)) e = NAN; break;
+            case 7: e += base + (j >= 2048 ? 300.0 : 0.0); break;             // step
+          }
+        }
+      const Tensor x = from_vector(v, {rows, n}).to(dt);
+      for (ReduceOp op : {ReduceOp::Var, ReduceOp::Std}) {
+        const std::vector<double> ref = reference(op, x, reduced_mask(2, {1}), 1);
+        const double rt = dt == DType::Float64 ? 1e-12 : dt == DType::Float32 ? 1e-5 : 1e-3;
+        for (const test::Modes& m : test::all_kernel_modes()) {
+          test::ModeGuard g(m);
+          const Tensor r = run_op(op, x, {1}, 1, false);
+          const std::string what = std::string(reduce_op_name(op)) + " " + dtype_name(dt) + ", n " +
+                                   std::to_string(n) + ", " + simd_level_name(m.simd) + ", " +
+                                   std::to_string(m.threads) + " threads";
+          EXPECT_TRUE(test::all_close(r, ref, 0, rt)) << what;
+          EXPECT_EQ(r.get({4}), 0.0) << what << ": a constant row";
+        }
+      }
+    }
+  }
+}
+
 // Note [Cascaded accumulation]: sums and means along stepped, expanded and short
 // multi-dim ranges accumulate in blocks combined pairwise, as the dense path does, so
 // the mean of n copies of c stays within a few ulp of c however the n copies are laid

@@ -289,10 +289,16 @@ void v_kernel(const typename V::T* base, const int64_t* off, int64_t nr, int64_t
 }
 
 // Note [One read for var], a unit-stride run p[0, n): blocks of kVarRunBlock elements,
-// each block's sum taken in the same loop as the previous block's deviations (from
-// L1), so the memory stream does not pause for a second pass. Each block's deviations
-// are taken around its mean rounded to Acc (vector lanes and tail alike), and its
-// (count, mean, M2) merged into acc by OpVar::scombine.
+// each in one pass of shifted sums S = sum(x - c), Q = sum((x - c)^2), c the previous
+// block's mean rounded to Acc (the first block's: the mean of its first 8 elements, a
+// pairwise sum times 1/8, exact for a constant run), and its (count, c, Q, S) merged
+// into acc by merge_block, whose corrected formula takes any centre. The error is Q's
+// rounding amplified by Q / M2 = 1 + (mean - c)^2 / var; a block is kept where
+// 2 S^2 / nb <= Q (at most 2x, the two-pass error's order) and Q is finite, else it
+// takes two passes from L1 (its mean, then the deviations around it). One pass keeps
+// the memory stream going, as the reductions' sum does: summing block b while taking
+// block b - 1's deviations from L1 in the same loop ran 1.26x the time of a plain sum
+// over a DRAM-sized x, one pass at its time (docs/notes/copy-reduce.md).
 constexpr int64_t kVarRunBlock = 2048;
 
 template <class V>
@@ -301,52 +307,57 @@ void h_var_run(const typename V::T* p, int64_t n, typename V::A* acc) {
   using R = typename V::R;
   using Acc = typename V::Acc;
   constexpr int W = V::W;
-  const typename V::T* prev = nullptr;  // the block whose deviations are pending
-  int64_t nprev = 0;
-  Acc mprev = 0;
-  for (int64_t b = 0;; b += kVarRunBlock) {
-    const int64_t nb = std::max<int64_t>(0, std::min(kVarRunBlock, n - b));  // 0: only the pending block is left
+  if (n <= 0) return;
+  auto at = [&](int64_t i) { return to_acc<Acc>(p[i]); };
+  Acc c = n >= 8 ? static_cast<Acc>(((at(0) + at(1)) + (at(2) + at(3))) + ((at(4) + at(5)) + (at(6) + at(7)))) *
+                       static_cast<Acc>(0.125)
+                 : at(0);
+  for (int64_t b = 0; b < n; b += kVarRunBlock) {
+    const int64_t nb = std::min(kVarRunBlock, n - b);
     const typename V::T* cur = p + b;
-    const R mv = V::set1(static_cast<double>(mprev));
-    // 4 accumulator chains per sum (2 in the loop that does both blocks)
-    R s[4], d2[4], d1[4];
-    for (int h = 0; h < 4; ++h) s[h] = d2[h] = d1[h] = V::zero();
-    auto dev = [&](int h, int64_t i) {
-      const R e = V::sub(V::load(prev + i), mv);
-      d2[h] = V::fmadd(e, e, d2[h]);
-      d1[h] = V::add(d1[h], e);
+    const A nbA = static_cast<A>(nb);
+    // the sums of x - m (t1) and (x - m)^2 (t2) over the block, 4 chains each
+    auto moments = [&](Acc m, A* t2, A* t1) {
+      const R mv = V::set1(static_cast<double>(m));
+      R d2[4], d1[4];
+      for (int h = 0; h < 4; ++h) d2[h] = d1[h] = V::zero();
+      int64_t i = 0;
+      for (; i + 4 * W <= nb; i += 4 * W)
+        for (int h = 0; h < 4; ++h) {
+          const R e = V::sub(V::load(cur + i + h * W), mv);
+          d2[h] = V::fmadd(e, e, d2[h]);
+          d1[h] = V::add(d1[h], e);
+        }
+      for (; i + W <= nb; i += W) {
+        const R e = V::sub(V::load(cur + i), mv);
+        d2[0] = V::fmadd(e, e, d2[0]);
+        d1[0] = V::add(d1[0], e);
+      }
+      A s2 = 0, s1 = 0;
+      for (; i < nb; ++i) {
+        const A e = to_acc<A>(cur[i]) - static_cast<A>(m);
+        s2 += e * e;
+        s1 += e;
+      }
+      *t2 = s2 + V::hsum(V::add(V::add(d2[0], d2[1]), V::add(d2[2], d2[3])));
+      *t1 = s1 + V::hsum(V::add(V::add(d1[0], d1[1]), V::add(d1[2], d1[3])));
     };
-    const int64_t both = prev ? std::min(nb, nprev) / (2 * W) * (2 * W) : 0;
-    int64_t i = 0;
-    for (; i < both; i += 2 * W)
-      for (int h = 0; h < 2; ++h) {
-        s[h] = V::add(s[h], V::load(cur + i + h * W));
-        dev(h, i + h * W);
-      }
-    int64_t k = i;  // the rest of the current block's sum
-    for (; k + 4 * W <= nb; k += 4 * W)
-      for (int h = 0; h < 4; ++h) s[h] = V::add(s[h], V::load(cur + k + h * W));
-    for (; k + W <= nb; k += W) s[0] = V::add(s[0], V::load(cur + k));
-    A st = 0;
-    for (; k < nb; ++k) st += to_acc<A>(cur[k]);
-    if (prev) {  // the rest of the pending block's deviations
-      for (; i + 4 * W <= nprev; i += 4 * W)
-        for (int h = 0; h < 4; ++h) dev(h, i + h * W);
-      for (; i + W <= nprev; i += W) dev(0, i);
-      A t2 = 0, t1 = 0;
-      for (; i < nprev; ++i) {
-        const A e = to_acc<A>(prev[i]) - static_cast<A>(mprev);
-        t2 += e * e;
-        t1 += e;
-      }
-      t2 += V::hsum(V::add(V::add(d2[0], d2[1]), V::add(d2[2], d2[3])));
-      t1 += V::hsum(V::add(V::add(d1[0], d1[1]), V::add(d1[2], d1[3])));
-      merge_block<A>(acc, static_cast<A>(nprev), static_cast<A>(mprev), t2, t1);
+    A q, s;
+    moments(c, &q, &s);
+    if (!(2 * s * s / nbA <= q && q <= std::numeric_limits<A>::max())) {  // two passes: the block's mean first
+      A st = 0;
+      R sv[4];
+      for (int h = 0; h < 4; ++h) sv[h] = V::zero();
+      int64_t k = 0;
+      for (; k + 4 * W <= nb; k += 4 * W)
+        for (int h = 0; h < 4; ++h) sv[h] = V::add(sv[h], V::load(cur + k + h * W));
+      for (; k + W <= nb; k += W) sv[0] = V::add(sv[0], V::load(cur + k));
+      for (; k < nb; ++k) st += to_acc<A>(cur[k]);
+      c = static_cast<Acc>((V::hsum(V::add(V::add(sv[0], sv[1]), V::add(sv[2], sv[3]))) + st) / nbA);
+      moments(c, &q, &s);
     }
-    if (nb == 0) break;
-    prev = cur;
-    nprev = nb;
-    mprev = static_cast<Acc>((V::hsum(V::add(V::add(s[0], s[1]), V::add(s[2], s[3]))) + st) / static_cast<A>(nb));
+    merge_block<A>(acc, nbA, static_cast<A>(c), q, s);
+    c = static_cast<Acc>(static_cast<A>(c) + s / nbA);  // the next block's shift: this block's mean
   }
 }
 
