@@ -18,8 +18,9 @@
 // int32 sum in int64 (stored back as int32, wrapping), int32 max exactly. The scalar
 // path (sb::use_avx2() false) accumulates in float64 (int64 for int32 sums).
 // var/std: one read of x, moments merged as (count, mean, M2) triples (Note [One read
-// for var]): two-pass blocks on the horizontal path, register blocks of kVRows rows
-// around a shift on the vertical one.
+// for var]): one-pass shifted blocks (two passes where a guard says) on a unit-stride
+// run, two-pass blocks on other horizontal ranges, register blocks of kVRows rows
+// around a shift on the vertical path.
 // max propagates NaN, as PyTorch does.
 // Cost: one read of the input, one write of the (small) output.
 #include "stridebench/reduce.h"

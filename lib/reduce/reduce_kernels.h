@@ -102,21 +102,24 @@ struct OpSqDev {
 // Chan et al.'s formula (mean += d nb / n, M2 += M2b + d^2 na nb / n, d = meanb - meana),
 // in double outside the kernels:
 //  - horizontal, one unit-stride run per kept element (h_var_run): blocks of
-//    kVarRunBlock elements, each block's sum in the same loop as the previous block's
-//    deviations around its mean (from L1): two passes one after the other would pause
-//    the memory stream for the second;
+//    kVarRunBlock elements, each in one pass of sums shifted by the previous block's
+//    mean, kept where a guard trusts them, else two passes from L1 (below): a second
+//    pass, or a first pass that also re-reads L1, slows the memory stream;
 //  - horizontal, other ranges (several reduced dims, strided): blocks of kVarBlock
 //    elements, each two-pass while it is in L1/L2 (the sum, then OpSqDev);
-//    in both, the deviations are taken around the block mean rounded to the accumulator
-//    type, so the vector lanes and the scalar tail share one centre;
+//    in both, the deviations are taken around one centre per block rounded to the
+//    accumulator type (the shift, or the block's mean), shared by the vector lanes and
+//    the scalar tail;
 //  - vertical (kept columns unit-stride): per column task, y = x - c with c the task's
 //    first row (so the float32 lanes hold deviations of the order of the std, not values
 //    far from 0), each pass of kVRows rows gives its block mean and M2 from registers,
 //    merged into float32 running (mean, M2) buffers with weights common to all columns
 //    (v_var_kernel); every kFlushRows rows the run goes into the double triples.
-// Accuracy is that of the two-pass algorithm per block; the merges add errors of the
-// order of the accumulator's epsilon (tests: reduce_test, rtol 1e-5 against float64 on
-// data centred at 1e4, with an outlier first row). Figures: docs/notes/copy-reduce.md.
+// Accuracy is that of the two-pass algorithm per block (at most twice it for the
+// one-pass blocks, by their guard); the merges add errors of the order of the
+// accumulator's epsilon (tests: reduce_test, rtol 1e-5 against float64 on data centred
+// at 1e4, with an outlier first row; runs of ramps, steps and non-finite values).
+// Figures: docs/notes/copy-reduce.md.
 constexpr int64_t kVarBlock = 4096;  // elements per two-pass block (horizontal)
 
 struct OpVar {
