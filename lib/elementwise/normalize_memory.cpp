@@ -1,0 +1,188 @@
+// normalize_memory.cpp — normalize's float32 rows when x comes from memory (larger than
+// the streaming threshold): read in address order, one statistics pass and the write per
+// group of 8 short rows or per row (Note [Normalize rows in address order]). normalize.cpp
+// hands them here from normalize_strip; a file of their own keeps that file's kernels
+// compiling as they did (GCC's inlining there changed with them, docs/notes/elementwise.md).
+#include "elementwise/normalize_rows.h"
+
+namespace sb::ew {
+
+#ifdef SB_HAVE_AVX2
+#ifdef SB_HAVE_AVX512
+namespace {
+
+// Note [Normalize rows in address order]: rows that come from memory (x larger than
+// nt_threshold_bytes()) are read in address order, one row after another, in every pass,
+// and each pass that reads memory is kept short. The rows kernel walks 8 rows side by
+// side, its loads 4 * n bytes apart in turn; the hardware prefetcher follows one stream,
+// not 8 interleaved ones, and from DRAM that walk took up to 2.9x the time of an in-place
+// scale over the same bytes. In address order the demand stream is one the prefetcher
+// follows, as long as the write passes (which read from L1 and load nothing new) stay
+// short: a stream that pauses restarts slowly. So, on AVX-512:
+//  - kFusedMinN <= n <= kFusedMaxN: groups of 8 rows (normalize_groups_in_order_f32), the
+//    statistics loop of Note [Fused normalize groups] (one chain per row; the rows'
+//    chains overlap out of order), the group's constants, then its write (8 KiB at most);
+//  - n > kFusedMaxN: one row at a time (normalize_rows_in_order_f32), one statistics
+//    pass and the write: a group of 8 such rows made the write pass 8-32 KiB long, and
+//    the long-row path (mean, centered sums, write, 8 rows at a time) read each row
+//    three times with two pauses;
+// both streaming where out rows are 64-byte aligned and n % 16 == 0 (above kStatFlush an
+// output to stream that is not takes the long-row path, which streams at any offset).
+// Elsewhere (AVX2 up to kStatFlush, n < 16, unaligned streaming rows) the rows kernel
+// walks its statistics passes in row order too. In the caches every kernel keeps its
+// side-by-side walk, 1.1-1.5x faster there. Software prefetches of the next groups were
+// slower (docs/notes/elementwise.md).
+template <bool NT>
+SB_ZMM void normalize_groups_in_order_f32(const char* x, int64_t xr, char* out, int64_t orow, int64_t rows, int64_t n,
+                                          double eps) {
+  FusedSlots st;
+  const float e = static_cast<float>(eps);
+  const int64_t ng = rows / 8;
+  __m512 s[8], q[8];
+  for (int64_t g = 0; g < ng; ++g) {
+    const char* xs = x + g * 8 * xr;
+    char* os = out + g * 8 * orow;
+    fused_shift(st.shift[0], xs, xr);
+    fused_loop<true, false>(st.shift[0], nullptr, nullptr, s, q, xs, nullptr, nullptr, xr, orow, n);
+    if (fused_finish(st.shift[0], st.negmean[0], st.rstd[0], s, q, n, e))
+      fused_loop<false, true, NT>(nullptr, st.negmean[0], st.rstd[0], s, q, nullptr, xs, os, xr, orow, n);
+    else  // guard failed: the exact passes
+      normalize_rows8_f32_vl<NT, true>(xs, xr, os, orow, 8, n, eps);
+  }
+  if (ng * 8 < rows)
+    normalize_rows8_f32_vl<NT, true>(x + ng * 8 * xr, xr, out + ng * 8 * orow, orow, static_cast<int>(rows - ng * 8), n,
+                                     eps);
+  if (NT) _mm_sfence();
+}
+
+// Rows of n > kFusedMaxN from memory, one at a time (Note [Normalize rows in address
+// order]): its statistics (two chains of S and Q; the shift of Note [One statistics
+// pass], a pairwise sum of the first 8 elements; rows longer than kStatFlush flush each
+// chunk's sums into double, as the reductions do), its constants, its write. A row whose
+// guard or variance check fails takes the exact passes: the rows kernel's up to
+// kStatFlush, dense_mean and dense_centered above it (row_stats_block's).
+template <bool NT>
+SB_ZMM void normalize_rows_in_order_f32(const char* x, int64_t xr, char* out, int64_t orow, int64_t rows, int64_t n,
+                                        double eps) {
+  constexpr int64_t kFlushV = kStatFlush / 16;  // vectors per flush
+  const int64_t nf = n / 16;
+  const __mmask16 tm = static_cast<__mmask16>((1u << (n % 16)) - 1);
+  const float e = static_cast<float>(eps);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xk = reinterpret_cast<const float*>(x + r * xr);
+    float* ok = reinterpret_cast<float*>(out + r * orow);
+    __m128 h = _mm_add_ps(_mm_loadu_ps(xk), _mm_loadu_ps(xk + 4));  // pairwise: exact for a constant row
+    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_add_ss(h, _mm_shuffle_ps(h, h, 1));
+    const float c = _mm_cvtss_f32(h) * 0.125f;
+    const __m512 cv = _mm512_set1_ps(c);
+    __m512 s0 = _mm512_setzero_ps(), s1 = s0, q0 = s0, q1 = s0;
+    double sd = 0, qd = 0;  // the flushed chunks
+    for (int64_t c0 = 0; c0 < nf; c0 += kFlushV) {
+      const int64_t ce = std::min(nf, c0 + kFlushV);
+      int64_t v = c0;
+      for (; v + 2 <= ce; v += 2) {
+        const __m512 d0 = _mm512_sub_ps(_mm512_loadu_ps(xk + 16 * v), cv);
+        const __m512 d1 = _mm512_sub_ps(_mm512_loadu_ps(xk + 16 * v + 16), cv);
+        s0 = _mm512_add_ps(s0, d0);
+        s1 = _mm512_add_ps(s1, d1);
+        q0 = _mm512_fmadd_ps(d0, d0, q0);
+        q1 = _mm512_fmadd_ps(d1, d1, q1);
+      }
+      if (v < ce) {
+        const __m512 d = _mm512_sub_ps(_mm512_loadu_ps(xk + 16 * v), cv);
+        s0 = _mm512_add_ps(s0, d);
+        q0 = _mm512_fmadd_ps(d, d, q0);
+      }
+      if (ce < nf) {
+        sd += Vec<float>::hsum(fold16_ps(_mm512_add_ps(s0, s1)));
+        qd += Vec<float>::hsum(fold16_ps(_mm512_add_ps(q0, q1)));
+        s0 = s1 = q0 = q1 = _mm512_setzero_ps();
+      }
+    }
+    if (tm) {
+      const __m512 d = _mm512_maskz_sub_ps(tm, _mm512_maskz_loadu_ps(tm, xk + 16 * nf), cv);
+      s0 = _mm512_add_ps(s0, d);
+      q0 = _mm512_fmadd_ps(d, d, q0);
+    }
+    __m512 st = _mm512_add_ps(s0, s1), qt = _mm512_add_ps(q0, q1);
+    if (n > kStatFlush) {  // all the row's sums in lane 0
+      st = _mm512_maskz_mov_ps(1, _mm512_set1_ps(static_cast<float>(sd + Vec<float>::hsum(fold16_ps(st)))));
+      qt = _mm512_maskz_mov_ps(1, _mm512_set1_ps(static_cast<float>(qd + Vec<float>::hsum(fold16_ps(qt)))));
+    }
+    // fused_finish over 8 copies of the row: its constants in every lane
+    alignas(32) float cs[8], nm[8], rs[8];
+    _mm256_store_ps(cs, _mm256_set1_ps(c));
+    __m512 sr[8], qr[8];
+    for (int k = 0; k < 8; ++k) {
+      sr[k] = st;
+      qr[k] = qt;
+    }
+    if (!fused_finish(cs, nm, rs, sr, qr, n, e)) {  // the exact passes
+      if (n <= kStatFlush) {
+        normalize_rows8_f32_vl<NT, true>(x + r * xr, xr, out + r * orow, orow, 1, n, eps);
+        continue;
+      }
+      const double mean = dense_mean<float>(xk, n);
+      double ss, sq;
+      dense_centered<float>(xk, n, static_cast<float>(mean), &ss, &sq);
+      const double var = std::max((sq - ss * ss / static_cast<double>(n)) / static_cast<double>(n), 0.0);
+      nm[0] = -static_cast<float>(mean);
+      rs[0] = static_cast<float>(1.0 / std::sqrt(var + eps));
+    }
+    const __m512 mk = _mm512_set1_ps(nm[0]);
+    const __m512 rk = _mm512_set1_ps(rs[0]);
+    for (int64_t v = 0; v < nf; ++v) {
+      const __m512 y = _mm512_mul_ps(_mm512_add_ps(_mm512_loadu_ps(xk + 16 * v), mk), rk);
+      if constexpr (NT) _mm512_stream_ps(ok + 16 * v, y);
+      else _mm512_storeu_ps(ok + 16 * v, y);
+    }
+    if (tm) _mm512_mask_storeu_ps(ok + 16 * nf, tm, _mm512_mul_ps(_mm512_add_ps(_mm512_maskz_loadu_ps(tm, xk + 16 * nf), mk), rk));
+  }
+  if (NT) _mm_sfence();
+}
+
+}  // namespace
+#endif  // SB_HAVE_AVX512
+
+// Dense float32 rows from memory, out = p[0], x = p[1] (Note [Normalize rows in address
+// order]); nt: the caller may stream the output. false (nothing written) where there is
+// no in-order kernel for them: rows longer than kStatFlush without AVX-512, or with an
+// output to stream that the 16-float streams cannot (normalize_strip's long-row path
+// streams at any offset).
+bool normalize_rows_from_memory_f32(bool vl, bool nt, char* const* p, const int64_t* s,
+                                                             int64_t rows, int64_t n, double eps) {
+  // as normalize_strip's nt8: 8-float streaming stores need 32-byte aligned output rows
+  const bool nt8 = nt && n % 8 == 0 && s[0] % 32 == 0 && reinterpret_cast<uintptr_t>(p[0]) % 32 == 0;
+#ifdef SB_HAVE_AVX512
+  if (vl && n >= kFusedMinN && (rows >= 8 || n > kFusedMaxN)) {
+    const bool nt16 = nt8 && n % 16 == 0 && s[0] % 64 == 0 && reinterpret_cast<uintptr_t>(p[0]) % 64 == 0;
+    const bool groups = n <= kFusedMaxN;
+    if (nt16) {
+      if (groups) normalize_groups_in_order_f32<true>(p[1], s[1], p[0], s[0], rows, n, eps);
+      else normalize_rows_in_order_f32<true>(p[1], s[1], p[0], s[0], rows, n, eps);
+      g_last_nt.store(true, std::memory_order_relaxed);
+      return true;
+    }
+    if (n > kStatFlush ? !nt : !nt8) {
+      if (groups) normalize_groups_in_order_f32<false>(p[1], s[1], p[0], s[0], rows, n, eps);
+      else normalize_rows_in_order_f32<false>(p[1], s[1], p[0], s[0], rows, n, eps);
+      return true;
+    }
+  }
+#endif
+  if (n > kStatFlush) return false;
+  for (int64_t r0 = 0; r0 < rows; r0 += 8) {
+    const int nr = static_cast<int>(std::min<int64_t>(8, rows - r0));
+    char* const o = p[0] + r0 * s[0];
+    const char* const xg = p[1] + r0 * s[1];
+    if (nt8) normalize_rows8_f32<true, true>(vl, xg, s[1], o, s[0], nr, n, eps);
+    else normalize_rows8_f32<false, true>(vl, xg, s[1], o, s[0], nr, n, eps);
+  }
+  if (nt8) g_last_nt.store(true, std::memory_order_relaxed);
+  return true;
+}
+#endif
+
+}  // namespace sb::ew
+#undef SB_ZMM

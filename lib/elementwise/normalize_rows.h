@@ -1,0 +1,459 @@
+// normalize_rows.h — normalize's float32 row kernels shared by normalize.cpp (the
+// strips, the rows in the caches) and normalize_memory.cpp (the rows from memory, Note
+// [Normalize rows in address order]): the row statistics, the rows kernel of Note [Short
+// normalize rows] and the pieces of Note [Fused normalize groups]. Internal to
+// lib/elementwise. SB_ZMM (the AVX-512 target attribute) stays defined for the files that
+// include this one.
+#pragma once
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "stridebench/cpu_features.h"
+#include "elementwise/strips.h"
+
+#ifdef SB_HAVE_AVX2
+#include <immintrin.h>
+#endif
+
+namespace sb::ew {
+
+// Internal linkage, as when these lived in normalize.cpp alone: GCC then inlines and
+// allocates registers in the fused loop as it did there (docs/notes/elementwise.md).
+namespace {
+
+// ---------------------------------------------------------------- row kernels
+
+
+// Mean and 1/sqrt(var + eps) of n elements at x (stride stride_bytes), in double.
+// Note [Normalize row statistics]: two passes, the mean, then S = sum(x - m) and
+// Q = sum((x - m)^2) with m the mean rounded to the accumulation type; var = (Q - S^2/n)/n
+// is exact in that shift, so the rounding of m costs nothing. On the AVX2 path float32
+// and float16 rows accumulate in float32 lanes (two vectors per sum), flushed into double
+// every kStatFlush elements as the reductions do (docs/notes/copy-reduce.md, Accuracy):
+// a 64-element row costs ~20 vector ops, against ~60 with every 8 floats widened to two
+// double vectors; float64 rows accumulate in double vectors.
+constexpr int64_t kStatFlush = 1024;
+constexpr int kMaxStatRows = 8;  // rows per row_stats_block
+
+#ifdef SB_HAVE_AVX2
+// sum(x) of a dense row, in the lanes of acc_t<T>, flushed to double every kStatFlush.
+// The mean of a dense row: x0 + sum(x - x0) / n, x0 = xt[0] (Note [Short normalize rows]).
+template <typename T>
+double dense_mean(const T* xt, int64_t n) {
+  using A = acc_t<T>;
+  using IO = Vec<T>;
+  using SV = Vec<A>;
+  constexpr int W = IO::kW;
+  const A x0 = A(xt[0]);
+  const typename SV::V x0v = SV::set1(x0);
+  double sum = 0;
+  for (int64_t c = 0; c < n; c += kStatFlush) {
+    const int64_t ce = std::min(n, c + kStatFlush);
+    typename SV::V s0 = SV::zero(), s1 = SV::zero();
+    int64_t j = c;
+    for (; j + 2 * W <= ce; j += 2 * W) {
+      s0 = SV::add(s0, SV::sub(IO::load(xt + j), x0v));
+      s1 = SV::add(s1, SV::sub(IO::load(xt + j + W), x0v));
+    }
+    if (j + W <= ce) { s0 = SV::add(s0, SV::sub(IO::load(xt + j), x0v)); j += W; }
+    sum += SV::hsum(SV::add(s0, s1));
+    for (; j < ce; ++j) sum += static_cast<double>(A(xt[j]) - x0);
+  }
+  return static_cast<double>(x0) + sum / static_cast<double>(n);
+}
+
+// S = sum(x - m) and Q = sum((x - m)^2) of a dense row.
+template <typename T>
+void dense_centered(const T* xt, int64_t n, acc_t<T> m, double* ss_out, double* sq_out) {
+  using A = acc_t<T>;
+  using IO = Vec<T>;
+  using SV = Vec<A>;
+  constexpr int W = IO::kW;
+  const typename SV::V mv = SV::set1(m);  // not IO::set1: for float16 that would round m to half
+  double ss = 0, sq = 0;
+  for (int64_t c = 0; c < n; c += kStatFlush) {
+    const int64_t ce = std::min(n, c + kStatFlush);
+    typename SV::V d0 = SV::zero(), d1 = SV::zero(), q0 = SV::zero(), q1 = SV::zero();
+    int64_t j = c;
+    for (; j + 2 * W <= ce; j += 2 * W) {
+      const auto a = SV::sub(IO::load(xt + j), mv), b = SV::sub(IO::load(xt + j + W), mv);
+      d0 = SV::add(d0, a);
+      d1 = SV::add(d1, b);
+      q0 = SV::fma(a, a, q0);
+      q1 = SV::fma(b, b, q1);
+    }
+    if (j + W <= ce) {
+      const auto a = SV::sub(IO::load(xt + j), mv);
+      d0 = SV::add(d0, a);
+      q0 = SV::fma(a, a, q0);
+      j += W;
+    }
+    ss += SV::hsum(SV::add(d0, d1));
+    sq += SV::hsum(SV::add(q0, q1));
+    for (; j < ce; ++j) {
+      const double d = static_cast<double>(A(xt[j]) - m);
+      ss += d;
+      sq += d * d;
+    }
+  }
+  *ss_out = ss;
+  *sq_out = sq;
+}
+#endif
+
+#ifdef SB_HAVE_AVX2
+// [sum(a[0]), ..., sum(a[7])]: the 8 horizontal sums as one vector.
+inline __m256 hsum8_ps(const __m256* a) {
+  const __m256 t0 = _mm256_hadd_ps(a[0], a[1]), t1 = _mm256_hadd_ps(a[2], a[3]);
+  const __m256 t2 = _mm256_hadd_ps(a[4], a[5]), t3 = _mm256_hadd_ps(a[6], a[7]);
+  const __m256 u0 = _mm256_hadd_ps(t0, t1), u1 = _mm256_hadd_ps(t2, t3);
+  return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
+}
+
+// Note [Normalize rsqrt] (below): the lanes whose variance the float path keeps (normal
+// and finite), and 1/sqrt(var) as rsqrt's 12 bits and one Newton step. Shared by the
+// rows kernel and the fused groups.
+inline __m256 normal_var_ps(__m256 var) {
+  return _mm256_and_ps(_mm256_cmp_ps(var, _mm256_set1_ps(std::numeric_limits<float>::min()), _CMP_GE_OQ),
+                       _mm256_cmp_ps(var, _mm256_set1_ps(std::numeric_limits<float>::max()), _CMP_LE_OQ));
+}
+inline __m256 rsqrt_newton_ps(__m256 var) {
+  const __m256 r = _mm256_rsqrt_ps(var);
+  return _mm256_mul_ps(r, _mm256_fnmadd_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), var), _mm256_mul_ps(r, r),
+                                           _mm256_set1_ps(1.5f)));
+}
+
+// Note [One statistics pass] (below): the 8 rows' mean and q = sum((x - mean)^2) from one
+// pass; false when a row's result is not to be trusted (then mean and q are unset).
+template <bool InOrder>
+__attribute__((always_inline)) inline bool one_pass_stats(const float* const (&xs)[8], int64_t nv, int64_t rem,
+                                                          __m256i mask, int64_t n, float* mean, __m256* q_out) {
+  __m256 c[8], s[8], q[8];
+  for (int k = 0; k < 8; ++k) c[k] = _mm256_loadu_ps(xs[k]);
+  alignas(32) float cs[8];
+  const __m256 cv = _mm256_mul_ps(hsum8_ps(c), _mm256_set1_ps(0.125f));
+  _mm256_store_ps(cs, cv);
+  for (int k = 0; k < 8; ++k) {
+    c[k] = _mm256_set1_ps(cs[k]);
+    s[k] = _mm256_setzero_ps();
+    q[k] = _mm256_setzero_ps();
+  }
+  if constexpr (InOrder) {  // Note [Normalize rows in address order]
+    for (int k = 0; k < 8; ++k)
+      for (int64_t v = 0; v < nv; ++v) {
+        const __m256 d = _mm256_sub_ps(_mm256_loadu_ps(xs[k] + 8 * v), c[k]);
+        s[k] = _mm256_add_ps(s[k], d);
+        q[k] = _mm256_fmadd_ps(d, d, q[k]);
+      }
+  } else {
+    for (int64_t v = 0; v < nv; ++v)
+      for (int k = 0; k < 8; ++k) {
+        const __m256 d = _mm256_sub_ps(_mm256_loadu_ps(xs[k] + 8 * v), c[k]);
+        s[k] = _mm256_add_ps(s[k], d);
+        q[k] = _mm256_fmadd_ps(d, d, q[k]);
+      }
+  }
+  if (rem)  // masked lanes: c - c
+    for (int k = 0; k < 8; ++k) {
+      const __m256 d = _mm256_sub_ps(
+          _mm256_blendv_ps(c[k], _mm256_maskload_ps(xs[k] + 8 * nv, mask), _mm256_castsi256_ps(mask)), c[k]);
+      s[k] = _mm256_add_ps(s[k], d);
+      q[k] = _mm256_fmadd_ps(d, d, q[k]);
+    }
+  const __m256 sv = hsum8_ps(s), qv = hsum8_ps(q);
+  const __m256 m1 = _mm256_div_ps(sv, _mm256_set1_ps(static_cast<float>(n)));
+  const __m256 t = _mm256_mul_ps(sv, m1);  // S^2 / n >= 0
+  const __m256 ok = _mm256_and_ps(_mm256_cmp_ps(_mm256_add_ps(t, t), qv, _CMP_LE_OQ),
+                                  _mm256_cmp_ps(qv, _mm256_set1_ps(std::numeric_limits<float>::max()), _CMP_LE_OQ));
+  if (_mm256_movemask_ps(ok) != 0xFF) return false;
+  _mm256_store_ps(mean, _mm256_add_ps(cv, m1));
+  *q_out = _mm256_sub_ps(qv, t);
+  return true;
+}
+
+// Note [Short normalize rows]: float32 rows of n <= kStatFlush elements, dense in x and
+// out, nr <= 8 at a time (row k at x + k * xr, out + k * orow). Every pass walks the 8 rows
+// side by side (8 independent accumulator chains; rows from memory one after another,
+// Note [Normalize rows in address order]), the 8 horizontal sums come out of one
+// hadd tree, and mean, 1/sqrt(var + eps) are computed for the 8 rows in two vectors. The
+// mean is x0 + sum(x - x0) / n with x0 the row's first element, so the float32 sums are of
+// deviations, not of values far from 0 (a constant row gets its mean exactly: (x - m) is
+// 0, not a rounding error that 1/sqrt(eps) blows up). The variance is sum((x - m)^2) / n
+// around the float32 mean m (no S^2/n correction: it is of the order of m's rounding
+// squared). Elements past n % 8 are masked off.
+// NT: the output rows are written with streaming stores (Note [Streaming normalize
+// outputs]); the caller guarantees n % 8 == 0 and 32-byte aligned output rows.
+// The body, compiled into each of the two entries below.
+//
+// Note [One statistics pass]: with OnePass, rows of n >= 8 first try S = sum(x - c) and
+// Q = sum((x - c)^2) in one pass, c = the mean of the row's first 8 elements (a pairwise
+// sum times 1/8: exact for a constant row), and q = Q - S * S/n, mean = c + S/n. That
+// saves a load and a subtract per 8 elements of the FP-add-bound loops. Its error is
+// Q's rounding amplified by Q/q = 1 + (mean - c)^2 / var, at most 1 + n/8 since c is
+// the mean of 8 of the row's own elements. The group keeps it only when every row has
+// 2 S * S/n <= Q (amplification <= 2, the two-pass error's order) and a finite Q;
+// otherwise (a sorted row, NaN, inf, a shift that overflows) the group takes the two
+// exact passes. Groups of Gaussian rows pass about 96% of the time
+// (docs/notes/elementwise.md). Only the AVX-512VL build takes it: its 16 accumulators
+// and 8 shifts fit in ymm0-31.
+template <bool NT, bool OnePass, bool InOrder>
+__attribute__((always_inline)) inline void normalize_rows8_body(const char* x, int64_t xr, char* out, int64_t orow,
+                                                                int nr, int64_t n, double eps) {
+  const int64_t nv = n / 8, rem = n % 8;
+  alignas(32) static const int32_t kIdx[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+  const __m256i mask = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kIdx + 8 - rem));
+  const float* xs[8];
+  for (int k = 0; k < 8; ++k) xs[k] = reinterpret_cast<const float*>(x + std::min(k, nr - 1) * xr);
+  alignas(32) float mean[8];
+  __m256 q;
+  if (OnePass && nv > 0 && one_pass_stats<InOrder>(xs, nv, rem, mask, n, mean, &q)) {
+    // mean and q from one pass
+  } else {  // two exact passes
+    __m256 acc[8], x0[8];
+    for (int k = 0; k < 8; ++k) {
+      acc[k] = _mm256_setzero_ps();
+      x0[k] = _mm256_broadcast_ss(xs[k]);
+    }
+    if constexpr (InOrder) {
+      for (int k = 0; k < 8; ++k)
+        for (int64_t v = 0; v < nv; ++v) acc[k] = _mm256_add_ps(acc[k], _mm256_sub_ps(_mm256_loadu_ps(xs[k] + 8 * v), x0[k]));
+    } else {
+      for (int64_t v = 0; v < nv; ++v)
+        for (int k = 0; k < 8; ++k) acc[k] = _mm256_add_ps(acc[k], _mm256_sub_ps(_mm256_loadu_ps(xs[k] + 8 * v), x0[k]));
+    }
+    if (rem)  // masked lanes: x0 - x0
+      for (int k = 0; k < 8; ++k)
+        acc[k] = _mm256_add_ps(acc[k], _mm256_sub_ps(_mm256_blendv_ps(x0[k], _mm256_maskload_ps(xs[k] + 8 * nv, mask),
+                                                                      _mm256_castsi256_ps(mask)), x0[k]));
+    alignas(32) float first[8];
+    for (int k = 0; k < 8; ++k) first[k] = *xs[k];
+    _mm256_store_ps(mean, _mm256_add_ps(_mm256_load_ps(first),
+                                        _mm256_div_ps(hsum8_ps(acc), _mm256_set1_ps(static_cast<float>(n)))));
+    for (int k = 0; k < 8; ++k) acc[k] = _mm256_setzero_ps();
+    for (int64_t v = 0; v < nv; ++v)
+      for (int k = 0; k < 8; ++k) {
+        const __m256 d = _mm256_sub_ps(_mm256_loadu_ps(xs[k] + 8 * v), _mm256_set1_ps(mean[k]));
+        acc[k] = _mm256_fmadd_ps(d, d, acc[k]);
+      }
+    if (rem)
+      for (int k = 0; k < 8; ++k) {  // masked lanes load 0: blend them to the mean so they add 0
+        const __m256 xv = _mm256_blendv_ps(_mm256_set1_ps(mean[k]), _mm256_maskload_ps(xs[k] + 8 * nv, mask),
+                                           _mm256_castsi256_ps(mask));
+        const __m256 d = _mm256_sub_ps(xv, _mm256_set1_ps(mean[k]));
+        acc[k] = _mm256_fmadd_ps(d, d, acc[k]);
+      }
+    q = hsum8_ps(acc);
+  }
+  // Note [Normalize rsqrt]: 1/sqrt(q/n + eps) in float, rsqrt's 12 bits and one Newton
+  // step r(1.5 - v r^2 / 2) (~23 bits), where double sqrt and div took two long-latency
+  // ops per 4 rows (10% of a 64-float row's time). A variance that is 0, subnormal,
+  // infinite or NaN (eps = 0, or sums that overflow float) takes the double path, whose
+  // results for those (inf, a finite 1/sqrt, 0, NaN) the Newton step would not keep.
+  const __m256 var = _mm256_fmadd_ps(q, _mm256_set1_ps(1.0f / static_cast<float>(n)), _mm256_set1_ps(static_cast<float>(eps)));
+  alignas(32) float rstd[8];
+  if (_mm256_movemask_ps(normal_var_ps(var)) == 0xFF) {
+    _mm256_store_ps(rstd, rsqrt_newton_ps(var));
+  } else {
+    const __m256d rn = _mm256_set1_pd(1.0 / static_cast<double>(n)), ev = _mm256_set1_pd(eps), one = _mm256_set1_pd(1.0);
+    const __m256d r0 = _mm256_div_pd(one, _mm256_sqrt_pd(_mm256_fmadd_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(q)), rn, ev)));
+    const __m256d r1 = _mm256_div_pd(one, _mm256_sqrt_pd(_mm256_fmadd_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(q, 1)), rn, ev)));
+    _mm256_store_ps(rstd, _mm256_set_m128(_mm256_cvtpd_ps(r1), _mm256_cvtpd_ps(r0)));
+  }
+  for (int k = 0; k < nr; ++k) {
+    const __m256 mv = _mm256_set1_ps(mean[k]), rv = _mm256_set1_ps(rstd[k]);
+    float* o = reinterpret_cast<float*>(out + k * orow);
+    for (int64_t v = 0; v < nv; ++v) {
+      const __m256 y = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(xs[k] + 8 * v), mv), rv);
+      if constexpr (NT) _mm256_stream_ps(o + 8 * v, y);
+      else _mm256_storeu_ps(o + 8 * v, y);
+    }
+    if (rem)
+      _mm256_maskstore_ps(o + 8 * nv, mask, _mm256_mul_ps(_mm256_sub_ps(_mm256_maskload_ps(xs[k] + 8 * nv, mask), mv), rv));
+  }
+}
+
+// Note [Normalize rows with 32 registers]: each pass keeps 8 accumulators and 8 per-row
+// constants (x0, then the mean) live, one more than the 16 ymm registers of AVX2, so
+// GCC spilled inside the inner loops (92 stack accesses in the AVX2 build of this kernel).
+// Where the CPU has AVX-512VL the same source is compiled with it (EVEX encodings reach
+// ymm16-31) and taken at run time; the instructions otherwise stay 256-bit.
+template <bool NT, bool InOrder = false>
+void normalize_rows8_f32_avx2(const char* x, int64_t xr, char* out, int64_t orow, int nr, int64_t n, double eps) {
+  normalize_rows8_body<NT, false, InOrder>(x, xr, out, orow, nr, n, eps);
+}
+#ifdef SB_HAVE_AVX512
+template <bool NT, bool InOrder = false>
+__attribute__((target("avx512f,avx512vl"))) void normalize_rows8_f32_vl(const char* x, int64_t xr, char* out,
+                                                                          int64_t orow, int nr, int64_t n, double eps) {
+  normalize_rows8_body<NT, true, InOrder>(x, xr, out, orow, nr, n, eps);
+}
+#endif
+
+// The rows kernel of Note [Short normalize rows]; vl: the AVX-512VL build (use_avx512());
+// InOrder: its statistics passes walk the rows one after another (Note [Normalize rows
+// in address order]), else side by side.
+template <bool NT = false, bool InOrder = false>
+inline void normalize_rows8_f32(bool vl, const char* x, int64_t xr, char* out, int64_t orow, int nr, int64_t n,
+                                double eps) {
+#ifdef SB_HAVE_AVX512
+  if (vl) return normalize_rows8_f32_vl<NT, InOrder>(x, xr, out, orow, nr, n, eps);
+#endif
+  (void)vl;
+  normalize_rows8_f32_avx2<NT, InOrder>(x, xr, out, orow, nr, n, eps);
+}
+
+#ifdef SB_HAVE_AVX512
+// Note [Fused normalize groups]: float32 rows of 16 <= n <= kFusedMaxN elements, dense
+// in x and out, in groups of 8 (Note [Short normalize rows]) on AVX-512. The rows kernel
+// above runs a group's statistics pass, then the chain that turns its sums into
+// constants (horizontal sums, division, guard, rsqrt), then its write pass; at 64-element
+// rows the core waited on that chain and on each pass's own pipes (FP adds for the sums,
+// loads and stores for the write) about half the time. Here pass g sums group g
+// (Note [One statistics pass]: the same shift, sums and guard) and, row by row in the
+// same loop, writes group g - 2, whose constants were computed a pass earlier; 16 floats
+// per vector, the row tails masked. The write is (x + (-mean)) * rstd, bit for bit the
+// rows kernel's (x - mean) * rstd. A group whose guard or variance check fails goes to
+// the rows kernel whole (its two exact passes, the double rsqrt path) right away.
+// Three groups are in flight: above 256 elements they outgrow L1 and the rows kernel is
+// faster. It is taken only where x fits the caches (at most copy.h's
+// nt_threshold_bytes(), the rule that decides streaming): with the loads coming from DRAM
+// it took 1.3-1.7x the rows kernel's time, and rows from memory take Note [Normalize rows
+// in address order] instead (docs/notes/elementwise.md). Stepped rows (a sliced
+// x) are packed into a 32 KiB buffer, as many rows at a time as it holds, and take the
+// same loop from there.
+//
+// Note [Fused groups and 4K aliasing]: a load whose address matches an older, still
+// pending store in its low 12 bits waits for that store (the core compares those bits
+// first). When out sits 4-256 bytes past x modulo 4 KiB, each store of the write to
+// out[v] matches the loads of x a vector or a few later, and the fused loop ran up to
+// 1.7x its time at offset 0; at 48-128 bytes that made it slower than the rows kernel,
+// which the offset barely moves (docs/notes/elementwise.md). Those calls take the rows
+// kernel. In place (offset 0) and every other offset keep the fused loop; with different
+// row strides in x and out the offset of the first rows decides.
+constexpr int64_t kFusedMinN = 16, kFusedMaxN = 256;
+
+constexpr uintptr_t kAliasLo = 32, kAliasHi = 128;  // bytes; Note [Fused groups and 4K aliasing]
+
+// Note [Fused groups and 4K aliasing]: whether stores to out would hold up loads from x.
+inline bool stores_alias_loads(const char* out, const char* x) {
+  const uintptr_t d = (reinterpret_cast<uintptr_t>(out) - reinterpret_cast<uintptr_t>(x)) & 4095;
+  return d > kAliasLo && d <= kAliasHi;
+}
+
+#define SB_ZMM __attribute__((target("avx2,fma,avx512f,avx512vl")))
+
+// The two 8-float halves of v added. The masked extracts with a zero source: GCC 12's
+// unmasked forms start from an undefined vector and draw -Wmaybe-uninitialized.
+SB_ZMM inline __m256 fold16_ps(__m512 v) {
+  const __m512d d = _mm512_castps_pd(v);
+  return _mm256_add_ps(_mm256_castpd_ps(_mm512_mask_extractf64x4_pd(_mm256_setzero_pd(), 0xF, d, 0)),
+                       _mm256_castpd_ps(_mm512_mask_extractf64x4_pd(_mm256_setzero_pd(), 0xF, d, 1)));
+}
+
+// The per-group constants of the pipeline, in slots by group parity: the shifts of a
+// group's statistics pass, and -mean and 1/std for its write pass.
+struct FusedSlots {
+  alignas(32) float shift[2][8];
+  alignas(32) float negmean[2][8];
+  alignas(32) float rstd[2][8];
+};
+
+// One pass over the 8 rows at xs (sums of x - shift into s and q, STATS) and the 8 rows
+// at xw -> ow (the write with negmean and rstd, WRITE), row k of both at a time. Rows one
+// after another, not side by side: each row's sums are one short chain (the rows' chains
+// overlap out of order), and only one row's pointers and constants are live, where 8
+// rows side by side spilled GCC's row pointers and scales in the fused loop.
+// NTW: the write's whole vectors with streaming stores (64-byte aligned out rows).
+template <bool STATS, bool WRITE, bool NTW = false>
+SB_ZMM __attribute__((always_inline)) inline void fused_loop(const float* shift, const float* negmean, const float* rstd,
+                                                             __m512 (&s)[8], __m512 (&q)[8], const char* xs,
+                                                             const char* xw, char* ow, int64_t xr, int64_t orow,
+                                                             int64_t n) {
+  const int64_t nf = n / 16;
+  const __mmask16 tm = static_cast<__mmask16>((1u << (n % 16)) - 1);
+#pragma GCC unroll 8
+  for (int k = 0; k < 8; ++k) {
+    const float* xk = reinterpret_cast<const float*>(xs + k * xr);
+    const float* wk = reinterpret_cast<const float*>(xw + k * xr);
+    float* ok = reinterpret_cast<float*>(ow + k * orow);
+    __m512 sk = _mm512_setzero_ps(), qk = _mm512_setzero_ps(), ck, mk, rk;
+    if constexpr (STATS) ck = _mm512_set1_ps(shift[k]);
+    if constexpr (WRITE) {
+      mk = _mm512_set1_ps(negmean[k]);
+      rk = _mm512_set1_ps(rstd[k]);
+    }
+    for (int64_t v = 0; v < nf; ++v) {
+      if constexpr (STATS) {
+        const __m512 d = _mm512_sub_ps(_mm512_loadu_ps(xk + 16 * v), ck);
+        sk = _mm512_add_ps(sk, d);
+        qk = _mm512_fmadd_ps(d, d, qk);
+      }
+      if constexpr (WRITE) {
+        const __m512 y = _mm512_mul_ps(_mm512_add_ps(_mm512_loadu_ps(wk + 16 * v), mk), rk);
+        if constexpr (NTW) _mm512_stream_ps(ok + 16 * v, y);
+        else _mm512_storeu_ps(ok + 16 * v, y);
+      }
+    }
+    if (tm) {  // the row tails
+      if constexpr (STATS) {
+        const __m512 d = _mm512_maskz_sub_ps(tm, _mm512_maskz_loadu_ps(tm, xk + 16 * nf), ck);
+        sk = _mm512_add_ps(sk, d);
+        qk = _mm512_fmadd_ps(d, d, qk);
+      }
+      if constexpr (WRITE)
+        _mm512_mask_storeu_ps(ok + 16 * nf, tm, _mm512_mul_ps(_mm512_add_ps(_mm512_maskz_loadu_ps(tm, wk + 16 * nf), mk), rk));
+    }
+    s[k] = sk;
+    q[k] = qk;
+  }
+}
+
+// The shift of Note [One statistics pass]: the mean of each row's first 8 elements.
+SB_ZMM __attribute__((always_inline)) inline void fused_shift(float* shift, const char* xs, int64_t xr) {
+  __m256 c[8];
+#pragma GCC unroll 8
+  for (int k = 0; k < 8; ++k) c[k] = _mm256_loadu_ps(reinterpret_cast<const float*>(xs + k * xr));
+  _mm256_store_ps(shift, _mm256_mul_ps(hsum8_ps(c), _mm256_set1_ps(0.125f)));
+}
+
+// The group's -mean and 1/std from its sums, as one_pass_stats and Note [Normalize
+// rsqrt] compute them; false when the guard or the variance check fails.
+SB_ZMM __attribute__((always_inline)) inline bool fused_finish(const float* shift, float* negmean, float* rstd,
+                                                               const __m512 (&s)[8], const __m512 (&q)[8], int64_t n,
+                                                               float eps) {
+  __m256 s8[8], q8[8];
+#pragma GCC unroll 8
+  for (int k = 0; k < 8; ++k) {
+    s8[k] = fold16_ps(s[k]);
+    q8[k] = fold16_ps(q[k]);
+  }
+  const __m256 sv = hsum8_ps(s8), qv = hsum8_ps(q8);
+  const __m256 m1 = _mm256_div_ps(sv, _mm256_set1_ps(static_cast<float>(n)));
+  const __m256 t = _mm256_mul_ps(sv, m1);
+  const __m256 var =
+      _mm256_fmadd_ps(_mm256_sub_ps(qv, t), _mm256_set1_ps(1.0f / static_cast<float>(n)), _mm256_set1_ps(eps));
+  const __m256 ok = _mm256_and_ps(
+      _mm256_and_ps(_mm256_cmp_ps(_mm256_add_ps(t, t), qv, _CMP_LE_OQ),
+                    _mm256_cmp_ps(qv, _mm256_set1_ps(std::numeric_limits<float>::max()), _CMP_LE_OQ)),
+      normal_var_ps(var));
+  if (_mm256_movemask_ps(ok) != 0xFF) return false;
+  _mm256_store_ps(rstd, rsqrt_newton_ps(var));
+  _mm256_store_ps(negmean, _mm256_sub_ps(_mm256_setzero_ps(), _mm256_add_ps(_mm256_load_ps(shift), m1)));
+  return true;
+}
+#endif  // SB_HAVE_AVX512
+#endif  // SB_HAVE_AVX2
+
+}  // namespace
+
+#ifdef SB_HAVE_AVX2
+// Dense float32 rows from memory (Note [Normalize rows in address order], in
+// normalize_memory.cpp); false where it has no kernel for them.
+bool normalize_rows_from_memory_f32(bool vl, bool nt, char* const* p, const int64_t* s, int64_t rows, int64_t n,
+                                    double eps);
+#endif
+
+}  // namespace sb::ew
