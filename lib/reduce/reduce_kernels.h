@@ -307,9 +307,7 @@ constexpr int64_t kVarRunBlock = 2048;
 template <class V>
 void h_var_run(const typename V::T* p, int64_t n, typename V::A* acc) {
   using A = typename V::A;
-  using R = typename V::R;
   using Acc = typename V::Acc;
-  constexpr int W = V::W;
   if (n <= 0) return;
   auto at = [&](int64_t i) { return to_acc<Acc>(p[i]); };
   Acc c = n >= 8 ? static_cast<Acc>(((at(0) + at(1)) + (at(2) + at(3))) + ((at(4) + at(5)) + (at(6) + at(7)))) *
@@ -319,48 +317,23 @@ void h_var_run(const typename V::T* p, int64_t n, typename V::A* acc) {
     const int64_t nb = std::min(kVarRunBlock, n - b);
     const typename V::T* cur = p + b;
     const A nbA = static_cast<A>(nb);
-    // the sums of x - m (t1) and (x - m)^2 (t2) over the block, 4 chains each
-    auto moments = [&](Acc m, A* t2, A* t1) {
-      const R mv = V::set1(static_cast<double>(m));
-      R d2[4], d1[4];
-      for (int h = 0; h < 4; ++h) d2[h] = d1[h] = V::zero();
-      int64_t i = 0;
-      for (; i + 4 * W <= nb; i += 4 * W)
-        for (int h = 0; h < 4; ++h) {
-          const R e = V::sub(V::load(cur + i + h * W), mv);
-          d2[h] = V::fmadd(e, e, d2[h]);
-          d1[h] = V::add(d1[h], e);
-        }
-      for (; i + W <= nb; i += W) {
-        const R e = V::sub(V::load(cur + i), mv);
-        d2[0] = V::fmadd(e, e, d2[0]);
-        d1[0] = V::add(d1[0], e);
-      }
-      A s2 = 0, s1 = 0;
-      for (; i < nb; ++i) {
-        const A e = to_acc<A>(cur[i]) - static_cast<A>(m);
-        s2 += e * e;
-        s1 += e;
-      }
-      *t2 = s2 + V::hsum(V::add(V::add(d2[0], d2[1]), V::add(d2[2], d2[3])));
-      *t1 = s1 + V::hsum(V::add(V::add(d1[0], d1[1]), V::add(d1[2], d1[3])));
+    // the sums of (x - m)^2 and x - m over the block: h_kernel's OpSqDev (sq[0], sq[1])
+    auto moments = [&](Acc m, A* sq) {
+      sq[0] = sq[1] = 0;
+      DirectSink<OpSqDev, A> sink{sq};
+      h_kernel<V, OpSqDev>(cur, nb, 1, static_cast<double>(m), sink);
     };
-    A q, s;
-    moments(c, &q, &s);
-    if (!(2 * s * s / nbA <= q && q <= std::numeric_limits<A>::max())) {  // two passes: the block's mean first
-      A st = 0;
-      R sv[4];
-      for (int h = 0; h < 4; ++h) sv[h] = V::zero();
-      int64_t k = 0;
-      for (; k + 4 * W <= nb; k += 4 * W)
-        for (int h = 0; h < 4; ++h) sv[h] = V::add(sv[h], V::load(cur + k + h * W));
-      for (; k + W <= nb; k += W) sv[0] = V::add(sv[0], V::load(cur + k));
-      for (; k < nb; ++k) st += to_acc<A>(cur[k]);
-      c = static_cast<Acc>((V::hsum(V::add(V::add(sv[0], sv[1]), V::add(sv[2], sv[3]))) + st) / nbA);
-      moments(c, &q, &s);
+    A sq[2];
+    moments(c, sq);
+    if (!(2 * sq[1] * sq[1] / nbA <= sq[0] && sq[0] <= std::numeric_limits<A>::max())) {  // two passes: the mean first
+      A sum = 0;
+      DirectSink<OpSum, A> sink{&sum};
+      h_kernel<V, OpSum>(cur, nb, 1, 0.0, sink);
+      c = static_cast<Acc>(sum / nbA);
+      moments(c, sq);
     }
-    merge_block<A>(acc, nbA, static_cast<A>(c), q, s);
-    c = static_cast<Acc>(static_cast<A>(c) + s / nbA);  // the next block's shift: this block's mean
+    merge_block<A>(acc, nbA, static_cast<A>(c), sq[0], sq[1]);
+    c = static_cast<Acc>(static_cast<A>(c) + sq[1] / nbA);  // the next block's shift: this block's mean
   }
 }
 
