@@ -52,7 +52,8 @@ TEST(Copy, EveryLayoutPairMatchesReference) {
 TEST(Copy, DtypeConversionsMatchReference) {
   const std::vector<double> vals = {-3.75, -1.5, -0.25, 0.0, 0.5, 1.0, 2.25, 7.0, 100.5, -100.5};
   const Tensor src64 = from_vector(vals);
-  for (DType to : {DType::Float32, DType::Float64, DType::Float16, DType::Int8, DType::Int32, DType::Int64}) {
+  for (DType to : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16, DType::Int8, DType::Int32,
+                   DType::Int64}) {
     Tensor out = empty({static_cast<int64_t>(vals.size())}, to);
     test::poison(out);
     out.copy_(src64);
@@ -161,6 +162,41 @@ Tensor exact_values(const Shape& sz, uint64_t seed, DType dt) {
   return ::testing::AssertionSuccess();
 }
 
+// Note [Vector conversions]: float32 <-> float16 / bfloat16 runs of every length around
+// the vector widths, from every offset in a poisoned buffer, streamed and not, at every
+// SIMD level and thread count, against the scalar values (bfloat16: round_to_bf16);
+// the buffer around the run is left as it was.
+TEST(Copy, VectorConversionsEveryLengthAndOffset) {
+  Scope scope;
+  std::mt19937_64 rng(77);
+  std::uniform_real_distribution<double> u(-3, 3);
+  for (DType half : {DType::Float16, DType::BFloat16})
+    for (bool narrow : {true, false})
+      for (int64_t n : {1, 7, 8, 9, 15, 16, 17, 33, 100, 4099, 70001})
+        for (int64_t off : {0, 1, 3})
+          for (const test::Modes& m : test::all_kernel_modes())
+            for (int64_t nt : {int64_t{-1}, int64_t{0}}) {
+              test::ModeGuard g(m);
+              set_nt_threshold_bytes(nt);
+              std::vector<double> v(static_cast<size_t>(n));
+              for (double& x : v) x = u(rng) * std::pow(2.0, static_cast<double>(rng() % 40) - 20);
+              v[0] = NAN;
+              const DType from = narrow ? DType::Float32 : half, to = narrow ? half : DType::Float32;
+              const Tensor src = test::host_tensor(v, {n}, from);
+              std::vector<double> ref = test::stored(v, {n}, from);
+              if (to != DType::Float32) ref = test::stored(ref, {n}, to);
+              Tensor buf = empty({n + 5}, to);
+              test::poison(buf);
+              Tensor dst = buf.narrow(0, off, n);
+              dst.copy_(src);
+              ASSERT_EQ(last_copy_path(), CopyPath::Convert);
+              ASSERT_TRUE(test::all_close(dst, ref, 0, 0))
+                  << dtype_name(from) << " -> " << dtype_name(to) << " n " << n << " offset " << off << " nt " << nt
+                  << " " << simd_level_name(m.simd) << ", " << m.threads << " threads";
+              ASSERT_TRUE(untouched_outside(dst)) << dtype_name(to) << " n " << n << " offset " << off;
+            }
+}
+
 // src -> dst (poisoned, layout ld) through copy_kernel, checked against the values,
 // against copy_generic, and for writes outside dst.
 ::testing::AssertionResult check_copy(const Tensor& vals, L2 ls, L2 ld, const std::vector<double>& ref) {
@@ -192,7 +228,7 @@ TEST(CopyFast, EveryLayoutPairDtypeThreadsSimdAndStreaming) {
     const int nd = 1 + trial % 4;
     const int64_t max_size = nd == 1 ? 3000 : nd == 2 ? 150 : nd == 3 ? 24 : 13;
     const Shape sz = test::random_shape(rng, nd, max_size);
-    for (DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::Int8}) {
+    for (DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16, DType::Int8}) {
       const Tensor vals = exact_values(sz, rng(), dt);
       const std::vector<double> ref = vals.to_vector(), ref_expanded = test::layout_values(ref, sz, Layout::Expanded);
       for (int threads : {1, 2})
@@ -280,7 +316,7 @@ TEST(CopyFast, EachPathIsTakenAndCorrect) {
   };
   uint64_t seed = 500;
   for (const auto& [sz, c] : cases)
-    for (DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::Int8, DType::Int32})
+    for (DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16, DType::Int8, DType::Int32})
       for (int threads : {1, 2})
         for (SimdLevel level : {SimdLevel::AVX2, SimdLevel::Scalar})
           for (int64_t nt : {int64_t{-1}, int64_t{0}})
@@ -345,7 +381,8 @@ TEST(CopyFast, ContiguousAndChannelsLastRoundTrip) {
 
 TEST(CopyFast, FillEveryLayoutDtypeAndStreaming) {
   Scope scope;
-  for (DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::Int8, DType::Int32, DType::Int64})
+  for (DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16, DType::Int8, DType::Int32,
+                   DType::Int64})
     for (L2 l : {L2::Contiguous, L2::Transposed, L2::Sliced, L2::ChannelsLast, L2::Offset, L2::ColumnMajor})
       for (int threads : {1, 2})
         for (SimdLevel level : {SimdLevel::AVX2, SimdLevel::Scalar})
@@ -455,7 +492,8 @@ class CopyOnDevice : public ::testing::TestWithParam<Device> {};
 TEST_P(CopyOnDevice, RoundTripEveryLayoutAndDtype) {
   const Device dev = GetParam();
   SB_SKIP_WITHOUT_DEVICE(dev);
-  for (DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::Int8, DType::Int32, DType::Int64}) {
+  for (DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16, DType::Int8, DType::Int32,
+                   DType::Int64}) {
     for (const Shape& s : test::mixed_shapes(11, 6)) {
       for (Layout l : test::all_layouts()) {
         const std::vector<double> v = test::random_values(s, 3, dt, -100, 100, l == Layout::Expanded);
@@ -479,7 +517,7 @@ TEST_P(CopyOnDevice, RoundTripEveryLayoutAndDtype) {
 TEST_P(CopyOnDevice, ConvertsDtypesOnEveryPath) {
   const Device dev = GetParam();
   SB_SKIP_WITHOUT_DEVICE(dev);
-  const DType all[] = {DType::Float32, DType::Float64, DType::Float16, DType::Int8, DType::Int32, DType::Int64};
+  const DType all[] = {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16, DType::Int8, DType::Int32, DType::Int64};
   for (DType from : all) {
     for (DType to : all) {
       const Shape s = {3, 17, 5};
@@ -505,7 +543,7 @@ TEST_P(CopyOnDevice, ConvertsDtypesOnEveryPath) {
 TEST_P(CopyOnDevice, NchwNhwcAndLastTwoDimsTransposed) {
   const Device dev = GetParam();
   SB_SKIP_WITHOUT_DEVICE(dev);
-  for (DType dt : {DType::Float32, DType::Float16, DType::Float64, DType::Int8}) {
+  for (DType dt : {DType::Float32, DType::Float16, DType::BFloat16, DType::Float64, DType::Int8}) {
     for (Shape s : {Shape{2, 3, 5, 7}, Shape{1, 64, 32, 32}, Shape{3, 33, 17, 65}, Shape{2, 5, 1, 40}}) {
       const std::vector<double> v = test::random_values(s, 9, dt, -50, 50, false);
       Tensor g = test::host_tensor(v, s, dt).to(dev);
@@ -541,7 +579,7 @@ TEST_P(CopyOnDevice, NchwNhwcAndLastTwoDimsTransposed) {
 TEST_P(CopyOnDevice, FillWritesOnlyTheView) {
   const Device dev = GetParam();
   SB_SKIP_WITHOUT_DEVICE(dev);
-  for (DType dt : {DType::Float32, DType::Float16, DType::Int32, DType::Float64}) {
+  for (DType dt : {DType::Float32, DType::Float16, DType::BFloat16, DType::Int32, DType::Float64}) {
     Tensor buf = zeros({6, 9}, dt, dev);
     buf.slice(1, 1, std::nullopt, 2).fill_(3.0);
     std::vector<double> ref(54, 0.0);

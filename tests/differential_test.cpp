@@ -531,7 +531,8 @@ Shape random_dims(Rng& rng, int64_t nd) {
   return dims;
 }
 
-const DType kDTypes[] = {DType::Float32, DType::Float64, DType::Float16, DType::Int32};
+const DType kDTypes[] = {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16, DType::Int32};
+constexpr int64_t kLastDType = static_cast<int64_t>(std::size(kDTypes)) - 1;
 
 // The output-stride x input-stride sweep: inner steps 1, 2, 3, 5 for the output and
 // 0, 1, 2, 3, 5 for each input, over 1-D and 2-D shapes whose row lengths sit at the
@@ -567,7 +568,7 @@ TEST(Differential, RandomViewChainsEveryOpStyleAndLevel) {
       sizes = {2, 3, 67, 97};
       std::shuffle(sizes.begin(), sizes.end(), rng);
     }
-    const DType dt = kDTypes[pick(rng, 0, 3)];
+    const DType dt = kDTypes[pick(rng, 0, kLastDType)];
     const StreamAll stream(pick(rng, 0, 4) == 0);
     const std::string label = "case " + std::to_string(c) + " (SB_DIFFERENTIAL_SEED=" + std::to_string(seed) + ")";
     BinaryOp bop = kBinary[pick(rng, 0, 5)];
@@ -592,7 +593,7 @@ TEST(Differential, RandomViewChainsEveryOpStyleAndLevel) {
     if (dt != DType::Float16 || rop == ReduceOp::Max) {  // float16 sums of up to 39000 values overflow 65504
       ASSERT_TRUE(reduce_case(rng, rop, dt, sizes, dims, pick(rng, 0, 1), pick(rng, 0, 1))) << label;
     }
-    ASSERT_TRUE(copy_case(rng, dt, pick(rng, 0, 2) == 0 ? kDTypes[pick(rng, 0, 3)] : dt, sizes)) << label;
+    ASSERT_TRUE(copy_case(rng, dt, pick(rng, 0, 2) == 0 ? kDTypes[pick(rng, 0, kLastDType)] : dt, sizes)) << label;
   }
 }
 

@@ -30,7 +30,7 @@ using test::Layout;
 const std::vector<BinaryOp> kBinaryOps = {BinaryOp::Add,     BinaryOp::Sub,    BinaryOp::Mul,
                                           BinaryOp::Div,     BinaryOp::Maximum, BinaryOp::Minimum};
 const std::vector<UnaryOp> kUnaryOps = {UnaryOp::Neg, UnaryOp::Abs, UnaryOp::Relu, UnaryOp::Exp, UnaryOp::Sqrt};
-const std::vector<DType> kDTypes = {DType::Float32, DType::Float64, DType::Float16, DType::Int32};
+const std::vector<DType> kDTypes = {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16, DType::Int32};
 
 using test::ref_binary;
 using test::ref_unary;
@@ -70,6 +70,11 @@ std::vector<double> round_to(std::vector<double> v, DType dt) {
 }
 
 double atol(DType dt) { return test::default_atol(dt); }
+// A tolerance of float64, float32 and float16 results; bfloat16's is float16's times 8,
+// the ratio of their units of rounding (2^-8 and 2^-11).
+double by_dtype(DType dt, double f64, double f32, double f16) {
+  return dt == DType::Float64 ? f64 : dt == DType::Float32 ? f32 : dt == DType::BFloat16 ? 8 * f16 : f16;
+}
 double rtol(DType dt, bool transcendental = false) {
   return dt == DType::Float32 && transcendental ? 2e-6 : test::default_rtol(dt);
 }
@@ -288,14 +293,14 @@ TEST(Elementwise, NormalizeEveryDimLayoutStyleDtype) {
       const int64_t nd = static_cast<int64_t>(sz.size());
       const int64_t dim = nd ? static_cast<int64_t>(rng() % nd) - (trial % 2 ? nd : 0) : 0;  // negative dims too
       const double eps = trial % 3 == 0 ? 0.0 + 1e-5 : 0.5;
-      for (DType dt : {DType::Float32, DType::Float64, DType::Float16}) {
+      for (DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16}) {
         const Tensor xv = values(sz, rng(), dt);
         const std::vector<double> refs[2] = {ref_normalize(xv, nd ? (dim + nd) % nd : 0, eps),  // [1]: Expanded
                                              ref_normalize(test::layout_values(xv, Layout::Expanded),
                                                            nd ? (dim + nd) % nd : 0, eps)};
         // (x - mean) is computed in float for float16/float32: error grows with 1/std
-        const double at = dt == DType::Float64 ? 1e-10 : dt == DType::Float32 ? 1e-4 : 1e-2;
-        const double rt = dt == DType::Float64 ? 1e-10 : dt == DType::Float32 ? 1e-5 : 4e-3;
+        const double at = by_dtype(dt, 1e-10, 1e-4, 1e-2);
+        const double rt = by_dtype(dt, 1e-10, 1e-5, 4e-3);
         for (Layout l : test::all_layouts()) {
           const std::vector<double>& ref = refs[l == Layout::Expanded];
           const std::string what = cfg + ", normalize dim " + std::to_string(dim) + ", " + dtype_name(dt) + ", " +
@@ -329,17 +334,17 @@ TEST(Elementwise, NormalizeLongRowsOffsetValuesMixedOutLayouts) {
     std::mt19937_64 rng(31);
     for (const Shape& sz : {Shape{3, 2500}, Shape{2500, 19}, Shape{2, 1100, 9}, Shape{4, 6, 70, 5}}) {
       for (int64_t dim = 0; dim < static_cast<int64_t>(sz.size()); ++dim) {
-        for (DType dt : {DType::Float32, DType::Float64, DType::Float16}) {
+        for (DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16}) {
           std::vector<double> v = values(sz, rng(), DType::Float64).to_vector();
           for (double& e : v) e += 50;
           const Tensor xv = from_vector(v, sz).to(dt);
           std::vector<double> inv_sd;
           const std::vector<double> ref = ref_normalize(xv, dim, 1e-5, &inv_sd);
           // float32: (x - mean) in float with |mean| = 50: about 50 * 2^-24 / std
-          const double at0 = dt == DType::Float64 ? 1e-10 : dt == DType::Float32 ? 1e-4 : 2e-2;
+          const double at0 = by_dtype(dt, 1e-10, 1e-4, 2e-2);
           std::vector<double> at(ref.size());
           for (size_t i = 0; i < at.size(); ++i) at[i] = at0 * std::max(1.0, 1.2 * inv_sd[i]);
-          const double rt = dt == DType::Float64 ? 1e-10 : dt == DType::Float32 ? 1e-5 : 4e-3;
+          const double rt = by_dtype(dt, 1e-10, 1e-5, 4e-3);
           for (Layout lx : {Layout::Contiguous, Layout::Transposed, Layout::Sliced, Layout::ChannelsLast}) {
             const Tensor x = test::with_layout(xv, lx);
             for (Layout lo : {Layout::Contiguous, Layout::Transposed, Layout::Sliced}) {
@@ -524,7 +529,7 @@ TEST(Elementwise, WritesThroughASliceLeaveTheGapsAlone) {
     std::mt19937_64 rng(41);
     for (const Shape& sz : {Shape{3, 37}, Shape{2, 5, 130}, Shape{1100}}) {
       for (int64_t step : {2, 3}) {
-        for (DType dt : {DType::Float32, DType::Float64, DType::Float16}) {
+        for (DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16}) {
           Shape bsz = sz;
           bsz.back() *= step;
           const std::vector<std::pair<std::string, std::function<void(Tensor&)>>> writes = {
@@ -762,7 +767,7 @@ TEST(Elementwise, Avx2ExpIsWithinTwoUlp) {
 
 TEST(Elementwise, NanPropagatesThroughMaximumMinimumRelu) {
   for_each_config([](const std::string& cfg) {
-    for (DType dt : {DType::Float32, DType::Float64, DType::Float16}) {
+    for (DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16}) {
       const Tensor a = from_vector<double>({NAN, 1, NAN, -2, 3, 4, 5, 6, 7, NAN}).to(dt);
       const Tensor b = from_vector<double>({1, NAN, NAN, -3, 2, 9, 5, 1, 8, 0}).to(dt);
       const std::vector<double> mx = maximum(a, b).to_vector(), mn = minimum(a, b).to_vector(),
@@ -972,7 +977,7 @@ TEST(Elementwise, SteppedSliceInputsAtChunkEdges) {
     std::mt19937_64 rng(9);
     for (int64_t n : {1, 7, 8, 9, 16, 17, 511, 512, 513, 1025, 40000})
       for (int64_t step : {2, 3})
-        for (DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::Int32}) {
+        for (DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16, DType::Int32}) {
           // values() is constant along dim 0: make the 1-D tensors from a 1 x m one
           const int64_t m = (n - 1) * step + 1;
           const Tensor xs = values({1, m}, rng(), dt).reshape({m}).slice(0, 0, std::nullopt, step);
@@ -1124,6 +1129,8 @@ TEST(Elementwise, NormalizeStreamingOutputsAgainstReference) {
         {DType::Float32, 23, 3001, 5, Layout::Contiguous, true},   // long rows: unary_strip at any offset
         {DType::Float64, 700, 61, 3, Layout::Contiguous, true},
         {DType::Float16, 700, 64, 7, Layout::Contiguous, true},
+        {DType::BFloat16, 700, 64, 3, Layout::Contiguous, true},
+        {DType::BFloat16, 700, 64, 0, Layout::Sliced, false},     // stepped rows of 16-bit: plain stores, as float16
     };
     for (const Case& c : cases) {
       const Shape sz{c.rows, c.n};
@@ -1137,8 +1144,8 @@ TEST(Elementwise, NormalizeStreamingOutputsAgainstReference) {
         x = xv.t().contiguous().t();
       }
       const std::vector<double> ref = ref_normalize(xv, 1, 1e-5);
-      const double at = c.dt == DType::Float64 ? 1e-10 : c.dt == DType::Float32 ? 1e-4 : 1e-2;
-      const double rt = c.dt == DType::Float64 ? 1e-10 : c.dt == DType::Float32 ? 1e-5 : 4e-3;
+      const double at = by_dtype(c.dt, 1e-10, 1e-4, 1e-2);
+      const double rt = by_dtype(c.dt, 1e-10, 1e-5, 4e-3);
       const std::string what = cfg + ", " + dtype_name(c.dt) + ", " + std::to_string(c.rows) + " x " +
                                std::to_string(c.n) + ", x " + test::layout_name(c.lx) + ", offset " +
                                std::to_string(c.off);
@@ -1515,7 +1522,7 @@ TEST_P(ElementwiseOnDevice, UnaryEveryOpDtypeLayout) {
 TEST_P(ElementwiseOnDevice, NormalizeEveryDimDtypeLayout) {
   const Device dev = GetParam();
   SB_SKIP_WITHOUT_DEVICE(dev);
-  for (DType dt : {DType::Float32, DType::Float64, DType::Float16}) {
+  for (DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16}) {
     for (const Shape& s : test::mixed_shapes(41, 4)) {
       if (s.empty()) continue;
       for (int64_t dim = 0; dim < static_cast<int64_t>(s.size()); ++dim) {
@@ -1537,7 +1544,7 @@ TEST_P(ElementwiseOnDevice, NormalizeEveryDimDtypeLayout) {
             for (int64_t k = 0; k < len; ++k) q += (vx[base + k * inner] - m) * (vx[base + k * inner] - m);
             ref[i] = (vx[i] - m) / std::sqrt(q / len + 1e-5);
           }
-          const double tol = dt == DType::Float16 ? 1e-2 : (dt == DType::Float32 ? 1e-4 : 1e-10);
+          const double tol = by_dtype(dt, 1e-10, 1e-4, 1e-2);
           EXPECT_TRUE(all_close(out, ref, tol, tol)) << dt << " dim " << dim << " " << test::layout_name(l) << " " << test::shape_str(s);
         }
       }

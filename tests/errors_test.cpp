@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "stridebench/stridebench.h"
 #include "test_util.h"
 
 namespace sb {
@@ -182,6 +183,27 @@ TEST(Errors, InternalAssertIsADifferentType) {
     EXPECT_NE(std::string(e.what()).find("1 == 2"), std::string::npos);
     EXPECT_NE(std::string(e.what()).find("bug in stridebench"), std::string::npos);
   }
+}
+
+// bfloat16 (issue: every op names the op and the dtypes): mixed dtypes are refused as for
+// every dtype (no type promotion: PyTorch would promote some of these, see
+// docs/LIBRARY.md), and the ops without a bfloat16 kernel say so; every tensor stays as it was.
+TEST(Errors, Bfloat16MixedAndUnsupported) {
+  Tensor h = ones({2, 3}, DType::BFloat16), f = ones({2, 3});
+  expect_error(h, [&] { add(h, f); }, {"add", "dtype mismatch", "bfloat16", "float32"});
+  expect_error(h, [&] { h.mul_(f); }, {"mul", "bfloat16", "float32"});
+  Tensor out32 = zeros({2, 3});
+  expect_error(out32, [&] { add_out(out32, h, h); }, {"add_out", "output dtype float32", "result dtype bfloat16"});
+  Tensor hm = ones({3, 2}, DType::BFloat16);
+  expect_error(h, [&] { matmul(h, ones({3, 2})); }, {"matmul", "dtype mismatch bfloat16 vs float32"});
+  Tensor o22 = zeros({2, 2});
+  expect_error(o22, [&] { matmul_out(o22, h, hm); }, {"matmul_out", "out dtype float32", "expected bfloat16"});
+  Tensor img = ones({1, 2, 5, 5}, DType::BFloat16);
+  expect_error(img, [&] { conv2d(img, ones({3, 2, 3, 3}, DType::BFloat16)); },
+               {"conv2d", "expected a float32 input, got bfloat16"});
+  expect_error(img, [&] { max_pool2d(img, Pool2dParams{2, 2}); }, {"max_pool2d", "expected float32, got bfloat16"});
+  const Linear lin(ones({4, 3}), Tensor(), Precision::F32);
+  expect_error(h, [&] { lin.forward(h); }, {"Linear", "float32", "bfloat16"});
 }
 
 }  // namespace

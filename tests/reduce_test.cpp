@@ -186,7 +186,7 @@ TEST(Reduce, RandomShapesDimsLayoutsMatchFloat64) {
     const Shape sz = test::random_shape(rng, nd, 9);
     const Shape dims = random_dims(rng, nd);
     const bool keepdim = rng() % 2;
-    for (DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::Int32}) {
+    for (DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16, DType::Int32}) {
       const Tensor vals = make_values(sz, rng(), dt);
       check_case(vals, dims, keepdim, test::all_layouts(),
                  "trial " + std::to_string(trial) + " sizes " + ::testing::PrintToString(sz) + " dims " +
@@ -216,7 +216,7 @@ TEST(Reduce, LargeShapesTakeEveryPath) {
   };
   uint64_t seed = 100;
   for (const Case& c : cases)
-    for (DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::Int32}) {
+    for (DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16, DType::Int32}) {
       const Tensor vals = make_values(c.sz, ++seed, dt, dt == DType::Float16 ? 0.2 : 1.0);  // f16 sums < 65504
       check_case(vals, c.dims, seed % 2, test::all_layouts(),
                  "sizes " + ::testing::PrintToString(c.sz) + " dims " + ::testing::PrintToString(c.dims) + " " +
@@ -275,11 +275,11 @@ TEST(Reduce, VarianceStableForLargeMean) {
 // SIMD level, 1 and 2 threads, against float64.
 TEST(Reduce, VarBlocksOfOneRunAgainstReference) {
   Scope scope;
-  for (DType dt : {DType::Float32, DType::Float64, DType::Float16}) {
+  for (DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16}) {
     for (int64_t n : {5, 2047, 2048, 2049, 6145}) {
       const int64_t rows = 8;
       std::vector<double> v = randn({rows, n}, static_cast<uint64_t>(n), DType::Float64).to_vector();
-      const double base = dt == DType::Float16 ? 100.0 : 1e4;
+      const double base = is_reduced_float(dt) ? 100.0 : 1e4;
       for (int64_t r = 0; r < rows; ++r)
         for (int64_t j = 0; j < n; ++j) {
           double& e = v[r * n + j];
@@ -297,7 +297,8 @@ TEST(Reduce, VarBlocksOfOneRunAgainstReference) {
       const Tensor x = from_vector(v, {rows, n}).to(dt);
       for (ReduceOp op : {ReduceOp::Var, ReduceOp::Std}) {
         const std::vector<double> ref = reference(op, x, reduced_mask(2, {1}), 1);
-        const double rt = dt == DType::Float64 ? 1e-12 : dt == DType::Float32 ? 1e-5 : 1e-3;
+        // float16 and bfloat16: the result's rounding (bfloat16's unit is 8 times float16's)
+        const double rt = dt == DType::Float64 ? 1e-12 : dt == DType::Float32 ? 1e-5 : dt == DType::Float16 ? 1e-3 : 8e-3;
         for (const test::Modes& m : test::all_kernel_modes()) {
           test::ModeGuard g(m);
           const Tensor r = run_op(op, x, {1}, 1, false);
@@ -361,8 +362,9 @@ TEST(Reduce, SumsAccumulateInBlocksWhateverTheStrides) {
 
 TEST(Reduce, NanPropagatesThroughMaxSumAndVar) {
   Scope scope;
-  for (DType dt : {DType::Float32, DType::Float64, DType::Float16}) {
+  for (DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16}) {
     const Shape sz = {7, 301};
+    const double tol = dt == DType::BFloat16 ? 8e-3 : 1e-3;  // the result's rounding
     std::vector<double> v = rand(sz, 3, DType::Float64).to_vector();
     v[2 * 301 + 17] = NAN;   // row 2, inside the SIMD body
     v[5 * 301 + 300] = NAN;  // row 5, the scalar tail
@@ -376,7 +378,7 @@ TEST(Reduce, NanPropagatesThroughMaxSumAndVar) {
             set_simd_level(level);
             if (l == Layout::Expanded) continue;  // the NaNs are in rows other than row 0
             const Tensor r = run_op(op, test::with_layout(x, l), dims, 0, false);
-            EXPECT_TRUE(test::all_close(r, ref, 1e-3, 1e-3))
+            EXPECT_TRUE(test::all_close(r, ref, tol, tol))
                 << reduce_op_name(op) << " " << dtype_name(dt) << " " << test::layout_name(l) << " dims "
                 << ::testing::PrintToString(dims) << " " << simd_level_name(level);
           }
@@ -505,7 +507,11 @@ void expect_reduce_matches(const Device& dev, ReduceOp op, DType dt, const Shape
       case ReduceOp::Std: ref[o] = std::sqrt(sq[o] / std::max<int64_t>(0, R - 1)); break;
     }
   }
-  const double tol = dt == DType::Float16 ? 5e-3 : (dt == DType::Float32 ? 1e-5 : (dt == DType::Int32 ? 0 : 1e-12));
+  const double tol = dt == DType::Float16    ? 5e-3
+                     : dt == DType::BFloat16 ? test::default_rtol(dt)
+                     : dt == DType::Float32  ? 1e-5
+                     : dt == DType::Int32    ? 0
+                                             : 1e-12;
   // A float32 sum (the CPU accumulates float32 in blocks, as PyTorch) of values that
   // cancel errs by up to about log2(R) * eps * sum|x|, more than 1e-5 once R is in the
   // thousands: the absolute tolerance of Sum and Mean grows with that bound.
@@ -562,6 +568,7 @@ TEST_P(ReduceOnDevice, ColumnAndBlockPathsEveryLayout) {
         expect_reduce_matches(dev, op, DType::Float32, c.s, l, c.dims, 31);
       }
       expect_reduce_matches(dev, ReduceOp::Sum, DType::Float16, c.s, l, c.dims, 32);
+      expect_reduce_matches(dev, ReduceOp::Var, DType::BFloat16, c.s, l, c.dims, 34);
       expect_reduce_matches(dev, ReduceOp::Mean, DType::Float64, c.s, l, c.dims, 33);
     }
   }

@@ -4,6 +4,7 @@
 #include "stridebench/tensor.h"
 
 #include <cmath>
+#include <cstring>
 #include <optional>
 #include <random>
 
@@ -19,13 +20,17 @@ TEST(DType, SizesAndNames) {
   EXPECT_EQ(dtype_size(DType::Int8), 1u);
   EXPECT_EQ(dtype_size(DType::Int32), 4u);
   EXPECT_EQ(dtype_size(DType::Int64), 8u);
+  EXPECT_EQ(dtype_size(DType::BFloat16), 2u);
   EXPECT_STREQ(dtype_name(DType::Float16), "float16");
+  EXPECT_STREQ(dtype_name(DType::BFloat16), "bfloat16");
+  EXPECT_TRUE(is_floating(DType::BFloat16));
   EXPECT_EQ(Device::cpu().str(), "cpu");
   EXPECT_EQ(Device::cuda(1).str(), "cuda:1");
 }
 
 TEST(Tensor, FactoriesFillEveryElement) {
-  for (DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::Int8, DType::Int32, DType::Int64}) {
+  for (DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16, DType::Int8, DType::Int32,
+                   DType::Int64}) {
     Tensor z = zeros({3, 5}, dt), o = ones({3, 5}, dt), f = full({3, 5}, 7, dt);
     EXPECT_TRUE(test::all_close(z, std::vector<double>(15, 0.0), 0, 0)) << dtype_name(dt);
     EXPECT_TRUE(test::all_close(o, std::vector<double>(15, 1.0), 0, 0)) << dtype_name(dt);
@@ -35,6 +40,81 @@ TEST(Tensor, FactoriesFillEveryElement) {
   Tensor a = arange(6);
   EXPECT_TRUE(test::all_close(a, {0, 1, 2, 3, 4, 5}, 0, 0));
   EXPECT_TRUE(test::all_close(arange(1.0, 2.0, 0.25, DType::Float64), {1, 1.25, 1.5, 1.75}, 0, 0));
+}
+
+// Note [bfloat16 NaN and subnormals]: BFloat16::from_float against round_to_bf16 (a
+// value-arithmetic reference) on every float32 of a coarse sweep of the bit patterns
+// and on the cases at the edges: ties both ways, carries into the exponent, overflow
+// to infinity, subnormals, signed zeros, infinities and NaN payloads.
+TEST(BFloat16, RoundsToNearestEven) {
+  auto check = [](uint32_t x) {
+    float f;
+    std::memcpy(&f, &x, 4);
+    const uint16_t got = BFloat16::from_float(f);
+    if (std::isnan(f)) {
+      EXPECT_EQ(got & 0x7fc0u, 0x7fc0u) << std::hex << x;  // a quiet NaN
+      EXPECT_EQ(got & 0x8000u, (x >> 16) & 0x8000u) << std::hex << x;
+      return;
+    }
+    const double want = test::round_to_bf16(f);
+    const double back = BFloat16::to_float(got);
+    EXPECT_TRUE(back == want && std::signbit(back) == std::signbit(f))
+        << std::hex << "0x" << x << ": got 0x" << got << " (" << back << "), want " << want;
+  };
+  for (uint64_t x = 0; x <= 0xffffffffull; x += 65521) check(static_cast<uint32_t>(x));  // a prime step
+  for (uint32_t hi : {0x0000u, 0x0001u, 0x007fu, 0x0080u, 0x3f80u, 0x3f81u, 0x7f7fu, 0x7f80u, 0x7fc0u, 0xff80u})
+    for (uint32_t lo : {0x0000u, 0x0001u, 0x7fffu, 0x8000u, 0x8001u, 0xffffu})
+      for (uint32_t sign : {0u, 0x80000000u}) check(sign | (hi << 16) | lo);
+  EXPECT_EQ(BFloat16::from_float(1.0f + 0x1p-8f), 0x3f80);   // a tie rounds to even (down)
+  EXPECT_EQ(BFloat16::from_float(1.0f + 0x3p-8f), 0x3f82);   // a tie rounds to even (up)
+  EXPECT_EQ(BFloat16::from_float(3.4e38f), 0x7f80);          // past the largest bfloat16: infinity
+  EXPECT_EQ(BFloat16::from_float(-0.0f), 0x8000);
+  for (uint16_t b = 0; b < 0xffff; ++b) {  // widening is exact and round trips
+    const float f = BFloat16::to_float(b);
+    if (!std::isnan(f)) {
+      EXPECT_EQ(BFloat16::from_float(f), b);
+    }
+  }
+}
+
+// The vector conversions of the copy (float32 <-> bfloat16 at every SIMD level) give the
+// scalar conversion's values, NaN as NaN.
+TEST(BFloat16, VectorConversionsMatchScalar) {
+  std::vector<float> v;
+  std::mt19937 rng(7);
+  for (int i = 0; i < 4099; ++i) {
+    uint32_t x = static_cast<uint32_t>(rng());
+    if (i % 7 == 0) x = (x & 0x807fffffu) | 0x3f800000u;  // [1, 2): ties and carries
+    if (i % 11 == 0) x &= 0x807fffffu;                      // subnormal
+    if (i % 3 == 0) {  // the low half at the rounding edges: below, at and above a tie, all ones
+      const uint32_t edge[] = {0x7fffu, 0x8000u, 0x8001u, 0xffffu, 0x0000u};
+      x = (x & 0xffff0000u) | edge[(i / 3) % 5];
+    }
+    float f;
+    std::memcpy(&f, &x, 4);
+    v.push_back(f);
+  }
+  const Tensor src = from_vector(v);
+  for (const test::Modes& m : test::all_kernel_modes()) {
+    test::ModeGuard g(m);
+    const Tensor b = src.to(DType::BFloat16);
+    const Tensor back = b.to(DType::Float32);
+    for (size_t i = 0; i < v.size(); ++i) {
+      const uint16_t got = b.data<BFloat16>()[i].bits;
+      const float wide = back.data<float>()[i];
+      if (std::isnan(v[i])) {
+        EXPECT_TRUE(std::isnan(BFloat16::to_float(got)) && std::isnan(wide)) << i;
+        continue;
+      }
+      // Note [bfloat16 NaN and subnormals]: vcvtneps2bf16 flushes subnormals to zero
+      const uint16_t want = BFloat16::from_float(v[i]);
+      const bool may_flush = use_avx512_bf16() && std::fabs(v[i]) < 0x1p-126f;
+      if (!(may_flush && got == (want & 0x8000u))) {
+        EXPECT_EQ(got, want) << simd_level_name(m.simd) << " at " << i << ": " << v[i];
+      }
+      EXPECT_EQ(wide, BFloat16::to_float(got)) << i;
+    }
+  }
 }
 
 TEST(Tensor, StorageIsAligned) {
@@ -55,6 +135,8 @@ TEST(Tensor, RandIsSeededAndInRange) {
     mean += v / 1000;
   }
   EXPECT_NEAR(mean, 0.5, 0.05);
+  for (DType dt : {DType::Float16, DType::BFloat16})  // below 1 after rounding, too
+    for (double v : rand({1000}, 42, dt).to_vector()) EXPECT_LT(v, 1.0) << dtype_name(dt);
   const auto n = randn({20000}, 5, DType::Float64).to_vector();
   double m = 0, v2 = 0;
   for (double x : n) m += x / n.size();
@@ -372,7 +454,7 @@ TEST(Tensor, ToDtypeConvertsAndKeepsLayout) {
 // non-dense one gets its suggested format.
 TEST(Tensor, ToKeepsDenseStrides) {
   const Tensor t = arange(20).view({4, 5}).t();  // integers: exact in every dtype
-  for (DType dt : {DType::Float64, DType::Float16, DType::Int32}) {
+  for (DType dt : {DType::Float64, DType::Float16, DType::BFloat16, DType::Int32}) {
     const Tensor d = t.to(dt);
     EXPECT_EQ(d.strides(), (Shape{1, 5})) << dtype_name(dt);
     EXPECT_TRUE(test::all_close(d, test::naive_values(t), 0, 0)) << dtype_name(dt);

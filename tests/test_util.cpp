@@ -110,6 +110,11 @@ void poison(const Tensor& t) {
       for (size_t i = 0; i < nb / 2; ++i) f[i] = 0x7e00;
       break;
     }
+    case DType::BFloat16: {
+      uint16_t* f = static_cast<uint16_t*>(p);
+      for (size_t i = 0; i < nb / 2; ++i) f[i] = 0x7fc0;
+      break;
+    }
     default: std::memset(p, 0x5A, nb);
   }
 }
@@ -188,6 +193,14 @@ double read_as_double(const char* p, DType dt) {
     case DType::Int8: return static_cast<int8_t>(*p);
     case DType::Int32: { int32_t v; std::memcpy(&v, p, 4); return v; }
     case DType::Int64: { int64_t v; std::memcpy(&v, p, 8); return static_cast<double>(v); }
+    case DType::BFloat16: {  // the upper half of a float32, read without the library's type
+      uint16_t h;
+      std::memcpy(&h, p, 2);
+      const uint32_t x = static_cast<uint32_t>(h) << 16;
+      float f;
+      std::memcpy(&f, &x, 4);
+      return f;
+    }
   }
   return NAN;
 }
@@ -252,11 +265,14 @@ template <typename Atol>
   return all_close_impl(actual, expected, [&atol](size_t i) { return atol[i]; }, rtol);
 }
 
+// float16 and bfloat16: two units in the last place at 1 (2^-9 and 2^-6); bfloat16's is
+// PyTorch's own rtol for it (torch.testing)
 double default_atol(DType t) {
   switch (t) {
     case DType::Float64: return 1e-12;
     case DType::Float32: return 1e-5;
     case DType::Float16: return 2e-3;
+    case DType::BFloat16: return 1.6e-2;
     default: return 0;
   }
 }
@@ -265,8 +281,19 @@ double default_rtol(DType t) {
     case DType::Float64: return 1e-12;
     case DType::Float32: return 1e-5;
     case DType::Float16: return 2e-3;
+    case DType::BFloat16: return 1.6e-2;
     default: return 0;
   }
+}
+
+double round_to_bf16(double x) {
+  const float f = static_cast<float>(x);  // as the library converts: through float
+  if (std::isnan(f) || std::isinf(f) || f == 0.0f) return f;
+  int e = 0;
+  std::frexp(f, &e);                                     // |f| = m * 2^e, m in [0.5, 1)
+  const double q = std::ldexp(1.0, std::max(e - 8, -133));  // 8 significant bits; subnormals below 2^-126
+  const double r = std::nearbyint(static_cast<double>(f) / q) * q;  // ties to even (the default rounding)
+  return static_cast<float>(r);                           // past the largest bfloat16: infinity
 }
 
 double ref_binary(BinaryOp op, double x, double y) {
@@ -334,6 +361,11 @@ std::vector<double> random_values(const Shape& sizes, uint64_t seed, DType dt, d
 }
 
 std::vector<double> stored(const std::vector<double>& v, const Shape& sizes, DType dt) {
+  if (dt == DType::BFloat16) {  // independent of the library's conversion, which tensor_test checks
+    std::vector<double> r(v.size());
+    for (size_t i = 0; i < v.size(); ++i) r[i] = round_to_bf16(v[i]);
+    return r;
+  }
   return host_tensor(v, sizes, dt).to_vector();
 }
 

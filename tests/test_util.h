@@ -62,9 +62,12 @@ std::vector<double> naive_values(const Tensor& t);
 ::testing::AssertionResult all_close(const Tensor& actual, const std::vector<double>& expected,
                                      const std::vector<double>& atol, double rtol);
 
-// Tolerances for float32/float16/float64/integer results of a few operations.
+// Tolerances for float32/float16/bfloat16/float64/integer results of a few operations.
 double default_atol(DType t);
 double default_rtol(DType t);
+// x rounded to bfloat16 (through float32, as the library converts) by arithmetic on the
+// value (frexp, a quantum, ties to even): the reference of the library's bit rounding.
+double round_to_bf16(double x);
 
 // A thread count and SIMD level to run a kernel under; ModeGuard sets them for one
 // scope and restores the previous thread count and the build's SIMD level.
@@ -138,7 +141,7 @@ bool device_present(Device d);
 // along dim 0 when `expandable`, so that the Expanded layout can hold them.
 std::vector<double> random_values(const Shape& sizes, uint64_t seed, DType dt, double lo, double hi,
                                   bool expandable = false);
-// v as dtype dt stores it (float16 and integer rounding included): the reference's input.
+// v as dtype dt stores it (float16, bfloat16 and integer rounding included): the reference's input.
 std::vector<double> stored(const std::vector<double>& v, const Shape& sizes, DType dt);
 // v (row-major over sizes) as dt in host memory, contiguous.
 Tensor host_tensor(const std::vector<double>& v, const Shape& sizes, DType dt);
@@ -150,7 +153,7 @@ Tensor poisoned_on(Device dev, const Shape& sizes, DType dt, Layout layout);
 // "[2, 3]": gtest messages cannot find sb's operator<< for Shape (a std::vector).
 std::string shape_str(const Shape& s);
 // The dtypes of the arithmetic ops (elementwise, reductions) on every device.
-inline constexpr DType kMathTypes[] = {DType::Float32, DType::Float64, DType::Float16, DType::Int32};
+inline constexpr DType kMathTypes[] = {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16, DType::Int32};
 // A few fixed shapes (empty, size-1 dims, odd sizes, 4-D) and `count` random ones.
 std::vector<Shape> mixed_shapes(uint64_t seed, int count);
 

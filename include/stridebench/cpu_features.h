@@ -56,4 +56,10 @@ inline bool use_avx512() {
 #endif
 }
 
+// AVX512_BF16 (vdpbf16ps, vcvtneps2bf16) on the running CPU, read once. Its kernels (the
+// bfloat16 GEMM, the float32 -> bfloat16 conversions) belong to the AVX512 level: they
+// run where use_avx512() and this hold, so SB_SIMD=avx2 turns them off with the rest.
+bool cpu_has_avx512_bf16();
+inline bool use_avx512_bf16() { return use_avx512() && cpu_has_avx512_bf16(); }
+
 }  // namespace sb

@@ -8,13 +8,15 @@
 #include <string>
 
 #include "stridebench/error.h"
+#include "stridebench/bfloat16.h"
 #include "stridebench/half.h"
 
 namespace sb {
 
-enum class DType : uint8_t { Float32, Float64, Float16, Int8, Int32, Int64 };
+// BFloat16 last, so the earlier values keep their numbers.
+enum class DType : uint8_t { Float32, Float64, Float16, Int8, Int32, Int64, BFloat16 };
 
-constexpr int kNumDTypes = 6;
+constexpr int kNumDTypes = 7;
 
 inline size_t dtype_size(DType t) {  // bytes per element
   switch (t) {
@@ -24,6 +26,7 @@ inline size_t dtype_size(DType t) {  // bytes per element
     case DType::Int8: return 1;
     case DType::Int32: return 4;
     case DType::Int64: return 8;
+    case DType::BFloat16: return 2;
   }
   return 0;
 }
@@ -36,13 +39,17 @@ inline const char* dtype_name(DType t) {
     case DType::Int8: return "int8";
     case DType::Int32: return "int32";
     case DType::Int64: return "int64";
+    case DType::BFloat16: return "bfloat16";
   }
   return "?";
 }
 
 inline bool is_floating(DType t) {
-  return t == DType::Float32 || t == DType::Float64 || t == DType::Float16;
+  return t == DType::Float32 || t == DType::Float64 || t == DType::Float16 || t == DType::BFloat16;
 }
+
+// The 16-bit floating dtypes: stored narrow, computed in float32.
+inline bool is_reduced_float(DType t) { return t == DType::Float16 || t == DType::BFloat16; }
 
 inline std::ostream& operator<<(std::ostream& os, DType t) { return os << dtype_name(t); }
 
@@ -53,6 +60,7 @@ template <> struct DTypeOf<Half> { static constexpr DType value = DType::Float16
 template <> struct DTypeOf<int8_t> { static constexpr DType value = DType::Int8; };
 template <> struct DTypeOf<int32_t> { static constexpr DType value = DType::Int32; };
 template <> struct DTypeOf<int64_t> { static constexpr DType value = DType::Int64; };
+template <> struct DTypeOf<BFloat16> { static constexpr DType value = DType::BFloat16; };
 
 enum class DeviceType : uint8_t { CPU, CUDA };
 
@@ -90,6 +98,7 @@ inline std::ostream& operator<<(std::ostream& os, const Device& d) { return os <
     SB_DTYPE_CASE(::sb::DType::Int8, int8_t, __VA_ARGS__)                  \
     SB_DTYPE_CASE(::sb::DType::Int32, int32_t, __VA_ARGS__)                \
     SB_DTYPE_CASE(::sb::DType::Int64, int64_t, __VA_ARGS__)                \
+    SB_DTYPE_CASE(::sb::DType::BFloat16, ::sb::BFloat16, __VA_ARGS__)      \
   }
 
 #define SB_DISPATCH_FLOATING(DTYPE, NAME, ...)                             \
@@ -97,6 +106,7 @@ inline std::ostream& operator<<(std::ostream& os, const Device& d) { return os <
     SB_DTYPE_CASE(::sb::DType::Float32, float, __VA_ARGS__)                \
     SB_DTYPE_CASE(::sb::DType::Float64, double, __VA_ARGS__)               \
     SB_DTYPE_CASE(::sb::DType::Float16, ::sb::Half, __VA_ARGS__)           \
+    SB_DTYPE_CASE(::sb::DType::BFloat16, ::sb::BFloat16, __VA_ARGS__)      \
     default:                                                               \
       SB_CHECK(false, NAME, ": expected a floating dtype, got ", DTYPE);   \
   }

@@ -25,7 +25,9 @@
 //            block drained while the next one fills.
 //   Strided  anything else of the same dtype (stepped slices, broadcast): a parallel
 //            strided row loop on same-size unsigned words.
-//   Convert  dtypes differ: the same parallel row loop with convert<D, S>.
+//   Convert  dtypes differ: the same parallel row loop with convert<D, S>; unit-stride
+//            runs between float32 and float16 or bfloat16 a vector at a time (Note
+//            [Vector conversions]), streaming above the threshold.
 // Outputs larger than the streaming threshold (min(LLC, 2 x cores x L2), see Note
 // [Streaming threshold]) use non-temporal stores (_mm256_stream_*, then _mm_sfence on
 // each thread): the output would only evict the input from the cache, and streaming
@@ -223,9 +225,98 @@ void rows_path(char* d, const char* s, const Plan& p, int64_t esz, bool nt) {
   });
 }
 
-// Any same-shape copy with convert<D, S>, strided rows, parallel over rows.
+// Note [Vector conversions]: a unit-stride run between float32 and a 16-bit float
+// converts a vector at a time, the values of convert<D, S> (the scalar conversion):
+//   float16    F16C (vcvtph2ps / vcvtps2ph), 8 per instruction; 16 on AVX-512F
+//   bfloat16   widening: a zero extension and a shift, 8 (16 on AVX-512F) at a time;
+//              narrowing: vcvtneps2bf16, 16 per instruction, where the CPU has
+//              AVX512_BF16 (it flushes subnormals: Note [bfloat16 NaN and subnormals]),
+//              else vec::Vec<BFloat16>'s integer round to nearest even, 8 at a time
+// A run streams (NT) where the whole output is above the streaming threshold, from its
+// first 32-byte boundary; the head and the tail go through the scalar conversion.
+// Returns the elements converted; the caller converts the rest.
 template <typename D, typename S>
-void strided_rows(D* d, const S* s, const Plan& p) {
+constexpr bool kVectorConvert = (std::is_same_v<S, float> && (std::is_same_v<D, Half> || std::is_same_v<D, BFloat16>)) ||
+                                (std::is_same_v<D, float> && (std::is_same_v<S, Half> || std::is_same_v<S, BFloat16>));
+
+#if defined(SB_HAVE_AVX2) && defined(SB_HAVE_AVX512)
+template <typename D, typename S, bool NT>
+__attribute__((target("avx512f,avx512bf16"))) int64_t convert_run512(D* d, const S* s, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    if constexpr (std::is_same_v<D, float>) {
+      const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i));
+      __m512 v;
+      // the zero-masked forms: GCC 12 warns (-Wmaybe-uninitialized) on the plain ones' undefined source
+      if constexpr (std::is_same_v<S, Half>) v = _mm512_maskz_cvtph_ps(0xFFFF, h);
+      else v = _mm512_castsi512_ps(_mm512_maskz_slli_epi32(0xFFFF, _mm512_maskz_cvtepu16_epi32(0xFFFF, h), 16));
+      if constexpr (NT) _mm512_stream_ps(d + i, v);
+      else _mm512_storeu_ps(d + i, v);
+    } else {
+      const __m512 v = _mm512_loadu_ps(s + i);
+      __m256i h;
+      if constexpr (std::is_same_v<D, Half>) h = _mm512_maskz_cvtps_ph(0xFFFF, v, _MM_FROUND_TO_NEAREST_INT);
+      else h = (__m256i)_mm512_cvtneps_pbh(v);
+      if constexpr (NT) _mm256_stream_si256(reinterpret_cast<__m256i*>(d + i), h);
+      else _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + i), h);
+    }
+  }
+  return i;
+}
+#endif
+
+template <typename D, typename S, bool NT>
+int64_t convert_run(D* d, const S* s, int64_t n) {
+#ifdef SB_HAVE_AVX2
+  if constexpr (kVectorConvert<D, S>) {
+    if (!use_avx2()) return 0;
+#ifdef SB_HAVE_AVX512
+    // AVX-512F for every pair but the narrowing to bfloat16, which needs AVX512_BF16
+    if (std::is_same_v<D, BFloat16> ? use_avx512_bf16() : use_avx512()) return convert_run512<D, S, NT>(d, s, n);
+#endif
+    using L = vec::Vec<std::conditional_t<std::is_same_v<D, float>, S, D>>;
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+      if constexpr (std::is_same_v<D, float>) {
+        if constexpr (NT) _mm256_stream_ps(d + i, L::load(s + i));
+        else _mm256_storeu_ps(d + i, L::load(s + i));
+      } else {
+        if constexpr (NT) L::stream(d + i, _mm256_loadu_ps(s + i));
+        else L::store(d + i, _mm256_loadu_ps(s + i));
+      }
+    }
+    return i;
+  }
+#endif
+  (void)d, (void)s, (void)n;
+  return 0;
+}
+
+// d[0 .. n) = convert<D>(s[0 .. n)), unit strides (Note [Vector conversions]).
+template <typename D, typename S>
+void convert_dense(D* d, const S* s, int64_t n, bool nt) {
+  int64_t i = 0;
+  if constexpr (kVectorConvert<D, S>) {
+    if (nt) {
+      constexpr int64_t kAlign = std::is_same_v<D, float> ? 64 : 32;  // one full vector store
+      const auto mis = static_cast<int64_t>(reinterpret_cast<uintptr_t>(d) % kAlign);
+      int64_t head = mis ? (kAlign - mis) / static_cast<int64_t>(sizeof(D)) : 0;
+      if (mis % static_cast<int64_t>(sizeof(D))) head = n;  // never aligned: scalar
+      head = std::min(head, n);
+      for (; i < head; ++i) d[i] = convert<D>(s[i]);
+      i += convert_run<D, S, true>(d + i, s + i, n - i);
+    } else {
+      i = convert_run<D, S, false>(d, s, n);
+    }
+  }
+  (void)nt;
+  for (; i < n; ++i) d[i] = convert<D>(s[i]);
+}
+
+// Any same-shape copy with convert<D, S>, strided rows, parallel over rows; unit-stride
+// rows through convert_dense.
+template <typename D, typename S>
+void strided_rows(D* d, const S* s, const Plan& p, bool nt = false) {
   const int64_t n = p.ndim() - 1, inner = p.size[n], ds = p.dst[n], ss = p.src[n];
   const int64_t rows = std::accumulate(p.size.begin(), p.size.end() - 1, int64_t{1}, std::multiplies<>());
   parallel_for(0, rows, std::max<int64_t>(1, kGrainSize / inner), [&](int64_t b, int64_t e) {
@@ -236,7 +327,7 @@ void strided_rows(D* d, const S* s, const Plan& p) {
       D* dr = d + doff;
       const S* sr = s + soff;
       if (ds == 1 && ss == 1) {
-        for (int64_t i = 0; i < inner; ++i) dr[i] = convert<D>(sr[i]);
+        convert_dense(dr, sr, inner, nt);
       } else if (ds == 1 && ss == 0) {
         const D v = convert<D>(sr[0]);
         for (int64_t i = 0; i < inner; ++i) dr[i] = v;
@@ -245,6 +336,7 @@ void strided_rows(D* d, const S* s, const Plan& p) {
       }
       step_offsets(p, n, doff, soff, idx);
     }
+    fence(nt);
   });
 }
 
@@ -635,12 +727,13 @@ void copy_kernel(const Tensor& dst, const Tensor& src) {
   char* d = static_cast<char*>(dst.data_ptr());
   const char* s = static_cast<const char*>(src.data_ptr());
   if (dst.dtype() != src.dtype()) {
+    const bool nt = want_nt(static_cast<int64_t>(dst.nbytes()));  // used by the vector conversions only
     SB_DISPATCH_ALL(dst.dtype(), "copy_", {
       using D = scalar_t;
       SB_DISPATCH_ALL(src.dtype(), "copy_",
-                      (strided_rows<D, scalar_t>(reinterpret_cast<D*>(d), reinterpret_cast<const scalar_t*>(s), p)));
+                      (strided_rows<D, scalar_t>(reinterpret_cast<D*>(d), reinterpret_cast<const scalar_t*>(s), p, nt)));
     });
-    return record(CopyPath::Convert, false);
+    return record(CopyPath::Convert, nt && p.dst[p.ndim() - 1] == 1 && p.src[p.ndim() - 1] == 1);
   }
   const int64_t esz = static_cast<int64_t>(dst.element_size()), last = p.ndim() - 1;
   const bool nt = want_nt(static_cast<int64_t>(dst.nbytes()));

@@ -7,6 +7,9 @@
 #include "stridebench/cpu_features.h"
 
 #include <unistd.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 
 #include <algorithm>
 #include <atomic>
@@ -111,6 +114,22 @@ CpuVendor cpu_vendor() {
     return CpuVendor::Other;
   }();
   return v;
+}
+
+bool cpu_has_avx512_bf16() {
+  static const bool has = [] {
+#if defined(SB_HAVE_AVX2) && defined(SB_HAVE_AVX512) && (defined(__x86_64__) || defined(__i386__))
+    // cpuid leaf 7, subleaf 1: EAX bit 5 is AVX512_BF16 (GCC 12's __builtin_cpu_supports
+    // does not know the name)
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    if (__get_cpuid_max(0, nullptr) < 7) return false;
+    __cpuid_count(7, 1, a, b, c, d);
+    return (a & (1u << 5)) != 0;
+#else
+    return false;
+#endif
+  }();
+  return has;
 }
 
 const CacheSizes& cpu_caches() {

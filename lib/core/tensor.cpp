@@ -552,8 +552,12 @@ Tensor rand(const Shape& sizes, uint64_t seed, DType dtype, Device device) {
   const int64_t n = checked_numel(sizes, "rand");
   std::vector<double> v(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) v[i] = uniform01(seed, static_cast<uint64_t>(i));
-  if (dtype == DType::Float32 || dtype == DType::Float16)  // keep values < 1 after rounding
+  // keep values < 1 after rounding: the largest value below 1 of float16 (and below it,
+  // float32's), and of bfloat16
+  if (dtype == DType::Float32 || dtype == DType::Float16)
     for (auto& x : v) x = std::min(x, 0.99951171875);
+  if (dtype == DType::BFloat16)
+    for (auto& x : v) x = std::min(x, 0.99609375);
   return from_vector(v, sizes).to(dtype).to(device);
 }
 
@@ -580,6 +584,7 @@ Tensor from_vector(const std::vector<T>& values, const Shape& sizes) {
 template Tensor from_vector<float>(const std::vector<float>&, const Shape&);
 template Tensor from_vector<double>(const std::vector<double>&, const Shape&);
 template Tensor from_vector<Half>(const std::vector<Half>&, const Shape&);
+template Tensor from_vector<BFloat16>(const std::vector<BFloat16>&, const Shape&);
 template Tensor from_vector<int8_t>(const std::vector<int8_t>&, const Shape&);
 template Tensor from_vector<int32_t>(const std::vector<int32_t>&, const Shape&);
 template Tensor from_vector<int64_t>(const std::vector<int64_t>&, const Shape&);

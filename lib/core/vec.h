@@ -2,12 +2,13 @@
 // build, AVX2 (+FMA, F16C) and AVX-512VL masks.
 //
 // Note [One vector layer]
-// Vec<T> (T = float, double, Half) holds one 256-bit register of T's lanes, computed in
-// acc type: float lanes for float and Half (F16C converts on load and store, rounding to
-// nearest even), double lanes for double. It names, in one place:
+// Vec<T> (T = float, double, Half, BFloat16) holds one 256-bit register of T's lanes,
+// computed in acc type: float lanes for float, Half and BFloat16 (F16C converts half on
+// load and store, integer shifts and a round to nearest even bfloat16, both exact as
+// their scalar types), double lanes for double. It names, in one place:
 //   load, store, stream (non-temporal; kStreamAlign bytes of alignment), load_part (the
 //   first m < kW elements, never reading past them: a masked load for float and double,
-//   the first element repeated for Half, which has no 16-bit masked load), set1, zero,
+//   the first element repeated for Half and BFloat16, which have no 16-bit masked load), set1, zero,
 //   add, sub, mul, fma, max_nan (NaN-propagating max), max_skip_nan (float lanes: fmax's
 //   NaN rule), hsum and hmax (in double);
 //   masked_load, masked_store and gather_even (the even lanes of a stride-2 run) where the
@@ -31,6 +32,7 @@
 #include <immintrin.h>
 #endif
 
+#include "stridebench/bfloat16.h"
 #include "stridebench/half.h"
 
 namespace sb::vec {
@@ -42,8 +44,8 @@ inline S nanmax(S a, S x) {
 }
 
 template <typename A, typename T>
-inline A to_acc(T v) {  // Half through float
-  if constexpr (std::is_same_v<T, Half>) return static_cast<A>(static_cast<float>(v));
+inline A to_acc(T v) {  // Half and BFloat16 through float
+  if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) return static_cast<A>(static_cast<float>(v));
   else return static_cast<A>(v);
 }
 
@@ -144,6 +146,31 @@ template <> struct Vec<Half> : F32Lanes {
   }
   static V load_part(const Half* p, int64_t m) {  // p[0] in the lanes from m on
     Half t[kW];
+    for (int k = 0; k < kW; ++k) t[k] = p[k < m ? k : 0];
+    return load(t);
+  }
+};
+
+// bfloat16 lanes widen exactly (the 16 bits shifted up) and narrow by round to nearest
+// even in integer operations, NaN to the quiet NaN with its sign (Note [bfloat16 NaN and
+// subnormals] in bfloat16.h): the same bits as BFloat16::from_float, subnormals included.
+template <> struct Vec<BFloat16> : F32Lanes {
+  static V widen(__m128i h) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)); }
+  static __m128i narrow(V v) {
+    const __m256i x = _mm256_castps_si256(v);
+    const __m256i hi = _mm256_srli_epi32(x, 16);
+    const __m256i lsb = _mm256_and_si256(hi, _mm256_set1_epi32(1));
+    __m256i r = _mm256_srli_epi32(_mm256_add_epi32(x, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff))), 16);
+    const __m256i qnan = _mm256_or_si256(_mm256_and_si256(hi, _mm256_set1_epi32(0x8000)), _mm256_set1_epi32(0x7fc0));
+    r = _mm256_blendv_epi8(r, qnan, _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)));
+    return _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
+  }
+  static V load(const BFloat16* p) { return widen(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+  static void store(BFloat16* p, V v) { _mm_storeu_si128(reinterpret_cast<__m128i*>(p), narrow(v)); }
+  static constexpr int kStreamAlign = 16;
+  static void stream(BFloat16* p, V v) { _mm_stream_si128(reinterpret_cast<__m128i*>(p), narrow(v)); }
+  static V load_part(const BFloat16* p, int64_t m) {  // p[0] in the lanes from m on
+    BFloat16 t[kW];
     for (int k = 0; k < kW; ++k) t[k] = p[k < m ? k : 0];
     return load(t);
   }

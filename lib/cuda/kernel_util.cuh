@@ -13,6 +13,7 @@
 // tiled kernel. Offsets are int64 throughout; the unravel uses 32-bit division when
 // the element count fits (div/mod of 64-bit values costs several times more).
 #pragma once
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -34,12 +35,13 @@ constexpr int kWarp = 32;
 
 template <typename T> struct AccType { using type = T; };
 template <> struct AccType<__half> { using type = float; };
+template <> struct AccType<__nv_bfloat16> { using type = float; };
 template <> struct AccType<int8_t> { using type = int64_t; };
 template <> struct AccType<int32_t> { using type = int64_t; };
 template <typename T> using acc_t = typename AccType<T>::type;
 
 // The element conversion of core/convert.h, on the device: floating to integer
-// truncates through int64, half goes through float (rounding to nearest even).
+// truncates through int64, half and bfloat16 go through float (rounding to nearest even).
 template <typename To, typename From>
 __host__ __device__ __forceinline__ To cvt(From v) {
   if constexpr (std::is_same_v<To, From>) {
@@ -48,6 +50,10 @@ __host__ __device__ __forceinline__ To cvt(From v) {
     return cvt<To>(__half2float(v));
   } else if constexpr (std::is_same_v<To, __half>) {
     return __float2half_rn(static_cast<float>(v));
+  } else if constexpr (std::is_same_v<From, __nv_bfloat16>) {
+    return cvt<To>(__bfloat162float(v));
+  } else if constexpr (std::is_same_v<To, __nv_bfloat16>) {
+    return __float2bfloat16_rn(static_cast<float>(v));
   } else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<From>) {
     return static_cast<To>(static_cast<int64_t>(v));
   } else {
@@ -55,13 +61,18 @@ __host__ __device__ __forceinline__ To cvt(From v) {
   }
 }
 
-// A double from the host as a device element (half through sb::Half, as the CPU does).
+// A double from the host as a device element (half and bfloat16 through sb::Half and
+// sb::BFloat16, as the CPU does).
 template <typename T>
 T host_value(double v) {
   if constexpr (std::is_same_v<T, __half>) {
     __half_raw r;
     r.x = Half(static_cast<float>(v)).bits;
     return __half(r);
+  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    __nv_bfloat16_raw r;
+    r.x = BFloat16(static_cast<float>(v)).bits;
+    return __nv_bfloat16(r);
   } else if constexpr (std::is_integral_v<T>) {
     return static_cast<T>(static_cast<int64_t>(v));
   } else {
@@ -69,7 +80,8 @@ T host_value(double v) {
   }
 }
 
-// Run __VA_ARGS__ with scalar_t the device type of DTYPE (Float16 -> __half).
+// Run __VA_ARGS__ with scalar_t the device type of DTYPE (Float16 -> __half, BFloat16 ->
+// __nv_bfloat16).
 #define SB_CUDA_CASE(DT, T, ...) \
   case DT: {                     \
     using scalar_t = T;          \
@@ -84,16 +96,18 @@ T host_value(double v) {
     SB_CUDA_CASE(::sb::DType::Int8, int8_t, __VA_ARGS__)            \
     SB_CUDA_CASE(::sb::DType::Int32, int32_t, __VA_ARGS__)          \
     SB_CUDA_CASE(::sb::DType::Int64, int64_t, __VA_ARGS__)          \
+    SB_CUDA_CASE(::sb::DType::BFloat16, __nv_bfloat16, __VA_ARGS__) \
   }
-// The elementwise / reduction dtypes: float32, float64, float16, int32.
+// The elementwise / reduction dtypes: float32, float64, float16, bfloat16, int32.
 #define SB_CUDA_DISPATCH_MATH(DTYPE, NAME, ...)                                                 \
   switch (DTYPE) {                                                                              \
     SB_CUDA_CASE(::sb::DType::Float32, float, __VA_ARGS__)                                      \
     SB_CUDA_CASE(::sb::DType::Float64, double, __VA_ARGS__)                                     \
     SB_CUDA_CASE(::sb::DType::Float16, __half, __VA_ARGS__)                                     \
+    SB_CUDA_CASE(::sb::DType::BFloat16, __nv_bfloat16, __VA_ARGS__)                             \
     SB_CUDA_CASE(::sb::DType::Int32, int32_t, __VA_ARGS__)                                      \
     default:                                                                                    \
-      SB_CHECK(false, NAME, " (CUDA): dtype ", DTYPE, " is not supported (float32, float64, float16, int32)"); \
+      SB_CHECK(false, NAME, " (CUDA): dtype ", DTYPE, " is not supported (float32, float64, float16, bfloat16, int32)"); \
   }
 
 template <typename T, int V>

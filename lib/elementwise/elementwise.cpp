@@ -7,7 +7,8 @@
 // output_strides_like) -> StridedIter -> a 1-D strip kernel per (op, dtype).
 // Strip kernels: AVX2+FMA(+F16C for float16) when sb::use_avx2() and the output strip is
 // dense (stride == element size), strided inputs packed into L1 chunks first (Note
-// [Packed strided inputs]); a scalar loop otherwise, always compiled. float16 is stored as half and computed in float32.
+// [Packed strided inputs]); a scalar loop otherwise, always compiled. float16 and
+// bfloat16 are stored 16-bit and computed in float32.
 // exp: float32/float16 AVX2 uses a Cephes-style polynomial with range reduction
 // (<= 2 ulp, tests/elementwise_test.cpp checks every 997th float in [-104, 89]); the
 // scalar path and float64 call std::exp per element (about 5-10 ns each: compute-bound,
@@ -233,6 +234,7 @@ struct UnaryFn {
     SB_DTYPE_CASE(::sb::DType::Float32, float, __VA_ARGS__)        \
     SB_DTYPE_CASE(::sb::DType::Float64, double, __VA_ARGS__)       \
     SB_DTYPE_CASE(::sb::DType::Float16, ::sb::Half, __VA_ARGS__)   \
+    SB_DTYPE_CASE(::sb::DType::BFloat16, ::sb::BFloat16, __VA_ARGS__) \
     SB_DTYPE_CASE(::sb::DType::Int32, int32_t, __VA_ARGS__)        \
     default: SB_INTERNAL_ASSERT(false, "unchecked dtype ", DTYPE); \
   }
@@ -244,8 +246,8 @@ namespace ew {
 std::atomic<bool> g_last_nt{false};
 
 void check_dtype(const char* name, DType dt, bool floating_only) {
-  const bool ok = dt == DType::Float32 || dt == DType::Float64 || dt == DType::Float16 || dt == DType::Int32;
-  SB_CHECK(ok, name, ": dtype ", dt, " is not supported (float32, float64, float16 or int32)");
+  const bool ok = is_floating(dt) || dt == DType::Int32;
+  SB_CHECK(ok, name, ": dtype ", dt, " is not supported (float32, float64, float16, bfloat16 or int32)");
   SB_CHECK(!floating_only || is_floating(dt), name, ": dtype ", dt,
            " is not supported: this op needs a floating dtype (PyTorch would promote integers to float; "
            "stridebench has no type promotion: convert with .to(DType::Float32) first)");
@@ -292,7 +294,7 @@ void no_cuda(const char* name, Device d) {
 // threshold, and no input that is the output (in place never streams).
 bool may_stream(bool avx, const Tensor& out, std::initializer_list<const Tensor*> ins) {
   const DType dt = out.dtype();  // the dtypes with vector loops (kHasVec)
-  bool nt = avx && (dt == DType::Float32 || dt == DType::Float64 || dt == DType::Float16) &&
+  bool nt = avx && is_floating(dt) &&
             out.numel() * static_cast<int64_t>(out.element_size()) > nt_threshold_bytes();
   for (const Tensor* t : ins) nt = nt && t->data_ptr() != out.data_ptr();
   return nt;

@@ -7,7 +7,7 @@
 //               (float4, 2 doubles, 8 halves, 4 int32), scalar tail
 //   contiguous  one dim of stride 1 but misaligned: one element per access
 //   strided     any layout: offsets from the flat index (OffsetCalc)
-// Arithmetic happens in acc_t: float for half, int64 for int32 (wrapping back on the
+// Arithmetic happens in acc_t: float for half and bfloat16, int64 for int32 (wrapping back on the
 // store, as int32 arithmetic wraps), the type itself otherwise. Integer division by
 // zero gives 0 (the CPU would trap; no GPU trap exists). maximum/minimum propagate
 // NaN. Cost: one read per input element, one write per output element: memory bound,
@@ -285,6 +285,11 @@ void normalize(const Tensor& out, const Tensor& x, int64_t dim, double eps) {
       normalize_kernel<__half><<<grid, kThreads>>>(static_cast<__half*>(out.data_ptr()),
                                                    static_cast<const __half*>(x.data_ptr()), it, rows, len, out_step,
                                                    x_step, eps);
+      break;
+    case DType::BFloat16:
+      normalize_kernel<__nv_bfloat16><<<grid, kThreads>>>(static_cast<__nv_bfloat16*>(out.data_ptr()),
+                                                          static_cast<const __nv_bfloat16*>(x.data_ptr()), it, rows,
+                                                          len, out_step, x_step, eps);
       break;
     default: SB_INTERNAL_ASSERT(false, "normalize: dtype ", x.dtype());
   }

@@ -25,14 +25,18 @@
 
 namespace sb::ew {
 
-// The type an element is computed in: float16 in float32, the rest in their own type.
+// The type an element is computed in: float16 and bfloat16 in float32, the rest in their own type.
 template <typename T> struct AccOf { using type = T; };
 template <> struct AccOf<Half> { using type = float; };
+template <> struct AccOf<BFloat16> { using type = float; };
+// float16 and bfloat16: no 16-bit k-masked gathers or movnti here, so the stride-2 and
+// streamed-tail paths below are for 4- and 8-byte elements only
+template <typename T> constexpr bool kIs16Bit = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
 template <typename T> using acc_t = typename AccOf<T>::type;
 
 // ---------------------------------------------------------------- vector I/O
 
-template <typename T> constexpr bool kHasVec = std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, Half>;
+template <typename T> constexpr bool kHasVec = std::is_same_v<T, float> || std::is_same_v<T, double> || kIs16Bit<T>;
 
 #ifdef SB_HAVE_AVX2
 using vec::Vec;  // loads, stores, streams, masked tails, stride-2 gathers (Note [One vector layer])
@@ -64,8 +68,8 @@ using vec::Vec;  // loads, stores, streams, masked tails, stride-2 gathers (Note
 // o[0 .. m) = t[0 .. m), m < W, t just written by one vector store. Plain: at most two
 // overlapping fixed-size moves (a memcpy of variable length is a libc call). NT: each element by a non-temporal scalar store (movnti), so a
 // streamed run's head and tail do not mix plain stores into lines the vector streams
-// write (Note [Streaming strips]). Half has no 16-bit movnti and
-// stores plainly.
+// write (Note [Streaming strips]). Half and BFloat16 have no 16-bit movnti and
+// store plainly.
 template <typename T, bool NT>
 inline void put_part(T* o, const T* t, int64_t m) {
   if constexpr (NT && sizeof(T) == 4) {
@@ -539,7 +543,7 @@ void binary_strip(bool avx, bool nt, char* const* p, const int64_t* s, int64_t n
       if (s[1] == 0 && s[2] == es)
         return nt ? binary_vloop<T, true, false, true>(o, a, b, n, f) : binary_vloop<T, true, false>(o, a, b, n, f);
 #ifdef SB_HAVE_AVX512
-      if constexpr (!std::is_same_v<T, Half>)
+      if constexpr (!kIs16Bit<T>)
         if ((s[1] == 2 * es || s[2] == 2 * es) && (s[1] == 0 || s[1] == es || s[1] == 2 * es) &&
             (s[2] == 0 || s[2] == es || s[2] == 2 * es) && use_avx512()) {
           // Note [Gathered stride-2 inputs]
@@ -563,7 +567,7 @@ void binary_strip(bool avx, bool nt, char* const* p, const int64_t* s, int64_t n
       }
     }
 #ifdef SB_HAVE_AVX512
-    if constexpr (!std::is_same_v<T, Half>)
+    if constexpr (!kIs16Bit<T>)
       if (avx && s[0] == 2 * es && (s[1] == 2 * es || s[1] == 0) && (s[2] == 2 * es || s[2] == 0) && use_avx512()) {
         // Note [Stride-2 strips]: each operand is a scalar (stride 0) or a stride-2 run
         if (s[1] == 0 && s[2] == 0) return stride2_loop<T, 2, true, true>(o, a, b, n, f);
@@ -615,7 +619,7 @@ void unary_strip(bool avx, bool nt, char* const* p, const int64_t* s, int64_t n,
       if (s[1] == es) return nt ? unary_vloop<T, false, true>(o, a, n, f) : unary_vloop<T, false>(o, a, n, f);
       if (s[1] == 0) return nt ? unary_vloop<T, true, true>(o, a, n, f) : unary_vloop<T, true>(o, a, n, f);
 #ifdef SB_HAVE_AVX512
-      if constexpr (!std::is_same_v<T, Half>)
+      if constexpr (!kIs16Bit<T>)
         if (s[1] == 2 * es && use_avx512())  // Note [Gathered stride-2 inputs]
           return gather2<T, 1, Operand::Two, Operand::Two>(nt, o, a, a, n, f);
 #endif
@@ -627,7 +631,7 @@ void unary_strip(bool avx, bool nt, char* const* p, const int64_t* s, int64_t n,
       return;
     }
 #ifdef SB_HAVE_AVX512
-    if constexpr (!std::is_same_v<T, Half>)
+    if constexpr (!kIs16Bit<T>)
       if (avx && s[0] == 2 * es && (s[1] == 2 * es || s[1] == 0) && use_avx512()) {
         // Note [Stride-2 strips]
         return s[1] == 0 ? stride2_loop<T, 1, true, false>(o, a, a, n, f) : stride2_loop<T, 1, false, false>(o, a, a, n, f);

@@ -13,7 +13,7 @@
 //   general     neither: the horizontal driver with a strided scalar inner loop.
 // Parallel over kept elements (or column tasks); when there are too few of them the
 // reduced range is split into one part per thread and the parts combined.
-// Accumulation: float32 and float16 (converted with F16C) in float32 vectors flushed
+// Accumulation: float32, float16 (converted with F16C) and bfloat16 in float32 vectors flushed
 // into float64 every kFlushElems elements or kFlushRows rows; float64 in float64;
 // int32 sum in int64 (stored back as int32, wrapping), int32 max exactly. The scalar
 // path (sb::use_avx2() false) accumulates in float64 (int64 for int32 sums).
@@ -387,6 +387,8 @@ void reduce_cpu(ReduceOp op, const Tensor& out_k, const Tensor& x, const ReduceP
     case DType::Float32: return reduce_float<float, vec::Scalar<float, double>, vec::Simd<float>>(op, out_k, x, g, correction, simd);
     case DType::Float64: return reduce_float<double, vec::Scalar<double, double>, vec::Simd<double>>(op, out_k, x, g, correction, simd);
     case DType::Float16: return reduce_float<Half, vec::Scalar<Half, double>, vec::Simd<Half>>(op, out_k, x, g, correction, simd);
+    case DType::BFloat16:
+      return reduce_float<BFloat16, vec::Scalar<BFloat16, double>, vec::Simd<BFloat16>>(op, out_k, x, g, correction, simd);
 #else
     case DType::Float32:
       return reduce_float<float, vec::Scalar<float, double>, vec::Scalar<float, double>>(op, out_k, x, g, correction, false);
@@ -395,6 +397,9 @@ void reduce_cpu(ReduceOp op, const Tensor& out_k, const Tensor& x, const ReduceP
                                                                                      false);
     case DType::Float16:
       return reduce_float<Half, vec::Scalar<Half, double>, vec::Scalar<Half, double>>(op, out_k, x, g, correction, false);
+    case DType::BFloat16:
+      return reduce_float<BFloat16, vec::Scalar<BFloat16, double>, vec::Scalar<BFloat16, double>>(op, out_k, x, g,
+                                                                                               correction, false);
 #endif
     case DType::Int32: {
       const int32_t* xp = x.data<int32_t>();
@@ -428,10 +433,10 @@ void reduce_impl(ReduceOp op, Tensor& out, bool have_out, const Tensor& x, const
   const char* name = reduce_op_name(op);
   SB_CHECK(x.defined(), name, ": undefined input tensor");
   const DType dt = x.dtype();
-  SB_CHECK(dt == DType::Float32 || dt == DType::Float64 || dt == DType::Float16 || dt == DType::Int32, name,
-           ": dtype ", dt, " is not supported (float32, float64, float16, int32)");
+  SB_CHECK(is_floating(dt) || dt == DType::Int32, name, ": dtype ", dt,
+           " is not supported (float32, float64, float16, bfloat16, int32)");
   SB_CHECK(is_floating(dt) || op == ReduceOp::Sum || op == ReduceOp::Max, name,
-           ": expected a floating dtype (float32, float64, float16), got ", dt);
+           ": expected a floating dtype (float32, float64, float16, bfloat16), got ", dt);
   const int64_t nd = x.dim();
   std::vector<bool> red(static_cast<size_t>(nd), dims.empty());
   std::vector<bool> seen(static_cast<size_t>(std::max<int64_t>(nd, 1)), false);
