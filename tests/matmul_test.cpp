@@ -7,6 +7,7 @@
 
 #include "stridebench/cpu_features.h"
 #include "stridebench/parallel.h"
+#include "core/test_hooks.h"
 #include "matmul/gemm_impl.h"
 #include "test_util.h"
 
@@ -47,7 +48,20 @@ using test::Modes;
 using test::ModeGuard;
 const std::vector<Modes> kModes = test::all_kernel_modes();
 
-double tol_for(DType dt, int64_t K) { return dt == DType::Float64 ? 1e-12 * (K + 1) : 2e-6 * (K + 1); }
+// float32 accumulation errs by about K float32 roundings; bfloat16 rounds the result once
+// more (a unit of 2^-8: rtol 8e-3, with atol for results near 0)
+double tol_for(DType dt, int64_t K) {
+  return dt == DType::Float64 ? 1e-12 * (K + 1) : 2e-6 * (K + 1) + (dt == DType::BFloat16 ? 1e-2 : 0.0);
+}
+double rtol_for(DType dt) { return dt == DType::BFloat16 ? 8e-3 : 1e-5; }
+
+// bfloat16 runs both packings of its GEMM (test_hooks.h set_bf16_gemm_pairs): the pairs
+// of vdpbf16ps (its scalar stand-in on a CPU without AVX512_BF16) and the widened one.
+std::vector<int> pair_modes(DType dt) { return dt == DType::BFloat16 ? std::vector<int>{1, 0} : std::vector<int>{-1}; }
+struct PairsGuard {
+  explicit PairsGuard(int mode) { set_bf16_gemm_pairs(mode); }
+  ~PairsGuard() { set_bf16_gemm_pairs(-1); }
+};
 
 TEST(Matmul, RandomShapesEveryLayoutModeAndDtype) {
   std::mt19937_64 rng(11);
@@ -56,22 +70,26 @@ TEST(Matmul, RandomShapesEveryLayoutModeAndDtype) {
     const int64_t M = sizes[rng() % 11], N = sizes[rng() % 11];
     int64_t K = sizes[rng() % 11];
     if (trial % 7 == 0) K = detail::kc_block() + 1 + rng() % (2 * detail::kc_block());  // K across 2-3 KC blocks, not a multiple
-    const DType dt = trial % 5 == 4 ? DType::Float64 : DType::Float32;
+    const DType dt = trial % 5 == 4 ? DType::Float64 : trial % 5 == 2 ? DType::BFloat16 : DType::Float32;
     const Tensor va = randn({M, K}, rng(), dt), vb = randn({K, N}, rng(), dt);
     const std::vector<double> ref = ref_matmul(va, vb);
-    for (const Modes& m : kModes) {
+    for (const Modes& m : kModes)
+    for (int pm : pair_modes(dt)) {
       ModeGuard g(m);
+      PairsGuard pg(pm);
       for (int la = 0; la < 4; ++la) {
         const Tensor a = la == 3 ? column_major(va) : test::with_layout(va, la == 0 ? Layout::Contiguous : la == 1 ? Layout::Transposed : Layout::Sliced);
         const Tensor b = test::with_layout(vb, la == 2 ? Layout::Transposed : la == 1 ? Layout::Sliced : Layout::Offset);
         Tensor out = matmul(a, b);
-        ASSERT_TRUE(test::all_close(out, ref, tol_for(dt, K), 1e-5))
-            << M << "x" << K << "x" << N << " layout " << la << " threads " << m.threads << " simd " << int(m.simd);
+        ASSERT_EQ(out.dtype(), dt);
+        ASSERT_TRUE(test::all_close(out, ref, tol_for(dt, K), rtol_for(dt)))
+            << dtype_name(dt) << " " << M << "x" << K << "x" << N << " layout " << la << " threads " << m.threads
+            << " simd " << int(m.simd) << " pairs " << pm;
         // out= into a poisoned, non-contiguous (transposed or sliced) buffer
         Tensor o2 = test::with_layout(zeros({M, N}, dt), la % 2 ? Layout::Transposed : Layout::Sliced);
         test::poison(o2);
         matmul_out(o2, a, b);
-        ASSERT_TRUE(test::all_close(o2, ref, tol_for(dt, K), 1e-5)) << "out= layout " << la;
+        ASSERT_TRUE(test::all_close(o2, ref, tol_for(dt, K), rtol_for(dt))) << dtype_name(dt) << " out= layout " << la;
       }
     }
   }
@@ -82,20 +100,32 @@ TEST(Matmul, RandomShapesEveryLayoutModeAndDtype) {
 // with ragged last blocks. On 2 threads each stripe still spans more than one NC block.
 TEST(Matmul, WideAndTallAcrossSeveralCacheBlocks) {
   std::mt19937_64 rng(23);
-  const int64_t shapes[][3] = {{5, 2085, 3}, {161, 2300, 37}, {300, 1100, detail::kc_block() + 1}};  // M, N, K
-  for (const auto& s : shapes) {
-    const int64_t M = s[0], N = s[1], K = s[2];
-    const Tensor va = randn({M, K}, rng()), vb = randn({K, N}, rng());
+  struct Case {
+    DType dt;
+    int64_t M, N, K;
+  };
+  // bfloat16: a K of two or three KC blocks keeps the partial sums of each thread's
+  // stripe across several NC blocks (Note [bfloat16 C]); its pairs take a KC twice as deep
+  const Case cases[] = {{DType::Float32, 5, 2085, 3},
+                        {DType::Float32, 161, 2300, 37},
+                        {DType::Float32, 300, 1100, detail::kc_block() + 1},
+                        {DType::BFloat16, 5, 2085, 3},
+                        {DType::BFloat16, 70, 2300, 2 * detail::kc_block() + 3}};
+  for (const Case& c : cases) {
+    const Tensor va = randn({c.M, c.K}, rng(), c.dt), vb = randn({c.K, c.N}, rng(), c.dt);
     const std::vector<double> ref = ref_matmul(va, vb);
-    for (const Modes& m : kModes) {
+    for (const Modes& m : kModes)
+    for (int pm : pair_modes(c.dt)) {
       ModeGuard g(m);
+      PairsGuard pg(pm);
       for (int lb = 0; lb < 2; ++lb) {
         const Tensor b = test::with_layout(vb, lb ? Layout::Transposed : Layout::Sliced);
-        Tensor out = test::with_layout(zeros({M, N}), lb ? Layout::Sliced : Layout::Contiguous);
+        Tensor out = test::with_layout(zeros({c.M, c.N}, c.dt), lb ? Layout::Sliced : Layout::Contiguous);
         test::poison(out);
         matmul_out(out, test::with_layout(va, lb ? Layout::Contiguous : Layout::Transposed), b);
-        ASSERT_TRUE(test::all_close(out, ref, tol_for(DType::Float32, K), 1e-5))
-            << M << "x" << K << "x" << N << " b layout " << lb << " threads " << m.threads << " simd " << int(m.simd);
+        ASSERT_TRUE(test::all_close(out, ref, tol_for(c.dt, c.K), rtol_for(c.dt)))
+            << dtype_name(c.dt) << " " << c.M << "x" << c.K << "x" << c.N << " b layout " << lb << " threads "
+            << m.threads << " simd " << int(m.simd) << " pairs " << pm;
       }
     }
   }
@@ -182,6 +212,58 @@ TEST(Gemm, HalfBMatchesReference) {
   }
 }
 
+// The bfloat16 GEMM with a float32 C (Linear's) and a bfloat16 C, every epilogue: alpha,
+// beta (C read back), bias per column or row, unit or strided, relu; row- and
+// column-major C (Note [Column-major C]); K across several KC blocks.
+TEST(Gemm, Bfloat16EpilogueFloatAndBfloat16C) {
+  std::mt19937_64 rng(31);
+  for (int trial = 0; trial < 12; ++trial) {
+    const int64_t M = 1 + rng() % 40, N = 1 + rng() % 40;
+    const int64_t K = trial % 4 == 3 ? 2 * detail::kc_block() + 1 + rng() % 300 : rng() % 300;
+    const Tensor a = randn({M, K}, rng(), DType::BFloat16), b = randn({K, N}, rng(), DType::BFloat16);
+    const Tensor c0 = randn({M, N}, rng()), bias = randn({std::max(M, N) * 2}, rng());
+    const std::vector<double> ab = ref_matmul(a, b), vbias = bias.to_vector();
+    GemmEpilogue ep;
+    ep.alpha = 0.5f + trial % 3;
+    ep.beta = trial % 2 ? 0.75f : 0.0f;
+    ep.bias = trial % 4 < 2 ? bias.data<float>() : nullptr;
+    ep.bias_stride = 1 + trial / 6;
+    ep.bias_per_row = trial % 6 >= 3;
+    ep.relu = trial % 3 == 0;
+    for (DType cdt : {DType::Float32, DType::BFloat16}) {
+      const Tensor cin = c0.to(cdt);  // C as that dtype holds it: beta reads it back
+      const std::vector<double> vc = cin.to_vector();
+      std::vector<double> ref(ab.size());
+      for (int64_t i = 0; i < M; ++i)
+        for (int64_t j = 0; j < N; ++j) {
+          double v = ep.alpha * ab[i * N + j] + ep.beta * vc[i * N + j];
+          if (ep.bias) v += vbias[(ep.bias_per_row ? i : j) * ep.bias_stride];
+          if (ep.relu) v = std::max(v, 0.0);
+          ref[i * N + j] = v;
+        }
+      const double at = tol_for(cdt, K), rt = rtol_for(cdt);
+      for (const Modes& m : kModes)
+      for (int pm : pair_modes(DType::BFloat16)) {
+        ModeGuard g(m);
+        PairsGuard pg(pm);
+        const std::string what = "trial " + std::to_string(trial) + ", C " + dtype_name(cdt) + ", " +
+                                 simd_level_name(m.simd) + ", " + std::to_string(m.threads) + " threads, pairs " +
+                                 std::to_string(pm);
+        for (bool col_major : {false, true}) {
+          Tensor c = col_major ? cin.t().contiguous() : cin.clone();  // col_major: [N, M], C(i, j) at i + j*M
+          if (ep.beta == 0.0f) test::poison(c);  // beta == 0 must never read C
+          const int64_t rs = col_major ? 1 : N, cs = col_major ? M : 1;
+          if (cdt == DType::Float32)
+            gemm(M, N, K, a.data<BFloat16>(), K, 1, b.data<BFloat16>(), N, 1, c.data<float>(), rs, cs, ep);
+          else
+            gemm(M, N, K, a.data<BFloat16>(), K, 1, b.data<BFloat16>(), N, 1, c.data<BFloat16>(), rs, cs, ep);
+          ASSERT_TRUE(test::all_close(col_major ? c.t() : c, ref, at, rt)) << what << (col_major ? ", column-major C" : "");
+        }
+      }
+    }
+  }
+}
+
 TEST(Matmul, AllocatesOnlyResultPlusDocumentedWorkspace) {
   Allocator* al = cpu_allocator();
   for (int threads : {1, 2}) {
@@ -204,6 +286,22 @@ TEST(Matmul, AllocatesOnlyResultPlusDocumentedWorkspace) {
     const int64_t peak_oop = al->stats().peak_allocated_bytes - base2;
     EXPECT_LE(peak_oop, static_cast<int64_t>(cpu_caching_round_size(ws) + cpu_caching_round_size(M * N * 4)) + 64);
     EXPECT_EQ(al->stats().allocated_bytes - base2, static_cast<int64_t>(cpu_caching_round_size(M * N * 4)));
+    // bfloat16, both packings: a K over one KC block (of the pairs' twice as deep one too),
+    // so the partial sums' buffer is in the workspace
+    const int64_t K16 = 2 * detail::kc_block() + 8;
+    const Tensor a16 = randn({M, K16}, 3, DType::BFloat16), b16 = randn({K16, N}, 4, DType::BFloat16);
+    for (int pm : {1, 0}) {
+      PairsGuard pg(pm);
+      Tensor out16 = empty({M, N}, DType::BFloat16);
+      const size_t ws16 = gemm_workspace_bytes(M, N, K16, DType::BFloat16);
+      EXPECT_GE(ws16, static_cast<size_t>(M * N * 4 / threads)) << "the float32 partial sums of a bfloat16 C";
+      al->reset_peak_stats();
+      const int64_t base3 = al->stats().allocated_bytes;
+      matmul_out(out16, a16, b16);
+      const int64_t peak16 = al->stats().peak_allocated_bytes - base3;
+      EXPECT_LE(peak16, static_cast<int64_t>(cpu_caching_round_size(ws16)) + 64) << "pairs " << pm;
+      EXPECT_GE(peak16, static_cast<int64_t>(ws16)) << "pairs " << pm;
+    }
     set_num_threads(prev);
   }
 }
@@ -298,11 +396,11 @@ TEST_P(MatmulOnDevice, LayoutsDtypesBatches) {
   const Case cases[] = {{1, 1, 1, 1, 1, 1}, {1, 1, 1, 17, 33, 9}, {1, 1, 1, 64, 64, 64}, {3, 3, 3, 5, 7, 11},
                         {4, 1, 4, 8, 3, 6}, {2, 2, 1, 31, 16, 2}, {1, 1, 1, 4, 0, 3}};
   const MatLayout mls[] = {MatLayout::RowMajor, MatLayout::Transposed, MatLayout::RowStrided, MatLayout::Stepped};
-  for (DType dt : {DType::Float32, DType::Float64, DType::Float16}) {
-    if (dt == DType::Float16 && dev.is_cpu()) {  // float16 on CUDA only, as in PyTorch
+  for (DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16}) {
+    if (dt == DType::Float16 && dev.is_cpu()) {  // float16 on CUDA only, as in PyTorch 1.13
       Tensor out = full({2, 2}, 7.0, dt);
       test::expect_msg([&] { matmul_out(out, zeros({2, 3}, dt), zeros({3, 2}, dt)); },
-                       "matmul_out: expected float32 or float64 (or float16 on CUDA), got float16 on cpu");
+                       "matmul_out: expected float32, float64 or bfloat16 (or float16 on CUDA), got float16 on cpu");
       EXPECT_TRUE(all_close(out, std::vector<double>(4, 7.0), 0, 0)) << "out untouched";
       continue;
     }
@@ -332,7 +430,7 @@ TEST_P(MatmulOnDevice, LayoutsDtypesBatches) {
           }
 #endif
           (void)copies;
-          const double tol = dt == DType::Float16 ? 1e-2 : (dt == DType::Float32 ? 1e-5 : 1e-12);
+          const double tol = dt == DType::Float16 ? 1e-2 : dt == DType::BFloat16 ? 2e-2 : (dt == DType::Float32 ? 1e-5 : 1e-12);
           EXPECT_TRUE(all_close(out, ref_matmul(va, vb, c.B, c.Ba, c.Bb, c.M, c.K, c.N), tol, tol))
               << dt << " B" << c.B << " M" << c.M << " K" << c.K << " N" << c.N << " layouts " << int(la) << "/"
               << int(lb);
@@ -345,7 +443,7 @@ TEST_P(MatmulOnDevice, LayoutsDtypesBatches) {
       Tensor out = empty({c.N, c.M}, dt, dev).t();
       test::poison(out);
       matmul_out(out, matrix_on(dev, va, sa, dt, MatLayout::RowMajor), matrix_on(dev, vb, sb, dt, MatLayout::Transposed));
-      const double tol = dt == DType::Float16 ? 1e-2 : (dt == DType::Float32 ? 1e-5 : 1e-12);
+      const double tol = dt == DType::Float16 ? 1e-2 : dt == DType::BFloat16 ? 2e-2 : (dt == DType::Float32 ? 1e-5 : 1e-12);
       EXPECT_TRUE(all_close(out, ref_matmul(va, vb, 1, 1, 1, c.M, c.K, c.N), tol, tol)) << "column-major out " << dt;
     }
   }

@@ -8,13 +8,16 @@
 //                           strides; must not overlap a or b.
 //   gemm(...)               the raw entry: C = alpha*A*B + beta*C (+bias, relu), operands
 //                           given by pointer and (row, column) strides in elements.
-// Dtypes float32 (our packed GEMM, AVX2+FMA 6x16 micro-kernel or the scalar one) and
-// float64 (the same blocking with a 4x8 plain-C micro-kernel). Operands of any strides
+// Dtypes float32 (our packed GEMM, AVX2+FMA 6x16 or AVX-512 16x16 micro-kernel, or the
+// scalar one), float64 (the same blocking with a 4x8 plain-C micro-kernel) and bfloat16
+// (float32 accumulation, the result rounded once; AVX512_BF16 vdpbf16ps where the CPU
+// has it, else the float32 kernels on operands widened while packing). Operands of any strides
 // are packed straight from their strides: a transposed, column-major or stepped operand
 // costs its packing, never a copy first. Cost: 2*M*N*K flop; A, B read ~once, C written once.
 // CUDA operands go to sb::cuda::matmul (cuBLAS) after the same checks, which on CUDA
-// also accept float16 (PyTorch's CPU matmul has no float16 either).
+// also accept float16 (PyTorch 1.13's CPU matmul has no float16 either).
 #pragma once
+#include "stridebench/bfloat16.h"
 #include "stridebench/half.h"
 #include "stridebench/tensor.h"
 
@@ -42,6 +45,13 @@ void gemm(int64_t M, int64_t N, int64_t K, const float* a, int64_t a_rs, int64_t
 // B stored as float16, converted to float32 while packing (F16C where built in).
 void gemm(int64_t M, int64_t N, int64_t K, const float* a, int64_t a_rs, int64_t a_cs, const Half* b, int64_t b_rs,
           int64_t b_cs, float* c, int64_t c_rs, int64_t c_cs, const GemmEpilogue& ep = {});
+// bfloat16 A and B, float32 accumulation; C in bfloat16 (rounded once, at the end) or
+// float32. vdpbf16ps on pairs along k where the CPU has AVX512_BF16, else A and B
+// widened to float32 while packing (gemm_bf16.cpp).
+void gemm(int64_t M, int64_t N, int64_t K, const BFloat16* a, int64_t a_rs, int64_t a_cs, const BFloat16* b,
+          int64_t b_rs, int64_t b_cs, BFloat16* c, int64_t c_rs, int64_t c_cs, const GemmEpilogue& ep = {});
+void gemm(int64_t M, int64_t N, int64_t K, const BFloat16* a, int64_t a_rs, int64_t a_cs, const BFloat16* b,
+          int64_t b_rs, int64_t b_cs, float* c, int64_t c_rs, int64_t c_cs, const GemmEpilogue& ep = {});
 void gemm(int64_t M, int64_t N, int64_t K, const double* a, int64_t a_rs, int64_t a_cs, const double* b,
           int64_t b_rs, int64_t b_cs, double* c, int64_t c_rs, int64_t c_cs, const GemmEpilogueT<double>& ep = {});
 

@@ -31,4 +31,10 @@ void set_nt_threshold_bytes(int64_t bytes);
 // input).
 bool last_elementwise_used_nt();
 
+// The bfloat16 GEMM's packing (gemm_bf16.cpp): -1 automatic (pairs along k where the CPU
+// has AVX512_BF16, else widened to float32); 1 the pairs, through vdpbf16ps or, on a CPU
+// without it, the kernel's scalar stand-in, so that the pair packers and their driver
+// are tested on every CPU; 0 widened.
+void set_bf16_gemm_pairs(int mode);
+
 }  // namespace sb

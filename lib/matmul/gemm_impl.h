@@ -116,7 +116,7 @@ struct GemmPlan {
 };
 
 template <typename T>
-GemmPlan plan_gemm(int64_t M, int64_t N, int64_t K, int nt, int MR) {
+GemmPlan plan_gemm(int64_t M, int64_t N, int64_t K, int nt, int MR, int64_t kcb = kc_block()) {
   constexpr int NR = Tile<T>::NR;
   GemmPlan p;
   p.split_n = M <= N;
@@ -124,7 +124,6 @@ GemmPlan plan_gemm(int64_t M, int64_t N, int64_t K, int nt, int MR) {
   p.team = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(nt, units)));
   p.chunk = (units + p.team - 1) / p.team * (p.split_n ? NR : MR);
   const int64_t m_own = p.split_n ? M : p.chunk, n_own = p.split_n ? p.chunk : N;
-  const int64_t kcb = kc_block();
   const int64_t kb = std::max<int64_t>(1, (K + kcb - 1) / kcb);  // balanced KC blocks: no short tail
   p.kc = std::max<int64_t>(1, (K + kb - 1) / kb);
   const int64_t nb = std::max<int64_t>(1, (n_own + kNC - 1) / kNC);  // balanced N blocks
@@ -138,11 +137,55 @@ GemmPlan plan_gemm(int64_t M, int64_t N, int64_t K, int nt, int MR) {
 // stay aligned for the micro-kernel's aligned loads.
 inline int64_t thread_ws_elems(const GemmPlan& p) { return round_up(p.kc * p.nc, 16) + round_up(p.mc * p.kc, 16); }
 
+// The bfloat16 GEMM's workspace (gemm_bf16.cpp), with a bfloat16 or a float32 C.
+size_t gemm_bf16_workspace_bytes(int64_t M, int64_t N, int64_t K, int nt, bool c_bf16);
+
 template <typename T>
 size_t gemm_workspace_bytes_t(int64_t M, int64_t N, int64_t K, int nt) {
   if (M <= 0 || N <= 0 || K <= 0) return 0;
   const GemmPlan p = plan_gemm<T>(M, N, K, nt, tile_mr<T>());
   return sizeof(T) * static_cast<size_t>(p.team * thread_ws_elems(p));
+}
+
+// One thread's stripe of C, rows [m0, m1) x columns [n0, n1), through Goto's loop nest:
+// B blocks packed by pack_b(bbuf, pc, kc, jc, nc), A blocks by pack_a(abuf, ic, mc, pc,
+// kc, MR), then tile(ap, bp, kc, i, j, mr, nr, first, last) for each MR x NR tile of C at
+// (i, j), ap and bp its packed micro-panels. A packed k step holds KP elements of k
+// (1; 2 for the bfloat16 pairs of vdpbf16ps), so a micro-panel of depth kc takes
+// ceil(kc / KP) steps of MR (NR) packed elements P. Every GEMM of the library runs this
+// nest; only its packers and tile function differ.
+template <typename P, int KP, typename PackA, typename PackB, typename TileFn>
+inline void gemm_stripe(const GemmPlan& p, int MR, int NR, int64_t K, int64_t m0, int64_t m1, int64_t n0, int64_t n1,
+                        P* bbuf, P* abuf, const PackA& pack_a, const PackB& pack_b, const TileFn& tile) {
+  for (int64_t jc = n0; jc < n1; jc += p.nc) {
+    const int64_t nc = std::min(p.nc, n1 - jc);
+    for (int64_t pc = 0; pc < K; pc += p.kc) {
+      const int64_t kc = std::min(p.kc, K - pc);
+      const int64_t ks = (kc + KP - 1) / KP;  // packed k steps
+      const bool first = pc == 0, last = pc + kc >= K;
+      pack_b(bbuf, pc, kc, jc, nc);
+      for (int64_t ic = m0; ic < m1; ic += p.mc) {
+        const int64_t mc = std::min(p.mc, m1 - ic);
+        pack_a(abuf, ic, mc, pc, kc, MR);
+        for (int64_t jr = 0; jr < nc; jr += NR) {
+          const int nr = static_cast<int>(std::min<int64_t>(NR, nc - jr));
+          const P* bp = bbuf + jr * ks;
+          for (int64_t ir = 0; ir < mc; ir += MR)
+            tile(abuf + ir * ks, bp, kc, ic + ir, jc + jr, static_cast<int>(std::min<int64_t>(MR, mc - ir)), nr, first,
+                 last);
+        }
+      }
+    }
+  }
+}
+
+// A thread's stripe of C under the plan: rows [m0, m1), columns [n0, n1).
+struct Stripe {
+  int64_t m0, m1, n0, n1;
+};
+inline Stripe stripe_of(const GemmPlan& p, int t, int64_t M, int64_t N) {
+  const int64_t m0 = p.split_n ? 0 : t * p.chunk, n0 = p.split_n ? t * p.chunk : 0;
+  return {m0, p.split_n ? M : std::min(M, m0 + p.chunk), n0, p.split_n ? std::min(N, n0 + p.chunk) : N};
 }
 
 // The driver. c points to C(0, 0); C(i, j) at c[i*c_rs + j*c_cs].
@@ -167,45 +210,33 @@ void gemm_driver(int64_t M, int64_t N, int64_t K, const PackA& pack_a, const Pac
     T* bbuf = ws.as<T>() + static_cast<int64_t>(t) * thread_ws_elems(p);
     T* abuf = bbuf + round_up(p.kc * p.nc, 16);
     alignas(64) T tile[kMRmax * NR];
-    const int64_t m0 = p.split_n ? 0 : t * p.chunk, m1 = p.split_n ? M : std::min(M, m0 + p.chunk);
-    const int64_t n0 = p.split_n ? t * p.chunk : 0, n1 = p.split_n ? std::min(N, n0 + p.chunk) : N;
-    for (int64_t jc = n0; jc < n1; jc += p.nc) {
-      const int64_t nc = std::min(p.nc, n1 - jc);
-      for (int64_t pc = 0; pc < K; pc += p.kc) {
-        const int64_t kc = std::min(p.kc, K - pc);
-        const bool first = pc == 0, last = pc + kc >= K;
-        pack_b(bbuf, pc, kc, jc, nc);
-        for (int64_t ic = m0; ic < m1; ic += p.mc) {
-          const int64_t mc = std::min(p.mc, m1 - ic);
-          pack_a(abuf, ic, mc, pc, kc, MR);
-          for (int64_t jr = 0; jr < nc; jr += NR) {
-            const int nr = static_cast<int>(std::min<int64_t>(NR, nc - jr));
-            const T* bp = bbuf + jr * kc;
-            for (int64_t ir = 0; ir < mc; ir += MR) {
-              const T* ap = abuf + ir * kc;
-              const int64_t i = ic + ir, j = jc + jr;
-              if constexpr (std::is_same<T, float>::value) {
-                if (avx512 && c_cs == 1 && nr == NR && mc - ir >= MR) {
-                  ukernel_f32_avx512_c(kc, ap, bp, c + i * c_rs + j, c_rs, ep, first, last, i, j);
-                  continue;
-                }
-                if (avx512) ukernel_f32_avx512(kc, ap, bp, tile);
-                else if (avx2) ukernel_f32_avx2(kc, ap, bp, tile);
-                else ukernel_f32_scalar(kc, ap, bp, tile);
-              } else {
-                ukernel_f64(kc, ap, bp, tile);
-              }
-              store_tile<T, NR>(tile, c + i * c_rs + j * c_cs, c_rs, c_cs,
-                                static_cast<int>(std::min<int64_t>(MR, mc - ir)), nr, ep, first, last, i, j);
-            }
-          }
-        }
-      }
-    }
+    const Stripe st = stripe_of(p, t, M, N);
+    gemm_stripe<T, 1>(p, MR, NR, K, st.m0, st.m1, st.n0, st.n1, bbuf, abuf, pack_a, pack_b,
+                      [&](const T* ap, const T* bp, int64_t kc, int64_t i, int64_t j, int mr, int nr, bool first,
+                          bool last) {
+                        if constexpr (std::is_same<T, float>::value) {
+                          if (avx512 && c_cs == 1 && nr == NR && mr == MR) {
+                            ukernel_f32_avx512_c(kc, ap, bp, c + i * c_rs + j, c_rs, ep, first, last, i, j);
+                            return;
+                          }
+                          if (avx512) ukernel_f32_avx512(kc, ap, bp, tile);
+                          else if (avx2) ukernel_f32_avx2(kc, ap, bp, tile);
+                          else ukernel_f32_scalar(kc, ap, bp, tile);
+                        } else {
+                          ukernel_f64(kc, ap, bp, tile);
+                        }
+                        store_tile<T, NR>(tile, c + i * c_rs + j * c_cs, c_rs, c_cs, mr, nr, ep, first, last, i, j);
+                      });
   });
 }
 
 // ---- strided packers (any strides; fast loops for unit strides) ----
+// The 16-bit float types, widened to float32 while packing (exactly).
+template <typename S> constexpr bool kWidened = std::is_same<S, Half>::value || std::is_same<S, BFloat16>::value;
+// out[i] = p[i * s] as float, i < n (F16C or bfloat16 shifts for unit strides).
+void widen_to_float(const Half* p, int64_t s, int64_t n, float* out);
+void widen_to_float(const BFloat16* p, int64_t s, int64_t n, float* out);
+
 // Note [Packing a transposed A]: when A's rows have unit stride (A is a .t() view, or
 // CblasTrans), the elements of one k for a whole MC block are contiguous. The packer
 // walks k outer and copies fixed-size MR-element runs (inlined moves) into each panel,
@@ -237,9 +268,36 @@ void pack_a_strided(T* dst, const S* a, int64_t rs, int64_t cs, int64_t i0, int6
       return;
     }
   }
+  if constexpr (kWidened<S>) {
+    if (rs == 1 && cs != 1) {  // unit-stride columns, widened MR at a time (Note [Packing a transposed A])
+      for (int64_t k = 0; k < kc; ++k) {
+        const S* col = a + i0 + (p0 + k) * cs;
+        T* d = dst + k * MR;
+        for (int64_t ip = 0; ip < mc; ip += MR, d += MR * kc) {
+          const int mr = static_cast<int>(std::min<int64_t>(MR, mc - ip));
+          widen_to_float(col + ip, 1, mr, d);
+          for (int r = mr; r < MR; ++r) d[r] = T(0);
+        }
+      }
+      return;
+    }
+  }
   for (int64_t ip = 0; ip < mc; ip += MR, dst += MR * kc) {
     const int mr = static_cast<int>(std::min<int64_t>(MR, mc - ip));
 #ifdef SB_HAVE_AVX2
+    if constexpr (kWidened<S>) {
+      if (cs == 1 && use_avx2()) {  // unit-stride rows: widened 256 k at a time, then 8x8 transposes
+        alignas(32) float rows[kMRmax * 256];
+        for (int64_t k0 = 0; k0 < kc; k0 += 256) {
+          const int64_t n = std::min<int64_t>(256, kc - k0);
+          for (int r = 0; r < mr; ++r) widen_to_float(a + (i0 + ip + r) * rs + p0 + k0, 1, n, rows + r * 256);
+          transpose_tile_f32(dst + k0 * MR, MR, rows, 256, n, mr);
+        }
+        for (int r = mr; r < MR; ++r)
+          for (int64_t k = 0; k < kc; ++k) dst[k * MR + r] = T(0);
+        continue;
+      }
+    }
     if constexpr (std::is_same<T, float>::value && std::is_same<S, float>::value) {
       if (cs == 1 && use_avx2()) {  // unit-stride rows: 8x8 transposes into the MR-interleaved panel
         transpose_tile_f32(dst, MR, a + (i0 + ip) * rs + p0, rs, kc, mr);
@@ -259,7 +317,7 @@ void pack_a_strided(T* dst, const S* a, int64_t rs, int64_t cs, int64_t i0, int6
   }
 }
 
-// B(k, j) = b[k*rs + j*cs]; b points to B(0, 0). S may be Half (converted while packing).
+// B(k, j) = b[k*rs + j*cs]; b points to B(0, 0). S may be Half or BFloat16 (widened while packing).
 template <typename T, int NR, typename S>
 void pack_b_strided(T* dst, const S* b, int64_t rs, int64_t cs, int64_t p0, int64_t kc, int64_t j0, int64_t nc);
 

@@ -9,6 +9,7 @@
 #include <immintrin.h>
 
 #include "matmul/gemm_impl.h"
+#include "core/vec.h"
 
 namespace sb::detail {
 
@@ -205,8 +206,7 @@ template void store_tile<float, kNRf>(const float*, float*, int64_t, int64_t, in
 template void store_tile<double, kNRd>(const double*, double*, int64_t, int64_t, int, int,
                                        const GemmEpilogueT<double>&, bool, bool, int64_t, int64_t);
 
-// n halves from p (stride s) to float.
-static inline void halves_to_float(const Half* p, int64_t s, int64_t n, float* out) {
+void widen_to_float(const Half* p, int64_t s, int64_t n, float* out) {
   int64_t i = 0;
 #ifdef SB_HAVE_AVX2
   if (s == 1 && use_avx2())
@@ -216,6 +216,15 @@ static inline void halves_to_float(const Half* p, int64_t s, int64_t n, float* o
     for (; i < n; ++i) out[i] = _cvtsh_ss(p[i * s].bits);
     return;
   }
+#endif
+  for (; i < n; ++i) out[i] = static_cast<float>(p[i * s]);
+}
+
+void widen_to_float(const BFloat16* p, int64_t s, int64_t n, float* out) {
+  int64_t i = 0;
+#ifdef SB_HAVE_AVX2
+  if (s == 1 && use_avx2())
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, vec::Vec<BFloat16>::load(p + i));
 #endif
   for (; i < n; ++i) out[i] = static_cast<float>(p[i * s]);
 }
@@ -238,11 +247,11 @@ void pack_b_strided(T* dst, const S* b, int64_t rs, int64_t cs, int64_t p0, int6
   for (int64_t jp = 0; jp < nc; jp += NR, dst += NR * kc) {
     const int nr = static_cast<int>(std::min<int64_t>(NR, nc - jp));
     const S* bp = b + p0 * rs + (j0 + jp) * cs;
-    if constexpr (std::is_same<S, Half>::value) {
+    if constexpr (kWidened<S>) {
       alignas(32) float tmp[256];
       if (cs == 1) {
         for (int64_t k = 0; k < kc; ++k) {
-          halves_to_float(bp + k * rs, 1, nr, dst + k * NR);
+          widen_to_float(bp + k * rs, 1, nr, dst + k * NR);
           for (int q = nr; q < NR; ++q) dst[k * NR + q] = 0.0f;
         }
       } else {
@@ -250,7 +259,7 @@ void pack_b_strided(T* dst, const S* b, int64_t rs, int64_t cs, int64_t p0, int6
           if (q >= nr) { for (int64_t k = 0; k < kc; ++k) dst[k * NR + q] = 0.0f; continue; }
           for (int64_t k0 = 0; k0 < kc; k0 += 256) {
             const int64_t n = std::min<int64_t>(256, kc - k0);
-            halves_to_float(bp + q * cs + k0 * rs, rs, n, tmp);
+            widen_to_float(bp + q * cs + k0 * rs, rs, n, tmp);
             for (int64_t k = 0; k < n; ++k) dst[(k0 + k) * NR + q] = tmp[k];
           }
         }
@@ -287,6 +296,8 @@ void pack_b_strided(T* dst, const S* b, int64_t rs, int64_t cs, int64_t p0, int6
 }
 template void pack_b_strided<float, kNRf, float>(float*, const float*, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t);
 template void pack_b_strided<float, kNRf, Half>(float*, const Half*, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t);
+template void pack_b_strided<float, kNRf, BFloat16>(float*, const BFloat16*, int64_t, int64_t, int64_t, int64_t, int64_t,
+                                                    int64_t);
 template void pack_b_strided<double, kNRd, double>(double*, const double*, int64_t, int64_t, int64_t, int64_t, int64_t,
                                                    int64_t);
 
@@ -336,8 +347,9 @@ void gemm(int64_t M, int64_t N, int64_t K, const double* a, int64_t a_rs, int64_
 
 size_t gemm_workspace_bytes(int64_t M, int64_t N, int64_t K, DType dtype, int threads) {
   const int nt = threads > 0 ? threads : detail::team_size();
-  SB_CHECK(dtype == DType::Float32 || dtype == DType::Float64, "gemm_workspace_bytes: expected float32 or float64, got ",
-           dtype);
+  SB_CHECK(dtype == DType::Float32 || dtype == DType::Float64 || dtype == DType::BFloat16,
+           "gemm_workspace_bytes: expected float32, float64 or bfloat16, got ", dtype);
+  if (dtype == DType::BFloat16) return detail::gemm_bf16_workspace_bytes(M, N, K, nt, true);
   return dtype == DType::Float32 ? detail::gemm_workspace_bytes_t<float>(M, N, K, nt)
                                  : detail::gemm_workspace_bytes_t<double>(M, N, K, nt);
 }

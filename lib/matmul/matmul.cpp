@@ -3,6 +3,8 @@
 // Cost: 2*B*M*N*K flop; each operand read once per pack (A: ceil(N/NC) times), C written once.
 #include "stridebench/matmul.h"
 
+#include <type_traits>
+
 #include "matmul/gemm_impl.h"
 #ifdef SB_WITH_CUDA
 #include "cuda/cuda_backend.h"
@@ -20,10 +22,10 @@ Shape matmul_sizes(const Tensor& a, const Tensor& b, const char* op) {
            b.sizes());
   SB_CHECK(a.dtype() == b.dtype(), op, ": dtype mismatch ", a.dtype(), " vs ", b.dtype());
   SB_CHECK(a.device() == b.device(), op, ": device mismatch ", a.device(), " vs ", b.device());
-  // float16 on CUDA only (cuBLAS), as in PyTorch, whose CPU matmul has no float16
-  SB_CHECK(a.dtype() == DType::Float32 || a.dtype() == DType::Float64 ||
+  // float16 on CUDA only (cuBLAS), as in PyTorch 1.13, whose CPU matmul has no float16
+  SB_CHECK(a.dtype() == DType::Float32 || a.dtype() == DType::Float64 || a.dtype() == DType::BFloat16 ||
                (a.dtype() == DType::Float16 && a.device().is_cuda()),
-           op, ": expected float32 or float64 (or float16 on CUDA), got ", a.dtype(), " on ", a.device());
+           op, ": expected float32, float64 or bfloat16 (or float16 on CUDA), got ", a.dtype(), " on ", a.device());
   SB_CHECK(a.size(-1) == b.size(-2), op, ": inner dimensions differ: ", a.sizes(), " x ", b.sizes(), " (", a.size(-1),
            " vs ", b.size(-2), ")");
   const int64_t M = a.size(-2), N = b.size(-1);
@@ -35,6 +37,8 @@ Shape matmul_sizes(const Tensor& a, const Tensor& b, const char* op) {
 
 template <typename T>
 void matmul_cpu(const Tensor& out, const Tensor& a, const Tensor& b) {
+  // the bfloat16 GEMM's epilogue is float32's (its arithmetic type)
+  using Ep = std::conditional_t<std::is_same_v<T, BFloat16>, GemmEpilogue, GemmEpilogueT<T>>;
   const int64_t M = a.size(-2), K = a.size(-1), N = b.size(-1);
   const T* pa = static_cast<const T*>(a.data_ptr());
   const T* pb = static_cast<const T*>(b.data_ptr());
@@ -42,7 +46,7 @@ void matmul_cpu(const Tensor& out, const Tensor& a, const Tensor& b) {
   const int64_t a_rs = a.stride(-2), a_cs = a.stride(-1), b_rs = b.stride(-2), b_cs = b.stride(-1);
   const int64_t c_rs = out.stride(-2), c_cs = out.stride(-1);
   if (out.dim() == 2) {
-    gemm(M, N, K, pa, a_rs, a_cs, pb, b_rs, b_cs, pc, c_rs, c_cs, GemmEpilogueT<T>{});
+    gemm(M, N, K, pa, a_rs, a_cs, pb, b_rs, b_cs, pc, c_rs, c_cs, Ep{});
     return;
   }
   const int64_t B = out.size(0);
@@ -50,12 +54,12 @@ void matmul_cpu(const Tensor& out, const Tensor& a, const Tensor& b) {
   const int64_t b_bs = (b.dim() == 3 && b.size(0) != 1) ? b.stride(0) : 0;
   // A shared B with batch and rows of A (and C) that merge into one dim: one big GEMM.
   if (b_bs == 0 && (B == 1 || (a_bs == M * a_rs && out.stride(0) == M * c_rs))) {
-    gemm(B * M, N, K, pa, a_rs, a_cs, pb, b_rs, b_cs, pc, c_rs, c_cs, GemmEpilogueT<T>{});
+    gemm(B * M, N, K, pa, a_rs, a_cs, pb, b_rs, b_cs, pc, c_rs, c_cs, Ep{});
     return;
   }
   for (int64_t i = 0; i < B; ++i)
     gemm(M, N, K, pa + i * a_bs, a_rs, a_cs, pb + i * b_bs, b_rs, b_cs, pc + i * out.stride(0), c_rs, c_cs,
-         GemmEpilogueT<T>{});
+         Ep{});
 }
 
 void matmul_dispatch(const Tensor& out, const Tensor& a, const Tensor& b) {
@@ -75,6 +79,7 @@ void matmul_dispatch(const Tensor& out, const Tensor& a, const Tensor& b) {
 #endif
   SB_CHECK(a.device().is_cpu(), "matmul: no backend for device ", a.device(), " in this build");
   if (a.dtype() == DType::Float32) matmul_cpu<float>(out, a, b);
+  else if (a.dtype() == DType::BFloat16) matmul_cpu<BFloat16>(out, a, b);
   else matmul_cpu<double>(out, a, b);
 }
 

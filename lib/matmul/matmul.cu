@@ -14,7 +14,7 @@
 // out^T = b^T·a^T into its row-major transpose). 3-D: one strided-batched call;
 // a batch stride of 0 (expanded batch, or batch size 1) broadcasts that operand.
 // Types: float32 (CUBLAS_COMPUTE_32F, or 32F_FAST_TF32 when allow_tf32), float64,
-// float16 (inputs and output fp16, fp32 accumulation: tensor cores), int8 x int8 ->
+// float16 and bfloat16 (inputs and output 16-bit, fp32 accumulation: tensor cores), int8 x int8 ->
 // int32 (CUBLAS_COMPUTE_32I; cuBLAS wants the TN form and ld multiples of 4, which
 // linear(x, w) with row-major x and w gives; other int8 layouts may be refused by
 // cuBLAS with CUBLAS_STATUS_NOT_SUPPORTED, reported as an sb::Error).
@@ -111,6 +111,7 @@ cudaDataType_t cuda_type(DType t) {
     case DType::Float32: return CUDA_R_32F;
     case DType::Float64: return CUDA_R_64F;
     case DType::Float16: return CUDA_R_16F;
+    case DType::BFloat16: return CUDA_R_16BF;
     case DType::Int8: return CUDA_R_8I;
     case DType::Int32: return CUDA_R_32I;
     default: break;
@@ -147,7 +148,8 @@ void gemm(const Tensor& out, const Tensor& a, const Tensor& b) {
       alpha = &alpha_d;
       beta = &beta_d;
       break;
-    case DType::Float16: compute = CUBLAS_COMPUTE_32F; break;  // fp32 accumulation, fp16 tensor cores
+    case DType::Float16:   // fp32 accumulation, fp16 / bf16 tensor cores
+    case DType::BFloat16: compute = CUBLAS_COMPUTE_32F; break;
     case DType::Int8:
       compute = CUBLAS_COMPUTE_32I;
       alpha = &alpha_i;
@@ -188,8 +190,8 @@ void matmul(const Tensor& out, const Tensor& a, const Tensor& b) {
            out.sizes());
   SB_CHECK(a.dtype() == b.dtype(), "matmul (CUDA): dtypes differ: a ", a.dtype(), ", b ", b.dtype());
   const bool int8 = a.dtype() == DType::Int8;
-  SB_CHECK(a.dtype() == DType::Float32 || a.dtype() == DType::Float64 || a.dtype() == DType::Float16 || int8,
-           "matmul (CUDA): dtype ", a.dtype(), " is not supported (float32, float64, float16, int8)");
+  SB_CHECK(is_floating(a.dtype()) || int8, "matmul (CUDA): dtype ", a.dtype(),
+           " is not supported (float32, float64, float16, bfloat16, int8)");
   SB_CHECK(out.dtype() == (int8 ? DType::Int32 : a.dtype()), "matmul (CUDA): out dtype ", out.dtype(),
            " for inputs of ", a.dtype(), " (expected ", (int8 ? DType::Int32 : a.dtype()), ")");
   SB_CHECK(a.size(-1) == b.size(-2), "matmul (CUDA): inner sizes differ: a ", a.sizes(), ", b ", b.sizes());

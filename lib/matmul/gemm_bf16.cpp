@@ -1,0 +1,337 @@
+// gemm_bf16.cpp — the bfloat16 GEMM: bfloat16 A and B, float32 accumulation, C in
+// bfloat16 (matmul) or float32 (Linear), on gemm_impl.h's loop nest (gemm_stripe).
+//
+//   pairs   where use_avx512_bf16(): A and B packed as bfloat16 pairs along k (one
+//           32-bit word holds A(i, 2p), A(i, 2p+1); likewise B(2p, j), B(2p+1, j)), a
+//           16x16 float32 tile in 16 zmm accumulators, per pair step 1 load of B, 16
+//           broadcasts of A, 16 vdpbf16ps (512 MACs: twice the float32 kernel's per
+//           instruction). KC twice the float32 one: the same bytes per panel.
+//   widened everywhere else: A and B widened to float32 while packing (exact), the
+//           float32 micro-kernels of the level (16x16 AVX-512, 6x16 AVX2, scalar).
+// Both round each product exactly (a bfloat16 product fits a float32) and add in
+// float32; vdpbf16ps adds the pair's two products one after the other with subnormals
+// flushed (Note [bfloat16 NaN and subnormals]), the FMA kernels one product at a time.
+// Note [bfloat16 C]: C is rounded to bfloat16 once, after the last KC block. With more
+// than one KC block the partial sums of a thread's stripe wait in a float32 buffer
+// (stripe rows x NC), which takes the read and write of C that the float32 GEMM does in
+// C itself; a float32 C takes them in place, as the float32 GEMM does.
+// Cost: 2*M*N*K flop; A and B read as bfloat16 (A ceil(N/NC) times), C written once.
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include <atomic>
+
+#include "core/test_hooks.h"
+#include "core/vec.h"
+#include "matmul/gemm_impl.h"
+
+namespace sb::detail {
+
+namespace {
+
+constexpr int kMRp = 16, kNRp = 16;  // the pair kernel's tile
+
+std::atomic<int> g_pairs_mode{-1};  // test_hooks.h set_bf16_gemm_pairs
+
+// The pair layout where the CPU has vdpbf16ps (or a test forces it: then its scalar
+// emulation runs where the CPU lacks it).
+bool use_pairs() {
+  const int m = g_pairs_mode.load(std::memory_order_relaxed);
+  return m < 0 ? use_avx512_bf16() : m == 1;
+}
+
+inline uint32_t pair(BFloat16 lo, BFloat16 hi) { return static_cast<uint32_t>(lo.bits) | (static_cast<uint32_t>(hi.bits) << 16); }
+
+// 4-byte aligned, for reading bfloat16 pairs as 32-bit words
+inline bool word_aligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % 4 == 0; }
+
+#ifdef SB_HAVE_AVX2
+// 16 columns of rows x0 and x1 (16 bfloat16 each) as 16 pairs (x0[c], x1[c]), in order.
+inline void interleave16(uint32_t* d, __m256i x0, __m256i x1) {
+  const __m256i lo = _mm256_unpacklo_epi16(x0, x1), hi = _mm256_unpackhi_epi16(x0, x1);  // c0-3 c8-11 | c4-7 c12-15
+  _mm256_store_si256(reinterpret_cast<__m256i*>(d), _mm256_permute2x128_si256(lo, hi, 0x20));
+  _mm256_store_si256(reinterpret_cast<__m256i*>(d + 8), _mm256_permute2x128_si256(lo, hi, 0x31));
+}
+#endif
+
+// dst[panel][p][r] = (A(i0 + panel*16 + r, p0 + 2p), A(.., p0 + 2p + 1)), zero past mc and kc.
+void pack_a_pairs(uint32_t* dst, const BFloat16* a, int64_t rs, int64_t cs, int64_t i0, int64_t mc, int64_t p0,
+                  int64_t kc) {
+  const int64_t ks = (kc + 1) / 2, full = kc / 2;
+  for (int64_t ip = 0; ip < mc; ip += kMRp, dst += kMRp * ks) {
+    const int mr = static_cast<int>(std::min<int64_t>(kMRp, mc - ip));
+    const BFloat16* a0 = a + (i0 + ip) * rs + p0 * cs;
+    int64_t done = 0;  // pair steps packed by a fast path
+#ifdef SB_HAVE_AVX2
+    if (cs == 1 && rs % 2 == 0 && word_aligned(a0)) {  // rows: the pairs are 32-bit words, a 32-bit transpose
+      transpose_tile_f32(reinterpret_cast<float*>(dst), kMRp, reinterpret_cast<const float*>(a0), rs / 2, full, mr);
+      done = full;
+    } else if (rs == 1 && cs != 1 && mr == kMRp) {  // columns: two of 16 interleaved per step
+      for (; done < full; ++done)
+        interleave16(dst + done * kMRp, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a0 + 2 * done * cs)),
+                     _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a0 + (2 * done + 1) * cs)));
+    }
+#endif
+    for (int64_t p = 0; p < ks; ++p) {
+      uint32_t* d = dst + p * kMRp;
+      for (int r = 0; r < mr && p >= done; ++r) {
+        const BFloat16* e = a0 + r * rs + 2 * p * cs;
+        d[r] = pair(e[0], 2 * p + 1 < kc ? e[cs] : BFloat16());
+      }
+      for (int r = mr; r < kMRp; ++r) d[r] = 0;
+    }
+  }
+}
+
+// dst[panel][p][c] = (B(p0 + 2p, j0 + panel*16 + c), B(p0 + 2p + 1, ..)), zero past nc and kc.
+void pack_b_pairs(uint32_t* dst, const BFloat16* b, int64_t rs, int64_t cs, int64_t p0, int64_t kc, int64_t j0,
+                  int64_t nc) {
+  const int64_t ks = (kc + 1) / 2, full = kc / 2;
+  for (int64_t jp = 0; jp < nc; jp += kNRp, dst += kNRp * ks) {
+    const int nr = static_cast<int>(std::min<int64_t>(kNRp, nc - jp));
+    const BFloat16* b0 = b + p0 * rs + (j0 + jp) * cs;
+    int64_t done = 0;
+#ifdef SB_HAVE_AVX2
+    if (cs == 1 && nr == kNRp) {  // rows of B: two rows of 16 interleaved per step
+      for (; done < full; ++done)
+        interleave16(dst + done * kNRp, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b0 + 2 * done * rs)),
+                     _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b0 + (2 * done + 1) * rs)));
+    } else if (rs == 1 && cs % 2 == 0 && word_aligned(b0)) {  // columns: the pairs are 32-bit words
+      transpose_tile_f32(reinterpret_cast<float*>(dst), kNRp, reinterpret_cast<const float*>(b0), cs / 2, full, nr);
+      done = full;
+    }
+#endif
+    for (int64_t p = 0; p < ks; ++p) {
+      uint32_t* d = dst + p * kNRp;
+      for (int q = 0; q < nr && p >= done; ++q) {
+        const BFloat16* e = b0 + 2 * p * rs + q * cs;
+        d[q] = pair(e[0], 2 * p + 1 < kc ? e[rs] : BFloat16());
+      }
+      for (int q = nr; q < kNRp; ++q) d[q] = 0;
+    }
+  }
+}
+
+#if defined(SB_HAVE_AVX2) && defined(SB_HAVE_AVX512)
+// tile[r*16 + c] = sum over the ks pair steps of the pair dot products (vdpbf16ps).
+__attribute__((target("avx512f,avx512bf16"))) void ukernel_bf16_avx512(int64_t ks, const uint32_t* a,
+                                                                        const uint32_t* b, float* tile) {
+  __m512 acc[kMRp];
+#pragma GCC unroll 16
+  for (int r = 0; r < kMRp; ++r) acc[r] = _mm512_setzero_ps();
+#pragma GCC unroll 2
+  for (int64_t p = 0; p < ks; ++p, a += kMRp, b += kNRp) {
+    _mm_prefetch(reinterpret_cast<const char*>(a + 8 * kMRp), _MM_HINT_T0);
+    const __m512bh b0 = (__m512bh)_mm512_load_si512(b);
+#pragma GCC unroll 16
+    for (int r = 0; r < kMRp; ++r)
+      acc[r] = _mm512_dpbf16_ps(acc[r], (__m512bh)_mm512_set1_epi32(static_cast<int>(a[r])), b0);
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < kMRp; ++r) _mm512_store_ps(tile + r * kNRp, acc[r]);
+}
+#else
+void ukernel_bf16_avx512(int64_t, const uint32_t*, const uint32_t*, float*) {
+  SB_INTERNAL_ASSERT(false, "the bfloat16 pair kernel needs an AVX-512 build");
+}
+#endif
+
+// vdpbf16ps in plain C on the same packed pairs (the tests' stand-in on a CPU without
+// AVX512_BF16): per lane, the high pair's product added first, then the low one's, each
+// product exact in float32 (the instruction also flushes subnormals; this does not).
+void ukernel_bf16_pairs_scalar(int64_t ks, const uint32_t* a, const uint32_t* b, float* tile) {
+  float acc[kMRp][kNRp] = {};
+  for (int64_t p = 0; p < ks; ++p, a += kMRp, b += kNRp)
+    for (int r = 0; r < kMRp; ++r)
+      for (int c = 0; c < kNRp; ++c) {
+        acc[r][c] += BFloat16::to_float(static_cast<uint16_t>(a[r] >> 16)) * BFloat16::to_float(static_cast<uint16_t>(b[c] >> 16));
+        acc[r][c] += BFloat16::to_float(static_cast<uint16_t>(a[r])) * BFloat16::to_float(static_cast<uint16_t>(b[c]));
+      }
+  for (int r = 0; r < kMRp; ++r)
+    for (int c = 0; c < kNRp; ++c) tile[r * kNRp + c] = acc[r][c];
+}
+
+// Note [bfloat16 C]: tile (mr x nr floats, ld 16) into a bfloat16 C; acc (ld acc_ld) holds
+// the sums of the earlier KC blocks.
+void store_tile_bf16(const float* tile, float* acc, int64_t acc_ld, BFloat16* c, int64_t c_rs, int64_t c_cs, int mr,
+                     int nr, const GemmEpilogue& ep, bool first, bool last, int64_t i0, int64_t j0) {
+  for (int r = 0; r < mr; ++r) {
+    const float* t = tile + r * 16;
+    float* ar = acc + r * acc_ld;
+    BFloat16* cr = c + r * c_rs;
+#ifdef SB_HAVE_AVX2
+    if (nr == 16 && c_cs == 1 && use_avx2() && !ep.bias && ep.beta == 0.0f) {  // matmul's case
+      using L = vec::Vec<BFloat16>;
+      __m256 v0 = _mm256_load_ps(t), v1 = _mm256_load_ps(t + 8);
+      if (!first) {
+        v0 = _mm256_add_ps(v0, _mm256_loadu_ps(ar));
+        v1 = _mm256_add_ps(v1, _mm256_loadu_ps(ar + 8));
+      }
+      if (!last) {
+        _mm256_storeu_ps(ar, v0);
+        _mm256_storeu_ps(ar + 8, v1);
+        continue;
+      }
+      const __m256 alpha = _mm256_set1_ps(ep.alpha);
+      v0 = _mm256_mul_ps(v0, alpha);
+      v1 = _mm256_mul_ps(v1, alpha);
+      if (ep.relu) {
+        v0 = _mm256_max_ps(v0, _mm256_setzero_ps());
+        v1 = _mm256_max_ps(v1, _mm256_setzero_ps());
+      }
+      L::store(cr, v0);
+      L::store(cr + 8, v1);
+      continue;
+    }
+#endif
+    for (int q = 0; q < nr; ++q) {
+      float v = t[q];
+      if (!first) v += ar[q];
+      if (!last) {
+        ar[q] = v;
+        continue;
+      }
+      v *= ep.alpha;
+      if (ep.beta != 0.0f) v += ep.beta * static_cast<float>(cr[q * c_cs]);
+      if (ep.bias) v += ep.bias[(ep.bias_per_row ? i0 + r : j0 + q) * ep.bias_stride];
+      if (ep.relu) v = v > 0.0f ? v : 0.0f;
+      cr[q * c_cs] = BFloat16(v);
+    }
+  }
+}
+
+// The blocking of the bfloat16 GEMM: the float32 plan, with KC doubled for the pairs.
+GemmPlan plan_bf16(int64_t M, int64_t N, int64_t K, int nt, bool pairs) {
+  return plan_gemm<float>(M, N, K, nt, pairs ? kMRp : tile_mr<float>(), (pairs ? 2 : 1) * kc_block());
+}
+
+// Per thread: the packed B and A blocks (4-byte units: floats, or pairs), and for a
+// bfloat16 C with several KC blocks the stripe's float32 partial sums.
+struct Bf16Workspace {
+  int64_t b_elems, a_elems, acc_elems, acc_ld;
+  int64_t per_thread() const { return b_elems + a_elems + acc_elems; }
+};
+Bf16Workspace bf16_workspace(const GemmPlan& p, int64_t M, int64_t N, int64_t K, bool pairs, bool c_bf16) {
+  const int64_t ks = pairs ? (p.kc + 1) / 2 : p.kc;
+  Bf16Workspace w;
+  w.b_elems = round_up(ks * p.nc, 16);
+  w.a_elems = round_up(p.mc * ks, 16);
+  const int64_t rows = p.split_n ? M : p.chunk;
+  w.acc_ld = p.nc;
+  w.acc_elems = c_bf16 && K > p.kc ? round_up(rows * p.nc, 16) : 0;
+  (void)N;
+  return w;
+}
+
+// C(i, j) = epilogue(sum_k A(i, k) B(k, j)); SC is BFloat16 or float.
+template <typename SC>
+void gemm_bf16_driver(int64_t M, int64_t N, int64_t K, const BFloat16* a, int64_t a_rs, int64_t a_cs,
+                      const BFloat16* b, int64_t b_rs, int64_t b_cs, SC* c, int64_t c_rs, int64_t c_cs,
+                      const GemmEpilogue& ep) {
+  constexpr bool kBf16C = std::is_same<SC, BFloat16>::value;
+  if (M <= 0 || N <= 0) return;
+  if (K <= 0) {  // an empty sum: C = beta*C + bias, relu, through a zero tile
+    alignas(64) float zero[kMRmax * 16] = {};
+    for (int64_t i = 0; i < M; i += 16)
+      for (int64_t j = 0; j < N; j += 16) {
+        const int mr = static_cast<int>(std::min<int64_t>(16, M - i)), nr = static_cast<int>(std::min<int64_t>(16, N - j));
+        if constexpr (kBf16C) store_tile_bf16(zero, nullptr, 0, c + i * c_rs + j * c_cs, c_rs, c_cs, mr, nr, ep, true, true, i, j);
+        else store_tile<float, kNRf>(zero, c + i * c_rs + j * c_cs, c_rs, c_cs, mr, nr, ep, true, true, i, j);
+      }
+    return;
+  }
+  const bool pairs = use_pairs(), hw_pairs = use_avx512_bf16();
+  const int nt = team_size();
+  const GemmPlan p = plan_bf16(M, N, K, nt, pairs);
+  const Bf16Workspace w = bf16_workspace(p, M, N, K, pairs, kBf16C);
+  Workspace ws(sizeof(float) * static_cast<size_t>(p.team * w.per_thread()));
+  const int MR = pairs ? kMRp : tile_mr<float>();
+  const bool avx512 = use_avx512(), avx2 = use_avx2();
+  run_team(p.team, [&](int t) {
+    float* base = ws.as<float>() + static_cast<int64_t>(t) * w.per_thread();
+    float* acc = base + w.b_elems + w.a_elems;
+    alignas(64) float tile[kMRmax * 16];
+    const Stripe st = stripe_of(p, t, M, N);
+    // the tile into C (float32: accumulated in place; bfloat16: Note [bfloat16 C])
+    auto store = [&](int64_t i, int64_t j, int mr, int nr, bool first, bool last) {
+      if constexpr (kBf16C) {
+        float* ap = acc + (i - st.m0) * w.acc_ld + (j - st.n0) % p.nc;
+        store_tile_bf16(tile, ap, w.acc_ld, c + i * c_rs + j * c_cs, c_rs, c_cs, mr, nr, ep, first, last, i, j);
+      } else {
+        store_tile<float, kNRf>(tile, c + i * c_rs + j * c_cs, c_rs, c_cs, mr, nr, ep, first, last, i, j);
+      }
+    };
+    if (pairs) {
+      uint32_t* bbuf = reinterpret_cast<uint32_t*>(base);
+      uint32_t* abuf = bbuf + w.b_elems;
+      gemm_stripe<uint32_t, 2>(
+          p, MR, kNRp, K, st.m0, st.m1, st.n0, st.n1, bbuf, abuf,
+          [&](uint32_t* d, int64_t i0, int64_t mc, int64_t p0, int64_t kc, int) { pack_a_pairs(d, a, a_rs, a_cs, i0, mc, p0, kc); },
+          [&](uint32_t* d, int64_t p0, int64_t kc, int64_t j0, int64_t nc) { pack_b_pairs(d, b, b_rs, b_cs, p0, kc, j0, nc); },
+          [&](const uint32_t* ap, const uint32_t* bp, int64_t kc, int64_t i, int64_t j, int mr, int nr, bool first,
+              bool last) {
+            if (hw_pairs) ukernel_bf16_avx512((kc + 1) / 2, ap, bp, tile);
+            else ukernel_bf16_pairs_scalar((kc + 1) / 2, ap, bp, tile);
+            store(i, j, mr, nr, first, last);
+          });
+      return;
+    }
+    float* bbuf = base;
+    float* abuf = base + w.b_elems;
+    gemm_stripe<float, 1>(
+        p, MR, kNRf, K, st.m0, st.m1, st.n0, st.n1, bbuf, abuf,
+        [&](float* d, int64_t i0, int64_t mc, int64_t p0, int64_t kc, int mr) {
+          pack_a_strided<float>(d, a, a_rs, a_cs, i0, mc, p0, kc, mr);
+        },
+        [&](float* d, int64_t p0, int64_t kc, int64_t j0, int64_t nc) {
+          pack_b_strided<float, kNRf>(d, b, b_rs, b_cs, p0, kc, j0, nc);
+        },
+        [&](const float* ap, const float* bp, int64_t kc, int64_t i, int64_t j, int mr, int nr, bool first, bool last) {
+          if (avx512) ukernel_f32_avx512(kc, ap, bp, tile);
+          else if (avx2) ukernel_f32_avx2(kc, ap, bp, tile);
+          else ukernel_f32_scalar(kc, ap, bp, tile);
+          store(i, j, mr, nr, first, last);
+        });
+  });
+}
+
+// Note [Column-major C] for the bfloat16 GEMM: C^T = B^T A^T.
+template <typename SC>
+void gemm_bf16_strided(int64_t M, int64_t N, int64_t K, const BFloat16* a, int64_t a_rs, int64_t a_cs,
+                       const BFloat16* b, int64_t b_rs, int64_t b_cs, SC* c, int64_t c_rs, int64_t c_cs,
+                       const GemmEpilogue& ep) {
+  if (c_rs == 1 && c_cs != 1 && M > 1) {
+    GemmEpilogue ept = ep;
+    ept.bias_per_row = !ep.bias_per_row;
+    return gemm_bf16_driver<SC>(N, M, K, b, b_cs, b_rs, a, a_cs, a_rs, c, c_cs, c_rs, ept);
+  }
+  gemm_bf16_driver<SC>(M, N, K, a, a_rs, a_cs, b, b_rs, b_cs, c, c_rs, c_cs, ep);
+}
+
+}  // namespace
+
+size_t gemm_bf16_workspace_bytes(int64_t M, int64_t N, int64_t K, int nt, bool c_bf16) {
+  if (M <= 0 || N <= 0 || K <= 0) return 0;
+  const bool pairs = use_pairs();
+  const GemmPlan p = plan_bf16(M, N, K, nt, pairs);
+  return sizeof(float) * static_cast<size_t>(p.team * bf16_workspace(p, M, N, K, pairs, c_bf16).per_thread());
+}
+
+}  // namespace sb::detail
+
+namespace sb {
+
+void set_bf16_gemm_pairs(int mode) { detail::g_pairs_mode.store(mode < 0 ? -1 : mode != 0); }
+
+void gemm(int64_t M, int64_t N, int64_t K, const BFloat16* a, int64_t a_rs, int64_t a_cs, const BFloat16* b,
+          int64_t b_rs, int64_t b_cs, BFloat16* c, int64_t c_rs, int64_t c_cs, const GemmEpilogue& ep) {
+  detail::gemm_bf16_strided<BFloat16>(M, N, K, a, a_rs, a_cs, b, b_rs, b_cs, c, c_rs, c_cs, ep);
+}
+void gemm(int64_t M, int64_t N, int64_t K, const BFloat16* a, int64_t a_rs, int64_t a_cs, const BFloat16* b,
+          int64_t b_rs, int64_t b_cs, float* c, int64_t c_rs, int64_t c_cs, const GemmEpilogue& ep) {
+  detail::gemm_bf16_strided<float>(M, N, K, a, a_rs, a_cs, b, b_rs, b_cs, c, c_rs, c_cs, ep);
+}
+
+}  // namespace sb
