@@ -46,7 +46,8 @@ std::vector<double> ref_linear(const std::vector<double>& x, const std::vector<d
 
 // The float64 reference of exactly what precision p computes for y = x W^T + b (+relu):
 // f32 with the float weights; f16 with the float16-rounded weights (and x rounded too
-// when round_x: the CUDA layer's tensor cores take both operands in float16); int8 with
+// when round_x: the CUDA layer's tensor cores take both operands in float16); bf16 with
+// both rounded to bfloat16 (test::round_to_bf16, on every device); int8 with
 // the dequantized integer product (acc - zp*row_sum) * sx * sw + b from the exact
 // integers, the activation range taken from range_src (x itself when dynamic).
 std::vector<double> precision_ref(Precision p, const Tensor& vx, const Tensor& w, const std::vector<double>& vb,
@@ -56,6 +57,9 @@ std::vector<double> precision_ref(Precision p, const Tensor& vx, const Tensor& w
   if (p == Precision::F16)
     return ref_linear((round_x ? vx.to(DType::Float16) : vx).to_vector(), w.to(DType::Float16).to_vector(), vb, M, K,
                       N, relu);
+  if (p == Precision::BF16)
+    return ref_linear(test::stored(vx.to_vector(), vx.sizes(), DType::BFloat16),
+                      test::stored(w.to_vector(), w.sizes(), DType::BFloat16), vb, M, K, N, relu);
   float lo = 0, hi = 0;
   for (double v : range_src.to_vector()) {
     lo = std::min(lo, float(v));
@@ -145,7 +149,7 @@ TEST(Linear, EveryPrecisionMatchesItsReference) {
     const Tensor vx = randn({M, K}, rng()), w = randn({N, K}, rng());
     const Tensor b = with_bias ? randn({N}, rng()) : Tensor();
     const std::vector<double> vb = with_bias ? b.to_vector() : std::vector<double>();
-    for (Precision p : {Precision::F32, Precision::F16, Precision::Int8Dynamic, Precision::Int8Static}) {
+    for (Precision p : {Precision::F32, Precision::F16, Precision::BF16, Precision::Int8Dynamic, Precision::Int8Static}) {
       Linear lin(test::with_layout(w, Layout::Transposed), b, p);
       if (p == Precision::Int8Static) lin.observe(scaled(randn({7, K}, 99), 2.0));  // wider than x
       const Tensor range_src = p == Precision::Int8Dynamic ? vx : scaled(randn({7, K}, 99), 2.0);
@@ -155,8 +159,10 @@ TEST(Linear, EveryPrecisionMatchesItsReference) {
         for (Layout l : {Layout::Contiguous, Layout::Transposed, Layout::Sliced}) {
           const Tensor y = lin.forward(test::with_layout(vx, l), relu);
           ASSERT_EQ(y.sizes(), (Shape{M, N}));
-          ASSERT_TRUE(test::all_close(y, ref, 2e-6 * (K + 1) * (p >= Precision::Int8Dynamic ? 10 : 1), 1e-5))
-              << precision_name(p) << " trial " << trial << " " << test::layout_name(l);
+          const bool int8 = p == Precision::Int8Dynamic || p == Precision::Int8Static;
+          ASSERT_TRUE(test::all_close(y, ref, 2e-6 * (K + 1) * (int8 ? 10 : 1), 1e-5))
+              << precision_name(p) << " trial " << trial << " " << test::layout_name(l) << ", "
+              << simd_level_name(m.simd) << ", " << m.threads << " threads";
         }
       }
     }
@@ -205,14 +211,19 @@ TEST(Linear, Int8ActivationQuantizerEdgeValues) {
 TEST(Linear, WeightBytesAndErrorOrdering) {
   const int64_t K = 256, N = 64;
   const Tensor w = randn({N, K}, 1), b = randn({N}, 2), x = randn({32, K}, 3);
-  Linear f32(w, b, Precision::F32), f16(w, b, Precision::F16), dyn(w, b, Precision::Int8Dynamic);
+  Linear f32(w, b, Precision::F32), f16(w, b, Precision::F16), bf16(w, b, Precision::BF16),
+      dyn(w, b, Precision::Int8Dynamic);
   EXPECT_EQ(f32.weight_bytes(), static_cast<size_t>(N * K * 4));
   EXPECT_EQ(f16.weight_bytes(), static_cast<size_t>(N * K * 2));
+  EXPECT_EQ(bf16.weight_bytes(), static_cast<size_t>(N * K * 2));
   EXPECT_EQ(dyn.weight_bytes(), static_cast<size_t>(N * K + 8 * N));
   const Tensor ref = f32.forward(x);
-  const double e16 = relative_error(f16.forward(x), ref), e8 = relative_error(dyn.forward(x), ref);
+  const double e16 = relative_error(f16.forward(x), ref), ebf = relative_error(bf16.forward(x), ref),
+               e8 = relative_error(dyn.forward(x), ref);
   EXPECT_GT(e16, 0.0);
   EXPECT_LT(e16, 2e-3);
+  EXPECT_GT(ebf, e16);  // 8 significant bits, and x rounded too
+  EXPECT_LT(ebf, 1e-2);
   EXPECT_GT(e8, e16);
   EXPECT_LT(e8, 0.05);
   EXPECT_EQ(relative_error(ref, ref), 0.0);
@@ -236,17 +247,18 @@ void mlp_every_precision(Device dev) {
   Mlp f32(ws, bs, Precision::F32);
   EXPECT_TRUE(test::all_close(f32.forward(xd), h, 1e-4, 1e-5));
   const Tensor ref = f32.forward(xd);
-  for (Precision p : {Precision::F16, Precision::Int8Dynamic, Precision::Int8Static}) {
+  for (Precision p : {Precision::F16, Precision::BF16, Precision::Int8Dynamic, Precision::Int8Static}) {
     Mlp m(ws, bs, p);
     if (p == Precision::Int8Static) {
       EXPECT_THROW(m.forward(xd), Error);  // not calibrated yet
       m.calibrate(randn({64, 40}, 11).to(dev));
     }
     const double e = relative_error(m.forward(xd), ref);
-    EXPECT_LT(e, p == Precision::F16 ? 2e-3 : 0.08) << precision_name(p);
+    EXPECT_LT(e, p == Precision::F16 ? 2e-3 : p == Precision::BF16 ? 1e-2 : 0.08) << precision_name(p);
     EXPECT_GT(e, 0.0) << precision_name(p);
   }
   EXPECT_EQ(Mlp(ws, bs, Precision::F16).weight_bytes() * 2, f32.weight_bytes());
+  EXPECT_EQ(Mlp(ws, bs, Precision::BF16).weight_bytes() * 2, f32.weight_bytes());
 }
 
 TEST(Mlp, ThreeLayersEveryPrecision) { mlp_every_precision(Device::cpu()); }
@@ -287,7 +299,7 @@ TEST(CudaLinear, EveryPrecisionMatchesItsReference) {
     const Tensor b = with_bias ? randn({N}, rng()) : Tensor();
     const std::vector<double> vb = with_bias ? b.to_vector() : std::vector<double>();
     const Tensor calib = scaled(randn({7, K}, 99), 2.0);  // wider than x
-    for (Precision p : {Precision::F32, Precision::F16, Precision::Int8Dynamic, Precision::Int8Static}) {
+    for (Precision p : {Precision::F32, Precision::F16, Precision::BF16, Precision::Int8Dynamic, Precision::Int8Static}) {
       Linear lin(test::with_layout(w.to(dev), Layout::Transposed), with_bias ? b.to(dev) : Tensor(), p);
       ASSERT_EQ(lin.device(), dev);
       if (p == Precision::Int8Static) lin.observe(calib.to(dev));
@@ -298,12 +310,13 @@ TEST(CudaLinear, EveryPrecisionMatchesItsReference) {
         poison_cache(dev, M, N);
         cuda::reset_linear_path_counts();
         const Tensor y = lin.forward(x, relu);
-        if (trial == 1 && (p == Precision::F32 || p == Precision::F16)) {  // the benchmark's K: Note [Linear epilogue in cuBLASLt]
+        if (trial == 1 && (p == Precision::F32 || p == Precision::F16 || p == Precision::BF16)) {  // the benchmark's K: Note [Linear epilogue in cuBLASLt]
           EXPECT_EQ(cuda::linear_path_counts().lt_epilogue, 1) << precision_name(p) << " " << test::layout_name(l);
         }
         ASSERT_EQ(y.device(), dev);
         ASSERT_EQ(y.sizes(), (Shape{M, N}));
-        ASSERT_TRUE(test::all_close(y, ref, 2e-6 * (K + 1) * (p >= Precision::Int8Dynamic ? 10 : 1), 1e-5))
+        const bool int8 = p == Precision::Int8Dynamic || p == Precision::Int8Static;
+        ASSERT_TRUE(test::all_close(y, ref, 2e-6 * (K + 1) * (int8 ? 10 : 1), 1e-5))
             << precision_name(p) << " trial " << trial << " M " << M << " K " << K << " N " << N << " "
             << test::layout_name(l);
       }

@@ -4,6 +4,12 @@
 //   F32          our packed float32 GEMM (W^T packed straight from W's strides).
 //   F16          W stored as float16 (half the bytes), converted to float32 while the
 //                GEMM packs it (F16C); compute and activations stay float32.
+//   BF16         W stored as bfloat16 (half the bytes) and x rounded to bfloat16 per
+//                call (a temporary of M x in), both read by the bfloat16 GEMM (float32
+//                accumulation: vdpbf16ps where the CPU has AVX512_BF16, else widened to
+//                float32 while packing); y, the bias and relu in float32. As
+//                PyTorch's bfloat16 autocast computes a linear layer, but with a float32
+//                output (the input and output of every precision here are float32).
 //   Int8Dynamic  W quantized once, symmetric per output channel: wq = round(W/sw[n]) in
 //                [-127, 127]. Activations quantized per tensor at run time, asymmetric
 //                and 7-bit: xq = clamp(round(x/sx) + zp, 0, 127), sx = (max - min)/127 over
@@ -15,7 +21,7 @@
 //                Epilogue: y = sx*sw[n]*(acc - zp*sum_k wq[n,k]) + b[n] (relu optional).
 //   Int8Static   as Int8Dynamic, but sx and zp come from a calibration pass (calibrate()
 //                observes min/max over sample inputs) instead of each input.
-// weight_bytes(): bytes held for the weights (F32 4*out*in, F16 2*out*in, int8 out*in'
+// weight_bytes(): bytes held for the weights (F32 4*out*in, F16 and BF16 2*out*in, int8 out*in'
 // (in rounded up to 4; on CUDA out'*in', out rounded up to 4 too) plus 4-byte scale and
 // 4-byte row sum per output channel); the bias (float32, the same in every precision)
 // is not counted.
@@ -29,8 +35,9 @@
 
 namespace sb {
 
-enum class Precision : uint8_t { F32, F16, Int8Dynamic, Int8Static };
-const char* precision_name(Precision p);  // "f32", "f16", "int8_dynamic", "int8_static"
+// BF16 last, so the earlier values keep their numbers.
+enum class Precision : uint8_t { F32, F16, Int8Dynamic, Int8Static, BF16 };
+const char* precision_name(Precision p);  // "f32", "f16", "int8_dynamic", "int8_static", "bf16"
 
 // Per output channel int8 weights packed for the int8 kernel: panels of 16 channels,
 // k in groups of 4 bytes (in' = in rounded up to 4, zero padded).
@@ -58,8 +65,8 @@ ActQParams act_qparams(float min, float max);
 Tensor quantize_activations(const Tensor& x, const ActQParams& q);
 
 // On a CUDA device (the weight's), the same four precisions run as cuda_backend.h's
-// linear_forward describes: cuBLAS for the products (F16: x rounded to float16 too, for
-// the tensor cores; int8: int8 x int8 -> int32), the activation range and quantization
+// linear_forward describes: cuBLAS for the products (F16, BF16: x rounded to float16 or
+// bfloat16 too, for the tensor cores; int8: int8 x int8 -> int32), the activation range and quantization
 // on the device. The weights are quantized on the host, as on the CPU, then uploaded:
 // the int8 matrix plain row-major, out and in rounded up to multiples of 4.
 class Linear {

@@ -122,7 +122,7 @@ bool allow_tf32();
 int64_t matmul_operand_copies();  // operands copied because their strides fit no cuBLAS layout
 void reset_matmul_operand_copies();
 
-// ---- Linear in four precisions (lib/quant/quant.cu; the scheme in stridebench/quant.h) ----
+// ---- Linear in five precisions (lib/quant/quant.cu; the scheme in stridebench/quant.h) ----
 struct LinearWeights {
   Precision precision = Precision::F32;
   Tensor w;        // F32: float32 [out, in]; F16: float16 [out, in]; int8: int8 [out', in'],

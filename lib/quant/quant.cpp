@@ -1,4 +1,4 @@
-// quant.cpp — Linear / Mlp in f32, f16 (weights), int8 dynamic and int8 static, and the
+// quant.cpp — Linear / Mlp in f32, f16 (weights), bf16, int8 dynamic and int8 static, and the
 // int8 GEMM core (see quant.h for the scheme and Note [7-bit activations]).
 //
 // int8 kernel: 4x16 int32 tile; per group of 4 k: 2 loads of 64 packed weight bytes,
@@ -265,6 +265,7 @@ const char* precision_name(Precision p) {
     case Precision::F16: return "f16";
     case Precision::Int8Dynamic: return "int8_dynamic";
     case Precision::Int8Static: return "int8_static";
+    case Precision::BF16: return "bf16";
   }
   return "?";
 }
@@ -366,6 +367,7 @@ Linear::Linear(const Tensor& weight, const Tensor& bias, Precision precision)
   switch (precision) {
     case Precision::F32: w32_ = weight.contiguous(); break;
     case Precision::F16: w16_ = weight.to(DType::Float16).contiguous(); break;
+    case Precision::BF16: w16_ = weight.to(DType::BFloat16).contiguous(); break;
     default:
       if (device_.is_cpu()) {
         qw_ = quantize_weight(weight);
@@ -387,7 +389,8 @@ Linear::Linear(const Tensor& weight, const Tensor& bias, Precision precision)
 size_t Linear::weight_bytes() const {
   switch (precision_) {
     case Precision::F32: return w32_.nbytes();
-    case Precision::F16: return w16_.nbytes();
+    case Precision::F16:
+    case Precision::BF16: return w16_.nbytes();
     default:
       return (w8_.defined() ? w8_.nbytes() : static_cast<size_t>(qw_.out * qw_.in_padded)) + qw_.scale.nbytes() +
              qw_.row_sum.nbytes();
@@ -413,7 +416,7 @@ Tensor Linear::forward(const Tensor& x, bool relu) const {
   if (device_.is_cuda()) {
     cuda::LinearWeights lw;
     lw.precision = precision_;
-    lw.w = precision_ == Precision::F32 ? w32_ : precision_ == Precision::F16 ? w16_ : w8_;
+    lw.w = precision_ == Precision::F32 ? w32_ : precision_ == Precision::F16 || precision_ == Precision::BF16 ? w16_ : w8_;
     lw.scale = qw_.scale;
     lw.row_sum = qw_.row_sum;
     lw.bias = bias_;
@@ -433,6 +436,12 @@ Tensor Linear::forward(const Tensor& x, bool relu) const {
   }
   if (precision_ == Precision::F16) {
     gemm(M, out_, in_, x.data<float>(), x.stride(0), x.stride(1), w16_.data<Half>(), 1, in_, y.data<float>(), out_, 1, ep);
+    return y;
+  }
+  if (precision_ == Precision::BF16) {  // x rounded to bfloat16 once (its strides kept), then the bfloat16 GEMM
+    const Tensor x16 = x.to(DType::BFloat16);
+    gemm(M, out_, in_, x16.data<BFloat16>(), x16.stride(0), x16.stride(1), w16_.data<BFloat16>(), 1, in_,
+         y.data<float>(), out_, 1, ep);
     return y;
   }
   if (M == 0 || out_ == 0) return y;

@@ -4,9 +4,9 @@
 //   F32          one cublasLt matmul with the bias and relu in its epilogue (Note [Linear
 //                epilogue in cuBLASLt]); x row-major or column-major as an op flag, any
 //                other layout copied first.
-//   F16          x rounded to float16 by the copy kernel, then the same cublasLt matmul
-//                with float16 operands, float32 output and float32 accumulation (tensor
-//                cores).
+//   F16, BF16    x rounded to float16 (bfloat16) by the copy kernel, then the same
+//                cublasLt matmul with float16 (bfloat16) operands, float32 output and
+//                float32 accumulation (tensor cores).
 //   Int8Dynamic  range_kernel: per-block min/max of x (0 included, NaN ignored, as
 //                tensor_range) into a small scratch, its last block folds them into
 //                act_qparams's scale, inverse and zero point in device memory (Note
@@ -174,9 +174,10 @@ void epilogue(const Tensor& y, const Tensor& bias, bool relu, int dev) {
   SB_CUDA_LAUNCH_CHECK();
 }
 
-// y float32 [M, out] = x16 [M, in] (float16, row-major) @ w16^T ([out, in], row-major):
-// column-major y^T (out x M) = w16' (op T: in x out stored, ld in) * x16' (op N, ld in).
-void gemm_f16_f32(const Tensor& y, const Tensor& x16, const Tensor& w16, int dev) {
+// y float32 [M, out] = x16 [M, in] (float16 or bfloat16, row-major) @ w16^T ([out, in],
+// row-major): column-major y^T (out x M) = w16' (op T: in x out stored, ld in) * x16'
+// (op N, ld in).
+void gemm_16_f32(const Tensor& y, const Tensor& x16, const Tensor& w16, cudaDataType_t ab, int dev) {
   const int64_t M = y.size(0), N = y.size(1), K = x16.size(1);
   SB_CHECK(M <= INT32_MAX && N <= INT32_MAX && K <= INT32_MAX, "Linear (CUDA): sizes ", x16.sizes(), " x ",
            w16.sizes(), " exceed cuBLAS's 32-bit dimensions");
@@ -184,8 +185,8 @@ void gemm_f16_f32(const Tensor& y, const Tensor& x16, const Tensor& w16, int dev
   SB_CUBLAS_CHECK(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH));
   const float one = 1.0f, zero = 0.0f;
   SB_CUBLAS_CHECK(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(M),
-                               static_cast<int>(K), &one, w16.data_ptr(), CUDA_R_16F, static_cast<int>(K),
-                               x16.data_ptr(), CUDA_R_16F, static_cast<int>(x16.stride(0)), &zero, y.data_ptr(),
+                               static_cast<int>(K), &one, w16.data_ptr(), ab, static_cast<int>(K),
+                               x16.data_ptr(), ab, static_cast<int>(x16.stride(0)), &zero, y.data_ptr(),
                                CUDA_R_32F, static_cast<int>(N), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
@@ -287,12 +288,15 @@ void linear_forward(const Tensor& y, const Tensor& x, const LinearWeights& w, co
       epilogue(y, w.bias, relu, dev);
       return;
     }
-    case Precision::F16: {
-      Tensor x16 = empty({M, w.in}, DType::Float16, x.device());
+    case Precision::F16:
+    case Precision::BF16: {
+      const bool bf = w.precision == Precision::BF16;
+      const cudaDataType_t ab = bf ? CUDA_R_16BF : CUDA_R_16F;
+      Tensor x16 = empty({M, w.in}, bf ? DType::BFloat16 : DType::Float16, x.device());
       copy(x16, x);
-      if (lt_linear(y, x16, false, w.in, w.w, CUDA_R_16F, w.bias, relu, dev)) return;
+      if (lt_linear(y, x16, false, w.in, w.w, ab, w.bias, relu, dev)) return;
       ++g_fallback_calls;
-      gemm_f16_f32(y, x16, w.w, dev);
+      gemm_16_f32(y, x16, w.w, ab, dev);
       epilogue(y, w.bias, relu, dev);
       return;
     }
