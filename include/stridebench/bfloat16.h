@@ -7,9 +7,10 @@
 // exponent, so values past the largest bfloat16 become infinity, as in PyTorch.
 //
 // Note [bfloat16 NaN and subnormals]
-// - A NaN stays a NaN: it becomes the quiet NaN 0x7FC0 with the input's sign (the
-//   rounding bias alone could carry a NaN's low payload into infinity). PyTorch's
-//   scalar conversion returns 0x7FC0 without the sign; both print and compare as NaN.
+// - A NaN stays a NaN: its sign and upper payload bits are kept and the quiet bit set,
+//   as vcvtneps2bf16 does (the rounding bias alone could carry a NaN's low payload into
+//   infinity), so every path gives the same bits. PyTorch's scalar conversion returns
+//   0x7FC0 for every NaN; both print and compare as NaN.
 // - Float32 subnormals round like any other value here (to a bfloat16 subnormal or 0).
 //   The AVX512_BF16 instruction vcvtneps2bf16, which the vector kernels use where the
 //   CPU has it, treats subnormal inputs as zero (DAZ) and flushes subnormal results
@@ -31,7 +32,7 @@ struct BFloat16 {
   static uint16_t from_float(float f) {
     uint32_t x;
     std::memcpy(&x, &f, 4);
-    if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>(((x >> 16) & 0x8000u) | 0x7fc0u);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);
     x += 0x7fffu + ((x >> 16) & 1u);  // round to nearest even on the low 16 bits
     return static_cast<uint16_t>(x >> 16);
   }

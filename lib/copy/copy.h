@@ -26,4 +26,11 @@ void copy_generic(const Tensor& dst, const Tensor& src);
 // threshold]); tests move it (core/test_hooks.h).
 int64_t nt_threshold_bytes();
 
+// d[0 .. n) = s[0 .. n) converted between float32 and float16 or bfloat16, unit strides,
+// a vector at a time (copy.cpp, Note [Vector conversions]); nt: streaming stores from the
+// first aligned vector on (the caller issues the fence). D, S: one of float, Half,
+// BFloat16 and the other float.
+template <typename D, typename S>
+void convert_unit_stride(D* d, const S* s, int64_t n, bool nt);
+
 }  // namespace sb

@@ -152,17 +152,28 @@ template <> struct Vec<Half> : F32Lanes {
 };
 
 // bfloat16 lanes widen exactly (the 16 bits shifted up) and narrow by round to nearest
-// even in integer operations, NaN to the quiet NaN with its sign (Note [bfloat16 NaN and
-// subnormals] in bfloat16.h): the same bits as BFloat16::from_float, subnormals included.
+// even in integer operations, a NaN to a quiet NaN of its sign and upper payload (Note
+// [bfloat16 NaN and subnormals] in bfloat16.h): the bits of BFloat16::from_float,
+// subnormals included.
+// Note [bfloat16 pairs of vectors]: a 256-bit load holds 16 bfloat16; unpacking it
+// against zero gives two float vectors at one instruction each (lo: elements 0-3 and
+// 8-11, hi: 4-7 and 12-15, by 128-bit lane), and packing the two rounded vectors (per
+// lane) puts every element back in its place, so a dense loop over 16 elements needs no
+// permute. load2 / store2 / stream2 serve the dense loops (elementwise/strips.h); the
+// 8-lane forms the tails and the strided paths.
 template <> struct Vec<BFloat16> : F32Lanes {
   static V widen(__m128i h) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)); }
-  static __m128i narrow(V v) {
+  // each 32-bit lane: its float rounded to bfloat16, in the low 16 bits
+  static __m256i round16(V v) {
     const __m256i x = _mm256_castps_si256(v);
     const __m256i hi = _mm256_srli_epi32(x, 16);
-    const __m256i lsb = _mm256_and_si256(hi, _mm256_set1_epi32(1));
-    __m256i r = _mm256_srli_epi32(_mm256_add_epi32(x, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff))), 16);
-    const __m256i qnan = _mm256_or_si256(_mm256_and_si256(hi, _mm256_set1_epi32(0x8000)), _mm256_set1_epi32(0x7fc0));
-    r = _mm256_blendv_epi8(r, qnan, _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)));
+    const __m256i bias = _mm256_add_epi32(_mm256_and_si256(hi, _mm256_set1_epi32(1)), _mm256_set1_epi32(0x7fff));
+    const __m256i r = _mm256_srli_epi32(_mm256_add_epi32(x, bias), 16);
+    const __m256i qnan = _mm256_or_si256(hi, _mm256_set1_epi32(0x40));
+    return _mm256_blendv_epi8(r, qnan, _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)));
+  }
+  static __m128i narrow(V v) {
+    const __m256i r = round16(v);
     return _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
   }
   static V load(const BFloat16* p) { return widen(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
@@ -173,6 +184,20 @@ template <> struct Vec<BFloat16> : F32Lanes {
     BFloat16 t[kW];
     for (int k = 0; k < kW; ++k) t[k] = p[k < m ? k : 0];
     return load(t);
+  }
+  // Note [bfloat16 pairs of vectors]
+  static constexpr int kW2 = 16;
+  static void load2(const BFloat16* p, V& lo, V& hi) {
+    const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)), z = _mm256_setzero_si256();
+    lo = _mm256_castsi256_ps(_mm256_unpacklo_epi16(z, x));
+    hi = _mm256_castsi256_ps(_mm256_unpackhi_epi16(z, x));
+  }
+  static __m256i narrow2(V lo, V hi) { return _mm256_packus_epi32(round16(lo), round16(hi)); }
+  static void store2(BFloat16* p, V lo, V hi) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), narrow2(lo, hi)); }
+  static void stream2(BFloat16* p, V lo, V hi) {  // p 16-byte aligned (kStreamAlign)
+    const __m256i r = narrow2(lo, hi);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(p), _mm256_castsi256_si128(r));
+    _mm_stream_si128(reinterpret_cast<__m128i*>(p + 8), _mm256_extracti128_si256(r, 1));
   }
 };
 

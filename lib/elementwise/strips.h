@@ -140,6 +140,18 @@ void binary_vloop(T* o, const T* a, const T* b, int64_t n, const F& f) {
   if constexpr (NT) {
     j = head_to_align(o, L::kStreamAlign, n);
     if (j) binary_part<T, AS, BS, NT>(o, a, b, 0, j, f);
+  }
+  if constexpr (std::is_same_v<T, BFloat16>) {  // 16 at a time: Note [bfloat16 pairs of vectors]
+    typename L::V a0 = va, a1 = va, b0 = vb, b1 = vb;
+#pragma GCC unroll 2
+    for (; j + L::kW2 <= n; j += L::kW2) {
+      if constexpr (!AS) L::load2(a + j, a0, a1);
+      if constexpr (!BS) L::load2(b + j, b0, b1);
+      if constexpr (NT) L::stream2(o + j, f(a0, b0), f(a1, b1));
+      else L::store2(o + j, f(a0, b0), f(a1, b1));
+    }
+  }
+  if constexpr (NT) {
 #pragma GCC unroll 4  // Note [Unrolled vector loops]
     for (; j + W <= n; j += W) L::stream(o + j, f(AS ? va : L::load(a + j), BS ? vb : L::load(b + j)));
   } else {
@@ -166,6 +178,17 @@ void unary_vloop(T* o, const T* a, int64_t n, const F& f) {
   if constexpr (NT) {
     j = head_to_align(o, L::kStreamAlign, n);
     if (j) unary_part<T, AS, NT>(o, a, 0, j, f);
+  }
+  if constexpr (std::is_same_v<T, BFloat16>) {  // 16 at a time: Note [bfloat16 pairs of vectors]
+    typename L::V a0 = va, a1 = va;
+#pragma GCC unroll 2
+    for (; j + L::kW2 <= n; j += L::kW2) {
+      if constexpr (!AS) L::load2(a + j, a0, a1);
+      if constexpr (NT) L::stream2(o + j, f(a0), f(a1));
+      else L::store2(o + j, f(a0), f(a1));
+    }
+  }
+  if constexpr (NT) {
 #pragma GCC unroll 4  // Note [Unrolled vector loops]
     for (; j + W <= n; j += W) L::stream(o + j, f(AS ? va : L::load(a + j)));
   } else {
