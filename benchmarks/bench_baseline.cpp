@@ -25,7 +25,11 @@
 //          (FMA latency 4 cycles x 2 ports needs >= 8), no memory; 16 floats wide where
 //          the CPU has AVX-512F, else 8 (AVX2). dtype:i8: u8 x s8 multiply-adds into
 //          int32 (AVX-512 VNNI, else AVX-512BW, else AVX2), 2 ops per multiply-add.
-//          The ISA used is in the context as sb_peak_isa. These are the machine's
+//          dtype:bf16: bfloat16 pair dot products into float32 (AVX512_BF16 vdpbf16ps,
+//          32 multiply-adds per instruction), 2 flop per multiply-add; registered only
+//          where the CPU has it: elsewhere the bfloat16 GEMM runs the float32 kernels
+//          and the tables hold it to the float32 peak. The ISA used is in the context
+//          as sb_peak_isa (bf16:none where there is no such row). These are the machine's
 //          peaks, wider than our kernels' AVX2 path where the CPU has AVX-512.
 //
 // STREAM conventions: bytes count each array once (no write-allocate traffic). The
@@ -356,11 +360,31 @@ __attribute__((target("avx2"))) int32_t i8_chain_avx2() {
   return out[0] + out[7];
 }
 
+// ---- bfloat16 dot-product peak (the bf16 matmul rows' ceiling) ----
+constexpr int64_t kBf16Steps = 1 << 14;
+
+__attribute__((target("avx512f,avx512bf16"))) float bf16_chain_avx512() {
+  const __m512bh a = (__m512bh)_mm512_set1_epi32(0x3f803f80), b = (__m512bh)_mm512_set1_epi32(0x3a803a80);  // 1, 2^-10
+  __m512 acc[kFmaAcc];
+  for (int j = 0; j < kFmaAcc; ++j) acc[j] = _mm512_set1_ps(0.1f * j);
+  for (int64_t k = 0; k < kBf16Steps; ++k) {
+#pragma GCC unroll 12
+    for (int j = 0; j < kFmaAcc; ++j) acc[j] = _mm512_dpbf16_ps(acc[j], a, b);
+  }
+  __m512 s = acc[0];
+  for (int j = 1; j < kFmaAcc; ++j) s = _mm512_add_ps(s, acc[j]);
+  alignas(64) float out[16];
+  _mm512_store_ps(out, s);
+  return out[0] + out[15];
+}
+
 struct PeakIsa {
   const char* f32;
   const char* i8;
   int f32_width;  // floats per FMA
   int i8_width;   // multiply-adds per step and accumulator
+  const char* bf16 = "none";
+  int bf16_width = 0;  // multiply-adds per instruction
 };
 
 PeakIsa peak_isa() {
@@ -370,6 +394,7 @@ PeakIsa peak_isa() {
   if (__builtin_cpu_supports("avx512f")) p.f32 = "avx512f", p.f32_width = 16;
   if (__builtin_cpu_supports("avx512bw")) p.i8 = "avx512bw", p.i8_width = 64;
   if (__builtin_cpu_supports("avx512vnni")) p.i8 = "avx512vnni", p.i8_width = 64;
+  if (__builtin_cpu_supports("avx512f") && sb::cpu_has_avx512_bf16()) p.bf16 = "avx512bf16", p.bf16_width = 32;
   return p;
 }
 
@@ -388,10 +413,13 @@ struct PeakIsa {
   const char* i8;
   int f32_width;
   int i8_width;
+  const char* bf16 = "none";
+  int bf16_width = 0;
 };
 PeakIsa peak_isa() { return {"scalar", "none", 8, 0}; }
 float fma_best() { return fma_chain(); }
 int32_t i8_best() { return 0; }
+float bf16_chain_avx512() { return 0; }
 #endif
 
 void run_fma(benchmark::State& st, int threads) {
@@ -405,6 +433,19 @@ void run_fma(benchmark::State& st, int threads) {
   }
   benchmark::DoNotOptimize(sink.load());
   set_work(st, 0, static_cast<int64_t>(threads) * kFmaSteps * kFmaAcc * width * 2);
+}
+
+void run_bf16(benchmark::State& st, int threads) {
+  ThreadScope ts(threads);
+  const PeakIsa p = peak_isa();
+  std::atomic<float> sink{0};
+  for (auto _ : st) {
+    parallel_for(0, threads, 1, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) sink.store(bf16_chain_avx512(), std::memory_order_relaxed);
+    });
+  }
+  benchmark::DoNotOptimize(sink.load());
+  set_work(st, 0, static_cast<int64_t>(threads) * kBf16Steps * kFmaAcc * p.bf16_width * 2);
 }
 
 void run_i8(benchmark::State& st, int threads) {
@@ -428,7 +469,7 @@ void run_i8(benchmark::State& st, int threads) {
 
 void register_family() {
   const PeakIsa isa = peak_isa();
-  benchmark::AddCustomContext("sb_peak_isa", std::string("f32:") + isa.f32 + ",i8:" + isa.i8);
+  benchmark::AddCustomContext("sb_peak_isa", std::string("f32:") + isa.f32 + ",i8:" + isa.i8 + ",bf16:" + isa.bf16);
   struct Regime {
     const char* name;
     int64_t n[9];  // per op, in the order of Op: copy, scale, add, triad, read, add_inplace, scale_inplace,
@@ -463,6 +504,9 @@ void register_family() {
             [t](benchmark::State& st) { run_fma(st, t); });
     add_run(RunName().op("fma_peak").dtype(DType::Int8).threads(t),
             [t](benchmark::State& st) { run_i8(st, t); });
+    if (isa.bf16_width > 0)
+      add_run(RunName().op("fma_peak").dtype(DType::BFloat16).threads(t),
+              [t](benchmark::State& st) { run_bf16(st, t); });
   }
 }
 

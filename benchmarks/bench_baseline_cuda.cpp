@@ -8,7 +8,7 @@
 //   baseline/op:d2d_copy/.../dtype:f32/shape:<n>   one cudaMemcpy (Tensor::copy_ of two
 //       contiguous tensors); bytes = 2 n 4 (read + write). Ceiling: HBM bandwidth
 //       (H100 SXM ~3.35 TB/s nominal, ~2.6-3.0 TB/s reachable by a copy).
-//   baseline/op:gemm_peak/.../dtype:f32|tf32|f16|i8/shape:MxNxK   cuBLAS on square
+//   baseline/op:gemm_peak/.../dtype:f32|tf32|f16|bf16|i8/shape:MxNxK   cuBLAS on square
 //       random row-major operands (int8: TN); flop = 2 M N K. H100 SXM nominal: 67 TF/s fp32 (no tensor
 //       cores), ~495 TF/s tf32 (float32 tensors with set_allow_tf32), ~990 TF/s fp16
 //       dense tensor cores, ~1980 TOPS int8.
@@ -110,7 +110,7 @@ const bool registered = [] {
     const char* key;
   };
   const Type types[] = {{DType::Float32, false, "f32"}, {DType::Float32, true, "tf32"}, {DType::Float16, false, "f16"},
-                        {DType::Int8, false, "i8"}};
+                        {DType::BFloat16, false, "bf16"}, {DType::Int8, false, "i8"}};
   for (const Type& ty : types) {
     const DType dt = ty.dt;
     const bool tf32 = ty.tf32;

@@ -165,6 +165,7 @@ std::string RunName::dtype_key(DType t) {
     case DType::Int8: return "i8";
     case DType::Int32: return "i32";
     case DType::Int64: return "i64";
+    case DType::BFloat16: return "bf16";
   }
   return "?";
 }

@@ -109,7 +109,7 @@ class RunName {
   std::string str() const;
 
   static const std::vector<std::string>& keys();  // op, impl, device, …, size
-  static std::string dtype_key(DType t);           // f32, f64, f16, i8, i32, i64
+  static std::string dtype_key(DType t);           // f32, f64, f16, bf16, i8, i32, i64
   static std::string shape_key(const Shape& s);    // 32x64x56x56 ("1" for a 0-d shape)
 
  private:

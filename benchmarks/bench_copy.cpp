@@ -13,7 +13,8 @@
 //   op:contiguous layout:channels_last  NHWC -> NCHW: contiguous() of a channels-last
 //                                       tensor, 32x64x56x56
 //   op:permute layout:contiguous        x.permute({2, 0, 1}).contiguous(), 256x256x256
-// `layout` is the source's layout; `shape` its (logical) sizes. Threads 1 and 2.
+// `layout` is the source's layout; `shape` its (logical) sizes. Threads 1 and 2. dtypes
+// f32 and bf16 (every case in both).
 #include "bench_common.h"
 
 namespace sb::bench {
@@ -41,24 +42,28 @@ void run_copy(benchmark::State& st, const Tensor& src, const CopyFn& f, int thre
   set_regime(st, ws, threads);
 }
 
+template <DType DT>
 const Tensor& input(const Shape& s, uint64_t seed) {
-  return pooled("in" + RunName::shape_key(s) + "/" + std::to_string(seed), [&] { return random_tensor(s, seed); });
+  return pooled("in" + RunName::shape_key(s) + "/" + std::to_string(seed) + RunName::dtype_key(DT),
+                [&] { return random_tensor(s, seed, DT); });
 }
 
 }  // namespace
 
 void register_family() {
-  std::vector<CopyCase> cases =
-      copy_cases(smoke() ? std::vector<int64_t>{64} : std::vector<int64_t>{256, 4096}, input, "");
+  const std::vector<int64_t> squares = smoke() ? std::vector<int64_t>{64} : std::vector<int64_t>{256, 4096};
   const Shape cube = smoke() ? Shape{8, 8, 8} : Shape{256, 256, 256};
-  cases.push_back({"permute", "contiguous", cube, [cube] { return input(cube, 13); },
-                   [](const Tensor& x) { return x.permute({2, 0, 1}).contiguous(); }});
-
-  for (int t : thread_counts()) {
-    for (const auto& c : cases) {
-      const RunName name =
-          RunName().op(c.op).layout(c.layout).style("copy").dtype(DType::Float32).shape(c.shape).threads(t);
-      add_run(name, [c, t](benchmark::State& st) { run_copy(st, c.source(), c.f, t); });
+  // float32, then bfloat16 (2-byte elements: the same cases, half the bytes)
+  for (DType dt : {DType::Float32, DType::BFloat16}) {
+    const InputFn in = dt == DType::Float32 ? InputFn(input<DType::Float32>) : InputFn(input<DType::BFloat16>);
+    std::vector<CopyCase> cases = copy_cases(squares, in, RunName::dtype_key(dt));
+    cases.push_back({"permute", "contiguous", cube, [cube, in] { return in(cube, 13); },
+                     [](const Tensor& x) { return x.permute({2, 0, 1}).contiguous(); }});
+    for (int t : thread_counts()) {
+      for (const auto& c : cases) {
+        const RunName name = RunName().op(c.op).layout(c.layout).style("copy").dtype(dt).shape(c.shape).threads(t);
+        add_run(name, [c, t](benchmark::State& st) { run_copy(st, c.source(), c.f, t); });
+      }
     }
   }
 }

@@ -30,9 +30,10 @@ namespace {
 
 using CopyFn = std::function<Tensor(const Tensor&)>;
 
+template <DType DT>
 const Tensor& input(const Shape& s, uint64_t seed) {
-  return pooled("cuda/" + RunName::shape_key(s) + "/" + std::to_string(seed),
-                [&] { return random_tensor(s, seed).to(Device::cuda(0)); });
+  return pooled("cuda/" + RunName::shape_key(s) + "/" + std::to_string(seed) + RunName::dtype_key(DT),
+                [&] { return random_tensor(s, seed, DT).to(Device::cuda(0)); });
 }
 
 void run_copy(benchmark::State& st, const std::function<Tensor()>& source, const CopyFn& f) {
@@ -56,23 +57,28 @@ void run_copy(benchmark::State& st, const std::function<Tensor()>& source, const
 }  // namespace
 
 void register_family() {
-  std::vector<CopyCase> cases =
-      copy_cases(smoke() ? std::vector<int64_t>{64} : std::vector<int64_t>{4096, 8192}, input, "cuda/");
-  if (!smoke()) {  // the layout conversions at a DRAM size, where the fixed cost is small
-    const Shape big{64, 256, 56, 56};
-    cases.push_back({"nchw_to_nhwc", "contiguous", big, [big] { return input(big, 15); },
-                     [](const Tensor& x) { return x.contiguous(MemoryFormat::ChannelsLast); }});
-    cases.push_back({"contiguous", "channels_last", big,
-                     [big] {
-                       return pooled("cuda/cl-big", [&] { return input(big, 15).contiguous(MemoryFormat::ChannelsLast); });
-                     },
-                     [](const Tensor& x) { return x.contiguous(); }});
-    cases.push_back({"contiguous", "contiguous", big, [big] { return input(big, 15); },
-                     [](const Tensor& x) { return x.clone(); }});
-  }
-  for (const auto& c : cases) {
-    const RunName name = gpu_name().op(c.op).layout(c.layout).style("copy").dtype(DType::Float32).shape(c.shape);
-    add_manual_run(name, [c](benchmark::State& st) { run_copy(st, c.source, c.f); });
+  // float32, then bfloat16 (the same cases, half the bytes)
+  for (DType dt : {DType::Float32, DType::BFloat16}) {
+    const InputFn in = dt == DType::Float32 ? InputFn(input<DType::Float32>) : InputFn(input<DType::BFloat16>);
+    const std::string prefix = "cuda/" + RunName::dtype_key(dt);
+    std::vector<CopyCase> cases =
+        copy_cases(smoke() ? std::vector<int64_t>{64} : std::vector<int64_t>{4096, 8192}, in, prefix);
+    if (!smoke()) {  // the layout conversions at a DRAM size, where the fixed cost is small
+      const Shape big{64, 256, 56, 56};
+      cases.push_back({"nchw_to_nhwc", "contiguous", big, [big, in] { return in(big, 15); },
+                       [](const Tensor& x) { return x.contiguous(MemoryFormat::ChannelsLast); }});
+      cases.push_back({"contiguous", "channels_last", big,
+                       [big, in, prefix] {
+                         return pooled(prefix + "cl-big", [&] { return in(big, 15).contiguous(MemoryFormat::ChannelsLast); });
+                       },
+                       [](const Tensor& x) { return x.contiguous(); }});
+      cases.push_back({"contiguous", "contiguous", big, [big, in] { return in(big, 15); },
+                       [](const Tensor& x) { return x.clone(); }});
+    }
+    for (const auto& c : cases) {
+      const RunName name = gpu_name().op(c.op).layout(c.layout).style("copy").dtype(dt).shape(c.shape);
+      add_manual_run(name, [c](benchmark::State& st) { run_copy(st, c.source, c.f); });
+    }
   }
 }
 

@@ -16,7 +16,8 @@
 //   buffers made once (out).
 // sizes: L2 1x16x64x64 (256 KiB per f32 tensor), DRAM 64x64x128x128 (256 MiB per f32
 //   tensor; add reads and writes 768 MiB). dtypes f32 (quick); f64 and i32 in full
-//   (normalize: floating only). Threads 1 and 2.
+//   (normalize: floating only); bf16 on the rows its Precision comparison reads (quick;
+//   every row in full). Threads 1 and 2.
 // The quick matrix (about 250 runs) keeps what the tables read: every style on the
 //   contiguous layout, and inplace/out/outofplace on the others; at DRAM size add,
 //   relu and the loop on the contiguous and transposed layouts, normalize on the
@@ -34,6 +35,8 @@
 // normalize_ are idempotent after their first call (relu_: from then on every element
 // is >= 0; our kernels are branch-free, so the timing does not depend on the signs).
 // In-place targets are fresh copies made for the run, so the shared inputs never change.
+#include <tuple>
+
 #include "bench_common.h"
 #include "stridebench/elementwise.h"
 
@@ -199,7 +202,8 @@ void register_family() {
   const std::vector<Layout> dram_layouts =
       full() ? all_layouts : std::vector<Layout>{Layout::Contiguous, Layout::Transposed};
   const std::vector<DType> dtypes =
-      full() ? std::vector<DType>{DType::Float32, DType::Float64, DType::Int32} : std::vector<DType>{DType::Float32};
+      full() ? std::vector<DType>{DType::Float32, DType::Float64, DType::Int32, DType::BFloat16}
+             : std::vector<DType>{DType::Float32};
   const std::vector<Style> styles = {Style::Inplace, Style::Out, Style::Outofplace, Style::OutofplaceSystem};
   const std::vector<Op> ops = {Op::Add, Op::Mul, Op::Relu, Op::Normalize};
   const std::vector<Op> dram_ops = full() ? ops : std::vector<Op>{Op::Add, Op::Mul, Op::Relu, Op::Normalize};
@@ -241,6 +245,17 @@ void register_family() {
       }
     }
   }
+  // bfloat16 (quick): twins of the float32 rows the tables compare it with: add in place and
+  // out= on contiguous inputs, out= with a transposed operand, relu and normalize out=, at
+  // both sizes (full: every row, as float32)
+  const std::vector<std::tuple<Op, Layout, Style>> bf16_rows = {
+      {Op::Add, Layout::Contiguous, Style::Inplace}, {Op::Add, Layout::Contiguous, Style::Out},
+      {Op::Add, Layout::Transposed, Style::Out},     {Op::Relu, Layout::Contiguous, Style::Out},
+      {Op::Normalize, Layout::Contiguous, Style::Out}};
+  if (!full())
+    for (const Shape& shape : {l2, dram})
+      for (const auto& [op, l, s] : bf16_rows)
+        for (int t : thread_counts()) add_case({op, s, l, shape, DType::BFloat16, t});
 }
 
 }  // namespace sb::bench

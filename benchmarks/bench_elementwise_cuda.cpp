@@ -11,8 +11,9 @@
 //   sliced (every other element along W), expanded (1x1xHxW broadcast), channels_last
 // sizes: those of bench_elementwise.cpp and the peers: 1x16x64x64 (256 KiB per f32
 //   tensor: L2, launch-latency bound on a GPU) and 64x64x128x128 (256 MiB per tensor:
-//   DRAM). f32. quick: every layout and style at both sizes except outofplace_system on
-//   non-contiguous layouts; full: all. threads:1 (gpu_name).
+//   DRAM). f32: quick, every layout and style at both sizes except outofplace_system on
+//   non-contiguous layouts; full: all. bf16: add and relu, contiguous and transposed,
+//   in place and out=. threads:1 (gpu_name).
 // Counters: bytes (inputs read once, an expanded input's storage once; output written
 //   once), flop 1 per element, peak_alloc_bytes / allocs_per_iter from the CUDA
 //   allocators' stats (one call outside the timed loop). Label regime:L2|DRAM.
@@ -37,10 +38,10 @@ const char* op_name(Op op) { return op == Op::Add ? "add" : op == Op::Mul ? "mul
 
 
 // A cuda:0 tensor of NCHW `sizes` in layout l: random (normal when `normal`) or ones.
-Tensor make(Layout l, const Shape& sizes, bool ones, bool normal, uint64_t seed) {
+Tensor make(Layout l, const Shape& sizes, DType dt, bool ones, bool normal, uint64_t seed) {
   const Device g = Device::cuda(0);
   auto fill = [&](const Shape& s) {
-    return ones ? full(s, 1.0, DType::Float32, g) : random_tensor(s, seed, DType::Float32, normal ? Dist::Normal : Dist::Uniform).to(g);
+    return ones ? full(s, 1.0, dt, g) : random_tensor(s, seed, dt, normal ? Dist::Normal : Dist::Uniform).to(g);
   };
   return nchw_in_layout(l, sizes, fill, "bench_elementwise_cuda");
 }
@@ -50,17 +51,18 @@ struct Case {
   Style style;
   Layout layout;
   Shape shape;
+  DType dtype = DType::Float32;
 };
 
 const Tensor& operand(const char* role, Layout l, const Case& c, bool ones, bool normal, uint64_t seed) {
   const std::string key = std::string("cuda/") + role + "/" + layout_name(l) + "/" + RunName::shape_key(c.shape) +
-                          (ones ? "/1" : normal ? "/n" : "/u");
-  return pooled(key, [&] { return make(l, c.shape, ones, normal, seed); });
+                          RunName::dtype_key(c.dtype) + (ones ? "/1" : normal ? "/n" : "/u");
+  return pooled(key, [&] { return make(l, c.shape, c.dtype, ones, normal, seed); });
 }
 
 void run_case(benchmark::State& st, const Case& c) {
   SB_REQUIRE_DEVICE(st);
-  pool_scope("cuda/" + RunName::shape_key(c.shape));
+  pool_scope("cuda/" + RunName::shape_key(c.shape) + RunName::dtype_key(c.dtype));
   const bool bin = c.op != Op::Relu;
   const bool normal = c.op == Op::Relu;
   const Layout la = bin && c.layout != Layout::ChannelsLast ? Layout::Contiguous : c.layout;
@@ -68,8 +70,8 @@ void run_case(benchmark::State& st, const Case& c) {
   const Tensor b = bin ? operand("b", c.layout, c, c.op == Op::Mul, false, 22) : Tensor();
   const MemoryFormat fmt = c.layout == Layout::ChannelsLast ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous;
   Tensor target, out;
-  if (c.style == Style::Inplace) target = bin ? a.clone() : make(c.layout, c.shape, false, normal, 21);
-  if (c.style == Style::Out) out = empty(c.shape, DType::Float32, Device::cuda(0), fmt);
+  if (c.style == Style::Inplace) target = bin ? a.clone() : make(c.layout, c.shape, c.dtype, false, normal, 21);
+  if (c.style == Style::Out) out = empty(c.shape, c.dtype, Device::cuda(0), fmt);
   int64_t parity = 0;
   auto call = [&]() {
     switch (c.style) {
@@ -100,8 +102,9 @@ void run_case(benchmark::State& st, const Case& c) {
 
   const int64_t n = checked_numel(c.shape, "elementwise_cuda bench");
   const Tensor& x = c.style == Style::Inplace ? target : a;
-  const int64_t bytes = distinct_bytes(x) + (bin ? distinct_bytes(b) : 0) + n * 4;
-  const int64_t ws = span_bytes(x) + (bin ? span_bytes(b) : 0) + (c.style == Style::Inplace ? 0 : n * 4);
+  const int64_t es = static_cast<int64_t>(dtype_size(c.dtype));
+  const int64_t bytes = distinct_bytes(x) + (bin ? distinct_bytes(b) : 0) + n * es;
+  const int64_t ws = span_bytes(x) + (bin ? span_bytes(b) : 0) + (c.style == Style::Inplace ? 0 : n * es);
   set_work(st, bytes, n);
   set_alloc_counters(st, allocs);
   st.SetLabel(regime_label(ws));
@@ -129,6 +132,20 @@ void register_family() {
       }
     }
   }
+  // bfloat16: the float32 rows' twins on contiguous and transposed inputs, out= and in place
+  for (const Shape& shape : {l2, dram})
+    for (Op op : {Op::Add, Op::Relu})
+      for (Layout l : {Layout::Contiguous, Layout::Transposed})
+        for (Style s : {Style::Inplace, Style::Out}) {
+          const Case c{op, s, l, shape, DType::BFloat16};
+          const RunName name = gpu_name()
+                                   .op(op_name(op))
+                                   .layout(layout_name(l))
+                                   .style(style_name(s))
+                                   .dtype(DType::BFloat16)
+                                   .shape(shape);
+          add_manual_run(name, [c](benchmark::State& st) { run_case(st, c); });
+        }
 }
 
 }  // namespace sb::bench

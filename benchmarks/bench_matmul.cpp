@@ -1,5 +1,8 @@
 // bench_matmul.cpp — float32 matmul by operand layout and by style (CLAIMS.md L1, S2),
-// with OpenBLAS cblas_sgemm as the peer where the build has it (SB_HAVE_OPENBLAS).
+// with OpenBLAS cblas_sgemm as the peer where the build has it (SB_HAVE_OPENBLAS); and
+// bfloat16 matmul (float32 accumulation, a bfloat16 result) at 1024 and 2048, contiguous
+// and transposed, out=, against the bf16 dot-product peak (the float32 one on a CPU
+// without AVX512_BF16).
 //
 // shape key: MxKxN (A [M, K] x B [K, N] -> C [M, N]); square 1024 in quick, plus 256 and
 //   2048 in full, 64 in smoke.
@@ -48,27 +51,28 @@ struct Case {
   int64_t n;  // M = K = N
   int threads;
   bool openblas = false;
+  DType dtype = DType::Float32;
   std::shared_ptr<bool> checked = std::make_shared<bool>(false);  // openblas result checked once
 };
 
-// A in the case's layout (pooled per n and layout; contiguous_first shares transposed's).
-Tensor operand_a(Layout l, int64_t n) {
-  const std::string k = "a" + std::to_string(n) + "/";
+// A in the case's layout (pooled per n, dtype and layout; contiguous_first shares transposed's).
+Tensor operand_a(Layout l, int64_t n, DType dt) {
+  const std::string k = "a" + std::to_string(n) + RunName::dtype_key(dt) + "/";
   switch (l) {
-    case Layout::Contiguous: return pooled(k + "rm", [&] { return random_tensor({n, n}, 31); });
+    case Layout::Contiguous: return pooled(k + "rm", [&] { return random_tensor({n, n}, 31, dt); });
     case Layout::Transposed:
     case Layout::ContiguousFirst:
-    case Layout::ColumnMajor: return pooled(k + "cm", [&] { return random_tensor({n, n}, 32); }).t();
+    case Layout::ColumnMajor: return pooled(k + "cm", [&] { return random_tensor({n, n}, 32, dt); }).t();
     case Layout::Sliced:
-      return pooled(k + "sl", [&] { return random_tensor({2 * n, n}, 33); }).slice(0, 0, std::nullopt, 2);
+      return pooled(k + "sl", [&] { return random_tensor({2 * n, n}, 33, dt); }).slice(0, 0, std::nullopt, 2);
     default: SB_INTERNAL_ASSERT(false, "bench_matmul: layout ", layout_name(l), " is not measured");
   }
   return Tensor();
 }
-Tensor operand_b(Layout l, int64_t n) {
-  const std::string k = "b" + std::to_string(n) + "/";
-  if (l == Layout::ColumnMajor) return pooled(k + "cm", [&] { return random_tensor({n, n}, 34); }).t();
-  return pooled(k + "rm", [&] { return random_tensor({n, n}, 35); });
+Tensor operand_b(Layout l, int64_t n, DType dt) {
+  const std::string k = "b" + std::to_string(n) + RunName::dtype_key(dt) + "/";
+  if (l == Layout::ColumnMajor) return pooled(k + "cm", [&] { return random_tensor({n, n}, 34, dt); }).t();
+  return pooled(k + "rm", [&] { return random_tensor({n, n}, 35, dt); });
 }
 
 #ifdef SB_HAVE_OPENBLAS
@@ -106,11 +110,12 @@ void run_case(benchmark::State& st, const Case& c) {
   openblas_set_num_threads(c.threads);
 #endif
   const int64_t n = c.n;
-  const Tensor a = operand_a(c.layout, n);
-  const Tensor b = operand_b(c.layout, n);
+  const Tensor a = operand_a(c.layout, n, c.dtype);
+  const Tensor b = operand_b(c.layout, n, c.dtype);
   Tensor out;
   if (c.style == Style::Out)  // NaN-filled: the openblas check below fails if a call skips an element
-    out = c.layout == Layout::ColumnMajor ? sb::full({n, n}, std::nan("")).t() : sb::full({n, n}, std::nan(""));
+    out = c.layout == Layout::ColumnMajor ? sb::full({n, n}, std::nan(""), c.dtype).t()
+                                          : sb::full({n, n}, std::nan(""), c.dtype);
   const bool first = c.layout == Layout::ContiguousFirst;
   auto call = [&]() {
     if (c.openblas) {
@@ -141,7 +146,7 @@ void run_case(benchmark::State& st, const Case& c) {
   }
   system.reset();
 
-  const int64_t c_bytes = n * n * 4;
+  const int64_t c_bytes = n * n * static_cast<int64_t>(dtype_size(c.dtype));
   const int64_t bytes = distinct_bytes(a) + distinct_bytes(b) + c_bytes + (first ? 2 * distinct_bytes(a) : 0);
   set_work(st, bytes, 2 * n * n * n);
   set_alloc_counters(st, allocs);
@@ -154,7 +159,7 @@ void add_case(const Case& c) {
                            .impl(c.openblas ? "openblas" : "ours")
                            .layout(layout_name(c.layout))
                            .style(style_name(c.style))
-                           .dtype(DType::Float32)
+                           .dtype(c.dtype)
                            .shape({c.n, c.n, c.n})
                            .threads(c.threads);
   add_run(name, [c](benchmark::State& st) { run_case(st, c); }, benchmark::kMillisecond);
@@ -174,6 +179,13 @@ void register_family() {
           if (s == Style::OutofplaceSystem && l != Layout::Contiguous && !full()) continue;
           add_case({l, s, n, t});
         }
+  // bfloat16 (issue goals: 1024^3 and 2048^3, 1 and 2 threads), after the float32 rows
+  for (int64_t n : smoke() ? std::vector<int64_t>{64} : std::vector<int64_t>{1024, 2048})
+    for (int t : thread_counts())
+      for (Layout l : {Layout::Contiguous, Layout::Transposed}) {
+        if (l == Layout::Transposed && n != 1024 && !smoke()) continue;
+        add_case({l, Style::Out, n, t, false, DType::BFloat16});
+      }
 #ifdef SB_HAVE_OPENBLAS
   benchmark::AddCustomContext("sb_openblas_core", openblas_get_corename());
   for (int64_t n : sizes)

@@ -18,13 +18,14 @@
 // the caching CUDA allocator), outofplace_system (the same with cudaMalloc/cudaFree,
 // contiguous only).
 // dtypes: f32 (CUBLAS_COMPUTE_32F, no tensor cores), tf32 (f32 tensors with
-//   cuda::set_allow_tf32: TF32 tensor cores), f16 (fp16 tensor cores, fp32 accumulation).
+//   cuda::set_allow_tf32: TF32 tensor cores), f16 and bf16 (fp16 / bf16 tensor cores,
+//   fp32 accumulation).
 // sizes: square 1024 (bench_matmul's and the peers' quick size) and 4096 (full adds
 //   8192). Counters: flop = 2 M N K; bytes = A, B read once, C written once;
 //   operand_copies = operands matmul copied in one call; peak_alloc_bytes /
 //   allocs_per_iter from the CUDA allocators.
 // Ceiling: baseline gemm_peak of the same dtype (H100 SXM nominal: 67 TF/s f32, ~495
-//   TF/s tf32, ~990 TF/s f16 dense). 4096^3 f32: 137 GFLOP, ~2.5 ms at 55 TF/s.
+//   TF/s tf32, ~990 TF/s f16 and bf16 dense). 4096^3 f32: 137 GFLOP, ~2.5 ms at 55 TF/s.
 #include <optional>
 
 #include "cuda_bench_common.h"
@@ -114,7 +115,8 @@ void register_family() {
     bool tf32;
     const char* key;
   };
-  const Type types[] = {{DType::Float32, false, "f32"}, {DType::Float32, true, "tf32"}, {DType::Float16, false, "f16"}};
+  const Type types[] = {{DType::Float32, false, "f32"}, {DType::Float32, true, "tf32"}, {DType::Float16, false, "f16"},
+                        {DType::BFloat16, false, "bf16"}};
   for (int64_t m : sizes) {
     for (const Type& t : types) {
       for (Layout l : layouts) {

@@ -1,10 +1,11 @@
-// bench_quant.cpp — a Linear layer and a 3-layer MLP in four precisions (CLAIMS.md
+// bench_quant.cpp — a Linear layer and a 3-layer MLP in five precisions (CLAIMS.md
 // P1–P3, the Precision table): sb::Linear / sb::Mlp of include/stridebench/quant.h.
 //
 //   op:linear  y = x W^T + b, shape MxINxOUT = 256x1024x1024 (smoke 8x32x32, as scripts/peers.py)
 //   op:mlp     three layers 1024-1024-1024-1024, relu after the first two, batch 256:
 //              shape MxD0xD1xD2xD3 = 256x1024x1024x1024x1024 (smoke 8x60x48x40x36)
-//   dtype:     f32, f16 (float16 weights, float32 compute), int8_dynamic (int8 weights
+//   dtype:     f32, f16 (float16 weights, float32 compute), bf16 (bfloat16 weights and
+//              activations, float32 accumulation and output), int8_dynamic (int8 weights
 //              per output channel, activations quantized per call), int8_static
 //              (activation ranges from a calibration batch: another batch drawn from
 //              the same distribution as the timed input, never the timed input itself)
@@ -76,7 +77,7 @@ void register_family() {
     for (const auto& [op, widths] : {std::pair{"linear", lin}, std::pair{"mlp", mlp}}) {
       Shape shape{m};
       shape.insert(shape.end(), widths.begin(), widths.end());
-      for (Precision p : {Precision::F32, Precision::F16, Precision::Int8Dynamic, Precision::Int8Static}) {
+      for (Precision p : {Precision::F32, Precision::F16, Precision::BF16, Precision::Int8Dynamic, Precision::Int8Static}) {
         const Case c{op, p, m, widths, t};
         const RunName name = RunName()
                                  .op(op)

@@ -1,18 +1,18 @@
 // bench_quant_cuda.cpp — bench_quant.cpp's Linear and MLP on cuda:0 (CLAIMS.md P1-P3 on
 // the GPU, the Precision table): sb::Linear / sb::Mlp with their weights on the device
-// (cuda_backend.h's linear_forward: cuBLAS SGEMM for f32, float16 tensor cores for f16
-// with x rounded to float16, int8 tensor cores with the activations' range and
+// (cuda_backend.h's linear_forward: cuBLAS SGEMM for f32, float16 and bfloat16 tensor
+// cores for f16 and bf16 with x rounded to that type, int8 tensor cores with the activations' range and
 // quantization on the device for int8_dynamic and int8_static).
 //
 //   op:linear  shape MxINxOUT: 256x1024x1024 (the CPU's and the peers' shape: a few µs
 //              of GEMM, so launches weigh) and 4096x4096x4096 (the tensor cores busy)
 //   op:mlp     256x1024x1024x1024x1024, as on the CPU
-//   dtype:     f32, f16, int8_dynamic, int8_static (bench_quant.cpp)
+//   dtype:     f32, f16, bf16, int8_dynamic, int8_static (bench_quant.cpp)
 // Names as bench_quant.cpp's with device:cuda:0 and threads:1, so the peers' torch
 // cuda:0 rows pair up (PyTorch's int8 quantization is CPU-only: those peer rows skip).
 // Counters and cost: bench_quant.h; peak_alloc_bytes / allocs_per_iter from the CUDA
 // allocators. Ceiling: the baseline gemm_peak of the row's dtype (f16 against the f16
-// peak, int8 against the i8 one; results.py).
+// peak, bf16 against the bf16 one, int8 against the i8 one; results.py).
 #include "bench_quant.h"
 #include "cuda_bench_common.h"
 
@@ -79,7 +79,7 @@ void register_family() {
   for (const Op& o : ops) {
     Shape shape{o.m};
     shape.insert(shape.end(), o.widths.begin(), o.widths.end());
-    for (Precision p : {Precision::F32, Precision::F16, Precision::Int8Dynamic, Precision::Int8Static}) {
+    for (Precision p : {Precision::F32, Precision::F16, Precision::BF16, Precision::Int8Dynamic, Precision::Int8Static}) {
       const Case c{o.op, p, o.m, o.widths};
       const RunName name = gpu_name().op(o.op).set("dtype", precision_name(p)).shape(shape);
       auto net = std::make_shared<std::shared_ptr<Net>>();

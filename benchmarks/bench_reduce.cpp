@@ -9,7 +9,8 @@
 //   dim:inner walks memory in order; on a column-major one dim:outer does.
 // sizes: L2 512x256 (512 KiB), LLC 4096x4096 (64 MiB, sum only), DRAM 16384x8192
 //   (512 MiB; quick: sum on both layouts, mean/max/var on the contiguous one; full:
-//   every op on both). Threads 1 and 2.
+//   every op on both). Threads 1 and 2. dtype f32; bf16 (accumulated in float32) sum and
+//   var of the contiguous L2 and DRAM tensors in quick, every row's twin in full.
 // Cost: one read of the input, one write of the result. flop per input element: 1 for
 //   sum, mean and max (a comparison), 4 for var (the mean, then a subtraction, a
 //   multiplication and an addition), whatever passes a kernel makes.
@@ -39,16 +40,17 @@ struct Case {
   bool inner;
   Shape shape;  // logical R x C
   int threads;
+  DType dtype = DType::Float32;
 };
 
 const Tensor& input(const Case& c) {
   const int64_t r = c.shape[0], cols = c.shape[1];
-  if (!c.column_major) return pooled("row", [&] { return random_tensor({r, cols}, 31); });
-  return pooled("col", [&] { return random_tensor({cols, r}, 31).t(); });
+  if (!c.column_major) return pooled("row", [&] { return random_tensor({r, cols}, 31, c.dtype); });
+  return pooled("col", [&] { return random_tensor({cols, r}, 31, c.dtype).t(); });
 }
 
 void run_case(benchmark::State& st, const Case& c) {
-  pool_scope(RunName::shape_key(c.shape));
+  pool_scope(RunName::shape_key(c.shape) + RunName::dtype_key(c.dtype));
   ThreadScope ts(c.threads);
   const Tensor& x = input(c);
   const Shape dims{c.inner ? 1 : 0};
@@ -64,7 +66,7 @@ void run_case(benchmark::State& st, const Case& c) {
   };
   const AllocCount allocs = measure_allocs(call);  // also the warm-up
   for (auto _ : st) call();
-  const int64_t out_bytes = (c.inner ? c.shape[0] : c.shape[1]) * static_cast<int64_t>(sizeof(float));
+  const int64_t out_bytes = (c.inner ? c.shape[0] : c.shape[1]) * static_cast<int64_t>(dtype_size(c.dtype));
   set_work(st, distinct_bytes(x) + out_bytes, (c.op == Op::Var ? 4 : 1) * x.numel());
   set_alloc_counters(st, allocs);
   set_regime(st, span_bytes(x) + out_bytes, c.threads);
@@ -99,6 +101,30 @@ void register_family() {
         }
       }
     }
+  }
+  // bfloat16 (accumulated in float32): sum and var over either dim of the contiguous
+  // tensor, at L2 and DRAM sizes (full: every float32 row's twin)
+  for (const Size& s : sizes) {
+    if (!s.all_ops && !full()) continue;
+    for (int t : thread_counts())
+      for (Op op : {Op::Sum, Op::Mean, Op::Max, Op::Var}) {
+        if ((op == Op::Mean || op == Op::Max) && !full()) continue;
+        if (op != Op::Sum && !s.all_ops) continue;
+        for (bool col : {false, true}) {
+          if (col && !full()) continue;
+          for (bool inner : {true, false}) {
+            const Case c{op, col, inner, s.shape, t, DType::BFloat16};
+            const RunName name = RunName()
+                                     .op(op_name(op))
+                                     .layout(col ? "column_major" : "contiguous")
+                                     .dtype(DType::BFloat16)
+                                     .shape(s.shape)
+                                     .threads(t)
+                                     .dim(inner ? "inner" : "outer");
+            add_run(name, [c](benchmark::State& st) { run_case(st, c); });
+          }
+        }
+      }
   }
 }
 

@@ -23,18 +23,19 @@ struct Case {
   bool column_major;
   bool inner;
   Shape shape;  // logical R x C
+  DType dtype = DType::Float32;
 };
 
 const Tensor& input(const Case& c) {
   const int64_t r = c.shape[0], cols = c.shape[1];
   const Device g = Device::cuda(0);
-  if (!c.column_major) return pooled("cuda/row", [&] { return random_tensor({r, cols}, 31).to(g); });
-  return pooled("cuda/col", [&] { return random_tensor({cols, r}, 31).to(g).t(); });
+  if (!c.column_major) return pooled("cuda/row", [&] { return random_tensor({r, cols}, 31, c.dtype).to(g); });
+  return pooled("cuda/col", [&] { return random_tensor({cols, r}, 31, c.dtype).to(g).t(); });
 }
 
 void run_case(benchmark::State& st, const Case& c) {
   SB_REQUIRE_DEVICE(st);
-  pool_scope("cuda/" + RunName::shape_key(c.shape));
+  pool_scope("cuda/" + RunName::shape_key(c.shape) + RunName::dtype_key(c.dtype));
   const Tensor& x = input(c);
   const Shape dims{c.inner ? 1 : 0};
   auto call = [&] {
@@ -43,7 +44,7 @@ void run_case(benchmark::State& st, const Case& c) {
   };
   const AllocCount allocs = measure_cuda_allocs(call);  // also the warm-up
   time_gpu_loop(st, call);
-  const int64_t out_bytes = (c.inner ? c.shape[0] : c.shape[1]) * static_cast<int64_t>(sizeof(float));
+  const int64_t out_bytes = (c.inner ? c.shape[0] : c.shape[1]) * static_cast<int64_t>(dtype_size(c.dtype));
   set_work(st, distinct_bytes(x) + out_bytes, x.numel());
   set_alloc_counters(st, allocs);
   st.SetLabel(regime_label(span_bytes(x) + out_bytes));
@@ -54,20 +55,22 @@ void run_case(benchmark::State& st, const Case& c) {
 void register_family() {
   const std::vector<Shape> sizes =
       smoke() ? std::vector<Shape>{{64, 48}} : std::vector<Shape>{{4096, 4096}, {16384, 8192}};
-  for (const Shape& s : sizes) {
-    for (bool col : {false, true}) {
-      for (bool inner : {true, false}) {
-        const Case c{col, inner, s};
-        const RunName name = gpu_name()
-                                 .op("sum")
-                                 .layout(col ? "column_major" : "contiguous")
-                                 .dtype(DType::Float32)
-                                 .shape(s)
-                                 .dim(inner ? "inner" : "outer");
-        add_manual_run(name, [c](benchmark::State& st) { run_case(st, c); });
+  for (DType dt : {DType::Float32, DType::BFloat16})  // bf16: accumulated in float32
+    for (const Shape& s : sizes) {
+      for (bool col : {false, true}) {
+        if (col && dt != DType::Float32) continue;
+        for (bool inner : {true, false}) {
+          const Case c{col, inner, s, dt};
+          const RunName name = gpu_name()
+                                   .op("sum")
+                                   .layout(col ? "column_major" : "contiguous")
+                                   .dtype(dt)
+                                   .shape(s)
+                                   .dim(inner ? "inner" : "outer");
+          add_manual_run(name, [c](benchmark::State& st) { run_case(st, c); });
+        }
       }
     }
-  }
 }
 
 }  // namespace sb::bench

@@ -233,6 +233,7 @@ class Case:
 
 class TorchBackend:
     impl = "torch"
+    dtypes = ("f32", "bf16")  # the row dtypes it takes (bf16: torch.bfloat16)
 
     def __init__(self, device):
         import torch
@@ -266,9 +267,14 @@ class TorchBackend:
     def signs(self, shape):
         return self._dev(self.t.randint(0, 2, shape, generator=self.gen).float() * 2 - 1)
 
-    def empty(self, shape, channels_last=False):
+    def typed(self, x, dt):
+        """x (float32) as the row's dtype."""
+        return x.to(self.t.bfloat16) if dt == "bf16" else x
+
+    def empty(self, shape, channels_last=False, dt="f32"):
         fmt = self.t.channels_last if channels_last else self.t.contiguous_format
-        return self.t.empty(shape, device=self.device, memory_format=fmt)
+        return self.t.empty(shape, device=self.device, memory_format=fmt,
+                            dtype=self.t.bfloat16 if dt == "bf16" else self.t.float32)
 
     def to_channels_last(self, x):
         return x.contiguous(memory_format=self.t.channels_last)
@@ -377,6 +383,7 @@ class TorchBackend:
 
 class NumpyBackend:
     impl = "numpy"
+    dtypes = ("f32",)  # NumPy has no bfloat16
 
     def __init__(self, device):
         import numpy
@@ -404,7 +411,11 @@ class NumpyBackend:
     def signs(self, shape):
         return (self.rng.integers(0, 2, size=shape) * 2 - 1).astype(self.np.float32)
 
-    def empty(self, shape, channels_last=False):
+    @staticmethod
+    def typed(x, dt):  # noqa: ARG004 - float32 only (dtypes)
+        return x
+
+    def empty(self, shape, channels_last=False, dt="f32"):  # noqa: ARG002 - float32 only
         if channels_last:  # NHWC storage seen as NCHW
             n, c, h, w = shape
             return self.np.empty((n, h, w, c), self.np.float32).transpose(0, 3, 1, 2)
@@ -609,6 +620,11 @@ def dims(shape_key_):
     return tuple(int(d) for d in shape_key_.split("x"))
 
 
+def takes(be, dt):
+    """Whether the backend runs rows of dtype dt (torch: f32 and bf16; NumPy: f32)."""
+    return dt in getattr(be, "dtypes", ("f32",))
+
+
 def peer_keys(keys, be, dev, **change):
     """Our keys with the peer's impl (and device), plus any changes."""
     k = dict(keys, impl=be.impl, device=dev)
@@ -628,7 +644,7 @@ def elementwise_case(be, dev, keys):
     an expanded tensor takes no in-place write. op:loop (S3): relu(add(mul(a, b), b)),
     out= into three buffers made once vs out-of-place (two temporaries and a result)."""
     op, layout, style = keys["op"], keys["layout"], keys["style"]
-    if keys["dtype"] != "f32" or style == "outofplace_system":
+    if not takes(be, keys["dtype"]) or style == "outofplace_system":
         return None
     if op == "normalize" and style != "outofplace":
         return None
@@ -636,7 +652,7 @@ def elementwise_case(be, dev, keys):
         return None
     if op == "loop" and layout != "contiguous":
         return None
-    return _ew_case(be, dev, op, layout, style, dims(keys["shape"]), int(keys["threads"]))
+    return _ew_case(be, dev, op, layout, style, dims(keys["shape"]), int(keys["threads"]), keys["dtype"])
 
 
 def _ew_make(be, layout, shape, make):
@@ -653,29 +669,31 @@ def _ew_make(be, layout, shape, make):
     return make(shape)
 
 
-def _ew_case(be, dev, op, layout, style, shape, threads):
-    keys = dict(op=op, impl=be.impl, device=dev, layout=layout, style=style, dtype="f32",
+def _ew_case(be, dev, op, layout, style, shape, threads, dt="f32"):
+    keys = dict(op=op, impl=be.impl, device=dev, layout=layout, style=style, dtype=dt,
                 shape=shape_key(shape), threads=threads)
     binary = op in ("add", "mul", "loop")
+    isz = sbtables.DTYPE_BYTES[dt]
 
     def build():
-        ones = lambda s: be.rand(s, 1.0, 1.0)  # noqa: E731 - mul's b: a *= b keeps a
+        rand = lambda s: be.typed(be.rand(s), dt)  # noqa: E731
+        ones = lambda s: be.typed(be.rand(s, 1.0, 1.0), dt)  # noqa: E731 - mul's b: a *= b keeps a
         if binary:
             la = "channels_last" if layout == "channels_last" else "contiguous"
-            a = pooled(be, ("a", la, shape), lambda: _ew_make(be, la, shape, be.rand))
-            b = pooled(be, ("b", op == "mul", layout, shape),
-                       lambda: _ew_make(be, layout, shape, ones if op == "mul" else be.rand))
+            a = pooled(be, ("a", la, shape, dt), lambda: _ew_make(be, la, shape, rand))
+            b = pooled(be, ("b", op == "mul", layout, shape, dt),
+                       lambda: _ew_make(be, layout, shape, ones if op == "mul" else rand))
             # (loop's b is uniform, as ours: it is never updated in place)
         else:
-            a = pooled(be, ("x", layout, shape), lambda: _ew_make(be, layout, shape, be.rand))
+            a = pooled(be, ("x", layout, shape, dt), lambda: _ew_make(be, layout, shape, rand))
             b = None
         target = None
         if style == "inplace":  # a fresh dense copy; the shared inputs never change
-            target = _ew_make(be, layout, shape, be.rand) if not binary and \
+            target = _ew_make(be, layout, shape, rand) if not binary and \
                 layout == "sliced" else be.clone(a)
-        c = be.empty(shape, layout == "channels_last") if style == "out" else None
+        c = be.empty(shape, layout == "channels_last", dt) if style == "out" else None
         if op == "loop":
-            fn = be.loop(a, b, c, be.empty(shape), be.empty(shape)) if style == "out" \
+            fn = be.loop(a, b, c, be.empty(shape, dt=dt), be.empty(shape, dt=dt)) if style == "out" \
                 else be.loop(a, b)
         elif op == "normalize":
             fn = be.normalize(a)
@@ -689,12 +707,12 @@ def _ew_case(be, dev, op, layout, style, shape, threads):
             fn()  # undo the add_ of the probe
         n = numel(shape)
         if op == "loop":  # mul: a, b -> t1; add: t1, b -> t2; relu: t2 -> y
-            nbytes = distinct_bytes(be, a) + 2 * distinct_bytes(be, b) + 5 * 4 * n
-            ws = span_bytes(be, a) + span_bytes(be, b) + 3 * 4 * n
+            nbytes = distinct_bytes(be, a) + 2 * distinct_bytes(be, b) + 5 * isz * n
+            ws = span_bytes(be, a) + span_bytes(be, b) + 3 * isz * n
         else:
-            nbytes = distinct_bytes(be, a) + (distinct_bytes(be, b) if binary else 0) + 4 * n
+            nbytes = distinct_bytes(be, a) + (distinct_bytes(be, b) if binary else 0) + isz * n
             ws = (span_bytes(be, b) if binary else 0) + \
-                (span_bytes(be, target) if style == "inplace" else span_bytes(be, a) + 4 * n)
+                (span_bytes(be, target) if style == "inplace" else span_bytes(be, a) + isz * n)
         flop = {"normalize": 6, "loop": 3}.get(op, 1) * n
         return Work(fn, nbytes, flop, ws, peak, allocs, overhead_style=style)
     return Case("elementwise", keys, build)
@@ -703,24 +721,25 @@ def _ew_case(be, dev, op, layout, style, shape, threads):
 def copy_case(be, dev, keys):
     """bench_copy.cpp: contiguous() of a transposed 2-D or channels-last 4-D tensor, its
     clone() twin (layout contiguous), NCHW -> NHWC, permute(2, 0, 1).contiguous()."""
-    op, layout, shape = keys["op"], keys["layout"], dims(keys["shape"])
-    if keys["dtype"] != "f32" or keys["style"] != "copy":
+    op, layout, shape, dt = keys["op"], keys["layout"], dims(keys["shape"]), keys["dtype"]
+    if not takes(be, dt) or keys["style"] != "copy":
         return None
+    rand = lambda s: be.typed(be.rand(s), dt)  # noqa: E731
     if op == "contiguous" and layout == "transposed" and len(shape) == 2:
-        src, f = lambda: be.transpose(be.rand(shape[::-1])), be.contiguous
+        src, f = lambda: be.transpose(rand(shape[::-1])), be.contiguous
     elif op == "contiguous" and layout == "channels_last" and len(shape) == 4:
-        src, f = lambda: be.to_channels_last(be.rand(shape)), be.contiguous
+        src, f = lambda: be.to_channels_last(rand(shape)), be.contiguous
     elif op == "contiguous" and layout == "contiguous":
-        src, f = lambda: be.rand(shape), be.clone
+        src, f = lambda: rand(shape), be.clone
     elif op == "nchw_to_nhwc" and layout == "contiguous" and len(shape) == 4:
-        src, f = lambda: be.rand(shape), be.to_channels_last
+        src, f = lambda: rand(shape), be.to_channels_last
     elif op == "permute" and layout == "contiguous" and len(shape) == 3:
-        src, f = lambda: be.rand(shape), lambda x: be.contiguous(be.transpose(x, 2, 0, 1))
+        src, f = lambda: rand(shape), lambda x: be.contiguous(be.transpose(x, 2, 0, 1))
     else:
         return None
 
     def build():
-        x = pooled(be, ("copy", layout, shape), src)
+        x = pooled(be, ("copy", layout, shape, dt), src)
         fn = lambda: f(x)  # noqa: E731
         peak, allocs, y = be.alloc_of(fn, [x])
         nbytes = distinct_bytes(be, x) + distinct_bytes(be, y)
@@ -735,18 +754,19 @@ def reduce_case(be, dev, keys):
     by column (column_major: a .t() view), the result allocated by the call (no style
     key, as ours)."""
     op, layout, dim, shape = keys["op"], keys["layout"], keys["dim"], dims(keys["shape"])
-    if keys["dtype"] != "f32" or len(shape) != 2 or keys.get("style") is not None:
+    if not takes(be, keys["dtype"]) or len(shape) != 2 or keys.get("style") is not None:
         return None
     return Case("reduce", peer_keys(keys, be, dev),
-                lambda: _reduce_work(be, op, layout, dim, shape))
+                lambda: _reduce_work(be, op, layout, dim, shape, keys["dtype"]))
 
 
-def _reduce_work(be, op, layout, dim, shape):
-    x = pooled(be, ("reduce", layout, shape), lambda: be.rand(shape) if layout ==
-               "contiguous" else be.transpose(be.rand(shape[::-1])))
+def _reduce_work(be, op, layout, dim, shape, dt="f32"):
+    rand = lambda s: be.typed(be.rand(s), dt)  # noqa: E731
+    x = pooled(be, ("reduce", layout, shape, dt), lambda: rand(shape) if layout ==
+               "contiguous" else be.transpose(rand(shape[::-1])))
     fn = be.reduce(op, x, 1 if dim == "inner" else 0)
     peak, allocs, _ = be.alloc_of(fn, [x])
-    out_bytes = (shape[0] if dim == "inner" else shape[1]) * 4
+    out_bytes = (shape[0] if dim == "inner" else shape[1]) * sbtables.DTYPE_BYTES[dt]
     return Work(fn, distinct_bytes(be, x) + out_bytes, (4 if op == "var" else 1) * numel(shape),
                 span_bytes(be, x) + out_bytes, peak, allocs)
 
@@ -758,23 +778,24 @@ def matmul_case(be, dev, keys):
     buffer), column_major (A, B and the out= buffer column-major), contiguous_first (A
     transposed; A.contiguous() then the product, timed together). Styles out and
     outofplace."""
-    layout, style = keys["layout"], keys["style"]
-    if keys["dtype"] != "f32" or style not in ("out", "outofplace"):
+    layout, style, dt = keys["layout"], keys["style"], keys["dtype"]
+    if not takes(be, dt) or style not in ("out", "outofplace"):
         return None
     m, k, n = dims(keys["shape"])
 
     def build():
-        a = pooled(be, ("mm_a", m, k), lambda: be.rand((m, k)))
-        b = pooled(be, ("mm_b", k, n), lambda: be.rand((k, n)))
+        rand = lambda s: be.typed(be.rand(s), dt)  # noqa: E731
+        a = pooled(be, ("mm_a", m, k, dt), lambda: rand((m, k)))
+        b = pooled(be, ("mm_b", k, n, dt), lambda: rand((k, n)))
         if layout in ("transposed", "contiguous_first", "column_major"):
-            a = pooled(be, ("mm_at", m, k), lambda: be.transpose(be.rand((k, m))))
+            a = pooled(be, ("mm_at", m, k, dt), lambda: be.transpose(rand((k, m))))
         elif layout == "sliced":
-            a = pooled(be, ("mm_as", m, k), lambda: be.rand((2 * m, k))[::2])
+            a = pooled(be, ("mm_as", m, k, dt), lambda: rand((2 * m, k))[::2])
         if layout == "column_major":
-            b = pooled(be, ("mm_bt", k, n), lambda: be.transpose(be.rand((n, k))))
+            b = pooled(be, ("mm_bt", k, n, dt), lambda: be.transpose(rand((n, k))))
         c = None
         if style == "out":
-            c = be.transpose(be.empty((n, m))) if layout == "column_major" else be.empty((m, n))
+            c = be.transpose(be.empty((n, m), dt=dt)) if layout == "column_major" else be.empty((m, n), dt=dt)
         if layout == "contiguous_first":
             mm = be.matmul
             fn = (lambda: mm(be.contiguous(a), b, c)()) if c is not None else \
@@ -840,12 +861,13 @@ def conv_case(be, dev, keys):
 
 def quant_case(be, dev, keys):
     """A linear layer y = x W^T + b, [batch, in] x [out, in], shape batch x in x out:
-    f32, f16, int8 dynamic (quantize_dynamic) and int8 static (prepare, calibrate,
+    f32, f16, bf16 (the layer and x in bfloat16), int8 dynamic (quantize_dynamic) and
+    int8 static (prepare, calibrate,
     convert) through torch; f32 through NumPy (x @ W.T + b). Counters weight_bytes
     and rel_error (vs the same layer in float64). Our MLP rows have no peer."""
     dt = keys["dtype"]
     if keys["op"] != "linear" or (be.impl == "numpy" and dt != "f32") or \
-            dt not in ("f32", "f16", "int8_dynamic", "int8_static"):
+            dt not in ("f32", "f16", "bf16", "int8_dynamic", "int8_static"):
         return None
     batch, fin, fout = dims(keys["shape"])
 
@@ -899,13 +921,14 @@ def _torch_linear(be, dt, batch, fin, fout):
     model = t.nn.Sequential(lin).to(be.device).eval()
     if dt == "f32":
         m = model
-    elif dt == "f16":
-        m, x = model.half(), x.half()
+    elif dt in ("f16", "bf16"):
+        half = t.float16 if dt == "f16" else t.bfloat16
+        m, x = model.to(half), x.to(half)
         try:
             with t.no_grad():
                 m(x)
         except RuntimeError as e:
-            raise Skip(f"fp16 linear not supported by torch {t.__version__} on "
+            raise Skip(f"{dt} linear not supported by torch {t.__version__} on "
                        f"{be.device}: {str(e).splitlines()[0]}") from None
     else:
         if be.cuda:

@@ -57,7 +57,7 @@ VOCAB = {
     "layout": ("contiguous", "transposed", "sliced", "expanded", "channels_last",
                "column_major", "contiguous_first"),
     "style": ("inplace", "out", "outofplace", "outofplace_system", "view", "copy"),
-    "dtype": ("f32", "f64", "f16", "i32", "i8", "int8_dynamic", "int8_static", "tf32"),
+    "dtype": ("f32", "f64", "f16", "bf16", "i32", "i8", "int8_dynamic", "int8_static", "tf32"),
     "dim": ("inner", "outer"),
     "alloc": ("caching", "system", "pinned", "pageable", "cudamalloc"),
 }
@@ -67,7 +67,7 @@ PATTERNS = {"device": r"cpu|cuda:\d+", "shape": r"\d+(x\d+)*", "threads": r"\d+"
 # segments (manual_time, real_time, _median, bare Arg values).
 GBENCH_KEYS = ("repeats", "iterations", "min_time", "min_warmup_time", "threads")
 UNIT_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
-DTYPE_BYTES = {"f32": 4, "f64": 8, "f16": 2, "i32": 4, "i8": 1, "tf32": 4}  # tf32: float32 storage
+DTYPE_BYTES = {"f32": 4, "f64": 8, "f16": 2, "bf16": 2, "i32": 4, "i8": 1, "tf32": 4}  # tf32: float32 storage
 STD_FIELDS = {"name", "family_index", "per_family_instance_index", "run_name",
               "run_type", "repetitions", "repetition_index", "threads", "iterations",
               "real_time", "cpu_time", "time_unit", "aggregate_name",

@@ -224,7 +224,7 @@ class SmokeRun(unittest.TestCase):
         by = {e["name"]: e for e in self.docs["torch"]["benchmarks"]}
         q = [e for n, e in by.items() if n.startswith("quant/op:linear/")]
         dts = {sb.parse_name(e["name"])[1]["dtype"] for e in q}
-        self.assertEqual(dts, {"f32", "f16", "int8_dynamic", "int8_static"})
+        self.assertEqual(dts, {"f32", "f16", "bf16", "int8_dynamic", "int8_static"})
         for e in q:
             if e.get("error_occurred"):
                 self.assertIn("not supported", e["error_message"])
@@ -356,6 +356,27 @@ class Units(unittest.TestCase):
                                "dtype:f32/shape:6x10/threads:2/dim:outer"])
         # at quick, the peers' budget (QUICK) selects: not this shape
         self.assertEqual(self.m.peer_cases(Be(), "cpu", ours, "quick", 1), [])
+
+    def test_bf16_cases_go_to_the_backends_that_take_them(self):
+        """A bf16 case is built by a backend whose dtypes hold bf16 (torch), never by
+        NumPy (no bfloat16)."""
+        names = ["elementwise/op:add/impl:ours/device:cpu/layout:contiguous/style:out/"
+                 "dtype:bf16/shape:3x5x7x9/threads:1",
+                 "matmul/op:matmul/impl:ours/device:cpu/layout:contiguous/style:out/"
+                 "dtype:bf16/shape:8x8x8/threads:1",
+                 "reduce/op:sum/impl:ours/device:cpu/layout:contiguous/dtype:bf16/"
+                 "shape:6x10/threads:1/dim:inner"]
+        with tempfile.TemporaryDirectory() as tmp:
+            ours = self.m.ours_cases(self.fake_bench(tmp, names), "quick")
+
+        class Numpy:
+            impl, cuda, dtypes = "numpy", False, ("f32",)
+
+        class Torch:
+            impl, cuda, dtypes = "torch", False, ("f32", "bf16")
+        self.assertEqual(self.m.peer_cases(Numpy(), "cpu", ours, "full", 1), [])
+        got = sorted(c.name for c in self.m.peer_cases(Torch(), "cpu", ours, "full", 1))
+        self.assertEqual(got, sorted(n.replace("impl:ours", "impl:torch") for n in names))
 
     def test_a_name_outside_the_contract_names_the_binary(self):
         with tempfile.TemporaryDirectory() as tmp:

@@ -259,6 +259,54 @@ class LoadTest(unittest.TestCase):
         self.assertEqual(by["f32"], "f32")
         self.assertEqual(by["f16"], "f32")  # never the (higher) int8 peak
 
+    def test_bf16_rows_use_the_bf16_peak_where_measured_else_the_f32_one(self):
+        """A bf16 matmul row is held to the bf16 dot-product peak when the run has one
+        (a CPU with AVX512_BF16), else to the float32 FMA peak (its GEMM then runs the
+        float32 kernels)."""
+        tmp = tempfile.mkdtemp()
+        res = sbtest.results_dir(tmp)
+        mm = os.path.join(res, "raw", "bench_matmul.json")
+
+        def add_bf16(doc):  # a bf16 twin of every contiguous out= matmul row of ours
+            extra = []
+            for e in doc["benchmarks"]:
+                if "impl:ours" in e["name"] and "/layout:contiguous/style:out/" in e["name"]:
+                    c = json.loads(json.dumps(e))
+                    for k in ("name", "run_name"):
+                        if k in c:
+                            c[k] = c[k].replace("dtype:f32", "dtype:bf16")
+                    extra.append(c)
+            self.assertTrue(extra)
+            doc["benchmarks"] += extra
+        sbtest.edit(mm, add_bf16)
+        rs = sb.load_results(res)
+        bf = [r for r in rs.runs.values() if r["op"] == "matmul" and r["dtype"] == "bf16"
+              and r["device"] == "cpu"]
+        self.assertTrue(bf)
+        self.assertEqual({sb.ceiling(rs, r)[0]["dtype"] for r in bf}, {"f32"})
+        base = os.path.join(res, "raw", "bench_baseline.json")
+
+        def add_peak(doc):  # a bf16 peak twice the float32 one
+            extra = []
+            for e in doc["benchmarks"]:
+                if "/op:fma_peak/" in e["name"] and "dtype:f32" in e["name"]:
+                    c = json.loads(json.dumps(e))
+                    for k in ("name", "run_name"):
+                        if k in c:
+                            c[k] = c[k].replace("dtype:f32", "dtype:bf16")
+                    for k in ("flop", "flops_per_second"):
+                        if k in c:
+                            c[k] *= 2
+                    extra.append(c)
+            doc["benchmarks"] += extra
+        sbtest.edit(base, add_peak)
+        rs = sb.load_results(res)
+        for r in [r for r in rs.runs.values() if r["op"] == "matmul" and r["dtype"] == "bf16"
+                  and r["device"] == "cpu"]:
+            b, _, pct = sb.ceiling(rs, r)
+            self.assertEqual(b["dtype"], "bf16")
+            self.assertAlmostEqual(pct, 0.5 * sb.ceiling(rs, rs.like(r, dtype="f32"))[2], places=6)
+
     def test_run_checks_flag_contradicting_baselines(self):
         self.assertEqual(sb.run_checks(self.all), [])  # the fixture machine was quiet
         tmp = tempfile.mkdtemp()
@@ -564,6 +612,37 @@ class TablesTest(unittest.TestCase):
         self.assertEqual(c["S1"][1], "holds for relu, not for add")
         self.assertEqual(c["L1"][1], "does not hold")
         self.assertEqual(c["V4"], ("semantic check failed", "does not hold"))
+
+    def test_precision_table_and_p3_show_bf16_beside_f16(self):
+        """bf16 quant rows sit beside f16 in the Precision table, and P3's line shows
+        them without letting them decide the fp16 claim."""
+        quant = os.path.join(self.raw, "bench_quant.json")
+
+        def fn(doc):  # bf16 twins of the f16 rows, 1.25x the f16 time
+            extra = []
+            for e in doc["benchmarks"]:
+                if "/dtype:f16/" in e["name"]:
+                    c = json.loads(json.dumps(e))
+                    for k in ("name", "run_name"):
+                        if k in c:
+                            c[k] = c[k].replace("dtype:f16", "dtype:bf16")
+                    for k in ("real_time", "cpu_time"):
+                        c[k] *= 1.25
+                    extra.append(c)
+            self.assertTrue(extra)
+            doc["benchmarks"] += extra
+        before = claims(self.render())["P3"]
+        sbtest.edit(quant, fn)
+        text = self.render()
+        table = text[text.index("## Precision and quantization"):]
+        table = table[:table.index("\n## ", 5)]
+        rows = [l for l in table.splitlines() if l.startswith("| ours |")]
+        dts = [l.split("|")[5].strip() for l in rows]
+        self.assertIn("bf16", dts)
+        self.assertEqual(dts.index("bf16"), dts.index("f16") + 1, dts)  # beside f16
+        after = claims(text)["P3"]
+        self.assertEqual(after[1], before[1])  # the verdict is fp16's alone
+        self.assertIn("bf16 (not judged):", after[0])
 
     def test_memory_claims_follow_the_allocator_counters(self):
         step4 = "alloc/op:reuse_experiment/impl:torch/device:cuda:0/dtype:f32/" \
