@@ -889,12 +889,30 @@ def quant_case(be, dev, keys):
 def cpu_has_vnni():
     """Whether the CPU has 8-bit dot products (AVX512_VNNI or AVX_VNNI), from
     /proc/cpuinfo (True where it cannot be read: no change from torch's defaults)."""
+    flags = cpu_flags()
+    return not flags or bool({"avx512_vnni", "avx_vnni"} & flags)
+
+
+def cpu_flags():
+    """The CPU's feature flags from /proc/cpuinfo (empty where it cannot be read)."""
     try:
         with open("/proc/cpuinfo") as f:
-            flags = f.read()
+            for line in f:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
     except OSError:
-        return True
-    return " avx512_vnni" in flags or " avx_vnni" in flags
+        pass
+    return set()
+
+
+def torch_bf16_cpu_path():
+    """Which kernels torch 1.13 runs a CPU bfloat16 matmul or linear with: oneDNN where
+    the CPU has AVX-512BW, VL and DQ (its mkldnn_bf16_device_check), else ATen's
+    reference loops (one multiply-add at a time). "unknown" where the flags cannot be read."""
+    flags = cpu_flags()
+    if not flags:
+        return "unknown"
+    return "onednn" if {"avx512bw", "avx512vl", "avx512dq"} <= flags else "reference"
 
 
 def static_qconfig(q, engine):
@@ -1302,6 +1320,7 @@ def child(args):
         context["sb_gpu_name"] = gpu_name(mod)
         if any(d.startswith("cuda") for d in bend):
             context["sb_torch_tf32"] = "off (matmul and cuDNN)"
+        context["sb_torch_bf16_cpu"] = torch_bf16_cpu_path()
         try:
             context["sb_quant_engine"] = mod.backends.quantized.engine
             context["sb_quant_static_reduce_range"] = str(

@@ -372,6 +372,11 @@ def t_peers(rs, dev):
     if not rows:
         return None
     parts = []
+    if dev == "cpu" and rs.sb("sb_torch_bf16_cpu") == "reference" and any(
+            r[0] == "torch" and "/dtype:bf16/" in r[1] and r[1].startswith(("matmul/", "quant/"))
+            for r in rows):
+        parts.append("torch's bf16 matmul and linear rows on this CPU run ATen's reference loops "
+                     "(torch 1.13's oneDNN bf16 path needs AVX-512BW/VL/DQ): no fast bf16 path to compare")
     for p, v in ratios.items():
         t = f"{p} takes {span(v)} our time over {len(v)} cases (faster in {sum(x < 1 for x in v)})"
         if p in again:

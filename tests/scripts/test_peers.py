@@ -225,6 +225,9 @@ class SmokeRun(unittest.TestCase):
         q = [e for n, e in by.items() if n.startswith("quant/op:linear/")]
         dts = {sb.parse_name(e["name"])[1]["dtype"] for e in q}
         self.assertEqual(dts, {"f32", "f16", "bf16", "int8_dynamic", "int8_static"})
+        ctx = self.docs["torch"]["context"]  # which kernels torch's bf16 CPU rows ran
+        self.assertIn(ctx["sb_torch_bf16_cpu"], ("onednn", "reference", "unknown"))
+        self.assertEqual(ctx["sb_torch_bf16_cpu"], load_peers_module().torch_bf16_cpu_path())
         for e in q:
             if e.get("error_occurred"):
                 self.assertIn("not supported", e["error_message"])

@@ -644,6 +644,32 @@ class TablesTest(unittest.TestCase):
         self.assertEqual(after[1], before[1])  # the verdict is fp16's alone
         self.assertIn("bf16 (not judged):", after[0])
 
+    def test_peers_say_when_torch_has_no_fast_bf16_cpu_path(self):
+        """A torch bf16 matmul row on a CPU where torch 1.13 runs reference loops for it
+        is read with that said beside the Peers table; with oneDNN, nothing is said."""
+        mm = os.path.join(self.raw, "bench_matmul.json")
+        peer = os.path.join(self.raw, "peer_torch.json")
+        ours = "matmul/op:matmul/impl:ours/device:cpu/layout:contiguous/style:out/dtype:f32/" \
+               "shape:1024x1024/threads:8"
+
+        def bf16_of(doc, impl):  # the row (ours, or torch's twin) in bf16
+            src = [e for e in json.load(open(mm))["benchmarks"] if e["name"].startswith(ours + "/")]
+            self.assertTrue(src)
+            for e in src:
+                c = json.loads(json.dumps(e))
+                for k in ("name", "run_name"):
+                    if k in c:
+                        c[k] = c[k].replace("dtype:f32", "dtype:bf16").replace("impl:ours", f"impl:{impl}")
+                doc["benchmarks"].append(c)
+
+        for path in (mm, peer):
+            sbtest.edit(path, lambda d, p=path: bf16_of(d, "ours" if p == mm else "torch"))
+        for path, verdict in (("reference", True), ("onednn", False)):
+            sbtest.edit(peer, lambda d: d["context"].update(sb_torch_bf16_cpu=path))
+            text = self.render()
+            peers = text[text.index("## Peers"):]
+            self.assertEqual("ATen's reference loops" in peers, verdict, path)
+
     def test_memory_claims_follow_the_allocator_counters(self):
         step4 = "alloc/op:reuse_experiment/impl:torch/device:cuda:0/dtype:f32/" \
                 "shape:256x1024x1024/step:4"
