@@ -285,6 +285,49 @@ std::vector<double> ref_normalize(const Tensor& xv, int64_t dim, double eps, std
   return r;
 }
 
+// Issue #45, defect 5: normalizing along an outer dim (columns of a [rows, 52] tensor)
+// when the first element of every column lies 200 standard deviations from the column's
+// mean. Statistics from sums shifted by that element cancel (the variance's relative
+// error grows with 1 + ((x0 - mean) / sd)^2, 4e4 here); the reference is two-pass in
+// long double. float64 to 1e-13 (a correct result errs by a few ulp of |x| / sd); the
+// other dtypes to their usual tolerance. Out contiguous and transposed, every SIMD level
+// and thread count.
+TEST(Elementwise, NormalizeOuterDimFirstElementFarFromMean) {
+  for_each_config([](const std::string& cfg) {
+    for (int64_t rows : {2000, 31851}) {
+      const int64_t cols = 52;
+      std::vector<double> v = randn({rows, cols}, static_cast<uint64_t>(rows), DType::Float64).to_vector();
+      for (int64_t c = 0; c < cols; ++c) {
+        const double mu = 10.0 * c, sd = 1.0 + c / 4.0;
+        for (int64_t i = 0; i < rows; ++i) v[i * cols + c] = mu + sd * v[i * cols + c];
+        v[c] = mu + 200.0 * sd;  // row 0
+      }
+      for (DType dt : {DType::Float64, DType::Float32, DType::Float16, DType::BFloat16}) {
+        if (rows > 2000 && dt != DType::Float64) continue;
+        const Tensor xv = from_vector(v, {rows, cols}).to(dt);
+        const std::vector<double> xs = xv.to_vector();
+        std::vector<double> ref(xs.size());
+        for (int64_t c = 0; c < cols; ++c) {
+          long double m = 0, q = 0;
+          for (int64_t i = 0; i < rows; ++i) m += xs[i * cols + c];
+          m /= rows;
+          for (int64_t i = 0; i < rows; ++i) q += (xs[i * cols + c] - m) * (xs[i * cols + c] - m);
+          const long double rs = 1.0L / std::sqrt(q / rows + 1e-5L);
+          for (int64_t i = 0; i < rows; ++i) ref[i * cols + c] = static_cast<double>((xs[i * cols + c] - m) * rs);
+        }
+        const double at = by_dtype(dt, 1e-13, 1e-4, 1e-2), rt = by_dtype(dt, 1e-13, 1e-5, 4e-3);
+        for (Layout lo : {Layout::Contiguous, Layout::Transposed}) {
+          Tensor out = test::with_layout(zeros({rows, cols}, dt), lo);
+          test::poison(out);
+          normalize_out(out, xv, 0, 1e-5);
+          ASSERT_TRUE(test::all_close(out, ref, at, rt))
+              << cfg << ", " << dtype_name(dt) << ", " << rows << " x " << cols << ", out " << test::layout_name(lo);
+        }
+      }
+    }
+  });
+}
+
 TEST(Elementwise, NormalizeEveryDimLayoutStyleDtype) {
   for_each_config([](const std::string& cfg) {
     std::mt19937_64 rng(24);

@@ -260,8 +260,8 @@ struct NormWrite {
 //  - dense rows (xsd == element size): per row, two passes for the stats (the row is in
 //    L1/L2 for the second) and one vectorised write pass.
 //  - strided rows (normalizing an outer dim): kCols rows side by side, so every pass
-//    reads kCols contiguous elements of each of the n lines of x. One pass of shifted
-//    sums (shift = the row's first value, in double: no cancellation to speak of), one
+//    reads kCols contiguous elements of each of the n lines of x. The statistics in
+//    blocks merged by Chan's formula (Note [Normalize columns in merged blocks]), one
 //    write pass: x is read twice from memory, out written once. Walking 16 rows at a
 //    power-of-two stride three times instead ran 40x slower (cache-set conflicts).
 // resident: x fits the caches by the rule that decides streaming (Note [Fused normalize
@@ -394,27 +394,58 @@ void normalize_strip(bool avx, bool nt, bool resident, char* const* p, const int
     if (avx && nt && osd == es) g_last_nt.store(true, std::memory_order_relaxed);
     return;
   }
+  // Note [Normalize columns in merged blocks]: the statistics of kCols rows side by side
+  // come from blocks of kColBlock elements along dim. In one pass over a block, each row
+  // sums its deviations from the block's first element and their squares (the original
+  // one-pass form); the block's (count, mean, sum of squared deviations) follow, and the
+  // blocks are merged by Chan's formula, as the var reduction merges its blocks (Note [One
+  // read for var]). Within a block the shifted sums cancel by at most a factor of
+  // 1 + ((x0 - mean_b) / sd_b)^2 <= kColBlock (no element of nb lies further than
+  // sqrt(nb - 1) population standard deviations from their mean), so the variance errs
+  // by O(kColBlock) ulp whatever the data; the merge adds no cancellation. Shifting the
+  // whole row by its first element erred by 1 + ((x0 - mean) / sd)^2 ulp instead (issue
+  // #45: 1,600-5,700 ulp of float64 where x0 lay far out;
+  // tests/elementwise_test.cpp, NormalizeOuterDimFirstElementFarFromMean). A block's
+  // shift is its first element, so a constant row still normalizes to exactly 0. x is
+  // read once from memory for the statistics and once for the write.
   constexpr int kCols = 256;
+  constexpr int64_t kColBlock = 32;
   for (int64_t r0 = 0; r0 < rows; r0 += kCols) {
     const int kk = static_cast<int>(std::min<int64_t>(kCols, rows - r0));
     char* ob = p[0] + r0 * s[0];
     const char* xb = p[1] + r0 * s[1];
-    double shift[kCols], sum[kCols] = {}, sq[kCols] = {};
+    double mean[kCols], m2[kCols], shift[kCols], bs[kCols], bq[kCols];
     A m[kCols], rs[kCols];
-    for (int k = 0; k < kk; ++k) shift[k] = static_cast<double>(A(at<T>(xb, k, s[1])));
-    for (int64_t i = 0; i < n; ++i) {
-      const char* xi = xb + i * xsd;
+    for (int64_t i0 = 0; i0 < n; i0 += kColBlock) {
+      const int64_t nb = std::min(kColBlock, n - i0);
       for (int k = 0; k < kk; ++k) {
-        const double v = static_cast<double>(A(at<T>(xi, k, s[1]))) - shift[k];
-        sum[k] += v;
-        sq[k] += v * v;
+        shift[k] = static_cast<double>(A(at<T>(xb + i0 * xsd, k, s[1])));
+        bs[k] = bq[k] = 0.0;
+      }
+      for (int64_t i = i0 + 1; i < i0 + nb; ++i) {
+        const char* xi = xb + i * xsd;
+        for (int k = 0; k < kk; ++k) {
+          const double v = static_cast<double>(A(at<T>(xi, k, s[1]))) - shift[k];
+          bs[k] += v;
+          bq[k] += v * v;
+        }
+      }
+      const double na = static_cast<double>(i0), fb = static_cast<double>(nb), nt_ = na + fb;
+      for (int k = 0; k < kk; ++k) {  // the block's (nb, mean, M2), then Chan et al.'s merge
+        const double bm = shift[k] + bs[k] / fb, bm2 = std::max(bq[k] - bs[k] * bs[k] / fb, 0.0);
+        if (i0 == 0) {
+          mean[k] = bm;
+          m2[k] = bm2;
+          continue;
+        }
+        const double delta = bm - mean[k];
+        mean[k] += delta * fb / nt_;
+        m2[k] += bm2 + delta * delta * na * fb / nt_;
       }
     }
     for (int k = 0; k < kk; ++k) {
-      const double mu = sum[k] / static_cast<double>(n);
-      const double var = std::max(sq[k] / static_cast<double>(n) - mu * mu, 0.0);
-      m[k] = static_cast<A>(shift[k] + mu);
-      rs[k] = static_cast<A>(1.0 / std::sqrt(var + eps));
+      m[k] = static_cast<A>(mean[k]);
+      rs[k] = static_cast<A>(1.0 / std::sqrt(m2[k] / static_cast<double>(n) + eps));
     }
     const bool dense = s[0] == es && s[1] == es;
     for (int64_t i = 0; i < n; ++i) {
