@@ -337,10 +337,12 @@ TEST(CopyFast, EachPathIsTakenAndCorrect) {
                                       " nt threshold " + std::to_string(nt) + " bands of " +
                                       std::to_string(bs.rows) + (bs.outer ? " rows, A fastest" : " rows, B fastest");
             EXPECT_EQ(last_copy_path(), c.path) << where << ": took " << copy_path_name(last_copy_path());
-            // streaming: byte copies and 4-byte tiles, AVX2 only, when forced
-            const bool nt_expected = nt == 0 && simd_level() >= SimdLevel::AVX2 &&
+            // streaming: byte copies and 2-, 4- and 8-byte tiles (Note [Tiles of 2- and
+            // 8-byte elements]), AVX2 only, when forced
+            const bool over = static_cast<int64_t>(dst.nbytes()) > nt_threshold_bytes();  // always at 0
+            const bool nt_expected = over && simd_level() >= SimdLevel::AVX2 &&
                                      (c.path == CopyPath::Memcpy || c.path == CopyPath::Rows ||
-                                      (c.path == CopyPath::Tiled && dtype_size(dt) == 4));
+                                      (c.path == CopyPath::Tiled && dtype_size(dt) != 1));
             EXPECT_EQ(last_copy_used_nt(), nt_expected) << where;
             EXPECT_EQ(last_copy_band_rows() != 0, nt_expected && c.bands && dtype_size(dt) == 4) << where;
             if (last_copy_band_rows() != 0) {

@@ -528,6 +528,13 @@ template <typename U>
 int tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool nt) {
   const int64_t last = p.ndim() - 1;
   const bool simd = sizeof(U) == 4 && use_avx2();
+  // Note [Tiles of 2- and 8-byte elements]: as the 4-byte tiles, transposed into the L1
+  // buffer (transpose_tile_u16 / transpose_tile_f64) and stored a whole row at a time.
+  // The scalar tile walks 64 source rows for every dst row; rows a power-of-two stride
+  // apart (4096 bfloat16 = 8 KiB) share their L1 sets, and a 4096^2 bfloat16 transpose
+  // ran at 0.03x the contiguous copy's rate (docs/notes/copy-reduce.md).
+  const bool simd_other = (sizeof(U) == 2 || sizeof(U) == 8) && use_avx2();
+  constexpr int64_t kOtherA = sizeof(U) == 8 ? 64 : 128, kOtherB = sizeof(U) == 8 ? 64 : 128;  // 32 KiB
   const int64_t tile = std::clamp<int64_t>(kTileBytes / static_cast<int64_t>(sizeof(U)), 32, 64);  // scalar tiles
   const int64_t nA = p.size[a], nB = p.size[last], dA = p.dst[a], sB = p.src[last];
   Plan outer;  // the other dims
@@ -546,8 +553,8 @@ int tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool nt) {
   const bool blocks = bands && tune.rows == kBlockB;  // Note [Pipelined transpose blocks]
   // Note [Direct small tiles]: L2-resident copies whose dst rows do not alias in L1
   const bool direct = simd && !nt && nA * nB * nouter * 4 <= cpu_caches().l2 && (dA * 4) % 2048 != 0;
-  const int64_t tA = blocks ? kBlockA : bands ? kBandA : direct ? kDirectA : simd ? kTileA : tile,
-                tB = blocks ? kBlockB : bands ? tune.rows : direct ? kDirectB : simd ? kTileB : tile;
+  const int64_t tA = blocks ? kBlockA : bands ? kBandA : direct ? kDirectA : simd ? kTileA : simd_other ? kOtherA : tile,
+                tB = blocks ? kBlockB : bands ? tune.rows : direct ? kDirectB : simd ? kTileB : simd_other ? kOtherB : tile;
   const bool a_fastest = (bands && tune.source_rows_outer) || direct;
 #else
   const int64_t tA = tile, tB = tile;
@@ -660,10 +667,30 @@ int tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool nt) {
         for (int64_t i = 0; i < na; ++i) store_row_f32(df + i * dA, buf + i * kTileB, nb, nt);
         continue;
       }
+      if constexpr (sizeof(U) == 2 || sizeof(U) == 8) {
+        if (simd_other) {  // Note [Tiles of 2- and 8-byte elements]
+          U* const bu = reinterpret_cast<U*>(buf);
+          static_assert(kOtherA * kOtherB * sizeof(U) <= kTileA * kTileB * sizeof(float), "the tile fits the buffer");
+          if constexpr (sizeof(U) == 2) {
+            detail::transpose_tile_u16(bu, kOtherB, st, sB, na, nb);
+          } else {  // bit patterns through double lanes
+            detail::transpose_tile_f64(reinterpret_cast<double*>(bu), kOtherB, reinterpret_cast<const double*>(st), sB,
+                                       na, nb);
+          }
+          const size_t row = static_cast<size_t>(nb) * sizeof(U);
+          for (int64_t i = 0; i < na; ++i) {
+            char* const dr = reinterpret_cast<char*>(dt + i * dA);
+            const char* const br = reinterpret_cast<const char*>(bu + i * kOtherB);
+            if (nt) detail::stream_copy(dr, br, static_cast<int64_t>(row));
+            else std::memcpy(dr, br, row);
+          }
+          continue;
+        }
+      }
 #endif
       tile_scalar(dt, st, na, nb, dA, sB);
     }
-    fence(nt && simd);
+    fence(nt && (simd || simd_other));
   });
   return bands ? static_cast<int>(tB) : 0;
 }
@@ -771,7 +798,7 @@ void copy_kernel(const Tensor& dst, const Tensor& src) {
     for (int64_t k = 0; k < last; ++k)
       if (p.src[k] == 1) a = k;
     if (a >= 0) {
-      const bool tnt = nt && esz == 4;
+      const bool tnt = nt && esz != 1;  // 1-byte tiles stay scalar, with plain stores
       int bands = 0;
       dispatch_size(esz, [&](auto u) {
         using U = decltype(u);
