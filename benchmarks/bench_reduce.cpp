@@ -81,50 +81,34 @@ void register_family() {
   };
   const std::vector<Size> sizes = smoke() ? std::vector<Size>{{{64, 48}, true}}
                                           : std::vector<Size>{{{512, 256}, true}, {{4096, 4096}, false}, {{16384, 8192}, true}};
-  for (const Size& s : sizes) {
-    for (int t : thread_counts()) {
-      for (Op op : {Op::Sum, Op::Mean, Op::Max, Op::Var}) {
-        if (op != Op::Sum && !s.all_ops) continue;
-        for (bool col : {false, true}) {
-          if (col && op != Op::Sum && s.shape[0] * s.shape[1] > (int64_t{1} << 24) && !full()) continue;
-          for (bool inner : {true, false}) {
-            const Case c{op, col, inner, s.shape, t};
-            const RunName name = RunName()
-                                     .op(op_name(op))
-                                     .layout(col ? "column_major" : "contiguous")
-                                     .dtype(DType::Float32)
-                                     .shape(s.shape)
-                                     .threads(t)
-                                     .dim(inner ? "inner" : "outer");
-            add_run(name, [c](benchmark::State& st) { run_case(st, c); });
+  // float32, then bfloat16 (accumulated in float32): in quick its sum and var over either
+  // dim of the contiguous L2 and DRAM tensors; in full every float32 row's twin
+  for (DType dt : {DType::Float32, DType::BFloat16}) {
+    const bool bf = dt == DType::BFloat16 && !full();
+    for (const Size& s : sizes) {
+      if (bf && !s.all_ops) continue;
+      for (int t : thread_counts()) {
+        for (Op op : {Op::Sum, Op::Mean, Op::Max, Op::Var}) {
+          if (op != Op::Sum && !s.all_ops) continue;
+          if (bf && (op == Op::Mean || op == Op::Max)) continue;
+          for (bool col : {false, true}) {
+            if (col && op != Op::Sum && s.shape[0] * s.shape[1] > (int64_t{1} << 24) && !full()) continue;
+            if (col && bf) continue;
+            for (bool inner : {true, false}) {
+              const Case c{op, col, inner, s.shape, t, dt};
+              const RunName name = RunName()
+                                       .op(op_name(op))
+                                       .layout(col ? "column_major" : "contiguous")
+                                       .dtype(dt)
+                                       .shape(s.shape)
+                                       .threads(t)
+                                       .dim(inner ? "inner" : "outer");
+              add_run(name, [c](benchmark::State& st) { run_case(st, c); });
+            }
           }
         }
       }
     }
-  }
-  // bfloat16 (accumulated in float32): sum and var over either dim of the contiguous
-  // tensor, at L2 and DRAM sizes (full: every float32 row's twin)
-  for (const Size& s : sizes) {
-    if (!s.all_ops && !full()) continue;
-    for (int t : thread_counts())
-      for (Op op : {Op::Sum, Op::Mean, Op::Max, Op::Var}) {
-        if ((op == Op::Mean || op == Op::Max) && !full()) continue;
-        if (op != Op::Sum && !s.all_ops) continue;
-        for (bool col : {false, true}) {
-          if (col && !full()) continue;
-          for (bool inner : {true, false}) {
-            const Case c{op, col, inner, s.shape, t, DType::BFloat16};
-            const RunName name = RunName()
-                                     .op(op_name(op))
-                                     .layout(col ? "column_major" : "contiguous")
-                                     .dtype(DType::BFloat16)
-                                     .shape(s.shape)
-                                     .threads(t)
-                                     .dim(inner ? "inner" : "outer");
-            add_run(name, [c](benchmark::State& st) { run_case(st, c); });
-          }
-        }
-      }
   }
 }
 

@@ -155,6 +155,20 @@ TEST(Matmul, BatchedAndBroadcast) {
   }
 }
 
+// alpha * A B + beta * C [+ bias] [relu] in float64, C [M, N] row-major.
+std::vector<double> ref_epilogue(const std::vector<double>& ab, const std::vector<double>& vc,
+                                 const std::vector<double>& vbias, const GemmEpilogue& ep, int64_t M, int64_t N) {
+  std::vector<double> ref(ab.size());
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      double v = ep.alpha * ab[i * N + j] + ep.beta * vc[i * N + j];
+      if (ep.bias) v += vbias[(ep.bias_per_row ? i : j) * ep.bias_stride];
+      if (ep.relu) v = std::max(v, 0.0);
+      ref[i * N + j] = v;
+    }
+  return ref;
+}
+
 TEST(Gemm, EpilogueAlphaBetaBiasRelu) {
   std::mt19937_64 rng(3);
   for (int trial = 0; trial < 16; ++trial) {
@@ -169,14 +183,7 @@ TEST(Gemm, EpilogueAlphaBetaBiasRelu) {
     ep.bias_stride = 1 + trial / 8;  // unit and strided bias (fused AVX-512 store and tile paths)
     ep.bias_per_row = trial % 8 >= 4;
     ep.relu = trial % 3 == 0;
-    std::vector<double> ref(ab.size());
-    for (int64_t i = 0; i < M; ++i)
-      for (int64_t j = 0; j < N; ++j) {
-        double v = ep.alpha * ab[i * N + j] + ep.beta * vc[i * N + j];
-        if (ep.bias) v += vbias[(ep.bias_per_row ? i : j) * ep.bias_stride];
-        if (ep.relu) v = std::max(v, 0.0);
-        ref[i * N + j] = v;
-      }
+    const std::vector<double> ref = ref_epilogue(ab, vc, vbias, ep, M, N);
     for (const Modes& m : kModes) {
       ModeGuard g(m);
       Tensor c = c0.clone();
@@ -233,14 +240,7 @@ TEST(Gemm, Bfloat16EpilogueFloatAndBfloat16C) {
     for (DType cdt : {DType::Float32, DType::BFloat16}) {
       const Tensor cin = c0.to(cdt);  // C as that dtype holds it: beta reads it back
       const std::vector<double> vc = cin.to_vector();
-      std::vector<double> ref(ab.size());
-      for (int64_t i = 0; i < M; ++i)
-        for (int64_t j = 0; j < N; ++j) {
-          double v = ep.alpha * ab[i * N + j] + ep.beta * vc[i * N + j];
-          if (ep.bias) v += vbias[(ep.bias_per_row ? i : j) * ep.bias_stride];
-          if (ep.relu) v = std::max(v, 0.0);
-          ref[i * N + j] = v;
-        }
+      const std::vector<double> ref = ref_epilogue(ab, vc, vbias, ep, M, N);
       const double at = tol_for(cdt, K), rt = rtol_for(cdt);
       for (const Modes& m : kModes)
       for (int pm : pair_modes(DType::BFloat16)) {

@@ -41,6 +41,27 @@ def edit(path, fn):
         json.dump(doc, f, indent=1)
 
 
+def add_twins(path, pick, renames, scale=None, source=None):
+    """Appends to the file at path a copy of every entry of `source` (default: the file
+    itself) whose name pick(name) accepts, each (old, new) of `renames` replaced in its
+    names and each counter of `scale` ({key: factor}) multiplied; returns how many it added."""
+    with open(source or path) as f:
+        picked = [e for e in json.load(f)["benchmarks"] if pick(e["name"])]
+    twins = []
+    for e in picked:
+        c = json.loads(json.dumps(e))
+        for k in ("name", "run_name"):
+            for old, new in renames.items():
+                if k in c:
+                    c[k] = c[k].replace(old, new)
+        for k, f in (scale or {}).items():
+            if k in c:
+                c[k] *= f
+        twins.append(c)
+    edit(path, lambda doc: doc["benchmarks"].extend(twins))
+    return len(twins)
+
+
 def _matches(e, name):
     n = e.get("run_name") or e["name"]
     return n == name or n.startswith(name + "/")

@@ -235,21 +235,9 @@ class LoadTest(unittest.TestCase):
         res = sbtest.results_dir(tmp)
         path = os.path.join(res, "raw", "bench_baseline.json")
 
-        def fn(doc):  # an int8 peak 4x the float32 one
-            extra = []
-            for e in doc["benchmarks"]:
-                if "/op:fma_peak/" in e["name"]:
-                    c = json.loads(json.dumps(e))
-                    for k in ("name", "run_name"):
-                        if k in c:
-                            c[k] = c[k].replace("dtype:f32", "dtype:i8")
-                    for k in ("flop", "flops_per_second"):
-                        if k in c:
-                            c[k] *= 4
-                    extra.append(c)
-            self.assertTrue(extra)
-            doc["benchmarks"] += extra
-        sbtest.edit(path, fn)
+        # an int8 peak 4x the float32 one
+        self.assertTrue(sbtest.add_twins(path, lambda n: "/op:fma_peak/" in n, {"dtype:f32": "dtype:i8"},
+                                         {"flop": 4, "flops_per_second": 4}))
         rs = sb.load_results(res)
         quant = [r for r in rs.runs.values() if r["op"] == "linear" and r["device"] == "cpu"
                  and r["impl"] == "ours"]
@@ -267,18 +255,9 @@ class LoadTest(unittest.TestCase):
         res = sbtest.results_dir(tmp)
         mm = os.path.join(res, "raw", "bench_matmul.json")
 
-        def add_bf16(doc):  # a bf16 twin of every contiguous out= matmul row of ours
-            extra = []
-            for e in doc["benchmarks"]:
-                if "impl:ours" in e["name"] and "/layout:contiguous/style:out/" in e["name"]:
-                    c = json.loads(json.dumps(e))
-                    for k in ("name", "run_name"):
-                        if k in c:
-                            c[k] = c[k].replace("dtype:f32", "dtype:bf16")
-                    extra.append(c)
-            self.assertTrue(extra)
-            doc["benchmarks"] += extra
-        sbtest.edit(mm, add_bf16)
+        # a bf16 twin of every contiguous out= matmul row of ours
+        self.assertTrue(sbtest.add_twins(
+            mm, lambda n: "impl:ours" in n and "/layout:contiguous/style:out/" in n, {"dtype:f32": "dtype:bf16"}))
         rs = sb.load_results(res)
         bf = [r for r in rs.runs.values() if r["op"] == "matmul" and r["dtype"] == "bf16"
               and r["device"] == "cpu"]
@@ -286,20 +265,9 @@ class LoadTest(unittest.TestCase):
         self.assertEqual({sb.ceiling(rs, r)[0]["dtype"] for r in bf}, {"f32"})
         base = os.path.join(res, "raw", "bench_baseline.json")
 
-        def add_peak(doc):  # a bf16 peak twice the float32 one
-            extra = []
-            for e in doc["benchmarks"]:
-                if "/op:fma_peak/" in e["name"] and "dtype:f32" in e["name"]:
-                    c = json.loads(json.dumps(e))
-                    for k in ("name", "run_name"):
-                        if k in c:
-                            c[k] = c[k].replace("dtype:f32", "dtype:bf16")
-                    for k in ("flop", "flops_per_second"):
-                        if k in c:
-                            c[k] *= 2
-                    extra.append(c)
-            doc["benchmarks"] += extra
-        sbtest.edit(base, add_peak)
+        # a bf16 peak twice the float32 one
+        sbtest.add_twins(base, lambda n: "/op:fma_peak/" in n and "dtype:f32" in n, {"dtype:f32": "dtype:bf16"},
+                         {"flop": 2, "flops_per_second": 2})
         rs = sb.load_results(res)
         for r in [r for r in rs.runs.values() if r["op"] == "matmul" and r["dtype"] == "bf16"
                   and r["device"] == "cpu"]:
@@ -617,22 +585,10 @@ class TablesTest(unittest.TestCase):
         """bf16 quant rows sit beside f16 in the Precision table, and P3's line shows
         them without letting them decide the fp16 claim."""
         quant = os.path.join(self.raw, "bench_quant.json")
-
-        def fn(doc):  # bf16 twins of the f16 rows, 1.25x the f16 time
-            extra = []
-            for e in doc["benchmarks"]:
-                if "/dtype:f16/" in e["name"]:
-                    c = json.loads(json.dumps(e))
-                    for k in ("name", "run_name"):
-                        if k in c:
-                            c[k] = c[k].replace("dtype:f16", "dtype:bf16")
-                    for k in ("real_time", "cpu_time"):
-                        c[k] *= 1.25
-                    extra.append(c)
-            self.assertTrue(extra)
-            doc["benchmarks"] += extra
         before = claims(self.render())["P3"]
-        sbtest.edit(quant, fn)
+        # bf16 twins of the f16 rows, 1.25x the f16 time
+        self.assertTrue(sbtest.add_twins(quant, lambda n: "/dtype:f16/" in n, {"dtype:f16": "dtype:bf16"},
+                                         {"real_time": 1.25, "cpu_time": 1.25}))
         text = self.render()
         table = text[text.index("## Precision and quantization"):]
         table = table[:table.index("\n## ", 5)]
@@ -652,18 +608,9 @@ class TablesTest(unittest.TestCase):
         ours = "matmul/op:matmul/impl:ours/device:cpu/layout:contiguous/style:out/dtype:f32/" \
                "shape:1024x1024/threads:8"
 
-        def bf16_of(doc, impl):  # the row (ours, or torch's twin) in bf16
-            src = [e for e in json.load(open(mm))["benchmarks"] if e["name"].startswith(ours + "/")]
-            self.assertTrue(src)
-            for e in src:
-                c = json.loads(json.dumps(e))
-                for k in ("name", "run_name"):
-                    if k in c:
-                        c[k] = c[k].replace("dtype:f32", "dtype:bf16").replace("impl:ours", f"impl:{impl}")
-                doc["benchmarks"].append(c)
-
-        for path in (mm, peer):
-            sbtest.edit(path, lambda d, p=path: bf16_of(d, "ours" if p == mm else "torch"))
+        mine = lambda n: n.startswith(ours + "/")  # noqa: E731
+        self.assertTrue(sbtest.add_twins(peer, mine, {"dtype:f32": "dtype:bf16", "impl:ours": "impl:torch"}, source=mm))
+        self.assertTrue(sbtest.add_twins(mm, mine, {"dtype:f32": "dtype:bf16"}))
         for path, verdict in (("reference", True), ("onednn", False)):
             sbtest.edit(peer, lambda d: d["context"].update(sb_torch_bf16_cpu=path))
             text = self.render()
