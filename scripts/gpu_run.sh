@@ -126,7 +126,7 @@ fi
 nvidia-smi > "$OUT/nvidia-smi.txt" 2>&1 || say "nvidia-smi: failed$([[ $rehearsal == 1 ]] && echo ' (rehearsal)')"
 
 # ---- tests
-tests=${SB_GPU_TESTS:-cuda_allocator_test copy_test elementwise_test reduce_test matmul_test conv_test quant_test}
+tests=${SB_GPU_TESTS:-cuda_allocator_test copy_test elementwise_test reduce_test matmul_test conv_test quant_test differential_test}
 gpu_cases='*Cuda*:*/cuda0'
 if want tests; then
   for t in $tests; do
@@ -145,7 +145,8 @@ if want sanitize && command -v compute-sanitizer >/dev/null; then
   rc=0
   for t in $tests; do
     echo "== $t" >> "$OUT/memcheck.log"
-    SB_CUDA_ALLOCATOR=direct bounded "$(step_time 300)" $san --tool memcheck --leak-check no "$bin/$t" \
+    # the differential test with a tenth of its random cases (SB_DIFFERENTIAL_CUDA_CASES)
+    SB_CUDA_ALLOCATOR=direct SB_DIFFERENTIAL_CUDA_CASES=200 bounded "$(step_time 300)" $san --tool memcheck --leak-check no "$bin/$t" \
       --gtest_filter="$gpu_cases-$skip" >> "$OUT/memcheck.log" 2>&1
     r=$?
     ((r == 0)) || rc=$r

@@ -14,6 +14,11 @@
 //
 // A bounded run is part of `meson test`; SB_DIFFERENTIAL_CASES=N runs N random cases
 // (default 2000) and SB_DIFFERENTIAL_SEED=S starts from another seed.
+//
+// The same cases run on cuda:0 (Differential.Cuda*: every buffer on the device, the
+// reference and the bit-for-bit check of each buffer on the host through copies), in a
+// CUDA build where a device is present; they skip with a message elsewhere.
+// SB_DIFFERENTIAL_CUDA_CASES=N sets their count (default 2000; fewer under memcheck).
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -38,6 +43,16 @@ namespace sb {
 namespace {
 
 using Rng = std::mt19937_64;
+
+// Where the operands of the running case live (Note [Device-parameterized tests] in
+// test_util.h): every buffer is made there; OnDevice sets it for one test.
+Device g_device = Device::cpu();
+struct OnDevice {
+  explicit OnDevice(Device d) { g_device = d; }
+  ~OnDevice() { g_device = Device::cpu(); }
+  OnDevice(const OnDevice&) = delete;
+  OnDevice& operator=(const OnDevice&) = delete;
+};
 
 int64_t pick(Rng& rng, int64_t lo, int64_t hi) { return lo + static_cast<int64_t>(rng() % static_cast<uint64_t>(hi - lo + 1)); }
 
@@ -149,7 +164,7 @@ Operand place(const Shape& sizes, const Layout& l, DType dt) {
   }
   const int64_t n = checked_numel(big, "differential");
   Operand o;
-  o.buffer = empty({l.offset + n + 2}, dt);
+  o.buffer = empty({l.offset + n + 2}, dt, g_device);
   Tensor v = o.buffer.narrow(0, l.offset, n).view(big);
   for (int64_t j = 0; j < nd; ++j) {
     const int64_t d = l.order[j];
@@ -194,16 +209,19 @@ Operand output(Rng& rng, const Shape& sizes, DType dt, std::optional<int64_t> in
   return o;
 }
 
-// The buffer's bytes, to check that nothing outside a view changed.
+// The buffer's bytes (a device buffer through a host copy), to check that nothing
+// outside a view changed.
 std::vector<unsigned char> bytes_of(const Tensor& buffer) {
-  std::vector<unsigned char> b(buffer.nbytes());
-  std::memcpy(b.data(), buffer.data_ptr(), b.size());
+  const Tensor h = buffer.device().is_cpu() ? buffer : buffer.to(Device::cpu());
+  std::vector<unsigned char> b(h.nbytes());
+  std::memcpy(b.data(), h.data_ptr(), b.size());
   return b;
 }
 
 ::testing::AssertionResult outside_untouched(const Operand& o, const std::vector<unsigned char>& before) {
   const size_t es = o.buffer.element_size();
-  const unsigned char* now = static_cast<const unsigned char*>(o.buffer.data_ptr());
+  const std::vector<unsigned char> bytes = bytes_of(o.buffer);
+  const unsigned char* now = bytes.data();
   for (size_t i = 0; i < o.inside.size(); ++i)
     if (!o.inside[i] && !std::equal(now + i * es, now + (i + 1) * es, before.data() + i * es))
       return ::testing::AssertionFailure() << "buffer element " << i << " outside the view (sizes " << str(o.view.sizes())
@@ -245,12 +263,15 @@ double rtol(DType dt) { return dt == DType::Float32 ? 2e-6 + test::default_rtol(
 
 // Every SIMD level this CPU has (AVX-512, AVX2, scalar), 1 and 2 threads; a level the
 // CPU lacks is reported once by available_modes.
+// On a CUDA device one pass: the host's SIMD level and threads do not reach its kernels.
 const std::vector<test::Modes>& modes() {
   static const std::vector<test::Modes> m = test::all_kernel_modes();
-  return m;
+  static const std::vector<test::Modes> one = {{2, compiled_simd_level()}};
+  return g_device.is_cuda() ? one : m;
 }
 
 std::string mode_name(const test::Modes& m) {
+  if (g_device.is_cuda()) return g_device.str();
   return std::string(simd_level_name(m.simd)) + ", " + std::to_string(m.threads) + " threads";
 }
 
@@ -538,7 +559,7 @@ constexpr int64_t kLastDType = static_cast<int64_t>(std::size(kDTypes)) - 1;
 // 0, 1, 2, 3, 5 for each input, over 1-D and 2-D shapes whose row lengths sit at the
 // vector widths' edges, every binary op in turn, float32 and float64 (the dtypes with
 // AVX-512 paths) and int32.
-TEST(Differential, OutputStrideTimesInputStrideSweep) {
+void output_stride_times_input_stride_sweep() {
   Rng rng(env_int("SB_DIFFERENTIAL_SEED", 1));
   const int64_t out_steps[] = {1, 2, 3, 5}, in_steps[] = {0, 1, 2, 3, 5};
   const int64_t lengths[] = {1, 3, 7, 8, 9, 16, 17, 31, 33, 67};
@@ -558,8 +579,7 @@ TEST(Differential, OutputStrideTimesInputStrideSweep) {
 }
 
 // Random cases: each draws sizes, layouts, a dtype and one op of each kind.
-TEST(Differential, RandomViewChainsEveryOpStyleAndLevel) {
-  const int64_t cases = env_int("SB_DIFFERENTIAL_CASES", 2000);
+void random_view_chains(int64_t cases) {
   const uint64_t seed = static_cast<uint64_t>(env_int("SB_DIFFERENTIAL_SEED", 1));
   for (int64_t c = 0; c < cases; ++c) {
     Rng rng(seed * 1000003 + static_cast<uint64_t>(c));
@@ -595,6 +615,22 @@ TEST(Differential, RandomViewChainsEveryOpStyleAndLevel) {
     }
     ASSERT_TRUE(copy_case(rng, dt, pick(rng, 0, 2) == 0 ? kDTypes[pick(rng, 0, kLastDType)] : dt, sizes)) << label;
   }
+}
+
+TEST(Differential, OutputStrideTimesInputStrideSweep) { output_stride_times_input_stride_sweep(); }
+
+TEST(Differential, RandomViewChainsEveryOpStyleAndLevel) { random_view_chains(env_int("SB_DIFFERENTIAL_CASES", 2000)); }
+
+TEST(Differential, CudaOutputStrideTimesInputStrideSweep) {
+  SB_SKIP_WITHOUT_DEVICE(Device::cuda(0));
+  const OnDevice on(Device::cuda(0));
+  output_stride_times_input_stride_sweep();
+}
+
+TEST(Differential, CudaRandomViewChainsEveryOpStyle) {
+  SB_SKIP_WITHOUT_DEVICE(Device::cuda(0));
+  const OnDevice on(Device::cuda(0));
+  random_view_chains(env_int("SB_DIFFERENTIAL_CUDA_CASES", 2000));
 }
 
 }  // namespace

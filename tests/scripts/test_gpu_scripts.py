@@ -52,7 +52,7 @@ class GpuRehearsal(unittest.TestCase):
         subprocess.run(["tar", "-xzf", os.path.join(self.carry, "payload.tar.gz"), "-C", self.carry], check=True)
         bins = os.listdir(os.path.join(self.carry, "bin"))
         for b in ("copy_test", "elementwise_test", "reduce_test", "matmul_test", "conv_test", "quant_test", "cuda_allocator_test",
-                  "bench_baseline_cuda", "bench_transfer", "bench_quant_cuda"):
+                  "differential_test", "bench_baseline_cuda", "bench_transfer", "bench_quant_cuda"):
             self.assertIn(b, bins)
         lib = os.path.join(self.carry, "lib")
         for b in bins:  # with only the carry on the path, every non-system library resolves into it
@@ -69,7 +69,8 @@ class GpuRehearsal(unittest.TestCase):
         r = self.run_gpu(out)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         summary = read(os.path.join(out, "summary.txt"))
-        for line in ("test copy_test: rc=0", "test conv_test: rc=0", "test quant_test: rc=0", "test cuda_allocator_test: rc=0", "bench bench_baseline_cuda: rc=0",
+        for line in ("test copy_test: rc=0", "test conv_test: rc=0", "test quant_test: rc=0", "test cuda_allocator_test: rc=0",
+                     "test differential_test: rc=0", "bench bench_baseline_cuda: rc=0",
                      "bench bench_transfer: rc=0", "peers: rc=0", "gpu_run: done"):
             self.assertIn(line, summary)
         # the baseline runs first, whatever SB_GPU_BENCH names
