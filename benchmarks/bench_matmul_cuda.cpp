@@ -24,8 +24,8 @@
 //   8192). Counters: flop = 2 M N K; bytes = A, B read once, C written once;
 //   operand_copies = operands matmul copied in one call; peak_alloc_bytes /
 //   allocs_per_iter from the CUDA allocators.
-// Ceiling: baseline gemm_peak of the same dtype (H100 SXM nominal: 67 TF/s f32, ~495
-//   TF/s tf32, ~990 TF/s f16 and bf16 dense). 4096^3 f32: 137 GFLOP, ~2.5 ms at 55 TF/s.
+// Ceiling: baseline gemm_peak of the same dtype (the nominal and measured peaks per
+//   dtype: docs/notes/cuda.md, Ceilings).
 #include <optional>
 
 #include "cuda_bench_common.h"

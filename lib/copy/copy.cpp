@@ -530,9 +530,9 @@ int tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool nt) {
   const bool simd = sizeof(U) == 4 && use_avx2();
   // Note [Tiles of 2- and 8-byte elements]: as the 4-byte tiles, transposed into the L1
   // buffer (transpose_tile_u16 / transpose_tile_f64) and stored a whole row at a time.
-  // The scalar tile walks 64 source rows for every dst row; rows a power-of-two stride
-  // apart (4096 bfloat16 = 8 KiB) share their L1 sets, and a 4096^2 bfloat16 transpose
-  // ran at 0.03x the contiguous copy's rate (docs/notes/copy-reduce.md).
+  // The scalar tile walks 64 source rows for every dst row, and rows a power-of-two
+  // stride apart (4096 bfloat16 = 8 KiB) share their L1 sets: every read missed
+  // (docs/notes/copy-reduce.md, Transposes of 2- and 8-byte elements).
   const bool simd_other = (sizeof(U) == 2 || sizeof(U) == 8) && use_avx2();
   constexpr int64_t kOtherA = sizeof(U) == 8 ? 64 : 128, kOtherB = sizeof(U) == 8 ? 64 : 128;  // 32 KiB
   const int64_t tile = std::clamp<int64_t>(kTileBytes / static_cast<int64_t>(sizeof(U)), 32, 64);  // scalar tiles

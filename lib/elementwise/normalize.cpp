@@ -352,8 +352,8 @@ void normalize_strip(bool avx, bool nt, bool resident, char* const* p, const int
   // there in place by the float32 rows kernel, and rounded back into out (streaming
   // under the same rule as the other rows). The numerics are float32's (the rows
   // kernel's statistics, the float32 arithmetic of the write), one rounding on the store.
-  // The generic path below took 2.7x the float32 kernel's time per element on 64-element
-  // rows (docs/notes/elementwise.md, bfloat16).
+  // The generic path below is several times slower per element (docs/notes/elementwise.md,
+  // bfloat16 on an AVX2 core).
   if constexpr (kIs16Bit<T>) {
     if (avx && xsd == es && osd == es && n <= kStatFlush) {
       alignas(64) float buf[8 * kStatFlush];
@@ -404,8 +404,8 @@ void normalize_strip(bool avx, bool nt, bool resident, char* const* p, const int
   // sqrt(nb - 1) population standard deviations from their mean), so the variance errs
   // by O(kColBlock) ulp whatever the data; the merge adds no cancellation. Shifting the
   // whole row by its first element erred by 1 + ((x0 - mean) / sd)^2 ulp instead (issue
-  // #45: 1,600-5,700 ulp of float64 where x0 lay far out;
-  // tests/elementwise_test.cpp, NormalizeOuterDimFirstElementFarFromMean). A block's
+  // #45; docs/notes/elementwise.md; tests/elementwise_test.cpp,
+  // NormalizeOuterDimFirstElementFarFromMean). A block's
   // shift is its first element, so a constant row still normalizes to exactly 0. x is
   // read once from memory for the statistics and once for the write.
   constexpr int kCols = 256;

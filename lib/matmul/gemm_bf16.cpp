@@ -213,7 +213,7 @@ struct Bf16Workspace {
   int64_t b_elems, a_elems, acc_elems, acc_ld;
   int64_t per_thread() const { return b_elems + a_elems + acc_elems; }
 };
-Bf16Workspace bf16_workspace(const GemmPlan& p, int64_t M, int64_t N, int64_t K, bool pairs, bool c_bf16) {
+Bf16Workspace bf16_workspace(const GemmPlan& p, int64_t M, int64_t K, bool pairs, bool c_bf16) {
   const int64_t ks = pairs ? (p.kc + 1) / 2 : p.kc;
   Bf16Workspace w;
   w.b_elems = round_up(ks * p.nc, 16);
@@ -221,7 +221,6 @@ Bf16Workspace bf16_workspace(const GemmPlan& p, int64_t M, int64_t N, int64_t K,
   const int64_t rows = p.split_n ? M : p.chunk;
   w.acc_ld = p.nc;
   w.acc_elems = c_bf16 && K > p.kc ? round_up(rows * p.nc, 16) : 0;
-  (void)N;
   return w;
 }
 
@@ -245,7 +244,7 @@ void gemm_bf16_driver(int64_t M, int64_t N, int64_t K, const BFloat16* a, int64_
   const bool pairs = use_pairs(), hw_pairs = use_avx512_bf16();
   const int nt = team_size();
   const GemmPlan p = plan_bf16(M, N, K, nt, pairs);
-  const Bf16Workspace w = bf16_workspace(p, M, N, K, pairs, kBf16C);
+  const Bf16Workspace w = bf16_workspace(p, M, K, pairs, kBf16C);
   Workspace ws(sizeof(float) * static_cast<size_t>(p.team * w.per_thread()));
   const int MR = pairs ? kMRp : tile_mr<float>();
   const bool avx512 = use_avx512(), avx2 = use_avx2();
@@ -316,7 +315,7 @@ size_t gemm_bf16_workspace_bytes(int64_t M, int64_t N, int64_t K, int nt, bool c
   if (M <= 0 || N <= 0 || K <= 0) return 0;
   const bool pairs = use_pairs();
   const GemmPlan p = plan_bf16(M, N, K, nt, pairs);
-  return sizeof(float) * static_cast<size_t>(p.team * bf16_workspace(p, M, N, K, pairs, c_bf16).per_thread());
+  return sizeof(float) * static_cast<size_t>(p.team * bf16_workspace(p, M, K, pairs, c_bf16).per_thread());
 }
 
 }  // namespace sb::detail
