@@ -598,6 +598,15 @@ size_t count_cases(const std::vector<std::string>& args, const std::string& matr
 
 }  // namespace
 
+// "full (2.0)", "half (1.0)" or "none": the probed 512-bit FMA rate (cpu_fma512_rate)
+static std::string fma512_context() {
+  const double r = sb::cpu_fma512_rate();
+  if (r <= 0) return "none";
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%s (%.2f)", sb::fma512_rate_name(r), r);
+  return buf;
+}
+
 int main(int argc, char** argv) {
   using namespace sb::bench;
   // Take our own flag out before Google Benchmark sees the command line.
@@ -642,6 +651,12 @@ int main(int argc, char** argv) {
       {"sb_cpu_hugepages", sb::cpu_huge_pages_enabled() ? "on" : "off"},
       {"sb_cpu_allocator", sb::cpu_allocator_kind() == sb::AllocatorKind::System ? "system" : "caching"},
       {"sb_caches", m.caches()},
+      // Note [Tuning by microarchitecture]: what the kernels chose on this core, in
+      // SB_TUNING's syntax, so a run can be repeated with the same choice elsewhere
+      {"sb_cpu_arch", sb::cpu_arch_name(sb::cpu_id().arch)},
+      {"sb_tuning", sb::describe_tuning(sb::cpu_tuning())},
+      {"sb_tuning_basis", sb::cpu_tuning().basis},
+      {"sb_fma512", fma512_context()},
       {"sb_compiler", m.compiler},
       {"sb_flags", m.flags},
       {"sb_openmp", m.openmp},

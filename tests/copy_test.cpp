@@ -407,18 +407,18 @@ TEST(CopyFast, FillEveryLayoutDtypeAndStreaming) {
           }
 }
 
-// Note [Pipelined transpose blocks]: without a forced shape, AMD (and other non-Intel)
-// CPUs take blocks only where dst rows are >= 4 KiB apart and source rows >= 1024
-// elements long, 16-row bands elsewhere; Intel takes 32-row bands. Either way the result
-// is the reference's.
+// Note [Pipelined transpose blocks]: without a forced shape, the tuning decides
+// (cpu_tuning(), Note [Tuning by microarchitecture]): Zen 4's row takes blocks only where
+// dst rows are >= 4 KiB apart and source rows >= 1024 elements long, 16-row bands
+// elsewhere; Sapphire Rapids' row takes 32-row bands. Both rows run on every machine,
+// and the machine's own; either way the result is the reference's.
 TEST(CopyFast, TransposeBandsAutomaticChoice) {
   Scope scope;
   set_transpose_bands(0, true);
   set_nt_threshold_bytes(0);
-  const bool intel = cpu_vendor() == CpuVendor::Intel;
   struct Case {
     int64_t nB, nA, dst_row;  // dst (nA, nB) with rows dst_row floats apart (a view of wider rows)
-    int blocks_rows;          // the non-Intel choice
+    int blocks_rows;          // the choice of a tuning that takes blocks and 16-row bands
   };
   const std::vector<Case> cases = {
       {40, 1030, 1024, 64},  // rows 4 KiB apart, 1030-float source rows: blocks
@@ -426,23 +426,34 @@ TEST(CopyFast, TransposeBandsAutomaticChoice) {
       {40, 1000, 1024, 16},  // source rows of 1000 floats: bands
       {72, 1100, 64 * 20, 64},
   };
+  const CpuTuning zen4 = tuning_for({CpuVendor::AMD, 25, 17, CpuArch::Zen4}, cpu_caches());
+  const CpuTuning spr = tuning_for({CpuVendor::Intel, 6, 143, CpuArch::SapphireRapids}, cpu_caches());
+  struct Restore {
+    ~Restore() { set_cpu_tuning(nullptr); }
+  } restore;
   uint64_t seed = 900;
-  for (const Case& c : cases)
-    for (int threads : {1, 2}) {
-      set_num_threads(threads);
-      const Tensor vals = exact_values({c.nB, c.nA}, ++seed, DType::Float32);
-      const Tensor src = vals.t();
-      Tensor dst = empty({c.nA, c.dst_row}).narrow(1, 0, c.nB);
-      test::poison(dst);
-      dst.copy_(src);
-      const std::string where = std::to_string(c.nA) + " x " + std::to_string(c.nB) + " into rows of " +
-                                std::to_string(c.dst_row) + ", threads " + std::to_string(threads);
-      if (simd_level() >= SimdLevel::AVX2) {
-        EXPECT_EQ(last_copy_band_rows(), intel ? 32 : c.blocks_rows) << where;
+  for (const CpuTuning* t : {&zen4, &spr, static_cast<const CpuTuning*>(nullptr)}) {
+    set_cpu_tuning(t);
+    const CpuTuning& now = cpu_tuning();
+    for (const Case& c : cases)
+      for (int threads : {1, 2}) {
+        set_num_threads(threads);
+        const Tensor vals = exact_values({c.nB, c.nA}, ++seed, DType::Float32);
+        const Tensor src = vals.t();
+        Tensor dst = empty({c.nA, c.dst_row}).narrow(1, 0, c.nB);
+        test::poison(dst);
+        dst.copy_(src);
+        const std::string where = describe_tuning(now) + ": " + std::to_string(c.nA) + " x " +
+                                  std::to_string(c.nB) + " into rows of " + std::to_string(c.dst_row) +
+                                  ", threads " + std::to_string(threads);
+        if (simd_level() >= SimdLevel::AVX2) {
+          const int want = now.transpose_blocks && c.blocks_rows == 64 ? 64 : now.transpose_band_rows;
+          EXPECT_EQ(last_copy_band_rows(), want) << where;
+        }
+        ASSERT_TRUE(test::all_close(dst, test::naive_values(src), 0, 0)) << where;
+        ASSERT_TRUE(untouched_outside(dst)) << where;
       }
-      ASSERT_TRUE(test::all_close(dst, test::naive_values(src), 0, 0)) << where;
-      ASSERT_TRUE(untouched_outside(dst)) << where;
-    }
+  }
 }
 
 TEST(CopyFast, TransposeBandsTakeOnlyTheirThreeShapes) {

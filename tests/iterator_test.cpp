@@ -472,5 +472,35 @@ TEST(Iterator, GroupedStagingPairsEveryElementOnce) {
   set_num_threads(2);
 }
 
+// The group size comes from the tuning (Note [Tuning by microarchitecture]): bytes of
+// staged planes per group, at least group_min planes and at most 16.
+TEST(Iterator, GroupedStagingSizeFollowsTheTuning) {
+  set_nt_threshold_bytes(0);
+  struct Restore {
+    ~Restore() {
+      set_cpu_tuning(nullptr);
+      set_nt_threshold_bytes(-1);
+    }
+  } restore;
+  const Shape sz{2, 20, 64, 64};  // staged int32 planes of 16 KiB
+  Tensor o = empty(sz, DType::Int32), b = zeros(sz, DType::Int32);
+  Tensor a = zeros({2, 20, 64, 64}, DType::Int32).transpose(2, 3);
+  struct Case {
+    int64_t bytes;
+    int min, want;
+  };
+  for (const Case& c : {Case{512 << 10, 1, 16}, Case{128 << 10, 2, 8}, Case{4096, 2, 2}, Case{4096, 1, 1},
+                        Case{48 << 10, 1, 3}, Case{int64_t{1} << 30, 1, 16}}) {
+    CpuTuning t = cpu_tuning();
+    t.group_bytes = c.bytes;
+    t.group_min = c.min;
+    set_cpu_tuning(&t);
+    StridedIter it = StridedIter::from_tensors({o, a, b});
+    ASSERT_EQ(it.path(), Path::Tiled);
+    EXPECT_EQ(it.group(), c.want) << describe_tuning(t);
+    set_cpu_tuning(nullptr);
+  }
+}
+
 }  // namespace
 }  // namespace sb

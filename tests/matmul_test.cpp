@@ -95,6 +95,54 @@ TEST(Matmul, RandomShapesEveryLayoutModeAndDtype) {
   }
 }
 
+// Every design's block sizes come from cpu_tuning() (Note [Tuning by
+// microarchitecture]); a wrong KC, MC or NC must cost time, never a result. Small,
+// ragged blocks (not multiples of the tile) put every path through many jc, pc and ic
+// blocks at sizes a test can afford, with operands and outputs in several layouts.
+TEST(Matmul, ForcedBlockSizesOfAnyDesign) {
+  std::mt19937_64 rng(29);
+  struct Blocks {
+    int64_t kc, mc, nc;
+  };
+  const Blocks blocks[] = {{8, 1, 1}, {24, 20, 40}, {37, 7, 33}, {100, 50, 70}};
+  for (const Blocks& bl : blocks) {
+    CpuTuning t = cpu_tuning();
+    t.gemm_kc = bl.kc;
+    t.gemm_mc = bl.mc;
+    t.gemm_nc = bl.nc;
+    set_cpu_tuning(&t);
+    struct Restore {
+      ~Restore() { set_cpu_tuning(nullptr); }
+    } restore;
+    // the driver plans with these blocks: one thread's B block (KC x NC rounded to the
+    // 16-column panel) and A block (MC rounded to the tile's rows, x KC) in float64
+    const int64_t nc = (bl.nc + 7) / 8 * 8, mc = (bl.mc + 3) / 4 * 4;
+    EXPECT_EQ(gemm_workspace_bytes(4000, 4000, 4000, DType::Float64, 1),
+              static_cast<size_t>(((bl.kc * nc + 15) / 16 * 16 + (mc * bl.kc + 15) / 16 * 16) * 8))
+        << describe_tuning(t);
+    for (DType dt : {DType::Float32, DType::Float64, DType::BFloat16}) {
+      const int64_t M = 1 + rng() % 90, N = 1 + rng() % 150, K = 1 + rng() % 120;
+      const Tensor va = randn({M, K}, rng(), dt), vb = randn({K, N}, rng(), dt);
+      const std::vector<double> ref = ref_matmul(va, vb);
+      for (const Modes& m : kModes)
+        for (int pm : pair_modes(dt)) {
+          ModeGuard g(m);
+          PairsGuard pg(pm);
+          for (int l = 0; l < 3; ++l) {
+            const Tensor a = test::with_layout(va, l == 1 ? Layout::Transposed : Layout::Contiguous);
+            const Tensor b = test::with_layout(vb, l == 2 ? Layout::Transposed : Layout::Sliced);
+            Tensor out = test::with_layout(zeros({M, N}, dt), l == 0 ? Layout::Contiguous : Layout::Transposed);
+            test::poison(out);
+            matmul_out(out, a, b);
+            ASSERT_TRUE(test::all_close(out, ref, tol_for(dt, K), rtol_for(dt)))
+                << describe_tuning(t) << " " << dtype_name(dt) << " " << M << "x" << K << "x" << N << " layout " << l
+                << " threads " << m.threads << " simd " << int(m.simd) << " pairs " << pm;
+          }
+        }
+    }
+  }
+}
+
 // N wider than the driver's NC block (1024 columns) and M taller than its MC block:
 // several jc and ic blocks, each B block packed once per KC block, A re-packed per jc,
 // with ragged last blocks. On 2 threads each stripe still spans more than one NC block.

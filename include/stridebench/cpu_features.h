@@ -1,10 +1,11 @@
 // cpu_features.h — which SIMD path the CPU kernels take.
 //
 // Levels: Scalar (plain C, always compiled), AVX2 (AVX2+FMA+F16C: every kernel), and
-// AVX512 (AVX-512F/BW/VNNI: the compute-bound kernels: the float32 GEMM micro-kernel,
-// the direct conv2d kernel and the int8 kernel; and the k-masked stores of elementwise
-// outputs through a stepped slice (elementwise.cpp, Note [Masked stores]); every other
-// kernel keeps its AVX2 path, which is memory-bound anyway).
+// AVX512 (AVX-512F/BW/VNNI): the kernels that gain from 512-bit registers or masks take
+// it (the float32 and bfloat16 GEMM micro-kernels, the direct conv2d kernel, the int8
+// kernel, normalize's short-row kernels, the conversions between float32 and 16-bit types, and
+// the k-masked stores of elementwise outputs, Note [Masked stores] in strips.h); the
+// others keep their AVX2 path at this level.
 // AVX2 is chosen at build time (meson option `simd`, default: when the compiler and the
 // building CPU have it; see meson.build). The AVX-512 kernels are compiled with function
 // target attributes whenever the compiler supports them (SB_HAVE_AVX512) and taken only
@@ -13,6 +14,7 @@
 // in the environment) so every path is tested and measurable on the same machine.
 #pragma once
 #include <cstdint>
+#include <string>
 
 namespace sb {
 
@@ -23,10 +25,23 @@ SimdLevel simd_level();           // the path kernels take now
 void set_simd_level(SimdLevel level);  // clamps to compiled_simd_level()
 const char* simd_level_name(SimdLevel level);
 
-// Who made the CPU (cpuid's vendor string): a few memory-bound kernels are tuned per
-// vendor where the two machines we measure on disagree (copy.cpp, Note [Transpose bands]).
+// Who made the CPU (cpuid's vendor string). Kernels do not choose by vendor: they read
+// cpu_tuning(), chosen per microarchitecture (Note [Tuning by microarchitecture]).
 enum class CpuVendor : uint8_t { Intel, AMD, Other };
 CpuVendor cpu_vendor();
+
+// The core's microarchitecture, from cpuid's vendor, family and model (the same names
+// as BLIS's configs). Cores of one design share a value: Emerald Rapids is
+// SapphireRapids (both Golden/Raptor Cove), Zen 4's Genoa, Bergamo and Raphael are Zen4.
+enum class CpuArch : uint8_t { Other, Zen, Zen2, Zen3, Zen4, Zen5, SkylakeX, IceLakeX, SapphireRapids, GraniteRapids };
+const char* cpu_arch_name(CpuArch a);  // "zen4", "sapphire-rapids", "other"
+CpuArch arch_of(CpuVendor vendor, int family, int model);  // pure: for tests and tools
+struct CpuId {
+  CpuVendor vendor = CpuVendor::Other;
+  int family = -1, model = -1;  // cpuid's display family and model; -1 where unknown
+  CpuArch arch = CpuArch::Other;
+};
+const CpuId& cpu_id();  // read once
 
 // The data caches one core sees, in bytes (0 where unknown). Note [Cache sizes]: the
 // kernel's sysfs (/sys/devices/system/cpu/cpu0/cache/index*) first, glibc's sysconf
@@ -39,6 +54,44 @@ struct CacheSizes {
   int llc_level = 3;
 };
 const CacheSizes& cpu_caches();  // read once
+
+// Note [Tuning by microarchitecture]
+// Block sizes and the shapes of a few memory-bound walks are chosen per core design, as
+// BLIS keeps one config per microarchitecture (config/zen3, zen4, zen5, skx...), never
+// per vendor: Zen 4 issues a 512-bit FMA in two halves and Zen 5's server cores do not;
+// Zen 3 has no AVX-512 at all. tuning_for() maps the arch and the caches read at run time
+// to a CpuTuning; each value is either measured on that design (`basis` says so and
+// docs/notes/ holds the sweep) or taken from the nearest measured design and labelled
+// so, until a machine of that design runs the sweep (SB_TUNING makes one possible
+// without a rebuild). A design we do not know gets values sized from its caches.
+// Every benchmark result records the choice (context key sb_tuning, describe_tuning()).
+// The fma512 rate is probed, not looked up: a Zen 5 core in a laptop runs 512-bit FMAs at
+// half rate where the server core runs them at full rate, with the same family.
+struct CpuTuning {
+  CpuArch arch = CpuArch::Other;
+  std::string basis;             // where the values come from, e.g. "measured on zen4"
+  int64_t gemm_kc = 256;         // float32 GEMM block depth (bfloat16 pairs take 2x)
+  int64_t gemm_mc = 144;         // rows of a packed A block
+  int64_t gemm_nc = 1024;        // columns of a packed B block
+  int transpose_band_rows = 16;  // streaming transposes: 16 or 32 source rows per band
+  bool transpose_blocks = true;  // wide transposes as pipelined 64-row blocks
+  int64_t group_bytes = 512 * 1024;  // elementwise staging: bytes per group of planes
+  int group_min = 1;                 // and the fewest planes per group
+};
+// The tuning for a core and its caches (pure; the basis says which row was taken).
+CpuTuning tuning_for(const CpuId& id, const CacheSizes& caches);
+// Applies "key=value,..." (kc, mc, nc, bands, blocks, group, group_min) to t; false
+// with *err naming the bad key or value, t unchanged.
+bool apply_tuning_spec(const char* spec, CpuTuning* t, std::string* err);
+// tuning_for(cpu_id(), cpu_caches()), then the SB_TUNING environment variable
+// (throws sb::Error naming it when malformed). Read once; tests may swap it (test_hooks.h).
+const CpuTuning& cpu_tuning();
+std::string describe_tuning(const CpuTuning& t);  // "arch=zen3 kc=512 mc=144 ... (basis)"
+// 512-bit FMA throughput over 256-bit, in flops, probed once on first call (about a
+// millisecond): ~2 full rate, ~1 half rate (two 256-bit halves, or one 512-bit unit);
+// 0 where the level AVX512 is not available. fma512_rate_name: "full", "half", "none".
+double cpu_fma512_rate();
+const char* fma512_rate_name(double rate);
 
 inline bool use_avx2() {
 #ifdef SB_HAVE_AVX2

@@ -18,9 +18,9 @@
 //            staging steps, as the iterator does (iterator.h, Note [Tile prefetch]).
 //            Streaming 4-byte copies into 64-byte aligned dst rows take bands instead
 //            (Note [Transpose bands]): 16 or 32 source rows x 512, no buffer, every dst
-//            line written whole by two streaming stores; on AMD (and other non-Intel)
-//            CPUs, where dst rows lie 4 KiB or more apart and source rows are 1024
-//            elements or longer, pipelined blocks (Note [Pipelined transpose blocks]):
+//            line written whole by two streaming stores; where the tuning takes
+//            blocks (cpu_tuning(), e.g. Zen 4), dst rows lie 4 KiB or more apart and
+//            source rows are 1024 elements or longer, pipelined blocks (Note [Pipelined transpose blocks]):
 //            64 source rows x 1024 through an L2 buffer, 256 bytes per dst row, each
 //            block drained while the next one fills.
 //   Strided  anything else of the same dtype (stepped slices, broadcast): a parallel
@@ -397,10 +397,10 @@ void tile_scalar(U* dst, const U* src, int64_t na, int64_t nb, int64_t dA, int64
 // 8 columns, nh 16-row halves of two 8x8 transposes; each dst row gets 64 nh
 // contiguous bytes as whole 64-byte lines), so the source rows are read as sequential
 // runs and the buffer round trip disappears. The machines we measure on disagree on the
-// band height, so it is chosen per vendor (transpose_bands(); docs/notes/copy-reduce.md):
-//   Intel: 32 rows (nh = 2: 128 bytes per dst row visit); 16 rows was slower there.
-//   AMD, and any other CPU: 16 rows (nh = 1: one whole line per dst row visit); 32 and
-//     64 rows were slower there.
+// band height, so it is chosen per microarchitecture (cpu_tuning().transpose_band_rows,
+// Note [Tuning by microarchitecture]; the sweeps in docs/notes/copy-reduce.md):
+//   Sapphire Rapids: 32 rows (nh = 2: 128 bytes per dst row visit); 16 was slower there.
+//   Zen 4: 16 rows (nh = 1: one whole line per dst row visit); 32 and 64 were slower.
 // On both, tasks walk A fastest, so each band reads its source rows start to end and a
 // thread's range is a run of whole source-row bands.
 // Taken when the copy streams, elements are 4 bytes, nB >= 16, and every dst row start
@@ -508,18 +508,18 @@ struct TransposeBands {
   int64_t rows;            // source rows per band: 16 or 32 (<= kBandBMax); 64: pipelined blocks
   bool source_rows_outer;  // tasks walk A fastest (each band's source rows start to end)
 };
-std::atomic<int> g_band_rows{0};  // 0: the vendor's choice; else set_transpose_bands()
+std::atomic<int> g_band_rows{0};  // 0: cpu_tuning()'s choice; else set_transpose_bands()
 std::atomic<bool> g_band_outer{true};
 
 // The band (or block) for a transpose whose A extent is nA and whose dst rows lie
-// dA_bytes apart: forced by set_transpose_bands, else the vendor's choice, and on
-// non-Intel CPUs blocks only where Note [Pipelined transpose blocks] found them faster.
+// dA_bytes apart: forced by set_transpose_bands, else cpu_tuning()'s band, and blocks
+// where the tuning takes them and Note [Pipelined transpose blocks] found them faster.
 [[maybe_unused]] TransposeBands transpose_bands(int64_t nA, int64_t dA_bytes) {  // AVX2 builds only
   const int forced = g_band_rows.load(std::memory_order_relaxed);
   if (forced) return {forced, g_band_outer.load(std::memory_order_relaxed)};
-  if (cpu_vendor() == CpuVendor::Intel) return {32, true};
-  if (nA >= kBlockA && dA_bytes >= kBlockMinRowBytes) return {kBlockB, true};
-  return {16, true};
+  const CpuTuning& t = cpu_tuning();
+  if (t.transpose_blocks && nA >= kBlockA && dA_bytes >= kBlockMinRowBytes) return {kBlockB, true};
+  return {t.transpose_band_rows, true};
 }
 
 // Plan dims: B = last (dst stride 1), A = a (src stride 1); others loop outside.

@@ -8,15 +8,22 @@
 
 #include <unistd.h>
 #if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+#if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #endif
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+
+#include "stridebench/error.h"
+#include "core/test_hooks.h"
 
 namespace sb {
 
@@ -116,6 +123,266 @@ CpuVendor cpu_vendor() {
   return v;
 }
 
+namespace {
+CpuId read_cpu_id() {
+  CpuId id;
+  id.vendor = cpu_vendor();
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (__get_cpuid(1, &a, &b, &c, &d)) {
+    const int base_family = (a >> 8) & 0xF, base_model = (a >> 4) & 0xF;
+    id.family = base_family == 0xF ? base_family + static_cast<int>((a >> 20) & 0xFF) : base_family;
+    id.model = base_family == 0x6 || base_family == 0xF ? base_model | static_cast<int>(((a >> 16) & 0xF) << 4)
+                                                        : base_model;
+  }
+#endif
+  id.arch = arch_of(id.vendor, id.family, id.model);
+  return id;
+}
+
+// Note [Tuning by microarchitecture]: the rows measured on a design, and what each other
+// design takes until it is measured. The sweeps are in docs/notes/gemm.md (KC) and
+// docs/notes/copy-reduce.md (transpose bands, staging groups).
+CpuTuning zen4_row() {
+  CpuTuning t;
+  t.gemm_kc = 512;  // Note [KC on Zen 4]
+  t.transpose_band_rows = 16;
+  t.transpose_blocks = true;
+  t.group_bytes = 512 * 1024;
+  t.group_min = 1;
+  return t;
+}
+CpuTuning sapphire_rapids_row() {
+  CpuTuning t;
+  t.gemm_kc = 256;
+  t.transpose_band_rows = 32;
+  t.transpose_blocks = false;
+  t.group_bytes = 128 * 1024;
+  t.group_min = 2;
+  return t;
+}
+int64_t round_down(int64_t x, int64_t m) { return x / m * m; }
+bool parse_i64(const std::string& v, int64_t lo, int64_t hi, int64_t* out) {
+  char* end = nullptr;
+  const long long x = std::strtoll(v.c_str(), &end, 10);
+  if (v.empty() || *end != '\0' || x < lo || x > hi) return false;
+  *out = x;
+  return true;
+}
+}  // namespace
+
+const char* cpu_arch_name(CpuArch a) {
+  switch (a) {
+    case CpuArch::Zen: return "zen";
+    case CpuArch::Zen2: return "zen2";
+    case CpuArch::Zen3: return "zen3";
+    case CpuArch::Zen4: return "zen4";
+    case CpuArch::Zen5: return "zen5";
+    case CpuArch::SkylakeX: return "skylake-x";
+    case CpuArch::IceLakeX: return "icelake-x";
+    case CpuArch::SapphireRapids: return "sapphire-rapids";
+    case CpuArch::GraniteRapids: return "granite-rapids";
+    default: return "other";
+  }
+}
+
+CpuArch arch_of(CpuVendor vendor, int family, int model) {
+  if (vendor == CpuVendor::AMD) {
+    if (family == 0x17) return model < 0x30 ? CpuArch::Zen : CpuArch::Zen2;
+    if (family == 0x19) {
+      const bool zen4 = (model >= 0x10 && model <= 0x1F) || (model >= 0x60 && model <= 0x7F) ||
+                        (model >= 0xA0 && model <= 0xAF);
+      return zen4 ? CpuArch::Zen4 : CpuArch::Zen3;
+    }
+    if (family == 0x1A) return CpuArch::Zen5;
+  }
+  if (vendor == CpuVendor::Intel && family == 6) {
+    switch (model) {
+      case 0x55: return CpuArch::SkylakeX;  // Skylake-SP, Cascade Lake, Cooper Lake
+      case 0x6A: case 0x6C: return CpuArch::IceLakeX;
+      case 0x8F: case 0xCF: return CpuArch::SapphireRapids;  // and Emerald Rapids
+      case 0xAD: case 0xAE: return CpuArch::GraniteRapids;
+      default: break;
+    }
+  }
+  return CpuArch::Other;
+}
+
+const CpuId& cpu_id() {
+  static const CpuId id = read_cpu_id();
+  return id;
+}
+
+CpuTuning tuning_for(const CpuId& id, const CacheSizes& caches) {
+  const CpuArch arch = id.arch;
+  CpuTuning t;
+  const std::string name = cpu_arch_name(arch);
+  switch (arch) {
+    case CpuArch::Zen4:
+      t = zen4_row();
+      t.basis = "measured on zen4";
+      break;
+    case CpuArch::Zen3:
+      t = zen4_row();
+      t.basis = "zen4's row (on zen3 KC 256-512 measured level)";
+      break;
+    case CpuArch::Zen: case CpuArch::Zen2: case CpuArch::Zen5:
+      t = zen4_row();
+      t.basis = "zen4's row (not measured on " + name + ")";
+      break;
+    case CpuArch::SapphireRapids:
+      t = sapphire_rapids_row();
+      t.basis = "measured on sapphire-rapids";
+      break;
+    case CpuArch::SkylakeX: case CpuArch::IceLakeX: case CpuArch::GraniteRapids:
+      t = sapphire_rapids_row();
+      t.basis = "sapphire-rapids's row (not measured on " + name + ")";
+      break;
+    default: {
+      // A design we do not know: the nearest measured row of its vendor; elsewhere the
+      // defaults, cut down where the caches are smaller than the ones they were sized on.
+      const CpuVendor v = id.vendor;
+      if (v == CpuVendor::AMD || v == CpuVendor::Intel) {
+        t = v == CpuVendor::AMD ? zen4_row() : sapphire_rapids_row();
+        t.basis = std::string(v == CpuVendor::AMD ? "zen4's" : "sapphire-rapids's") + " row (unknown design)";
+        break;
+      }
+      if (caches.l1d > 0 && caches.l1d < 32 * 1024) t.gemm_kc = 128;  // a 16-column B micro-panel in half of L1
+      if (caches.l2 > 0)  // the A block in half of L2
+        t.gemm_mc = std::clamp<int64_t>(round_down(caches.l2 / 2 / (t.gemm_kc * 4), 16), 16, t.gemm_mc);
+      if (caches.llc > 0)  // the B block in half of the LLC
+        t.gemm_nc = std::clamp<int64_t>(round_down(caches.llc / 2 / (t.gemm_kc * 4), 16), 256, t.gemm_nc);
+      t.basis = "sized from the caches (unknown design)";
+    }
+  }
+  t.arch = arch;
+  return t;
+}
+
+bool apply_tuning_spec(const char* spec, CpuTuning* out, std::string* err) {
+  CpuTuning t = *out;
+  std::string s = spec ? spec : "";
+  size_t pos = 0;
+  while (pos <= s.size() && !s.empty()) {
+    const size_t comma = s.find(',', pos);
+    const std::string item = s.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    pos = comma == std::string::npos ? s.size() + 1 : comma + 1;
+    if (item.empty()) continue;
+    const size_t eq = item.find('=');
+    const std::string key = item.substr(0, eq), val = eq == std::string::npos ? "" : item.substr(eq + 1);
+    int64_t x = 0;
+    bool ok = eq != std::string::npos;
+    if (key == "kc") ok = ok && parse_i64(val, 8, 8192, &t.gemm_kc);
+    else if (key == "mc") ok = ok && parse_i64(val, 1, 1 << 16, &t.gemm_mc);
+    else if (key == "nc") ok = ok && parse_i64(val, 1, 1 << 20, &t.gemm_nc);
+    else if (key == "bands") ok = ok && parse_i64(val, 16, 32, &x) && (x == 16 || x == 32) && (t.transpose_band_rows = static_cast<int>(x), true);
+    else if (key == "blocks") ok = ok && parse_i64(val, 0, 1, &x) && (t.transpose_blocks = x != 0, true);
+    else if (key == "group") ok = ok && parse_i64(val, 4096, int64_t{1} << 30, &t.group_bytes);
+    else if (key == "group_min") ok = ok && parse_i64(val, 1, 16, &x) && (t.group_min = static_cast<int>(x), true);
+    else {
+      if (err) *err = "unknown key '" + key + "' (kc, mc, nc, bands, blocks, group, group_min)";
+      return false;
+    }
+    if (!ok) {
+      if (err) *err = "bad value in '" + item + "' (kc 8-8192, mc and nc >= 1, bands 16 or 32, blocks 0 or 1, group >= 4096, group_min 1-16)";
+      return false;
+    }
+  }
+  *out = t;
+  return true;
+}
+
+std::string describe_tuning(const CpuTuning& t) {
+  return "kc=" + std::to_string(t.gemm_kc) + ",mc=" + std::to_string(t.gemm_mc) + ",nc=" + std::to_string(t.gemm_nc) +
+         ",bands=" + std::to_string(t.transpose_band_rows) + ",blocks=" + (t.transpose_blocks ? "1" : "0") +
+         ",group=" + std::to_string(t.group_bytes) + ",group_min=" + std::to_string(t.group_min);
+}
+
+namespace {
+std::atomic<const CpuTuning*> g_tuning_override{nullptr};
+CpuTuning machine_tuning() {
+  CpuTuning t = tuning_for(cpu_id(), cpu_caches());
+  if (const char* env = std::getenv("SB_TUNING"); env && *env) {
+    std::string err;
+    if (!apply_tuning_spec(env, &t, &err)) throw Error("SB_TUNING='" + std::string(env) + "': " + err);
+    t.basis += "; SB_TUNING=" + std::string(env);
+  }
+  return t;
+}
+}  // namespace
+
+void set_cpu_tuning(const CpuTuning* t) { g_tuning_override.store(t); }
+
+const CpuTuning& cpu_tuning() {
+  if (const CpuTuning* o = g_tuning_override.load(std::memory_order_acquire)) return *o;
+  static const CpuTuning t = machine_tuning();  // a throw leaves it unset: the next call throws again
+  return t;
+}
+
+#if defined(SB_HAVE_AVX2) && defined(SB_HAVE_AVX512)
+namespace {
+// Twelve independent FMA chains (more than latency x ports on every core we know) for
+// `iters` steps; returns seconds. The sums go to *sink so the chains stay live.
+__attribute__((target("avx512f"))) double fma_chains512(int64_t iters, float* sink) {
+  __m512 acc[12];
+  for (int i = 0; i < 12; ++i) acc[i] = _mm512_set1_ps(1.0f + 0.01f * i);
+  const __m512 m = _mm512_set1_ps(0.999999f), a = _mm512_set1_ps(1e-7f);
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int64_t k = 0; k < iters; ++k)
+    for (int i = 0; i < 12; ++i) acc[i] = _mm512_fmadd_ps(acc[i], m, a);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  float out[16];
+  for (int i = 0; i < 12; ++i) {
+    _mm512_storeu_ps(out, acc[i]);
+    *sink += out[0];
+  }
+  return s;
+}
+__attribute__((target("avx2,fma"))) double fma_chains256(int64_t iters, float* sink) {
+  __m256 acc[12];
+  for (int i = 0; i < 12; ++i) acc[i] = _mm256_set1_ps(1.0f + 0.01f * i);
+  const __m256 m = _mm256_set1_ps(0.999999f), a = _mm256_set1_ps(1e-7f);
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int64_t k = 0; k < iters; ++k)
+    for (int i = 0; i < 12; ++i) acc[i] = _mm256_fmadd_ps(acc[i], m, a);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  float out[8];
+  for (int i = 0; i < 12; ++i) {
+    _mm256_storeu_ps(out, acc[i]);
+    *sink += out[0];
+  }
+  return s;
+}
+double probe_fma512_rate() {
+  if (compiled_simd_level() != SimdLevel::AVX512) return 0;
+  constexpr int64_t kIters = 20000;  // 240k FMAs per try: about 0.1 ms at 512 bits
+  float sink = 0;
+  double best256 = 1e9, best512 = 1e9;
+  for (int r = 0; r < 7; ++r) {  // alternating, best of each: the probe's noise is other tenants
+    best256 = std::min(best256, fma_chains256(kIters, &sink));
+    best512 = std::min(best512, fma_chains512(kIters, &sink));
+  }
+  volatile float keep = sink;
+  (void)keep;
+  return 2.0 * best256 / best512;  // a 512-bit FMA does twice a 256-bit one's flops
+}
+}  // namespace
+#endif
+
+double cpu_fma512_rate() {
+#if defined(SB_HAVE_AVX2) && defined(SB_HAVE_AVX512)
+  static const double r = probe_fma512_rate();
+  return r;
+#else
+  return 0;
+#endif
+}
+
+const char* fma512_rate_name(double r) {
+  if (r <= 0) return "none";
+  return r >= 1.6 ? "full" : r <= 1.3 ? "half" : "between";
+}
+
 bool cpu_has_avx512_bf16() {
   static const bool has = [] {
 #if defined(SB_HAVE_AVX2) && defined(SB_HAVE_AVX512) && (defined(__x86_64__) || defined(__i386__))
@@ -139,7 +406,7 @@ const CacheSizes& cpu_caches() {
 
 const char* simd_level_name(SimdLevel l) {
   switch (l) {
-    case SimdLevel::AVX512: return "avx512(gemm,conv,int8)+avx2+fma+f16c";
+    case SimdLevel::AVX512: return "avx512+avx2+fma+f16c";
     case SimdLevel::AVX2: return "avx2+fma+f16c";
     default: return "scalar";
   }

@@ -17,7 +17,7 @@ bool last_copy_used_nt();
 int last_copy_band_rows();
 // The streaming transposes' shape: 16 or 32 source rows per band (Note [Transpose bands])
 // or 64, the pipelined blocks (Note [Pipelined transpose blocks]), and whether tasks walk
-// the source rows' direction fastest. Chosen per CPU vendor and, on AMD and others, per
+// the source rows' direction fastest. Chosen by cpu_tuning() and, where it takes blocks, per
 // copy (blocks where dst rows are 4 KiB or more apart and source rows 1024 elements or
 // longer, else 16-row bands); tests force each (rows = 0: back to the automatic choice).
 void set_transpose_bands(int rows, bool source_rows_outer);
@@ -36,5 +36,10 @@ bool last_elementwise_used_nt();
 // without it, the kernel's scalar stand-in, so that the pair packers and their driver
 // are tested on every CPU; 0 widened.
 void set_bf16_gemm_pairs(int mode);
+
+// The tuning cpu_tuning() returns (Note [Tuning by microarchitecture]): t is used from
+// here on (the caller keeps it alive); nullptr: back to the machine's own.
+struct CpuTuning;
+void set_cpu_tuning(const CpuTuning* t);
 
 }  // namespace sb

@@ -188,8 +188,7 @@ StridedIter::StridedIter(const Shape& sizes, const Operand* ops, int nops, bool 
         }
       }
       if (ok && streams)
-        group_ = cpu_vendor() == CpuVendor::Intel ? std::clamp<int64_t>(kGroupBytesIntel / staged_bytes, 2, 16)
-                                                  : std::clamp<int64_t>(kGroupBytes / staged_bytes, 1, 16);
+        group_ = std::clamp<int64_t>(cpu_tuning().group_bytes / staged_bytes, cpu_tuning().group_min, 16);
     }
 
     return;

@@ -92,8 +92,8 @@ namespace sb {
 // Above the streaming threshold, when every tile is a whole plane (dims 0 and 1 fit one
 // tile: x + y.transpose(2, 3) with planes up to kTileElems elements), the output and a
 // dense input run on through dim 2 plane after plane, and the staged inputs read along
-// dense rows, the walk takes group() planes at a time (kGroupBytes of staged data: 8
-// planes of 128 x 128 float32): (1) transpose the group's staged planes, whose lines the
+// dense rows, the walk takes group() planes at a time (cpu_tuning().group_bytes of
+// staged data, e.g. 512 KiB: 8 planes of 128 x 128 float32): (1) transpose the group's staged planes, whose lines the
 // previous group already loaded, into one unpadded buffer, a source line's width of
 // strips per step (16 float32: each source line read once, the writes in 16 rows); (2)
 // hand the kernel the group as one dense run in kPieceBytes pieces, and between pieces
@@ -102,8 +102,9 @@ namespace sb {
 // of Note [Tile prefetch] paused the dense streams for every tile it staged, a paused
 // linear stream costs far more than the pause, and software prefetches from DRAM run
 // well below a hardware-followed stream. The group size and step widths were swept
-// (docs/notes/elementwise.md); on Intel CPUs (2 MiB L2s in our measurements) smaller
-// groups win: kGroupBytesIntel and at least 2 planes. Without a dense input (relu of a
+// (docs/notes/elementwise.md) and differ per design (Note [Tuning by microarchitecture]):
+// Zen 4 takes 512 KiB groups, Sapphire Rapids (2 MiB L2s) smaller ones, 128 KiB and at
+// least 2 planes. Without a dense input (relu of a
 // transposed tensor) the grouped walk was slower than Note [Chunked staging], which those
 // tiles keep; tiles of longer rows keep Note [Tile prefetch].
 class StridedIter {
@@ -115,8 +116,6 @@ class StridedIter {
   static constexpr int64_t kTilePad = 64;  // bytes added to each staged row: no power-of-two stride
   static constexpr int64_t kStageRows = 8;  // source rows staged (and next-tile rows prefetched) per step
   static constexpr int64_t kChunkStrips = 8;  // strips staged at a time (Note [Chunked staging])
-  static constexpr int64_t kGroupBytes = 512 * 1024;  // staged bytes per group (Note [Grouped staging])
-  static constexpr int64_t kGroupBytesIntel = 128 * 1024;  // on Intel, and at least 2 planes
   static constexpr int64_t kPieceBytes = 2048;        // output bytes per kernel call there
   enum class Path : uint8_t { Contiguous, Broadcast, Tiled, Strided };
 

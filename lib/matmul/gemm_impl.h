@@ -37,10 +37,9 @@ constexpr int kMRf = 6, kNRf = 16;     // float32 register tile: 12 ymm accumula
 constexpr int kMRf512 = 16;            // float32 AVX-512 tile 16x16: 16 zmm accumulators
 constexpr int kMRmax = 16;             // the largest MR of any path (tile buffers)
 constexpr int kMRd = 4, kNRd = 8;      // float64 tile (scalar/auto-vectorised path)
-constexpr int64_t kKC = 256;           // elements: a 16 x 256 float B micro-panel = 16 KiB (L1 48 KiB)
-constexpr int64_t kKCAmd = 512;        // on AMD CPUs: Note [KC on Zen 4]
-constexpr int64_t kMC = 144;           // rows: a 144 x 256 float A block = 144 KiB (L2 2 MiB)
-constexpr int64_t kNC = 1024;          // cols: a 256 x 1024 float B block = 1 MiB (L2 2 MiB; 3072 was 15% slower at 64x576x3136, 768 packed a 1024-wide A twice)
+// The block sizes KC, MC and NC come from cpu_tuning() (Note [Tuning by
+// microarchitecture] in cpu_features.h): KC deep enough that the C tile's load and store
+// happen rarely, MC x KC an A block that stays in L2, KC x NC a B block in L2 or L3.
 
 // RAII workspace from the current CPU allocator (counted in its statistics).
 class Workspace {
@@ -96,12 +95,12 @@ inline int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
 // Note [KC on Zen 4]
 // The depth of a packed block (KC) bounds how many k steps a micro-kernel call runs
-// between loading and storing its C tile. On the AMD EPYC VM (Zen 4, 32 KiB L1d, 1 MiB
-// L2, the 16x16 AVX-512 tile) KC = 512 ran 1.03-1.05x faster than 256 at 1024^3 and
-// 2048^3 on 1 and 2 threads, although a 16 x 512 A micro-panel and a 512 x 16 B
-// micro-panel no longer fit L1 together; 128 and 192 were slower, 768-2048 no better
-// (docs/notes/gemm.md). Intel CPUs keep 256, which is where they were measured.
-inline int64_t kc_block() { return cpu_vendor() == CpuVendor::AMD ? kKCAmd : kKC; }
+// between loading and storing its C tile. On Zen 4 (32 KiB L1d, 1 MiB L2, the 16x16
+// AVX-512 tile) KC = 512 ran faster than 256, although a 16 x 512 A micro-panel and a
+// 512 x 16 B micro-panel no longer fit L1 together; shallower was slower and deeper no
+// better (the sweep: docs/notes/gemm.md, "KC on Zen 4"). Sapphire Rapids keeps 256,
+// where it was measured. Each design's row is in cpu_features.cpp.
+inline int64_t kc_block() { return cpu_tuning().gemm_kc; }
 
 // Threads split C into independent stripes, one per thread, each running the whole
 // serial loop nest with its own A and B buffers: one parallel region per call and no
@@ -126,9 +125,10 @@ GemmPlan plan_gemm(int64_t M, int64_t N, int64_t K, int nt, int MR, int64_t kcb 
   const int64_t m_own = p.split_n ? M : p.chunk, n_own = p.split_n ? p.chunk : N;
   const int64_t kb = std::max<int64_t>(1, (K + kcb - 1) / kcb);  // balanced KC blocks: no short tail
   p.kc = std::max<int64_t>(1, (K + kb - 1) / kb);
-  const int64_t nb = std::max<int64_t>(1, (n_own + kNC - 1) / kNC);  // balanced N blocks
+  const int64_t NC = cpu_tuning().gemm_nc, MC = cpu_tuning().gemm_mc;
+  const int64_t nb = std::max<int64_t>(1, (n_own + NC - 1) / NC);  // balanced N blocks
   p.nc = std::max<int64_t>(NR, round_up((n_own + nb - 1) / nb, NR));
-  const int64_t mb = std::max<int64_t>(1, (m_own + kMC - 1) / kMC);  // balanced M blocks
+  const int64_t mb = std::max<int64_t>(1, (m_own + MC - 1) / MC);  // balanced M blocks
   p.mc = std::max<int64_t>(MR, round_up((m_own + mb - 1) / mb, MR));
   return p;
 }

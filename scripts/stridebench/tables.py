@@ -851,7 +851,8 @@ def _machine_line(rs):
     words = [rs.sb("sb_cpu_model", "unknown CPU")]
     fam, mod = rs.sb("sb_cpu_family"), rs.sb("sb_cpu_model_number")
     if fam and mod:
-        words[0] += f" (family {fam}, model {mod})"
+        arch = rs.sb("sb_cpu_arch")
+        words[0] += f" (family {fam}, model {mod}{': ' + arch if arch and arch != 'other' else ''})"
     words.append(f"{rs.sb('sb_cores', '?')} cores")
     caches = dict(part.split(":") for part in rs.sb("sb_caches").split(",") if ":" in part)
     if caches:
@@ -1039,7 +1040,7 @@ def claims_section(rs):
 # ---------------------------------------------------------------- document
 
 MACHINE_KEYS = ("sb_cpu_model", "sb_cpu_family", "sb_cpu_model_number", "sb_cores", "sb_threads", "sb_simd", "sb_cpu_hugepages", "sb_cpu_allocator",
-                "sb_caches",
+                "sb_caches", "sb_cpu_arch", "sb_tuning", "sb_tuning_basis", "sb_fma512",
                 "sb_compiler", "sb_flags", "sb_openmp", "sb_gpu_name", "sb_gpu_memory",
                 "sb_gpu_sms", "sb_cuda_driver", "sb_cuda_runtime", "sb_torch_version",
                 "sb_numpy_version", "sb_openblas_core", "sb_git_revision", "sb_date",

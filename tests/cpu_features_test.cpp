@@ -1,0 +1,221 @@
+// cpu_features_test.cpp — what the CPU is and the tuning chosen from it (Note [Tuning by
+// microarchitecture] in cpu_features.h). The GEMM under forced block sizes is tested in
+// matmul_test.cpp, the transposes' bands in copy_test.cpp.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "core/test_hooks.h"
+#include "stridebench/cpu_features.h"
+#include "stridebench/error.h"
+
+namespace sb {
+namespace {
+
+TEST(CpuArch, KnownFamiliesAndModels) {
+  struct Case {
+    CpuVendor v;
+    int family, model;
+    CpuArch want;
+  };
+  const Case cases[] = {
+      {CpuVendor::AMD, 25, 1, CpuArch::Zen3},      // EPYC 7003 (Milan): amd-epyc-f25m1
+      {CpuVendor::AMD, 25, 0x21, CpuArch::Zen3},   // Ryzen 5000 (Vermeer)
+      {CpuVendor::AMD, 25, 17, CpuArch::Zen4},     // EPYC 9004 (Genoa): amd-epyc-f25m17
+      {CpuVendor::AMD, 25, 0x61, CpuArch::Zen4},   // Ryzen 7000 (Raphael)
+      {CpuVendor::AMD, 25, 0xA0, CpuArch::Zen4},   // EPYC 97x4 (Bergamo)
+      {CpuVendor::AMD, 26, 2, CpuArch::Zen5},      // EPYC 9005 (Turin): the family-26 VM
+      {CpuVendor::AMD, 23, 1, CpuArch::Zen},       // EPYC 7001 (Naples)
+      {CpuVendor::AMD, 23, 0x31, CpuArch::Zen2},   // EPYC 7002 (Rome)
+      {CpuVendor::Intel, 6, 0x55, CpuArch::SkylakeX},
+      {CpuVendor::Intel, 6, 0x6A, CpuArch::IceLakeX},
+      {CpuVendor::Intel, 6, 143, CpuArch::SapphireRapids},
+      {CpuVendor::Intel, 6, 207, CpuArch::SapphireRapids},  // Emerald Rapids: the H100 host
+      {CpuVendor::Intel, 6, 0xAD, CpuArch::GraniteRapids},
+      {CpuVendor::Intel, 6, 0x97, CpuArch::Other},  // Alder Lake: not a design we tune
+      {CpuVendor::AMD, 25, -1, CpuArch::Zen3},
+      {CpuVendor::Other, 25, 17, CpuArch::Other},   // the family numbers are the vendor's
+      {CpuVendor::Intel, 25, 17, CpuArch::Other},
+  };
+  for (const Case& c : cases)
+    EXPECT_EQ(arch_of(c.v, c.family, c.model), c.want)
+        << "family " << c.family << " model " << c.model << ": got " << cpu_arch_name(arch_of(c.v, c.family, c.model));
+}
+
+// cpu_id() against the kernel's own decoding of cpuid (/proc/cpuinfo), where there is one.
+TEST(CpuArch, IdMatchesProcCpuinfo) {
+  std::ifstream f("/proc/cpuinfo");
+  int family = -1, model = -1;
+  for (std::string line; std::getline(f, line) && (family < 0 || model < 0);) {
+    const size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string key = line.substr(0, colon);
+    while (!key.empty() && (key.back() == ' ' || key.back() == '\t')) key.pop_back();
+    if (key == "cpu family") family = std::atoi(line.c_str() + colon + 1);
+    if (key == "model") model = std::atoi(line.c_str() + colon + 1);
+  }
+  if (family < 0 || model < 0) GTEST_SKIP() << "no cpu family/model in /proc/cpuinfo";
+  const CpuId& id = cpu_id();
+  EXPECT_EQ(id.family, family);
+  EXPECT_EQ(id.model, model);
+  EXPECT_EQ(id.arch, arch_of(id.vendor, family, model));
+  EXPECT_EQ(cpu_tuning().arch, id.arch);
+}
+
+CpuId id_of(CpuVendor v, int family, int model) { return {v, family, model, arch_of(v, family, model)}; }
+
+TEST(CpuTuning, RowsPerDesign) {
+  const CacheSizes caches{32 << 10, 1 << 20, 32 << 20, 3};
+  const CpuTuning zen4 = tuning_for(id_of(CpuVendor::AMD, 25, 17), caches);
+  EXPECT_EQ(zen4.gemm_kc, 512);
+  EXPECT_EQ(zen4.transpose_band_rows, 16);
+  EXPECT_TRUE(zen4.transpose_blocks);
+  EXPECT_EQ(zen4.group_bytes, 512 << 10);
+  EXPECT_EQ(zen4.group_min, 1);
+  EXPECT_EQ(zen4.basis, "measured on zen4");
+  const CpuTuning spr = tuning_for(id_of(CpuVendor::Intel, 6, 143), caches);
+  EXPECT_EQ(spr.gemm_kc, 256);
+  EXPECT_EQ(spr.transpose_band_rows, 32);
+  EXPECT_FALSE(spr.transpose_blocks);
+  EXPECT_EQ(spr.group_bytes, 128 << 10);
+  EXPECT_EQ(spr.group_min, 2);
+  EXPECT_EQ(spr.basis, "measured on sapphire-rapids");
+  // a design nobody measured takes its nearest measured row and says so
+  const CpuTuning zen5 = tuning_for(id_of(CpuVendor::AMD, 26, 2), caches);
+  EXPECT_EQ(zen5.arch, CpuArch::Zen5);
+  EXPECT_EQ(describe_tuning(zen5), describe_tuning(zen4));
+  EXPECT_NE(zen5.basis.find("not measured on zen5"), std::string::npos) << zen5.basis;
+  const CpuTuning adl = tuning_for(id_of(CpuVendor::Intel, 6, 0x97), caches);
+  EXPECT_EQ(describe_tuning(adl), describe_tuning(spr));
+  EXPECT_NE(adl.basis.find("unknown design"), std::string::npos) << adl.basis;
+  // the defaults, measured nowhere, are the same for every design's row
+  EXPECT_EQ(zen4.gemm_mc, 144);
+  EXPECT_EQ(zen4.gemm_nc, 1024);
+  EXPECT_EQ(spr.gemm_mc, 144);
+  EXPECT_EQ(spr.gemm_nc, 1024);
+}
+
+// An unknown vendor's core: blocks sized from its caches, never above the defaults.
+TEST(CpuTuning, UnknownDesignSizedFromCaches) {
+  const CpuId other = id_of(CpuVendor::Other, 8, 0);
+  const CpuTuning big = tuning_for(other, {64 << 10, 2 << 20, 64 << 20, 3});
+  EXPECT_EQ(big.gemm_kc, 256);
+  EXPECT_EQ(big.gemm_mc, 144);
+  EXPECT_EQ(big.gemm_nc, 1024);
+  EXPECT_NE(big.basis.find("caches"), std::string::npos);
+  // 24 KiB L1d: KC 128 (a 128 x 16 float32 B micro-panel is 8 KiB); 64 KiB L2: MC = 32 KiB
+  // / (128 * 4 bytes) = 64 rows; 256 KiB LLC: NC = 128 KiB / 512 bytes = 256 columns
+  const CpuTuning small = tuning_for(other, {24 << 10, 64 << 10, 256 << 10, 3});
+  EXPECT_EQ(small.gemm_kc, 128);
+  EXPECT_EQ(small.gemm_mc, 64);
+  EXPECT_EQ(small.gemm_nc, 256);
+  const CpuTuning unknown = tuning_for(other, {0, 0, 0, 3});  // nothing read: the defaults
+  EXPECT_EQ(unknown.gemm_kc, 256);
+  EXPECT_EQ(unknown.gemm_mc, 144);
+  EXPECT_EQ(unknown.gemm_nc, 1024);
+}
+
+TEST(CpuTuning, SpecRoundTripsAndRefusesBadInput) {
+  CpuTuning t = tuning_for(id_of(CpuVendor::AMD, 25, 17), {});
+  std::string err;
+  ASSERT_TRUE(apply_tuning_spec("kc=384,mc=96,nc=2048,bands=32,blocks=0,group=131072,group_min=2", &t, &err)) << err;
+  EXPECT_EQ(describe_tuning(t), "kc=384,mc=96,nc=2048,bands=32,blocks=0,group=131072,group_min=2");
+  CpuTuning u = tuning_for(id_of(CpuVendor::Intel, 6, 143), {});
+  ASSERT_TRUE(apply_tuning_spec(describe_tuning(t).c_str(), &u, &err)) << err;
+  EXPECT_EQ(describe_tuning(u), describe_tuning(t));
+  ASSERT_TRUE(apply_tuning_spec("", &u, &err));  // nothing to change
+  ASSERT_TRUE(apply_tuning_spec("kc=200,", &u, &err));
+  EXPECT_EQ(u.gemm_kc, 200);
+  const std::string before = describe_tuning(u);
+  for (const char* bad : {"kc=4", "kc=abc", "kc=", "kc", "mc=0", "bands=24", "blocks=2", "group=10",
+                          "group_min=17", "nc=-5", "kc=300,bands=8", "tile=16"}) {
+    err.clear();
+    EXPECT_FALSE(apply_tuning_spec(bad, &u, &err)) << bad;
+    EXPECT_FALSE(err.empty()) << bad;
+    EXPECT_EQ(describe_tuning(u), before) << bad << ": changed the tuning";
+  }
+  apply_tuning_spec("tile=16", &u, &err);
+  EXPECT_NE(err.find("unknown key 'tile'"), std::string::npos) << err;
+  apply_tuning_spec("bands=24", &u, &err);
+  EXPECT_NE(err.find("bands=24"), std::string::npos) << err;
+}
+
+// SB_TUNING is read once per process, so each value runs in a child: this binary again,
+// filtered to the test below, which checks what the parent asked for.
+int run_child(const std::string& spec, const std::string& expect) {
+  char self[4096];
+  const ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (len <= 0) return -1;
+  self[len] = '\0';
+  const std::string cmd = "SB_TUNING='" + spec + "' SB_TUNING_EXPECT='" + expect + "' '" + self +
+                          "' --gtest_filter=CpuTuning.EnvironmentChild > /dev/null 2>&1";
+  const int rc = std::system(cmd.c_str());
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+TEST(CpuTuning, EnvironmentOverrides) {
+  EXPECT_EQ(run_child("kc=384,bands=32", "kc=384,bands=32"), 0);
+  EXPECT_EQ(run_child("kc=3", "error"), 0);
+  EXPECT_EQ(run_child("kc=384", "kc=512"), 1) << "the child must fail when the value differs";
+}
+
+TEST(CpuTuning, EnvironmentChild) {
+  const char* expect = std::getenv("SB_TUNING_EXPECT");
+  if (!expect) GTEST_SKIP() << "run by CpuTuning.EnvironmentOverrides";
+  const std::string spec = std::getenv("SB_TUNING") ? std::getenv("SB_TUNING") : "";
+  if (std::string(expect) == "error") {
+    for (int i = 0; i < 2; ++i) {  // a malformed value fails every call, not only the first
+      try {
+        (void)cpu_tuning();
+        ADD_FAILURE() << "no error for SB_TUNING=" << spec;
+      } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("SB_TUNING='" + spec + "'"), std::string::npos) << e.what();
+      }
+    }
+    return;
+  }
+  CpuTuning want = tuning_for(cpu_id(), cpu_caches());
+  std::string err;
+  ASSERT_TRUE(apply_tuning_spec(expect, &want, &err)) << err;
+  EXPECT_EQ(describe_tuning(cpu_tuning()), describe_tuning(want));
+  EXPECT_NE(cpu_tuning().basis.find("SB_TUNING=" + spec), std::string::npos) << cpu_tuning().basis;
+}
+
+TEST(CpuTuning, TestHookSwapsAndRestores) {
+  const std::string mine = describe_tuning(cpu_tuning());
+  CpuTuning forced = cpu_tuning();
+  forced.gemm_kc = 40;
+  set_cpu_tuning(&forced);
+  EXPECT_EQ(cpu_tuning().gemm_kc, 40);
+  set_cpu_tuning(nullptr);
+  EXPECT_EQ(describe_tuning(cpu_tuning()), mine);
+}
+
+TEST(CpuFeatures, Fma512RateIsProbedWhereTheLevelExists) {
+  const double r = cpu_fma512_rate();
+  EXPECT_EQ(r, cpu_fma512_rate()) << "probed once";
+  if (compiled_simd_level() != SimdLevel::AVX512) {
+    EXPECT_EQ(r, 0);
+    EXPECT_STREQ(fma512_rate_name(r), "none");
+    return;
+  }
+  // a 512-bit FMA does between one and two 256-bit FMAs' work per unit time on every
+  // core with AVX-512; far outside that, the probe measured something else
+  EXPECT_GT(r, 0.5) << r;
+  EXPECT_LT(r, 2.6) << r;
+  EXPECT_STRNE(fma512_rate_name(r), "none");
+}
+
+TEST(CpuFeatures, LevelNameListsNoSubsetOfKernels) {
+  EXPECT_STREQ(simd_level_name(SimdLevel::AVX512), "avx512+avx2+fma+f16c");
+  EXPECT_STREQ(simd_level_name(SimdLevel::AVX2), "avx2+fma+f16c");
+  EXPECT_STREQ(simd_level_name(SimdLevel::Scalar), "scalar");
+}
+
+}  // namespace
+}  // namespace sb
