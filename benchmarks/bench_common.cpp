@@ -27,6 +27,7 @@
 #include "bench_config.h"
 #include "bench_version.h"
 #include "stridebench/cpu_features.h"
+#include "stridebench/error.h"
 
 namespace sb::bench {
 
@@ -116,8 +117,12 @@ const char* matrix_name(Matrix m) {
   return "?";
 }
 
-int repetitions() { return pick(1, 5, 10); }
-double min_time_s() { return pick(1e-4, 0.02, 0.1); }
+// --sb_repetitions / --sb_min_time replace the matrix's (scripts/recheck: one
+// repetition per round, the same window as the peer's); 0: the matrix's
+int g_repetitions = 0;
+double g_min_time_s = 0;
+int repetitions() { return g_repetitions > 0 ? g_repetitions : pick(1, 5, 10); }
+double min_time_s() { return g_min_time_s > 0 ? g_min_time_s : pick(1e-4, 0.02, 0.1); }
 
 std::vector<int> thread_counts() {
   std::vector<int> t{1, 2};
@@ -627,6 +632,20 @@ int main(int argc, char** argv) {
       log_path = a.substr(9);
       continue;
     }
+    if (a.rfind("--sb_repetitions=", 0) == 0 || a.rfind("--sb_min_time=", 0) == 0) {
+      const bool reps = a[5] == 'r';
+      const std::string v = a.substr(a.find('=') + 1);
+      char* end = nullptr;
+      const double x = std::strtod(v.c_str(), &end);
+      if (v.empty() || *end != '\0' || !(x > 0) || (reps && (x != static_cast<int>(x) || x > 1000)) || x > 100) {
+        std::fprintf(stderr, "%s: %s must be a positive %s (got '%s')\n", argv[0], reps ? "--sb_repetitions" : "--sb_min_time",
+                     reps ? "integer up to 1000" : "number of seconds up to 100", v.c_str());
+        return 2;
+      }
+      if (reps) g_repetitions = static_cast<int>(x);
+      else g_min_time_s = x;
+      continue;
+    }
     if (a.rfind("--benchmark_out=", 0) == 0) make_parent_dirs(a.substr(16));
     args.push_back(argv[i]);
   }
@@ -637,6 +656,12 @@ int main(int argc, char** argv) {
   int n = static_cast<int>(args.size());
   args.push_back(nullptr);
 
+  try {
+    (void)sb::cpu_tuning();  // a malformed SB_TUNING: one message, no run
+  } catch (const sb::Error& e) {
+    std::fprintf(stderr, "%s: %s\n", argv[0], e.what());
+    return 2;
+  }
   const MachineInfo& m = machine();
   std::string threads;
   for (int t : thread_counts()) threads += (threads.empty() ? "" : ",") + std::to_string(t);

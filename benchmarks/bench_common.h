@@ -56,8 +56,8 @@ template <typename T>
 T pick(T smoke_value, T quick_value, T full_value) {
   return matrix() == Matrix::Smoke ? smoke_value : matrix() == Matrix::Quick ? quick_value : full_value;
 }
-int repetitions();           // 1 smoke, 5 quick, 10 full
-double min_time_s();         // per repetition; smoke: tiny
+int repetitions();           // 1 smoke, 5 quick, 10 full; or --sb_repetitions
+double min_time_s();         // per repetition; smoke: tiny; or --sb_min_time
 std::vector<int> thread_counts();  // {1, 2} (full adds every core when there are more)
 
 // ---- run names ----

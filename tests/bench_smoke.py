@@ -29,11 +29,12 @@ NO_DEVICE = "no CUDA device"  # GPU runs skip with this where no GPU is present
 GBENCH_SEGMENTS = re.compile(r"^(manual_time|real_time|repeats:\d+|iterations:\d+|"
                              r"min_time:[\d.]+|min_warmup_time:[\d.]+|threads:\d+)$")
 CONTEXT = ["sb_machine", "sb_cpu_model", "sb_cores", "sb_threads", "sb_simd", "sb_cpu_allocator", "sb_caches",
+           "sb_cpu_arch", "sb_tuning", "sb_tuning_basis", "sb_fma512",
            "sb_compiler", "sb_flags", "sb_openmp", "sb_gpu_name", "sb_gpu_memory",
            "sb_gpu_sms", "sb_gpu_cc", "sb_gpu_l2", "sb_cuda_driver", "sb_cuda_runtime", "sb_git_revision",
            "sb_date", "sb_matrix", "sb_family"]
 NONEMPTY = ["sb_machine", "sb_cpu_model", "sb_cores", "sb_threads", "sb_simd", "sb_cpu_allocator",
-            "sb_caches", "sb_compiler", "sb_flags", "sb_git_revision", "sb_date",
+            "sb_caches", "sb_cpu_arch", "sb_tuning", "sb_tuning_basis", "sb_fma512", "sb_compiler", "sb_flags", "sb_git_revision", "sb_date",
             "sb_matrix", "sb_family"]
 
 
@@ -133,6 +134,42 @@ def check_progress_of_aggregates(exe, json_dir):
         raise Fail(f"{exe} at quick: progress {p.stdout[-1500:]}")
 
 
+def check_run_overrides(exe, json_dir):
+    """--sb_repetitions / --sb_min_time (what scripts/recheck gives each round) replace
+    the matrix's; a bad value is refused with exit 2 and runs nothing."""
+    first = subprocess.run([exe, "--sb_matrix=quick", "--benchmark_list_tests"], capture_output=True,
+                           text=True).stdout.split()[0].split("/min_time:")[0]  # the suffix names the window
+    out = os.path.join(json_dir, "overrides.json")
+    p = subprocess.run([exe, "--sb_matrix=quick", "--sb_repetitions=2", "--sb_min_time=0.001",
+                        "--benchmark_filter=^" + re.escape(first) + "/", "--benchmark_out=" + out,
+                        "--benchmark_out_format=json"], capture_output=True, text=True)
+    if p.returncode != 0:
+        raise Fail(f"{exe} --sb_repetitions=2 --sb_min_time=0.001 exited {p.returncode}: {p.stderr[-500:]}")
+    with open(out) as f:
+        its = [b for b in json.load(f)["benchmarks"] if b.get("run_type") == "iteration"]
+    if len(its) != 2 or not all("/min_time:0.001/" in b["name"] and b["repetitions"] == 2 for b in its):
+        raise Fail(f"{exe}: --sb_repetitions=2 --sb_min_time=0.001 ran {[b['name'] for b in its]}")
+    # SB_TUNING (Note [Tuning by microarchitecture]): recorded in the context; malformed, refused
+    p = subprocess.run([exe, "--sb_matrix=quick", "--sb_repetitions=1", "--sb_min_time=0.001",
+                        "--benchmark_filter=^" + re.escape(first) + "/",
+                        "--benchmark_out=" + out, "--benchmark_out_format=json"], capture_output=True, text=True,
+                       env=dict(os.environ, SB_TUNING="kc=384,bands=32"))
+    with open(out) as f:
+        ctx = json.load(f)["context"]
+    if p.returncode != 0 or not ctx["sb_tuning"].startswith("kc=384,") or ",bands=32," not in ctx["sb_tuning"] \
+            or "SB_TUNING=kc=384,bands=32" not in ctx["sb_tuning_basis"]:
+        raise Fail(f"{exe} under SB_TUNING=kc=384,bands=32: exit {p.returncode}, context {ctx.get('sb_tuning')!r} "
+                   f"{ctx.get('sb_tuning_basis')!r}")
+    p = subprocess.run([exe, "--benchmark_filter=^" + re.escape(first) + "/"], capture_output=True, text=True,
+                       env=dict(os.environ, SB_TUNING="kc=7"))
+    if p.returncode != 2 or "SB_TUNING='kc=7'" not in p.stderr:
+        raise Fail(f"{exe} under SB_TUNING=kc=7: exit {p.returncode}, {p.stderr[-300:]!r}")
+    for bad in ("--sb_repetitions=0", "--sb_repetitions=1.5", "--sb_min_time=-1", "--sb_min_time=abc"):
+        p = subprocess.run([exe, bad, "--benchmark_filter=^" + re.escape(first) + "/"], capture_output=True, text=True)
+        if p.returncode != 2 or bad.split("=")[0] not in p.stderr:
+            raise Fail(f"{exe} {bad}: exit {p.returncode}, {p.stderr[-300:]!r}")
+
+
 def recheck(py, script, json_dir, benches):
     """scripts/recheck --pair on two runs of the first CPU family, one round, through the
     real binary (Google Benchmark's own regex engine takes the exact-name filter):
@@ -189,6 +226,7 @@ def main():
         views = [e for e in a.benches if os.path.basename(e) == "bench_views"]
         if views:  # its cases take microseconds
             check_progress_of_aggregates(views[0], json_dir)
+            check_run_overrides(views[0], json_dir)
         p = subprocess.run([a.semantics, os.path.join(json_dir, "semantics.json")],
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         print(p.stdout, end="")

@@ -224,7 +224,7 @@ CpuTuning tuning_for(const CpuId& id, const CacheSizes& caches) {
       break;
     case CpuArch::Zen3:
       t = zen4_row();
-      t.basis = "zen4's row (on zen3 KC 256-512 measured level)";
+      t.basis = "zen4's row (on zen3, KC 256, 384 and 512 ran level)";
       break;
     case CpuArch::Zen: case CpuArch::Zen2: case CpuArch::Zen5:
       t = zen4_row();

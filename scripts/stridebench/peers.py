@@ -1203,7 +1203,7 @@ def child(args):
         if mod.get_num_threads() != threads:
             say(f"warning: torch runs {mod.get_num_threads()} threads, not {threads}")
     reps, min_time = MATRIX[args.matrix]
-    reps = args.repetitions or reps
+    reps, min_time = args.repetitions or reps, args.min_time or min_time
     timer = Timer(reps, min_time)
     with open(args.cases) as f:
         plan = json.load(f)  # written by the parent: our cases and our context
@@ -1453,6 +1453,8 @@ def parent(args):
                     cmd += ["--no-cuda"]
                 if args.repetitions:
                     cmd += ["--repetitions", str(args.repetitions)]
+                if args.min_time:
+                    cmd += ["--min-time", repr(args.min_time)]
                 t0 = time.perf_counter()
                 proc = subprocess.Popen(cmd, env=env)
                 try:
@@ -1524,11 +1526,16 @@ def main(argv):
     ap.add_argument("--no-cuda", action="store_true", help="CPU cases only")
     ap.add_argument("--repetitions", type=int, help="repetitions per case (default: the matrix's; "
                     "scripts/recheck uses 1 per round)")
+    ap.add_argument("--min-time", type=float, help="seconds per repetition (default: the matrix's, "
+                    "quick 0.1; scripts/recheck gives both sides the same)")
     ap.add_argument("--child", choices=LIBS, help=argparse.SUPPRESS)
     ap.add_argument("--child-out", help=argparse.SUPPRESS)
     ap.add_argument("--cases", help=argparse.SUPPRESS)
     ap.add_argument("--child-filter", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if (args.min_time is not None and not 0 < args.min_time <= 100) or \
+            (args.repetitions is not None and args.repetitions < 1):
+        ap.error("--min-time must be in (0, 100] seconds and --repetitions >= 1")
     if args.child:
         return child(args)
     if not args.out_dir or not args.bench_dir:

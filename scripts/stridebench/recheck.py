@@ -1,36 +1,48 @@
-# recheck: re-measures close peer comparisons with ours and the peer alternating, so
-# that the machine's drift (other tenants, clock, the shared L3) hits both sides alike.
+# recheck: re-measures the comparisons the tables and the Summary quote, with the two
+# sides alternating, so that the machine's drift (other tenants, clock, the shared L3)
+# hits both sides alike.
 #
 # Why: `ninja -C build benchmark` runs all of our families first and the peers minutes
-# later. On a shared machine the load changes in between, and a Peers-table ratio near
-# 1 says more about those minutes than about the two implementations. This step
-# (after peers, before collect) picks every peer row whose first-pass time is within
-# --band of ours (both directions, so the pick does not favour either side), then runs
-# R rounds; each round runs our binary on those rows and the peer runner on theirs,
-# in alternating order (ours first in odd rounds, the peer first in even ones). The
-# ratio of a case is the median over rounds of peer ÷ ours in the same round; its
-# spread is the range of the per-round ratios.
+# later. On a shared machine the load changes in between, and a ratio read across those
+# minutes says more about them than about the two implementations. This step (after
+# peers, before collect) picks
+#   peer:   every peer row where the peer was ahead of ours in the first pass, however
+#           far (the rows the Summary's peer line quotes), and the rows where ours was
+#           ahead by less than --band (widened by the two rows' first-pass spreads; the
+#           closest --max-cases of those);
+#   layout: per device, op and style, the --layout-per-style non-contiguous rows of ours
+#           furthest from their contiguous twin (either way), against that twin: the rows
+#           the Memory layout table's reading, claims L1-L5 and the Summary quote;
+#   style:  per device and Summary family, the costliest style of ours against the
+#           fastest style of the same case (the Summary's "costliest style");
+# then runs rounds; each round runs our binary on the open cases' rows (one repetition
+# of --min-time seconds) and the peer runner on theirs (the same), in alternating order
+# (ours first in odd rounds, the peer first in even ones). The ratio of a case is the
+# median over its rounds of b ÷ a in the same round; its spread the range of those.
 #
-# The same holds for a layout's cost: the Memory layout table's reading quotes, per op,
-# the layout furthest from contiguous, and on a noisy machine that is often a row whose
-# minutes were bad (an L2-sized transposed add on 2 threads read 3.3x its contiguous
-# twin at a first pass and 1.6x alternating). So the step also
-# takes, per device, op and style, the --layout-per-style non-contiguous rows of ours
-# furthest from their contiguous twin (either way) and re-checks each against its twin
-# (per style, so that the rows the table shows, one style per op, are among them); the
-# Memory layout table and claims L1-L5 then use the interleaved ratio for those pairs.
+# Note [Re-check stops on noise]: a case stops once it has --min-rounds rounds and
+# either the standard error of the mean of its log ratios is at most --target (2%:
+# the ratio is known to about ±4%), or, for a peer case, the 95% t-interval of that
+# mean lies wholly on one side of the Summary's line (the peer 5% or more ahead), so
+# more rounds could not change what the Summary says. The others run on, up to
+# --max-rounds, and the whole step stops starting rounds once --budget seconds are
+# spent (quick: 120, so that the quick matrix stays near 8 minutes on 2 cores). A case
+# that never settled says so ("settled": "max rounds" or "budget"); the tables mark it
+# noisy. The stopping idea is nvbench's (a noise criterion with a cap), applied per pair.
 #
 # Output: JSON_DIR/recheck.json (docs/BENCHMARKS.md, "Interleaved re-check"), which
 # collect keeps as raw/recheck.json and tables shows in the Peers table. The file is
-# rewritten on every run (with no cases when nothing is close), so it never outlives
+# rewritten on every run (with no cases when nothing was picked), so it never outlives
 # the rows it re-checked.
 #
 #   scripts/recheck --json-dir BUILD/bench-json --bench-dir BUILD/benchmarks
-#                   [--rounds N] [--band X] [--max-cases N] [--layout-per-style N] [--peers-script PATH]
-#                   [--pair OURS_RUN PEER_RUN]... [--out FILE]
-#   --pair (repeatable) re-checks the given runs instead of the band's pick; either
-#   name may be any run of our binaries or of the peer runner, e.g. two of ours to
-#   compare thread counts or a kernel row with its baseline ceiling.
+#                   [--rounds N | --min-rounds N --max-rounds N] [--target SE] [--budget S]
+#                   [--min-time S] [--band X] [--max-cases N] [--layout-per-style N]
+#                   [--peers-script PATH] [--pair OURS_RUN PEER_RUN]... [--out FILE]
+#   --rounds N runs every case exactly N rounds (no early stop). --pair (repeatable)
+#   re-checks the given runs instead of the picks; either name may be any run of our
+#   binaries or of the peer runner, e.g. two of ours to compare thread counts or a
+#   kernel row with its baseline ceiling.
 #   exit 2 with one message on bad input (nothing written), 1 when a round failed.
 import argparse
 import datetime
@@ -48,7 +60,11 @@ from . import results as sb
 
 SKIP_OPS = ("overhead", "reuse_experiment")  # no kernel time to compare
 SKIP_FAMILIES = ("alloc", "transfer", "baseline", "views")
-DEFAULT_ROUNDS = {"smoke": 1, "quick": 5, "full": 7}
+DEFAULT_ROUNDS = {"smoke": (1, 1), "quick": (3, 7), "full": (3, 9)}  # min, max
+DEFAULT_BUDGET = {"smoke": 0, "quick": 120, "full": 0}  # seconds; 0: none
+DEFAULT_MIN_TIME = {"smoke": 0.002, "quick": 0.05, "full": 0.1}  # seconds per side and round
+AHEAD = 1.05  # the Summary's line: a peer "faster than ours by 5% or more" (tables.py)
+STYLE_FAMILIES = ("elementwise", "copy", "reduce", "matmul", "conv")  # tables.SUMMARY_FAMILIES
 PEER_LIBS = ("torch", "numpy")  # measured by scripts/peers.py
 OTHER_IMPLS = PEER_LIBS + ("openblas",)  # openblas: inside bench_matmul, after ours
 
@@ -75,8 +91,10 @@ def load_dir(json_dir):
 
 
 def pick_cases(rs, band, max_cases):
-    """(ours run, peer run, first-pass peer ÷ ours) for every peer row within band."""
-    out = []
+    """(ours run, peer run, first-pass peer ÷ ours): every peer row where the peer was
+    ahead (x < 1), however far, then the rows where ours was ahead by less than band
+    times (1 + both rows' spreads), the closest max_cases of those."""
+    ahead, near = [], []
     for r in rs.select(impl=lambda v: v in OTHER_IMPLS, op=lambda v: v not in SKIP_OPS):
         if r.family in SKIP_FAMILIES:
             continue
@@ -84,10 +102,13 @@ def pick_cases(rs, band, max_cases):
         if not o or not o.median or not r.median:
             continue
         x = r.median / o.median
-        if 1 / band <= x <= band:
-            out.append((o, r, x))
-    out.sort(key=lambda c: (abs(math.log(c[2])), c[1].name))
-    return out[:max_cases]
+        noise = (o.spread or 0) + (r.spread or 0)
+        if x < 1:
+            ahead.append((o, r, x))
+        elif x <= band * (1 + noise):
+            near.append((o, r, x))
+    key = lambda c: (abs(math.log(c[2])), c[1].name)
+    return sorted(ahead, key=key) + sorted(near, key=key)[:max_cases]
 
 
 def pick_layout_cases(rs, per_style):
@@ -106,6 +127,20 @@ def pick_layout_cases(rs, per_style):
     return out
 
 
+def pick_style_cases(rs):
+    """(fastest style, costliest style, first-pass time ratio) per device and Summary
+    family: the pair the Summary's "costliest style" column quotes (tables.py
+    costliest_style, whose rule this is)."""
+    from . import tables
+    out = []
+    for dev in sb.devices(rs.all()):
+        for fam in STYLE_FAMILIES:
+            best = tables.costliest_style(rs, fam, dev)
+            if best and best[0] is not best[1]:
+                out.append((best[1], best[0], best[2]))
+    return out
+
+
 def who(run, rs):
     """Which program measures a run: ('peer', library), or ('ours', binary name): the
     binary that wrote the run's file (Google Benchmark's `executable` context), so
@@ -121,7 +156,7 @@ def name_regex(names, tail):
     return "^(" + "|".join(re.escape(n) for n in sorted(names)) + ")" + tail
 
 
-def run_ours(bench_dir, binary, names, matrix, tmp):
+def run_ours(bench_dir, binary, names, matrix, min_time, tmp):
     exe = os.path.join(bench_dir, binary)
     if not os.access(exe, os.X_OK):
         raise RuntimeError(f"{exe} is not an executable (build the benchmarks first)")
@@ -130,7 +165,7 @@ def run_ours(bench_dir, binary, names, matrix, tmp):
     # Its random interleaving shuffles the repetitions of the rows of one invocation, so
     # the machine's drift within the invocation is spread over all of them too.
     cmd = [exe, "--benchmark_filter=" + name_regex(names, "/"), f"--sb_matrix={matrix}",
-           "--benchmark_enable_random_interleaving=true",
+           "--benchmark_enable_random_interleaving=true", "--sb_repetitions=1", f"--sb_min_time={min_time!r}",
            f"--benchmark_out={out}", "--benchmark_out_format=json"]
     p = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     if p.returncode != 0:
@@ -138,11 +173,12 @@ def run_ours(bench_dir, binary, names, matrix, tmp):
     return out
 
 
-def run_peer(args, lib, names, threads, matrix, machine, tmp):
+def run_peer(args, lib, names, threads, matrix, machine, min_time, tmp):
     d = os.path.join(tmp, f"peer_{lib}")
     # one repetition per round: the rounds are the repetitions of a re-check
     cmd = [sys.executable, args.peers_script, "--out-dir", d, "--bench-dir", args.bench_dir,
            "--context-from", args.json_dir, "--libs", lib, "--matrix", matrix, "--repetitions", "1",
+           "--min-time", repr(min_time),
            "--filter", name_regex(names, "$"), "--threads-list", ",".join(sorted(threads, key=int))]
     if machine:
         cmd += ["--machine", machine]
@@ -155,7 +191,7 @@ def run_peer(args, lib, names, threads, matrix, machine, tmp):
     return out
 
 
-def one_round(groups, order, args, matrix, machine):
+def one_round(groups, order, args, matrix, machine, min_time):
     """Runs every program once, in `order` -> {run name: median ns}."""
     got = {}
     with tempfile.TemporaryDirectory(prefix="sb-recheck-") as tmp:
@@ -163,10 +199,10 @@ def one_round(groups, order, args, matrix, machine):
             runs = groups[(kind, what, part)]
             names = [r.name for r in runs]
             if kind == "ours":
-                path = run_ours(args.bench_dir, what, names, matrix, tmp)
+                path = run_ours(args.bench_dir, what, names, matrix, min_time, tmp)
             else:
                 threads = {r["threads"] for r in runs if r["threads"]} or {"1"}
-                path = run_peer(args, what, names, threads, matrix, machine, tmp)
+                path = run_peer(args, what, names, threads, matrix, machine, min_time, tmp)
             _, runs_out, _ = sb.load_gbench(path)
             for r in runs_out:
                 got[r.name] = r.median
@@ -199,33 +235,83 @@ def summary(ratios):
     return {"median": statistics.median(ratios), "min": min(ratios), "max": max(ratios)}
 
 
+def log_se(ratios):
+    """The standard error of the mean of log(ratios): the ratio's relative uncertainty."""
+    if len(ratios) < 2:
+        return None
+    return statistics.stdev(math.log(x) for x in ratios) / math.sqrt(len(ratios))
+
+
+def settled(ratios, pick, min_rounds, target):
+    """Why a case needs no more rounds (Note [Re-check stops on noise]), or None."""
+    if len(ratios) < min_rounds:
+        return None
+    se = log_se(ratios)
+    if se is None:
+        return None
+    if se <= target:
+        return "noise"
+    if pick == "peer":
+        from scipy import stats  # the t quantile; scripts/run provides a Python with scipy
+        m = statistics.fmean(math.log(x) for x in ratios)
+        half = stats.t.ppf(0.975, len(ratios) - 1) * se
+        line = -math.log(AHEAD)
+        if m + half < line or m - half > line:
+            return "decided"
+    return None
+
+
 def main(argv):
-    ap = argparse.ArgumentParser(prog="scripts/recheck", description="Re-measures close peer comparisons (or given pairs of runs) with the two sides alternating; see the comment at the top of this file.")
+    ap = argparse.ArgumentParser(prog="scripts/recheck", description="Re-measures the comparisons the tables quote (or given pairs of runs) with the two sides alternating; see the comment at the top of this file.")
     ap.add_argument("--json-dir", required=True)
     ap.add_argument("--bench-dir", required=True, help="where bench_<family> binaries are")
-    ap.add_argument("--rounds", type=int, help="default: smoke 1, quick 5, full 7")
-    ap.add_argument("--band", type=float, default=2.0,
-                    help="re-check peer rows with 1/band <= peer / ours <= band (default 2)")
-    ap.add_argument("--max-cases", type=int, default=150, help="the closest N peer rows (default 150)")
-    ap.add_argument("--layout-per-style", type=int, default=2,
-                    help="also re-check, per device, op and style, the N layout rows furthest from "
-                         "their contiguous twin (default 2; 0: none)")
+    ap.add_argument("--rounds", type=int, help="exactly N rounds for every case (no early stop)")
+    ap.add_argument("--min-rounds", type=int, help="rounds before a case may stop (default: smoke 1, quick and full 3)")
+    ap.add_argument("--max-rounds", type=int, help="rounds at most (default: smoke 1, quick 7, full 9)")
+    ap.add_argument("--target", type=float, default=0.02,
+                    help="a case stops when the standard error of its mean log ratio is at most this (default 0.02)")
+    ap.add_argument("--budget", type=float,
+                    help="seconds after which no new round starts, once every case has its minimum "
+                         "(default: quick 120, smoke and full none; 0: none)")
+    ap.add_argument("--min-time", type=float, help="seconds each side measures per round (default: "
+                                                   "smoke 0.002, quick 0.05, full 0.1)")
+    ap.add_argument("--band", type=float, default=1.25,
+                    help="also re-check peer rows where ours is ahead by less than this factor (default 1.25)")
+    ap.add_argument("--max-cases", type=int, default=150, help="at most N of those rows, the closest (default 150)")
+    ap.add_argument("--layout-per-style", type=int, default=1,
+                    help="re-check, per device, op and style, the N layout rows furthest from "
+                         "their contiguous twin (default 1; 0: none)")
+    ap.add_argument("--no-style", action="store_true", help="skip the costliest-style pairs")
     ap.add_argument("--peers-script", default=os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "peers.py"))
     ap.add_argument("--pair", nargs=2, action="append", metavar=("A", "B"),
-                    help="re-check run B against run A (repeatable); replaces the band's pick")
+                    help="re-check run B against run A (repeatable); replaces the picks")
     ap.add_argument("--out", help="default: JSON_DIR/recheck.json")
     args = ap.parse_args(argv)
     out_path = args.out or os.path.join(args.json_dir, "recheck.json")
     try:
-        if args.band < 1 or (args.rounds is not None and args.rounds < 1) or args.max_cases < 0 \
-                or args.layout_per_style < 0:
-            raise sb.InputError(out_path, "--band must be >= 1, --rounds >= 1, --max-cases and --layout-per-style >= 0")
+        if args.band < 1 or any(v is not None and v < 1 for v in (args.rounds, args.min_rounds, args.max_rounds)) \
+                or args.max_cases < 0 or args.layout_per_style < 0 or not args.target > 0 \
+                or (args.budget is not None and args.budget < 0) \
+                or (args.min_time is not None and not 0 < args.min_time <= 100):
+            raise sb.InputError(out_path, "--band must be >= 1; --rounds, --min-rounds and --max-rounds >= 1; "
+                                          "--max-cases, --layout-per-style and --budget >= 0; --target > 0; "
+                                          "--min-time in (0, 100]")
+        if args.rounds is not None and (args.min_rounds is not None or args.max_rounds is not None):
+            raise sb.InputError(out_path, "--rounds fixes the rounds: give it or --min-rounds/--max-rounds, not both")
         rs = load_dir(args.json_dir)
         matrix = rs.sb("sb_matrix", "quick")
         if matrix not in DEFAULT_ROUNDS:
             matrix = "quick"
         machine = rs.sb("sb_machine", "")
-        rounds = args.rounds or DEFAULT_ROUNDS[matrix]
+        if args.rounds is not None:
+            min_rounds = max_rounds = args.rounds
+        else:
+            min_rounds = args.min_rounds or DEFAULT_ROUNDS[matrix][0]
+            max_rounds = args.max_rounds or max(DEFAULT_ROUNDS[matrix][1], min_rounds)
+        if min_rounds > max_rounds:
+            raise sb.InputError(out_path, f"--min-rounds {min_rounds} > --max-rounds {max_rounds}")
+        budget = DEFAULT_BUDGET[matrix] if args.budget is None else args.budget
+        min_time = args.min_time or DEFAULT_MIN_TIME[matrix]
         # The OpenBLAS kernels of the first pass (bench_matmul and the peers record what
         # they ran; `ninja benchmark` forces the strongest set, meson.build), so that a
         # by-hand re-check compares the same kernels.
@@ -245,57 +331,101 @@ def main(argv):
             cases = [c + ("peer",) for c in pick_cases(rs, args.band, args.max_cases)]
             if args.layout_per_style:
                 cases += [c + ("layout",) for c in pick_layout_cases(rs, args.layout_per_style)]
+            if not args.no_style:
+                have = {(c[0].name, c[1].name) for c in cases}
+                cases += [c + ("style",) for c in pick_style_cases(rs) if (c[0].name, c[1].name) not in have]
     except sb.InputError as e:
         print(f"recheck: error: {e}", file=sys.stderr)
         return 2
 
-    doc = {"context": {"sb_machine": machine, "sb_matrix": matrix, "rounds": rounds,
-                       "band": args.band, "selection": "pairs" if args.pair else "band",
+    doc = {"context": {"sb_machine": machine, "sb_matrix": matrix, "rounds": max_rounds,
+                       "min_rounds": min_rounds, "max_rounds": max_rounds, "target_se": args.target,
+                       "budget_s": budget, "min_time_s": min_time, "ahead": AHEAD,
+                       "band": args.band, "selection": "pairs" if args.pair else "picks",
                        "layout_per_style": 0 if args.pair else args.layout_per_style,
+                       "style": not args.pair and not args.no_style,
                        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")},
            "cases": []}
-    status = 0
     if os.path.exists(out_path):  # a run that dies half-way must not leave the last run's file
         os.unlink(out_path)
+    status = 0
     if cases:
-        groups = program_groups(cases, rs)
-        say(f"{len(cases)} case(s), {rounds} round(s), programs: "
-            + ", ".join(f"{k} {w}{' [b side]' if part else ''} ({len(v)} runs)"
-                        for (k, w, part), v in sorted(groups.items())))
-        per_round = []
-        base = sorted(groups)
-        t_start = time.perf_counter()
-        for i in range(rounds):
-            order = base if i % 2 == 0 else base[::-1]  # alternate which program runs first
-            try:
-                per_round.append((order, one_round(groups, order, args, matrix, machine)))
-            except (RuntimeError, sb.InputError) as e:
-                say(f"round {i + 1} failed: {e}")
-                status = 1
-                break
-            spent = time.perf_counter() - t_start
-            say(f"[{i + 1}/{rounds}] {_mmss(spent / (i + 1) * (rounds - i - 1))} left  round {i + 1} done")
-        for o, p, x, pick in cases:
-            rounds_out = []
-            for order, got in per_round:
-                if got.get(o.name) and got.get(p.name):
-                    rounds_out.append({"a_ns": got[o.name], "b_ns": got[p.name],
-                                       "first": first_of(order, o, p, groups)})
+        status, outcome, seconds = run_rounds(cases, rs, args, matrix, machine, min_time,
+                                              min_rounds, max_rounds, budget)
+        doc["context"]["stopped"] = outcome["stopped"]
+        doc["context"]["seconds"] = round(seconds, 1)
+        for k, (o, p, x, pick) in enumerate(cases):
+            rounds_out = outcome["rounds"][k]
             ratios = [r["b_ns"] / r["a_ns"] for r in rounds_out]
-            case = {"a": o.name, "b": p.name, "pick": pick, "first_pass": x, "rounds": rounds_out}
+            case = {"a": o.name, "b": p.name, "pick": pick, "first_pass": x, "rounds": rounds_out,
+                    "settled": outcome["why"][k]}
             if ratios:
                 case["ratio"] = summary(ratios)
+                case["se"] = log_se(ratios)
             doc["cases"].append(case)
             if ratios:
                 say(f"{p.name}: first pass {x:.2f}x, interleaved {case['ratio']['median']:.2f}x "
-                    f"[{case['ratio']['min']:.2f}–{case['ratio']['max']:.2f}]")
+                    f"[{case['ratio']['min']:.2f}–{case['ratio']['max']:.2f}] in {len(ratios)} round(s), "
+                    f"{case['settled']}")
             else:
                 say(f"{p.name}: first pass {x:.2f}x, no round measured it")
     else:
-        say(f"no peer row within {args.band:g}x of ours and no layout row: nothing to re-check")
+        say(f"no peer row ahead of ours or within {args.band:g}x, and no layout or style pair: nothing to re-check")
     sb.atomic_write(out_path, json.dumps(doc, indent=1) + "\n")
     say(f"wrote {out_path}")
     return status
+
+
+def run_rounds(cases, rs, args, matrix, machine, min_time, min_rounds, max_rounds, budget):
+    """The rounds of Note [Re-check stops on noise] -> (status, {"rounds": per case
+    [{a_ns, b_ns, first}], "why": per case the reason it stopped, "stopped": why the
+    step stopped}, seconds)."""
+    groups = program_groups(cases, rs)
+    say(f"{len(cases)} case(s), {min_rounds}" + (f" to {max_rounds}" if max_rounds > min_rounds else "")
+        + " round(s), programs: " + ", ".join(f"{k} {w}{' [b side]' if part else ''} ({len(v)} runs)"
+                                              for (k, w, part), v in sorted(groups.items())))
+    rounds = [[] for _ in cases]
+    why = [None] * len(cases)
+    open_ = list(range(len(cases)))
+    status, stopped = 0, "settled"
+    t_start = time.perf_counter()
+    for i in range(max_rounds):
+        active = [cases[k] for k in open_]
+        groups = program_groups(active, rs)
+        base = sorted(groups)
+        order = base if i % 2 == 0 else base[::-1]  # alternate which program runs first
+        t_round = time.perf_counter()
+        try:
+            got = one_round(groups, order, args, matrix, machine, min_time)
+        except (RuntimeError, sb.InputError) as e:
+            say(f"round {i + 1} failed: {e}")
+            status, stopped = 1, "failed"
+            break
+        spent_round = time.perf_counter() - t_round
+        still = []
+        for k in open_:
+            o, p, _, pick = cases[k]
+            if got.get(o.name) and got.get(p.name):
+                rounds[k].append({"a_ns": got[o.name], "b_ns": got[p.name], "first": first_of(order, o, p, groups)})
+            why[k] = settled([r["b_ns"] / r["a_ns"] for r in rounds[k]], pick, min_rounds, args.target)
+            if why[k] is None:
+                still.append(k)
+        spent = time.perf_counter() - t_start
+        say(f"round {i + 1}: {len(active)} case(s) in {spent_round:.0f} s; {len(still)} still open; "
+            f"{_mmss(spent)} spent")
+        open_ = still
+        if not open_:
+            break
+        next_round = spent_round * len(open_) / len(active)
+        if budget and i + 1 >= min_rounds and i + 1 < max_rounds and spent + next_round > budget:
+            stopped = "budget"
+            break
+    else:
+        if open_:
+            stopped = "max rounds"
+    for k in open_:
+        why[k] = stopped
+    return status, {"rounds": rounds, "why": why, "stopped": stopped}, time.perf_counter() - t_start
 
 
 def _parses(name):

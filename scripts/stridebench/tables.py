@@ -348,9 +348,13 @@ def t_roofline(rs, dev):
     return reading, lines
 
 
+UNSETTLED = ("max rounds", "budget", "failed")  # scripts/recheck: the case's noise never settled
+
+
 def fmt_recheck(c):
     x = c["ratio"]
-    return f"{fmt_x(x['median'])} [{span([x['min'], x['max']])}]"
+    text = f"{fmt_x(x['median'])} [{span([x['min'], x['max']])}]"
+    return text + " (noisy)" if c.get("settled") in UNSETTLED else text
 
 
 def t_peers(rs, dev):
@@ -381,12 +385,30 @@ def t_peers(rs, dev):
         t = f"{p} takes {span(v)} our time over {len(v)} cases (faster in {sum(x < 1 for x in v)})"
         if p in again:
             a = again[p]
-            t += (f"; re-checked alternating with ours, the {len(a)} case{'s' if len(a) != 1 else ''} first within "
-                  f"{rs.recheck['context'].get('band', '?')}x read {span(a)} (faster in {sum(x < 1 for x in a)})")
+            t += (f"; re-checked alternating with ours, the {len(a)} case{'s' if len(a) != 1 else ''} "
+                  f"{_peer_pick_text(rs.recheck['context'])} read {span(a)} (faster in {sum(x < 1 for x in a)})")
         parts.append(t)
     return "; ".join(parts) or "no matching `impl:ours` row measured", md_table(
         ["peer", "case", "ours", "peer", "peer ÷ ours time", "interleaved peer ÷ ours",
          "% ceiling ours", "% ceiling peer"], rows)
+
+
+def _peer_pick_text(ctx):
+    if ctx.get("selection") == "band":  # files written before the peer-ahead pick
+        return f"first within {ctx.get('band', '?')}x"
+    return f"where the peer was ahead or ours ahead by less than {ctx.get('band', '?')}x"
+
+
+def _rounds_text(ctx):
+    lo, hi = ctx.get("min_rounds"), ctx.get("max_rounds")
+    if lo is None or hi is None:
+        return f"in {ctx.get('rounds', '?')} rounds"
+    if lo == hi:
+        return f"in {hi} rounds"
+    return (f"in {lo} to {hi} rounds, each case until the standard error of its log ratio was "
+            f"{100 * ctx.get('target_se', 0):.0f}% or less or, for a peer row, its 95% interval left "
+            f"the {ctx.get('ahead', 1.05):g}x line (a budget of {ctx.get('budget_s') or 'no'} s: "
+            f"stopped on {ctx.get('stopped', '?')}, {ctx.get('seconds', '?')} s)")
 
 
 def recheck_section(rs):
@@ -398,26 +420,38 @@ def recheck_section(rs):
     if not cases:
         return out + [f"No case was re-checked (selection: {ctx.get('selection', '?')}, "
                       f"band {ctx.get('band', '?')}x).", ""]
-    out += [f"`scripts/recheck` measured each case again in {ctx.get('rounds', '?')} rounds, "
+    out += [f"`scripts/recheck` measured each case again {_rounds_text(ctx)}, "
             "the two sides' programs alternating which runs first; the ratio is the median of "
-            "the per-round ratios b ÷ a, [min–max] over the rounds (docs/BENCHMARKS.md). "
+            "the per-round ratios b ÷ a, [min–max] over the rounds (docs/BENCHMARKS.md); "
+            "(noisy): the case never settled. "
             f"Selection: {selection_text(ctx)}.", ""]
     rows = []
     for c in cases:
+        se = c.get("se")
         rows.append([c.get("pick", "—"), c["a"], c["b"], fmt_x(c.get("first_pass")),
-                     fmt_recheck(c) if c.get("ratio") else NM, str(len(c["rounds"]))])
-    return out + md_table(["pick", "a", "b", "first pass b ÷ a", "interleaved b ÷ a", "rounds"], rows) + [""]
+                     fmt_recheck(c) if c.get("ratio") else NM, str(len(c["rounds"])),
+                     f"{100 * se:.1f}%" if se is not None else "—", c.get("settled", "—")])
+    return out + md_table(["pick", "a", "b", "first pass b ÷ a", "interleaved b ÷ a", "rounds",
+                           "SE of log ratio", "stopped on"], rows) + [""]
 
 
 def selection_text(ctx):
     if ctx.get("selection") == "pairs":
         return "pairs given by hand"
-    text = f"every peer row within {ctx.get('band')}x of ours in the first pass (pick: peer)"
+    if ctx.get("selection") == "band":  # files written before the peer-ahead pick
+        text = f"every peer row within {ctx.get('band')}x of ours in the first pass (pick: peer)"
+    else:
+        text = (f"every peer row where the peer was ahead of ours in the first pass, however far, and "
+                f"those where ours was ahead by less than {ctx.get('band')}x, widened by the two rows' "
+                "spreads (pick: peer; the Summary's peer line quotes only these)")
     n = ctx.get("layout_per_style")
     if n:
-        text += (f", and per device, op and style the {n} non-contiguous rows of ours furthest from their "
-                 "contiguous twin in the first pass, either way (pick: layout; the Memory layout "
-                 "table and claims L1–L5 use their interleaved ratio)")
+        text += (f", and per device, op and style the {n} non-contiguous row{'s' if n != 1 else ''} of ours "
+                 "furthest from their contiguous twin in the first pass, either way (pick: layout; the Memory "
+                 "layout table, claims L1–L5 and the Summary use their interleaved ratio)")
+    if ctx.get("style"):
+        text += (", and per device and family the costliest style of ours against the fastest style of its "
+                 "case (pick: style; the Summary's costliest style)")
     return text
 
 
@@ -903,12 +937,26 @@ def costliest_layout(rs, fam, dev):
     return best
 
 
+NOISY = 0.10  # a first-pass spread above ±10% is marked where the Summary quotes it
+
+
+def noise_mark(rs, a, b):
+    """'' when the ratio b ÷ a the Summary quotes can be read as it is: re-checked and
+    settled, or both rows within ±10%; else what makes it noisy."""
+    c = rs.rechecked(a, b) or rs.rechecked(b, a)
+    if c:
+        return " (noisy: re-check unsettled)" if c.get("settled") in UNSETTLED else ""
+    s = max(x.spread or 0 for x in (a, b))
+    return f" (noisy: ±{100 * s:.0f}%, not re-checked)" if s > NOISY else ""
+
+
 def _costliest_layout(rs, fam, dev):
     best = costliest_layout(rs, fam, dev)
     if best is None:
         return "—", "—", "—"
-    r, _, te = best
-    return (sb.describe(r, ("op", "layout", "shape")) + _thr(r), f"{1 / te:.2f}x", sb.pct_ceiling(rs, r))
+    r, b, te = best
+    return (sb.describe(r, ("op", "layout", "shape")) + _thr(r), f"{1 / te:.2f}x" + noise_mark(rs, b, r),
+            sb.pct_ceiling(rs, r))
 
 
 def costliest_style(rs, fam, dev):
@@ -921,7 +969,7 @@ def costliest_style(rs, fam, dev):
             continue
         fastest = min(group, key=lambda r: r.median)
         for r in group:
-            x = r.median / fastest.median
+            x = rs.time_ratio(fastest, r) if r is not fastest else 1.0
             if best is None or x > best[2]:
                 best = (r, fastest, x)
     return best
@@ -932,7 +980,8 @@ def _costliest_style(rs, fam, dev):
     if best is None:
         return "—", "—"
     r, f, x = best
-    return (sb.describe(r, ("op", "style", "shape")) + _thr(r), f"{x:.2f}x the {f['style']} time")
+    return (sb.describe(r, ("op", "style", "shape")) + _thr(r),
+            f"{x:.2f}x the {f['style']} time" + noise_mark(rs, f, r))
 
 
 def _thr(r):
@@ -940,26 +989,49 @@ def _thr(r):
 
 
 def _peer_line(rs):
+    """Per device and peer: on how many cases the peer is 5% or more ahead of ours, and
+    where most. Only re-checked ratios are quoted (Note [Re-check stops on noise] in
+    recheck.py picks every row where a peer was ahead); without a re-check file the
+    first pass is quoted and says so."""
     lines = []
     for dev in sb.devices(rs.all()):
         for impl in ("torch", "numpy", "openblas"):
-            pairs = []
+            pairs = []  # (peer run, ratio, its re-check case or None)
             for r in rs.select(device=dev, impl=impl, op=lambda v: v not in ("reuse_experiment", "overhead")):
                 o = rs.like(r, impl="ours")
                 if o:
                     c = rs.rechecked(o, r)
-                    pairs.append((r, c["ratio"]["median"] if c else r.median / o.median))
+                    pairs.append((r, c["ratio"]["median"] if c else r.median / o.median, c))
             if not pairs:
                 continue
-            ahead = [(r, x) for r, x in pairs if x < 1 / 1.05]
-            if not ahead:
-                lines.append(f"{impl} on `{dev}`: no faster than ours on any of {len(pairs)} cases "
-                             "(by 5% or more).")
+            ahead = [p for p in pairs if p[1] < 1 / 1.05]
+            checked = [p for p in ahead if p[2]]
+            unchecked = [p for p in ahead if not p[2]]
+            if rs.recheck is None:
+                if not ahead:
+                    lines.append(f"{impl} on `{dev}`: no faster than ours on any of {len(pairs)} cases "
+                                 "(by 5% or more; first pass, no re-check run).")
+                    continue
+                r, x, _ = min(ahead, key=lambda p: p[1])
+                lines.append(f"{impl} on `{dev}`: faster than ours on {len(ahead)} of {len(pairs)} cases "
+                             f"(by 5% or more; first pass, no re-check run); most on "
+                             f"{sb.describe(r, ('op', 'layout', 'style', 'shape', 'threads'))}: {x:.2f}x our time"
+                             f"{noise_mark(rs, rs.like(r, impl='ours'), r)}.")
                 continue
-            r, x = min(ahead, key=lambda p: p[1])
-            lines.append(f"{impl} on `{dev}`: faster than ours on {len(ahead)} of {len(pairs)} cases "
-                         f"(by 5% or more); most on {sb.describe(r, ('op', 'layout', 'style', 'shape', 'threads'))}: "
-                         f"{x:.2f}x our time.")
+            if not checked:
+                text = (f"{impl} on `{dev}`: no faster than ours on any of {len(pairs)} cases "
+                        "(by 5% or more, re-checked alternating)")
+            else:
+                r, x, c = min(checked, key=lambda p: p[1])
+                noisy = [p for p in checked if p[2].get("settled") in UNSETTLED]
+                text = (f"{impl} on `{dev}`: faster than ours on {len(checked)} of {len(pairs)} cases "
+                        f"(by 5% or more, re-checked alternating{f'; {len(noisy)} of them noisy' if noisy else ''}); "
+                        f"most on {sb.describe(r, ('op', 'layout', 'style', 'shape', 'threads'))}: "
+                        f"{fmt_recheck(c).replace('x [', 'x our time [', 1)}")
+            if unchecked:
+                text += (f"; {len(unchecked)} more looked ahead in the first pass but were not re-checked "
+                         "(not counted)")
+            lines.append(text + ".")
     return lines
 
 

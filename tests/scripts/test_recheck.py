@@ -79,7 +79,8 @@ class RecheckTest(unittest.TestCase):
         os.makedirs(self.json_dir)
         os.makedirs(self.bench_dir)
         self.log = os.path.join(self.tmp, "calls.log")
-        # first pass: peer ÷ ours = 1.10 (in the band), 0.85 (in), 2.5 (out), 0.4 (out)
+        # first pass: peer ÷ ours = 1.10 (ours ahead, within the default 1.25x), 0.85 and 0.4
+        # (the peer ahead: picked however far), 2.5 (ours far ahead: not picked)
         self.first = {"add": (1000, 1100), "mul": (1000, 850), "relu": (1000, 2500),
                       "loop": (1000, 400)}
         ours = {case(op, "ours"): t[0] for op, t in self.first.items()}
@@ -89,9 +90,9 @@ class RecheckTest(unittest.TestCase):
         self.write("peers_torch.json", gbench("peers_torch", peer, suffix="/real_time"))
         self.write("semantics.json", {"V1": True})
         # per-round times (3 rounds): add ratios 1.10, 0.75, 1.20 -> median 1.10;
-        # mul ratios 0.90, 1.05, 0.95 -> median 0.95
-        self.canned_ours = {case("add", "ours"): [100, 120, 100, 100], case("mul", "ours"): [100, 100, 100, 100],
-                            case("relu", "ours"): [1, 1, 1, 1], case("loop", "ours"): [1, 1, 1, 1]}
+        # mul ratios 0.90, 1.05, 0.95 -> median 0.95; loop 1.0
+        self.canned_ours = {case("add", "ours"): [100, 120, 100, 100], case("mul", "ours"): [100] * 8,
+                            case("relu", "ours"): [1] * 8, case("loop", "ours"): [1] * 8}
         self.canned_peer = {case("add", "torch"): [110, 90, 120], case("mul", "torch"): [90, 105, 95],
                             case("relu", "torch"): [1, 1, 1], case("loop", "torch"): [1, 1, 1]}
         self.fake("ours", self.canned_ours, os.path.join(self.bench_dir, "bench_elementwise"))
@@ -122,15 +123,18 @@ class RecheckTest(unittest.TestCase):
         with open(self.log) as f:
             return [(line.split(" ", 1)[0], json.loads(line.split(" ", 1)[1])) for line in f]
 
-    def test_picks_the_band_both_ways_and_alternates_the_programs(self):
+    def test_picks_every_peer_ahead_and_the_near_rows_and_alternates_the_programs(self):
         p = self.recheck("--rounds", "3")
         self.assertEqual(p.returncode, 0, p.stderr)
         doc = self.result()
         self.assertEqual(doc["context"]["rounds"], 3)
-        self.assertEqual(doc["context"]["selection"], "band")
+        self.assertEqual((doc["context"]["min_rounds"], doc["context"]["max_rounds"]), (3, 3))
+        self.assertEqual(doc["context"]["selection"], "picks")
         got = {c["b"]: c for c in doc["cases"]}
-        # 1.10x and 0.85x are within the default 2x; 2.5x, 0.4x and the overhead row are not
-        self.assertEqual(sorted(got), sorted([case("add", "torch"), case("mul", "torch")]))
+        # 0.85x and 0.4x: the peer ahead; 1.10x: ours ahead by less than 1.25x; 2.5x and
+        # the overhead row: no
+        self.assertEqual(sorted(got), sorted([case("add", "torch"), case("mul", "torch"), case("loop", "torch")]))
+        self.assertAlmostEqual(got[case("loop", "torch")]["ratio"]["median"], 1.0)
         add, mul = got[case("add", "torch")], got[case("mul", "torch")]
         self.assertEqual(add["a"], case("add", "ours"))
         self.assertAlmostEqual(add["first_pass"], 1.1)
@@ -144,18 +148,24 @@ class RecheckTest(unittest.TestCase):
         # each program ran once per round, on exactly the picked runs, alternating
         calls = self.calls()
         self.assertEqual([k for k, _ in calls], ["ours", "peer", "peer", "ours", "ours", "peer"])
-        self.assertEqual(calls[0][1], sorted([case("add", "ours"), case("mul", "ours")]))
-        self.assertEqual(calls[1][1], sorted([case("add", "torch"), case("mul", "torch")]))
+        self.assertEqual(calls[0][1], sorted([case("add", "ours"), case("mul", "ours"), case("loop", "ours")]))
+        self.assertEqual(calls[1][1], sorted([case("add", "torch"), case("mul", "torch"), case("loop", "torch")]))
 
     def test_band_and_max_cases(self):
-        p = self.recheck("--rounds", "1", "--band", "1.12")
+        # the peer-ahead rows always (closest first), then ours-ahead rows within the band
+        # widened by both rows' spreads (±2.5% each here): 1.10 <= 1.05 x 1.05, > 1.02 x 1.05
+        p = self.recheck("--rounds", "1", "--band", "1.05")
         self.assertEqual(p.returncode, 0, p.stderr)
-        self.assertEqual([c["b"] for c in self.result()["cases"]], [case("add", "torch")])
-        p = self.recheck("--rounds", "1", "--band", "3", "--max-cases", "3")
-        # the closest three: 1.10 (|log| 0.095), 0.85 (0.16), then 2.5 and 0.4 tie at
-        # |log 2.5| and the name breaks the tie (loop < relu)
         self.assertEqual([c["b"] for c in self.result()["cases"]],
-                         [case("add", "torch"), case("mul", "torch"), case("loop", "torch")])
+                         [case("mul", "torch"), case("loop", "torch"), case("add", "torch")])
+        p = self.recheck("--rounds", "1", "--band", "1.02")
+        self.assertEqual([c["b"] for c in self.result()["cases"]], [case("mul", "torch"), case("loop", "torch")])
+        # --max-cases caps the ours-ahead rows only: 1.10 is closer than 2.5
+        p = self.recheck("--rounds", "1", "--band", "3", "--max-cases", "1")
+        self.assertEqual([c["b"] for c in self.result()["cases"]],
+                         [case("mul", "torch"), case("loop", "torch"), case("add", "torch")])
+        p = self.recheck("--rounds", "1", "--band", "3", "--max-cases", "0")
+        self.assertEqual([c["b"] for c in self.result()["cases"]], [case("mul", "torch"), case("loop", "torch")])
 
     def test_runs_go_back_to_the_binary_that_wrote_them(self):
         # e.g. GPU rows of family elementwise come from bench_elementwise_cuda
@@ -165,10 +175,13 @@ class RecheckTest(unittest.TestCase):
                   os.path.join(self.bench_dir, "bench_elementwise_cuda"))
         p = self.recheck("--rounds", "1")
         self.assertEqual(p.returncode, 0, p.stderr)
-        self.assertIn("ours bench_elementwise_cuda (2 runs)", p.stderr)
+        self.assertIn("ours bench_elementwise_cuda (3 runs)", p.stderr)
         self.assertTrue(all(c.get("ratio") for c in self.result()["cases"]))
 
     def test_nothing_close_writes_an_empty_file(self):
+        # no peer ahead (only the 1.10x and 2.5x rows), nothing within 1.01x
+        sbtest.edit(os.path.join(self.json_dir, "peers_torch.json"), lambda d: d.update(benchmarks=[
+            b for b in d["benchmarks"] if "op:add/" in b["name"] or "op:relu/" in b["name"]]))
         p = self.recheck("--band", "1.01")
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn("nothing to re-check", p.stderr)
@@ -214,14 +227,15 @@ class RecheckTest(unittest.TestCase):
         self.add_layout_rows({"contiguous": 1000, "transposed": 1100},
                              {"contiguous": [500, 0, 0, 500, 500, 0], "transposed": [0, 550, 550, 0, 0, 550]},
                              style="inplace")
-        p = self.recheck("--rounds", "3", "--band", "1.12", "--layout-per-style", "2")
+        p = self.recheck("--rounds", "3", "--band", "1.12", "--layout-per-style", "2", "--no-style")
         self.assertEqual(p.returncode, 0, p.stderr)
         doc = self.result()
         self.assertEqual(doc["context"]["layout_per_style"], 2)
         got = {c["b"]: c for c in doc["cases"]}
         tr, cl = case("add", "ours", layout="transposed"), case("add", "ours", layout="channels_last")
         tri = case("add", "ours", "inplace", layout="transposed")
-        self.assertEqual(sorted(got), sorted([case("add", "torch"), tr, cl, tri]))
+        peer = [case(op, "torch") for op in ("add", "mul", "loop")]
+        self.assertEqual(sorted(got), sorted(peer + [tr, cl, tri]))
         self.assertEqual(got[tri]["a"], case("add", "ours", "inplace"))
         self.assertAlmostEqual(got[tri]["ratio"]["median"], 1.1)
         self.assertEqual(got[case("add", "torch")]["pick"], "peer")
@@ -233,19 +247,20 @@ class RecheckTest(unittest.TestCase):
         self.assertAlmostEqual(t["ratio"]["median"], 160 / 110)
         self.assertAlmostEqual(got[cl]["ratio"]["min"], 80 / 110)
         ours = [names for kind, names in self.calls() if kind == "ours"]
-        a, b = sorted([case("add", "ours"), case("add", "ours", "inplace")]), sorted([cl, tr, tri])
+        a = sorted([case("add", "ours"), case("add", "ours", "inplace"), case("mul", "ours"), case("loop", "ours")])
+        b = sorted([cl, tr, tri])
         self.assertEqual(ours, [a, b, b, a, a, b])
-        # --layout-per-style 0: the peer band alone, as before
+        # --layout-per-style 0: the peer picks alone
         os.unlink(self.log)  # the fake counts calls from its log
-        p = self.recheck("--rounds", "1", "--band", "1.12", "--layout-per-style", "0")
+        p = self.recheck("--rounds", "1", "--band", "1.12", "--layout-per-style", "0", "--no-style")
         self.assertEqual(p.returncode, 0, p.stderr)
-        self.assertEqual([c["b"] for c in self.result()["cases"]], [case("add", "torch")])
+        self.assertEqual(sorted(c["b"] for c in self.result()["cases"]), sorted(peer))
 
     def test_tables_use_the_interleaved_layout_ratio(self):
         self.canned_ours[case("add", "ours")] = [100, 0, 0, 110, 120, 0]
         self.add_layout_rows({"transposed": 3300, "sliced": 1500},
                              {"transposed": [0, 150, 160, 0, 0, 170], "sliced": [0, 1000, 1000, 0, 0, 1000]})
-        p = self.recheck("--rounds", "3", "--band", "1.12", "--layout-per-style", "1")
+        p = self.recheck("--rounds", "3", "--band", "1.12", "--layout-per-style", "1", "--no-style")
         self.assertEqual(p.returncode, 0, p.stderr)
         results = os.path.join(self.tmp, "results")
         p = sbtest.run("collect", "--json-dir", self.json_dir, "--results", results, "--no-plots")
@@ -302,7 +317,7 @@ class RecheckTest(unittest.TestCase):
         results = os.path.join(self.tmp, "results")
         p = sbtest.run("collect", "--json-dir", self.json_dir, "--results", results, "--no-plots")
         self.assertEqual(p.returncode, 0, p.stderr)
-        self.assertIn("2 re-checked case(s)", p.stdout)
+        self.assertIn("3 re-checked case(s)", p.stdout)
         dest = os.path.join(results, SLUG)
         self.assertTrue(os.path.exists(os.path.join(dest, "raw", "recheck.json")))
         with open(os.path.join(dest, "TABLES.md"), encoding="utf-8") as f:
@@ -310,13 +325,95 @@ class RecheckTest(unittest.TestCase):
         rows = {line.split(" | ")[1]: line for line in text.splitlines()
                 if line.startswith("| torch | elementwise/")}
         add = rows[case("add", "torch").replace("/impl:torch", "").replace("/device:cpu", "")]
-        self.assertIn("| 1.10x | 1.10x [0.75x–1.20x] |", add)
+        # ratios 1.10, 0.75, 1.20 in its 3 rounds: a standard error of its log ratio far
+        # above 2%, so it never settled and the table says so
+        self.assertIn("| 1.10x | 1.10x [0.75x–1.20x] (noisy) |", add)
+        loop = rows[case("loop", "torch").replace("/impl:torch", "").replace("/device:cpu", "")]
+        self.assertIn("| 0.40x | 1.00x [1.00x] |", loop)  # every round 1.0: settled, no mark
         relu = rows[case("relu", "torch").replace("/impl:torch", "").replace("/device:cpu", "")]
         self.assertIn("| 2.50x | — |", relu)
-        self.assertIn("re-checked alternating with ours, the 2 cases first within 2.0x read "
-                      "0.95x–1.10x (faster in 1)", text)
+        self.assertIn("re-checked alternating with ours, the 3 cases where the peer was ahead or ours ahead "
+                      "by less than 1.25x read 0.95x–1.10x (faster in 1)", text)
         self.assertIn("## Interleaved re-check", text)
         self.assertIn("in 3 rounds", text)
+
+    def test_stops_each_case_on_its_noise(self):
+        # Note [Re-check stops on noise], per round (ours 100 or 1 every round):
+        #   loop 1.0 every round: its standard error is 0 after the 3rd round -> "noise"
+        #   mul 0.5, 0.4, 0.6: far from the 5% line, the 95% interval clears it -> "decided"
+        #   add 1.10, 0.75, 1.20, 0.90, 1.10: neither -> runs to --max-rounds
+        self.canned_ours[case("add", "ours")] = [100] * 5
+        self.canned_peer[case("add", "torch")] = [110, 75, 120, 90, 110]
+        self.canned_peer[case("mul", "torch")] = [50, 40, 60]
+        self.fake("ours", self.canned_ours, os.path.join(self.bench_dir, "bench_elementwise"))
+        self.fake("peer", self.canned_peer, self.peers)
+        p = self.recheck("--min-rounds", "3", "--max-rounds", "5", "--budget", "0")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        doc = self.result()
+        got = {c["b"]: c for c in doc["cases"]}
+        self.assertEqual({k: (c["settled"], len(c["rounds"])) for k, c in got.items()},
+                         {case("loop", "torch"): ("noise", 3), case("mul", "torch"): ("decided", 3),
+                          case("add", "torch"): ("max rounds", 5)})
+        self.assertEqual(got[case("loop", "torch")]["se"], 0)
+        self.assertEqual((doc["context"]["stopped"], doc["context"]["min_rounds"], doc["context"]["max_rounds"]),
+                         ("max rounds", 3, 5))
+        # rounds 4 and 5 run only the open case, still alternating which side goes first
+        calls = self.calls()
+        self.assertEqual([k for k, _ in calls], ["ours", "peer", "peer", "ours", "ours", "peer", "peer", "ours",
+                                                 "ours", "peer"])
+        self.assertEqual(calls[6][1], [case("add", "torch")])
+        self.assertEqual(calls[7][1], [case("add", "ours")])
+        self.assertEqual([r["first"] for r in got[case("add", "torch")]["rounds"]], ["a", "b", "a", "b", "a"])
+        # every side measured one repetition of the matrix's window, the same on both
+        with open(self.log) as f:
+            self.assertEqual(len(f.readlines()), 10)
+        results = os.path.join(self.tmp, "results")
+        self.assertEqual(sbtest.run("collect", "--json-dir", self.json_dir, "--results", results,
+                                    "--no-plots").returncode, 0)
+        with open(os.path.join(results, SLUG, "TABLES.md"), encoding="utf-8") as f:
+            text = f.read()
+        self.assertIn("in 3 to 5 rounds, each case until the standard error of its log ratio was 2% or less", text)
+        self.assertIn("| max rounds |", text)
+        self.assertIn("| decided |", text)
+        # the Summary quotes the re-checked ratio of the one row still ahead (mul, 0.50x)
+        self.assertIn("torch on `cpu`: faster than ours on 1 of 4 cases (by 5% or more, re-checked "
+                      "alternating); most on", text)
+        self.assertIn("0.50x our time [0.40x–0.60x].", text)
+
+    def test_the_budget_stops_new_rounds_once_every_case_has_its_minimum(self):
+        self.canned_peer[case("add", "torch")] = [110, 75, 120, 90, 110]
+        self.fake("peer", self.canned_peer, self.peers)
+        p = self.recheck("--min-rounds", "2", "--max-rounds", "5", "--budget", "0.000001")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        doc = self.result()
+        self.assertEqual(doc["context"]["stopped"], "budget")
+        self.assertEqual({len(c["rounds"]) for c in doc["cases"]}, {2})
+        self.assertIn("budget", {c["settled"] for c in doc["cases"]})
+
+    def test_the_costliest_style_is_rechecked_against_the_fastest(self):
+        # our add in place at 1.5x its out= time in the first pass; alternating 1.2x
+        sbtest.edit(os.path.join(self.json_dir, "elementwise.json"), lambda d: d["benchmarks"].extend(
+            gbench("elementwise", {case("add", "ours", "inplace"): 1500})["benchmarks"]))
+        self.canned_ours[case("add", "ours")] = [100, 0]
+        self.canned_ours[case("add", "ours", "inplace")] = [0, 120]
+        self.fake("ours", self.canned_ours, os.path.join(self.bench_dir, "bench_elementwise"))
+        p = self.recheck("--rounds", "1", "--band", "1.01", "--layout-per-style", "0")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        doc = self.result()
+        self.assertTrue(doc["context"]["style"])
+        [st] = [c for c in doc["cases"] if c["pick"] == "style"]
+        self.assertEqual((st["a"], st["b"]), (case("add", "ours"), case("add", "ours", "inplace")))
+        self.assertAlmostEqual(st["first_pass"], 1.5)
+        self.assertAlmostEqual(st["ratio"]["median"], 1.2)
+        results = os.path.join(self.tmp, "results")
+        self.assertEqual(sbtest.run("collect", "--json-dir", self.json_dir, "--results", results,
+                                    "--no-plots").returncode, 0)
+        with open(os.path.join(results, SLUG, "TABLES.md"), encoding="utf-8") as f:
+            text = f.read()
+        # the Summary's costliest style takes the interleaved ratio; one round cannot settle
+        row = next(line for line in text.splitlines() if line.startswith("| elementwise |"))
+        self.assertIn("1.20x the out time (noisy: re-check unsettled)", row)
+        self.assertIn("costliest style of ours against the fastest style of its case (pick: style", text)
 
     def test_tables_reject_a_bad_recheck_file(self):
         self.assertEqual(self.recheck("--rounds", "1").returncode, 0)
