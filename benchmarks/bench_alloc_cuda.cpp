@@ -5,8 +5,8 @@
 //       sizes: 512 B to 512 MiB in steps of 4x, and 1 GiB.
 //       one allocate + deallocate through sb::cuda::caching_allocator / direct_allocator;
 //       host wall time (steady_clock: allocation is host work; cudaFree also waits for
-//       the device). Back-of-envelope: a cache hit is a set lookup (~100 ns);
-//       cudaMalloc+cudaFree cost µs to ms and grow with the size.
+//       the device). A cache hit is a set lookup; cudaMalloc+cudaFree cost far more
+//       and grow with the size (docs/notes/cuda.md).
 //   alloc/op:reuse_experiment/impl:ours/device:cuda:0/alloc:caching|cudamalloc/step:<1..9>
 //       the sequence of CLAIMS.md run up to step N from an empty cache, then the
 //       allocator state: allocated_bytes, reserved_bytes (device), host_allocated_bytes,

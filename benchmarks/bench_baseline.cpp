@@ -10,14 +10,14 @@
 //          no read-for-ownership, as the library's streaming copies and elementwise
 //          outputs. A memory-bound row's ceiling is the faster of the plain and the
 //          streaming twin (docs/BENCHMARKS.md, Ceilings), so a streaming kernel no longer
-//          reads 130-200% of a plain-store ceiling.
+//          reads far above a plain-store ceiling (docs/notes/bench.md).
 //   add_inplace    a[i] += b[i]   3 x 4 bytes, 1 flop  } the in-place patterns: the
 //   scale_inplace  a[i] *= s      2 x 4 bytes, 1 flop  } updated array is read, then
 //          written back. Bytes are counted as the in-place kernel rows count them (the
 //          updated array read and written: 3 resp. 2 arrays), but the written lines are
 //          already in the cache, so there is no read-for-ownership: a plain-store
 //          add/copy pays one extra line read per written line that these do not, and
-//          in-place rows measured against add/copy read up to 155-200% at DRAM size.
+//          in-place rows measured against add/copy read far above 100% at DRAM size.
 //          The tables use these as the ceilings of in-place elementwise rows
 //          (docs/BENCHMARKS.md, Ceilings). s is 1, read at run time (no drift, no
 //          folding); add_inplace grows a by 2 per call, far from overflow.
@@ -103,8 +103,8 @@ int distinct_arrays(Op op) { return op == Op::AddInplace ? 2 : op == Op::ScaleIn
 int flop_per_elem(Op op) { return op == Op::Copy || op == Op::CopyNt ? 0 : op == Op::Triad ? 2 : 1; }
 
 // The three STREAM arrays, each grown to the largest n an op that uses it asks for
-// (prefixes serve smaller n): first-touch page faults are slow on VMs (~1.5 s per GiB
-// here), so nothing is allocated twice and no array is larger than needed.
+// (prefixes serve smaller n): first-touch page faults are slow on VMs
+// (docs/notes/bench.md), so nothing is allocated twice and no array is larger than needed.
 Tensor& array_for(int which, int64_t n) {
   static Tensor arr[3];
   if (arr[which].numel() < n) {

@@ -7,11 +7,11 @@
 //
 //   baseline/op:d2d_copy/.../dtype:f32/shape:<n>   one cudaMemcpy (Tensor::copy_ of two
 //       contiguous tensors); bytes = 2 n 4 (read + write). Ceiling: HBM bandwidth
-//       (H100 SXM ~3.35 TB/s nominal, ~2.6-3.0 TB/s reachable by a copy).
+//       (nominal and reachable figures per GPU: docs/notes/cuda.md).
 //   baseline/op:gemm_peak/.../dtype:f32|tf32|f16|bf16|i8/shape:MxNxK   cuBLAS on square
-//       random row-major operands (int8: TN); flop = 2 M N K. H100 SXM nominal: 67 TF/s fp32 (no tensor
-//       cores), ~495 TF/s tf32 (float32 tensors with set_allow_tf32), ~990 TF/s fp16
-//       dense tensor cores, ~1980 TOPS int8.
+//       random row-major operands (int8: TN); flop = 2 M N K. fp32 runs without tensor
+//       cores, tf32 is float32 with set_allow_tf32, fp16/bf16/int8 dense tensor cores
+//       (the nominal peaks per GPU: docs/notes/cuda.md).
 #include <cmath>
 #include <map>
 #include <tuple>

@@ -16,8 +16,8 @@
 // SGEMMs; the NHWC path reads channels contiguously. flop = 2 N O OH OW C KH KW
 // (14.8 GFLOP at N = 8); bytes = x (its elements once), w read once, out written once
 // (the im2col traffic is the implementation's cost, not counted).
-// Ceiling: baseline gemm_peak f32 (~0.27 ms at 55 TF/s for N = 8); the im2col
-// workspace adds ~2 x 55 MiB of traffic (~0.04 ms at 3 TB/s).
+// Ceiling: baseline gemm_peak f32; the im2col workspace adds ~2 x 55 MiB of traffic at
+// N = 8 (the back-of-envelope times: docs/notes/cuda.md).
 #include "cuda_bench_common.h"
 #include "stridebench/conv.h"
 

@@ -14,12 +14,12 @@
 //                                       transpose
 //   op:contiguous layout:channels_last  NHWC -> NCHW of the same tensor
 //   op:contiguous layout:contiguous     clone() of the contiguous 32x64x56x56
-//   the same three at 64x256x56x56 (205 MB), GPU only: every transpose here costs
-//                                       about 5 µs more than its bytes at the DRAM rate
-//                                       (docs/notes/cuda.md), 23% of a 25.7 MB one, 3% of
-//                                       this one: the kernel's own rate
+//   the same three at 64x256x56x56 (205 MB), GPU only: every transpose pays a fixed
+//                                       cost beyond its bytes at the DRAM rate
+//                                       (docs/notes/cuda.md), a large share of a 25.7 MB
+//                                       one and a small one here: the kernel's own rate
 // `layout` is the source's layout, `shape` its logical sizes; style copy, f32.
-// Ceiling: baseline d2d_copy (~3 TB/s on H100: 8192^2 transposed, 512 MiB moved, ~0.18 ms).
+// Ceiling: baseline d2d_copy (8192^2 transposed moves 512 MiB; docs/notes/cuda.md).
 #include "cuda_bench_common.h"
 
 namespace sb::bench {

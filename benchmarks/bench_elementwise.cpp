@@ -230,7 +230,7 @@ void register_family() {
             // Writing in place into an expanded (overlapping) tensor is an error.
             if (s == Style::Inplace && l == Layout::Expanded && !binary_op(op)) continue;
             if (s == Style::OutofplaceSystem && l != Layout::Contiguous && !full()) continue;
-            // The slowest DRAM rows (0.2-0.5 s a call): quick keeps normalize contiguous.
+            // The slowest DRAM rows (docs/notes/bench.md): quick keeps normalize contiguous.
             if (op == Op::Normalize && shape == dram && l != Layout::Contiguous && !full()) continue;
             // mul at DRAM size (quick): the contiguous in-place, out= and out-of-place rows of
             // the speed goal (#3: add, mul and relu in every style)

@@ -17,8 +17,8 @@
 // Counters: bytes (inputs read once, an expanded input's storage once; output written
 //   once), flop 1 per element, peak_alloc_bytes / allocs_per_iter from the CUDA
 //   allocators' stats (one call outside the timed loop). Label regime:L2|DRAM.
-// Ceiling: baseline d2d_copy (HBM ~3.35 TB/s nominal on H100 SXM); a contiguous add
-//   moves 3 x 256 MiB: ~0.27 ms at 3 TB/s.
+// Ceiling: baseline d2d_copy (HBM); a contiguous add moves 3 x 256 MiB
+//   (docs/notes/cuda.md has the back-of-envelope time).
 // In-place runs do not drift: add alternates add_ and sub_, mul multiplies by ones,
 //   relu_ is idempotent (the kernels are branch-free).
 #include <optional>

@@ -5,8 +5,9 @@
 // CPU allocator, or pinned from sb::cuda::pinned_empty) and a contiguous device tensor:
 // a single cudaMemcpy. bytes = the tensor's bytes (read once on one side, written once
 // on the other; the link carries them once). Timed with CUDA events on stream 0.
-// Back-of-envelope: PCIe 5 x16 ~ 50-55 GB/s pinned; pageable goes through the driver's
-// staging buffer, typically half of that or less; small sizes are latency bound (~10 µs).
+// Pageable memory goes through the driver's staging buffer, typically half the pinned
+// rate or less; small sizes are latency bound (back-of-envelope figures for PCIe 5:
+// docs/notes/cuda.md).
 #include <vector>
 
 #include "cuda_bench_common.h"

@@ -30,14 +30,14 @@ namespace sb {
 //           each buffer into its even and odd elements (two shuffles and two permutes
 //           per 16 floats), so tap j reads phase j % 2 at offset j / 2, a plain vector
 //           load. Other strides take a scalar horizontal pass. 3-row windows and the 3x3
-//           / 2 taps are unrolled: with the loops over rows and taps left to run-time
-//           trip counts the NCHW benchmark row ran 1.4x slower.
+//           / 2 taps are unrolled: the loops over rows and taps with run-time trip
+//           counts made the NCHW benchmark row slower (docs/notes/conv.md).
 //   pixels  (channels innermost in x: channels-last) per output pixel: the window's
 //           k x k channel runs are reduced in registers, 64 channels (8 vectors) at a
 //           time, then 8, then one.
-// The naive per-window loops these replaced ran NCHW 3x3 / 2 pooling of 8x64x56x56 at
-// 3-4% of the copy ceiling and NHWC at 21-28%, so the Channels-last table credited NHWC
-// pooling with a 6-8x speed-up that was our code's, not the machine's
+// The naive per-window loops these replaced ran NCHW 3x3 / 2 pooling of 8x64x56x56 far
+// below the copy ceiling and NHWC several times faster, so the Channels-last table
+// credited NHWC pooling with a speed-up that was our code's, not the machine's
 // (docs/notes/conv.md has the before and after). max skips NaN (as fmax: x > acc ? x :
 // acc, _mm256_max_ps(x, acc)); a window of NaN alone gives -inf. PyTorch propagates NaN.
 namespace {

@@ -445,7 +445,7 @@ inline void block_drain_row(float* d, const float* b, int64_t ng) {
 
 // The bands' kernel as a function of its own, for the reason given at block_pipeline:
 // inlined into the copy's closure its loop spilled the row addresses (and the
-// closure's growth with the blocks made that 1.25x slower on NHWC -> NCHW).
+// closure's growth with the blocks slowed NHWC -> NCHW: docs/notes/copy-reduce.md).
 __attribute__((noinline)) void stream_band(float* d, int64_t ld, const float* s, int64_t sB, int64_t na8, int64_t nh) {
   detail::stream_band_f32(d, ld, s, sB, na8, nh);
 }
@@ -489,8 +489,8 @@ constexpr int64_t kDirectA = 16, kDirectB = 32;
 // Note [Direct tile runs]: the direct tiles of one (outer, B-tile) row, A from 0 to na,
 // in one call, whole 16 x 32 tiles with compile-time extents: locating every tile
 // (divisions, the outer offsets), the copy's closure around the 8x8 transposes (stride
-// multiples spilled to the stack) and run-time extents cost a 256² transpose 8.5-8.9 µs
-// on the AMD EPYC VM, where bare loops of this shape take 5.4 (docs/notes/copy-reduce.md).
+// multiples spilled to the stack) and run-time extents cost a 256² transpose half again
+// the time of bare loops of this shape (docs/notes/copy-reduce.md).
 #ifdef SB_HAVE_AVX2
 __attribute__((noinline)) void direct_tile_run(float* d, int64_t dA, const float* s, int64_t sB, int64_t na,
                                                int64_t nb) {

@@ -1,7 +1,7 @@
 // small_vec.h — SmallVec<T, N>: a vector of trivially copyable T that keeps up to N
 // elements inline and moves to the heap only past N. The strided iterator's per-call
 // set-up (elementwise/iterator.h) builds a dozen short dim lists; as std::vectors they cost
-// ~30 malloc/free pairs (0.7 us, more than a 16x4x4 add itself).
+// ~30 malloc/free pairs, more than a 16x4x4 add itself (docs/notes/planner.md).
 // Cost: push_back O(1), no allocation while size() <= N.
 #pragma once
 #include <array>

@@ -11,8 +11,8 @@
 // ones of 128-bit rows; the ragged edges are scalar. Micro-tiles walk i
 // innermost, so each group of 8 (4) source rows is read start to end once and whole
 // cache lines of the source are used while they are in L1.
-// Cost: one read and one write per element, about 0.1 ns per element from L1/L2;
-// callers keep dst in L1/L2 (a tile buffer) and pay the memory traffic of src only.
+// Cost: one read and one write per element, at L1/L2 speed; callers keep dst in L1/L2
+// (a tile buffer) and pay the memory traffic of src only.
 //
 // stream_band_f32(dst, ld, src, sB, na, nh): the same mapping for a band 16 x nh wide
 // along j (16 nh source rows) and na (a multiple of 8) along i, straight to memory.
@@ -25,9 +25,9 @@
 // follow (32 measured best: 16 leaves the writes 64 bytes per row visit, 48 and 64
 // outrun the prefetchers; on the AMD EPYC VM 16 rows, nh = 1, are best: copy.cpp Note
 // [Transpose bands]). No fence (as stream_copy). nh == 1 and 2 (the copy's full bands)
-// run compile-time instances with the h loop unrolled (stream_band_f32_n<2>): +3-7%
-// over the run-time loop in the benchmark, +5-15% in a harness, at 1 and 2 threads
-// (docs/notes/copy-reduce.md, the 2-thread transpose).
+// run compile-time instances with the h loop unrolled (stream_band_f32_n<2>), faster
+// than the run-time loop at 1 and 2 threads (docs/notes/copy-reduce.md, the 2-thread
+// transpose).
 //
 // stream_copy(d, s, n): n bytes from s to d with non-temporal 32-byte stores (plain
 // stores for the unaligned head and the tail); no fence: the caller issues

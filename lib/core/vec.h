@@ -95,7 +95,7 @@ struct F32Lanes {
   // as fmax does (pooling's max)
   static V max_skip_nan(V a, V x) { return _mm256_max_ps(x, a); }
   // in double, pairwise over the lanes in order (a short dependency chain; adding the two
-  // halves as vectors first was 15% slower on a 512 x 256 row mean: docs/notes/planner.md)
+  // halves as vectors first was slower on a 512 x 256 row mean: docs/notes/planner.md)
   static double hsum(V v) {
     alignas(32) float t[8];
     _mm256_store_ps(t, v);

@@ -11,8 +11,8 @@
 // bfloat16 are stored 16-bit and computed in float32.
 // exp: float32/float16 AVX2 uses a Cephes-style polynomial with range reduction
 // (<= 2 ulp, tests/elementwise_test.cpp checks every 997th float in [-104, 89]); the
-// scalar path and float64 call std::exp per element (about 5-10 ns each: compute-bound,
-// several times slower than memory for large tensors).
+// scalar path and float64 call std::exp per element (compute-bound: several times
+// slower than memory for large tensors).
 // Cost: one read per input element, one write per output element.
 #include "stridebench/elementwise.h"
 #include "core/test_hooks.h"

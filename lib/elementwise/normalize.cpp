@@ -74,7 +74,7 @@ SB_ZMM void normalize_groups_f32(const char* x, int64_t xr, char* out, int64_t o
     if (g + 1 < ng) fused_shift(st.shift[p ^ 1], xs + 8 * xr, xr);
     if (fused_finish(st.shift[p], st.negmean[p], st.rstd[p], s, q, n, e)) pending[p] = true;
     // guard failed: the exact passes, inlined: as a call, whose clobbers reach every zmm
-    // register, it had GCC keep the loop's state on the stack (3% of the time)
+    // register, it had GCC keep the loop's state on the stack
     else normalize_rows8_body<false, true, false>(xs, xr, out + g * 8 * orow, orow, 8, n, eps);
   }
   if (ng * 8 < rows)
@@ -263,7 +263,8 @@ struct NormWrite {
 //    reads kCols contiguous elements of each of the n lines of x. The statistics in
 //    blocks merged by Chan's formula (Note [Normalize columns in merged blocks]), one
 //    write pass: x is read twice from memory, out written once. Walking 16 rows at a
-//    power-of-two stride three times instead ran 40x slower (cache-set conflicts).
+//    power-of-two stride three times instead was an order of magnitude slower
+//    (cache-set conflicts; docs/notes/elementwise.md).
 // resident: x fits the caches by the rule that decides streaming (Note [Fused normalize
 // groups]).
 template <typename T>

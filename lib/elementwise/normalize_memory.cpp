@@ -30,7 +30,7 @@ namespace {
 // output to stream that is not takes the long-row path, which streams at any offset).
 // Elsewhere (AVX2 up to kStatFlush, n < 16, unaligned streaming rows) the rows kernel
 // walks its statistics passes in row order too. In the caches every kernel keeps its
-// side-by-side walk, 1.1-1.5x faster there. Software prefetches of the next groups were
+// side-by-side walk, faster there. Software prefetches of the next groups were
 // slower (docs/notes/elementwise.md).
 template <bool NT>
 SB_ZMM void normalize_groups_in_order_f32(const char* x, int64_t xr, char* out, int64_t orow, int64_t rows, int64_t n,

@@ -196,8 +196,7 @@ __attribute__((always_inline)) inline bool one_pass_stats(const float* const (&x
 // the mean of 8 of the row's own elements. The group keeps it only when every row has
 // 2 S * S/n <= Q (amplification <= 2, the two-pass error's order) and a finite Q;
 // otherwise (a sorted row, NaN, inf, a shift that overflows) the group takes the two
-// exact passes. Groups of Gaussian rows pass about 96% of the time
-// (docs/notes/elementwise.md). Only the AVX-512VL build takes it: its 16 accumulators
+// exact passes. Groups of Gaussian rows almost always pass (docs/notes/elementwise.md). Only the AVX-512VL build takes it: its 16 accumulators
 // and 8 shifts fit in ymm0-31.
 template <bool NT, bool OnePass, bool InOrder>
 __attribute__((always_inline)) inline void normalize_rows8_body(const char* x, int64_t xr, char* out, int64_t orow,
@@ -249,7 +248,7 @@ __attribute__((always_inline)) inline void normalize_rows8_body(const char* x, i
   }
   // Note [Normalize rsqrt]: 1/sqrt(q/n + eps) in float, rsqrt's 12 bits and one Newton
   // step r(1.5 - v r^2 / 2) (~23 bits), where double sqrt and div took two long-latency
-  // ops per 4 rows (10% of a 64-float row's time). A variance that is 0, subnormal,
+  // ops per 4 rows, a visible share of a 64-float row's time. A variance that is 0, subnormal,
   // infinite or NaN (eps = 0, or sums that overflow float) takes the double path, whose
   // results for those (inf, a finite 1/sqrt, 0, NaN) the Newton step would not keep.
   const __m256 var = _mm256_fmadd_ps(q, _mm256_set1_ps(1.0f / static_cast<float>(n)), _mm256_set1_ps(static_cast<float>(eps)));

@@ -388,7 +388,7 @@ void gather2(bool nt, T* o, const T* a, const T* b, int64_t n, const F& f) {
 // runs at 0.8-0.9x (a bare loop of it at 1.0x; docs/notes/elementwise.md). A column
 // broadcast (x + c with c of [R, 1]: s = 0 along the strips, one element across them)
 // takes the same path: each W rows' values are one vector load, transposed into W
-// broadcasts, which made rows of 8 floats 2.8x faster than a call per row. Other cases
+// broadcasts, faster on rows of 8 floats than a call per row (docs/notes/elementwise.md). Other cases
 // (float16, int32, the scalar path, rows wider than one element, streamed outputs) are
 // staged into L1 buffers by row_block (staged_rows in elementwise.cpp).
 enum class Across : uint8_t { Dense, Scalar, Rows };  // an input of a row block: s = 1, s = s1 = 0, s1 = 1 element

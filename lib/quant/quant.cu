@@ -17,15 +17,15 @@
 //   Int8Static   as Int8Dynamic without the range pass: the calibrated parameters
 //                travel as kernel arguments.
 // Note [Device activation parameters]: reading x's range back to the host would put a
-// device round trip (~10 µs on an H100, as long as the whole 256x1024x1024 layer) in
-// every call; PyTorch's dynamic quantization runs on the CPU only, so there is no peer
+// device round trip (as long as a whole 256x1024x1024 layer on an H100:
+// docs/notes/cuda.md) in every call; PyTorch's dynamic quantization runs on the CPU only, so there is no peer
 // practice to follow. The parameters stay on the device: each later kernel reads them
 // from there, with the same float operations as the host's act_qparams and quant1
 // (IEEE division and rintf, round half to even), so the GPU's xq equals the CPU's.
 // Note [Linear epilogue in cuBLASLt]
-// A separate bias/relu kernel reads and writes y once more: 128 MiB and a launch at
-// 4096x4096x4096, 63 µs of a 2.77 ms f32 layer on an H100, which put us 2.3% behind
-// PyTorch's (cuBLASLt with the bias in the GEMM's epilogue). So the f32 and f16 layers
+// A separate bias/relu kernel reads and writes y once more (128 MiB and a launch at
+// 4096x4096x4096), which put us behind PyTorch's f32 layer (cuBLASLt with the bias in
+// the GEMM's epilogue; docs/notes/cuda.md). So the f32 and f16 layers
 // call cublasLt with CUBLASLT_EPILOGUE_BIAS / RELU_BIAS / RELU: bias is a vector over
 // the rows of cuBLAS's column-major D = y^T, our output features. Descriptors and the
 // heuristic's first algorithm are made once per (device, type, shape, x's layout,

@@ -50,8 +50,8 @@ __device__ __forceinline__ double finish(ReduceOp op, double s, int64_t R, int64
 // After coalescing, the reduced dims are most often one dim at one stride (a row, a
 // column, a contiguous block of dims). Then the offset of element r is r * rstride: the
 // kernels take kLinear = true and skip OffsetCalc's per-element division, which with one
-// 4-byte load per element had kept the block and column kernels at 18-31% of the
-// device's copy bandwidth on an H100 (docs/notes/cuda.md). Stride 1 in the block kernel
+// 4-byte load per element had kept the block and column kernels far below the device's
+// copy bandwidth on an H100 (docs/notes/cuda.md). Stride 1 in the block kernel
 // also reads 16 bytes per thread and load (reduce_row_linear).
 template <bool kLinear>
 __device__ __forceinline__ int64_t red_offset(const OffsetCalc<1>& red, int64_t rstride, int64_t r) {

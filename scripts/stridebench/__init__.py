@@ -10,4 +10,5 @@ Modules (each command-line tool has a thin entry point in scripts/):
   recheck  close comparisons measured again with both sides alternating
   peers    the matrix's cases through PyTorch and NumPy
   abtest   two builds of our benchmarks, old and new, alternating on the same rows
+  comments the check that no comment in lib/, include/ or benchmarks/ carries a measurement
 """
