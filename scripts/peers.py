@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-# peers.py: the command line of stridebench.peers (scripts/stridebench/peers.py says what
-# it does); its child processes run this file too.
+# peers.py: `python3 -m stridebench peers` (scripts/stridebench/__main__.py), which runs under a
+# Python that has what the tool needs. Its child processes run this file too.
 import sys
 
-from stridebench.peers import main
+from stridebench.__main__ import main
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main(["peers", *sys.argv[1:]]))

@@ -1161,6 +1161,10 @@ def render(rs):
 
 
 def main(argv):
+    if argv in (["-h"], ["--help"]):
+        print("usage: scripts/tables RESULTS_DIR\n\nWrites RESULTS_DIR/TABLES.md from RESULTS_DIR/raw/*.json "
+              "(docs/BENCHMARKS.md says what each table reads).")
+        return 0
     if len(argv) != 1 or argv[0].startswith("-"):
         print("usage: scripts/tables RESULTS_DIR", file=sys.stderr)
         return 2
