@@ -285,6 +285,68 @@ std::vector<double> ref_normalize(const Tensor& xv, int64_t dim, double eps, std
   return r;
 }
 
+// Issue #45, Deliver 4: normalize along the last dim, on every path a row can take
+// (Note [Short normalize rows] with Note [One statistics pass]'s guard, Note [Fused
+// normalize groups], Note [Normalize rows in address order] for x beyond the streaming
+// threshold, Note [Normalize across adjacent rows] for a transposed x, Note [16-bit
+// normalize rows through float32]), with rows built to break one-pass statistics: the
+// first element 200 sd from the rest (a sum shifted by it cancels by 1 + ((x0 - mean) /
+// sd)^2), the first 8 elements 60 sd away (the shift of Note [One statistics pass] is
+// their mean), the last element far away, and Gaussian rows around 300 (a large mean).
+// Against two passes in long double over the dtype's own values; every SIMD level and
+// thread count.
+TEST(Elementwise, NormalizeRowsFarFromTheirMeanOnEveryPath) {
+  struct Case {
+    int64_t rows, n;
+    bool big;  // beyond the streaming threshold: float32 only
+  };
+  const Case cases[] = {{24, 16, false}, {24, 64, false}, {24, 256, false}, {16, 1000, false},
+                        {8, 3000, false}, {12288, 128, true}, {640, 3000, true}};
+  for_each_config([&](const std::string& cfg) {
+    for (const Case& c : cases)
+      for (DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16}) {
+        if (c.big && dt != DType::Float32) continue;
+        std::vector<double> v = randn({c.rows, c.n}, static_cast<uint64_t>(c.rows * 7 + c.n), DType::Float64).to_vector();
+        const bool narrow = dt == DType::Float16 || dt == DType::BFloat16;
+        const double mu = narrow ? 3.0 : 300.0, far = narrow ? 40.0 : 200.0;
+        for (int64_t r = 0; r < c.rows; ++r) {
+          double* row = v.data() + r * c.n;
+          for (int64_t i = 0; i < c.n; ++i) row[i] += mu;
+          if (r % 4 == 0) row[0] = mu + far;
+          if (r % 4 == 1)
+            for (int64_t i = 0; i < std::min<int64_t>(8, c.n); ++i) row[i] += 60.0;
+          if (r % 4 == 2) row[c.n - 1] = mu - far;
+        }
+        const Tensor xv = from_vector(v, {c.rows, c.n}).to(dt);
+        const std::vector<double> xs = xv.to_vector();
+        std::vector<double> ref(xs.size());
+        for (int64_t r = 0; r < c.rows; ++r) {
+          const double* row = xs.data() + r * c.n;
+          long double m = 0, q = 0;
+          for (int64_t i = 0; i < c.n; ++i) m += row[i];
+          m /= c.n;
+          for (int64_t i = 0; i < c.n; ++i) q += (row[i] - m) * (row[i] - m);
+          const long double rs = 1.0L / std::sqrt(q / c.n + 1e-5L);
+          for (int64_t i = 0; i < c.n; ++i) ref[r * c.n + i] = static_cast<double>((row[i] - m) * rs);
+        }
+        const double at = by_dtype(dt, 1e-13, 1e-4, 1e-2), rt = by_dtype(dt, 1e-13, 1e-5, 4e-3);
+        for (Layout lx : {Layout::Contiguous, Layout::Transposed}) {
+          if (c.big && lx == Layout::Transposed && c.n > 1000) continue;  // the slow adjacent-row walk at 7.7 MB
+          const Tensor x = test::with_layout(xv, lx);
+          Tensor out = zeros({c.rows, c.n}, dt);
+          test::poison(out);
+          normalize_out(out, x, -1, 1e-5);
+          ASSERT_TRUE(test::all_close(out, ref, at, rt))
+              << cfg << ", " << dtype_name(dt) << ", " << c.rows << " x " << c.n << ", x " << test::layout_name(lx);
+          const Tensor y = normalize(x, 1, 1e-5);  // out-of-place: its own output layout
+          ASSERT_TRUE(test::all_close(y, ref, at, rt))
+              << cfg << ", out-of-place, " << dtype_name(dt) << ", " << c.rows << " x " << c.n << ", x "
+              << test::layout_name(lx);
+        }
+      }
+  });
+}
+
 // Issue #45, defect 5: normalizing along an outer dim (columns of a [rows, 52] tensor)
 // when the first element of every column lies 200 standard deviations from the column's
 // mean. Statistics from sums shifted by that element cancel (the variance's relative

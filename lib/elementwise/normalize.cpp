@@ -218,6 +218,7 @@ void row_stats_block(bool avx, const char* x, int64_t row_bytes, int nr, int64_t
       for (int k = 0; k < nr; ++k) {
         const double var = std::max((sq[k] - ss[k] * ss[k] / static_cast<double>(n)) / static_cast<double>(n), 0.0);
         rstd[k] = 1.0 / std::sqrt(var + eps);
+        mean[k] = static_cast<double>(ma[k]) + ss[k] / static_cast<double>(n);  // Note [Normalize row statistics]
       }
       return;
     }
@@ -226,17 +227,20 @@ void row_stats_block(bool avx, const char* x, int64_t row_bytes, int nr, int64_t
   (void)avx;
   (void)dense;
 #endif
-  for (int k = 0; k < nr; ++k) {
+  for (int k = 0; k < nr; ++k) {  // Note [Normalize row statistics], as the vector paths
     const char* xr = x + k * row_bytes;
-    double sum = 0, sq = 0;  // mean = x0 + sum(x - x0) / n, as the vector paths
+    double sum = 0, s = 0, sq = 0;
     const double x0 = static_cast<double>(A(at<T>(xr, 0, stride_bytes)));
     for (int64_t j = 0; j < n; ++j) sum += static_cast<double>(A(at<T>(xr, j, stride_bytes))) - x0;
-    mean[k] = x0 + sum / static_cast<double>(n);
+    const double m = x0 + sum / static_cast<double>(n);
     for (int64_t j = 0; j < n; ++j) {
-      const double d = static_cast<double>(A(at<T>(xr, j, stride_bytes))) - mean[k];
+      const double d = static_cast<double>(A(at<T>(xr, j, stride_bytes))) - m;
+      s += d;
       sq += d * d;
     }
-    rstd[k] = 1.0 / std::sqrt(sq / static_cast<double>(n) + eps);
+    const double var = std::max((sq - s * s / static_cast<double>(n)) / static_cast<double>(n), 0.0);
+    mean[k] = m + s / static_cast<double>(n);
+    rstd[k] = 1.0 / std::sqrt(var + eps);
   }
 }
 

@@ -30,7 +30,12 @@ namespace {
 // Mean and 1/sqrt(var + eps) of n elements at x (stride stride_bytes), in double.
 // Note [Normalize row statistics]: two passes, the mean, then S = sum(x - m) and
 // Q = sum((x - m)^2) with m the mean rounded to the accumulation type; var = (Q - S^2/n)/n
-// is exact in that shift, so the rounding of m costs nothing. On the AVX2 path float32
+// is exact in that shift, so the rounding of m costs nothing, and the mean written with
+// is m + S/n (the corrected two-pass algorithm): the first pass sums x - x0, which are
+// large where x0 lies far from the mean, and its rounding error (of the order of n eps
+// |x0 - mean|) would otherwise reach every output; S sums deviations from m, which are
+// small. Guarantee: the mean and the variance to a few ulp of the row's spread, however
+// far x0 lies (tests: NormalizeRowsFarFromTheirMeanOnEveryPath). On the AVX2 path float32
 // and float16 rows accumulate in float32 lanes (two vectors per sum), flushed into double
 // every kStatFlush elements as the reductions do (docs/notes/copy-reduce.md, Accuracy):
 // a 64-element row costs ~20 vector ops, against ~60 with every 8 floats widened to two
