@@ -201,8 +201,8 @@ __attribute__((always_inline)) inline bool one_pass_stats(const float* const (&x
 // the mean of 8 of the row's own elements. The group keeps it only when every row has
 // 2 S * S/n <= Q (amplification <= 2, the two-pass error's order) and a finite Q;
 // otherwise (a sorted row, NaN, inf, a shift that overflows) the group takes the two
-// exact passes. Groups of Gaussian rows almost always pass (docs/notes/elementwise.md). Only the AVX-512VL build takes it: its 16 accumulators
-// and 8 shifts fit in ymm0-31.
+// exact passes. Groups of Gaussian rows almost always pass (docs/notes/elementwise.md).
+// Only the AVX-512VL build takes it: its 16 accumulators and 8 shifts fit in ymm0-31.
 template <bool NT, bool OnePass, bool InOrder>
 __attribute__((always_inline)) inline void normalize_rows8_body(const char* x, int64_t xr, char* out, int64_t orow,
                                                                 int nr, int64_t n, double eps) {
