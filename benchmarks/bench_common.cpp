@@ -624,6 +624,11 @@ int main(int argc, char** argv) {
       matrix_arg = a.substr(12);
       continue;
     }
+    if (a == "--sb_keys") {  // the run-name vocabulary, checked against scripts/stridebench/names.py
+      std::printf("family:%s\n", kFamily);
+      for (const std::string& k : RunName::keys()) std::printf("%s\n", k.c_str());
+      return 0;
+    }
     if (a == "--sb_progress") {  // Note [Progress lines]
       progress = true;
       continue;

@@ -23,8 +23,7 @@ import subprocess
 import sys
 import tempfile
 
-KEYS = ["op", "impl", "device", "layout", "style", "dtype", "shape", "threads",
-        "dim", "alloc", "step", "size"]
+from stridebench.names import FAMILIES, KEYS  # PYTHONPATH: scripts/ (benchmarks/meson.build)
 NO_DEVICE = "no CUDA device"  # GPU runs skip with this where no GPU is present
 GBENCH_SEGMENTS = re.compile(r"^(manual_time|real_time|repeats:\d+|iterations:\d+|"
                              r"min_time:[\d.]+|min_warmup_time:[\d.]+|threads:\d+)$")
@@ -134,6 +133,18 @@ def check_progress_of_aggregates(exe, json_dir):
         raise Fail(f"{exe} at quick: progress {p.stdout[-1500:]}")
 
 
+def check_keys(exe):
+    """The binary's run-name keys (--sb_keys) are names.py's, in its order, and its
+    family is one names.py knows: one vocabulary for both languages."""
+    p = subprocess.run([exe, "--sb_keys"], capture_output=True, text=True)
+    lines = p.stdout.split()
+    if p.returncode != 0 or not lines or not lines[0].startswith("family:"):
+        raise Fail(f"{exe} --sb_keys: exit {p.returncode}, {p.stdout[:200]!r}")
+    if lines[0][len("family:"):] not in FAMILIES or tuple(lines[1:]) != tuple(KEYS):
+        raise Fail(f"{exe} --sb_keys: {lines} differs from scripts/stridebench/names.py "
+                   f"(FAMILIES {FAMILIES}, KEYS {KEYS})")
+
+
 def check_run_overrides(exe, json_dir):
     """--sb_repetitions / --sb_min_time (what scripts/recheck gives each round) replace
     the matrix's; a bad value is refused with exit 2 and runs nothing."""
@@ -218,6 +229,7 @@ def main():
             if p.returncode != 0:
                 print(p.stdout)
                 raise Fail(f"{exe} exited with {p.returncode}")
+            check_keys(exe)
             slug, n, no_device = check_json(out)
             check_progress(exe, p.stdout, out, log)
             print(f"   {n} entries, machine {slug}" + (f" (every run: {NO_DEVICE})" if no_device else ""))

@@ -37,13 +37,13 @@ import sys
 import tempfile
 import time
 
-from . import results as sbtables  # the run-name vocabulary the tables accept
+from . import names  # the run-name vocabulary
+from . import results as sbtables  # loading and checking what the tables accept
 
 SCRIPTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # scripts/
 ENTRY = os.path.join(SCRIPTS, "peers.py")  # this module's command line (children run it too)
 LIBS = ("torch", "numpy")
-KEY_ORDER = ("op", "impl", "device", "layout", "style", "dtype", "shape", "threads",
-             "dim", "alloc", "step", "size")
+KEY_ORDER = names.KEYS  # the run-name keys, in order (names.py)
 OVERHEAD_LIMIT = 0.02          # fixed per-call overhead must stay below 2% of a case
 EXIT_NO_LIBRARY = 3            # a child whose library does not import
 BIG_INPUT = 1 << 22            # elements: larger random inputs repeat a random block
