@@ -12,7 +12,8 @@
 #           closest --max-cases of those);
 #   layout: per device, op and style, the --layout-per-style non-contiguous rows of ours
 #           furthest from their contiguous twin (either way), against that twin: the rows
-#           the Memory layout table's reading, claims L1-L5 and the Summary quote;
+#           the Memory layout table's reading and claims L1-L5 quote; and per device and
+#           Summary family the costliest layout the Summary quotes;
 #   style:  per device and Summary family, the costliest style of ours against the
 #           fastest style of the same case (the Summary's "costliest style");
 # then runs rounds; each round runs our binary on the open cases' rows (one repetition
@@ -62,7 +63,7 @@ SKIP_OPS = ("overhead", "reuse_experiment")  # no kernel time to compare
 SKIP_FAMILIES = ("alloc", "transfer", "baseline", "views")
 DEFAULT_ROUNDS = {"smoke": (1, 1), "quick": (3, 7), "full": (3, 9)}  # min, max
 DEFAULT_BUDGET = {"smoke": 0, "quick": 120, "full": 0}  # seconds; 0: none
-DEFAULT_MIN_TIME = {"smoke": 0.002, "quick": 0.05, "full": 0.1}  # seconds per side and round
+DEFAULT_MIN_TIME = {"smoke": 0.002, "quick": 0.02, "full": 0.1}  # seconds per side and round
 AHEAD = 1.05  # the Summary's line: a peer "faster than ours by 5% or more" (tables.py)
 STYLE_FAMILIES = ("elementwise", "copy", "reduce", "matmul", "conv")  # tables.SUMMARY_FAMILIES
 PEER_LIBS = ("torch", "numpy")  # measured by scripts/peers.py
@@ -137,6 +138,21 @@ def pick_style_cases(rs):
         for fam in STYLE_FAMILIES:
             best = tables.costliest_style(rs, fam, dev)
             if best and best[0] is not best[1]:
+                out.append((best[1], best[0], best[2]))
+    return out
+
+
+def pick_summary_layout_cases(rs):
+    """(contiguous twin, layout row, first-pass time ratio) per device and Summary
+    family: the pair the Summary's "costliest layout" column quotes (tables.py
+    costliest_layout), which the per-style pick can miss (it ranks by |log ratio| within
+    one op and style, the Summary over the family's preferred styles)."""
+    from . import tables
+    out = []
+    for dev in sb.devices(rs.all()):
+        for fam in STYLE_FAMILIES:
+            best = tables.costliest_layout(rs, fam, dev)
+            if best:
                 out.append((best[1], best[0], best[2]))
     return out
 
@@ -331,6 +347,8 @@ def main(argv):
             cases = [c + ("peer",) for c in pick_cases(rs, args.band, args.max_cases)]
             if args.layout_per_style:
                 cases += [c + ("layout",) for c in pick_layout_cases(rs, args.layout_per_style)]
+                have = {(c[0].name, c[1].name) for c in cases}
+                cases += [c + ("layout",) for c in pick_summary_layout_cases(rs) if (c[0].name, c[1].name) not in have]
             if not args.no_style:
                 have = {(c[0].name, c[1].name) for c in cases}
                 cases += [c + ("style",) for c in pick_style_cases(rs) if (c[0].name, c[1].name) not in have]

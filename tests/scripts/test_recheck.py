@@ -256,6 +256,20 @@ class RecheckTest(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertEqual(sorted(c["b"] for c in self.result()["cases"]), sorted(peer))
 
+    def test_the_summarys_costliest_layout_is_rechecked_too(self):
+        # add out=: channels_last 0.3x (the furthest from contiguous by |log|, so the
+        # per-style pick of 1 takes it) and transposed 2.0x (the costliest, which the
+        # Summary quotes): both are re-checked against the contiguous twin
+        self.canned_ours[case("add", "ours")] = [100, 0]
+        self.add_layout_rows({"channels_last": 300, "transposed": 2000},
+                             {"channels_last": [0, 30], "transposed": [0, 200]})
+        p = self.recheck("--rounds", "1", "--band", "1.01", "--layout-per-style", "1", "--no-style")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        got = {c["b"]: c for c in self.result()["cases"] if c["pick"] == "layout"}
+        self.assertEqual(sorted(got), sorted([case("add", "ours", layout="channels_last"),
+                                              case("add", "ours", layout="transposed")]))
+        self.assertAlmostEqual(got[case("add", "ours", layout="transposed")]["ratio"]["median"], 2.0)
+
     def test_tables_use_the_interleaved_layout_ratio(self):
         self.canned_ours[case("add", "ours")] = [100, 0, 0, 110, 120, 0]
         self.add_layout_rows({"transposed": 3300, "sliced": 1500},
