@@ -90,7 +90,7 @@ def compare(a_path, b_path):
 
 def cross(paths):
     """(Markdown, plot data) of the headline rows across machines."""
-    from . import tables  # the Summary's rows
+    from . import summary  # the Summary's rows
     sets = [(p, sb.load_results(p)) for p in paths]
     labels = []
     for p, rs in sets:
@@ -99,7 +99,7 @@ def cross(paths):
                       else f"{slug} ({os.path.basename(os.path.normpath(p))})")
     names = []
     for _, rs in sets:
-        for r in tables.headline_runs(rs):
+        for r in summary.headline_runs(rs):
             if r.name not in names:
                 names.append(r.name)
     rows, data = [], []

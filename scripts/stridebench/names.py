@@ -78,3 +78,24 @@ def parse_name(name):
 
 def canonical(family, keys):
     return "/".join([family] + [f"{k}:{keys[k]}" for k in KEYS if k in keys])
+
+
+def shape_numel(shape):
+    n = 1
+    for d in (shape or "0").split("x"):
+        n *= int(d)
+    return n
+
+
+def order_key(key, value):
+    """How values of a key sort in tables: the vocabulary's order, shapes by size, counts
+    numerically, cpu before the GPUs."""
+    if value is None:
+        return (0,)
+    if key in VOCAB and value in VOCAB[key]:
+        return (1, VOCAB[key].index(value), "")
+    if key == "shape":
+        return (1, shape_numel(value), tuple(int(d) for d in value.split("x")))
+    if key in ("threads", "step", "size"):
+        return (1, int(value), "")
+    return (1, 0 if value == "cpu" else 1, value)

@@ -63,9 +63,9 @@ SKIP_OPS = ("overhead", "reuse_experiment")  # no kernel time to compare
 SKIP_FAMILIES = ("alloc", "transfer", "baseline", "views")
 DEFAULT_ROUNDS = {"smoke": (1, 1), "quick": (3, 7), "full": (3, 9)}  # min, max
 DEFAULT_BUDGET = {"smoke": 0, "quick": 120, "full": 0}  # seconds; 0: none
-DEFAULT_MIN_TIME = {"smoke": 0.002, "quick": 0.02, "full": 0.1}  # seconds per side and round
-AHEAD = 1.05  # the Summary's line: a peer "faster than ours by 5% or more" (tables.py)
-STYLE_FAMILIES = ("elementwise", "copy", "reduce", "matmul", "conv")  # tables.SUMMARY_FAMILIES
+DEFAULT_MIN_TIME = {"smoke": 0.002, "quick": 0.05, "full": 0.1}  # seconds per side and round
+AHEAD = 1.05  # the Summary's line: a peer "faster than ours by 5% or more" (summary.py)
+STYLE_FAMILIES = ("elementwise", "copy", "reduce", "matmul", "conv")  # summary.SUMMARY_FAMILIES
 PEER_LIBS = ("torch", "numpy")  # measured by scripts/peers.py
 OTHER_IMPLS = PEER_LIBS + ("openblas",)  # openblas: inside bench_matmul, after ours
 
@@ -130,13 +130,13 @@ def pick_layout_cases(rs, per_style):
 
 def pick_style_cases(rs):
     """(fastest style, costliest style, first-pass time ratio) per device and Summary
-    family: the pair the Summary's "costliest style" column quotes (tables.py
+    family: the pair the Summary's "costliest style" column quotes (summary.py
     costliest_style, whose rule this is)."""
-    from . import tables
+    from . import summary
     out = []
     for dev in sb.devices(rs.all()):
         for fam in STYLE_FAMILIES:
-            best = tables.costliest_style(rs, fam, dev)
+            best = summary.costliest_style(rs, fam, dev)
             if best and best[0] is not best[1]:
                 out.append((best[1], best[0], best[2]))
     return out
@@ -144,14 +144,14 @@ def pick_style_cases(rs):
 
 def pick_summary_layout_cases(rs):
     """(contiguous twin, layout row, first-pass time ratio) per device and Summary
-    family: the pair the Summary's "costliest layout" column quotes (tables.py
+    family: the pair the Summary's "costliest layout" column quotes (summary.py
     costliest_layout), which the per-style pick can miss (it ranks by |log ratio| within
     one op and style, the Summary over the family's preferred styles)."""
-    from . import tables
+    from . import summary
     out = []
     for dev in sb.devices(rs.all()):
         for fam in STYLE_FAMILIES:
-            best = tables.costliest_layout(rs, fam, dev)
+            best = summary.costliest_layout(rs, fam, dev)
             if best:
                 out.append((best[1], best[0], best[2]))
     return out

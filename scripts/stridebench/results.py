@@ -36,8 +36,8 @@ class InputError(Exception):
 
 # the run-name vocabulary lives in names.py; re-exported here for the tools that read it
 # through results
-from .names import (FAMILIES, GBENCH_KEYS, KEYS, PATTERNS, VIEW_OPS, VOCAB,  # noqa: F401
-                    canonical, parse_name)
+from .names import FAMILIES, KEYS, VOCAB, canonical, parse_name, shape_numel  # noqa: F401
+from .names import order_key as _order
 
 UNIT_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
 DTYPE_BYTES = {"f32": 4, "f64": 8, "f16": 2, "bf16": 2, "i32": 4, "i8": 1, "tf32": 4}  # tf32: float32 storage
@@ -45,18 +45,6 @@ STD_FIELDS = {"name", "family_index", "per_family_instance_index", "run_name",
               "run_type", "repetitions", "repetition_index", "threads", "iterations",
               "real_time", "cpu_time", "time_unit", "aggregate_name",
               "aggregate_unit", "label", "error_occurred", "error_message"}
-
-
-def _order(key, value):
-    if value is None:
-        return (0,)
-    if key in VOCAB and value in VOCAB[key]:
-        return (1, VOCAB[key].index(value), "")
-    if key == "shape":
-        return (1, shape_numel(value), tuple(int(d) for d in value.split("x")))
-    if key in ("threads", "step", "size"):
-        return (1, int(value), "")
-    return (1, 0 if value == "cpu" else 1, value)
 
 
 # ---------------------------------------------------------------- runs
@@ -477,13 +465,6 @@ def pick_ceiling(cands, regime, what, row_bytes=None):
     return max(cands, key=lambda b: rate(b, what))
 
 
-def shape_numel(shape):
-    n = 1
-    for d in (shape or "0").split("x"):
-        n *= int(d)
-    return n
-
-
 # Where a case was run in several styles, layout comparisons use one: the first here.
 STYLE_PREF = (None, "out", "outofplace", "inplace", "copy", "outofplace_system", "view")
 
@@ -519,78 +500,9 @@ def pct_ceiling(rs, run):
 
 
 # ---------------------------------------------------------------- formatting
-
-def fmt_num(v):
-    return f"{v:.2f}" if v < 10 else f"{v:.1f}" if v < 100 else f"{v:.0f}"
-
-
-def fmt_time(ns):
-    for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
-        if ns >= scale:
-            return f"{fmt_num(ns / scale)} {unit}"
-    return f"{fmt_num(ns)} ns"
-
-
-def fmt_spread(run):
-    if run.from_aggregate:
-        return "±?"
-    return "±n/a" if run.spread is None else f"±{100 * run.spread:.0f}%"
-
-
-def fmt_tm(run):
-    """Median time with its spread, or 'not measured'."""
-    return f"{fmt_time(run.median)} {fmt_spread(run)}" if run else "not measured"
-
-
-def fmt_bytes(b):
-    if b is None:
-        return "—"
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if abs(b) >= scale:
-            return f"{fmt_num(b / scale)} {unit}"
-    return f"{b:.0f} B"
-
-
-def fmt_x(r):
-    return "—" if r is None else f"{fmt_num(r)}x"
-
-
-def fmt_rate(v, unit):
-    return "—" if v is None else f"{fmt_num(v)} {unit}"
-
-
-def md_table(header, rows):
-    esc = lambda c: str(c).replace("|", "\\|")
-    out = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
-    out += ["| " + " | ".join(esc(c) for c in row) + " |" for row in rows]
-    return out
-
-
-def group_by(runs, *drop):
-    """{canonical name without the `drop` keys: [runs]} in the runs' order."""
-    groups = {}
-    for r in runs:
-        keys = {k: v for k, v in r.keys.items() if k not in drop}
-        groups.setdefault(canonical(r.family, keys), []).append(r)
-    return groups
-
-
-def devices(runs):
-    return sorted({r["device"] for r in runs}, key=lambda d: _order("device", d))
-
-
-def describe(run, keys=("layout", "op", "dtype", "shape")):
-    """'transposed add f32 4096x4096' from the given keys."""
-    word = {"threads": lambda v: f"{v} thread" + ("" if v == "1" else "s"), "size": lambda v: fmt_bytes(int(v)),
-            "op": lambda v: "contiguous()" if v == "contiguous" else v}
-    return " ".join(word.get(k, lambda v: f"{k}:{v}" if k in ("dim", "step", "alloc")
-                             else v)(run.keys[k]) for k in keys if k in run.keys)
-
-
-def varying_labels(runs, keys, fallback=("layout", "op", "dtype", "shape")):
-    """Labels for runs built from only those keys whose values differ among them."""
-    vary = [k for k in keys if len({r.keys.get(k) for r in runs}) > 1] or fallback
-    return [describe(r, vary) for r in runs]
+# (fmt.py; re-exported here for the tools that read it through results)
+from .fmt import (describe, devices, fmt_bytes, fmt_num, fmt_rate, fmt_spread,  # noqa: E402,F401
+                  fmt_time, fmt_tm, fmt_x, group_by, md_table, varying_labels)
 
 
 # ---------------------------------------------------------------- files
@@ -614,87 +526,7 @@ def atomic_write(path, data):
         raise
 
 
-def last_level_cache_bytes(rs):
-    """The largest cache level of sb_caches ('L1d:32768,L2:1048576,L3:33554432'), or None."""
-    sizes = []
-    for part in str(rs.sb("sb_caches", "")).split(","):
-        name, _, v = part.partition(":")
-        if name.strip().startswith("L") and v.strip().isdigit():
-            sizes.append(int(v))
-    return max(sizes) if sizes else None
-
-
-def _first_four(items):
-    """A run check's list of offending rows: the first four, '; ...' when there are more."""
-    return "; ".join(items[:4]) + ("; ..." if len(items) > 4 else "")
-
-
 def run_checks(rs):
-    """Warnings about baseline rows that contradict each other, i.e. the machine was
-    busy with other work while they ran: an N-thread FLOP peak below 0.75·N times the
-    1-thread one (another tenant shared the cores), or a last-level-cache ceiling 10% below
-    the DRAM one for the same op and threads (the shared cache was contended); then
-    kernel rows that contradict the baseline: our compute rows that did not speed up
-    with threads, and our memory-bound rows far beyond the caches above 130% of their
-    DRAM ceiling. The % ceiling of rows that use such a baseline reads high."""
-    out = []
-    for dev in sorted({b["device"] for b in rs.select("baseline")}):
-        peaks = {}
-        for b in rs.select("baseline", op="fma_peak", device=dev):
-            if b["dtype"] in (None, "f32") and b["threads"] and b.gflops():
-                peaks[int(b["threads"])] = b.gflops()
-        for t in sorted(peaks):
-            if t > 1 and 1 in peaks and peaks[t] < 0.75 * t * peaks[1]:
-                out.append(f"`{dev}`: the {t}-thread FLOP peak is only {peaks[t] / peaks[1]:.2f}x the "
-                           f"1-thread one ({peaks[t]:.0f} vs {peaks[1]:.0f} GFLOP/s): other work shared "
-                           f"the cores during the baseline; {t}-thread compute % ceilings read high")
-        rows = {}  # per regime, pick_ceiling without a row: the fastest LLC row, the largest DRAM one
-        for b in rs.select("baseline", device=dev):
-            if b.regime in ("LLC", "DRAM") and b.gbps():
-                rows.setdefault((b["op"], b["threads"], b.regime), []).append(b)
-        by = {}
-        for (op, t, regime), cands in rows.items():
-            by.setdefault((op, t), {})[regime] = pick_ceiling(cands, regime, "bytes").gbps()
-        for (op, t), reg in sorted(by.items(), key=lambda kv: (kv[0][0], str(kv[0][1]))):
-            if "LLC" in reg and "DRAM" in reg and reg["LLC"] < 0.9 * reg["DRAM"]:
-                out.append(f"`{dev}`: the LLC `{op}` ceiling with {t} thread(s) ({reg['LLC']:.1f} GB/s) is "
-                           f"more than 10% below the DRAM one ({reg['DRAM']:.1f} GB/s): the shared last-level cache was "
-                           f"contended; LLC-regime % ceilings with that op read high")
-        # our compute rows (matmul, conv2d, linear, mlp) against their 1-thread twins: a
-        # 2-thread GEMM runs 1.8-1.95x a 1-thread one on an idle machine; under 0.65 N x
-        # the second core was busy while the row ran (its time, and any ratio to a peer
-        # measured at another moment, says more about the neighbour than about the kernel)
-        slow = []
-        for r in rs.select(device=dev, impl="ours", op=lambda v: v in COMPUTE_OPS):
-            t = int(r["threads"]) if r["threads"] else 1
-            one = rs.like(r, threads="1") if t > 1 else None
-            if one and one.median and r.median and one.median / r.median < 0.65 * t:
-                slow.append((one.median / r.median, r))
-        if slow:
-            slow.sort(key=lambda x: x[0])
-            names = _first_four([f"`{r.name}` {x:.2f}x" for x, r in slow])
-            out.append(f"`{dev}`: {len(slow)} of our compute rows ran less than 0.65 N times as fast "
-                       f"on N threads as on one ({names}): the other "
-                       f"core was busy while they ran; read their times and peer ratios with care, "
-                       f"or re-check them (`scripts/recheck --pair`)")
-        # memory-bound rows of ours far beyond the last-level cache (8x its size: no
-        # cache can carry them) against their DRAM ceiling: above 130% the row and the
-        # ceiling saw different memory bandwidth (on a shared machine other tenants' load
-        # comes and goes: a 768 MiB out-of-place add on 2 threads once read 184%)
-        llc = last_level_cache_bytes(rs) if dev == "cpu" else None
-        fast = []
-        for r in rs.select(device=dev, impl="ours") if llc else []:
-            kind = ceiling_kind(r)
-            if not kind or kind[1] != "bytes" or r.regime != "DRAM" or (r.counters.get("bytes") or 0) < 8 * llc:
-                continue
-            c = ceiling(rs, r)
-            if c and c[2] > 130:
-                fast.append((c[2], r))
-        if fast:
-            fast.sort(key=lambda x: -x[0])
-            names = _first_four([f"`{r.name}` {p:.0f}%" for p, r in fast])
-            out.append(f"`{dev}`: {len(fast)} of our memory-bound rows moving at least 8x the last-level cache "
-                       f"read above 130% of their DRAM ceiling ({names}): the "
-                       f"memory bandwidth changed between the baseline and those rows (other tenants); their % "
-                       f"ceiling and ratios to rows measured at other moments are not to be trusted")
-    return out
+    """The run checks of TABLES.md (checks.py)."""
+    from .checks import run_checks as checks
+    return checks(rs)
