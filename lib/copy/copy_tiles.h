@@ -1,0 +1,349 @@
+// copy_tiles.h — the tiled transposes of the strided copy (copy.cpp's Tiled path):
+// L1 tiles of every element size, the streaming bands of Note [Transpose bands], the
+// pipelined blocks and the direct tile runs. A part of copy.cpp, included once inside its
+// anonymous namespace after the plan, the path records and the byte copies it uses; not a
+// header for anyone else.
+#pragma once
+
+
+constexpr int64_t kTileBytes = 256;  // bytes of one tile row: 64 floats, 4 cache lines
+
+#ifdef SB_HAVE_AVX2
+// A tile of 4-byte elements goes through detail::transpose_tile_f32 (transpose_tile.h,
+// shared with the iterator) into a contiguous L1 buffer buf[i*kTileB + j] = src[i +
+// j*sB] (na <= kTileA, nb <= kTileB), so power-of-two strides cannot make its rows
+// conflict in the cache; then whole tile rows go out.
+constexpr int64_t kTileA = 128, kTileB = 64;  // 4-byte elements: a 32 KiB buffer
+
+using F8 = vec::Vec<float>;
+
+// One tile row of nb 4-byte elements from the L1 buffer to memory: streaming stores
+// where 32-byte aligned (nt), else plain stores; scalar at the ragged ends.
+void store_row_f32(float* d, const float* b, int64_t nb, bool nt) {
+  int64_t j = 0;
+  if (nt) {
+    while (j < nb && (reinterpret_cast<uintptr_t>(d + j) & 31)) {
+      d[j] = b[j];
+      ++j;
+    }
+#pragma GCC unroll 4  // Note [Unrolled vector loops] (elementwise/strips.h)
+    for (; j + 8 <= nb; j += 8) F8::stream(d + j, F8::load(b + j));
+  } else {
+#pragma GCC unroll 4  // Note [Unrolled vector loops] (elementwise/strips.h)
+    for (; j + 8 <= nb; j += 8) F8::store(d + j, F8::load(b + j));
+  }
+  for (; j < nb; ++j) d[j] = b[j];
+}
+#endif
+
+template <typename U>
+void tile_scalar(U* dst, const U* src, int64_t na, int64_t nb, int64_t dA, int64_t sB) {
+  for (int64_t i = 0; i < na; ++i)
+    for (int64_t j = 0; j < nb; ++j) dst[i * dA + j] = src[i + j * sB];
+}
+
+// Note [Transpose bands]
+// The buffered tiles above read 128-float (512-byte) pieces of 64 source rows, one
+// 4 KiB page each, and the transpose of a 4096^2 float32 stalled on those reads
+// (docs/notes/copy-reduce.md). With streaming stores the dst side needs no buffer: a
+// band of 16 nh source rows x kBandA columns goes through detail::stream_band_f32 (per
+// 8 columns, nh 16-row halves of two 8x8 transposes; each dst row gets 64 nh
+// contiguous bytes as whole 64-byte lines), so the source rows are read as sequential
+// runs and the buffer round trip disappears. The machines we measure on disagree on the
+// band height, so it is chosen per microarchitecture (cpu_tuning().transpose_band_rows,
+// Note [Tuning by microarchitecture]; the sweeps in docs/notes/copy-reduce.md):
+//   Sapphire Rapids: 32 rows (nh = 2: 128 bytes per dst row visit); 16 was slower there.
+//   Zen 4: 16 rows (nh = 1: one whole line per dst row visit); 32 and 64 were slower.
+// On both, tasks walk A fastest, so each band reads its source rows start to end and a
+// thread's range is a run of whole source-row bands.
+// Taken when the copy streams, elements are 4 bytes, nB >= 16, and every dst row start
+// is 64-byte aligned (base, dA and the outer dst strides); ragged edges (nB % 16
+// columns, nA % 8 rows) go through the buffer with plain stores.
+constexpr int64_t kBandA = 512, kBandBMax = 32, kEdgeRows = 512;
+constexpr int64_t kBlockA = 1024, kBlockB = 64, kBlockMinRowBytes = 4096;  // Note [Pipelined transpose blocks]
+
+#ifdef SB_HAVE_AVX2
+// Note [Pipelined transpose blocks]
+// Streaming stores of one 64-byte line per dst row visit run at half the speed of
+// sequential ones once reads run beside them, while 128-256 bytes per visit come close to
+// a plain copy; reads want the opposite, few source rows side by side
+// (docs/notes/copy-reduce.md, bare loops on the AMD EPYC VM). So a block of kBlockB = 64 source rows x kBlockA = 1024 columns is read as 8
+// groups of 8 rows (each group's 4 KiB row pieces start to end, 8x8 transposes) into an
+// L2 buffer laid out as the block's dst rows (1024 rows of 256 bytes), and goes out as
+// whole 256-byte dst rows with streaming stores. Reading everything and then writing
+// everything would not overlap the two, so each thread keeps two buffers and drains
+// block t while it fills block t + 1, one 8x8 fill step per dst row drained. The blocks
+// lose where the bands' writes are already near sequential (dst rows 256 bytes apart,
+// NCHW -> NHWC) or the source rows are short (a 256^3 permute), since 8 rows side by side
+// fill slower than the bands' 16 and the buffer round trip costs a core time; so
+// transpose_bands() takes them only for dst rows >= 4 KiB apart and source rows >= 1024
+// elements (or when set_transpose_bands(64, ...) forces them). Two whole blocks in a row
+// take a loop with one drain per fill and compile-time extents.
+
+// Columns [i, i + 8) of 8 source rows (s + k sB + i) -> buffer rows i..i+7 (kBlockB
+// floats each) at b + i * kBlockB.
+__attribute__((always_inline)) inline void block_fill_step(float* b, const float* s, int64_t sB, int64_t i) {
+  detail::tile8x8_f32(b + i * kBlockB, kBlockB, s + i, sB);
+}
+
+// One dst row of a block: ng x 8 floats from the buffer row, streaming stores.
+inline void block_drain_row(float* d, const float* b, int64_t ng) {
+  if (ng == kBlockB / 8) {
+#pragma GCC unroll 8
+    for (int64_t k = 0; k < kBlockB; k += 8) F8::stream(d + k, F8::load(b + k));
+    return;
+  }
+  for (int64_t k = 0; k < 8 * ng; k += 8) F8::stream(d + k, F8::load(b + k));
+}
+
+// The bands' kernel as a function of its own, for the reason given at block_pipeline:
+// inlined into the copy's closure its loop spilled the row addresses (and the
+// closure's growth with the blocks slowed NHWC -> NCHW: docs/notes/copy-reduce.md).
+__attribute__((noinline)) void stream_band(float* d, int64_t ld, const float* s, int64_t sB, int64_t na8, int64_t nh) {
+  detail::stream_band_f32(d, ld, s, sB, na8, nh);
+}
+
+// Drains one block (na8 dst rows of ng x 8 floats, buffer bc -> d, row stride ld) while
+// it fills the next (ngn groups x nan8 columns of the source at sn -> buffer bn), one
+// fill step per na8 / (ngn nan8 / 8) rows drained. A function of its own, with every
+// operand a plain value: inside the copy's closure the compiler spilled the loop's
+// pointers and reloaded them after each vector store.
+__attribute__((noinline)) void block_pipeline(float* d, int64_t ld, const float* bc, int64_t na8, int64_t ng,
+                                              float* bn, const float* sn, int64_t sB, int64_t nan8, int64_t ngn) {
+  if (na8 == kBlockA && ng == kBlockB / 8 && nan8 == kBlockA && ngn == kBlockB / 8) {  // two whole blocks: one
+    for (int64_t g = 0; g < kBlockB / 8; ++g)                                           // drain per fill
+      for (int64_t i = 0; i < kBlockA; i += 8) {
+        block_fill_step(bn + 8 * g, sn + 8 * g * sB, sB, i);
+        const int64_t c = g * (kBlockA / 8) + i / 8;
+        block_drain_row(d + c * ld, bc + c * kBlockB, kBlockB / 8);
+      }
+    return;
+  }
+  const int64_t fills = ngn * (nan8 / 8);
+  int64_t c = 0, owed = 0;  // c = floor(f * na8 / fills) after f fills, without a division in the loop
+  for (int64_t g = 0; g < ngn; ++g)
+    for (int64_t i = 0; i < nan8; i += 8) {
+      block_fill_step(bn + 8 * g, sn + 8 * g * sB, sB, i);
+      for (owed += na8; owed >= fills; owed -= fills, ++c) block_drain_row(d + c * ld, bc + c * kBlockB, ng);
+    }
+  for (; c < na8; ++c) block_drain_row(d + c * ld, bc + c * kBlockB, ng);
+}
+#endif
+
+// Note [Direct small tiles]
+// In an L2-resident copy the buffered tile's round trip through the L1 buffer costs as
+// much as the transposes. Such copies (4-byte elements, AVX2, the whole copy within one
+// core's L2) go as 16 (A) x 32 (B) tiles of 8x8 transposes stored straight into dst,
+// walking A fastest (the fastest tile shape in bare loops, docs/notes/copy-reduce.md).
+// Not taken when dst rows are a multiple of 2 KiB apart: a tile's 16 dst rows then share
+// one or two L1 sets; nor above the L2.
+constexpr int64_t kDirectA = 16, kDirectB = 32;
+
+// Note [Direct tile runs]: the direct tiles of one (outer, B-tile) row, A from 0 to na,
+// in one call, whole 16 x 32 tiles with compile-time extents: locating every tile
+// (divisions, the outer offsets), the copy's closure around the 8x8 transposes (stride
+// multiples spilled to the stack) and run-time extents cost a 256² transpose half again
+// the time of bare loops of this shape (docs/notes/copy-reduce.md).
+#ifdef SB_HAVE_AVX2
+__attribute__((noinline)) void direct_tile_run(float* d, int64_t dA, const float* s, int64_t sB, int64_t na,
+                                               int64_t nb) {
+  int64_t i = 0;
+  if (nb == kDirectB)  // whole tiles: compile-time extents, the 8 micro-tiles unrolled
+    for (; i + kDirectA <= na; i += kDirectA)
+      for (int64_t j = 0; j < kDirectB; j += 8)
+        for (int64_t ii = 0; ii < kDirectA; ii += 8) detail::tile8x8_f32(d + (i + ii) * dA + j, dA, s + i + ii + j * sB, sB);
+  for (; i < na; i += kDirectA)
+    detail::transpose_tile_f32(d + i * dA, dA, s + i, sB, std::min(kDirectA, na - i), nb);
+}
+#endif
+
+struct TransposeBands {
+  int64_t rows;            // source rows per band: 16 or 32 (<= kBandBMax); 64: pipelined blocks
+  bool source_rows_outer;  // tasks walk A fastest (each band's source rows start to end)
+};
+std::atomic<int> g_band_rows{0};  // 0: cpu_tuning()'s choice; else set_transpose_bands()
+std::atomic<bool> g_band_outer{true};
+
+// The band (or block) for a transpose whose A extent is nA and whose dst rows lie
+// dA_bytes apart: forced by set_transpose_bands, else cpu_tuning()'s band, and blocks
+// where the tuning takes them and Note [Pipelined transpose blocks] found them faster.
+[[maybe_unused]] TransposeBands transpose_bands(int64_t nA, int64_t dA_bytes) {  // AVX2 builds only
+  const int forced = g_band_rows.load(std::memory_order_relaxed);
+  if (forced) return {forced, g_band_outer.load(std::memory_order_relaxed)};
+  const CpuTuning& t = cpu_tuning();
+  if (t.transpose_blocks && nA >= kBlockA && dA_bytes >= kBlockMinRowBytes) return {kBlockB, true};
+  return {t.transpose_band_rows, true};
+}
+
+// Plan dims: B = last (dst stride 1), A = a (src stride 1); others loop outside.
+// Returns the streaming bands' rows (0: none; 64: pipelined blocks).
+template <typename U>
+int tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool nt) {
+  const int64_t last = p.ndim() - 1;
+  const bool simd = sizeof(U) == 4 && use_avx2();
+  // Note [Tiles of 2- and 8-byte elements]: as the 4-byte tiles, transposed into the L1
+  // buffer (transpose_tile_u16 / transpose_tile_f64) and stored a whole row at a time.
+  // The scalar tile walks 64 source rows for every dst row, and rows a power-of-two
+  // stride apart (4096 bfloat16 = 8 KiB) share their L1 sets: every read missed
+  // (docs/notes/copy-reduce.md, Transposes of 2- and 8-byte elements).
+  const bool simd_other = (sizeof(U) == 2 || sizeof(U) == 8) && use_avx2();
+  constexpr int64_t kOtherA = sizeof(U) == 8 ? 64 : 128, kOtherB = sizeof(U) == 8 ? 64 : 128;  // 32 KiB
+  const int64_t tile = std::clamp<int64_t>(kTileBytes / static_cast<int64_t>(sizeof(U)), 32, 64);  // scalar tiles
+  const int64_t nA = p.size[a], nB = p.size[last], dA = p.dst[a], sB = p.src[last];
+  Plan outer;  // the other dims
+  for (int64_t k = 0; k < last; ++k)
+    if (k != a) {
+      outer.size.push_back(p.size[k]);
+      outer.dst.push_back(p.dst[k]);
+      outer.src.push_back(p.src[k]);
+    }
+  const int64_t nouter = std::accumulate(outer.size.begin(), outer.size.end(), int64_t{1}, std::multiplies<>());
+  bool bands = false;
+#ifdef SB_HAVE_AVX2
+  bands = simd && nt && nB >= 16 && dA % 16 == 0 && reinterpret_cast<uintptr_t>(d) % 64 == 0;
+  for (int64_t st : outer.dst) bands = bands && st % 16 == 0;
+  const TransposeBands tune = transpose_bands(nA, dA * static_cast<int64_t>(sizeof(U)));
+  const bool blocks = bands && tune.rows == kBlockB;  // Note [Pipelined transpose blocks]
+  // Note [Direct small tiles]: L2-resident copies whose dst rows do not alias in L1
+  const bool direct = simd && !nt && nA * nB * nouter * 4 <= cpu_caches().l2 && (dA * 4) % 2048 != 0;
+  const int64_t tA = blocks ? kBlockA : bands ? kBandA : direct ? kDirectA : simd ? kTileA : simd_other ? kOtherA : tile,
+                tB = blocks ? kBlockB : bands ? tune.rows : direct ? kDirectB : simd ? kTileB : simd_other ? kOtherB : tile;
+  const bool a_fastest = (bands && tune.source_rows_outer) || direct;
+#else
+  const int64_t tA = tile, tB = tile;
+  const bool a_fastest = false;
+#endif
+  const int64_t no = outer.ndim();
+  const int64_t ta = (nA + tA - 1) / tA, tb = (nB + tB - 1) / tB;
+  const int64_t tasks = nouter * ta * tb;
+  parallel_for(0, tasks, std::max<int64_t>(1, kGrainSize / (tA * tB)), [&](int64_t b, int64_t e) {
+    Shape idx(std::max<int64_t>(no, 1));
+#ifdef SB_HAVE_AVX2
+    alignas(64) float buf[kTileA * kTileB];  // one 4-byte tile (or a band's ragged edge)
+    static_assert(kEdgeRows * 16 <= kTileA * kTileB && 8 * kBlockB <= kTileA * kTileB, "band edges fit the buffer");
+#endif
+    // task t -> its tile: dst and src corners, extent na x nb
+    const auto locate = [&](int64_t t, int64_t& doff, int64_t& soff, int64_t& na, int64_t& nb) {
+      const int64_t o = t / (ta * tb);
+      const int64_t ia = a_fastest ? t % ta : (t / tb) % ta, ib = a_fastest ? (t / ta) % tb : t % tb;
+      unravel_offsets(outer, no, o, doff, soff, idx);
+      const int64_t i0 = ia * tA, j0 = ib * tB;
+      na = std::min(tA, nA - i0);
+      nb = std::min(tB, nB - j0);
+      doff += i0 * dA + j0;
+      soff += i0 + j0 * sB;
+    };
+#ifdef SB_HAVE_AVX2
+    // A band's or block's ragged edges through the buffer with plain stores: columns [jr,
+    // nb) (fewer than 16) of rows [0, na8), then rows [na8, na) (fewer than 8), every column.
+    const auto ragged_edges = [&](float* df, const float* sf, int64_t na, int64_t nb, int64_t jr) {
+      const int64_t na8 = na / 8 * 8;
+      for (int64_t i = 0; i < na8 && jr < nb; i += kEdgeRows) {
+        const int64_t n = std::min(kEdgeRows, na8 - i);
+        detail::transpose_tile_f32(buf, 16, sf + i + jr * sB, sB, n, nb - jr);
+        for (int64_t r = 0; r < n; ++r) store_row_f32(df + (i + r) * dA + jr, buf + r * 16, nb - jr, false);
+      }
+      if (na8 < na) {
+        detail::transpose_tile_f32(buf, kBlockB, sf + na8, sB, na - na8, nb);
+        for (int64_t i = na8; i < na; ++i) store_row_f32(df + i * dA, buf + (i - na8) * kBlockB, nb, false);
+      }
+    };
+    if (blocks) {  // Note [Pipelined transpose blocks]: drain block t while filling block t + 1
+      float* const bufs = reinterpret_cast<float*>(tile_scratch(2 * kBlockA * kBlockB * sizeof(float)));
+      struct Block {
+        float* d;
+        const float* s;
+        int64_t na, nb;
+      };
+      const auto block = [&](int64_t t) {
+        int64_t doff, soff, na, nb;
+        locate(t, doff, soff, na, nb);
+        return Block{reinterpret_cast<float*>(d + doff), reinterpret_cast<const float*>(s + soff), na, nb};
+      };
+      Block cur = block(b);
+      block_pipeline(nullptr, dA, nullptr, 0, 0, bufs, cur.s, sB, cur.na / 8 * 8, cur.nb / 8);  // fill only
+      for (int64_t t = b; t < e; ++t) {
+        const float* const bc = bufs + ((t - b) & 1) * (kBlockA * kBlockB);
+        float* const bn = bufs + ((t - b + 1) & 1) * (kBlockA * kBlockB);
+        const Block nxt = t + 1 < e ? block(t + 1) : Block{nullptr, nullptr, 0, 0};
+        block_pipeline(cur.d, dA, bc, cur.na / 8 * 8, cur.nb / 8, bn, nxt.s, sB, nxt.na / 8 * 8, nxt.nb / 8);
+        ragged_edges(cur.d, cur.s, cur.na, cur.nb, cur.nb / 8 * 8);
+        cur = nxt;
+      }
+      fence(true);
+      return;
+    }
+#endif
+#ifdef SB_HAVE_AVX2
+    if (direct) {  // Note [Direct small tiles], a run of tiles along A at a time: Note [Direct tile runs]
+      for (int64_t t = b; t < e;) {
+        const int64_t ia = t % ta, run = std::min(ta - ia, e - t);  // a_fastest: A tiles are consecutive
+        int64_t doff, soff, na, nb;
+        locate(t, doff, soff, na, nb);
+        direct_tile_run(reinterpret_cast<float*>(d + doff), dA, reinterpret_cast<const float*>(s + soff), sB,
+                        std::min(run * tA, nA - ia * tA), nb);
+        t += run;
+      }
+      return;
+    }
+#endif
+    for (int64_t t = b; t < e; ++t) {
+      int64_t doff, soff, na, nb;
+      locate(t, doff, soff, na, nb);
+      U* dt = d + doff;
+      const U* st = s + soff;
+#ifdef SB_HAVE_AVX2
+      float* df = reinterpret_cast<float*>(dt);
+      const float* sf = reinterpret_cast<const float*>(st);
+      if (bands) {  // Note [Transpose bands]
+        const int64_t jr = nb / 16 * 16, na8 = na / 8 * 8;
+        stream_band(df, dA, sf, sB, na8, jr / 16);
+        ragged_edges(df, sf, na, nb, jr);
+        continue;
+      }
+      if (simd && nt && t + 1 < e) {  // Note [Tile prefetch] (iterator.h): the next tile's source into L2
+        int64_t ndoff, nsoff, nna, nnb;
+        locate(t + 1, ndoff, nsoff, nna, nnb);
+        const char* nx = reinterpret_cast<const char*>(s + nsoff);
+        for (int64_t j = 0; j < nb; j += 8) {
+          for (int64_t r = j; r < std::min(j + 8, nnb); ++r)
+            for (int64_t l = 0; l < nna * 4; l += 64) __builtin_prefetch(nx + r * sB * 4 + l, 0, 1);
+          detail::transpose_tile_f32(buf + j, kTileB, sf + j * sB, sB, na, std::min<int64_t>(8, nb - j));
+        }
+        for (int64_t r = nb; r < nnb; ++r)
+          for (int64_t l = 0; l < nna * 4; l += 64) __builtin_prefetch(nx + r * sB * 4 + l, 0, 1);
+        for (int64_t i = 0; i < na; ++i) store_row_f32(df + i * dA, buf + i * kTileB, nb, nt);
+        continue;
+      }
+      if (simd) {
+        detail::transpose_tile_f32(buf, kTileB, sf, sB, na, nb);
+        for (int64_t i = 0; i < na; ++i) store_row_f32(df + i * dA, buf + i * kTileB, nb, nt);
+        continue;
+      }
+      if constexpr (sizeof(U) == 2 || sizeof(U) == 8) {
+        if (simd_other) {  // Note [Tiles of 2- and 8-byte elements]
+          U* const bu = reinterpret_cast<U*>(buf);
+          static_assert(kOtherA * kOtherB * sizeof(U) <= kTileA * kTileB * sizeof(float), "the tile fits the buffer");
+          if constexpr (sizeof(U) == 2) {
+            detail::transpose_tile_u16(bu, kOtherB, st, sB, na, nb);
+          } else {  // bit patterns through double lanes
+            detail::transpose_tile_f64(reinterpret_cast<double*>(bu), kOtherB, reinterpret_cast<const double*>(st), sB,
+                                       na, nb);
+          }
+          const size_t row = static_cast<size_t>(nb) * sizeof(U);
+          for (int64_t i = 0; i < na; ++i) {
+            char* const dr = reinterpret_cast<char*>(dt + i * dA);
+            const char* const br = reinterpret_cast<const char*>(bu + i * kOtherB);
+            if (nt) detail::stream_copy(dr, br, static_cast<int64_t>(row));
+            else std::memcpy(dr, br, row);
+          }
+          continue;
+        }
+      }
+#endif
+      tile_scalar(dt, st, na, nb, dA, sB);
+    }
+    fence(nt && (simd || simd_other));
+  });
+  return bands ? static_cast<int>(tB) : 0;
+}
