@@ -48,6 +48,11 @@ void register_family();            // called by main() once the matrix is known
 // ---- the matrix ----
 enum class Matrix : uint8_t { Smoke, Quick, Full };
 Matrix matrix();
+// main() (bench_main.cpp) sets these from its flags: false from set_matrix when name is
+// not smoke, quick or full; a value <= 0 leaves the matrix's repetitions or window.
+bool set_matrix(const std::string& name);
+void set_run_overrides(int repetitions, double min_time_s);
+bool any_run_failed();  // a run's body reported an error (main exits 1)
 const char* matrix_name(Matrix m);
 inline bool smoke() { return matrix() == Matrix::Smoke; }
 inline bool full() { return matrix() == Matrix::Full; }
