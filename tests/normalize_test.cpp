@@ -1,0 +1,514 @@
+// normalize_test.cpp — normalize (lib/elementwise/normalize*.cpp) against float64 and
+// long double references: every dim, layout, style and dtype; rows built to break
+// one-pass statistics on every path; degenerate variances; the one-pass statistics and
+// their fallback; fused groups; rows from memory; streaming outputs; every device.
+#include <cmath>
+#include <cstring>
+#include <functional>
+
+#include "core/test_hooks.h"
+#include "copy/copy.h"
+#include "elementwise_util.h"
+#include "stridebench/cpu_features.h"
+#include "stridebench/elementwise.h"
+#include "stridebench/parallel.h"
+#include "test_util.h"
+
+namespace sb {
+namespace {
+
+using test::all_close;
+using test::Layout;
+using namespace ewtest;
+
+// Population mean/variance along dim, in float64. inv_sd: each element's 1 / sqrt(var + eps).
+std::vector<double> ref_normalize(const Tensor& xv, int64_t dim, double eps, std::vector<double>* inv_sd = nullptr) {
+  const std::vector<double> x = xv.to_vector();
+  std::vector<double> r(x.size());
+  if (inv_sd) inv_sd->assign(x.size(), 1 / std::sqrt(eps));
+  const Shape& sz = xv.sizes();
+  if (sz.empty()) return std::vector<double>(x.size(), 0.0);
+  int64_t inner = 1;
+  for (size_t d = static_cast<size_t>(dim) + 1; d < sz.size(); ++d) inner *= sz[d];
+  const int64_t n = sz[dim], outer = n * inner != 0 ? static_cast<int64_t>(x.size()) / (n * inner) : 0;
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t in = 0; in < inner; ++in) {
+      // mean = x0 + sum(x - x0) / n: exact for a constant row (the Expanded layout's values have
+      // some), whose output (x - m) / sqrt(eps) would otherwise be the reference's own
+      // rounding error times 316
+      const double x0 = x[o * n * inner + in];
+      double m = 0, v = 0;
+      for (int64_t i = 0; i < n; ++i) m += x[(o * n + i) * inner + in] - x0;
+      m = x0 + m / static_cast<double>(n);
+      for (int64_t i = 0; i < n; ++i) v += (x[(o * n + i) * inner + in] - m) * (x[(o * n + i) * inner + in] - m);
+      v /= static_cast<double>(n);
+      for (int64_t i = 0; i < n; ++i) r[(o * n + i) * inner + in] = (x[(o * n + i) * inner + in] - m) / std::sqrt(v + eps);
+      if (inv_sd)
+        for (int64_t i = 0; i < n; ++i) (*inv_sd)[(o * n + i) * inner + in] = 1 / std::sqrt(v + eps);
+    }
+  return r;
+}
+
+// Issue #45, Deliver 4: normalize along the last dim, on every path a row can take
+// (Note [Short normalize rows] with Note [One statistics pass]'s guard, Note [Fused
+// normalize groups], Note [Normalize rows in address order] for x beyond the streaming
+// threshold, Note [Normalize across adjacent rows] for a transposed x, Note [16-bit
+// normalize rows through float32]), with rows built to break one-pass statistics: the
+// first element 200 sd from the rest (a sum shifted by it cancels by 1 + ((x0 - mean) /
+// sd)^2), the first 8 elements 60 sd away (the shift of Note [One statistics pass] is
+// their mean), the last element far away, and Gaussian rows around 300 (a large mean).
+// Against two passes in long double over the dtype's own values; every SIMD level and
+// thread count.
+TEST(Elementwise, NormalizeRowsFarFromTheirMeanOnEveryPath) {
+  struct Case {
+    int64_t rows, n;
+    bool big;  // beyond the streaming threshold: float32 only
+  };
+  const Case cases[] = {{24, 16, false}, {24, 64, false}, {24, 256, false}, {16, 1000, false},
+                        {8, 3000, false}, {12288, 128, true}, {640, 3000, true}};
+  for_each_config([&](const std::string& cfg) {
+    for (const Case& c : cases)
+      for (DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16}) {
+        if (c.big && dt != DType::Float32) continue;
+        std::vector<double> v = randn({c.rows, c.n}, static_cast<uint64_t>(c.rows * 7 + c.n), DType::Float64).to_vector();
+        const bool narrow = dt == DType::Float16 || dt == DType::BFloat16;
+        const double mu = narrow ? 3.0 : 300.0, far = narrow ? 40.0 : 200.0;
+        for (int64_t r = 0; r < c.rows; ++r) {
+          double* row = v.data() + r * c.n;
+          for (int64_t i = 0; i < c.n; ++i) row[i] += mu;
+          if (r % 4 == 0) row[0] = mu + far;
+          if (r % 4 == 1)
+            for (int64_t i = 0; i < std::min<int64_t>(8, c.n); ++i) row[i] += 60.0;
+          if (r % 4 == 2) row[c.n - 1] = mu - far;
+        }
+        const Tensor xv = from_vector(v, {c.rows, c.n}).to(dt);
+        const std::vector<double> xs = xv.to_vector();
+        std::vector<double> ref(xs.size());
+        for (int64_t r = 0; r < c.rows; ++r) {
+          const double* row = xs.data() + r * c.n;
+          long double m = 0, q = 0;
+          for (int64_t i = 0; i < c.n; ++i) m += row[i];
+          m /= c.n;
+          for (int64_t i = 0; i < c.n; ++i) q += (row[i] - m) * (row[i] - m);
+          const long double rs = 1.0L / std::sqrt(q / c.n + 1e-5L);
+          for (int64_t i = 0; i < c.n; ++i) ref[r * c.n + i] = static_cast<double>((row[i] - m) * rs);
+        }
+        const double at = by_dtype(dt, 1e-13, 1e-4, 1e-2), rt = by_dtype(dt, 1e-13, 1e-5, 4e-3);
+        for (Layout lx : {Layout::Contiguous, Layout::Transposed}) {
+          if (c.big && lx == Layout::Transposed && c.n > 1000) continue;  // the slow adjacent-row walk at 7.7 MB
+          const Tensor x = test::with_layout(xv, lx);
+          Tensor out = zeros({c.rows, c.n}, dt);
+          test::poison(out);
+          normalize_out(out, x, -1, 1e-5);
+          ASSERT_TRUE(test::all_close(out, ref, at, rt))
+              << cfg << ", " << dtype_name(dt) << ", " << c.rows << " x " << c.n << ", x " << test::layout_name(lx);
+          const Tensor y = normalize(x, 1, 1e-5);  // out-of-place: its own output layout
+          ASSERT_TRUE(test::all_close(y, ref, at, rt))
+              << cfg << ", out-of-place, " << dtype_name(dt) << ", " << c.rows << " x " << c.n << ", x "
+              << test::layout_name(lx);
+        }
+      }
+  });
+}
+
+// Issue #45, defect 5: normalizing along an outer dim (columns of a [rows, 52] tensor)
+// when the first element of every column lies 200 standard deviations from the column's
+// mean. Statistics from sums shifted by that element cancel (the variance's relative
+// error grows with 1 + ((x0 - mean) / sd)^2, 4e4 here); the reference is two-pass in
+// long double. float64 to 1e-13 (a correct result errs by a few ulp of |x| / sd); the
+// other dtypes to their usual tolerance. Out contiguous and transposed, every SIMD level
+// and thread count.
+TEST(Elementwise, NormalizeOuterDimFirstElementFarFromMean) {
+  for_each_config([](const std::string& cfg) {
+    for (int64_t rows : {2000, 31851}) {
+      const int64_t cols = 52;
+      std::vector<double> v = randn({rows, cols}, static_cast<uint64_t>(rows), DType::Float64).to_vector();
+      for (int64_t c = 0; c < cols; ++c) {
+        const double mu = 10.0 * c, sd = 1.0 + c / 4.0;
+        for (int64_t i = 0; i < rows; ++i) v[i * cols + c] = mu + sd * v[i * cols + c];
+        v[c] = mu + 200.0 * sd;  // row 0
+      }
+      for (DType dt : {DType::Float64, DType::Float32, DType::Float16, DType::BFloat16}) {
+        if (rows > 2000 && dt != DType::Float64) continue;
+        const Tensor xv = from_vector(v, {rows, cols}).to(dt);
+        const std::vector<double> xs = xv.to_vector();
+        std::vector<double> ref(xs.size());
+        for (int64_t c = 0; c < cols; ++c) {
+          long double m = 0, q = 0;
+          for (int64_t i = 0; i < rows; ++i) m += xs[i * cols + c];
+          m /= rows;
+          for (int64_t i = 0; i < rows; ++i) q += (xs[i * cols + c] - m) * (xs[i * cols + c] - m);
+          const long double rs = 1.0L / std::sqrt(q / rows + 1e-5L);
+          for (int64_t i = 0; i < rows; ++i) ref[i * cols + c] = static_cast<double>((xs[i * cols + c] - m) * rs);
+        }
+        const double at = by_dtype(dt, 1e-13, 1e-4, 1e-2), rt = by_dtype(dt, 1e-13, 1e-5, 4e-3);
+        for (Layout lo : {Layout::Contiguous, Layout::Transposed}) {
+          Tensor out = test::with_layout(zeros({rows, cols}, dt), lo);
+          test::poison(out);
+          normalize_out(out, xv, 0, 1e-5);
+          ASSERT_TRUE(test::all_close(out, ref, at, rt))
+              << cfg << ", " << dtype_name(dt) << ", " << rows << " x " << cols << ", out " << test::layout_name(lo);
+        }
+      }
+    }
+  });
+}
+
+TEST(Elementwise, NormalizeEveryDimLayoutStyleDtype) {
+  for_each_config([](const std::string& cfg) {
+    std::mt19937_64 rng(24);
+    for (int trial = 0; trial < 14; ++trial) {
+      const Shape sz = trial % 7 == 6 ? Shape{2, 300, 77} : trial_shape(rng, trial);
+      const int64_t nd = static_cast<int64_t>(sz.size());
+      const int64_t dim = nd ? static_cast<int64_t>(rng() % nd) - (trial % 2 ? nd : 0) : 0;  // negative dims too
+      const double eps = trial % 3 == 0 ? 0.0 + 1e-5 : 0.5;
+      for (DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16}) {
+        const Tensor xv = values(sz, rng(), dt);
+        const std::vector<double> refs[2] = {ref_normalize(xv, nd ? (dim + nd) % nd : 0, eps),  // [1]: Expanded
+                                             ref_normalize(test::layout_values(xv, Layout::Expanded),
+                                                           nd ? (dim + nd) % nd : 0, eps)};
+        // (x - mean) is computed in float for float16/float32: error grows with 1/std
+        const double at = by_dtype(dt, 1e-10, 1e-4, 1e-2);
+        const double rt = by_dtype(dt, 1e-10, 1e-5, 4e-3);
+        for (Layout l : test::all_layouts()) {
+          const std::vector<double>& ref = refs[l == Layout::Expanded];
+          const std::string what = cfg + ", normalize dim " + std::to_string(dim) + ", " + dtype_name(dt) + ", " +
+                                   test::layout_name(l) + ", sizes " + ::testing::PrintToString(sz);
+          const Tensor x = test::with_layout(xv, l);
+          ASSERT_TRUE(test::all_close(normalize(x, dim, eps), ref, at, rt)) << what << " (out-of-place)";
+          Tensor out = test::with_layout(zeros(sz, dt), l == Layout::Expanded ? Layout::ChannelsLast : l);
+          test::poison(out);
+          normalize_out(out, x, dim, eps);
+          ASSERT_TRUE(test::all_close(out, ref, at, rt)) << what << " (out=)";
+          if (l == Layout::Expanded) continue;
+          Tensor xi = test::with_layout(xv, l);
+          xi.normalize_(dim, eps);
+          ASSERT_TRUE(test::all_close(xi, ref, at, rt)) << what << " (in-place)";
+        }
+      }
+    }
+  });
+}
+
+// Rows longer than the kernels' float32 flush interval (1024) along the dense and the
+// outer dims, values centred far from 0 (mean 50, uniform over +-2: std ~1.2 in long
+// rows), and out= into a layout other than x's (a transposed x written into a contiguous
+// out goes through the 8x8 register transposes of Note [Normalize across adjacent rows];
+// into a slice, through the element stores). The tolerances are for a row std of 1.2; a
+// short row (2-6 values) can have a std near 0.01, and the float32 error of x - mean
+// (about 50 * 2^-24) is divided by it, so each element's atol grows as 1.2 / its row's
+// sqrt(var + eps) where that is above 1.
+TEST(Elementwise, NormalizeLongRowsOffsetValuesMixedOutLayouts) {
+  for_each_config([](const std::string& cfg) {
+    std::mt19937_64 rng(31);
+    for (const Shape& sz : {Shape{3, 2500}, Shape{2500, 19}, Shape{2, 1100, 9}, Shape{4, 6, 70, 5}}) {
+      for (int64_t dim = 0; dim < static_cast<int64_t>(sz.size()); ++dim) {
+        for (DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16}) {
+          std::vector<double> v = values(sz, rng(), DType::Float64).to_vector();
+          for (double& e : v) e += 50;
+          const Tensor xv = from_vector(v, sz).to(dt);
+          std::vector<double> inv_sd;
+          const std::vector<double> ref = ref_normalize(xv, dim, 1e-5, &inv_sd);
+          // float32: (x - mean) in float with |mean| = 50: about 50 * 2^-24 / std
+          const double at0 = by_dtype(dt, 1e-10, 1e-4, 2e-2);
+          std::vector<double> at(ref.size());
+          for (size_t i = 0; i < at.size(); ++i) at[i] = at0 * std::max(1.0, 1.2 * inv_sd[i]);
+          const double rt = by_dtype(dt, 1e-10, 1e-5, 4e-3);
+          for (Layout lx : {Layout::Contiguous, Layout::Transposed, Layout::Sliced, Layout::ChannelsLast}) {
+            const Tensor x = test::with_layout(xv, lx);
+            for (Layout lo : {Layout::Contiguous, Layout::Transposed, Layout::Sliced}) {
+              Tensor out = test::with_layout(zeros(sz, dt), lo);
+              test::poison(out);
+              normalize_out(out, x, dim, 1e-5);
+              ASSERT_TRUE(test::all_close(out, ref, at, rt))
+                  << cfg << ", normalize dim " << dim << ", " << dtype_name(dt) << ", x " << test::layout_name(lx)
+                  << ", out " << test::layout_name(lo) << ", sizes " << ::testing::PrintToString(sz);
+            }
+          }
+        }
+      }
+    }
+  });
+}
+
+// Note [Normalize rsqrt]: a group of 8 short rows with a zero variance (a constant row,
+// eps = 0) takes the double path; the group's other rows must still be right, and the
+// constant row reads as on every other path, 0 * inf = NaN, at every SIMD level.
+TEST(Elementwise, NormalizeDegenerateVarianceRowsBesideNormalOnes) {
+  for_each_config([](const std::string& cfg) {
+    for (int64_t n : {64, 13}) {
+      std::vector<double> v = values({8, n}, 7, DType::Float64).to_vector();
+      for (int64_t j = 0; j < n; ++j) v[5 * n + j] = 3.0;  // constant
+      const Tensor x = from_vector(v, {8, n}).to(DType::Float32);
+      const std::vector<double> xs = x.to_vector();
+      Tensor out = zeros({8, n});
+      test::poison(out);
+      normalize_out(out, x, -1, 0.0);
+      const std::vector<double> got = test::naive_values(out);
+      for (int64_t r = 0; r < 8; ++r) {
+        double m = 0, q = 0;
+        for (int64_t j = 0; j < n; ++j) m += xs[r * n + j];
+        m /= n;
+        for (int64_t j = 0; j < n; ++j) q += (xs[r * n + j] - m) * (xs[r * n + j] - m);
+        for (int64_t j = 0; j < n; ++j) {
+          const double y = got[r * n + j];
+          if (r == 5) {
+            EXPECT_TRUE(std::isnan(y)) << cfg << " constant row, n " << n << ": " << y;
+          } else {
+            const double ref = (xs[r * n + j] - m) / std::sqrt(q / n);
+            EXPECT_NEAR(y, ref, 1e-4 * std::max(1.0, std::fabs(ref))) << cfg << " row " << r << " j " << j << " n " << n;
+          }
+        }
+      }
+    }
+  });
+}
+
+// Note [One statistics pass]: groups of 8 short float32 rows whose rows all pass the
+// guard (offset Gaussian rows) take one statistics pass; a group with one row that does
+// not (a ramp, 8 outliers first in a long row, a constant row of 3e38 whose shift
+// overflows) takes the two exact passes for all 8. Without the guard the constant row
+// comes out NaN instead of 0.
+TEST(Elementwise, NormalizeOneStatisticsPassAndItsFallback) {
+  for_each_config([](const std::string& cfg) {
+    for (int64_t n : {8, 13, 64, 1024}) {
+      std::mt19937_64 rng(static_cast<uint64_t>(n));
+      std::normal_distribution<double> g(0.0, 1.0);
+      std::vector<double> v(static_cast<size_t>(24 * n));
+      for (int64_t r = 0; r < 24; ++r)
+        for (int64_t j = 0; j < n; ++j) v[r * n + j] = 200.0 + g(rng);  // group 0 and 2: Gaussian
+      for (int64_t j = 0; j < n; ++j) {
+        v[8 * n + j] = j < 8 ? 100.0 : 0.01 * g(rng);  // outliers first
+        v[9 * n + j] = 200.0 + static_cast<double>(j);  // sorted
+        v[10 * n + j] = 3e38;                           // constant: 8 x 3e38 overflows float
+      }
+      const Tensor x = from_vector(v, {24, n}).to(DType::Float32);
+      std::vector<double> inv_sd;
+      const std::vector<double> ref = ref_normalize(x, 1, 1e-5, &inv_sd);
+      std::vector<double> at(ref.size());
+      for (size_t i = 0; i < at.size(); ++i) at[i] = 1e-4 * std::max(1.0, 1.2 * inv_sd[i]);
+      Tensor out = zeros({24, n});
+      test::poison(out);
+      normalize_out(out, x, -1, 1e-5);
+      EXPECT_TRUE(test::all_close(out, ref, at, 1e-4)) << cfg << ", n " << n;
+    }
+  });
+}
+
+// Note [Fused normalize groups]: float32 rows of 16-256 elements in runs of 16 or more
+// rows are normalized two groups of 8 at a time (the statistics of one while the other
+// is written), with masked row tails. Rows of Gaussian values around 200; in some groups
+// a row that fails the one-pass guard (sorted) or overflows the shift (a constant 3e38,
+// whose output must be 0): those groups go to the rows kernel and the pipeline restarts
+// after them, at the first group, in the middle and at the last full group; 16 rows
+// have none. A constant row in a group that passes must come out exactly 0. x and out
+// rows lie apart (padded views, with different paddings), so the kernel must keep x's
+// and out's row strides apart; out's padding must keep its poison (no masked tail may
+// write past a row). The same rows as stepped slices (stride 2 and 3) are packed before
+// the fused groups; the elements between the steps must keep their poison. n = 15 and
+// 257 (the rows kernel) sit beside the fused sizes. threshold: the streaming threshold
+// for the call (-1: the default).
+void normalize_group_cases(int64_t threshold) {
+  set_nt_threshold_bytes(threshold);
+  for_each_config([](const std::string& cfg) {
+    for (int64_t n : {15, 16, 17, 31, 64, 100, 128, 256, 257, 1024, 1025, 3000, 4096}) {
+      for (int64_t rows : {16, 24, 31, 64}) {
+        std::mt19937_64 rng(static_cast<uint64_t>(n * 1000 + rows));
+        std::normal_distribution<double> g(0.0, 1.0);
+        std::vector<double> v(static_cast<size_t>(rows * n));
+        for (double& e : v) e = 200.0 + g(rng);
+        if (rows != 16)
+          for (int64_t r : {int64_t{3}, rows >= 64 ? int64_t{17} : int64_t{3}, (rows / 8) * 8 - 2})
+            for (int64_t j = 0; j < n; ++j) v[r * n + j] = 200.0 + static_cast<double>(j);  // sorted
+        for (int64_t j = 0; j < n; ++j) v[9 * n + j] = 7.25;                              // constant
+        if (rows >= 64)
+          for (int64_t j = 0; j < n; ++j) v[33 * n + j] = 3e38;  // 8 x 3e38 overflows the shift
+        const Tensor xv = from_vector(v, {rows, n}).to(DType::Float32);
+        std::vector<double> inv_sd;
+        const std::vector<double> ref = ref_normalize(xv, 1, 1e-5, &inv_sd);
+        std::vector<double> at(ref.size());
+        for (size_t i = 0; i < at.size(); ++i) at[i] = 1e-4 * std::max(1.0, 1.2 * inv_sd[i]);
+        const std::string what = cfg + ", n " + std::to_string(n) + ", rows " + std::to_string(rows);
+
+        Tensor xwide = zeros({rows, n + 3});
+        Tensor x = xwide.narrow(1, 1, n);
+        x.copy_(xv);
+        Tensor owide = zeros({rows, n + 7});
+        test::poison(owide);
+        Tensor out = owide.narrow(1, 2, n);
+        normalize_out(out, x, -1, 1e-5);
+        ASSERT_TRUE(test::all_close(out, ref, at, 1e-4)) << what << " (out= padded)";
+        const std::vector<double> ow = test::naive_values(owide);
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t j = 0; j < n + 7; ++j) {
+            const double e = ow[r * (n + 7) + j];
+            if (j < 2 || j >= n + 2) {
+              ASSERT_TRUE(std::isnan(e)) << what << ": padding written, row " << r << " col " << j;
+            } else if (r == 9 || r == 33) {
+              ASSERT_EQ(e, 0.0) << what << ": constant row " << r << ", col " << j - 2;
+            }
+          }
+        x.normalize_(-1, 1e-5);
+        ASSERT_TRUE(test::all_close(x, ref, at, 1e-4)) << what << " (in place, padded)";
+        ASSERT_TRUE(test::all_close(normalize(xv, -1, 1e-5), ref, at, 1e-4)) << what << " (out-of-place)";
+        // stepped rows (packed first: stride 2 by its own loop with masked loads at the
+        // row's end, stride 3 by the generic pack), out= dense and in place through the
+        // steps; the elements between the steps belong to no one here and must stay
+        for (int64_t step : {2, 3}) {
+          Tensor swide = zeros({rows, n * step});
+          test::poison(swide);
+          Tensor xs = swide.slice(1, 0, n * step, step);
+          xs.copy_(xv);
+          const std::string ws = what + ", step " + std::to_string(step);
+          Tensor o2 = zeros({rows, n});
+          test::poison(o2);
+          normalize_out(o2, xs, -1, 1e-5);
+          ASSERT_TRUE(test::all_close(o2, ref, at, 1e-4)) << ws << " (out= from stepped rows)";
+          xs.normalize_(-1, 1e-5);
+          ASSERT_TRUE(test::all_close(xs, ref, at, 1e-4)) << ws << " (in place, stepped)";
+          const std::vector<double> sw = test::naive_values(swide);
+          for (int64_t i = 0; i < rows * n * step; ++i) {
+            if (i % step != 0) {
+              ASSERT_TRUE(std::isnan(sw[i])) << ws << ": element between the steps written, " << i;
+            }
+          }
+        }
+      }
+    }
+  });
+  set_nt_threshold_bytes(-1);
+}
+
+TEST(Elementwise, NormalizeFusedGroupsAgainstReference) { normalize_group_cases(-1); }
+
+// Note [Normalize rows in address order]: the same cases with the streaming threshold at
+// 0, so that x counts as coming from memory: on AVX-512 the in-order groups for
+// 16 <= n <= 256 and the rows one at a time above (the guard's failures to the exact
+// passes: the rows kernel's up to 1024, dense_mean and dense_centered above; streaming
+// stores for the out-of-place outputs whose rows are 64-byte aligned with n % 16 == 0,
+// plain ones for the padded out= rows, and the long-row path for out= rows above 1024
+// that would stream unaligned); on AVX2 the rows kernel's in-order passes up to 1024.
+TEST(Elementwise, NormalizeRowsFromMemoryAgainstReference) { normalize_group_cases(0); }
+
+// Note [Streaming normalize outputs]: with the streaming threshold at 0, normalize
+// streams rows it writes whole: float32 rows through the short-row kernel when n % 8 == 0
+// and every output row starts 32-byte aligned (the window's offset a multiple of 8
+// elements), float32 rows longer than 1024 and float64/float16 rows through unary_strip's
+// streaming loop at any offset. Rows whose x is strided along dim with adjacent rows (a
+// transposed x) and in-place calls keep plain stores. The output is a window of a
+// poisoned buffer whose cells around it must stay poisoned; values against the float64
+// reference; enough rows for 2 threads to split.
+TEST(Elementwise, NormalizeStreamingOutputsAgainstReference) {
+  set_nt_threshold_bytes(0);
+  for_each_config([](const std::string& cfg) {
+    std::mt19937_64 rng(19);
+    const bool vec = simd_level() >= SimdLevel::AVX2;
+    struct Case {
+      DType dt;
+      int64_t rows, n, off;
+      Layout lx;  // x's layout (Transposed: x.t() of an n x rows tensor, normalized along its dim 1)
+      bool want;  // streams, given the vector path
+    };
+    const std::vector<Case> cases = {
+        {DType::Float32, 700, 64, 0, Layout::Contiguous, true},    // short rows, aligned
+        {DType::Float32, 700, 64, 8, Layout::Contiguous, true},    // 32-byte aligned window
+        {DType::Float32, 700, 64, 3, Layout::Contiguous, false},   // misaligned rows: plain stores
+        {DType::Float32, 700, 60, 0, Layout::Contiguous, false},   // n % 8 != 0: plain stores
+        {DType::Float32, 700, 64, 0, Layout::Sliced, true},        // packed stepped rows, aligned out
+        {DType::Float32, 700, 64, 5, Layout::Sliced, false},
+        {DType::Float32, 700, 64, 0, Layout::Transposed, false},   // adjacent rows: plain stores
+        {DType::Float32, 23, 3001, 5, Layout::Contiguous, true},   // long rows: unary_strip at any offset
+        {DType::Float64, 700, 61, 3, Layout::Contiguous, true},
+        {DType::Float16, 700, 64, 7, Layout::Contiguous, true},
+        {DType::BFloat16, 700, 64, 3, Layout::Contiguous, true},
+        {DType::BFloat16, 700, 64, 0, Layout::Sliced, false},     // stepped rows of 16-bit: plain stores, as float16
+    };
+    for (const Case& c : cases) {
+      const Shape sz{c.rows, c.n};
+      const Tensor xv = values(sz, rng(), c.dt);
+      Tensor x = xv;
+      if (c.lx == Layout::Sliced) {  // every other column of a 2n-wide tensor
+        Tensor wide = zeros({c.rows, 2 * c.n}, c.dt);
+        x = wide.slice(1, 0, std::nullopt, 2);
+        x.copy_(xv);
+      } else if (c.lx == Layout::Transposed) {
+        x = xv.t().contiguous().t();
+      }
+      const std::vector<double> ref = ref_normalize(xv, 1, 1e-5);
+      const double at = by_dtype(c.dt, 1e-10, 1e-4, 1e-2);
+      const double rt = by_dtype(c.dt, 1e-10, 1e-5, 4e-3);
+      const std::string what = cfg + ", " + dtype_name(c.dt) + ", " + std::to_string(c.rows) + " x " +
+                               std::to_string(c.n) + ", x " + test::layout_name(c.lx) + ", offset " +
+                               std::to_string(c.off);
+      const int64_t numel = c.rows * c.n;
+      Tensor buf = empty({numel + c.off + 9}, c.dt);
+      test::poison(buf);
+      const std::vector<double> before = buf.to_vector();
+      Tensor out = buf.slice(0, c.off, c.off + numel).view(sz);
+      normalize_out(out, x, -1, 1e-5);
+      ASSERT_EQ(last_elementwise_used_nt(), vec && c.want) << what;
+      ASSERT_TRUE(test::all_close(out, ref, at, rt)) << what;
+      const std::vector<double> after = buf.to_vector();
+      for (int64_t i = 0; i < c.off; ++i) ASSERT_TRUE(std::memcmp(&after[i], &before[i], 8) == 0) << what << " cell " << i;
+      for (int64_t i = c.off + numel; i < numel + c.off + 9; ++i)
+        ASSERT_TRUE(std::memcmp(&after[i], &before[i], 8) == 0) << what << " cell " << i;
+      if (c.lx == Layout::Contiguous && c.off == 0) {
+        const Tensor r = normalize(x, -1, 1e-5);  // out-of-place: a fresh dense output
+        ASSERT_EQ(last_elementwise_used_nt(), vec && c.want) << what << " (out-of-place)";
+        ASSERT_TRUE(test::all_close(r, ref, at, rt)) << what << " (out-of-place)";
+      }
+      Tensor xi = x.clone();
+      xi.normalize_(-1, 1e-5);
+      ASSERT_FALSE(last_elementwise_used_nt()) << what << " (normalize_ in place must not stream)";
+      ASSERT_TRUE(test::all_close(xi, ref, at, rt)) << what << " (in place)";
+    }
+  });
+  set_nt_threshold_bytes(-1);
+  const Tensor s = values({4, 64}, 3, DType::Float32);  // at the default threshold: no streaming
+  (void)normalize(s, -1);
+  EXPECT_FALSE(last_elementwise_used_nt());
+}
+
+// ---------------------------------------------------------------- on every device
+// (Note [Device-parameterized tests] in test_util.h)
+
+class NormalizeOnDevice : public ::testing::TestWithParam<Device> {};
+
+TEST_P(NormalizeOnDevice, EveryDimDtypeLayout) {
+  const Device dev = GetParam();
+  SB_SKIP_WITHOUT_DEVICE(dev);
+  for (DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16}) {
+    for (const Shape& s : test::mixed_shapes(41, 4)) {
+      if (s.empty()) continue;
+      for (int64_t dim = 0; dim < static_cast<int64_t>(s.size()); ++dim) {
+        for (Layout l : test::all_layouts()) {
+          const auto vx = test::stored(test::random_values(s, 6, dt, -3, 3, l == Layout::Expanded), s, dt);
+          Tensor x = test::on_device(dev, vx, s, dt, l);
+          Tensor out = test::poisoned_on(dev, s, dt, l);
+          normalize_out(out, x, dim, 1e-5);
+          // reference: for every row along dim
+          std::vector<double> ref(vx.size());
+          const int64_t n = static_cast<int64_t>(vx.size()), len = s[dim];
+          int64_t inner = 1;
+          for (size_t d = dim + 1; d < s.size(); ++d) inner *= s[d];
+          for (int64_t i = 0; i < n; ++i) {
+            const int64_t base = (i / (inner * len)) * inner * len + i % inner;
+            double m = 0, q = 0;
+            for (int64_t k = 0; k < len; ++k) m += vx[base + k * inner];
+            m /= len;
+            for (int64_t k = 0; k < len; ++k) q += (vx[base + k * inner] - m) * (vx[base + k * inner] - m);
+            ref[i] = (vx[i] - m) / std::sqrt(q / len + 1e-5);
+          }
+          const double tol = by_dtype(dt, 1e-10, 1e-4, 1e-2);
+          EXPECT_TRUE(all_close(out, ref, tol, tol)) << dt << " dim " << dim << " " << test::layout_name(l) << " " << test::shape_str(s);
+        }
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, NormalizeOnDevice, ::testing::ValuesIn(test::test_devices()),
+                         test::device_param_name);
+
+}  // namespace
+}  // namespace sb
