@@ -497,6 +497,56 @@ TEST_P(MatmulOnDevice, LayoutsDtypesBatches) {
   }
 }
 
+// Issue #45, defects 1-3 (found on CUDA, where they failed): matmul_out takes any out
+// whose elements do not overlap, as matmul.h promises and PyTorch computes: batches
+// interleaved with each other (a permuted [M, N, B] or [M, B, N] buffer), a stepped
+// out, a column-major one; and empty batched products, with a broadcast batch dim, give
+// empty results (K = 0: zeros) instead of an internal error. Every device.
+TEST_P(MatmulOnDevice, OutsOfEveryNonOverlappingLayoutAndEmptyProducts) {
+  const Device dev = GetParam();
+  SB_SKIP_WITHOUT_DEVICE(dev);
+  for (DType dt : {DType::Float32, DType::Float64, DType::BFloat16}) {
+    const double tol = dt == DType::BFloat16 ? 2e-2 : (dt == DType::Float32 ? 1e-5 : 1e-12);
+    const int64_t B = 3, M = 4, K = 6, N = 5;
+    const auto va = test::stored(test::random_values({B, M, K}, 7, dt, -1, 1, false), {B, M, K}, dt);
+    const auto vb = test::stored(test::random_values({1, K, N}, 8, dt, -1, 1, false), {1, K, N}, dt);
+    const Tensor a = matrix_on(dev, va, {B, M, K}, dt, MatLayout::RowMajor);
+    const Tensor b = matrix_on(dev, vb, {1, K, N}, dt, MatLayout::RowMajor).expand({B, K, N});
+    const std::vector<double> ref = ref_matmul(va, vb, B, B, 1, M, K, N);
+    struct Out {
+      const char* what;
+      Tensor t;
+    };
+    const Out outs[] = {
+        {"batches innermost ([M, N, B] permuted: strides [1, N B, B])", empty({M, N, B}, dt, dev).permute({2, 0, 1})},
+        {"batches between the rows ([M, B, N] permuted: strides [N, B N, 1])", empty({M, B, N}, dt, dev).permute({1, 0, 2})},
+        {"stepped columns", test::poisoned_on(dev, {B, M, N}, dt, Layout::Sliced)},
+        {"column-major batches", empty({B, N, M}, dt, dev).transpose(1, 2)},
+    };
+    for (const Out& o : outs) {
+      Tensor out = o.t;
+      test::poison(out);
+      matmul_out(out, a, b);
+      EXPECT_TRUE(all_close(out, ref, tol, tol)) << dt << ", out " << o.what << ", strides " << ::testing::PrintToString(out.strides());
+    }
+    // empty products: no rows, no batches, and K = 0 (every element a sum of nothing)
+    struct Empty {
+      Shape sa, sb, so;
+    };
+    for (const Empty& e : {Empty{{3, 0, 5}, {1, 5, 4}, {3, 0, 4}}, Empty{{0, 2, 5}, {1, 5, 4}, {0, 2, 4}},
+                           Empty{{1, 2, 5}, {3, 5, 0}, {3, 2, 0}}, Empty{{2, 3, 0}, {1, 0, 4}, {2, 3, 4}}}) {
+      const Tensor ea = zeros(e.sa, dt, dev), eb = zeros(e.sb, dt, dev);
+      const Tensor r = matmul(ea, eb);
+      EXPECT_EQ(r.sizes(), e.so) << dt << " " << ::testing::PrintToString(e.sa) << " x " << ::testing::PrintToString(e.sb);
+      EXPECT_TRUE(all_close(r, std::vector<double>(static_cast<size_t>(r.numel()), 0.0), 0, 0));
+      Tensor out = test::poisoned_on(dev, e.so, dt, Layout::Contiguous);
+      matmul_out(out, ea, eb);
+      EXPECT_TRUE(all_close(out, std::vector<double>(static_cast<size_t>(out.numel()), 0.0), 0, 0))
+          << dt << " out= " << ::testing::PrintToString(e.so);
+    }
+  }
+}
+
 TEST_P(MatmulOnDevice, BadInputs) {
   const Device dev = GetParam();
   SB_SKIP_WITHOUT_DEVICE(dev);

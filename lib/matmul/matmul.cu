@@ -10,8 +10,9 @@
 //                 column stride
 //   anything else (stepped slices along the last dim, expanded dims, ...): copied
 //                 to a contiguous buffer first, counted by matmul_operand_copies()
-// out must be row-major or column-major (a column-major out is computed as
-// out^T = b^T·a^T into its row-major transpose). 3-D: one strided-batched call;
+// out row-major or column-major is written in place (a column-major out is computed as
+// out^T = b^T·a^T into its row-major transpose); any other non-overlapping out through a
+// temporary (Note [Outs cuBLAS cannot write]). 3-D: one strided-batched call;
 // a batch stride of 0 (expanded batch, or batch size 1) broadcasts that operand.
 // Types: float32 (CUBLAS_COMPUTE_32F, or 32F_FAST_TF32 when allow_tf32), float64,
 // float16 and bfloat16 (inputs and output 16-bit, fp32 accumulation: tensor cores), int8 x int8 ->
@@ -201,14 +202,27 @@ void matmul(const Tensor& out, const Tensor& a, const Tensor& b) {
     const int64_t B = out.size(0);
     SB_CHECK((a.size(0) == B || a.size(0) == 1) && (b.size(0) == B || b.size(0) == 1), "matmul (CUDA): batch sizes a ",
              a.size(0), ", b ", b.size(0), ", out ", B, " (a batch of 1 broadcasts)");
-    SB_CHECK(B <= 1 || out.stride(0) >= out.size(1) * out.size(2),
-             "matmul (CUDA): out batches overlap (strides ", out.strides(), ")");
   }
   SB_CHECK(has_internal_overlap(out) != MemOverlap::Yes, "matmul (CUDA): out (strides ", out.strides(),
            ") has overlapping elements");
+  if (out.numel() == 0) return;  // nothing to write, whatever the operands' strides
+  if (a.size(-1) == 0) {         // every element a sum of nothing
+    Tensor(out).fill_(0.0);      // a handle on out's storage: the const is the handle's
+    return;
+  }
+  // Note [Outs cuBLAS cannot write]: cuBLAS writes a matrix of one leading dimension per
+  // batch, batches a fixed stride apart and not interleaved. Any other out whose elements
+  // do not overlap (a stepped out, batches interleaved with each other, as a permuted
+  // buffer gives) is computed into a contiguous temporary and copied in, as the CPU's
+  // packed C store takes any strides (matmul.h); the copy costs one pass over out.
   const MatLayout lo = layout_2d(out);
-  SB_CHECK(lo.ok, "matmul (CUDA): out must be row-major or column-major in its last two dims, got sizes ",
-           out.sizes(), " strides ", out.strides());
+  const bool batches_apart = out.dim() != 3 || out.size(0) <= 1 || out.stride(0) >= out.size(1) * out.size(2);
+  if (!lo.ok || !batches_apart) {
+    Tensor tmp = empty(out.sizes(), out.dtype(), out.device());
+    matmul(tmp, a, b);
+    Tensor(out).copy_(tmp);
+    return;
+  }
   if (lo.trans) {  // out^T = b^T a^T into out's row-major transpose
     const int64_t n = out.dim();
     matmul(out.transpose(n - 2, n - 1), b.transpose(n - 2, n - 1), a.transpose(n - 2, n - 1));
