@@ -260,6 +260,60 @@ TEST(Reduce, VarianceStableForLargeMean) {
   }
 }
 
+// Issue #45, Deliver 4: var and std on every path of Note [One read for var] with the
+// first element far from the mean (where sums shifted by it would cancel by
+// 1 + ((x0 - mean) / sd)^2): several reduced dims and strided ranges (blocks of kVarBlock
+// elements, two-pass each), a transposed x reduced along its strided dim, the vertical
+// kernel over dim 0, a unit-stride run; Gaussian data around 1e4 with x[0] of each
+// reduced range 300 sd away; float32 and float64, every SIMD level, 1 and 2 threads,
+// against float64 two-pass (reference()).
+TEST(Reduce, VarFirstElementFarFromTheMeanOnEveryPath) {
+  Scope scope;
+  struct Case {
+    Shape sizes, dims;
+    bool transposed;  // x a transpose(0, 1) view of its buffer
+  };
+  const Case cases[] = {{{6, 700, 9}, {0, 1}, false},  {{6, 700, 9}, {1, 2}, false}, {{5000, 6}, {0}, false},
+                        {{6, 5000}, {1}, false},       {{40, 3000}, {1}, true},     {{3, 40, 50}, {0, 2}, false},
+                        {{9, 4100}, {}, false}};
+  for (DType dt : {DType::Float32, DType::Float64})
+    for (const Case& c : cases) {
+      std::vector<double> v = randn(c.sizes, 77, DType::Float64).to_vector();
+      for (double& e : v) e += 1e4;
+      // the first element of every reduced range: x[0] of the whole tensor is the first of
+      // the first range; every range starts at some element, so move each kept index's
+      // first element (all reduced indices 0) away from the mean
+      const std::vector<bool> red = reduced_mask(static_cast<int64_t>(c.sizes.size()), c.dims);
+      const int64_t n = checked_numel(c.sizes, "test");
+      for (int64_t i = 0; i < n; ++i) {
+        int64_t rem = i;
+        bool first = true;
+        for (int64_t d = static_cast<int64_t>(c.sizes.size()) - 1; d >= 0; --d) {
+          const int64_t idx = rem % c.sizes[d];
+          rem /= c.sizes[d];
+          if (red[d] && idx != 0) first = false;
+        }
+        if (first) v[i] += 300.0;
+      }
+      Tensor x = from_vector(v, c.sizes).to(dt);
+      if (c.transposed) x = x.transpose(0, 1).contiguous().transpose(0, 1);
+      for (ReduceOp op : {ReduceOp::Var, ReduceOp::Std}) {
+        const std::vector<double> ref = reference(op, x, red, 1);
+        for (int threads : {1, 2})
+          for (SimdLevel level : {SimdLevel::AVX512, SimdLevel::AVX2, SimdLevel::Scalar}) {
+            if (level > compiled_simd_level()) continue;
+            set_num_threads(threads);
+            set_simd_level(level);
+            const Tensor r = op == ReduceOp::Var ? var(x, c.dims) : std(x, c.dims);
+            EXPECT_TRUE(test::all_close(r, ref, 0, dt == DType::Float32 ? 1e-5 : 1e-12))
+                << reduce_op_name(op) << " " << dtype_name(dt) << " sizes " << ::testing::PrintToString(c.sizes)
+                << " dims " << ::testing::PrintToString(c.dims) << (c.transposed ? " transposed" : "") << " threads "
+                << threads << " " << simd_level_name(level);
+          }
+      }
+    }
+}
+
 // Note [One read for var], a unit-stride run: var and std along the last dim of rows
 // that straddle the blocks (5 < 8 elements, 2047-2049 around one block, 6145 over four),
 // each block in one pass of sums shifted by the previous block's mean (the first block:
