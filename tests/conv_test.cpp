@@ -333,7 +333,15 @@ TEST(Pool2d, BadInputs) {
   expect_msg([&] { max_pool2d(x, {2, -1, 0}); }, "stride -1");
   expect_msg([&] { max_pool2d(x, {0, 1, 0}); }, "kernel 0");
   expect_msg([&] { avg_pool2d(x.to(DType::Float64), {2, 2, 0}); }, "avg_pool2d: expected float32, got float64");
-  expect_msg([&] { max_pool2d(test::fake_cuda({1, 4, 5, 5}), {2, 2, 0}); }, "expected a CPU tensor");
+  // a CUDA tensor is checked as a CPU one before any kernel (fake_cuda: host memory)
+  expect_msg([&] { max_pool2d(test::fake_cuda({1, 4, 5, 5}), {0, 1, 0}); }, "max_pool2d: expected kernel >= 1");
+  expect_msg([&] { avg_pool2d(test::fake_cuda({1, 4, 5, 5}), {7, 1, 0}); }, "kernel 7 larger than the padded input");
+#ifndef SB_WITH_CUDA
+  expect_msg([&] {
+    Tensor gout = test::fake_cuda({1, 4, 2, 2});
+    max_pool2d_out(gout, test::fake_cuda({1, 4, 5, 5}), {2, 2, 0});
+  }, "max_pool2d_out: expected a CPU tensor, got cuda:0 (this build has no CUDA)");
+#endif
   const Pool2dParams pp{2, 2, 0};  // -> [1, 4, 2, 2]
   Tensor out = empty({1, 4, 2, 2});
   test::poison(out);
@@ -497,6 +505,51 @@ TEST_P(ConvOnDevice, BadInputsLeaveOutUntouched) {
   expect_msg([&] { conv2d_out(out, x.to(DType::Float64), w, Tensor(), g2); }, "expected a float32 input");
   EXPECT_TRUE(all_close(out, std::vector<double>(216, 5.0), 0, 0)) << "out untouched by the rejected calls";
   EXPECT_TRUE(all_close(small, std::vector<double>(150, 5.0), 0, 0)) << "out untouched by the rejected calls";
+}
+
+// Issue #45, defect 4: pooling on every device (CUDA: Note [CUDA pooling]), against the
+// float64 reference: input layouts contiguous, channels-last, transposed, sliced; out
+// of place, and out= into a poisoned dense, channels-last and stepped out; windows with
+// padding and strides 1-3; NaN skipped by max
+// (a window of NaN alone: -inf) and propagated by avg.
+TEST_P(ConvOnDevice, PoolingEveryLayoutStyleAndNaN) {
+  const Device dev = GetParam();
+  SB_SKIP_WITHOUT_DEVICE(dev);
+  struct Case {
+    int64_t N, C, H, W, k, s, pad;
+  };
+  const Case cases[] = {{1, 1, 1, 1, 1, 0, 0}, {2, 3, 7, 9, 3, 2, 1}, {1, 70, 8, 8, 3, 1, 1},
+                        {2, 5, 11, 20, 2, 0, 0}, {1, 9, 6, 13, 4, 3, 2}, {0, 3, 5, 5, 2, 0, 0}};
+  for (const Case& c : cases) {
+    const Shape sz{c.N, c.C, c.H, c.W};
+    std::vector<double> v = test::random_values(sz, 31, DType::Float32, -3, 3, false);
+    if (!v.empty()) {
+      v[0] = NAN;  // one NaN among numbers
+      if (c.H * c.W >= 4) v[static_cast<size_t>(c.H * c.W - 1)] = NAN;
+    }
+    const int64_t ss = c.s == 0 ? c.k : c.s;
+    const Shape osz{c.N, c.C, (c.H + 2 * c.pad - c.k) / ss + 1, (c.W + 2 * c.pad - c.k) / ss + 1};
+    const Pool2dParams pp{c.k, c.s, c.pad};
+    for (Layout l : {Layout::Contiguous, Layout::ChannelsLast, Layout::Transposed, Layout::Sliced}) {
+      const Tensor x = test::on_device(dev, v, sz, DType::Float32, l);
+      const std::vector<double> xv = test::naive_values(x.to(Device::cpu()));
+      for (bool is_max : {true, false}) {
+        const std::vector<double> ref = ref_pool(xv, sz, c.k, ss, c.pad, is_max);
+        const std::string what = detail::str_cat(is_max ? "max" : "avg", " ", sz, " k", c.k, " s", c.s, " p", c.pad,
+                                                 " x ", test::layout_name(l), " on ", dev);
+        const Tensor out = is_max ? max_pool2d(x, pp) : avg_pool2d(x, pp);
+        ASSERT_EQ(out.sizes(), osz) << what;
+        ASSERT_EQ(out.device(), dev) << what;
+        ASSERT_TRUE(test::all_close(out, ref, 1e-6, 1e-6)) << what;
+        for (Layout lo : {Layout::Contiguous, Layout::ChannelsLast, Layout::Sliced}) {
+          Tensor dst = test::poisoned_on(dev, osz, DType::Float32, lo);
+          if (is_max) max_pool2d_out(dst, x, pp);
+          else avg_pool2d_out(dst, x, pp);
+          ASSERT_TRUE(test::all_close(dst, ref, 1e-6, 1e-6)) << what << ", out " << test::layout_name(lo);
+        }
+      }
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, ConvOnDevice, ::testing::ValuesIn(test::test_devices()), test::device_param_name);

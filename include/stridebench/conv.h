@@ -18,7 +18,9 @@
 // Pooling loops (Note [Pooling kernels] in conv.cpp): per plane (a vertical pass into a
 // padded row buffer, then a horizontal pass at stride s, 8-wide for unit-stride rows and
 // s <= 2) unless x has channels innermost, then per output pixel with the window's
-// channel runs reduced in registers. Cost: x read once, out written once.
+// channel runs reduced in registers; on CUDA one thread per output element through
+// both tensors' strides (Note [CUDA pooling] in conv.cu). Cost: x read once, out written
+// once.
 // Paths (float32; weights and bias of any strides):
 //   NCHW   implicit GEMM per (image, group): C[O_g, OH*OW] = W_g[O_g, C_g*KH*KW] x
 //          im2col[C_g*KH*KW, OH*OW], the im2col panels packed straight from x (no column

@@ -229,4 +229,74 @@ void conv2d(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& b
   if (!res.shares_storage_with(out)) copy(out, res);
 }
 
+// ---------------------------------------------------------------- pooling
+
+namespace {
+// Note [CUDA pooling]: one thread per output element in a grid-stride loop, the window
+// read through x's strides and the result stored through out's, so every layout of
+// either takes the same kernel. The linear index runs channels fastest when x has
+// channels innermost (a channels-last x: a warp reads and writes 32 adjacent channels),
+// and the output width fastest otherwise. The arithmetic is the CPU kernels' (pool.cpp):
+// max by fmaxf from -inf, so NaN is skipped and a window of NaN alone gives -inf; avg
+// sums the window's elements inside the input and multiplies by 1/(k*k), counting the
+// padding (count_include_pad). A direct kernel, not cuDNN: issue #48 names cuDNN for
+// the convolutions; pooling's cost is one read of x.
+template <bool kMax>
+__global__ void pool2d_kernel(float* out, const float* x, int64_t total, bool c_inner, int64_t C, int64_t H,
+                              int64_t W, int64_t OH, int64_t OW, int k, int s, int pad, XStrides xs, XStrides os,
+                              float scale) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    int64_t r = i, n, c, oh, ow;
+    if (c_inner) {
+      c = r % C; r /= C;
+      ow = r % OW; r /= OW;
+      oh = r % OH; n = r / OH;
+    } else {
+      ow = r % OW; r /= OW;
+      oh = r % OH; r /= OH;
+      c = r % C; n = r / C;
+    }
+    const float* xp = x + n * xs.n + c * xs.c;
+    const int64_t h0 = oh * s - pad, w0 = ow * s - pad;
+    float acc = kMax ? -INFINITY : 0.0f;
+    for (int dh = 0; dh < k; ++dh) {
+      const int64_t h = h0 + dh;
+      if (h < 0 || h >= H) continue;
+      for (int dw = 0; dw < k; ++dw) {
+        const int64_t w = w0 + dw;
+        if (w < 0 || w >= W) continue;
+        const float v = xp[h * xs.h + w * xs.w];
+        acc = kMax ? fmaxf(acc, v) : acc + v;
+      }
+    }
+    out[n * os.n + c * os.c + oh * os.h + ow * os.w] = kMax ? acc : acc * scale;
+  }
+}
+}  // namespace
+
+void pool2d(bool max, const Tensor& out, const Tensor& x, int64_t k, int64_t s, int64_t pad) {
+  const int dev = common_device("pool2d", {&out, &x});
+  SB_CHECK(x.dim() == 4 && out.dim() == 4 && x.dtype() == DType::Float32 && out.dtype() == DType::Float32,
+           "pool2d (CUDA): expected float32 [N, C, H, W] tensors, got x ", x.sizes(), " ", x.dtype(), ", out ",
+           out.sizes(), " ", out.dtype());
+  if (out.numel() == 0) return;
+  SB_CHECK(k <= 1024 && s <= INT32_MAX && pad <= INT32_MAX, "pool2d (CUDA): kernel ", k, ", stride ", s,
+           ", padding ", pad, " too large");
+  DeviceGuard guard(dev);
+  const bool c_inner = x.stride(1) == 1 && x.stride(3) != 1 && x.size(1) > 1;  // as the CPU's pool_channels_inner
+  const XStrides xs{x.stride(0), x.stride(1), x.stride(2), x.stride(3)};
+  const XStrides os{out.stride(0), out.stride(1), out.stride(2), out.stride(3)};
+  const float scale = 1.0f / static_cast<float>(k * k);
+  const int64_t total = out.numel();
+  if (max)
+    launch_grid_stride(pool2d_kernel<true>, total, dev, out.data<float>(), x.data<float>(), total, c_inner, x.size(1),
+                       x.size(2), x.size(3), out.size(2), out.size(3), static_cast<int>(k), static_cast<int>(s),
+                       static_cast<int>(pad), xs, os, scale);
+  else
+    launch_grid_stride(pool2d_kernel<false>, total, dev, out.data<float>(), x.data<float>(), total, c_inner,
+                       x.size(1), x.size(2), x.size(3), out.size(2), out.size(3), static_cast<int>(k),
+                       static_cast<int>(s), static_cast<int>(pad), xs, os, scale);
+}
+
 }  // namespace sb::cuda

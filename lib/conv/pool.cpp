@@ -1,5 +1,6 @@
-// pool.cpp — max_pool2d and avg_pool2d (float32, CPU) in either layout, in out= and
-// out-of-place styles. See conv.h for the API and costs.
+// pool.cpp — max_pool2d and avg_pool2d (float32) in either layout, in out= and
+// out-of-place styles: the checks, the CPU kernels, and CUDA tensors handed to
+// cuda::pool2d after the same checks (conv.cu). See conv.h for the API and costs.
 #include "stridebench/conv.h"
 
 #ifdef SB_HAVE_AVX2
@@ -15,6 +16,9 @@
 #include "core/scratch.h"
 #include "core/transpose_tile.h"
 #include "core/vec.h"
+#ifdef SB_WITH_CUDA
+#include "cuda/cuda_backend.h"
+#endif
 
 namespace sb {
 
@@ -263,7 +267,6 @@ PoolShape pool_shape(const Tensor& x, const Pool2dParams& p, const char* op) {
   SB_CHECK(x.defined() && x.dim() == 4, op, ": expected a 4-D input [N, C, H, W], got sizes ",
            x.defined() ? x.sizes() : Shape{});
   SB_CHECK(x.dtype() == DType::Float32, op, ": expected float32, got ", x.dtype());
-  SB_CHECK(x.device().is_cpu(), op, ": expected a CPU tensor, got ", x.device());
   const int64_t k = p.kernel, s = p.stride > 0 ? p.stride : p.kernel, pad = p.padding;
   SB_CHECK(k >= 1 && p.stride >= 0 && pad >= 0 && pad <= k / 2, op,
            ": expected kernel >= 1, stride >= 0, 0 <= padding <= kernel/2, got kernel ", k, " stride ", p.stride,
@@ -280,7 +283,16 @@ bool pool_channels_inner(const Tensor& x) {
 }
 
 template <bool kMax>
-void pool_run(Tensor& out, const Tensor& x, const PoolShape& g) {
+void pool_run(Tensor& out, const Tensor& x, const PoolShape& g, const char* name) {
+  if (x.device().is_cuda()) {  // after every check: Note [CUDA pooling] in conv.cu
+#ifdef SB_WITH_CUDA
+    (void)name;
+    cuda::pool2d(kMax, out, x, g.k, g.s, g.pad);
+    return;
+#else
+    SB_CHECK(false, name, ": expected a CPU tensor, got ", x.device(), " (this build has no CUDA)");
+#endif
+  }
   if (out.numel() == 0) return;
   const float* xp = x.data<float>();
   float* op = out.data<float>();
@@ -300,7 +312,7 @@ template <bool kMax>
 Tensor pool2d(const Tensor& x, const Pool2dParams& p, const char* op) {
   const PoolShape g = pool_shape(x, p, op);
   Tensor out = empty({g.N, g.C, g.OH, g.OW}, x.dtype(), x.device(), x.suggest_memory_format());
-  pool_run<kMax>(out, x, g);
+  pool_run<kMax>(out, x, g, op);
   return out;
 }
 
@@ -315,7 +327,7 @@ Tensor& pool2d_out(Tensor& out, const Tensor& x, const Pool2dParams& p, const ch
   SB_CHECK(has_internal_overlap(out) != MemOverlap::Yes, op, ": out has overlapping elements (strides ",
            out.strides(), ")");
   check_disjoint(op, out, x, "the input");
-  pool_run<kMax>(out, x, g);
+  pool_run<kMax>(out, x, g, op);
   return out;
 }
 }  // namespace

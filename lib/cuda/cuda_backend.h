@@ -107,6 +107,10 @@ void reduce(ReduceOp op, const Tensor& out, const Tensor& x, const Shape& dims, 
 // none), relu when asked: im2col and cuBLAS in x's memory format, through a temporary
 // when out is in the other one. Sizes, dtypes (float32) and devices checked by sb::conv2d.
 void conv2d(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p, bool relu);
+// out [N, C, OH, OW] = max (max) or average (count_include_pad) pooling of x with a k x k
+// window at stride s and padding pad, any strides of either (Note [CUDA pooling] in
+// conv.cu). Geometry and dtypes checked by sb::max_pool2d / avg_pool2d.
+void pool2d(bool max, const Tensor& out, const Tensor& x, int64_t k, int64_t s, int64_t pad);
 
 // ---- matmul through cuBLAS (lib/matmul/matmul.cu) ----
 // out = a @ b: 2-D (M,K)x(K,N) or 3-D batched (B,M,K)x(B,K,N) (a batch of size 1 or
