@@ -16,7 +16,9 @@
 // SGEMMs; the NHWC path reads channels contiguously. flop = 2 N O OH OW C KH KW
 // (14.8 GFLOP at N = 8); bytes = x (its elements once), w read once, out written once
 // (the im2col traffic is the implementation's cost, not counted).
-// Ceiling: baseline gemm_peak f32; the im2col workspace adds ~2 x 55 MiB of traffic at
+// max_pool2d / avg_pool2d 3x3 / 2, pad 1 on 8x64x56x56, contiguous and channels_last,
+// out and outofplace (the CPU rows' case; CUDA: Note [CUDA pooling]). Ceiling of the
+// conv rows: baseline gemm_peak f32; the im2col workspace adds ~2 x 55 MiB of traffic at
 // N = 8 (the back-of-envelope times: docs/notes/cuda.md).
 #include "cuda_bench_common.h"
 #include "stridebench/conv.h"
@@ -81,6 +83,36 @@ void run_case(benchmark::State& st, const Case& c) {
   st.SetLabel(regime_label(bytes));
 }
 
+// max_pool2d / avg_pool2d 3x3, stride 2, pad 1 on cuda:0 (the CPU rows' case: x read
+// once, out written once; avg 9 flop per output element).
+void run_pool(benchmark::State& st, Layout l, bool is_max, bool out_style, const Shape& s) {
+  SB_REQUIRE_DEVICE(st);
+  const Device g = Device::cuda(0);
+  const MemoryFormat fmt = l == Layout::ChannelsLast ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous;
+  pool_scope("cuda/" + RunName::shape_key(s));
+  const Tensor& x = pooled(std::string("cuda/x/") + layout_name(l), [&] { return make_x(l, s); });
+  const Pool2dParams pp{3, 2, 1};
+  const Shape os{s[0], s[1], (s[2] - 1) / 2 + 1, (s[3] - 1) / 2 + 1};
+  Tensor out;
+  if (out_style) out = empty(os, DType::Float32, g, fmt);
+  auto call = [&] {
+    if (out_style) {
+      if (is_max) max_pool2d_out(out, x, pp);
+      else avg_pool2d_out(out, x, pp);
+    } else {
+      Tensor y = is_max ? max_pool2d(x, pp) : avg_pool2d(x, pp);
+      benchmark::DoNotOptimize(y);
+    }
+  };
+  const AllocCount allocs = measure_cuda_allocs(call);  // also the warm-up
+  time_gpu_loop(st, call);
+  const int64_t out_n = checked_numel(os, "pool_cuda bench");
+  const int64_t bytes = distinct_bytes(x) + out_n * 4;
+  set_work(st, bytes, is_max ? 0 : 9 * out_n);
+  set_alloc_counters(st, allocs);
+  st.SetLabel(regime_label(bytes));
+}
+
 }  // namespace
 
 void register_family() {
@@ -102,6 +134,17 @@ void register_family() {
       }
     }
   }
+  for (bool is_max : {true, false})
+    for (Layout l : {Layout::Contiguous, Layout::ChannelsLast})
+      for (bool out_style : {true, false}) {
+        const RunName name = gpu_name()
+                                 .op(is_max ? "max_pool2d" : "avg_pool2d")
+                                 .layout(layout_name(l))
+                                 .style(out_style ? "out" : "outofplace")
+                                 .dtype(DType::Float32)
+                                 .shape(small);
+        add_manual_run(name, [=](benchmark::State& st) { run_pool(st, l, is_max, out_style, small); });
+      }
 }
 
 }  // namespace sb::bench
