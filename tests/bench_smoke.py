@@ -150,7 +150,7 @@ def check_run_overrides(exe, json_dir):
     the matrix's; a bad value is refused with exit 2 and runs nothing."""
     first = subprocess.run([exe, "--sb_matrix=quick", "--benchmark_list_tests"], capture_output=True,
                            text=True).stdout.split()[0].split("/min_time:")[0]  # the suffix names the window
-    out = os.path.join(json_dir, "overrides.json")
+    out = os.path.join(os.path.dirname(json_dir), "overrides.json")  # beside the run's JSON: collect reads json_dir
     p = subprocess.run([exe, "--sb_matrix=quick", "--sb_repetitions=2", "--sb_min_time=0.001",
                         "--benchmark_filter=^" + re.escape(first) + "/", "--benchmark_out=" + out,
                         "--benchmark_out_format=json"], capture_output=True, text=True)
