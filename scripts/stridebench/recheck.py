@@ -58,13 +58,13 @@ import tempfile
 import time
 
 from . import results as sb
+from .common import AHEAD  # the Summary's 5% line
 
 SKIP_OPS = ("overhead", "reuse_experiment")  # no kernel time to compare
 SKIP_FAMILIES = ("alloc", "transfer", "baseline", "views")
 DEFAULT_ROUNDS = {"smoke": (1, 1), "quick": (3, 7), "full": (3, 9)}  # min, max
 DEFAULT_BUDGET = {"smoke": 0, "quick": 120, "full": 0}  # seconds; 0: none
 DEFAULT_MIN_TIME = {"smoke": 0.002, "quick": 0.05, "full": 0.1}  # seconds per side and round
-AHEAD = 1.05  # the Summary's line: a peer "faster than ours by 5% or more" (summary.py)
 STYLE_FAMILIES = ("elementwise", "copy", "reduce", "matmul", "conv")  # summary.SUMMARY_FAMILIES
 PEER_LIBS = ("torch", "numpy")  # measured by scripts/peers.py
 OTHER_IMPLS = PEER_LIBS + ("openblas",)  # openblas: inside bench_matmul, after ours

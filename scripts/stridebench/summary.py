@@ -5,7 +5,7 @@
 # library only.
 from . import claims as cl
 from . import results as sb
-from .common import STYLES, UNSETTLED, fmt_recheck
+from .common import AHEAD, STYLES, UNSETTLED, fmt_recheck
 from .results import fmt_bytes, md_table
 
 SUMMARY_FAMILIES = ("elementwise", "copy", "reduce", "matmul", "conv")
@@ -134,33 +134,25 @@ def _peer_line(rs):
                     pairs.append((r, c["ratio"]["median"] if c else r.median / o.median, c))
             if not pairs:
                 continue
-            ahead = [p for p in pairs if p[1] < 1 / 1.05]
-            checked = [p for p in ahead if p[2]]
-            unchecked = [p for p in ahead if not p[2]]
-            if rs.recheck is None:
-                if not ahead:
-                    lines.append(f"{impl} on `{dev}`: no faster than ours on any of {len(pairs)} cases "
-                                 "(by 5% or more; first pass, no re-check run).")
-                    continue
-                r, x, _ = min(ahead, key=lambda p: p[1])
-                lines.append(f"{impl} on `{dev}`: faster than ours on {len(ahead)} of {len(pairs)} cases "
-                             f"(by 5% or more; first pass, no re-check run); most on "
-                             f"{sb.describe(r, ('op', 'layout', 'style', 'shape', 'threads'))}: {x:.2f}x our time"
-                             f"{noise_mark(rs, rs.like(r, impl='ours'), r)}.")
-                continue
-            if not checked:
-                text = (f"{impl} on `{dev}`: no faster than ours on any of {len(pairs)} cases "
-                        "(by 5% or more, re-checked alternating)")
+            ahead = [p for p in pairs if p[1] < 1 / AHEAD]
+            # with a re-check file only its ratios are quoted; without one, the first pass
+            quoted = ahead if rs.recheck is None else [p for p in ahead if p[2]]
+            how = "first pass, no re-check run" if rs.recheck is None else "re-checked alternating"
+            noisy = [p for p in quoted if p[2] and p[2].get("settled") in UNSETTLED]
+            if noisy:
+                how += f"; {len(noisy)} of them noisy"
+            head = f"{impl} on `{dev}`: "
+            if not quoted:
+                text = head + f"no faster than ours on any of {len(pairs)} cases (by 5% or more, {how})"
             else:
-                r, x, c = min(checked, key=lambda p: p[1])
-                noisy = [p for p in checked if p[2].get("settled") in UNSETTLED]
-                text = (f"{impl} on `{dev}`: faster than ours on {len(checked)} of {len(pairs)} cases "
-                        f"(by 5% or more, re-checked alternating{f'; {len(noisy)} of them noisy' if noisy else ''}); "
-                        f"most on {sb.describe(r, ('op', 'layout', 'style', 'shape', 'threads'))}: "
-                        f"{fmt_recheck(c).replace('x [', 'x our time [', 1)}")
+                r, x, c = min(quoted, key=lambda p: p[1])
+                ratio = (fmt_recheck(c).replace("x [", "x our time [", 1) if c
+                         else f"{x:.2f}x our time{noise_mark(rs, rs.like(r, impl='ours'), r)}")
+                text = head + (f"faster than ours on {len(quoted)} of {len(pairs)} cases (by 5% or more, {how}); "
+                               f"most on {sb.describe(r, ('op', 'layout', 'style', 'shape', 'threads'))}: {ratio}")
+            unchecked = len(ahead) - len(quoted)
             if unchecked:
-                text += (f"; {len(unchecked)} more looked ahead in the first pass but were not re-checked "
-                         "(not counted)")
+                text += f"; {unchecked} more looked ahead in the first pass but were not re-checked (not counted)"
             lines.append(text + ".")
     return lines
 
