@@ -28,17 +28,10 @@
 
 namespace sb::bench {
 
-Tensor nchw_in_layout(Layout l, const Shape& sizes, const std::function<Tensor(const Shape&)>& fill, const char* family) {
-  Shape s = sizes;
-  switch (l) {
-    case Layout::Contiguous: return fill(s);
-    case Layout::Transposed: std::swap(s[2], s[3]); return fill(s).transpose(2, 3);
-    case Layout::Sliced: s[3] *= 2; return fill(s).slice(3, 0, std::nullopt, 2);
-    case Layout::Expanded: s[0] = s[1] = 1; return fill(s).expand(sizes);
-    case Layout::ChannelsLast: return fill(s).contiguous(MemoryFormat::ChannelsLast);
-    default: SB_INTERNAL_ASSERT(false, family, ": layout ", layout_name(l), " is not measured");
-  }
-  return Tensor();
+Tensor in_layout(Layout l, const Shape& sizes, const std::function<Tensor(const Shape&)>& fill, int64_t sliced_dim) {
+  const cases::Placement p = cases::placement(l, sizes, sliced_dim);
+  SB_INTERNAL_ASSERT(p.offset == 0, "in_layout: layout ", layout_name(l), " is not a benchmark layout");
+  return cases::view_in(fill(cases::storage_sizes(sizes, p)), sizes, p);
 }
 
 std::vector<CopyCase> copy_cases(const std::vector<int64_t>& squares, const InputFn& input, const std::string& pool_prefix) {
@@ -63,19 +56,6 @@ std::vector<CopyCase> copy_cases(const std::vector<int64_t>& squares, const Inpu
   cases.push_back({"contiguous", "contiguous", nchw, [nchw, input] { return input(nchw, 12); },
                    [](const Tensor& x) { return x.clone(); }});
   return cases;
-}
-
-const char* layout_name(Layout l) {
-  switch (l) {
-    case Layout::Contiguous: return "contiguous";
-    case Layout::Transposed: return "transposed";
-    case Layout::Sliced: return "sliced";
-    case Layout::Expanded: return "expanded";
-    case Layout::ChannelsLast: return "channels_last";
-    case Layout::ColumnMajor: return "column_major";
-    case Layout::ContiguousFirst: return "contiguous_first";
-  }
-  return "?";
 }
 
 const char* style_name(Style s) {

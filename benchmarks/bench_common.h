@@ -33,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "cases/layout.h"
 #include "stridebench/allocator.h"
 #include "stridebench/dtype.h"
 #include "stridebench/memory_format.h"
@@ -70,15 +71,15 @@ std::vector<int> thread_counts();  // {1, 2} (full adds every core when there ar
 // vocabulary), keys are.
 // The `layout` and `style` values of docs/BENCHMARKS.md, shared by every family (CPU and
 // GPU), so a name is spelled in one place. A family uses the subset it measures.
-enum class Layout { Contiguous, Transposed, Sliced, Expanded, ChannelsLast, ColumnMajor, ContiguousFirst };
+// Layouts are the tests' too (Note [One layout builder] in cases/layout.h).
+using cases::Layout;
+using cases::layout_name;
 enum class Style { Inplace, Out, Outofplace, OutofplaceSystem };
-const char* layout_name(Layout l);
 const char* style_name(Style s);
-// The 4-D (NCHW-sized) operand of the elementwise families in layout l, from
-// fill(storage sizes): transposed swaps H and W, sliced takes every other W of a
-// twice-as-wide tensor, expanded broadcasts a [1, 1, H, W] tensor, channels-last is a
-// dense NHWC copy. `family` names the caller in the error for a layout it does not measure.
-Tensor nchw_in_layout(Layout l, const Shape& sizes, const std::function<Tensor(const Shape&)>& fill, const char* family);
+// An operand of logical `sizes` in layout l: fill(storage sizes) makes the buffer in
+// storage order (random values, or a pooled tensor), viewed by cases::view_in; sliced
+// takes its step in `sliced_dim` (the last by default; matmul's A slices its rows).
+Tensor in_layout(Layout l, const Shape& sizes, const std::function<Tensor(const Shape&)>& fill, int64_t sliced_dim = -1);
 
 // The copy family's cases, one list for CPU and GPU: for each n in `squares`,
 // contiguous() of a transposed n x n and clone() of it; NCHW->NHWC at the family's NCHW

@@ -63,18 +63,7 @@ struct Case {
 const Tensor& input(const Case& c) {
   const std::string key = "x" + RunName::shape_key(c.input) + "/" + layout_name(c.layout);
   return pooled(key, [&] {
-    Shape s = c.input;
-    switch (c.layout) {
-      case Layout::Contiguous: return random_tensor(s, 41, DType::Float32, Dist::Normal);
-      case Layout::ChannelsLast:
-        return random_tensor(s, 41, DType::Float32, Dist::Normal).contiguous(MemoryFormat::ChannelsLast);
-      case Layout::Sliced: s[3] *= 2; return random_tensor(s, 41, DType::Float32, Dist::Normal).slice(3, 0, std::nullopt, 2);
-      case Layout::Transposed:
-        std::swap(s[2], s[3]);
-        return random_tensor(s, 41, DType::Float32, Dist::Normal).transpose(2, 3);
-      default: SB_INTERNAL_ASSERT(false, "bench_conv: layout ", layout_name(c.layout), " is not measured");
-    }
-    return Tensor();
+    return in_layout(c.layout, c.input, [](const Shape& s) { return random_tensor(s, 41, DType::Float32, Dist::Normal); });
   });
 }
 
@@ -82,8 +71,8 @@ const Tensor& weight(const Case& c) {
   const bool cl = c.layout == Layout::ChannelsLast;
   const Shape s{c.cout, c.input[1] / c.groups, c.k, c.k};
   return pooled("w" + RunName::shape_key(s) + (cl ? "/cl" : ""), [&] {
-    Tensor w = random_tensor(s, 42, DType::Float32, Dist::Normal);
-    return cl ? w.contiguous(MemoryFormat::ChannelsLast) : w;
+    return in_layout(cl ? Layout::ChannelsLast : Layout::Contiguous, s,
+                     [](const Shape& storage) { return random_tensor(storage, 42, DType::Float32, Dist::Normal); });
   });
 }
 

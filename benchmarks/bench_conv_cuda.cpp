@@ -32,15 +32,7 @@ namespace {
 
 // x of logical sizes s on cuda:0 in layout l.
 Tensor make_x(Layout l, const Shape& s) {
-  const Device g = Device::cuda(0);
-  switch (l) {
-    case Layout::Contiguous: return random_tensor(s, 51).to(g);
-    case Layout::ChannelsLast: return random_tensor(s, 51).to(g).contiguous(MemoryFormat::ChannelsLast);
-    case Layout::Sliced: return random_tensor({s[0], s[1], s[2], 2 * s[3]}, 51).to(g).slice(3, 0, std::nullopt, 2);
-    case Layout::Transposed: return random_tensor({s[0], s[1], s[3], s[2]}, 51).to(g).transpose(2, 3);
-    default: SB_INTERNAL_ASSERT(false, "bench_conv_cuda: layout ", layout_name(l), " is not measured");
-  }
-  return Tensor();
+  return in_layout(l, s, [](const Shape& storage) { return random_tensor(storage, 51).to(Device::cuda(0)); });
 }
 
 struct Case {

@@ -69,7 +69,7 @@ Tensor make(Layout l, const Shape& sizes, DType dt, Values v, uint64_t seed) {
   auto fill = [&](const Shape& s) {
     return v == Values::Ones ? full(s, 1.0, dt) : random_tensor(s, seed, dt, v == Values::Normal ? Dist::Normal : Dist::Uniform);
   };
-  return nchw_in_layout(l, sizes, fill, "bench_elementwise");
+  return in_layout(l, sizes, fill);
 }
 
 std::string key(const char* what, Layout l, const Shape& s, DType dt, Values v) {

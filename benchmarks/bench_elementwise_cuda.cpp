@@ -43,7 +43,7 @@ Tensor make(Layout l, const Shape& sizes, DType dt, bool ones, bool normal, uint
   auto fill = [&](const Shape& s) {
     return ones ? full(s, 1.0, dt, g) : random_tensor(s, seed, dt, normal ? Dist::Normal : Dist::Uniform).to(g);
   };
-  return nchw_in_layout(l, sizes, fill, "bench_elementwise_cuda");
+  return in_layout(l, sizes, fill);
 }
 
 struct Case {

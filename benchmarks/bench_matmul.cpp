@@ -58,21 +58,17 @@ struct Case {
 // A in the case's layout (pooled per n, dtype and layout; contiguous_first shares transposed's).
 Tensor operand_a(Layout l, int64_t n, DType dt) {
   const std::string k = "a" + std::to_string(n) + RunName::dtype_key(dt) + "/";
-  switch (l) {
-    case Layout::Contiguous: return pooled(k + "rm", [&] { return random_tensor({n, n}, 31, dt); });
-    case Layout::Transposed:
-    case Layout::ContiguousFirst:
-    case Layout::ColumnMajor: return pooled(k + "cm", [&] { return random_tensor({n, n}, 32, dt); }).t();
-    case Layout::Sliced:
-      return pooled(k + "sl", [&] { return random_tensor({2 * n, n}, 33, dt); }).slice(0, 0, std::nullopt, 2);
-    default: SB_INTERNAL_ASSERT(false, "bench_matmul: layout ", layout_name(l), " is not measured");
-  }
-  return Tensor();
+  const char* storage = l == Layout::Contiguous ? "rm" : l == Layout::Sliced ? "sl" : "cm";
+  const uint64_t seed = l == Layout::Contiguous ? 31 : l == Layout::Sliced ? 33 : 32;
+  // sliced: rows 2K apart (an lda OpenBLAS takes); the others as named
+  return in_layout(l == Layout::ContiguousFirst ? Layout::Transposed : l, {n, n},
+                   [&](const Shape& s) { return pooled(k + storage, [&] { return random_tensor(s, seed, dt); }); }, 0);
 }
 Tensor operand_b(Layout l, int64_t n, DType dt) {
   const std::string k = "b" + std::to_string(n) + RunName::dtype_key(dt) + "/";
-  if (l == Layout::ColumnMajor) return pooled(k + "cm", [&] { return random_tensor({n, n}, 34, dt); }).t();
-  return pooled(k + "rm", [&] { return random_tensor({n, n}, 35, dt); });
+  const bool cm = l == Layout::ColumnMajor;
+  return in_layout(cm ? l : Layout::Contiguous, {n, n},
+                   [&](const Shape& s) { return pooled(k + (cm ? "cm" : "rm"), [&] { return random_tensor(s, cm ? 34 : 35, dt); }); });
 }
 
 #ifdef SB_HAVE_OPENBLAS

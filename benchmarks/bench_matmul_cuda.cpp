@@ -49,16 +49,9 @@ struct Case {
 Tensor operand(Layout l, int64_t rows, int64_t cols, DType dt, bool right, uint64_t seed) {
   const Device g = Device::cuda(0);
   auto rnd = [&](const Shape& s) { return random_tensor(s, seed, dt).to(g); };
-  if (right) return l == Layout::ColumnMajor ? rnd({cols, rows}).t() : rnd({rows, cols});
-  switch (l) {
-    case Layout::Contiguous: return rnd({rows, cols});
-    case Layout::Transposed:
-    case Layout::ColumnMajor:
-    case Layout::ContiguousFirst: return rnd({cols, rows}).t();
-    case Layout::Sliced: return rnd({2 * rows, cols}).slice(0, 0, std::nullopt, 2);
-    default: SB_INTERNAL_ASSERT(false, "bench_matmul_cuda: layout ", layout_name(l), " is not measured");
-  }
-  return Tensor();
+  if (right) return in_layout(l == Layout::ColumnMajor ? l : Layout::Contiguous, {rows, cols}, rnd);
+  // sliced: rows 2K apart; contiguous_first: transposed's A
+  return in_layout(l == Layout::ContiguousFirst ? Layout::Transposed : l, {rows, cols}, rnd, 0);
 }
 
 void run_case(benchmark::State& st, const Case& c) {

@@ -45,8 +45,10 @@ struct Case {
 
 const Tensor& input(const Case& c) {
   const int64_t r = c.shape[0], cols = c.shape[1];
-  if (!c.column_major) return pooled("row", [&] { return random_tensor({r, cols}, 31, c.dtype); });
-  return pooled("col", [&] { return random_tensor({cols, r}, 31, c.dtype).t(); });
+  return pooled(c.column_major ? "col" : "row", [&] {
+    return in_layout(c.column_major ? Layout::ColumnMajor : Layout::Contiguous, {r, cols},
+                     [&](const Shape& storage) { return random_tensor(storage, 31, c.dtype); });
+  });
 }
 
 void run_case(benchmark::State& st, const Case& c) {

@@ -28,9 +28,10 @@ struct Case {
 
 const Tensor& input(const Case& c) {
   const int64_t r = c.shape[0], cols = c.shape[1];
-  const Device g = Device::cuda(0);
-  if (!c.column_major) return pooled("cuda/row", [&] { return random_tensor({r, cols}, 31, c.dtype).to(g); });
-  return pooled("cuda/col", [&] { return random_tensor({cols, r}, 31, c.dtype).to(g).t(); });
+  return pooled(c.column_major ? "cuda/col" : "cuda/row", [&] {
+    return in_layout(c.column_major ? Layout::ColumnMajor : Layout::Contiguous, {r, cols},
+                     [&](const Shape& storage) { return random_tensor(storage, 31, c.dtype).to(Device::cuda(0)); });
+  });
 }
 
 void run_case(benchmark::State& st, const Case& c) {

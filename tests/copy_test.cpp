@@ -107,21 +107,6 @@ struct Scope {  // restores threads, SIMD level, the streaming threshold and the
   }
 };
 
-// The test layouts plus a fully column-major one (all dims reversed in memory).
-enum class L2 { Contiguous, Transposed, Sliced, Expanded, ChannelsLast, Offset, ColumnMajor };
-const char* l2_name(L2 l) {
-  return l == L2::ColumnMajor ? "column_major" : test::layout_name(static_cast<Layout>(l));
-}
-Tensor make_layout(const Tensor& vals, L2 l) {
-  if (l != L2::ColumnMajor) return test::with_layout(vals, static_cast<Layout>(l));
-  Shape rev(vals.sizes().rbegin(), vals.sizes().rend()), perm;
-  for (int64_t d = vals.dim() - 1; d >= 0; --d) perm.push_back(d);
-  Tensor t = empty(rev, vals.dtype()).permute(perm);
-  test::poison(t);
-  t.copy_(vals);
-  return t;
-}
-
 // Values of dtype dt exactly representable in every dtype we test (small integers and
 // halves), independent in every dim (the Expanded layout holds test::layout_values).
 Tensor exact_values(const Shape& sz, uint64_t seed, DType dt) {
@@ -199,31 +184,31 @@ TEST(Copy, VectorConversionsEveryLengthAndOffset) {
 
 // src -> dst (poisoned, layout ld) through copy_kernel, checked against the values,
 // against copy_generic, and for writes outside dst.
-::testing::AssertionResult check_copy(const Tensor& vals, L2 ls, L2 ld, const std::vector<double>& ref) {
-  const Tensor src = make_layout(vals, ls);
-  Tensor dst = make_layout(zeros(vals.sizes(), vals.dtype()), ld);
-  Tensor gen = make_layout(zeros(vals.sizes(), vals.dtype()), ld);
+::testing::AssertionResult check_copy(const Tensor& vals, Layout ls, Layout ld, const std::vector<double>& ref) {
+  const Tensor src = test::with_layout(vals, ls);
+  Tensor dst = test::with_layout(zeros(vals.sizes(), vals.dtype()), ld);
+  Tensor gen = test::with_layout(zeros(vals.sizes(), vals.dtype()), ld);
   test::poison(dst);
   test::poison(gen);
   dst.copy_(src);
   copy_generic(gen, src);
   auto r = test::all_close(dst, ref, 0, 0);
-  if (!r) return r << " (" << l2_name(ls) << " -> " << l2_name(ld) << ", path " << copy_path_name(last_copy_path())
+  if (!r) return r << " (" << layout_name(ls) << " -> " << layout_name(ld) << ", path " << copy_path_name(last_copy_path())
                    << ")";
   r = test::all_close(gen, ref, 0, 0);
   if (!r) return r << " copy_generic";
   r = untouched_outside(dst);
-  if (!r) return r << " (" << l2_name(ls) << " -> " << l2_name(ld) << ")";
+  if (!r) return r << " (" << layout_name(ls) << " -> " << layout_name(ld) << ")";
   return ::testing::AssertionSuccess();
 }
 
 TEST(CopyFast, EveryLayoutPairDtypeThreadsSimdAndStreaming) {
   Scope scope;
   std::mt19937_64 rng(21);
-  const std::vector<L2> srcs = {L2::Contiguous, L2::Transposed,   L2::Sliced,     L2::Expanded,
-                                L2::ChannelsLast, L2::Offset, L2::ColumnMajor};
-  const std::vector<L2> dsts = {L2::Contiguous, L2::Transposed, L2::Sliced,
-                                L2::ChannelsLast, L2::Offset,   L2::ColumnMajor};
+  const std::vector<Layout> srcs = {Layout::Contiguous, Layout::Transposed,   Layout::Sliced,     Layout::Expanded,
+                                Layout::ChannelsLast, Layout::Offset, Layout::ColumnMajor};
+  const std::vector<Layout> dsts = {Layout::Contiguous, Layout::Transposed, Layout::Sliced,
+                                Layout::ChannelsLast, Layout::Offset,   Layout::ColumnMajor};
   for (int trial = 0; trial < 24; ++trial) {
     const int nd = 1 + trial % 4;
     const int64_t max_size = nd == 1 ? 3000 : nd == 2 ? 150 : nd == 3 ? 24 : 13;
@@ -237,9 +222,9 @@ TEST(CopyFast, EveryLayoutPairDtypeThreadsSimdAndStreaming) {
             set_num_threads(threads);
             set_simd_level(level);
             set_nt_threshold_bytes(nt);
-            for (L2 ls : srcs)
-              for (L2 ld : dsts)
-                ASSERT_TRUE(check_copy(vals, ls, ld, ls == L2::Expanded ? ref_expanded : ref))
+            for (Layout ls : srcs)
+              for (Layout ld : dsts)
+                ASSERT_TRUE(check_copy(vals, ls, ld, ls == Layout::Expanded ? ref_expanded : ref))
                     << "sizes " << ::testing::PrintToString(sz) << " " << dtype_name(dt) << " threads " << threads
                     << " " << simd_level_name(simd_level()) << " nt threshold " << nt;
           }
@@ -385,7 +370,7 @@ TEST(CopyFast, FillEveryLayoutDtypeAndStreaming) {
   Scope scope;
   for (DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16, DType::Int8, DType::Int32,
                    DType::Int64})
-    for (L2 l : {L2::Contiguous, L2::Transposed, L2::Sliced, L2::ChannelsLast, L2::Offset, L2::ColumnMajor})
+    for (Layout l : {Layout::Contiguous, Layout::Transposed, Layout::Sliced, Layout::ChannelsLast, Layout::Offset, Layout::ColumnMajor})
       for (int threads : {1, 2})
         for (SimdLevel level : {SimdLevel::AVX2, SimdLevel::Scalar})
           for (int64_t nt : {int64_t{-1}, int64_t{0}}) {
@@ -393,17 +378,17 @@ TEST(CopyFast, FillEveryLayoutDtypeAndStreaming) {
             set_simd_level(level);
             set_nt_threshold_bytes(nt);
             const Shape sz = {3, 17, 29, 45};  // 66555 elements: parallel, ragged
-            Tensor t = make_layout(zeros(sz, dt), l);
+            Tensor t = test::with_layout(zeros(sz, dt), l);
             test::poison(t);
             const double v = is_floating(dt) ? -2.5 : -7.0;
             t.fill_(v);
-            const bool dense = l != L2::Sliced;
-            EXPECT_EQ(last_copy_path(), dense ? CopyPath::Fill : CopyPath::FillStrided) << l2_name(l);
+            const bool dense = l != Layout::Sliced;
+            EXPECT_EQ(last_copy_path(), dense ? CopyPath::Fill : CopyPath::FillStrided) << layout_name(l);
             EXPECT_EQ(last_copy_used_nt(), dense && nt == 0 && simd_level() >= SimdLevel::AVX2);
             ASSERT_TRUE(test::all_close(t, std::vector<double>(t.numel(), v), 0, 0))
-                << dtype_name(dt) << " " << l2_name(l) << " threads " << threads << " "
+                << dtype_name(dt) << " " << layout_name(l) << " threads " << threads << " "
                 << simd_level_name(simd_level()) << " nt " << nt;
-            ASSERT_TRUE(untouched_outside(t)) << dtype_name(dt) << " " << l2_name(l);
+            ASSERT_TRUE(untouched_outside(t)) << dtype_name(dt) << " " << layout_name(l);
           }
 }
 

@@ -37,6 +37,7 @@
 #include "core/test_hooks.h"
 #include "stridebench/elementwise.h"
 #include "stridebench/reduce.h"
+#include "cases/layout.h"
 #include "test_util.h"
 
 namespace sb {
@@ -84,33 +85,15 @@ void for_each_offset(const Shape& sizes, const Shape& strides, int64_t base, con
 
 // ---------------------------------------------------------------- operands
 
-// How one operand is laid out: for each logical dim, its place in the storage order
-// (order[0] outermost), its step (1: dense; 0: broadcast, inputs only), the elements
-// skipped before it and after it in the buffer dim it is sliced from; the buffer's
-// leading offset.
-struct Layout {
-  std::vector<int64_t> order;
-  Shape step, start, pad;
-  int64_t offset = 0;
-  std::string describe() const {
-    return "order " + str(Shape(order.begin(), order.end())) + " step " + str(step) + " start " + str(start) + " offset " +
-           std::to_string(offset);
-  }
-};
-
-// A random layout for sizes; the innermost dim's step is `inner` when given.
-Layout random_layout(Rng& rng, const Shape& sizes, bool input, std::optional<int64_t> inner = std::nullopt) {
+// A random placement (Note [One layout builder] in cases/layout.h) for sizes; the
+// innermost dim's step is `inner` when given.
+cases::Placement random_placement(Rng& rng, const Shape& sizes, bool input, std::optional<int64_t> inner = std::nullopt) {
   const int64_t nd = static_cast<int64_t>(sizes.size());
-  Layout l;
-  l.order.resize(nd);
-  std::iota(l.order.begin(), l.order.end(), 0);
+  cases::Placement l = cases::dense(sizes);
   const int64_t kind = pick(rng, 0, 9);
   if (nd == 4 && kind < 3) l.order = {0, 2, 3, 1};  // channels-last
   else if (nd >= 2 && kind < 5) std::swap(l.order[nd - 1], l.order[nd - 2]);  // transposed
   else if (kind < 7) std::shuffle(l.order.begin(), l.order.end(), rng);
-  l.step.assign(nd, 1);
-  l.start.assign(nd, 0);
-  l.pad.assign(nd, 0);
   static const int64_t kSteps[] = {1, 1, 1, 1, 2, 2, 3, 5, 8, 17};
   for (int64_t j = 0; j < nd; ++j) {
     const int64_t d = l.order[j];
@@ -152,32 +135,11 @@ struct Operand {
   std::vector<char> inside;
 };
 
-// Builds the view by a chain of view ops over a fresh buffer: the storage-order
-// tensor is a narrow of a 1-D buffer (the offset) viewed as its shape, each dim
-// sliced with its step, permuted into logical order, broadcast dims expanded.
-Operand place(const Shape& sizes, const Layout& l, DType dt) {
-  const int64_t nd = static_cast<int64_t>(sizes.size());
-  Shape big(nd);
-  for (int64_t j = 0; j < nd; ++j) {
-    const int64_t d = l.order[j];
-    big[j] = l.step[d] == 0 || sizes[d] == 0 ? 1 : l.start[d] + (sizes[d] - 1) * l.step[d] + 1 + l.pad[d];
-  }
-  const int64_t n = checked_numel(big, "differential");
-  Operand o;
-  o.buffer = empty({l.offset + n + 2}, dt, g_device);
-  Tensor v = o.buffer.narrow(0, l.offset, n).view(big);
-  for (int64_t j = 0; j < nd; ++j) {
-    const int64_t d = l.order[j];
-    if (l.step[d] == 0 || sizes[d] == 0) {
-      v = v.narrow(j, 0, sizes[d] == 0 ? 0 : 1);
-      continue;
-    }
-    v = v.slice(j, l.start[d], l.start[d] + (sizes[d] - 1) * l.step[d] + 1, l.step[d]);
-  }
-  Shape inv(nd);
-  for (int64_t j = 0; j < nd; ++j) inv[l.order[j]] = j;
-  v = nd ? v.permute(inv) : v;
-  o.view = v.expand(sizes);
+// The view in a fresh buffer on the case's device (cases::place), and which buffer
+// elements it covers.
+Operand place_operand(const Shape& sizes, const cases::Placement& l, DType dt) {
+  const cases::Placed p = cases::place(sizes, l, dt, g_device);
+  Operand o{p.view, p.buffer, {}};
   o.inside.assign(static_cast<size_t>(o.buffer.numel()), 0);
   for_each_offset(sizes, o.view.strides(), o.view.storage_offset(),
                   [&](int64_t, int64_t off) { o.inside[static_cast<size_t>(off)] = 1; });
@@ -198,13 +160,13 @@ void fill_values(const Tensor& buffer, Rng& rng, bool positive) {
 }
 
 Operand input(Rng& rng, const Shape& sizes, DType dt, bool positive, std::optional<int64_t> inner = std::nullopt) {
-  Operand o = place(sizes, random_layout(rng, sizes, /*input=*/true, inner), dt);
+  Operand o = place_operand(sizes, random_placement(rng, sizes, /*input=*/true, inner), dt);
   fill_values(o.buffer, rng, positive);
   return o;
 }
 
 Operand output(Rng& rng, const Shape& sizes, DType dt, std::optional<int64_t> inner = std::nullopt) {
-  Operand o = place(sizes, random_layout(rng, sizes, /*input=*/false, inner), dt);
+  Operand o = place_operand(sizes, random_placement(rng, sizes, /*input=*/false, inner), dt);
   test::poison(o.buffer);
   return o;
 }
@@ -324,7 +286,7 @@ struct StreamAll {
     bool expanded = false;
     for (int64_t d = 0; d < a.view.dim(); ++d) expanded |= a.view.strides()[d] == 0 && sizes[d] > 1;
     if (!expanded) {
-      Operand x = place(sizes, random_layout(rng, sizes, false, inner ? std::optional<int64_t>((*inner)[0]) : std::nullopt), dt);
+      Operand x = place_operand(sizes, random_placement(rng, sizes, false, inner ? std::optional<int64_t>((*inner)[0]) : std::nullopt), dt);
       test::poison(x.buffer);
       x.view.copy_(a.view);
       const std::vector<unsigned char> x_before = bytes_of(x.buffer);

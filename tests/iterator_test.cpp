@@ -141,38 +141,30 @@ TEST(Iterator, OutputStridesFollowPyTorchsRule) {
   EXPECT_EQ(output_strides_like({4, 5}, {&b.strides(), &at.strides()}), Shape({5, 1}));
 }
 
-// A random view of a fresh int64 buffer holding `vals` (row-major over sizes): random
-// permutation of the storage order, random steps, random offset, or expanded when the
-// caller's values are constant along dim 0.
-// expanded (allow_expand): set when the result is vals' first index along dim 0
-// broadcast over dim 0 (it then holds test::layout_values(vals, Expanded)).
+// A random view of a fresh buffer holding `vals` (Note [One layout builder] in
+// cases/layout.h): a random storage order with random steps and starts, or
+// (allow_expand) the Expanded layout.
+// expanded: set when the result is test::with_layout(vals, Expanded) (it then holds
+// test::layout_values(vals, Expanded)).
 Tensor random_layout(std::mt19937_64& rng, const Tensor& vals, bool allow_expand, bool* expanded = nullptr) {
   const int64_t nd = vals.dim();
   const int kind = static_cast<int>(rng() % (allow_expand ? 4 : 3));
   if (expanded) *expanded = false;
   if (kind == 3 && nd > 0 && vals.size(0) > 0) {
     if (expanded) *expanded = true;
-    return vals.narrow(0, 0, 1).clone(MemoryFormat::Contiguous).expand(vals.sizes());
+    return test::with_layout(vals, test::Layout::Expanded);
   }
-  std::vector<int64_t> perm(nd);
-  std::iota(perm.begin(), perm.end(), 0);
-  std::shuffle(perm.begin(), perm.end(), rng);
-  Shape psz(nd);
-  for (int64_t d = 0; d < nd; ++d) psz[d] = vals.size(perm[d]);
-  Shape big = psz;
-  Shape step(nd, 1);
+  cases::Placement p = cases::dense(vals.sizes());
+  std::shuffle(p.order.begin(), p.order.end(), rng);
   if (kind >= 1)
-    for (int64_t d = 0; d < nd; ++d) {
-      step[d] = 1 + static_cast<int64_t>(rng() % 3);
-      big[d] = psz[d] * step[d] + 1;
+    for (int64_t d : p.order) {
+      p.step[d] = 1 + static_cast<int64_t>(rng() % 3);
+      p.start[d] = kind == 2 ? 1 : 0;
+      p.pad[d] = p.step[d] - p.start[d];
     }
-  Tensor buf = empty(big, vals.dtype());
-  test::poison(buf);
-  Tensor v = buf;
-  for (int64_t d = 0; d < nd; ++d) v = v.slice(d, kind == 2 ? 1 : 0, std::nullopt, step[d]).narrow(d, 0, psz[d]);
-  Shape inv(nd);
-  for (int64_t d = 0; d < nd; ++d) inv[perm[d]] = d;
-  v = v.permute(inv);
+  const cases::Placed placed = cases::place(vals.sizes(), p, vals.dtype());
+  test::poison(placed.buffer);
+  Tensor v = placed.view;
   v.copy_(vals);
   return v;
 }
@@ -311,11 +303,15 @@ TEST(Iterator, TiledPathSplitsAcrossThreadsExactlyOnce) {
 // transpose [n0, n1], starting `offset` elements into its storage and taking every
 // `step`-th element along its fast dim.
 Tensor transposed_source(int64_t n0, int64_t n1, DType dt, int64_t offset, int64_t step) {
-  Tensor buf = empty({offset + n1 * n0 * step}, dt);
-  test::poison(buf);
+  cases::Placement p = cases::dense({n1, n0});
+  p.step[1] = step;
+  p.pad[1] = step - 1;  // rows n0 * step apart
+  p.offset = offset;
+  const cases::Placed placed = cases::place({n1, n0}, p, dt);
+  test::poison(placed.buffer);
   std::vector<double> v(static_cast<size_t>(n0 * n1));
   for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>(i % 2039) - 1000;
-  Tensor a = buf.as_strided({n1, n0}, {n0 * step, step}, offset);
+  Tensor a = placed.view;
   a.copy_(from_vector(v, {n1, n0}).to(dt));
   return a.t();
 }

@@ -42,7 +42,7 @@ std::vector<double> ref_matmul(const Tensor& a, const Tensor& b) {
 }
 
 // A column-major [r, c] tensor with the values of v.
-Tensor column_major(const Tensor& v) { return v.t().clone(MemoryFormat::Contiguous).t(); }
+Tensor column_major(const Tensor& v) { return test::with_layout(v, Layout::ColumnMajor); }
 
 using test::Modes;
 using test::ModeGuard;
@@ -419,16 +419,17 @@ std::vector<double> ref_matmul(const std::vector<double>& a, const std::vector<d
 enum class MatLayout { RowMajor, Transposed, RowStrided, Stepped };
 
 Tensor matrix_on(Device dev, const std::vector<double>& v, const Shape& s, DType dt, MatLayout ml) {
-  Tensor g = test::host_tensor(v, s, dt).to(dev);
-  const int64_t n = static_cast<int64_t>(s.size());
+  const Tensor g = test::host_tensor(v, s, dt).to(dev);
   switch (ml) {
     case MatLayout::RowMajor: return g;
-    case MatLayout::Transposed: return g.transpose(n - 2, n - 1).contiguous().transpose(n - 2, n - 1);
+    case MatLayout::Transposed: return test::with_layout(g, Layout::Transposed);
     case MatLayout::RowStrided: {  // a narrow() of a wider buffer: row stride > cols
-      Shape w = s;
-      w[n - 1] += 5;
-      Tensor buf = zeros(w, dt, dev);
-      Tensor view = buf.narrow(n - 1, 2, s[n - 1]);
+      cases::Placement p = cases::dense(s);
+      p.start.back() = 2;
+      p.pad.back() = 3;
+      const cases::Placed placed = cases::place(s, p, dt, dev);
+      test::poison(placed.buffer);
+      Tensor view = placed.view;
       view.copy_(g);
       return view;
     }

@@ -13,18 +13,6 @@
 
 namespace sb::test {
 
-const char* layout_name(Layout l) {
-  switch (l) {
-    case Layout::Contiguous: return "contiguous";
-    case Layout::Transposed: return "transposed";
-    case Layout::Sliced: return "sliced";
-    case Layout::Expanded: return "expanded";
-    case Layout::ChannelsLast: return "channels_last";
-    case Layout::Offset: return "offset";
-  }
-  return "?";
-}
-
 std::vector<Layout> all_layouts() {
   return {Layout::Contiguous, Layout::Transposed, Layout::Sliced, Layout::Expanded, Layout::ChannelsLast,
           Layout::Offset};
@@ -32,50 +20,32 @@ std::vector<Layout> all_layouts() {
 
 Tensor with_layout(const Tensor& values, Layout layout) {
   const Shape& sz = values.sizes();
-  const int64_t nd = values.dim();
-  switch (layout) {
-    case Layout::Contiguous: return values.clone(MemoryFormat::Contiguous);
-    case Layout::ChannelsLast:
-      if (nd == 4) return values.clone(MemoryFormat::ChannelsLast);
-      [[fallthrough]];
-    case Layout::Transposed: {
-      if (nd < 2) return with_layout(values, Layout::Sliced);
-      Tensor tt = values.transpose(nd - 1, nd - 2).clone(MemoryFormat::Contiguous);
-      return tt.transpose(nd - 1, nd - 2);
-    }
-    case Layout::Sliced: {
-      if (nd == 0) return with_layout(values, Layout::Offset);
-      Shape big = sz;
-      big[nd - 1] = 2 * sz[nd - 1] + 1;
-      Tensor buf = empty(big, values.dtype(), values.device());
-      poison(buf);
-      Tensor v = buf.slice(nd - 1, 1, std::nullopt, 2);
-      v = v.narrow(nd - 1, 0, sz[nd - 1]);
-      v.copy_(values);
-      return v;
-    }
-    case Layout::Expanded: {
-      if (nd == 0 || sz[0] <= 1) return with_layout(values, Layout::Sliced);
-      Tensor row = values.narrow(0, 0, 1).clone(MemoryFormat::Contiguous);
-      return row.expand(sz);
-    }
-    case Layout::Offset: {
-      const int64_t n = values.numel();
-      Tensor buf = empty({n + 1}, values.dtype(), values.device());
-      poison(buf);
-      Tensor v = buf.as_strided(sz, contiguous_strides(sz), 1);
-      v.copy_(values);
-      return v;
-    }
+  cases::Placement p = cases::placement(layout, sz);
+  if (layout == Layout::Sliced) p.offset = 1;
+  const cases::Placed placed = cases::place(sz, p, values.dtype(), values.device());
+  poison(placed.buffer);
+  // write through the view narrowed to one index along each broadcast dim
+  Tensor src = values, dst = placed.view;
+  for (int64_t d : cases::broadcast_dims(p)) {
+    src = src.narrow(d, 0, 1);
+    dst = dst.narrow(d, 0, 1);
   }
-  return values;
+  dst.copy_(src);
+  return placed.view;
 }
 
 std::vector<double> layout_values(const std::vector<double>& v, const Shape& sizes, Layout layout) {
-  if (layout != Layout::Expanded || sizes.empty() || sizes[0] <= 1) return v;
-  const int64_t row = static_cast<int64_t>(v.size()) / sizes[0];  // elements per index of dim 0
+  if (layout != Layout::Expanded) return v;
+  const std::vector<int64_t> bdims = cases::broadcast_dims(cases::placement(layout, sizes));
+  if (bdims.empty()) return v;
+  const Shape strides = contiguous_strides(sizes);
   std::vector<double> r(v.size());
-  for (size_t i = 0; i < r.size(); ++i) r[i] = v[static_cast<int64_t>(i) % row];
+  for (size_t i = 0; i < r.size(); ++i) {
+    const Shape idx = unravel(static_cast<int64_t>(i), sizes);
+    int64_t from = static_cast<int64_t>(i);
+    for (int64_t d : bdims) from -= idx[d] * strides[d];
+    r[i] = v[static_cast<size_t>(from)];
+  }
   return r;
 }
 
@@ -344,20 +314,14 @@ bool device_present(Device d) {
 
 std::vector<double> random_values(const Shape& sizes, uint64_t seed, DType dt, double lo, double hi, bool expandable) {
   const int64_t n = checked_numel(sizes, "random_values");
-  const int64_t row = sizes.empty() || sizes[0] == 0 ? n : n / sizes[0];
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> u(lo, hi);
   std::vector<double> v(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) {
-    if (expandable && row > 0 && i >= row) {
-      v[i] = v[i % row];
-      continue;
-    }
-    double x = u(rng);
+  for (double& x : v) {
+    x = u(rng);
     if (!is_floating(dt)) x = std::floor(x);
-    v[i] = x;
   }
-  return v;
+  return expandable ? layout_values(v, sizes, Layout::Expanded) : v;
 }
 
 std::vector<double> stored(const std::vector<double>& v, const Shape& sizes, DType dt) {
@@ -381,9 +345,11 @@ std::string shape_str(const Shape& s) { return detail::str_cat(s); }
 
 Tensor poisoned_on(Device dev, const Shape& sizes, DType dt, Layout layout) {
   if (layout == Layout::Expanded) layout = Layout::Contiguous;
-  Tensor t = with_layout(zeros(sizes, dt).to(dev), layout);
-  poison(t);
-  return t;
+  cases::Placement p = cases::placement(layout, sizes);
+  if (layout == Layout::Sliced) p.offset = 1;  // as with_layout
+  const cases::Placed placed = cases::place(sizes, p, dt, dev);
+  poison(placed.buffer);
+  return placed.view;
 }
 
 std::vector<Shape> mixed_shapes(uint64_t seed, int count) {

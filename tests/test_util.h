@@ -14,28 +14,27 @@
 #include "stridebench/parallel.h"
 #include "stridebench/tensor.h"
 #include "stridebench/elementwise.h"
+#include "cases/layout.h"
 
 namespace sb::test {
 
-// Input layouts every op is tested on.
-enum class Layout { Contiguous, Transposed, Sliced, Expanded, ChannelsLast, Offset };
-const char* layout_name(Layout l);
-std::vector<Layout> all_layouts();
+// Layouts are the builder's (Note [One layout builder] in cases/layout.h); tests use
+// the six that apply to any shape.
+using cases::Layout;
+using cases::layout_name;
+std::vector<Layout> all_layouts();  // contiguous, transposed, sliced, expanded, channels_last, offset
 
-// A tensor holding the same logical values as `values` (any layout) but laid out as
-// asked: Transposed = last two dims stored swapped (a .transpose() view of a
-// contiguous buffer); Sliced = every other element of a buffer twice as long in the
-// last dim, with a nonzero offset; Expanded = a stride-0 view of values' first index
-// along dim 0 (so it holds layout_values(values, Expanded), not `values`; where dim 0
-// has one element or none, Sliced instead); ChannelsLast = NHWC strides (4-D only;
-// others fall back to Transposed); Offset = contiguous but starting one element into
-// its storage (misaligned).
+// A tensor holding the same logical values as `values` (any layout), on its device, laid
+// out as asked by cases::placement, in a poisoned buffer of its own. Expanded holds
+// values' first index along the broadcast dims, i.e. layout_values(values, Expanded), not
+// `values`. Sliced starts one element into its buffer here (a misaligned strided start;
+// the benchmarks' sliced starts at 0).
 Tensor with_layout(const Tensor& values, Layout layout);
 // The logical values that with_layout(values, layout) holds, row-major, from plain
 // loops over v (values row-major, `sizes` theirs): for Expanded, values' first index
-// along dim 0 repeated over dim 0; for every other layout, v itself. References are
-// computed from these, so the values themselves need no structure: tests use values
-// random in every dim (constant ones along dim 0 would hide a kernel that reads the
+// along each broadcast dim; for every other layout, v itself. References are computed
+// from these, so the values themselves need no structure: tests use values random in
+// every dim (constant ones along the broadcast dims would hide a kernel that reads the
 // wrong index there).
 std::vector<double> layout_values(const std::vector<double>& v, const Shape& sizes, Layout layout);
 // The same, as a contiguous tensor of values' dtype.
@@ -138,7 +137,8 @@ bool device_present(Device d);
   } while (0)
 
 // Row-major values in [lo, hi) from seed (whole numbers for integer dtypes); constant
-// along dim 0 when `expandable`, so that the Expanded layout can hold them.
+// along Expanded's broadcast dims when `expandable`, so that the Expanded layout can hold
+// them.
 std::vector<double> random_values(const Shape& sizes, uint64_t seed, DType dt, double lo, double hi,
                                   bool expandable = false);
 // v as dtype dt stores it (float16, bfloat16 and integer rounding included): the reference's input.
