@@ -58,15 +58,6 @@ std::vector<CopyCase> copy_cases(const std::vector<int64_t>& squares, const Inpu
   return cases;
 }
 
-const char* style_name(Style s) {
-  switch (s) {
-    case Style::Inplace: return "inplace";
-    case Style::Out: return "out";
-    case Style::Outofplace: return "outofplace";
-    case Style::OutofplaceSystem: return "outofplace_system";
-  }
-  return "?";
-}
 
 // ------------------------------------------------------------------ matrix
 

@@ -74,8 +74,8 @@ std::vector<int> thread_counts();  // {1, 2} (full adds every core when there ar
 // Layouts are the tests' too (Note [One layout builder] in cases/layout.h).
 using cases::Layout;
 using cases::layout_name;
-enum class Style { Inplace, Out, Outofplace, OutofplaceSystem };
-const char* style_name(Style s);
+using cases::Style;
+using cases::style_name;
 // An operand of logical `sizes` in layout l: fill(storage sizes) makes the buffer in
 // storage order (random values, or a pooled tensor), viewed by cases::view_in; sliced
 // takes its step in `sliced_dim` (the last by default; matmul's A slices its rows).

@@ -1,6 +1,7 @@
 // bench_elementwise_cuda.cpp — the elementwise family on cuda:0 (CLAIMS.md L3, S1, S2 on the
 // GPU): add, mul, relu by layout and by style, through the public ops (which dispatch to
-// lib/elementwise/elementwise.cu).
+// lib/elementwise/elementwise.cu). Ops, layouts, styles, operands and calls are the case
+// table's (cases/elementwise.h), which ElementwiseOnDevice runs on cuda:0 too.
 //
 // styles: inplace (a.add_(b)), out (add_out, out made before the loop), outofplace (the
 //   result through the caching CUDA allocator), outofplace_system (the same inside
@@ -23,6 +24,7 @@
 //   relu_ is idempotent (the kernels are branch-free).
 #include <optional>
 
+#include "cases/elementwise.h"
 #include "cuda_bench_common.h"
 #include "stridebench/elementwise.h"
 
@@ -32,8 +34,8 @@ const char* const kFamily = "elementwise";
 
 namespace {
 
-enum class Op { Add, Mul, Relu };
-const char* op_name(Op op) { return op == Op::Add ? "add" : op == Op::Mul ? "mul" : "relu"; }
+using cases::EwCase;
+using cases::EwOp;
 
 
 
@@ -47,64 +49,48 @@ Tensor make(Layout l, const Shape& sizes, DType dt, bool ones, bool normal, uint
 }
 
 struct Case {
-  Op op;
-  Style style;
-  Layout layout;
+  EwCase c;
   Shape shape;
   DType dtype = DType::Float32;
 };
 
-const Tensor& operand(const char* role, Layout l, const Case& c, bool ones, bool normal, uint64_t seed) {
-  const std::string key = std::string("cuda/") + role + "/" + layout_name(l) + "/" + RunName::shape_key(c.shape) +
-                          RunName::dtype_key(c.dtype) + (ones ? "/1" : normal ? "/n" : "/u");
-  return pooled(key, [&] { return make(l, c.shape, c.dtype, ones, normal, seed); });
+// The table's operands (cases::ew_operands): a uniform (relu: normal), b uniform (mul:
+// ones); pooled, except an in-place unary target, a fresh x of its own.
+cases::EwOperands operands(const Case& k) {
+  const EwOp op = k.c.op;
+  return cases::ew_operands(k.c, [&](Layout l, char role) -> Tensor {
+    const bool ones = role == 'b' && op == EwOp::Mul, normal = role != 'b' && op == EwOp::Relu;
+    const uint64_t seed = role == 'b' ? 22 : 21;
+    if (role == 'x') return make(l, k.shape, k.dtype, ones, normal, seed);
+    const std::string key = std::string("cuda/") + (role == 'b' ? "b" : "a") + "/" + layout_name(l) + "/" +
+                            RunName::shape_key(k.shape) + RunName::dtype_key(k.dtype) + (ones ? "/1" : normal ? "/n" : "/u");
+    return pooled(key, [&] { return make(l, k.shape, k.dtype, ones, normal, seed); });
+  });
 }
 
-void run_case(benchmark::State& st, const Case& c) {
+void run_case(benchmark::State& st, const Case& k) {
   SB_REQUIRE_DEVICE(st);
-  pool_scope("cuda/" + RunName::shape_key(c.shape) + RunName::dtype_key(c.dtype));
-  const bool bin = c.op != Op::Relu;
-  const bool normal = c.op == Op::Relu;
-  const Layout la = bin && c.layout != Layout::ChannelsLast ? Layout::Contiguous : c.layout;
-  const Tensor& a = operand("a", la, c, false, normal, 21);
-  const Tensor b = bin ? operand("b", c.layout, c, c.op == Op::Mul, false, 22) : Tensor();
-  const MemoryFormat fmt = c.layout == Layout::ChannelsLast ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous;
-  Tensor target, out;
-  if (c.style == Style::Inplace) target = bin ? a.clone() : make(c.layout, c.shape, c.dtype, false, normal, 21);
-  if (c.style == Style::Out) out = empty(c.shape, c.dtype, Device::cuda(0), fmt);
+  const EwCase& c = k.c;
+  pool_scope("cuda/" + RunName::shape_key(k.shape) + RunName::dtype_key(k.dtype));
+  const bool bin = cases::is_binary(c.op);
+  cases::EwOperands t = operands(k);
   int64_t parity = 0;
   auto call = [&]() {
-    switch (c.style) {
-      case Style::Inplace:
-        if (c.op == Op::Add) (parity++ & 1) ? target.sub_(b) : target.add_(b);
-        else if (c.op == Op::Mul) target.mul_(b);
-        else target.relu_();
-        break;
-      case Style::Out:
-        if (c.op == Op::Add) add_out(out, a, b);
-        else if (c.op == Op::Mul) mul_out(out, a, b);
-        else relu_out(out, a);
-        break;
-      case Style::Outofplace:
-      case Style::OutofplaceSystem: {
-        Tensor y = c.op == Op::Add ? add(a, b) : c.op == Op::Mul ? mul(a, b) : relu(a);
-        benchmark::DoNotOptimize(y);
-        break;
-      }
-    }
+    Tensor y = cases::ew_call(c, t, (parity++ & 1) != 0);
+    benchmark::DoNotOptimize(y);
   };
   std::optional<cuda::AllocatorGuard> direct;
   if (c.style == Style::OutofplaceSystem) direct.emplace(cuda::CudaAllocatorKind::Direct);
   const AllocCount allocs = measure_cuda_allocs(call);  // also the warm-up
-  if (c.style == Style::Inplace && c.op == Op::Add) call();  // undo the add_
+  if (c.style == Style::Inplace && c.op == EwOp::Add) call();  // undo the add_
   time_gpu_loop(st, call);
   direct.reset();
 
-  const int64_t n = checked_numel(c.shape, "elementwise_cuda bench");
-  const Tensor& x = c.style == Style::Inplace ? target : a;
-  const int64_t es = static_cast<int64_t>(dtype_size(c.dtype));
-  const int64_t bytes = distinct_bytes(x) + (bin ? distinct_bytes(b) : 0) + n * es;
-  const int64_t ws = span_bytes(x) + (bin ? span_bytes(b) : 0) + (c.style == Style::Inplace ? 0 : n * es);
+  const int64_t n = checked_numel(k.shape, "elementwise_cuda bench");
+  const Tensor& x = c.style == Style::Inplace ? t.target : t.a;
+  const int64_t es = static_cast<int64_t>(dtype_size(k.dtype));
+  const int64_t bytes = distinct_bytes(x) + (bin ? distinct_bytes(t.b) : 0) + n * es;
+  const int64_t ws = span_bytes(x) + (bin ? span_bytes(t.b) : 0) + (c.style == Style::Inplace ? 0 : n * es);
   set_work(st, bytes, n);
   set_alloc_counters(st, allocs);
   st.SetLabel(regime_label(ws));
@@ -115,37 +101,26 @@ void run_case(benchmark::State& st, const Case& c) {
 void register_family() {
   const Shape l2 = smoke() ? Shape{2, 4, 8, 8} : Shape{1, 16, 64, 64};
   const Shape dram = smoke() ? Shape{2, 4, 16, 16} : Shape{64, 64, 128, 128};
-  const Layout layouts[] = {Layout::Contiguous, Layout::Transposed, Layout::Sliced, Layout::Expanded,
-                            Layout::ChannelsLast};
-  const Style styles[] = {Style::Inplace, Style::Out, Style::Outofplace, Style::OutofplaceSystem};
-  for (const Shape& shape : {l2, dram}) {
-    for (Op op : {Op::Add, Op::Mul, Op::Relu}) {
-      for (Layout l : layouts) {
-        for (Style s : styles) {
-          if (s == Style::Inplace && l == Layout::Expanded && op == Op::Relu) continue;  // writes overlap
-          if (s == Style::OutofplaceSystem && l != Layout::Contiguous && !full()) continue;
-          const Case c{op, s, l, shape};
-          const RunName name =
-              gpu_name().op(op_name(op)).layout(layout_name(l)).style(style_name(s)).dtype(DType::Float32).shape(shape);
-          add_manual_run(name, [c](benchmark::State& st) { run_case(st, c); });
-        }
+  auto add_case = [](const Case& k) {
+    const RunName name = gpu_name()
+                             .op(cases::op_name(k.c.op))
+                             .layout(layout_name(k.c.layout))
+                             .style(style_name(k.c.style))
+                             .dtype(k.dtype)
+                             .shape(k.shape);
+    add_manual_run(name, [k](benchmark::State& st) { run_case(st, k); });
+  };
+  for (const Shape& shape : {l2, dram})
+    for (EwOp op : {EwOp::Add, EwOp::Mul, EwOp::Relu})
+      for (const EwCase& c : cases::elementwise_cases({op})) {
+        if (c.style == Style::OutofplaceSystem && c.layout != Layout::Contiguous && !full()) continue;
+        add_case({c, shape});
       }
-    }
-  }
   // bfloat16: the float32 rows' twins on contiguous and transposed inputs, out= and in place
   for (const Shape& shape : {l2, dram})
-    for (Op op : {Op::Add, Op::Relu})
+    for (EwOp op : {EwOp::Add, EwOp::Relu})
       for (Layout l : {Layout::Contiguous, Layout::Transposed})
-        for (Style s : {Style::Inplace, Style::Out}) {
-          const Case c{op, s, l, shape, DType::BFloat16};
-          const RunName name = gpu_name()
-                                   .op(op_name(op))
-                                   .layout(layout_name(l))
-                                   .style(style_name(s))
-                                   .dtype(DType::BFloat16)
-                                   .shape(shape);
-          add_manual_run(name, [c](benchmark::State& st) { run_case(st, c); });
-        }
+        for (Style s : {Style::Inplace, Style::Out}) add_case({{op, l, s}, shape, DType::BFloat16});
 }
 
 }  // namespace sb::bench

@@ -24,6 +24,16 @@ const char* layout_name(Layout l) {
   return "?";
 }
 
+const char* style_name(Style s) {
+  switch (s) {
+    case Style::Inplace: return "inplace";
+    case Style::Out: return "out";
+    case Style::Outofplace: return "outofplace";
+    case Style::OutofplaceSystem: return "outofplace_system";
+  }
+  return "?";
+}
+
 std::string Placement::describe() const {
   std::ostringstream os;
   auto list = [&](const char* what, const std::vector<int64_t>& v) {

@@ -1,6 +1,7 @@
-// cases/layout.h — the one layout builder of the tests, the differential test and the
-// benchmarks: a named layout (docs/BENCHMARKS.md's `layout` values) or a random one is a
-// Placement, and one chain of view ops turns a buffer into the view it describes.
+// cases/layout.h — the run names' layouts and styles, and the one layout builder of the
+// tests, the differential test and the benchmarks: a named layout (docs/BENCHMARKS.md's
+// `layout` values) or a random one is a Placement, and one chain of view ops turns a
+// buffer into the view it describes.
 //
 // Note [One layout builder]
 // A Placement says, for each logical dim, its place in the storage order (order[0]
@@ -39,6 +40,11 @@ namespace sb::cases {
 // subset it measures.
 enum class Layout { Contiguous, Transposed, Sliced, Expanded, ChannelsLast, ColumnMajor, ContiguousFirst, Offset };
 const char* layout_name(Layout l);  // "contiguous", "channels_last", ...
+// The `style` values: a.add_(b), add_out(out, a, b), add(a, b), and add(a, b) through
+// the system allocator (CPU: aligned_alloc and free; GPU: cudaMalloc and cudaFree).
+enum class Style { Inplace, Out, Outofplace, OutofplaceSystem };
+inline constexpr Style kStyles[] = {Style::Inplace, Style::Out, Style::Outofplace, Style::OutofplaceSystem};
+const char* style_name(Style s);  // "inplace", "out", "outofplace", "outofplace_system"
 
 struct Placement {
   std::vector<int64_t> order;  // storage position j holds logical dim order[j]

@@ -15,6 +15,7 @@
 #include "stridebench/cpu_features.h"
 #include "stridebench/parallel.h"
 #include "copy/copy.h"
+#include "cases/elementwise.h"
 #include "elementwise_util.h"
 #include "test_util.h"
 
@@ -27,6 +28,7 @@ namespace {
 
 using test::all_close;
 using test::Layout;
+using cases::Style;
 
 const std::vector<BinaryOp> kBinaryOps = {BinaryOp::Add,     BinaryOp::Sub,    BinaryOp::Mul,
                                           BinaryOp::Div,     BinaryOp::Maximum, BinaryOp::Minimum};
@@ -1100,6 +1102,74 @@ TEST_P(ElementwiseOnDevice, UnaryEveryOpDtypeLayout) {
           EXPECT_TRUE(all_close(out, ref, test::default_atol(dt), test::default_rtol(dt)))
               << static_cast<int>(op) << " " << dt << " " << test::layout_name(l) << " " << test::shape_str(s);
         }
+      }
+    }
+  }
+}
+
+// The family's case table (Note [Case tables] in cases/elementwise.h): every op, layout
+// and style the benchmarks time, with their operands and calls, on small odd NCHW
+// shapes, every dtype the op takes, on every device; outs poisoned first, results
+// against float64 loops over the operands' own values (read back by plain loops). The
+// out-of-place style through the system allocator runs under it (CPU: aligned_alloc;
+// CUDA: cudaMalloc).
+TEST_P(ElementwiseOnDevice, EveryCaseOfTheTable) {
+  using cases::EwOp;
+  const Device dev = GetParam();
+  SB_SKIP_WITHOUT_DEVICE(dev);
+  const std::vector<Shape> shapes = {{2, 3, 5, 7}, {1, 4, 3, 9}, {3, 2, 1, 17}, {2, 5, 4, 4}, {0, 3, 2, 2}};
+  uint64_t seed = 1;
+  for (const cases::EwCase& c :
+       cases::elementwise_cases({EwOp::Add, EwOp::Mul, EwOp::Relu, EwOp::Normalize, EwOp::Loop})) {
+    for (DType dt : test::kMathTypes) {
+      if (c.op == EwOp::Normalize && !is_floating(dt)) continue;
+      const bool fp = is_floating(dt);
+      for (const Shape& s : shapes) {
+        const std::string what = std::string(cases::op_name(c.op)) + " " + layout_name(c.layout) + " " +
+                                 cases::style_name(c.style) + " " + dtype_name(dt) + " " + test::shape_str(s);
+        cases::EwOperands t = cases::ew_operands(c, [&](Layout l, char) {
+          return test::on_device(dev, test::random_values(s, seed++, dt, fp ? -2 : -100, fp ? 2 : 100), s, dt, l);
+        });
+        for (Tensor* o : {&t.out, &t.t1, &t.t2})
+          if (o->defined()) test::poison(*o);
+        const std::vector<double> va = test::naive_values(c.style == Style::Inplace ? t.target : t.a);
+        const std::vector<double> vb = cases::is_binary(c.op) ? test::naive_values(t.b) : std::vector<double>();
+        std::vector<double> ref(va.size());
+        auto binary_ref = [&](BinaryOp op, const std::vector<double>& x) {
+          std::vector<double> r(x.size());
+          for (size_t i = 0; i < r.size(); ++i) r[i] = test::ref_binary(op, x[i], vb[i]);
+          return test::stored(round_to(r, dt), s, dt);  // what the dtype holds
+        };
+        switch (c.op) {
+          case EwOp::Add: ref = binary_ref(BinaryOp::Add, va); break;
+          case EwOp::Mul: ref = binary_ref(BinaryOp::Mul, va); break;
+          case EwOp::Relu:
+            for (size_t i = 0; i < ref.size(); ++i) ref[i] = test::ref_unary(UnaryOp::Relu, va[i]);
+            break;
+          case EwOp::Normalize: ref = ref_normalize(from_vector(va, s), 3, 1e-5); break;
+          case EwOp::Loop: {  // relu(add(mul(a, b), b)), each step stored in the dtype
+            ref = binary_ref(BinaryOp::Add, binary_ref(BinaryOp::Mul, va));
+            for (double& x : ref) x = test::ref_unary(UnaryOp::Relu, x);
+            break;
+          }
+        }
+        const bool norm = c.op == EwOp::Normalize;  // (x - mean) in float: error grows with 1 / std
+        const double at = norm ? by_dtype(dt, 1e-10, 1e-4, 1e-2) : atol(dt);
+        const double rt = norm ? by_dtype(dt, 1e-10, 1e-5, 4e-3) : rtol(dt);
+        std::optional<CpuAllocatorGuard> system;
+#ifdef SB_WITH_CUDA
+        std::optional<cuda::AllocatorGuard> direct;
+#endif
+        if (c.style == Style::OutofplaceSystem) {
+          if (dev.is_cpu()) system.emplace(AllocatorKind::System);
+#ifdef SB_WITH_CUDA
+          else direct.emplace(cuda::CudaAllocatorKind::Direct);
+#endif
+        }
+        const Tensor y = cases::ew_call(c, t);
+        ASSERT_EQ(y.sizes(), s) << what;
+        EXPECT_EQ(y.device(), dev) << what;
+        EXPECT_TRUE(all_close(y, ref, at, rt)) << what;
       }
     }
   }

@@ -21,34 +21,6 @@ using test::all_close;
 using test::Layout;
 using namespace ewtest;
 
-// Population mean/variance along dim, in float64. inv_sd: each element's 1 / sqrt(var + eps).
-std::vector<double> ref_normalize(const Tensor& xv, int64_t dim, double eps, std::vector<double>* inv_sd = nullptr) {
-  const std::vector<double> x = xv.to_vector();
-  std::vector<double> r(x.size());
-  if (inv_sd) inv_sd->assign(x.size(), 1 / std::sqrt(eps));
-  const Shape& sz = xv.sizes();
-  if (sz.empty()) return std::vector<double>(x.size(), 0.0);
-  int64_t inner = 1;
-  for (size_t d = static_cast<size_t>(dim) + 1; d < sz.size(); ++d) inner *= sz[d];
-  const int64_t n = sz[dim], outer = n * inner != 0 ? static_cast<int64_t>(x.size()) / (n * inner) : 0;
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t in = 0; in < inner; ++in) {
-      // mean = x0 + sum(x - x0) / n: exact for a constant row (the Expanded layout's values have
-      // some), whose output (x - m) / sqrt(eps) would otherwise be the reference's own
-      // rounding error times 316
-      const double x0 = x[o * n * inner + in];
-      double m = 0, v = 0;
-      for (int64_t i = 0; i < n; ++i) m += x[(o * n + i) * inner + in] - x0;
-      m = x0 + m / static_cast<double>(n);
-      for (int64_t i = 0; i < n; ++i) v += (x[(o * n + i) * inner + in] - m) * (x[(o * n + i) * inner + in] - m);
-      v /= static_cast<double>(n);
-      for (int64_t i = 0; i < n; ++i) r[(o * n + i) * inner + in] = (x[(o * n + i) * inner + in] - m) / std::sqrt(v + eps);
-      if (inv_sd)
-        for (int64_t i = 0; i < n; ++i) (*inv_sd)[(o * n + i) * inner + in] = 1 / std::sqrt(v + eps);
-    }
-  return r;
-}
-
 // Issue #45, Deliver 4: normalize along the last dim, on every path a row can take
 // (Note [Short normalize rows] with Note [One statistics pass]'s guard, Note [Fused
 // normalize groups], Note [Normalize rows in address order] for x beyond the streaming
