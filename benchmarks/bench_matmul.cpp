@@ -6,8 +6,9 @@
 //
 // shape key: MxKxN (A [M, K] x B [K, N] -> C [M, N]); square 1024 in quick, plus 256 and
 //   2048 in full, 64 in smoke.
-// layouts (`layout` names the non-contiguous operand, always A; B is contiguous except
-//   in column_major):
+// layouts, styles, operands and calls: the case table's (cases/matmul.h), which
+//   MatmulOnDevice runs too (`layout` names the non-contiguous operand, always A; B is
+//   contiguous except in column_major):
 //   contiguous        A, B row-major
 //   transposed        A a .t() view of a row-major [K, M] buffer
 //   sliced            A every other row of a row-major [2M, K] buffer (a stepped slice)
@@ -32,6 +33,7 @@
 #include <memory>
 
 #include "bench_common.h"
+#include "cases/matmul.h"
 #include "stridebench/matmul.h"
 #include "stridebench/quant.h"  // relative_error
 
@@ -55,20 +57,16 @@ struct Case {
   std::shared_ptr<bool> checked = std::make_shared<bool>(false);  // openblas result checked once
 };
 
-// A in the case's layout (pooled per n, dtype and layout; contiguous_first shares transposed's).
-Tensor operand_a(Layout l, int64_t n, DType dt) {
-  const std::string k = "a" + std::to_string(n) + RunName::dtype_key(dt) + "/";
-  const char* storage = l == Layout::Contiguous ? "rm" : l == Layout::Sliced ? "sl" : "cm";
-  const uint64_t seed = l == Layout::Contiguous ? 31 : l == Layout::Sliced ? 33 : 32;
-  // sliced: rows 2K apart (an lda OpenBLAS takes); the others as named
-  return in_layout(l == Layout::ContiguousFirst ? Layout::Transposed : l, {n, n},
-                   [&](const Shape& s) { return pooled(k + storage, [&] { return random_tensor(s, seed, dt); }); }, 0);
-}
-Tensor operand_b(Layout l, int64_t n, DType dt) {
-  const std::string k = "b" + std::to_string(n) + RunName::dtype_key(dt) + "/";
-  const bool cm = l == Layout::ColumnMajor;
-  return in_layout(cm ? l : Layout::Contiguous, {n, n},
-                   [&](const Shape& s) { return pooled(k + (cm ? "cm" : "rm"), [&] { return random_tensor(s, cm ? 34 : 35, dt); }); });
+// The table's operands (cases::mm_operands), pooled per n, dtype and placement
+// (contiguous_first shares transposed's A).
+cases::MmOperands operands(const Case& c) {
+  const std::string k = std::to_string(c.n) + RunName::dtype_key(c.dtype) + "/";
+  return cases::mm_operands({c.layout, c.style}, c.n, c.n, c.n, [&](const cases::Placement& p, const Shape& sizes, char role) {
+    const Tensor& storage = pooled(k + role + p.describe(), [&] {
+      return random_tensor(cases::storage_sizes(sizes, p), role == 'a' ? 31 : 35, c.dtype);
+    });
+    return cases::view_in(storage, sizes, p);
+  });
 }
 
 #ifdef SB_HAVE_OPENBLAS
@@ -106,12 +104,10 @@ void run_case(benchmark::State& st, const Case& c) {
   openblas_set_num_threads(c.threads);
 #endif
   const int64_t n = c.n;
-  const Tensor a = operand_a(c.layout, n, c.dtype);
-  const Tensor b = operand_b(c.layout, n, c.dtype);
-  Tensor out;
-  if (c.style == Style::Out)  // NaN-filled: the openblas check below fails if a call skips an element
-    out = c.layout == Layout::ColumnMajor ? sb::full({n, n}, std::nan(""), c.dtype).t()
-                                          : sb::full({n, n}, std::nan(""), c.dtype);
+  cases::MmOperands t = operands(c);
+  const Tensor &a = t.a, &b = t.b;
+  Tensor& out = t.out;
+  if (c.style == Style::Out) out.fill_(std::nan(""));  // the openblas check below fails if a call skips an element
   const bool first = c.layout == Layout::ContiguousFirst;
   auto call = [&]() {
     if (c.openblas) {
@@ -120,12 +116,8 @@ void run_case(benchmark::State& st, const Case& c) {
 #endif
       return;
     }
-    if (c.style == Style::Out) {
-      matmul_out(out, first ? a.contiguous() : a, b);
-    } else {
-      Tensor y = matmul(first ? a.contiguous() : a, b);
-      benchmark::DoNotOptimize(y);
-    }
+    Tensor y = cases::mm_call({c.layout, c.style}, t);
+    benchmark::DoNotOptimize(y);
   };
 
   std::optional<CpuAllocatorGuard> system;
@@ -166,15 +158,12 @@ void add_case(const Case& c) {
 void register_family() {
   const std::vector<int64_t> sizes =
       smoke() ? std::vector<int64_t>{64} : full() ? std::vector<int64_t>{256, 1024, 2048} : std::vector<int64_t>{1024};
-  const std::vector<Layout> layouts = {Layout::Contiguous, Layout::Transposed, Layout::Sliced, Layout::ColumnMajor,
-                                       Layout::ContiguousFirst};
   for (int64_t n : sizes)
     for (int t : thread_counts())
-      for (Layout l : layouts)
-        for (Style s : {Style::Out, Style::Outofplace, Style::OutofplaceSystem}) {
-          if (s == Style::OutofplaceSystem && l != Layout::Contiguous && !full()) continue;
-          add_case({l, s, n, t});
-        }
+      for (const cases::MmCase& m : cases::matmul_cases()) {
+        if (m.style == Style::OutofplaceSystem && m.layout != Layout::Contiguous && !full()) continue;
+        add_case({m.layout, m.style, n, t});
+      }
   // bfloat16 (issue goals: 1024^3 and 2048^3, 1 and 2 threads), after the float32 rows
   for (int64_t n : smoke() ? std::vector<int64_t>{64} : std::vector<int64_t>{1024, 2048})
     for (int t : thread_counts())

@@ -1,7 +1,8 @@
 // bench_matmul_cuda.cpp — matmul on cuda:0 through cuBLAS by operand layout and style
 // (CLAIMS.md L1 and S2 on the GPU).
 //
-// A [M, K] @ B [K, N], shape key MxKxN; the layouts of bench_matmul.cpp (and the peers'):
+// A [M, K] @ B [K, N], shape key MxKxN; the case table of bench_matmul.cpp
+// (cases/matmul.h, run by MatmulOnDevice too) and the peers' layouts:
 // `layout` names the non-contiguous operand, always A; B is contiguous except in
 // column_major:
 //   contiguous        A, B row-major
@@ -28,6 +29,7 @@
 //   dtype: docs/notes/cuda.md, Ceilings).
 #include <optional>
 
+#include "cases/matmul.h"
 #include "cuda_bench_common.h"
 #include "stridebench/matmul.h"
 
@@ -45,35 +47,27 @@ struct Case {
   int64_t m;    // M = N = K
 };
 
-// A [rows, cols] operand on cuda:0: A (`right` false) or B in layout l.
-Tensor operand(Layout l, int64_t rows, int64_t cols, DType dt, bool right, uint64_t seed) {
-  const Device g = Device::cuda(0);
-  auto rnd = [&](const Shape& s) { return random_tensor(s, seed, dt).to(g); };
-  if (right) return in_layout(l == Layout::ColumnMajor ? l : Layout::Contiguous, {rows, cols}, rnd);
-  // sliced: rows 2K apart; contiguous_first: transposed's A
-  return in_layout(l == Layout::ContiguousFirst ? Layout::Transposed : l, {rows, cols}, rnd, 0);
+// The table's operands (cases::mm_operands) on cuda:0, pooled per placement
+// (contiguous_first shares transposed's A).
+cases::MmOperands operands(const Case& c) {
+  return cases::mm_operands({c.layout, c.style}, c.m, c.m, c.m, [&](const cases::Placement& p, const Shape& sizes, char role) {
+    const Tensor& storage = pooled(std::string("cuda/") + role + p.describe(), [&] {
+      return random_tensor(cases::storage_sizes(sizes, p), role == 'a' ? 41 : 42, c.dtype).to(Device::cuda(0));
+    });
+    return cases::view_in(storage, sizes, p);
+  });
 }
 
 void run_case(benchmark::State& st, const Case& c) {
   SB_REQUIRE_DEVICE(st);
   pool_scope("cuda/" + std::to_string(c.m) + RunName::dtype_key(c.dtype));
   const int64_t M = c.m, N = c.m, K = c.m;
-  const Layout source = c.layout == Layout::ContiguousFirst ? Layout::Transposed : c.layout;  // the same A
-  const std::string key = std::string("cuda/") + layout_name(source);
-  const Tensor& a = pooled(key + "/a", [&] { return operand(c.layout, M, K, c.dtype, false, 41); });
-  const Tensor& b = pooled(key + "/b", [&] { return operand(c.layout, K, N, c.dtype, true, 42); });
-  Tensor out;  // column_major: a column-major C, as a Fortran-order caller's
-  if (c.style == Style::Out && c.layout == Layout::ColumnMajor) out = empty({N, M}, c.dtype, Device::cuda(0)).t();
-  else if (c.style == Style::Out) out = empty({M, N}, c.dtype, Device::cuda(0));
+  cases::MmOperands t = operands(c);
+  const Tensor &a = t.a, &b = t.b;
   const bool first = c.layout == Layout::ContiguousFirst;
   auto call = [&] {
-    const Tensor x = first ? a.contiguous() : a;
-    if (c.style == Style::Out) {
-      matmul_out(out, x, b);
-    } else {
-      Tensor r = matmul(x, b);
-      benchmark::DoNotOptimize(r);
-    }
+    Tensor r = cases::mm_call({c.layout, c.style}, t);
+    benchmark::DoNotOptimize(r);
   };
   struct Tf32Scope {  // restores the TF32 setting however the run ends
     bool prev = cuda::allow_tf32();
@@ -101,8 +95,6 @@ void register_family() {
   const std::vector<int64_t> sizes = smoke() ? std::vector<int64_t>{64}
                                      : full() ? std::vector<int64_t>{1024, 4096, 8192}
                                               : std::vector<int64_t>{1024, 4096};
-  const Layout layouts[] = {Layout::Contiguous, Layout::Transposed, Layout::Sliced, Layout::ColumnMajor,
-                            Layout::ContiguousFirst};
   struct Type {
     DType dtype;
     bool tf32;
@@ -112,18 +104,16 @@ void register_family() {
                         {DType::BFloat16, false, "bf16"}};
   for (int64_t m : sizes) {
     for (const Type& t : types) {
-      for (Layout l : layouts) {
-        for (Style style : {Style::Out, Style::Outofplace, Style::OutofplaceSystem}) {
-          if (style == Style::OutofplaceSystem && l != Layout::Contiguous) continue;
-          const Case c{l, style, t.dtype, t.tf32, m};
-          const RunName name = gpu_name()
-                                   .op("matmul")
-                                   .layout(layout_name(l))
-                                   .style(style_name(style))
-                                   .set("dtype", t.key)
-                                   .shape({m, m, m});
-          add_manual_run(name, [c](benchmark::State& st) { run_case(st, c); });
-        }
+      for (const cases::MmCase& mc : cases::matmul_cases()) {
+        if (mc.style == Style::OutofplaceSystem && mc.layout != Layout::Contiguous) continue;
+        const Case c{mc.layout, mc.style, t.dtype, t.tf32, m};
+        const RunName name = gpu_name()
+                                 .op("matmul")
+                                 .layout(layout_name(mc.layout))
+                                 .style(style_name(mc.style))
+                                 .set("dtype", t.key)
+                                 .shape({m, m, m});
+        add_manual_run(name, [c](benchmark::State& st) { run_case(st, c); });
       }
     }
   }

@@ -9,6 +9,7 @@
 #include "stridebench/parallel.h"
 #include "core/test_hooks.h"
 #include "matmul/gemm_impl.h"
+#include "cases/matmul.h"
 #include "test_util.h"
 
 #ifdef SB_WITH_CUDA
@@ -20,6 +21,7 @@ namespace {
 
 using test::all_close;
 using test::Layout;
+using cases::Style;
 
 // float64 reference of a @ b with batch broadcasting, row-major over the result.
 std::vector<double> ref_matmul(const Tensor& a, const Tensor& b) {
@@ -544,6 +546,71 @@ TEST_P(MatmulOnDevice, OutsOfEveryNonOverlappingLayoutAndEmptyProducts) {
       matmul_out(out, ea, eb);
       EXPECT_TRUE(all_close(out, std::vector<double>(static_cast<size_t>(out.numel()), 0.0), 0, 0))
           << dt << " out= " << ::testing::PrintToString(e.so);
+    }
+  }
+}
+
+// The family's case table (Note [Case tables], cases/matmul.h): every layout and style
+// the benchmarks time, with their operands and calls, on small odd shapes (empty ones
+// included), every dtype each device takes (tf32 on CUDA), outs poisoned. Each element
+// is held to a bound of its own: the float64 sum of |a_ik b_kj| times the rounding of
+// the dtype's inputs, its float32 (or float64) accumulation over K, and its output.
+TEST_P(MatmulOnDevice, EveryCaseOfTheTable) {
+  const Device dev = GetParam();
+  SB_SKIP_WITHOUT_DEVICE(dev);
+  struct Type {
+    DType dt;
+    bool tf32;
+  };
+  std::vector<Type> types = {{DType::Float32, false}, {DType::Float64, false}, {DType::BFloat16, false}};
+  if (dev.is_cuda()) types.insert(types.end(), {{DType::Float32, true}, {DType::Float16, false}});
+  const Shape mkn[] = {{5, 7, 3}, {17, 33, 9}, {1, 64, 1}, {8, 1, 6}, {0, 3, 4}, {4, 0, 5}, {3, 5, 0}};
+  uint64_t seed = 1;
+  for (const cases::MmCase& c : cases::matmul_cases()) {
+    for (const Type& ty : types) {
+      for (const Shape& s : mkn) {
+        const int64_t M = s[0], K = s[1], N = s[2];
+        const std::string what = std::string(layout_name(c.layout)) + " " + cases::style_name(c.style) + " " +
+                                 dtype_name(ty.dt) + (ty.tf32 ? " (tf32)" : "") + " " + test::shape_str(s);
+        cases::MmOperands t = cases::mm_operands(c, M, K, N, [&](const cases::Placement& p, const Shape& sz, char) {
+          return test::with_placement(test::host_tensor(test::random_values(sz, seed++, ty.dt, -1, 1), sz, ty.dt).to(dev), p);
+        });
+        if (t.out.defined()) test::poison(t.out);
+        const std::vector<double> va = test::naive_values(t.a), vb = test::naive_values(t.b);
+        std::vector<double> ref(static_cast<size_t>(M * N)), bound(ref.size());
+        for (int64_t i = 0; i < M; ++i)
+          for (int64_t j = 0; j < N; ++j) {
+            double r = 0, m = 0;
+            for (int64_t k = 0; k < K; ++k) r += va[i * K + k] * vb[k * N + j], m += std::fabs(va[i * K + k] * vb[k * N + j]);
+            ref[i * N + j] = r;
+            bound[i * N + j] = m;
+          }
+        // relative error of the inputs' rounding, the accumulation and the output's rounding
+        const double acc = (ty.dt == DType::Float64 ? 0x1p-52 : 0x1p-24) * static_cast<double>(K + 2);
+        const double in = ty.tf32 ? 0x1p-10 : 0.0;
+        const double outr = ty.dt == DType::BFloat16 ? 0x1p-8 : ty.dt == DType::Float16 ? 0x1p-11 : 0.0;
+        std::vector<double> atol(bound.size());
+        for (size_t i = 0; i < atol.size(); ++i) atol[i] = 2 * (acc + in + outr) * bound[i];
+        std::optional<CpuAllocatorGuard> system;
+#ifdef SB_WITH_CUDA
+        std::optional<cuda::AllocatorGuard> direct;
+        const bool tf32_was = dev.is_cuda() && cuda::allow_tf32();
+        if (dev.is_cuda()) cuda::set_allow_tf32(ty.tf32);
+#endif
+        if (c.style == Style::OutofplaceSystem) {
+          if (dev.is_cpu()) system.emplace(AllocatorKind::System);
+#ifdef SB_WITH_CUDA
+          else direct.emplace(cuda::CudaAllocatorKind::Direct);
+#endif
+        }
+        const Tensor y = cases::mm_call(c, t);
+#ifdef SB_WITH_CUDA
+        if (dev.is_cuda()) cuda::set_allow_tf32(tf32_was);
+#endif
+        ASSERT_EQ(y.sizes(), Shape({M, N})) << what;
+        EXPECT_EQ(y.device(), dev) << what;
+        EXPECT_TRUE(all_close(y, ref, atol, 0)) << what;
+      }
     }
   }
 }

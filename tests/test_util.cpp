@@ -19,9 +19,13 @@ std::vector<Layout> all_layouts() {
 }
 
 Tensor with_layout(const Tensor& values, Layout layout) {
-  const Shape& sz = values.sizes();
-  cases::Placement p = cases::placement(layout, sz);
+  cases::Placement p = cases::placement(layout, values.sizes());
   if (layout == Layout::Sliced) p.offset = 1;
+  return with_placement(values, p);
+}
+
+Tensor with_placement(const Tensor& values, const cases::Placement& p) {
+  const Shape& sz = values.sizes();
   const cases::Placed placed = cases::place(sz, p, values.dtype(), values.device());
   poison(placed.buffer);
   // write through the view narrowed to one index along each broadcast dim

@@ -30,6 +30,9 @@ std::vector<Layout> all_layouts();  // contiguous, transposed, sliced, expanded,
 // `values`. Sliced starts one element into its buffer here (a misaligned strided start;
 // the benchmarks' sliced starts at 0).
 Tensor with_layout(const Tensor& values, Layout layout);
+// values (broadcast dims: their first index) in placement p, on values' device, in a
+// poisoned buffer of its own: with_layout's builder.
+Tensor with_placement(const Tensor& values, const cases::Placement& p);
 // The logical values that with_layout(values, layout) holds, row-major, from plain
 // loops over v (values row-major, `sizes` theirs): for Expanded, values' first index
 // along each broadcast dim; for every other layout, v itself. References are computed
