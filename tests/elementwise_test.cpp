@@ -1156,16 +1156,7 @@ TEST_P(ElementwiseOnDevice, EveryCaseOfTheTable) {
         const bool norm = c.op == EwOp::Normalize;  // (x - mean) in float: error grows with 1 / std
         const double at = norm ? by_dtype(dt, 1e-10, 1e-4, 1e-2) : atol(dt);
         const double rt = norm ? by_dtype(dt, 1e-10, 1e-5, 4e-3) : rtol(dt);
-        std::optional<CpuAllocatorGuard> system;
-#ifdef SB_WITH_CUDA
-        std::optional<cuda::AllocatorGuard> direct;
-#endif
-        if (c.style == Style::OutofplaceSystem) {
-          if (dev.is_cpu()) system.emplace(AllocatorKind::System);
-#ifdef SB_WITH_CUDA
-          else direct.emplace(cuda::CudaAllocatorKind::Direct);
-#endif
-        }
+        const test::SystemAllocatorScope system(dev, c.style == Style::OutofplaceSystem);
         const Tensor y = cases::ew_call(c, t);
         ASSERT_EQ(y.sizes(), s) << what;
         EXPECT_EQ(y.device(), dev) << what;

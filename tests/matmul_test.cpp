@@ -591,18 +591,11 @@ TEST_P(MatmulOnDevice, EveryCaseOfTheTable) {
         const double outr = ty.dt == DType::BFloat16 ? 0x1p-8 : ty.dt == DType::Float16 ? 0x1p-11 : 0.0;
         std::vector<double> atol(bound.size());
         for (size_t i = 0; i < atol.size(); ++i) atol[i] = 2 * (acc + in + outr) * bound[i];
-        std::optional<CpuAllocatorGuard> system;
 #ifdef SB_WITH_CUDA
-        std::optional<cuda::AllocatorGuard> direct;
         const bool tf32_was = dev.is_cuda() && cuda::allow_tf32();
         if (dev.is_cuda()) cuda::set_allow_tf32(ty.tf32);
 #endif
-        if (c.style == Style::OutofplaceSystem) {
-          if (dev.is_cpu()) system.emplace(AllocatorKind::System);
-#ifdef SB_WITH_CUDA
-          else direct.emplace(cuda::CudaAllocatorKind::Direct);
-#endif
-        }
+        const test::SystemAllocatorScope system(dev, c.style == Style::OutofplaceSystem);
         const Tensor y = cases::mm_call(c, t);
 #ifdef SB_WITH_CUDA
         if (dev.is_cuda()) cuda::set_allow_tf32(tf32_was);

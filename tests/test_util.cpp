@@ -134,6 +134,28 @@ class FakeCudaAllocator : public Allocator {
 };
 }  // namespace
 
+SystemAllocatorScope::SystemAllocatorScope(Device dev, bool on) : dev_(dev), on_(on) {
+  if (!on_) return;
+  if (dev_.is_cpu()) {
+    prev_ = static_cast<int>(cpu_allocator_kind());
+    set_cpu_allocator(AllocatorKind::System);
+  }
+#ifdef SB_WITH_CUDA
+  else {
+    prev_ = static_cast<int>(cuda::allocator_kind());
+    cuda::set_allocator(cuda::CudaAllocatorKind::Direct);
+  }
+#endif
+}
+
+SystemAllocatorScope::~SystemAllocatorScope() {
+  if (!on_) return;
+  if (dev_.is_cpu()) set_cpu_allocator(static_cast<AllocatorKind>(prev_));
+#ifdef SB_WITH_CUDA
+  else cuda::set_allocator(static_cast<cuda::CudaAllocatorKind>(prev_));
+#endif
+}
+
 void expect_msg(const std::function<void()>& f, const std::string& part) {
   try {
     f();

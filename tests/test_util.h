@@ -104,6 +104,21 @@ inline std::vector<Modes> all_kernel_modes() {
                           {1, SimdLevel::Scalar}, {2, SimdLevel::Scalar}});
 }
 
+// The system allocator of dev for one scope when `on` (CPU: aligned_alloc and free;
+// CUDA: cudaMalloc and cudaFree), the one the outofplace_system style runs under.
+class SystemAllocatorScope {
+ public:
+  SystemAllocatorScope(Device dev, bool on);
+  ~SystemAllocatorScope();
+  SystemAllocatorScope(const SystemAllocatorScope&) = delete;
+  SystemAllocatorScope& operator=(const SystemAllocatorScope&) = delete;
+
+ private:
+  Device dev_;
+  bool on_;
+  int prev_ = 0;  // the allocator kind it replaced
+};
+
 // f() must throw sb::Error whose message contains `part` (a non-fatal failure otherwise).
 void expect_msg(const std::function<void()>& f, const std::string& part);
 
