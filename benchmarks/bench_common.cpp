@@ -34,28 +34,15 @@ Tensor in_layout(Layout l, const Shape& sizes, const std::function<Tensor(const 
   return cases::view_in(fill(cases::storage_sizes(sizes, p)), sizes, p);
 }
 
-std::vector<CopyCase> copy_cases(const std::vector<int64_t>& squares, const InputFn& input, const std::string& pool_prefix) {
-  std::vector<CopyCase> cases;
-  for (int64_t n : squares) {
-    cases.push_back({"contiguous", "transposed", {n, n}, [n, input] { return input({n, n}, 11).t(); },
-                     [](const Tensor& x) { return x.contiguous(); }});
-    cases.push_back({"contiguous", "contiguous", {n, n}, [n, input] { return input({n, n}, 11); },
-                     [](const Tensor& x) { return x.clone(); }});
-  }
+std::vector<cases::CopyCase> copy_family_cases(const std::vector<int64_t>& squares) {
   const Shape nchw = smoke() ? Shape{2, 8, 6, 6} : Shape{32, 64, 56, 56};
-  cases.push_back({"nchw_to_nhwc", "contiguous", nchw, [nchw, input] { return input(nchw, 12); },
-                   [](const Tensor& x) { return x.contiguous(MemoryFormat::ChannelsLast); }});
   const Shape conv_in = smoke() ? Shape{1, 8, 8, 8} : Shape{8, 64, 56, 56};
-  cases.push_back({"nchw_to_nhwc", "contiguous", conv_in, [conv_in, input] { return input(conv_in, 14); },
-                   [](const Tensor& x) { return x.contiguous(MemoryFormat::ChannelsLast); }});
-  cases.push_back({"contiguous", "channels_last", nchw,
-                   [nchw, input, pool_prefix] {
-                     return pooled(pool_prefix + "cl", [&] { return input(nchw, 12).contiguous(MemoryFormat::ChannelsLast); });
-                   },
-                   [](const Tensor& x) { return x.contiguous(); }});
-  cases.push_back({"contiguous", "contiguous", nchw, [nchw, input] { return input(nchw, 12); },
-                   [](const Tensor& x) { return x.clone(); }});
-  return cases;
+  return cases::copy_cases(squares, {nchw, conv_in}, nchw);
+}
+
+Tensor copy_source(const cases::CopyCase& c, const std::function<const Tensor&(const Shape&)>& input) {
+  const cases::Placement p = cases::copy_placement(c);
+  return cases::view_in(input(cases::storage_sizes(c.shape, p)), c.shape, p);
 }
 
 

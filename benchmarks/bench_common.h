@@ -33,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "cases/copy.h"
 #include "cases/layout.h"
 #include "stridebench/allocator.h"
 #include "stridebench/dtype.h"
@@ -81,20 +82,14 @@ using cases::style_name;
 // takes its step in `sliced_dim` (the last by default; matmul's A slices its rows).
 Tensor in_layout(Layout l, const Shape& sizes, const std::function<Tensor(const Shape&)>& fill, int64_t sliced_dim = -1);
 
-// The copy family's cases, one list for CPU and GPU: for each n in `squares`,
+// The copy family's cases for CPU and GPU (cases/copy.h): for each n in `squares`,
 // contiguous() of a transposed n x n and clone() of it; NCHW->NHWC at the family's NCHW
 // shape and at bench_conv's input (the Channels-last table's break-even); contiguous()
-// of a channels-last NCHW tensor and clone() of the NCHW one. input(sizes, seed) makes
-// the device's (pooled) tensors; `pool_prefix` keeps the devices' pooled copies apart.
-struct CopyCase {
-  const char* op;
-  const char* layout;
-  Shape shape;  // the source's logical sizes
-  std::function<Tensor()> source;
-  std::function<Tensor(const Tensor&)> f;
-};
-using InputFn = std::function<const Tensor&(const Shape&, uint64_t)>;
-std::vector<CopyCase> copy_cases(const std::vector<int64_t>& squares, const InputFn& input, const std::string& pool_prefix);
+// of a channels-last NCHW tensor and clone() of the NCHW one.
+std::vector<cases::CopyCase> copy_family_cases(const std::vector<int64_t>& squares);
+// The case's source: input(storage sizes) (the device's pooled random tensor) viewed in
+// the case's placement.
+Tensor copy_source(const cases::CopyCase& c, const std::function<const Tensor&(const Shape&)>& input);
 
 class RunName {
  public:

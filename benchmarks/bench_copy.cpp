@@ -14,7 +14,8 @@
 //                                       tensor, 32x64x56x56
 //   op:permute layout:contiguous        x.permute({2, 0, 1}).contiguous(), 256x256x256
 // `layout` is the source's layout; `shape` its (logical) sizes. Threads 1 and 2. dtypes
-// f32 and bf16 (every case in both).
+// f32 and bf16 (every case in both). The cases are the table's (cases/copy.h), which
+// CopyOnDevice runs too.
 #include "bench_common.h"
 
 namespace sb::bench {
@@ -42,10 +43,8 @@ void run_copy(benchmark::State& st, const Tensor& src, const CopyFn& f, int thre
   set_regime(st, ws, threads);
 }
 
-template <DType DT>
-const Tensor& input(const Shape& s, uint64_t seed) {
-  return pooled("in" + RunName::shape_key(s) + "/" + std::to_string(seed) + RunName::dtype_key(DT),
-                [&] { return random_tensor(s, seed, DT); });
+const Tensor& input(const Shape& s, DType dt) {
+  return pooled("in" + RunName::shape_key(s) + RunName::dtype_key(dt), [&] { return random_tensor(s, 11, dt); });
 }
 
 }  // namespace
@@ -55,14 +54,16 @@ void register_family() {
   const Shape cube = smoke() ? Shape{8, 8, 8} : Shape{256, 256, 256};
   // float32, then bfloat16 (2-byte elements: the same cases, half the bytes)
   for (DType dt : {DType::Float32, DType::BFloat16}) {
-    const InputFn in = dt == DType::Float32 ? InputFn(input<DType::Float32>) : InputFn(input<DType::BFloat16>);
-    std::vector<CopyCase> cases = copy_cases(squares, in, RunName::dtype_key(dt));
-    cases.push_back({"permute", "contiguous", cube, [cube, in] { return in(cube, 13); },
-                     [](const Tensor& x) { return x.permute({2, 0, 1}).contiguous(); }});
+    std::vector<cases::CopyCase> table = copy_family_cases(squares);
+    table.push_back({cases::CopyOp::Permute, Layout::Contiguous, cube});
     for (int t : thread_counts()) {
-      for (const auto& c : cases) {
-        const RunName name = RunName().op(c.op).layout(c.layout).style("copy").dtype(dt).shape(c.shape).threads(t);
-        add_run(name, [c, t](benchmark::State& st) { run_copy(st, c.source(), c.f, t); });
+      for (const cases::CopyCase& c : table) {
+        const RunName name =
+            RunName().op(cases::op_name(c.op)).layout(layout_name(c.layout)).style("copy").dtype(dt).shape(c.shape).threads(t);
+        add_run(name, [c, t, dt](benchmark::State& st) {
+          const Tensor src = copy_source(c, [dt](const Shape& s) -> const Tensor& { return input(s, dt); });
+          run_copy(st, src, [c](const Tensor& x) { return cases::copy_call(c, x); }, t);
+        });
       }
     }
   }

@@ -18,7 +18,8 @@
 //                                       cost beyond its bytes at the DRAM rate
 //                                       (docs/notes/cuda.md), a large share of a 25.7 MB
 //                                       one and a small one here: the kernel's own rate
-// `layout` is the source's layout, `shape` its logical sizes; style copy, f32.
+// `layout` is the source's layout, `shape` its logical sizes; style copy, f32 and bf16. The
+// cases are the table's (cases/copy.h), which CopyOnDevice runs too.
 // Ceiling: baseline d2d_copy (8192^2 transposed moves 512 MiB; docs/notes/cuda.md).
 #include "cuda_bench_common.h"
 
@@ -30,10 +31,9 @@ namespace {
 
 using CopyFn = std::function<Tensor(const Tensor&)>;
 
-template <DType DT>
-const Tensor& input(const Shape& s, uint64_t seed) {
-  return pooled("cuda/" + RunName::shape_key(s) + "/" + std::to_string(seed) + RunName::dtype_key(DT),
-                [&] { return random_tensor(s, seed, DT).to(Device::cuda(0)); });
+const Tensor& input(const Shape& s, DType dt) {
+  return pooled("cuda/" + RunName::shape_key(s) + RunName::dtype_key(dt),
+                [&] { return random_tensor(s, 11, dt).to(Device::cuda(0)); });
 }
 
 void run_copy(benchmark::State& st, const std::function<Tensor()>& source, const CopyFn& f) {
@@ -59,25 +59,18 @@ void run_copy(benchmark::State& st, const std::function<Tensor()>& source, const
 void register_family() {
   // float32, then bfloat16 (the same cases, half the bytes)
   for (DType dt : {DType::Float32, DType::BFloat16}) {
-    const InputFn in = dt == DType::Float32 ? InputFn(input<DType::Float32>) : InputFn(input<DType::BFloat16>);
-    const std::string prefix = "cuda/" + RunName::dtype_key(dt);
-    std::vector<CopyCase> cases =
-        copy_cases(smoke() ? std::vector<int64_t>{64} : std::vector<int64_t>{4096, 8192}, in, prefix);
+    std::vector<cases::CopyCase> table = copy_family_cases(smoke() ? std::vector<int64_t>{64} : std::vector<int64_t>{4096, 8192});
     if (!smoke()) {  // the layout conversions at a DRAM size, where the fixed cost is small
-      const Shape big{64, 256, 56, 56};
-      cases.push_back({"nchw_to_nhwc", "contiguous", big, [big, in] { return in(big, 15); },
-                       [](const Tensor& x) { return x.contiguous(MemoryFormat::ChannelsLast); }});
-      cases.push_back({"contiguous", "channels_last", big,
-                       [big, in, prefix] {
-                         return pooled(prefix + "cl-big", [&] { return in(big, 15).contiguous(MemoryFormat::ChannelsLast); });
-                       },
-                       [](const Tensor& x) { return x.contiguous(); }});
-      cases.push_back({"contiguous", "contiguous", big, [big, in] { return in(big, 15); },
-                       [](const Tensor& x) { return x.clone(); }});
+      const std::vector<cases::CopyCase> big = cases::nchw_cases({64, 256, 56, 56});
+      table.insert(table.end(), big.begin(), big.end());
     }
-    for (const auto& c : cases) {
-      const RunName name = gpu_name().op(c.op).layout(c.layout).style("copy").dtype(dt).shape(c.shape);
-      add_manual_run(name, [c](benchmark::State& st) { run_copy(st, c.source, c.f); });
+    for (const cases::CopyCase& c : table) {
+      const RunName name = gpu_name().op(cases::op_name(c.op)).layout(layout_name(c.layout)).style("copy").dtype(dt).shape(c.shape);
+      add_manual_run(name, [c, dt](benchmark::State& st) {
+        run_copy(
+            st, [&] { return copy_source(c, [dt](const Shape& s) -> const Tensor& { return input(s, dt); }); },
+            [c](const Tensor& x) { return cases::copy_call(c, x); });
+      });
     }
   }
 }

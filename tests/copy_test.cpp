@@ -15,6 +15,7 @@
 #include "core/convert.h"
 #include "stridebench/cpu_features.h"
 #include "stridebench/parallel.h"
+#include "cases/copy.h"
 #include "test_util.h"
 
 #ifdef SB_WITH_CUDA
@@ -587,6 +588,56 @@ TEST_P(CopyOnDevice, FillWritesOnlyTheView) {
     Tensor t = empty({5, 4}, dt, dev).t();
     t.fill_(-2.5);
     EXPECT_TRUE(all_close(t, std::vector<double>(20, is_floating(dt) ? -2.5 : -2.0), 0, 0)) << dt;
+  }
+}
+
+// The family's case table (Note [Case tables], cases/copy.h): every materialization
+// the benchmarks time, at small odd sizes (empty ones included), every dtype, on every
+// device: the same values, dense in the case's format, in storage of its own, and the
+// source's buffer unchanged.
+TEST_P(CopyOnDevice, EveryCaseOfTheTable) {
+  const Device dev = GetParam();
+  SB_SKIP_WITHOUT_DEVICE(dev);
+  const std::vector<cases::CopyCase> table =
+      cases::copy_cases({1, 7, 33, 0}, {{2, 3, 5, 7}, {1, 9, 2, 4}, {3, 0, 2, 2}}, {2, 5, 3, 6}, {{3, 4, 5}, {1, 8, 0}});
+  uint64_t seed = 1;
+  for (const cases::CopyCase& c : table) {
+    for (DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16, DType::Int8, DType::Int32,
+                     DType::Int64}) {
+      const std::string what = std::string(cases::op_name(c.op)) + " " + layout_name(c.layout) + " " +
+                               dtype_name(dt) + " " + test::shape_str(c.shape);
+      const Tensor x = test::with_placement(
+          test::host_tensor(test::random_values(c.shape, seed++, dt, -100, 100), c.shape, dt).to(dev),
+          cases::copy_placement(c));
+      const std::vector<double> vx = test::naive_values(x);
+      auto buffer_bytes = [&] {  // the source's whole buffer, bit for bit
+        const Tensor flat = x.as_strided({static_cast<int64_t>(x.storage()->nbytes() / x.element_size())}, {1}, 0);
+        const Tensor h = flat.to(Device::cpu()).contiguous();
+        const auto* p = static_cast<const unsigned char*>(h.data_ptr());
+        return std::vector<unsigned char>(p, p + h.nbytes());
+      };
+      const std::vector<unsigned char> before = buffer_bytes();
+      const Tensor y = cases::copy_call(c, x);
+      Shape want = c.shape;
+      if (c.op == cases::CopyOp::Permute) want = {c.shape[2], c.shape[0], c.shape[1]};
+      ASSERT_EQ(y.sizes(), want) << what;
+      EXPECT_EQ(y.device(), dev) << what;
+      EXPECT_TRUE(y.is_contiguous(cases::copy_format(c))) << what << ": strides " << test::shape_str(y.strides());
+      // PyTorch's rule: contiguous(format) of a tensor already in it returns the tensor
+      const Tensor view = c.op == cases::CopyOp::Permute ? x.permute({2, 0, 1}) : x;
+      const bool clone = c.op == cases::CopyOp::Contiguous && c.layout == Layout::Contiguous;
+      if (x.numel() > 0)
+        EXPECT_EQ(y.shares_storage_with(x), !clone && view.is_contiguous(cases::copy_format(c))) << what;
+      std::vector<double> ref = vx;
+      if (c.op == cases::CopyOp::Permute) {  // y[k][i][j] = x[i][j][k]
+        const int64_t I = c.shape[0], J = c.shape[1], K = c.shape[2];
+        for (int64_t i = 0; i < I; ++i)
+          for (int64_t j = 0; j < J; ++j)
+            for (int64_t k = 0; k < K; ++k) ref[(k * I + i) * J + j] = vx[(i * J + j) * K + k];
+      }
+      EXPECT_TRUE(all_close(y, ref, 0, 0)) << what;
+      EXPECT_EQ(buffer_bytes(), before) << what << ": the source's buffer changed";
+    }
   }
 }
 
