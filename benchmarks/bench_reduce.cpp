@@ -1,5 +1,7 @@
 // bench_reduce.cpp — reductions by direction and layout (CLAIMS.md L6).
 //
+// The cases (ops, layouts, dims, the call) are the table's (cases/reduce.h), which
+// ReduceOnDevice runs too.
 // ops: sum, mean, max, var (correction 1), out-of-place (the small result through the
 //   caching allocator), over one dim of a 2-D R x C float32 tensor:
 //   dim:inner  reduce dim 1 (along a row of the logical matrix) -> R values
@@ -15,6 +17,7 @@
 //   sum, mean and max (a comparison), 4 for var (the mean, then a subtraction, a
 //   multiplication and an addition), whatever passes a kernel makes.
 #include "bench_common.h"
+#include "cases/reduce.h"
 #include "stridebench/reduce.h"
 
 namespace sb::bench {
@@ -23,55 +26,34 @@ const char* const kFamily = "reduce";
 
 namespace {
 
-enum class Op { Sum, Mean, Max, Var };
-const char* op_name(Op op) {
-  switch (op) {
-    case Op::Sum: return "sum";
-    case Op::Mean: return "mean";
-    case Op::Max: return "max";
-    case Op::Var: return "var";
-  }
-  return "?";
-}
-
 struct Case {
-  Op op;
-  bool column_major;
-  bool inner;
+  cases::ReduceCase c;
   Shape shape;  // logical R x C
   int threads;
   DType dtype = DType::Float32;
 };
 
-const Tensor& input(const Case& c) {
-  const int64_t r = c.shape[0], cols = c.shape[1];
-  return pooled(c.column_major ? "col" : "row", [&] {
-    return in_layout(c.column_major ? Layout::ColumnMajor : Layout::Contiguous, {r, cols},
-                     [&](const Shape& storage) { return random_tensor(storage, 31, c.dtype); });
+const Tensor& input(const Case& k) {
+  const cases::Placement p = cases::reduce_placement(k.c, k.shape);
+  return pooled(layout_name(k.c.layout), [&] {
+    return cases::view_in(random_tensor(cases::storage_sizes(k.shape, p), 31, k.dtype), k.shape, p);
   });
 }
 
-void run_case(benchmark::State& st, const Case& c) {
-  pool_scope(RunName::shape_key(c.shape) + RunName::dtype_key(c.dtype));
-  ThreadScope ts(c.threads);
-  const Tensor& x = input(c);
-  const Shape dims{c.inner ? 1 : 0};
+void run_case(benchmark::State& st, const Case& k) {
+  pool_scope(RunName::shape_key(k.shape) + RunName::dtype_key(k.dtype));
+  ThreadScope ts(k.threads);
+  const Tensor& x = input(k);
   auto call = [&] {
-    Tensor y;
-    switch (c.op) {
-      case Op::Sum: y = sum(x, dims); break;
-      case Op::Mean: y = mean(x, dims); break;
-      case Op::Max: y = max(x, dims); break;
-      case Op::Var: y = var(x, dims); break;
-    }
+    Tensor y = cases::reduce_call(k.c, x);
     benchmark::DoNotOptimize(y);
   };
   const AllocCount allocs = measure_allocs(call);  // also the warm-up
   for (auto _ : st) call();
-  const int64_t out_bytes = (c.inner ? c.shape[0] : c.shape[1]) * static_cast<int64_t>(dtype_size(c.dtype));
-  set_work(st, distinct_bytes(x) + out_bytes, (c.op == Op::Var ? 4 : 1) * x.numel());
+  const int64_t out_bytes = (k.c.inner ? k.shape[0] : k.shape[1]) * static_cast<int64_t>(dtype_size(k.dtype));
+  set_work(st, distinct_bytes(x) + out_bytes, (k.c.op == ReduceOp::Var ? 4 : 1) * x.numel());
   set_alloc_counters(st, allocs);
-  set_regime(st, span_bytes(x) + out_bytes, c.threads);
+  set_regime(st, span_bytes(x) + out_bytes, k.threads);
 }
 
 }  // namespace
@@ -90,24 +72,21 @@ void register_family() {
     for (const Size& s : sizes) {
       if (bf && !s.all_ops) continue;
       for (int t : thread_counts()) {
-        for (Op op : {Op::Sum, Op::Mean, Op::Max, Op::Var}) {
-          if (op != Op::Sum && !s.all_ops) continue;
-          if (bf && (op == Op::Mean || op == Op::Max)) continue;
-          for (bool col : {false, true}) {
-            if (col && op != Op::Sum && s.shape[0] * s.shape[1] > (int64_t{1} << 24) && !full()) continue;
-            if (col && bf) continue;
-            for (bool inner : {true, false}) {
-              const Case c{op, col, inner, s.shape, t, dt};
-              const RunName name = RunName()
-                                       .op(op_name(op))
-                                       .layout(col ? "column_major" : "contiguous")
-                                       .dtype(dt)
-                                       .shape(s.shape)
-                                       .threads(t)
-                                       .dim(inner ? "inner" : "outer");
-              add_run(name, [c](benchmark::State& st) { run_case(st, c); });
-            }
-          }
+        for (const cases::ReduceCase& c :
+             cases::reduce_cases({ReduceOp::Sum, ReduceOp::Mean, ReduceOp::Max, ReduceOp::Var})) {
+          const bool col = c.layout == Layout::ColumnMajor;
+          if (c.op != ReduceOp::Sum && !s.all_ops) continue;
+          if (bf && (c.op == ReduceOp::Mean || c.op == ReduceOp::Max)) continue;
+          if (col && c.op != ReduceOp::Sum && s.shape[0] * s.shape[1] > (int64_t{1} << 24) && !full()) continue;
+          if (col && bf) continue;
+          const RunName name = RunName()
+                                   .op(reduce_op_name(c.op))
+                                   .layout(layout_name(c.layout))
+                                   .dtype(dt)
+                                   .shape(s.shape)
+                                   .threads(t)
+                                   .dim(cases::dim_name(c));
+          add_run(name, [k = Case{c, s.shape, t, dt}](benchmark::State& st) { run_case(st, k); });
         }
       }
     }

@@ -13,6 +13,7 @@
 
 #include "stridebench/cpu_features.h"
 #include "stridebench/parallel.h"
+#include "cases/reduce.h"
 #include "test_util.h"
 
 #ifdef SB_WITH_CUDA
@@ -512,20 +513,33 @@ void reduce_keepdim_out(ReduceOp op, Tensor out, const Tensor& x, const Shape& d
 
 // op over dims of a random x (layout l) on dev, poisoned keepdim out, against float64
 // loops over the stored values.
+void expect_reduction(const Tensor& out, ReduceOp op, DType dt, const std::vector<double>& vx, const Shape& s,
+                      const Shape& dims, const std::string& what);
 void expect_reduce_matches(const Device& dev, ReduceOp op, DType dt, const Shape& s, Layout l, const Shape& dims,
                            uint64_t seed) {
   Shape keep = s;
-  int64_t R = 1;
-  for (int64_t d : dims) {
-    R *= s[d];
-    keep[d] = 1;
-  }
+  for (int64_t d : dims) keep[d] = 1;
   const auto vx = test::stored(test::random_values(s, seed, dt, is_floating(dt) ? -1 : -50, is_floating(dt) ? 1 : 50,
                                                    l == Layout::Expanded),
                                s, dt);
   Tensor x = test::on_device(dev, vx, s, dt, l);
   Tensor out = test::poisoned_on(dev, keep, dt, Layout::Contiguous);
   reduce_keepdim_out(op, out, x, dims, 1);
+  expect_reduction(out, op, dt, vx, s, dims,
+                   std::string(reduce_op_name(op)) + " " + dtype_name(dt) + " " + test::layout_name(l) + " sizes " +
+                       test::shape_str(s) + " dims " + test::shape_str(dims));
+}
+
+// out (row-major over the kept dims) against float64 loops over vx, the values of x
+// (row-major over s), reduced over dims (correction 1).
+void expect_reduction(const Tensor& out, ReduceOp op, DType dt, const std::vector<double>& vx, const Shape& s,
+                      const Shape& dims, const std::string& what) {
+  Shape keep = s;
+  int64_t R = 1;
+  for (int64_t d : dims) {
+    R *= s[d];
+    keep[d] = 1;
+  }
   // reference: accumulate each element into its output
   const int64_t O = checked_numel(keep, "ref");
   std::vector<double> sum(O, 0.0), mx(O, -INFINITY), sq(O, 0.0), l1(O, 0.0);
@@ -575,9 +589,7 @@ void expect_reduce_matches(const Device& dev, ReduceOp op, DType dt, const Shape
     atol = std::max(tol, std::log2(static_cast<double>(R) + 1) * std::ldexp(1.0, -24) * l1max /
                              (op == ReduceOp::Mean ? static_cast<double>(std::max<int64_t>(R, 1)) : 1.0));
   }
-  EXPECT_TRUE(all_close(out, ref, atol, tol))
-      << reduce_op_name(op) << " " << dt << " " << test::layout_name(l) << " sizes " << test::shape_str(s) << " dims "
-      << test::shape_str(dims);
+  EXPECT_TRUE(all_close(out, ref, atol, tol)) << what;
 }
 
 TEST_P(ReduceOnDevice, EveryOpDtypeDimsLayout) {
@@ -661,6 +673,33 @@ TEST_P(ReduceOnDevice, LargeInnerOuterAndErrors) {
   EXPECT_THROW(reduce_keepdim_out(ReduceOp::Sum, empty({2, 3}, DType::Float32, dev), empty({2, 3}, DType::Float32, dev),
                             {0}, 1),
                Error);  // out not in keepdim form
+}
+
+// The family's case table (Note [Case tables], cases/reduce.h): every reduction the
+// benchmarks time (std too), on small odd R x C sizes in both layouts, every dtype the
+// op takes, on every device, against float64 loops over the input's own values.
+TEST_P(ReduceOnDevice, EveryCaseOfTheTable) {
+  const Device dev = GetParam();
+  SB_SKIP_WITHOUT_DEVICE(dev);
+  const Shape sizes[] = {{1, 1}, {7, 13}, {64, 48}, {33, 1}, {1, 300}, {257, 9}};
+  uint64_t seed = 1;
+  for (const cases::ReduceCase& c :
+       cases::reduce_cases({ReduceOp::Sum, ReduceOp::Mean, ReduceOp::Max, ReduceOp::Var, ReduceOp::Std})) {
+    for (DType dt : test::kMathTypes) {
+      if (!is_floating(dt) && c.op != ReduceOp::Sum && c.op != ReduceOp::Max) continue;
+      for (const Shape& s : sizes) {
+        const double lo = is_floating(dt) ? -1 : -50, hi = is_floating(dt) ? 1 : 50;
+        const Tensor x = test::with_placement(test::host_tensor(test::random_values(s, seed++, dt, lo, hi), s, dt).to(dev),
+                                              cases::reduce_placement(c, s));
+        const Tensor y = cases::reduce_call(c, x);
+        EXPECT_EQ(y.device(), dev);
+        ASSERT_EQ(y.sizes(), Shape({c.inner ? s[0] : s[1]}));
+        expect_reduction(y, c.op, dt, test::naive_values(x), s, {c.inner ? 1 : 0},
+                         std::string(reduce_op_name(c.op)) + " " + layout_name(c.layout) + " dim:" +
+                             cases::dim_name(c) + " " + dtype_name(dt) + " " + test::shape_str(s));
+      }
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, ReduceOnDevice, ::testing::ValuesIn(test::test_devices()), test::device_param_name);
