@@ -1,6 +1,8 @@
 // bench_conv.cpp — conv2d and pooling by input layout (CLAIMS.md L2, L5, S2), float32.
 //
 // shape key: the input's logical NCHW sizes (every layout has the same logical sizes).
+// The conv and pooling cases, operands and calls are the table's (cases/conv.h), which
+// ConvOnDevice runs too.
 //   conv2d 3x3, 64 -> 64, stride 1, pad 1, input 8x64x56x56 (quick and full; smoke 1x8x8x8)
 //     layouts: contiguous (NCHW x and weights), channels_last (NHWC x and weights: both
 //       .contiguous(ChannelsLast)), sliced (x every other column of an [N, C, H, 2W]
@@ -28,6 +30,7 @@
 // max 0 (comparisons are not floating-point arithmetic). The GEMM row: 2*M*N*K flop,
 // A + B + C bytes. Threads 1 and 2.
 #include "bench_common.h"
+#include "cases/conv.h"
 #include "stridebench/conv.h"
 #include "stridebench/matmul.h"
 
@@ -38,48 +41,30 @@ const char* const kFamily = "conv";
 namespace {
 
 
-enum class Op { Conv, MaxPool, AvgPool, Gemm };
-const char* op_name(Op op) {
-  switch (op) {
-    case Op::Conv: return "conv2d";
-    case Op::MaxPool: return "max_pool2d";
-    case Op::AvgPool: return "avg_pool2d";
-    case Op::Gemm: return "matmul";
-  }
-  return "?";
-}
+using cases::ConvOp;
 
+// A table case (cases/conv.h), or (gemm) the GEMM row beside them: input {M, K, N}.
 struct Case {
-  Op op;
-  Layout layout;
-  bool out;      // style out (else outofplace)
-  Shape input;   // NCHW sizes; for Gemm {M, K, N}
-  int64_t cout;  // conv output channels
-  int64_t k;     // conv kernel size
-  int64_t groups;
+  cases::ConvCase c;
+  cases::ConvGeometry g;
   int threads;
+  bool gemm = false;
 };
 
-const Tensor& input(const Case& c) {
-  const std::string key = "x" + RunName::shape_key(c.input) + "/" + layout_name(c.layout);
-  return pooled(key, [&] {
-    return in_layout(c.layout, c.input, [](const Shape& s) { return random_tensor(s, 41, DType::Float32, Dist::Normal); });
-  });
-}
-
-const Tensor& weight(const Case& c) {
-  const bool cl = c.layout == Layout::ChannelsLast;
-  const Shape s{c.cout, c.input[1] / c.groups, c.k, c.k};
-  return pooled("w" + RunName::shape_key(s) + (cl ? "/cl" : ""), [&] {
-    return in_layout(cl ? Layout::ChannelsLast : Layout::Contiguous, s,
-                     [](const Shape& storage) { return random_tensor(storage, 42, DType::Float32, Dist::Normal); });
+// The table's operands, pooled per input shape and placement (x normal, w normal).
+cases::ConvOperands operands(const Case& k) {
+  return cases::conv_operands(k.c, k.g, [&](const cases::Placement& p, const Shape& sizes, char role) {
+    const Tensor& storage = pooled(std::string(1, role) + RunName::shape_key(sizes) + p.describe(), [&] {
+      return random_tensor(cases::storage_sizes(sizes, p), role == 'x' ? 41 : 42, DType::Float32, Dist::Normal);
+    });
+    return cases::view_in(storage, sizes, p);
   });
 }
 
 void run_gemm(benchmark::State& st, const Case& c) {
-  const int64_t M = c.input[0], K = c.input[1], N = c.input[2];
-  const Tensor& a = pooled("gemm_a" + RunName::shape_key(c.input), [&] { return random_tensor({M, K}, 43); });
-  const Tensor& b = pooled("gemm_b" + RunName::shape_key(c.input), [&] { return random_tensor({K, N}, 44); });
+  const int64_t M = c.g.x[0], K = c.g.x[1], N = c.g.x[2];
+  const Tensor& a = pooled("gemm_a" + RunName::shape_key(c.g.x), [&] { return random_tensor({M, K}, 43); });
+  const Tensor& b = pooled("gemm_b" + RunName::shape_key(c.g.x), [&] { return random_tensor({K, N}, 44); });
   Tensor out = empty({M, N});
   const AllocCount allocs = measure_allocs([&] { matmul_out(out, a, b); });
   for (auto _ : st) {
@@ -91,83 +76,41 @@ void run_gemm(benchmark::State& st, const Case& c) {
   set_regime(st, (M * K + K * N + M * N) * 4, c.threads);
 }
 
-void run_case(benchmark::State& st, const Case& c) {
-  pool_scope(RunName::shape_key(c.input));
-  ThreadScope ts(c.threads);
-  if (c.op == Op::Gemm) return run_gemm(st, c);
-  const Tensor& x = input(c);
-  const MemoryFormat native = c.layout == Layout::ChannelsLast ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous;
-  const Conv2dParams cp{1, c.k / 2, 1, c.groups};
-  const Pool2dParams pp{3, 2, 1};
-  Tensor w, out;
-  if (c.op == Op::Conv) {
-    w = weight(c);
-    if (c.out) out = empty(conv2d_output_sizes(x, w, Tensor(), cp), DType::Float32, Device::cpu(), native);
-  } else if (c.out) {  // pooling: 3x3 / 2, pad 1
-    const Shape& s = c.input;
-    out = empty({s[0], s[1], (s[2] - 1) / 2 + 1, (s[3] - 1) / 2 + 1}, DType::Float32, Device::cpu(), native);
-  }
-  const bool is_max = c.op == Op::MaxPool;
-  auto pool = [&] { return is_max ? max_pool2d(x, pp) : avg_pool2d(x, pp); };
-  auto pool_out = [&](Tensor& o) { is_max ? max_pool2d_out(o, x, pp) : avg_pool2d_out(o, x, pp); };
+void run_case(benchmark::State& st, const Case& k) {
+  pool_scope(RunName::shape_key(k.g.x));
+  ThreadScope ts(k.threads);
+  if (k.gemm) return run_gemm(st, k);
+  const cases::ConvCase& c = k.c;
+  cases::ConvOperands t = operands(k);
   Tensor probe;
-  auto call = [&]() {
-    switch (c.op) {
-      case Op::Conv:
-        if (c.out) conv2d_out(out, x, w, Tensor(), cp);
-        else probe = conv2d(x, w, Tensor(), cp);
-        break;
-      case Op::MaxPool:
-      case Op::AvgPool:
-        if (c.out) pool_out(out);
-        else probe = pool();
-        break;
-      case Op::Gemm: break;
-    }
-  };
-  const AllocCount allocs = measure_allocs(call);  // first call: also the warm-up
-  const Tensor& y = c.out ? out : probe;
-  const int64_t out_bytes = static_cast<int64_t>(y.nbytes()), out_numel = y.numel();
+  const AllocCount allocs = measure_allocs([&] { probe = cases::conv_call(c, k.g, t); });  // also the warm-up
+  const int64_t out_bytes = static_cast<int64_t>(probe.nbytes()), out_numel = probe.numel();
   probe = Tensor();  // the timed calls start with the allocator as every later call sees it
   for (auto _ : st) {
-    switch (c.op) {
-      case Op::Conv:
-        if (c.out) {
-          conv2d_out(out, x, w, Tensor(), cp);
-        } else {
-          Tensor r = conv2d(x, w, Tensor(), cp);
-          benchmark::DoNotOptimize(r);
-        }
-        break;
-      case Op::MaxPool:
-      case Op::AvgPool:
-        if (c.out) {
-          pool_out(out);
-        } else {
-          Tensor r = pool();
-          benchmark::DoNotOptimize(r);
-        }
-        break;
-      case Op::Gemm: break;
-    }
+    Tensor r = cases::conv_call(c, k.g, t);
+    benchmark::DoNotOptimize(r);
     benchmark::ClobberMemory();
   }
   int64_t flop = 0;
-  if (c.op == Op::Conv)
-    flop = 2 * out_numel * (c.input[1] / c.groups) * c.k * c.k;  // out_numel = N*O*OH*OW
-  else if (c.op == Op::AvgPool)
+  if (c.op == ConvOp::Conv)
+    flop = 2 * out_numel * (k.g.x[1] / k.g.groups) * k.g.k * k.g.k;  // out_numel = N*O*OH*OW
+  else if (c.op == ConvOp::AvgPool)
     flop = 9 * out_numel;
-  const int64_t wbytes = w.defined() ? static_cast<int64_t>(w.nbytes()) : 0;
-  set_work(st, distinct_bytes(x) + wbytes + out_bytes, flop);
+  const int64_t wbytes = t.w.defined() ? static_cast<int64_t>(t.w.nbytes()) : 0;
+  set_work(st, distinct_bytes(t.x) + wbytes + out_bytes, flop);
   set_alloc_counters(st, allocs);
-  set_regime(st, span_bytes(x) + wbytes + out_bytes, c.threads);
+  set_regime(st, span_bytes(t.x) + wbytes + out_bytes, k.threads);
 }
 
-void add_case(const Case& c) {
+void add_case(const Case& k) {
   RunName name;
-  name.op(op_name(c.op)).layout(layout_name(c.layout)).style(c.out ? "out" : "outofplace").dtype(DType::Float32)
-      .shape(c.input).threads(c.threads);
-  add_run(name, [c](benchmark::State& st) { run_case(st, c); }, benchmark::kMillisecond);
+  name.op(k.gemm ? "matmul" : cases::op_name(k.c.op))
+      .layout(layout_name(k.c.layout))
+      .style(style_name(k.c.style))
+      .dtype(DType::Float32)
+      .shape(k.g.x)
+      .threads(k.threads);
+  add_run(name, [k](benchmark::State& st) { run_case(st, k); }, benchmark::kMillisecond);
 }
 
 }  // namespace
@@ -176,21 +119,17 @@ void register_family() {
   const Shape x = smoke() ? Shape{1, 8, 8, 8} : Shape{8, 64, 56, 56};  // smoke: as scripts/peers.py
   const int64_t cout = x[1];
   const Shape gemm{x[0] * x[2] * x[3], x[1] * 9, cout};  // pad 1, stride 1: OH*OW = H*W
-  const std::vector<Layout> all = {Layout::Contiguous, Layout::ChannelsLast, Layout::Sliced, Layout::Transposed};
-  const std::vector<Layout> two = {Layout::Contiguous, Layout::ChannelsLast};
+  const cases::ConvGeometry g3{x, cout, 3, 1};
   for (int t : thread_counts()) {
-    for (Layout l : all)
-      for (bool out : {true, false}) add_case({Op::Conv, l, out, x, cout, 3, 1, t});
-    add_case({Op::Gemm, Layout::Contiguous, true, gemm, 0, 0, 1, t});
-    for (Op op : {Op::MaxPool, Op::AvgPool})
-      for (Layout l : two)
-        for (bool out : {true, false}) add_case({op, l, out, x, 0, 0, 1, t});
+    for (const cases::ConvCase& c : cases::conv_cases({ConvOp::Conv})) add_case({c, g3, t});
+    add_case({{ConvOp::Conv, Layout::Contiguous, Style::Out}, {gemm}, t, true});
+    for (const cases::ConvCase& c : cases::conv_cases({ConvOp::MaxPool, ConvOp::AvgPool})) add_case({c, g3, t});
     if (full()) {
-      for (Layout l : two)
-        for (bool out : {true, false}) {
-          add_case({Op::Conv, l, out, {8, 32, 112, 112}, 32, 3, 32, t});  // depthwise
-          add_case({Op::Conv, l, out, {8, 256, 56, 56}, 64, 1, 1, t});    // 1x1
-        }
+      for (const cases::ConvCase& c : cases::conv_cases({ConvOp::Conv})) {
+        if (c.layout != Layout::Contiguous && c.layout != Layout::ChannelsLast) continue;
+        add_case({c, {{8, 32, 112, 112}, 32, 3, 32}, t});  // depthwise
+        add_case({c, {{8, 256, 56, 56}, 64, 1, 1}, t});    // 1x1
+      }
     }
   }
 }

@@ -10,6 +10,7 @@
 #include "stridebench/cpu_features.h"
 #include "stridebench/parallel.h"
 #include "stridebench/matmul.h"
+#include "cases/conv.h"
 #include "test_util.h"
 
 #ifdef SB_WITH_CUDA
@@ -21,6 +22,7 @@ namespace {
 
 using test::all_close;
 using test::Layout;
+using cases::Style;
 using test::expect_msg;
 
 std::vector<double> ref_conv(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p, bool relu) {
@@ -548,6 +550,52 @@ TEST_P(ConvOnDevice, PoolingEveryLayoutStyleAndNaN) {
           ASSERT_TRUE(test::all_close(dst, ref, 1e-6, 1e-6)) << what << ", out " << test::layout_name(lo);
         }
       }
+    }
+  }
+}
+
+// The family's case table (Note [Case tables], cases/conv.h): every convolution and
+// pooling the benchmarks time, with their operands and calls, on small geometries
+// (grouped, depthwise and 1x1 among them), on every device, against the float64 loops
+// over the operands' own values (read back by plain loops).
+TEST_P(ConvOnDevice, EveryCaseOfTheTable) {
+  const Device dev = GetParam();
+  SB_SKIP_WITHOUT_DEVICE(dev);
+  const cases::ConvGeometry geometries[] = {
+      {{2, 3, 7, 6}, 4, 3, 1}, {{1, 4, 5, 5}, 6, 3, 2}, {{2, 8, 6, 5}, 4, 1, 1}, {{1, 4, 6, 6}, 4, 3, 4}};
+  uint64_t seed = 1;
+  for (const cases::ConvCase& c : cases::conv_cases({cases::ConvOp::Conv, cases::ConvOp::MaxPool, cases::ConvOp::AvgPool})) {
+    for (const cases::ConvGeometry& g : geometries) {
+      const std::string what = std::string(cases::op_name(c.op)) + " " + layout_name(c.layout) + " " +
+                               cases::style_name(c.style) + " x " + test::shape_str(g.x) + " k" + std::to_string(g.k) +
+                               " groups " + std::to_string(g.groups);
+      cases::ConvOperands t = cases::conv_operands(c, g, [&](const cases::Placement& p, const Shape& sz, char) {
+        return test::with_placement(test::host_tensor(test::random_values(sz, seed++, DType::Float32, -1, 1), sz,
+                                                      DType::Float32).to(dev), p);
+      });
+      if (t.out.defined()) test::poison(t.out);
+      const std::vector<double> vx = test::naive_values(t.x);
+      std::vector<double> ref;
+      double tol = 1e-6;
+      if (c.op == cases::ConvOp::Conv) {
+        const Tensor xh = from_vector(vx, g.x), wh = from_vector(test::naive_values(t.w), t.w.sizes());
+        ref = ref_conv(xh, wh, Tensor(), cases::conv_params(g), false);
+        tol = 1e-5 * static_cast<double>(1 + g.x[1] / g.groups * g.k * g.k);  // float32 sums in another order
+      } else {
+        const Pool2dParams pp = cases::pool_params();
+        ref = ref_pool(vx, g.x, pp.kernel, pp.stride, pp.padding, c.op == cases::ConvOp::MaxPool);
+      }
+      const Tensor y = cases::conv_call(c, g, t);
+      ASSERT_EQ(y.device(), dev) << what;
+      // out=: the native format it was made in; out of place: PyTorch's rule, channels-last
+      // when the input (or the weight) is
+      const bool cl = t.x.suggest_memory_format() == MemoryFormat::ChannelsLast ||
+                      (t.w.defined() && t.w.suggest_memory_format() == MemoryFormat::ChannelsLast);
+      const MemoryFormat want = c.style == Style::Out ? cases::native_format(c)
+                                : cl                    ? MemoryFormat::ChannelsLast
+                                                        : MemoryFormat::Contiguous;
+      EXPECT_TRUE(y.is_contiguous(want)) << what << ": strides " << test::shape_str(y.strides());
+      EXPECT_TRUE(all_close(y, ref, tol, tol)) << what;
     }
   }
 }
