@@ -9,17 +9,20 @@
 //   load, store, stream (non-temporal; kStreamAlign bytes of alignment), load_part (the
 //   first m < kW elements, never reading past them: a masked load for float and double,
 //   the first element repeated for Half and BFloat16, which have no 16-bit masked load), set1, zero,
-//   add, sub, mul, fma, max_nan (NaN-propagating max), max_skip_nan (float lanes: fmax's
-//   NaN rule), hsum and hmax (in double);
+//   add, sub, mul, div, fma, sqrt, neg, abs, relu, exp (Note [Vector exp]), maximum and
+//   minimum (PyTorch's NaN rule, the elementwise ops), max_nan (NaN-propagating running
+//   max), max_skip_nan (float lanes: fmax's NaN rule), hsum and hmax (in double);
 //   masked_load, masked_store and gather_even (the even lanes of a stride-2 run) where the
 //   CPU has AVX-512VL (k-masks; the AVX2 vmaskmovps store is microcoded on AMD), behind
 //   __attribute__((target)) so the AVX2 build carries them and sb::use_avx512() picks them
 //   at run time. Scalar<T, A> is the same interface on one element accumulated in A, the
 //   path of the scalar build and of sb::set_simd_level(Scalar); Simd<T> is Vec<T> in the
 //   reductions' trait interface.
-// Users: the reductions (reduce_kernels.h), the elementwise strips (elementwise/strips.h:
-// dense loops, masked tails, streaming stores, stride-2 strips and gathers) and
-// normalize's row statistics, and pooling's window loops (conv/pool.cpp). Run-time dispatch between AVX-512 and AVX2 stays in the kernels'
+// LanesOf<V> names the lane operations of a register type. Users: the elementwise ops'
+// arithmetic (elementwise/op_math.h), the reductions (reduce_kernels.h), the elementwise
+// strips (elementwise/strips.h: dense loops, masked tails, streaming stores, stride-2
+// strips and gathers), normalize's row statistics, and pooling's window loops
+// (conv/pool.cpp). Run-time dispatch between AVX-512 and AVX2 stays in the kernels'
 // callers (use_avx512(), use_avx2()); this layer only names the instructions. The GEMM,
 // conv, int8 and transpose micro-kernels work on fixed register blocks and shuffles that
 // a one-register type does not express, and keep their intrinsics.
@@ -88,6 +91,21 @@ struct F32Lanes {
   static V sub(V a, V b) { return _mm256_sub_ps(a, b); }
   static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
   static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+  static V div(V a, V b) { return _mm256_div_ps(a, b); }
+  static V sqrt(V a) { return _mm256_sqrt_ps(a); }
+  static V neg(V a) { return _mm256_xor_ps(a, _mm256_set1_ps(-0.0f)); }
+  static V abs(V a) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), a); }
+  // max(0, x); max_ps returns its second operand when either is NaN: NaN stays NaN
+  static V relu(V a) { return _mm256_max_ps(_mm256_setzero_ps(), a); }
+  // PyTorch's maximum/minimum: a NaN in either operand gives NaN (x + y carries it);
+  // otherwise max_ps/min_ps
+  static V maximum(V x, V y) {
+    return _mm256_blendv_ps(_mm256_max_ps(x, y), _mm256_add_ps(x, y), _mm256_cmp_ps(x, y, _CMP_UNORD_Q));
+  }
+  static V minimum(V x, V y) {
+    return _mm256_blendv_ps(_mm256_min_ps(x, y), _mm256_add_ps(x, y), _mm256_cmp_ps(x, y, _CMP_UNORD_Q));
+  }
+  static V exp(V x);  // Note [Vector exp]
   // max_ps returns its second operand when either is NaN: a NaN already in a stays; a NaN
   // in x is forced in by OR-ing the all-ones unordered mask (a NaN pattern).
   static V max_nan(V a, V x) { return _mm256_or_ps(_mm256_max_ps(x, a), _mm256_cmp_ps(x, x, _CMP_UNORD_Q)); }
@@ -220,6 +238,23 @@ template <> struct Vec<double> {
   static V sub(V a, V b) { return _mm256_sub_pd(a, b); }
   static V mul(V a, V b) { return _mm256_mul_pd(a, b); }
   static V fma(V a, V b, V c) { return _mm256_fmadd_pd(a, b, c); }
+  static V div(V a, V b) { return _mm256_div_pd(a, b); }
+  static V sqrt(V a) { return _mm256_sqrt_pd(a); }
+  static V neg(V a) { return _mm256_xor_pd(a, _mm256_set1_pd(-0.0)); }
+  static V abs(V a) { return _mm256_andnot_pd(_mm256_set1_pd(-0.0), a); }
+  static V relu(V a) { return _mm256_max_pd(_mm256_setzero_pd(), a); }
+  static V maximum(V x, V y) {
+    return _mm256_blendv_pd(_mm256_max_pd(x, y), _mm256_add_pd(x, y), _mm256_cmp_pd(x, y, _CMP_UNORD_Q));
+  }
+  static V minimum(V x, V y) {
+    return _mm256_blendv_pd(_mm256_min_pd(x, y), _mm256_add_pd(x, y), _mm256_cmp_pd(x, y, _CMP_UNORD_Q));
+  }
+  static V exp(V x) {  // std::exp per lane: float64 has no polynomial of its own here
+    alignas(32) double v[4];
+    _mm256_store_pd(v, x);
+    for (double& e : v) e = std::exp(e);
+    return _mm256_load_pd(v);
+  }
   static V max_nan(V a, V x) { return _mm256_or_pd(_mm256_max_pd(x, a), _mm256_cmp_pd(x, x, _CMP_UNORD_Q)); }
   static double hsum(V v) {
     alignas(32) double t[4];
@@ -247,6 +282,44 @@ template <> struct Vec<double> {
   }
 #endif
 };
+
+// Note [Vector exp]
+// exp(x) for 8 floats: n = round(x / ln2), r = x - n ln2 (two-constant Cody-Waite),
+// e^r by Cephes' degree-7 polynomial (FMA), times 2^n built in two halves so that
+// results down to the smallest subnormal round once. Max error about 1-2 ulp (the
+// elementwise tests measure it). Above 89 it is +inf, below -104 zero, NaN stays NaN.
+inline F32Lanes::V F32Lanes::exp(V x) {
+  const __m256 hi = _mm256_set1_ps(89.0f), lo = _mm256_set1_ps(-104.0f);
+  const __m256 xc = _mm256_min_ps(_mm256_max_ps(x, lo), hi);
+  const __m256 fx = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(1.44269504088896341f)),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(fx, _mm256_set1_ps(0.693359375f), xc);
+  r = _mm256_fnmadd_ps(fx, _mm256_set1_ps(-2.12194440e-4f), r);
+  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+  __m256 y = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), r);
+  y = _mm256_add_ps(y, _mm256_set1_ps(1.0f));
+  const __m256i n = _mm256_cvtps_epi32(fx);  // in [-150, 128]
+  const __m256i n1 = _mm256_srai_epi32(n, 1), n2 = _mm256_sub_epi32(n, n1);
+  const __m256i bias = _mm256_set1_epi32(127);
+  y = _mm256_mul_ps(y, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, bias), 23)));
+  y = _mm256_mul_ps(y, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, bias), 23)));
+  y = _mm256_blendv_ps(y, _mm256_set1_ps(INFINITY), _mm256_cmp_ps(x, hi, _CMP_GT_OQ));
+  y = _mm256_blendv_ps(y, _mm256_setzero_ps(), _mm256_cmp_ps(x, lo, _CMP_LT_OQ));
+  return _mm256_blendv_ps(y, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));  // NaN in, NaN out
+}
+
+// The lane operations of a register type: LanesOf<__m256> is F32Lanes (float, float16
+// and bfloat16 data), LanesOf<__m256d> is Vec<double>. Code written once over a
+// register V (the elementwise ops' functors) names its operations through it.
+template <typename V> struct LanesOfT;
+template <> struct LanesOfT<__m256> { using type = F32Lanes; };
+template <> struct LanesOfT<__m256d> { using type = Vec<double>; };
+template <typename V> using LanesOf = typename LanesOfT<V>::type;
 
 // Vec<T> in the interface of the reductions' traits (Scalar's): T's register, double
 // results, Acc lanes for the vertical buffers.
