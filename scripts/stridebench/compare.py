@@ -10,7 +10,9 @@
 # Many machines (three or more folders, or --cross): per headline row (the rows each
 # folder's Summary stands on: per family the costliest layout and style and their
 # reference rows, and the DRAM and compute ceilings), each machine's time and % of its
-# own ceiling side by side, and with --plot a PNG of the % ceiling per row and machine.
+# own ceiling side by side, CPU rows among the machines with CPU rows and GPU rows among
+# those with GPU rows, and with --plot a PNG of the % ceiling per row and machine (one
+# panel per device kind).
 #
 # Usage: scripts/compare A B [C ...] [--cross] [-o FILE] [--plot PNG]
 #        A, B: results folders or single JSON files (a cross view needs folders).
@@ -88,8 +90,17 @@ def compare(a_path, b_path):
     return "\n".join(out).rstrip() + "\n"
 
 
+def device_kind(run):
+    """"gpu" for a CUDA row, else "cpu": each kind is compared among its own machines."""
+    return "gpu" if str(run.get("device") or "").startswith("cuda") else "cpu"
+
+
 def cross(paths):
-    """(Markdown, plot data) of the headline rows across machines."""
+    """(Markdown, plot groups) of the headline rows across machines: one table per device
+    kind (CPU rows, then GPU rows), each with the machines that measured that kind. A
+    row measured on one machine of its kind is left out, unless that machine is the only
+    one of its kind (one GPU so far): then its rows stand alone, against its own
+    ceilings, so the view still shows it."""
     from . import summary  # the Summary's rows
     sets = [(p, sb.load_results(p)) for p in paths]
     labels = []
@@ -97,62 +108,84 @@ def cross(paths):
         slug = rs.sb("sb_machine", "?")
         labels.append(slug if [r.sb("sb_machine") for _, r in sets].count(slug) == 1
                       else f"{slug} ({os.path.basename(os.path.normpath(p))})")
-    names = []
-    for _, rs in sets:
-        for r in summary.headline_runs(rs):
-            if r.name not in names:
-                names.append(r.name)
-    rows, data = [], []
-    for n in names:
-        runs = [rs.runs.get(n) for _, rs in sets]
-        if sum(r is not None for r in runs) < 2:
-            continue  # a row one machine alone has compares nothing
-        cells, pcts = [], []
-        for (_, rs), r in zip(sets, runs):
-            c = sb.ceiling(rs, r) if r else None
-            if r is not None and r.family == "baseline":  # a ceiling: its own rate
-                rate = sb.fmt_rate(r.gbps(), "GB/s") if r.gbps() else sb.fmt_rate(r.gflops(), "GFLOP/s")
-            else:
-                rate = f"{c[2]:.0f}%" if c else "—"
-            cells += [sb.fmt_tm(r) if r else "—", rate]
-            pcts.append(c[2] if c else None)
-        rows.append([n.replace("/impl:ours", "")] + cells)
-        data.append((n, pcts))
-    if not rows:
-        raise sb.InputError(", ".join(paths), "no headline row measured on two of these machines")
     out = ["# stridebench across machines", ""]
-    out += [f"- {lab}: {p} ({len(rs.runs)} runs, {rs.sb('sb_cpu_model', '?')}, {rs.sb('sb_caches', '?')})"
+    out += [f"- {lab}: {p} ({len(rs.runs)} runs, {rs.sb('sb_cpu_model', '?')}, {rs.sb('sb_caches', '?')}"
+            + (f", {rs.sb('sb_gpu_name')}" if rs.sb("sb_gpu_name") else "") + ")"
             for lab, (p, rs) in zip(labels, sets)]
     out += ["", "Per headline row (the rows each machine's Summary stands on: per family the "
             "costliest layout and style of ours with their reference rows, and the DRAM and "
             "compute ceilings), each machine's median time and its % of that machine's own "
-            "ceiling (a ceiling row: its rate). — : not measured there.", ""]
-    header = ["row"] + [h for lab in labels for h in (f"{lab} time", f"{lab} % ceiling")]
-    out += sb.md_table(header, rows)
-    return "\n".join(out) + "\n", (labels, data)
+            "ceiling (a ceiling row: its rate). CPU rows and GPU rows are set side by side "
+            "among the machines that measured them. — : not measured there.", ""]
+    headlines = [summary.headline_runs(rs) for _, rs in sets]
+    groups = []
+    for kind, title in (("cpu", "CPU rows"), ("gpu", "GPU rows")):
+        members = [i for i, h in enumerate(headlines) if any(device_kind(r) == kind for r in h)]
+        names = []
+        for i in members:
+            for r in headlines[i]:
+                if device_kind(r) == kind and r.name not in names:
+                    names.append(r.name)
+        rows, data = [], []
+        for n in names:
+            runs = [sets[i][1].runs.get(n) for i in members]
+            if sum(r is not None for r in runs) < min(2, len(members)):
+                continue  # a row one machine alone has compares nothing
+            cells, pcts = [], []
+            for i, r in zip(members, runs):
+                rs = sets[i][1]
+                c = sb.ceiling(rs, r) if r else None
+                if r is not None and r.family == "baseline":  # a ceiling: its own rate
+                    peak = str(r.get("op") or "").endswith("peak")
+                    rate = sb.fmt_rate(r.gflops(), "GFLOP/s") if peak else sb.fmt_rate(r.gbps(), "GB/s")
+                else:
+                    rate = f"{c[2]:.0f}%" if c else "—"
+                cells += [sb.fmt_tm(r) if r else "—", rate]
+                pcts.append(c[2] if c else None)
+            rows.append([n.replace("/impl:ours", "")] + cells)
+            data.append((n, pcts))
+        if not rows:
+            continue
+        glabels = [labels[i] for i in members]
+        out += [f"## {title}", ""]
+        if len(members) == 1:
+            out += [f"Only {glabels[0]} measured {kind.upper()} rows: each against its own ceiling.", ""]
+        header = ["row"] + [h for lab in glabels for h in (f"{lab} time", f"{lab} % ceiling")]
+        out += sb.md_table(header, rows) + [""]
+        groups.append((title, glabels, data))
+    if not groups:
+        raise sb.InputError(", ".join(paths), "no headline row measured on two of these machines")
+    return "\n".join(out).rstrip() + "\n", groups
 
 
-def plot_cross(labels, data, path):
-    """Horizontal grouped bars: % of own ceiling per headline row, one bar per machine."""
+def plot_cross(groups, path):
+    """Horizontal grouped bars: % of own ceiling per headline row, one bar per machine,
+    one panel per device kind."""
     from . import plot
     plt = plot.pyplot()
     if plt is None:
         return None
-    data = [(n, p) for n, p in data if any(v is not None for v in p)]
-    if not data:
+    groups = [(t, labels, [(n, p) for n, p in data if any(v is not None for v in p)])
+              for t, labels, data in groups]
+    groups = [g for g in groups if g[2]]
+    if not groups:
         return None
-    fig, ax = plt.subplots(figsize=(10, 0.45 * len(data) * max(1, len(labels) / 2) + 1.5))
-    h = 0.8 / len(labels)
-    for i, lab in enumerate(labels):
-        ys = [k + i * h for k in range(len(data))]
-        ax.barh(ys, [p[i] or 0 for _, p in data], height=h, label=lab)
-    ax.set_yticks([k + h * (len(labels) - 1) / 2 for k in range(len(data))])
-    ax.set_yticklabels([plot.short_name(n) for n, _ in data], fontsize=8)
-    ax.invert_yaxis()
-    ax.axvline(100, color="black", linewidth=0.8)
-    ax.set_xlabel("% of the machine's own ceiling")
-    ax.set_title("Headline rows across machines")
-    ax.legend(fontsize=8, loc="lower right")
+    heights = [0.45 * len(data) * max(1, len(labels) / 2) + 1.2 for _, labels, data in groups]
+    fig, axes = plt.subplots(len(groups), 1, figsize=(10, sum(heights) + 0.5),
+                             gridspec_kw={"height_ratios": heights}, squeeze=False)
+    for ax, (title, labels, data) in zip(axes[:, 0], groups):
+        h = 0.8 / len(labels)
+        for i, lab in enumerate(labels):
+            ys = [k + i * h for k in range(len(data))]
+            ax.barh(ys, [p[i] or 0 for _, p in data], height=h, label=lab)
+        ax.set_yticks([k + h * (len(labels) - 1) / 2 for k in range(len(data))])
+        ax.set_yticklabels([plot.short_name(n) for n, _ in data], fontsize=8)
+        ax.invert_yaxis()
+        ax.axvline(100, color="black", linewidth=0.8)
+        ax.set_xlabel("% of the machine's own ceiling")
+        ax.set_title(f"Headline {title} across machines")
+        ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
     return plot.save(plt, fig, path)
 
 
@@ -169,14 +202,14 @@ def main(argv):
         ap.error("give at least two results folders")
     if len(args.paths) > 2 or args.cross:
         try:
-            text, (labels, data) = cross(args.paths)
+            text, groups = cross(args.paths)
         except sb.InputError as e:
             print(f"compare: error: {e}", file=sys.stderr)
             return 2
         sys.stdout.write(text)
         if args.output:
             sb.atomic_write(args.output, text)
-        if args.plot and plot_cross(labels, data, args.plot) is None:
+        if args.plot and plot_cross(groups, args.plot) is None:
             print("compare: matplotlib is not installed; no plot drawn", file=sys.stderr)
         return 0
     args.a, args.b = args.paths

@@ -1,6 +1,7 @@
 # test_compare.py: scripts/compare: the Mann-Whitney U p-value (scipy's, on known
 # values; one message without scipy), ratios and geometric means on
 # the machine-a / machine-b fixtures, -o, and bad or disjoint input.
+import json
 import os
 import tempfile
 import unittest
@@ -124,6 +125,48 @@ class CompareTest(unittest.TestCase):
         two = sbtest.run("compare", self.a, self.b, "--cross")
         self.assertIn("# stridebench across machines", two.stdout)
         self.assertNotIn("p-value", two.stdout)
+
+    def keep_device(self, d, gpu, machine=None):
+        """Keeps only the runs of one device kind (CUDA rows when gpu) in folder d."""
+        for f in os.listdir(os.path.join(d, "raw")):
+            if not f.endswith(".json") or f == "semantics.json":
+                continue
+
+            def fn(doc):
+                doc["benchmarks"] = [e for e in doc["benchmarks"]
+                                     if ("device:cuda" in e.get("run_name", e["name"])) == gpu]
+                if machine:
+                    doc["context"]["sb_machine"] = machine
+            path = os.path.join(d, "raw", f)
+            sbtest.edit(path, fn)
+            with open(path) as fh:
+                if not json.load(fh)["benchmarks"]:
+                    os.remove(path)  # a file with no run left is bad input
+
+    def test_gpu_machines_on_their_own_rows(self):
+        """Issue #49: two CPU-only folders and one GPU-only folder: the CPU rows set the two
+        side by side; the lone GPU machine gets a table (and a plot panel) of its own rows,
+        each against its own ceiling, instead of no bar at all."""
+        self.keep_device(self.a, gpu=False)
+        self.keep_device(self.b, gpu=False)
+        g = sbtest.results_dir(self.tmp.name, "machine-a", "g")
+        self.keep_device(g, gpu=True, machine="gpu-only-h100")
+        png = os.path.join(self.tmp.name, "x.png")
+        p = sbtest.run("compare", self.a, self.b, g, "--plot", png)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        cpu, gpu = p.stdout.split("## CPU rows")[1].split("## GPU rows")
+        self.assertIn("xeon-8c-rtx4090 time", cpu)
+        self.assertIn("epyc-64c time", cpu)
+        self.assertNotIn("gpu-only-h100", cpu)
+        self.assertNotIn("device:cuda", cpu)
+        self.assertIn("Only gpu-only-h100 measured GPU rows", gpu)
+        header = next(l for l in gpu.splitlines() if l.startswith("| row |"))
+        self.assertEqual(header, "| row | gpu-only-h100 time | gpu-only-h100 % ceiling |")
+        r = row(gpu, "baseline/op:gemm_peak/device:cuda:0/dtype:f32/shape:8192x8192")
+        self.assertTrue(r[2].endswith("GFLOP/s"), r)  # a peak's rate is its FLOP rate
+        self.assertTrue(any(l.startswith("| matmul/") and l.rstrip(" |").endswith("%") for l in gpu.splitlines()))
+        with open(png, "rb") as f:
+            self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
 
     def test_disjoint_and_bad_input(self):
         out = os.path.join(self.tmp.name, "cmp.md")
