@@ -86,6 +86,55 @@ void set_run_overrides(int reps, double min_time_s) {
 }
 bool any_run_failed() { return g_run_failed; }
 
+namespace {
+StopRule g_gpu_rule_override;  // fields at 0: the matrix's
+double g_gpu_throttle = 0.9;
+}  // namespace
+
+StopRule gpu_stop_rule() {
+  StopRule r;
+  r.min_samples = pick(3, 10, 10);
+  r.max_rse = 0.005;
+  r.max_seconds = pick(0.02, 0.5, 2.0);
+  if (g_gpu_rule_override.min_samples > 0) r.min_samples = g_gpu_rule_override.min_samples;
+  if (g_gpu_rule_override.max_rse > 0) r.max_rse = g_gpu_rule_override.max_rse;
+  if (g_gpu_rule_override.max_seconds > 0) r.max_seconds = g_gpu_rule_override.max_seconds;
+  return r;
+}
+
+double gpu_throttle_threshold() { return g_gpu_throttle; }
+
+bool set_gpu_override(const std::string& arg, std::string* error) {
+  error->clear();
+  struct Flag {
+    const char* prefix;
+    double lo, hi;
+    bool integer;
+  };
+  const Flag flags[] = {{"--sb_gpu_max_rse=", 0.01, 50, false},
+                        {"--sb_gpu_max_seconds=", 0.001, 600, false},
+                        {"--sb_gpu_min_samples=", 1, 100000, true},
+                        {"--sb_gpu_throttle=", 0, 1, false}};
+  for (const Flag& f : flags) {
+    const std::string p = f.prefix;
+    if (arg.rfind(p, 0) != 0) continue;
+    const std::string v = arg.substr(p.size());
+    char* end = nullptr;
+    const double x = std::strtod(v.c_str(), &end);
+    if (v.empty() || *end != '\0' || !(x >= f.lo && x <= f.hi) || (f.integer && x != static_cast<int>(x))) {
+      *error = p.substr(0, p.size() - 1) + " must be " + (f.integer ? "an integer" : "a number") + " in [" +
+               detail::str_cat(f.lo) + ", " + detail::str_cat(f.hi) + "] (got '" + v + "')";
+      return false;
+    }
+    if (p == "--sb_gpu_max_rse=") g_gpu_rule_override.max_rse = x / 100;
+    else if (p == "--sb_gpu_max_seconds=") g_gpu_rule_override.max_seconds = x;
+    else if (p == "--sb_gpu_min_samples=") g_gpu_rule_override.min_samples = static_cast<int>(x);
+    else g_gpu_throttle = x;
+    return true;
+  }
+  return false;
+}
+
 int repetitions() { return g_repetitions > 0 ? g_repetitions : pick(1, 5, 10); }
 double min_time_s() { return g_min_time_s > 0 ? g_min_time_s : pick(1e-4, 0.02, 0.1); }
 
@@ -179,7 +228,9 @@ benchmark::internal::Benchmark* add_run(const RunName& name, BenchFn fn, benchma
 
 benchmark::internal::Benchmark* add_manual_run(const RunName& name, BenchFn fn, benchmark::TimeUnit unit) {
   auto* b = register_guarded(name, std::move(fn));
-  b->Repetitions(repetitions())->DisplayAggregatesOnly(true)->UseManualTime()->MinTime(min_time_s())->Unit(unit);
+  // one iteration: time_gpu_loop samples inside it until the row's noise is measured
+  // (Note [GPU rows stop on their noise]); --sb_repetitions repeats that whole
+  b->Iterations(1)->Repetitions(g_repetitions > 0 ? g_repetitions : 1)->ReportAggregatesOnly(false)->UseManualTime()->Unit(unit);
   return b;
 }
 

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "cases/copy.h"
+#include "gpu_sampling.h"
 #include "cases/layout.h"
 #include "stridebench/allocator.h"
 #include "stridebench/dtype.h"
@@ -63,6 +64,18 @@ template <typename T>
 T pick(T smoke_value, T quick_value, T full_value) {
   return matrix() == Matrix::Smoke ? smoke_value : matrix() == Matrix::Quick ? quick_value : full_value;
 }
+// The stopping rule of the GPU rows (Note [GPU rows stop on their noise] in
+// gpu_sampling.h) for the matrix: smoke takes a few samples, quick and full at least
+// ten until the standard error is small, each under its own time cap (the values:
+// bench_common.cpp); --sb_gpu_max_rse=PCT, --sb_gpu_max_seconds=S and
+// --sb_gpu_min_samples=N override it.
+StopRule gpu_stop_rule();
+// Samples whose SM clock sits below this share of its maximum are throttled
+// (--sb_gpu_throttle=F, default 0.9).
+double gpu_throttle_threshold();
+// Takes one --sb_gpu_* argument: false (with *error set) when it is malformed, and
+// false with an empty *error when `arg` is not one of them.
+bool set_gpu_override(const std::string& arg, std::string* error);
 int repetitions();           // 1 smoke, 5 quick, 10 full; or --sb_repetitions
 double min_time_s();         // per repetition; smoke: tiny; or --sb_min_time
 std::vector<int> thread_counts();  // {1, 2} (full adds every core when there are more)
@@ -203,6 +216,14 @@ struct GpuInfo {  // empty strings when there is no CUDA backend or no device
   std::string name, memory_bytes, sms, cc, l2_bytes, driver, runtime;
 };
 GpuInfo gpu_info();  // bench_gpu.cpp: the CUDA backend's hook
+// Device 0's clocks and sensors through NVML (Note [GPU clocks from NVML] in
+// bench_gpu.cpp); ok false where NVML is absent (every CPU machine), the values then 0.
+struct GpuClocks {
+  bool ok = false;
+  unsigned sm_mhz = 0, sm_max_mhz = 0, temp_c = 0;
+  double power_w = 0;
+};
+GpuClocks gpu_clocks();
 
 struct MachineInfo {
   std::string cpu_model;

@@ -1,5 +1,5 @@
 // bench_main.cpp — the main() every bench_<family> binary shares: our flags (--sb_matrix,
-// --sb_progress, --sb_log, --sb_repetitions, --sb_min_time, --sb_keys), the context every
+// --sb_progress, --sb_log, --sb_repetitions, --sb_min_time, --sb_gpu_*, --sb_keys), the context every
 // JSON carries (docs/BENCHMARKS.md), the progress lines, then Google Benchmark.
 #include "bench_common.h"
 
@@ -201,6 +201,12 @@ int main(int argc, char** argv) {
       set_run_overrides(reps ? static_cast<int>(x) : 0, reps ? 0 : x);
       continue;
     }
+    if (a.rfind("--sb_gpu_", 0) == 0) {  // Note [GPU rows stop on their noise]
+      std::string error;
+      if (set_gpu_override(a, &error)) continue;
+      std::fprintf(stderr, "%s: %s\n", argv[0], error.empty() ? ("unknown flag " + a).c_str() : error.c_str());
+      return 2;
+    }
     if (a.rfind("--benchmark_out=", 0) == 0) make_parent_dirs(a.substr(16));
     args.push_back(argv[i]);
   }
@@ -218,6 +224,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   const MachineInfo& m = machine();
+  const GpuClocks clocks = m.gpu.name.empty() ? GpuClocks() : gpu_clocks();
   std::string threads;
   for (int t : thread_counts()) threads += (threads.empty() ? "" : ",") + std::to_string(t);
   const std::pair<const char*, std::string> ctx[] = {
@@ -247,6 +254,11 @@ int main(int argc, char** argv) {
       {"sb_gpu_l2", m.gpu.l2_bytes},
       {"sb_cuda_driver", m.gpu.driver},
       {"sb_cuda_runtime", m.gpu.runtime},
+      // Note [GPU clocks from NVML]: the state the GPU rows start from
+      {"sb_gpu_sm_clock_mhz", clocks.ok ? std::to_string(clocks.sm_mhz) : ""},
+      {"sb_gpu_sm_clock_max_mhz", clocks.ok ? std::to_string(clocks.sm_max_mhz) : ""},
+      {"sb_gpu_temp_c", clocks.ok ? std::to_string(clocks.temp_c) : ""},
+      {"sb_gpu_power_w", clocks.ok ? sb::detail::str_cat(clocks.power_w) : ""},
       {"sb_git_revision", m.git_revision},
       {"sb_date", m.date},
       {"sb_matrix", matrix_name(matrix())},

@@ -13,7 +13,9 @@
 //                              through the device allocators (caching and direct),
 //                              outside the timed loop (as measure_allocs on the CPU)
 //   time_gpu_loop(st, f)       the timed loop: K calls per CUDA-event interval, K chosen
-//                              so short calls are timed as kernels (Note [Batched GPU timing])
+//                              so short calls are timed as kernels (Note [Batched GPU
+//                              timing]), intervals sampled until the row's noise is
+//                              measured (Note [GPU rows stop on their noise])
 #pragma once
 #include <benchmark/benchmark.h>
 #include <cuda_runtime.h>
@@ -97,6 +99,13 @@ inline AllocCount measure_cuda_allocs(const std::function<void()>& f) {
 constexpr double kBatchSeconds = 200e-6;
 constexpr int64_t kMaxBatch = 1000;
 
+// The timed loop of a GPU row, registered with add_manual_run (one Google Benchmark
+// iteration and repetition): K calls per event interval (Note [Batched GPU timing]),
+// intervals sampled until the row's noise is measured (Note [GPU rows stop on their
+// noise]), the median reported as the iteration's time. Counters: calls_per_interval,
+// samples (kept), throttled, rse_pct, spread_pct (half the range over the median),
+// steady (1 or 0), and the SM clock, temperature and power after the row
+// (sm_clock_mhz, temp_c, power_w; absent without NVML).
 inline void time_gpu_loop(benchmark::State& st, const std::function<void()>& f) {
   ThreadScope one(1);  // threads:1 in the name: any host-side work runs on one thread
   EventTimer timer;
@@ -106,12 +115,36 @@ inline void time_gpu_loop(benchmark::State& st, const std::function<void()>& f) 
   const double once = timer.stop_seconds();
   const int64_t k = once >= kBatchSeconds ? 1
                                           : std::min<int64_t>(kMaxBatch, static_cast<int64_t>(std::ceil(kBatchSeconds / std::max(once, 1e-7))));
+  const double floor_mhz = gpu_throttle_threshold() * gpu_clocks().sm_max_mhz;
+  auto slow = [&] {
+    const GpuClocks c = gpu_clocks();
+    return c.ok && c.sm_mhz < floor_mhz;
+  };
+  SampleSummary s;
   for (auto _ : st) {
-    timer.start();
-    for (int64_t i = 0; i < k; ++i) f();
-    st.SetIterationTime(timer.stop_seconds() / static_cast<double>(k));
+    s = sample_until_steady(
+        [&] {
+          const bool before = slow();
+          timer.start();
+          for (int64_t i = 0; i < k; ++i) f();
+          const double t = timer.stop_seconds() / static_cast<double>(k);
+          return Sample{t, before || slow()};
+        },
+        gpu_stop_rule());
+    st.SetIterationTime(s.median);
   }
   st.counters["calls_per_interval"] = static_cast<double>(k);
+  st.counters["samples"] = s.kept;
+  st.counters["throttled"] = s.throttled;
+  st.counters["rse_pct"] = 100 * s.rse;
+  st.counters["spread_pct"] = 100 * s.spread;
+  st.counters["steady"] = s.steady ? 1 : 0;
+  const GpuClocks c = gpu_clocks();
+  if (c.ok) {
+    st.counters["sm_clock_mhz"] = c.sm_mhz;
+    st.counters["temp_c"] = c.temp_c;
+    st.counters["power_w"] = c.power_w;
+  }
 }
 
 }  // namespace sb::bench

@@ -147,7 +147,8 @@ def check_keys(exe):
 
 def check_run_overrides(exe, json_dir):
     """--sb_repetitions / --sb_min_time (what scripts/recheck gives each round) replace
-    the matrix's; a bad value is refused with exit 2 and runs nothing."""
+    the matrix's; a bad value, or a bad or unknown --sb_gpu_* (the GPU rows' stopping
+    rule), is refused with exit 2 and runs nothing."""
     first = subprocess.run([exe, "--sb_matrix=quick", "--benchmark_list_tests"], capture_output=True,
                            text=True).stdout.split()[0].split("/min_time:")[0]  # the suffix names the window
     out = os.path.join(os.path.dirname(json_dir), "overrides.json")  # beside the run's JSON: collect reads json_dir
@@ -175,7 +176,9 @@ def check_run_overrides(exe, json_dir):
                        env=dict(os.environ, SB_TUNING="kc=7"))
     if p.returncode != 2 or "SB_TUNING='kc=7'" not in p.stderr:
         raise Fail(f"{exe} under SB_TUNING=kc=7: exit {p.returncode}, {p.stderr[-300:]!r}")
-    for bad in ("--sb_repetitions=0", "--sb_repetitions=1.5", "--sb_min_time=-1", "--sb_min_time=abc"):
+    for bad in ("--sb_repetitions=0", "--sb_repetitions=1.5", "--sb_min_time=-1", "--sb_min_time=abc",
+                "--sb_gpu_max_rse=0", "--sb_gpu_max_seconds=abc", "--sb_gpu_min_samples=2.5", "--sb_gpu_throttle=2",
+                "--sb_gpu_bogus=1"):
         p = subprocess.run([exe, bad, "--benchmark_filter=^" + re.escape(first) + "/"], capture_output=True, text=True)
         if p.returncode != 2 or bad.split("=")[0] not in p.stderr:
             raise Fail(f"{exe} {bad}: exit {p.returncode}, {p.stderr[-300:]!r}")

@@ -9,7 +9,9 @@
 #   the vocabulary) raises InputError, whose message names the file and the fault.
 # - Run: one benchmark case. Its samples are the real times of its "iteration" entries
 #   (one per repetition) in ns, or the median aggregate when only aggregates exist.
-#   median, spread (half the range over the median), counters (per-field medians).
+#   median, spread (half the range over the median; a GPU row of one iteration, which
+#   samples inside it, carries its own as the spread_pct counter), counters (per-field
+#   medians).
 # - RunSet: every run of a results folder (or of some files), indexed by canonical
 #   name, with select()/like() lookups, plus machine.json, raw/semantics.json and
 #   raw/recheck.json (scripts/recheck).
@@ -72,6 +74,10 @@ class Run:
         self.spread = (hi - lo) / 2 / self.median \
             if len(self.samples) > 1 and self.median > 0 else None
         self.counters = {k: statistics.median(v) for k, v in self.raw_counters.items()}
+        if len(self.samples) == 1 and "spread_pct" in self.counters:
+            # a GPU row sampled inside one iteration (Note [GPU rows stop on their noise]):
+            # its spread is over its own samples
+            self.spread = self.counters["spread_pct"] / 100
         m = re.search(r"regime:(\w+)", self.label)
         self.regime = m.group(1) if m else None
         self.sort_key = (FAMILIES.index(self.family),) + tuple(

@@ -3,6 +3,7 @@
 # fixture JSON of tests/fixtures (see make_fixtures.py for the numbers).
 import json
 import os
+import shutil
 import re
 import tempfile
 import unittest
@@ -66,6 +67,25 @@ class LoadTest(unittest.TestCase):
         self.assertAlmostEqual(r.spread, (1.04 - 0.98) / 2, places=9)
         self.assertEqual(r.counters["bytes"], 3 * 4096 * 4096 * 4)
         self.assertEqual(r.regime, "DRAM")
+
+    def test_gpu_row_sampled_inside_one_iteration(self):
+        """A GPU row of one iteration (Note [GPU rows stop on their noise]): its spread is
+        the spread_pct counter over its own samples, not None for lack of repetitions."""
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "bench_matmul.json")
+            shutil.copy(sbtest.fixture("machine-a", "bench_matmul.json"), path)
+
+            def one(doc):
+                cuda = [e for e in doc["benchmarks"] if "device:cuda" in e["name"]
+                        and e.get("run_type") == "iteration"][:1]
+                cuda[0].update(repetitions=1, repetition_index=0, spread_pct=1.5, samples=17, rse_pct=0.3)
+                doc["benchmarks"] = cuda
+            sbtest.edit(path, one)
+            (r,) = sb.load_results(path).runs.values()
+            self.assertEqual(len(r.samples), 1)
+            self.assertAlmostEqual(r.spread, 0.015)
+            self.assertEqual(r.counters["samples"], 17)
+            self.assertIn("±2%", sb.fmt_tm(r))
 
     def test_aggregates_only_and_time_units(self):
         view = self.all.runs["views/op:view/impl:ours/device:cpu/layout:contiguous/"
