@@ -45,10 +45,13 @@ void run_copy(benchmark::State& st, const std::function<Tensor()>& source, const
   const int64_t bytes = distinct_bytes(src) + static_cast<int64_t>(probe.nbytes());
   const int64_t ws = span_bytes(src) + span_bytes(probe);
   probe = Tensor();
-  time_gpu_loop(st, [&] {
-    Tensor y = f(src);
-    benchmark::DoNotOptimize(y);
-  });
+  time_gpu_loop(
+      st,
+      [&] {
+        Tensor y = f(src);
+        benchmark::DoNotOptimize(y);
+      },
+      ws);
   set_work(st, bytes);
   set_alloc_counters(st, a);
   st.SetLabel(regime_label(ws));

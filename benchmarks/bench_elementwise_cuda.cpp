@@ -83,14 +83,14 @@ void run_case(benchmark::State& st, const Case& k) {
   if (c.style == Style::OutofplaceSystem) direct.emplace(cuda::CudaAllocatorKind::Direct);
   const AllocCount allocs = measure_cuda_allocs(call);  // also the warm-up
   if (c.style == Style::Inplace && c.op == EwOp::Add) call();  // undo the add_
-  time_gpu_loop(st, call);
-  direct.reset();
-
   const int64_t n = checked_numel(k.shape, "elementwise_cuda bench");
   const Tensor& x = c.style == Style::Inplace ? t.target : t.a;
   const int64_t es = static_cast<int64_t>(dtype_size(k.dtype));
   const int64_t bytes = distinct_bytes(x) + (bin ? distinct_bytes(t.b) : 0) + n * es;
   const int64_t ws = span_bytes(x) + (bin ? span_bytes(t.b) : 0) + (c.style == Style::Inplace ? 0 : n * es);
+  time_gpu_loop(st, call, ws);
+  direct.reset();
+
   set_work(st, bytes, n);
   set_alloc_counters(st, allocs);
   st.SetLabel(regime_label(ws));

@@ -43,8 +43,8 @@ void run_case(benchmark::State& st, const Case& k) {
     benchmark::DoNotOptimize(y);
   };
   const AllocCount allocs = measure_cuda_allocs(call);  // also the warm-up
-  time_gpu_loop(st, call);
   const int64_t out_bytes = (k.c.inner ? k.shape[0] : k.shape[1]) * static_cast<int64_t>(dtype_size(k.dtype));
+  time_gpu_loop(st, call, span_bytes(x) + out_bytes);
   set_work(st, distinct_bytes(x) + out_bytes, x.numel());
   set_alloc_counters(st, allocs);
   st.SetLabel(regime_label(span_bytes(x) + out_bytes));

@@ -6,6 +6,7 @@
 //   EventTimer                 UseManualTime timing of one iteration with CUDA events
 //                              on the legacy default stream
 //   regime_label(bytes)        regime:L2 when the working set fits the GPU's L2, else DRAM
+//   flush_l2()                 overwrite an L2-sized buffer on the stream (Note [Cold L2 samples])
 //   gpu_name()                 RunName with device:cuda:0 and threads:1 (one host
 //                              thread drives the GPU; the peers' torch cuda:0 rows
 //                              carry threads:1 too, so the rows pair up)
@@ -62,9 +63,29 @@ class EventTimer {
   cudaEvent_t start_{}, stop_{};
 };
 
+inline bool fits_l2(int64_t working_set_bytes) {
+  return cuda::is_available() && working_set_bytes <= cuda::device_info(0).l2_bytes / 2;
+}
 inline std::string regime_label(int64_t working_set_bytes) {
-  if (!cuda::is_available()) return "regime:DRAM";
-  return working_set_bytes <= cuda::device_info(0).l2_bytes / 2 ? "regime:L2" : "regime:DRAM";
+  return fits_l2(working_set_bytes) ? "regime:L2" : "regime:DRAM";
+}
+
+// Note [Cold L2 samples]
+// A row whose working set fits the L2 is timed warm (its operands stay in the L2 from
+// call to call, as in a loop over one layer) and, as nvbench's l2flush does, cold as
+// well: before each cold sample an L2-sized buffer (twice the L2) is overwritten on the
+// same stream, outside the events, and one call is timed alone (a batch would warm the
+// L2 after its first call). The cold median is the counter cold_time_ns, with
+// cold_samples and cold_rse_pct; the row's time stays the warm one.
+inline void flush_l2() {
+  static void* buf = nullptr;
+  static size_t bytes = 0;
+  if (!buf) {
+    bytes = 2 * static_cast<size_t>(cuda::device_info(0).l2_bytes);
+    SB_CUDA_CHECK(cudaMalloc(&buf, bytes));  // once per process, outside every allocator's statistics
+  }
+  static int v = 0;
+  SB_CUDA_CHECK(cudaMemsetAsync(buf, ++v & 0xFF, bytes, 0));
 }
 
 inline RunName gpu_name() { return RunName().device("cuda:0").threads(1); }
@@ -106,7 +127,9 @@ constexpr int64_t kMaxBatch = 1000;
 // samples (kept), throttled, rse_pct, spread_pct (half the range over the median),
 // steady (1 or 0), and the SM clock, temperature and power after the row
 // (sm_clock_mhz, temp_c, power_w; absent without NVML).
-inline void time_gpu_loop(benchmark::State& st, const std::function<void()>& f) {
+// working_set_bytes (when given): a row that fits the L2 is sampled cold as well (Note
+// [Cold L2 samples]).
+inline void time_gpu_loop(benchmark::State& st, const std::function<void()>& f, int64_t working_set_bytes = -1) {
   ThreadScope one(1);  // threads:1 in the name: any host-side work runs on one thread
   EventTimer timer;
   f();
@@ -132,6 +155,21 @@ inline void time_gpu_loop(benchmark::State& st, const std::function<void()>& f) 
         },
         gpu_stop_rule());
     st.SetIterationTime(s.median);
+  }
+  if (working_set_bytes >= 0 && fits_l2(working_set_bytes)) {
+    const SampleSummary cold = sample_until_steady(
+        [&] {
+          flush_l2();
+          const bool before = slow();
+          timer.start();
+          f();
+          const double t = timer.stop_seconds();
+          return Sample{t, before || slow()};
+        },
+        gpu_stop_rule());
+    st.counters["cold_time_ns"] = 1e9 * cold.median;
+    st.counters["cold_samples"] = cold.kept;
+    st.counters["cold_rse_pct"] = 100 * cold.rse;
   }
   st.counters["calls_per_interval"] = static_cast<double>(k);
   st.counters["samples"] = s.kept;
