@@ -5,6 +5,9 @@
 //
 //   baseline/op:overhead/.../shape:1   one launch (a 1-element add_) between two events
 //
+// Every row is timed as the rows it bounds are (time_gpu_loop: batched event intervals,
+// sampled until its noise is measured), the overhead row one launch per interval.
+//
 //   baseline/op:d2d_copy/.../dtype:f32/shape:<n>   one cudaMemcpy (Tensor::copy_ of two
 //       contiguous tensors); bytes = 2 n 4 (read + write). Ceiling: HBM bandwidth
 //       (nominal and reachable figures per GPU: docs/notes/cuda.md).
@@ -26,13 +29,8 @@ void bm_d2d(benchmark::State& state, int64_t n) {
   SB_REQUIRE_DEVICE(state);
   Tensor a = ones({n}, DType::Float32, Device::cuda(0));
   Tensor b = zeros({n}, DType::Float32, Device::cuda(0));
-  EventTimer timer;
-  for (auto _ : state) {
-    timer.start();
-    b.copy_(a);
-    state.SetIterationTime(timer.stop_seconds());
-  }
   const int64_t bytes = 2 * n * 4;
+  time_gpu_loop(state, [&] { b.copy_(a); });
   state.counters["bytes"] = static_cast<double>(bytes);
   state.SetBytesProcessed(state.iterations() * bytes);
   state.SetLabel(regime_label(bytes));
@@ -68,12 +66,7 @@ void bm_gemm(benchmark::State& state, DType dt, bool tf32, int64_t m) {
   const Tensor b = dt == DType::Int8 ? random_operand(m, dt, 2).t() : random_operand(m, dt, 2);
   Tensor c = empty({m, m}, dt == DType::Int8 ? DType::Int32 : dt, g);
   cuda::matmul(c, a, b);  // warm-up: cuBLAS handle, heuristics
-  EventTimer timer;
-  for (auto _ : state) {
-    timer.start();
-    cuda::matmul(c, a, b);
-    state.SetIterationTime(timer.stop_seconds());
-  }
+  time_gpu_loop(state, [&] { cuda::matmul(c, a, b); });
   cuda::set_allow_tf32(prev_tf32);
   const double flop = 2.0 * static_cast<double>(m) * m * m;
   state.counters["flop"] = flop;
@@ -86,23 +79,15 @@ void bm_gemm(benchmark::State& state, DType dt, bool tf32, int64_t m) {
 void bm_overhead(benchmark::State& state) {
   SB_REQUIRE_DEVICE(state);
   Tensor a = ones({1}, DType::Float32, Device::cuda(0));
-  a.add_(1.0);
-  EventTimer timer;
-  for (auto _ : state) {
-    timer.start();
-    a.add_(1.0);
-    state.SetIterationTime(timer.stop_seconds());
-  }
+  time_gpu_loop(state, [&] { a.add_(1.0); }, -1, /*batched=*/false);
   state.counters["bytes"] = 8;
 }
 
 const bool registered = [] {
-  add_guarded("baseline/op:overhead/impl:ours/device:cuda:0/dtype:f32/shape:1", bm_overhead)
-      ->UseManualTime()
-      ->Repetitions(5);
+  add_gpu_row("baseline/op:overhead/impl:ours/device:cuda:0/dtype:f32/shape:1", bm_overhead);
   for (int64_t n : {int64_t{1} << 20, int64_t{64} << 20, int64_t{256} << 20}) {
     const std::string name = "baseline/op:d2d_copy/impl:ours/device:cuda:0/dtype:f32/shape:" + std::to_string(n);
-    add_guarded(name, [n](benchmark::State& st) { bm_d2d(st, n); })->UseManualTime()->Repetitions(5);
+    add_gpu_row(name, [n](benchmark::State& st) { bm_d2d(st, n); });
   }
   struct Type {
     DType dt;
@@ -119,7 +104,7 @@ const bool registered = [] {
       const std::string s = std::to_string(m);
       const std::string name = std::string("baseline/op:gemm_peak/impl:ours/device:cuda:0/dtype:") + key +
                                "/shape:" + s + "x" + s + "x" + s;
-      add_guarded(name, [=](benchmark::State& st) { bm_gemm(st, dt, tf32, m); })->UseManualTime()->Repetitions(5);
+      add_gpu_row(name, [=](benchmark::State& st) { bm_gemm(st, dt, tf32, m); });
     }
   }
   return true;

@@ -21,13 +21,10 @@ void bm_transfer(benchmark::State& state, bool h2d, bool pinned, int64_t bytes) 
   Tensor host = pinned ? cuda::pinned_empty({n}) : empty({n});
   host.fill_(1.0);  // touch every page before timing
   Tensor dev = zeros({n}, DType::Float32, Device::cuda(0));
-  EventTimer timer;
-  for (auto _ : state) {
-    timer.start();
+  time_gpu_loop(state, [&] {
     if (h2d) dev.copy_(host);
     else host.copy_(dev);
-    state.SetIterationTime(timer.stop_seconds());
-  }
+  });
   state.counters["bytes"] = static_cast<double>(bytes);
   state.SetBytesProcessed(state.iterations() * bytes);
 }
@@ -51,10 +48,7 @@ const bool registered = [] {
         const std::string name = std::string("transfer/op:") + (h2d ? "h2d" : "d2h") +
                                  "/impl:ours/device:cuda:0/dtype:f32/shape:" + std::to_string(b / 4) +
                                  "/alloc:" + (pinned ? "pinned" : "pageable") + "/size:" + std::to_string(b);
-        add_guarded(name, [=](benchmark::State& st) { bm_transfer(st, h2d, pinned, b); })
-            ->UseManualTime()
-            ->Repetitions(5)
-            ->ReportAggregatesOnly(false);
+        add_gpu_row(name, [=](benchmark::State& st) { bm_transfer(st, h2d, pinned, b); });
       }
   return true;
 }();

@@ -90,6 +90,12 @@ inline void flush_l2() {
 
 inline RunName gpu_name() { return RunName().device("cuda:0").threads(1); }
 
+// A GPU row registered by its full name (the baseline and transfer families), the way
+// add_manual_run registers the others: one iteration that time_gpu_loop samples.
+inline benchmark::internal::Benchmark* add_gpu_row(const std::string& name, BenchFn fn) {
+  return add_guarded(name, std::move(fn))->Iterations(1)->Repetitions(1)->UseManualTime();
+}
+
 inline AllocCount measure_cuda_allocs(const std::function<void()>& f) {
   Allocator* as[2] = {cuda::caching_allocator(0), cuda::direct_allocator(0)};
   AllocatorStats before[2];
@@ -129,14 +135,17 @@ constexpr int64_t kMaxBatch = 1000;
 // (sm_clock_mhz, temp_c, power_w; absent without NVML).
 // working_set_bytes (when given): a row that fits the L2 is sampled cold as well (Note
 // [Cold L2 samples]).
-inline void time_gpu_loop(benchmark::State& st, const std::function<void()>& f, int64_t working_set_bytes = -1) {
+// batched false: one call per interval whatever its length (baseline/op:overhead, which
+// measures the launch the batches keep out).
+inline void time_gpu_loop(benchmark::State& st, const std::function<void()>& f, int64_t working_set_bytes = -1,
+                          bool batched = true) {
   ThreadScope one(1);  // threads:1 in the name: any host-side work runs on one thread
   EventTimer timer;
   f();
   timer.start();
   f();
   const double once = timer.stop_seconds();
-  const int64_t k = once >= kBatchSeconds ? 1
+  const int64_t k = !batched || once >= kBatchSeconds ? 1
                                           : std::min<int64_t>(kMaxBatch, static_cast<int64_t>(std::ceil(kBatchSeconds / std::max(once, 1e-7))));
   const double floor_mhz = gpu_throttle_threshold() * gpu_clocks().sm_max_mhz;
   auto slow = [&] {
