@@ -9,8 +9,12 @@
 // sampled until its noise is measured), the overhead row one launch per interval.
 //
 //   baseline/op:d2d_copy/.../dtype:f32/shape:<n>   one cudaMemcpy (Tensor::copy_ of two
-//       contiguous tensors); bytes = 2 n 4 (read + write). Ceiling: HBM bandwidth
-//       (nominal and reachable figures per GPU: docs/notes/cuda.md).
+//       contiguous tensors); bytes = 2 n 4 (read + write), for reference beside
+//   baseline/op:read|copy|scale|add|triad/.../dtype:f32/shape:<n>   STREAM's kernels
+//       (Note [GPU stream kernels]): the ceilings of the memory-bound rows, each row
+//       held to the best of its own read:write mix and regime (docs/BENCHMARKS.md),
+//       at an L2 size and two DRAM sizes (nominal and reachable figures per GPU:
+//       docs/notes/cuda.md).
 //   baseline/op:gemm_peak/.../dtype:f32|tf32|f16|bf16|i8/shape:MxNxK   cuBLAS on square
 //       random row-major operands (int8: TN); flop = 2 M N K. fp32 runs without tensor
 //       cores, tf32 is float32 with set_allow_tf32, fp16/bf16/int8 dense tensor cores
@@ -18,6 +22,7 @@
 #include <cmath>
 #include <map>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "cuda_bench_common.h"
@@ -31,6 +36,21 @@ void bm_d2d(benchmark::State& state, int64_t n) {
   Tensor b = zeros({n}, DType::Float32, Device::cuda(0));
   const int64_t bytes = 2 * n * 4;
   time_gpu_loop(state, [&] { b.copy_(a); });
+  state.counters["bytes"] = static_cast<double>(bytes);
+  state.SetBytesProcessed(state.iterations() * bytes);
+  state.SetLabel(regime_label(bytes));
+}
+
+// STREAM's kernels on n floats (Note [GPU stream kernels] in lib/cuda/stream.cu): read
+// (n floats read), copy and scale (read n, write n), add and triad (read 2n, write n).
+void bm_stream(benchmark::State& state, cuda::StreamOp op, int64_t n) {
+  SB_REQUIRE_DEVICE(state);
+  const Device g = Device::cuda(0);
+  const Tensor a = ones({n}, DType::Float32, g), b = full({n}, 2.0, DType::Float32, g);
+  Tensor c = zeros({op == cuda::StreamOp::Read ? std::max<int64_t>(n, cuda::stream_blocks()) : n}, DType::Float32, g);
+  const int64_t arrays = op == cuda::StreamOp::Read ? 1 : op == cuda::StreamOp::Copy || op == cuda::StreamOp::Scale ? 2 : 3;
+  const int64_t bytes = arrays * n * 4;
+  time_gpu_loop(state, [&] { cuda::stream(op, c, a, b, 0.5); });
   state.counters["bytes"] = static_cast<double>(bytes);
   state.SetBytesProcessed(state.iterations() * bytes);
   state.SetLabel(regime_label(bytes));
@@ -89,6 +109,20 @@ const bool registered = [] {
     const std::string name = "baseline/op:d2d_copy/impl:ours/device:cuda:0/dtype:f32/shape:" + std::to_string(n);
     add_gpu_row(name, [n](benchmark::State& st) { bm_d2d(st, n); });
   }
+  // The ceilings per read:write mix: 512 Ki floats (2 MiB an array: the L2 of an
+  // H100 or H200 holds an add's three), 64 Mi (256 MiB) and 256 Mi (1 GiB) in DRAM.
+  const std::pair<cuda::StreamOp, const char*> stream_ops[] = {{cuda::StreamOp::Read, "read"},
+                                                               {cuda::StreamOp::Copy, "copy"},
+                                                               {cuda::StreamOp::Scale, "scale"},
+                                                               {cuda::StreamOp::Add, "add"},
+                                                               {cuda::StreamOp::Triad, "triad"}};
+  for (const auto& [op, key] : stream_ops)
+    for (int64_t n : {int64_t{512} << 10, int64_t{64} << 20, int64_t{256} << 20}) {
+      const std::string name =
+          std::string("baseline/op:") + key + "/impl:ours/device:cuda:0/dtype:f32/shape:" + std::to_string(n);
+      const cuda::StreamOp o = op;
+      add_gpu_row(name, [o, n](benchmark::State& st) { bm_stream(st, o, n); });
+    }
   struct Type {
     DType dt;
     bool tf32;

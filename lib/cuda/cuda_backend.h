@@ -126,6 +126,14 @@ bool allow_tf32();
 int64_t matmul_operand_copies();  // operands copied because their strides fit no cuBLAS layout
 void reset_matmul_operand_copies();
 
+// ---- the memory ceilings per read:write mix (lib/cuda/stream.cu, Note [GPU stream kernels]) ----
+enum class StreamOp : uint8_t { Read, Copy, Scale, Add, Triad };
+// read: c[block] = the sum of its part of a (c needs stream_blocks() elements); copy:
+// c = a; scale: c = s a; add: c = a + b; triad: c = a + s b. Contiguous float32 tensors
+// on one device; asynchronous on the legacy default stream.
+void stream(StreamOp op, Tensor& c, const Tensor& a, const Tensor& b, double s);
+int stream_blocks();
+
 // ---- Linear in five precisions (lib/quant/quant.cu; the scheme in stridebench/quant.h) ----
 struct LinearWeights {
   Precision precision = Precision::F32;

@@ -115,6 +115,33 @@ class LoadTest(unittest.TestCase):
         finally:
             r.keys["threads"] = "8"
 
+    def test_gpu_rows_take_the_ceiling_of_their_own_mix(self):
+        """Issue #50: a GPU row is held to the best STREAM kernel of its read:write mix
+        (add, triad for a binary op; read for a reduction; copy, scale or cudaMemcpy for a
+        copy), falling back to d2d_copy in results without those rows."""
+        res = sbtest.results_dir(tempfile.mkdtemp())
+        ew, base = os.path.join(res, "raw", "bench_elementwise.json"), os.path.join(res, "raw", "bench_baseline.json")
+        cpu_add = ADD.format("contiguous", "out")
+        gpu_add = cpu_add.replace("device:cpu", "device:cuda:0").replace("threads:8", "threads:1")
+        sbtest.add_twins(ew, lambda n: n.startswith(cpu_add + "/"), {"device:cpu": "device:cuda:0", "threads:8": "threads:1"})
+        rs = sb.load_results(res)
+        self.assertEqual(sb.ceiling(rs, rs.runs[gpu_add])[0]["op"], "d2d_copy")  # nothing else there
+        d2d = "baseline/op:d2d_copy/impl:ours/device:cuda:0/dtype:f32/shape:268435456"
+
+        def stream_row(op, speed):  # d2d_copy's twin as `op`, `speed` times its rate
+            sbtest.add_twins(base, lambda n: n.startswith(d2d + "/"), {"op:d2d_copy": "op:" + op},
+                             scale={"real_time": 1 / speed})
+        stream_row("add", 1.02)
+        stream_row("triad", 1.05)
+        stream_row("copy", 1.5)  # another mix: never an add row's ceiling
+        stream_row("read", 2.0)
+        rs = sb.load_results(res)
+        c = sb.ceiling(rs, rs.runs[gpu_add])
+        self.assertEqual(c[0]["op"], "triad")
+        self.assertAlmostEqual(c[1], rs.runs[d2d].gbps() * 1.05, places=6)
+        contiguous = [r for r in rs.runs.values() if r.family == "copy" and r["device"] == "cpu"][0]
+        self.assertEqual(sb.ceiling_kind(contiguous)[0], (("copy", "copy_nt"),))  # the CPU rule stands
+
     def test_dram_ceiling_is_the_largest_baseline_of_the_regime(self):
         # A 32 MiB L3 labels the 8 Mi-element baseline DRAM too, and part of it hits the
         # L3: among several DRAM rows the largest is the ceiling; in a cache regime the
