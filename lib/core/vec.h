@@ -30,6 +30,7 @@
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
+#include <utility>
 
 #ifdef SB_HAVE_AVX2
 #include <immintrin.h>
@@ -316,10 +317,11 @@ inline F32Lanes::V F32Lanes::exp(V x) {
 // The lane operations of a register type: LanesOf<__m256> is F32Lanes (float, float16
 // and bfloat16 data), LanesOf<__m256d> is Vec<double>. Code written once over a
 // register V (the elementwise ops' functors) names its operations through it.
-template <typename V> struct LanesOfT;
-template <> struct LanesOfT<__m256> { using type = F32Lanes; };
-template <> struct LanesOfT<__m256d> { using type = Vec<double>; };
-template <typename V> using LanesOf = typename LanesOfT<V>::type;
+// (Chosen by overloads: a template specialized on __m256 itself would drop its
+// may_alias attribute, which GCC warns about.)
+F32Lanes lanes_of(__m256);
+Vec<double> lanes_of(__m256d);
+template <typename V> using LanesOf = decltype(lanes_of(std::declval<V>()));
 
 // Vec<T> in the interface of the reductions' traits (Scalar's): T's register, double
 // results, Acc lanes for the vertical buffers.
