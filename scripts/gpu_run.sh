@@ -126,7 +126,7 @@ fi
 nvidia-smi > "$OUT/nvidia-smi.txt" 2>&1 || say "nvidia-smi: failed$([[ $rehearsal == 1 ]] && echo ' (rehearsal)')"
 
 # ---- tests
-tests=${SB_GPU_TESTS:-cuda_allocator_test copy_test elementwise_test reduce_test matmul_test conv_test quant_test differential_test}
+tests=${SB_GPU_TESTS:-cuda_allocator_test cuda_stream_test copy_test elementwise_test normalize_test reduce_test matmul_test conv_test quant_test differential_test}
 gpu_cases='*Cuda*:*/cuda0'
 if want tests; then
   for t in $tests; do
