@@ -5,7 +5,9 @@
 # (scipy.stats.mannwhitneyu, method "auto": exact without ties when a side has at
 # most 8 samples, else the normal approximation with tie and continuity correction),
 # and each side's % of its own ceiling (docs/BENCHMARKS.md). A summary gives the
-# geometric mean of B ÷ A per table family.
+# geometric mean of B ÷ A per table family. A GPU row of one iteration (Note [GPU rows
+# stop on their noise]) keeps its samples to itself: its p is n/a and its ± is its own
+# spread_pct.
 #
 # Many machines (three or more folders, or --cross): per headline row (the rows each
 # folder's Summary stands on: per family the costliest layout and style and their
