@@ -17,7 +17,10 @@ def fmt_time(ns):
 def fmt_spread(run):
     if run.from_aggregate:
         return "±?"
-    return "±n/a" if run.spread is None else f"±{100 * run.spread:.0f}%"
+    s = "±n/a" if run.spread is None else f"±{100 * run.spread:.0f}%"
+    # a GPU row that ran out of time before its noise was measured, or whose every
+    # sample was throttled (Note [GPU rows stop on their noise])
+    return s + " (unsteady)" if run.counters.get("steady") == 0 else s
 
 
 def fmt_tm(run):

@@ -444,7 +444,10 @@ def render(rs):
             "Times are medians over the repetitions of each run (real time of Google "
             "Benchmark's `iteration` entries). **±x%** is the spread: half the range, "
             "(max − min) / 2, as a percentage of the median (±n/a: one sample; ±?: "
-            "only the median aggregate was written). "
+            "only the median aggregate was written). A GPU row samples inside one "
+            "iteration until the standard error of its mean is 0.5% and gives the median "
+            "and spread of its own samples; (unsteady): it ran out of time first, or every "
+            "sample was throttled. "
             "**% ceiling** is the row's GB/s or GFLOP/s as a percentage of this machine's "
             "baseline row with the same device, threads and regime (docs/BENCHMARKS.md, "
             "Ceilings). Ratios are ratios of medians.", ""]

@@ -86,6 +86,9 @@ class LoadTest(unittest.TestCase):
             self.assertAlmostEqual(r.spread, 0.015)
             self.assertEqual(r.counters["samples"], 17)
             self.assertIn("±2%", sb.fmt_tm(r))
+            self.assertNotIn("unsteady", sb.fmt_tm(r))  # no steady counter: an older row
+            r.counters["steady"] = 0
+            self.assertTrue(sb.fmt_tm(r).endswith("±2% (unsteady)"))
 
     def test_aggregates_only_and_time_units(self):
         view = self.all.runs["views/op:view/impl:ours/device:cpu/layout:contiguous/"
