@@ -427,7 +427,8 @@ TABLES = [
 MACHINE_KEYS = ("sb_cpu_model", "sb_cpu_family", "sb_cpu_model_number", "sb_cores", "sb_threads", "sb_simd", "sb_cpu_hugepages", "sb_cpu_allocator",
                 "sb_caches", "sb_cpu_arch", "sb_tuning", "sb_tuning_basis", "sb_fma512",
                 "sb_compiler", "sb_flags", "sb_openmp", "sb_gpu_name", "sb_gpu_memory",
-                "sb_gpu_sms", "sb_cuda_driver", "sb_cuda_runtime", "sb_torch_version",
+                "sb_gpu_sms", "sb_gpu_sm_clock_max_mhz", "sb_gpu_sm_clock_mhz", "sb_gpu_temp_c",
+                "sb_gpu_power_w", "sb_cuda_driver", "sb_cuda_runtime", "sb_torch_version",
                 "sb_numpy_version", "sb_openblas_core", "sb_git_revision", "sb_date",
                 "sb_matrix")
 
@@ -451,6 +452,16 @@ def render(rs):
             "**% ceiling** is the row's GB/s or GFLOP/s as a percentage of this machine's "
             "baseline row with the same device, threads and regime (docs/BENCHMARKS.md, "
             "Ceilings). Ratios are ratios of medians.", ""]
+    sampled = [r for r in rs.all() if "samples" in r.counters and "steady" in r.counters]
+    if sampled:  # Note [GPU rows stop on their noise]
+        clocks = [r.counters["sm_clock_mhz"] for r in sampled if "sm_clock_mhz" in r.counters]
+        temps = [r.counters["temp_c"] for r in sampled if "temp_c" in r.counters]
+        out += [f"GPU rows sampled to their noise: {len(sampled)}, of which "
+                f"{sum(r.counters['steady'] == 0 for r in sampled)} unsteady; "
+                f"{sum(int(r.counters.get('throttled', 0)) for r in sampled)} samples left out as "
+                "throttled (SM clock below 90% of its maximum)"
+                + (f"; SM clock after the rows {min(clocks):.0f}-{max(clocks):.0f} MHz" if clocks else "")
+                + (f", temperature {min(temps):.0f}-{max(temps):.0f} °C" if temps else "") + ".", ""]
     checks = sb.run_checks(rs)
     out += ["Run checks (baseline rows that contradict each other, compute rows that did not "
             "speed up with threads, or memory-bound rows faster than the memory, mean the machine "

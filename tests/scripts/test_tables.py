@@ -452,6 +452,27 @@ class TablesTest(unittest.TestCase):
         with open(os.path.join(self.res, "TABLES.md"), encoding="utf-8") as f:
             return f.read()
 
+    def test_gpu_sampling_line(self):
+        """The Machine and method section counts the GPU rows sampled to their noise, the
+        unsteady ones and the throttled samples, with the clocks and temperatures seen."""
+        self.assertNotIn("GPU rows sampled to their noise", self.render())  # none here yet
+
+        def fn(doc):
+            names = []
+            for e in doc["benchmarks"]:
+                if "device:cuda" not in e["name"]:
+                    continue
+                n = e.get("run_name", e["name"])
+                if n not in names:
+                    names.append(n)
+                i = names.index(n)
+                e.update(samples=12, steady=0 if i == 0 else 1, throttled=2, sm_clock_mhz=1755 + i, temp_c=50 + i)
+        sbtest.edit(os.path.join(self.raw, "bench_matmul.json"), fn)
+        line = next(l for l in self.render().splitlines() if l.startswith("GPU rows sampled to their noise"))
+        self.assertRegex(line, r"^GPU rows sampled to their noise: \d+, of which 1 unsteady; \d+ samples left out "
+                               r"as throttled \(SM clock below 90% of its maximum\); SM clock after the rows "
+                               r"1755-\d+ MHz, temperature 50-\d+ °C\.$")
+
     def test_reuse_experiments_of_two_allocators_stay_apart(self):
         # a second allocator's experiment (reserved == allocated, as cudaMalloc direct
         # gives) must get its own table, not overwrite the caching one's steps
