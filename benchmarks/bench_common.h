@@ -224,6 +224,9 @@ struct GpuClocks {
   double power_w = 0;
 };
 GpuClocks gpu_clocks();
+// Only the SM clock (one NVML call: what a GPU row checks around each sample); 0 where
+// NVML is absent or the call fails.
+unsigned gpu_sm_clock_mhz();
 
 struct MachineInfo {
   std::string cpu_model;

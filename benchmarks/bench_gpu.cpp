@@ -74,6 +74,12 @@ GpuClocks gpu_clocks() {
   return c;
 }
 
+unsigned gpu_sm_clock_mhz() {
+  const Nvml& n = nvml();
+  unsigned mhz = 0;
+  return n.ok && n.clock(n.dev, 1, &mhz) == 0 ? mhz : 0;
+}
+
 GpuInfo gpu_info() {
   GpuInfo g;
 #ifdef SB_WITH_CUDA
