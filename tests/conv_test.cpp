@@ -5,6 +5,7 @@
 #include "stridebench/conv.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 
 #include "stridebench/cpu_features.h"
@@ -25,7 +26,10 @@ using test::Layout;
 using cases::Style;
 using test::expect_msg;
 
-std::vector<double> ref_conv(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p, bool relu) {
+// The float64 convolution of x and w (+ bias, relu), NCHW order; `bound`, when given,
+// gets each output's sum of |x w| (+ |bias|), the scale of its rounding errors.
+std::vector<double> ref_conv(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p, bool relu,
+                             std::vector<double>* bound = nullptr) {
   const std::vector<double> vx = x.to_vector(), vw = w.to_vector();
   const std::vector<double> vb = bias.defined() ? bias.to_vector() : std::vector<double>();
   const int64_t N = x.size(0), C = x.size(1), H = x.size(2), W = x.size(3);
@@ -33,11 +37,13 @@ std::vector<double> ref_conv(const Tensor& x, const Tensor& w, const Tensor& bia
   const int64_t OH = (H + 2 * p.padding - p.dilation * (KH - 1) - 1) / p.stride + 1;
   const int64_t OW = (W + 2 * p.padding - p.dilation * (KW - 1) - 1) / p.stride + 1;
   std::vector<double> out(static_cast<size_t>(N * O * OH * OW));
+  if (bound) bound->assign(out.size(), 0.0);
   for (int64_t n = 0; n < N; ++n)
     for (int64_t o = 0; o < O; ++o)
       for (int64_t oh = 0; oh < OH; ++oh)
         for (int64_t ow = 0; ow < OW; ++ow) {
           double s = vb.empty() ? 0.0 : vb[o];
+          double m = std::fabs(s);
           for (int64_t ci = 0; ci < Cg; ++ci)
             for (int64_t kh = 0; kh < KH; ++kh)
               for (int64_t kw = 0; kw < KW; ++kw) {
@@ -45,9 +51,12 @@ std::vector<double> ref_conv(const Tensor& x, const Tensor& w, const Tensor& bia
                 const int64_t iw = ow * p.stride - p.padding + kw * p.dilation;
                 if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
                 const int64_t c = (o / Og) * Cg + ci;
-                s += vx[((n * C + c) * H + ih) * W + iw] * vw[((o * Cg + ci) * KH + kh) * KW + kw];
+                const double t = vx[((n * C + c) * H + ih) * W + iw] * vw[((o * Cg + ci) * KH + kh) * KW + kw];
+                s += t;
+                m += std::fabs(t);
               }
           out[((n * O + o) * OH + oh) * OW + ow] = relu ? std::max(s, 0.0) : s;
+          if (bound) (*bound)[static_cast<size_t>(((n * O + o) * OH + oh) * OW + ow)] = m;
         }
   (void)C;
   return out;
@@ -504,9 +513,95 @@ TEST_P(ConvOnDevice, BadInputsLeaveOutUntouched) {
   expect_msg([&] { conv2d_out(small, x, w, Tensor(), g2); }, "conv2d_out: out has sizes [1, 6, 5, 5], expected [1, 6, 6, 6]");
   expect_msg([&] { conv2d_out(out, x, w, Tensor(), Conv2dParams{1, 0, 1, 1}); }, "input channels per group");
   expect_msg([&] { conv2d_out(out, x, w, zeros({5}, DType::Float32, dev), g2); }, "bias must be 1-D of size 6");
-  expect_msg([&] { conv2d_out(out, x.to(DType::Float64), w, Tensor(), g2); }, "expected a float32 input");
+  expect_msg([&] { conv2d_out(out, x.to(DType::Float64), w, Tensor(), g2); },
+             "conv2d_out: expected a float32, float16 or bfloat16 input, got float64");
   EXPECT_TRUE(all_close(out, std::vector<double>(216, 5.0), 0, 0)) << "out untouched by the rejected calls";
   EXPECT_TRUE(all_close(small, std::vector<double>(150, 5.0), 0, 0)) << "out untouched by the rejected calls";
+}
+
+// float16 and bfloat16 on every device (the CPU, and CUDA without cuDNN, through float32:
+// Note [16-bit conv through float32]; CUDA with cuDNN in the dtype: Note [cuDNN conv
+// plans]) and float32 with TF32 on CUDA, against the float64 loops over the operands'
+// rounded values. x in four layouts, weights dense or channels-last, a strided bias,
+// outs poisoned in three layouts. Each element is held to a bound of its own: its sum of
+// |x w| (+ |bias|) times twice the relative error of the float32 accumulation over K,
+// the output's rounding, and, on cuDNN, what its engines may add: TF32's 10-bit inputs,
+// and the transforms of Winograd and FFT engines (PyTorch allows them too), taken as
+// 2^-16 in float32 and one more rounding of the dtype for float16 and bfloat16.
+TEST_P(ConvOnDevice, SixteenBitAndTf32EveryLayout) {
+  const Device dev = GetParam();
+  SB_SKIP_WITHOUT_DEVICE(dev);
+  struct Type {
+    DType dt;
+    bool tf32;
+  };
+  std::vector<Type> types = {{DType::Float16, false}, {DType::BFloat16, false}};
+  bool cudnn = false;
+#ifdef SB_WITH_CUDA
+  if (dev.is_cuda()) {
+    types.push_back({DType::Float32, true});
+    cudnn = std::string(cuda::conv2d_backend()) == "cudnn";
+  }
+#endif
+  const ConvCase fixed[] = {
+      {2, 8, 9, 11, 16, 3, 3, {1, 1, 1, 1}, true, true},   // 3x3 same padding
+      {2, 6, 10, 9, 12, 3, 3, {2, 2, 2, 3}, true, false},  // stride 2, dilation 2, groups 3
+      {1, 16, 7, 7, 8, 1, 1, {}, false, true},             // 1x1
+      {2, 6, 8, 7, 6, 3, 3, {1, 1, 1, 6}, true, true},     // depthwise
+  };
+  uint64_t seed = 700;
+  for (const Type& ty : types) {
+    for (const ConvCase& c : fixed) {
+      const int64_t K = c.C / c.p.groups * c.KH * c.KW;
+      const double acc = 0x1p-24 * static_cast<double>(K + 2);
+      const double outr = ty.dt == DType::BFloat16 ? 0x1p-8 : ty.dt == DType::Float16 ? 0x1p-11 : 0.0;
+      const double in = ty.tf32 ? 0x1p-10 : 0.0;
+      const double transforms = !cudnn ? 0.0 : ty.dt == DType::Float32 ? 0x1p-16 : outr;
+      for (const Layout xl : {Layout::Contiguous, Layout::ChannelsLast, Layout::Sliced, Layout::Transposed}) {
+        const Layout wl = seed % 2 ? Layout::ChannelsLast : Layout::Contiguous;
+        const Shape xs = {c.N, c.C, c.H, c.W}, ws = {c.O, c.C / c.p.groups, c.KH, c.KW};
+        const auto vx = test::random_values(xs, seed, ty.dt, -1, 1, false);
+        const auto vw = test::random_values(ws, seed + 1, ty.dt, -1, 1, false);
+        const auto vb = test::random_values({c.O}, seed + 2, ty.dt, -1, 1, false);
+        seed += 3;
+        const Tensor x = test::on_device(dev, vx, xs, ty.dt, xl), w = test::on_device(dev, vw, ws, ty.dt, wl);
+        const Tensor b = c.bias ? test::on_device(dev, vb, {c.O}, ty.dt, Layout::Sliced) : Tensor();
+        std::vector<double> bound;
+        const std::vector<double> ref =
+            ref_conv(from_vector(vx, xs), from_vector(vw, ws), c.bias ? from_vector(vb, {c.O}) : Tensor(), c.p, c.relu,
+                     &bound);
+        std::vector<double> atol(bound.size());
+        for (size_t i = 0; i < atol.size(); ++i) atol[i] = 2 * (acc + outr + in + transforms) * bound[i];
+        const std::string what = conv_str(c) + " " + dtype_name(ty.dt) + (ty.tf32 ? " (tf32)" : "") + " x " +
+                                 test::layout_name(xl) + " w " + test::layout_name(wl) + " on " + dev.str();
+        const test::Tf32Scope tf32(dev, ty.tf32);
+        const Tensor y = conv2d(x, w, b, c.p, c.relu);
+        ASSERT_EQ(y.dtype(), ty.dt) << what;
+        ASSERT_EQ(y.device(), dev) << what;
+        EXPECT_TRUE(all_close(y, ref, atol, 0)) << what;
+        for (const Layout ol : {Layout::Contiguous, Layout::ChannelsLast, Layout::Transposed}) {
+          Tensor out = test::poisoned_on(dev, y.sizes(), ty.dt, ol);
+          conv2d_out(out, x, w, b, c.p, c.relu);
+          EXPECT_TRUE(all_close(out, ref, atol, 0)) << what << ", out " << test::layout_name(ol);
+        }
+      }
+    }
+  }
+}
+
+// Mixed dtypes are refused on every device (no promotion: PyTorch refuses them too) with
+// the op and both dtypes named, and out stays as it was.
+TEST_P(ConvOnDevice, MixedDtypesRefused) {
+  const Device dev = GetParam();
+  SB_SKIP_WITHOUT_DEVICE(dev);
+  const Tensor x = zeros({1, 4, 6, 6}, DType::Float16, dev), w = zeros({2, 4, 3, 3}, DType::Float16, dev);
+  Tensor out = full({1, 2, 4, 4}, 5.0, DType::Float16, dev);
+  expect_msg([&] { conv2d_out(out, x, w.to(DType::BFloat16)); }, "conv2d_out: weight dtype bfloat16 differs from input dtype float16");
+  expect_msg([&] { conv2d_out(out, x, w, zeros({2}, DType::Float32, dev)); }, "bias dtype float32 differs from input dtype float16");
+  Tensor out32 = full({1, 2, 4, 4}, 5.0, DType::Float32, dev);
+  expect_msg([&] { conv2d_out(out32, x, w); }, "conv2d_out: out dtype float32, expected float16");
+  EXPECT_TRUE(all_close(out, std::vector<double>(32, 5.0), 0, 0));
+  EXPECT_TRUE(all_close(out32, std::vector<double>(32, 5.0), 0, 0));
 }
 
 // Issue #45, defect 4: pooling on every device (CUDA: Note [CUDA pooling]), against the
@@ -631,6 +726,38 @@ TEST(CudaConv, DeviceMismatchAndBackendChecks) {
   EXPECT_THROW(cuda::conv2d(out, x.to(DType::Float64), w, Tensor(), g2, false), Error);
   EXPECT_TRUE(all_close(out, std::vector<double>(216, 5.0), 0, 0)) << "out untouched by the rejected calls";
 }
+
+#ifdef SB_WITH_CUDNN
+// Note [cuDNN conv plans]: the plan that ran is recorded (its engine's tag, the candidates
+// timed, the runtime's version); with autotuning off one plan is taken; a graph no engine
+// takes (here: an engine prefix that matches none) is an sb::Error naming the op and the
+// sizes, and out stays as it was.
+TEST(CudaConv, CudnnRecordsItsPlanAndRefusesCleanly) {
+  const Device dev = Device::cuda(0);
+  SB_SKIP_WITHOUT_DEVICE(dev);
+  EXPECT_GE(cuda::cudnn_version(), 90000);
+  EXPECT_STREQ(cuda::conv2d_backend(), "cudnn");
+  const ConvCase c{2, 8, 9, 9, 16, 3, 3, {1, 1, 1, 1}, true, true};
+  check_conv(dev, c, Layout::ChannelsLast, Layout::ChannelsLast, Layout::Contiguous, 11);
+  cuda::ConvPlanInfo info = cuda::conv2d_last_plan();
+  EXPECT_EQ(info.engine.rfind("eng", 0), 0u) << info.engine;
+  EXPECT_GE(info.candidates, 1);
+  EXPECT_GE(info.workspace_bytes, 0);
+  ::setenv("SB_CUDNN_AUTOTUNE", "0", 1);
+  const ConvCase c1{1, 8, 7, 7, 8, 1, 1, {}, false, false};
+  check_conv(dev, c1, Layout::Contiguous, Layout::Contiguous, Layout::Sliced, 12);
+  ::unsetenv("SB_CUDNN_AUTOTUNE");
+  EXPECT_EQ(cuda::conv2d_last_plan().candidates, 1);
+  cuda::set_conv_engine_prefix("none");
+  const Tensor x = full({1, 4, 6, 6}, 1.0, DType::Float16, dev), w = full({2, 4, 3, 3}, 1.0, DType::Float16, dev);
+  Tensor out = full({1, 2, 4, 4}, 5.0, DType::Float16, dev);
+  expect_msg([&] { conv2d_out(out, x, w); }, "conv2d (cuDNN): no engine takes x [1, 4, 6, 6], w [2, 4, 3, 3]");
+  cuda::set_conv_engine_prefix("");
+  EXPECT_TRUE(all_close(out, std::vector<double>(32, 5.0), 0, 0)) << "out untouched by the refused call";
+  conv2d_out(out, x, w);
+  EXPECT_TRUE(all_close(out, std::vector<double>(32, 36.0), 0, 0)) << "the same call once engines are allowed";
+}
+#endif
 
 TEST(CudaConv, BackendRejectsHostTensorsBeforeAnyWork) {
   Tensor out = zeros({1, 2, 1, 1});

@@ -199,8 +199,9 @@ TEST(Errors, Bfloat16MixedAndUnsupported) {
   Tensor o22 = zeros({2, 2});
   expect_error(o22, [&] { matmul_out(o22, h, hm); }, {"matmul_out", "out dtype float32", "expected bfloat16"});
   Tensor img = ones({1, 2, 5, 5}, DType::BFloat16);
-  expect_error(img, [&] { conv2d(img, ones({3, 2, 3, 3}, DType::BFloat16)); },
-               {"conv2d", "expected a float32 input, got bfloat16"});
+  expect_error(img, [&] { conv2d(img, ones({3, 2, 3, 3})); }, {"conv2d", "weight dtype float32", "input dtype bfloat16"});
+  expect_error(img, [&] { conv2d(img, ones({3, 2, 3, 3}, DType::BFloat16), ones({3}, DType::Float16)); },
+               {"conv2d", "bias dtype float16", "input dtype bfloat16"});
   expect_error(img, [&] { max_pool2d(img, Pool2dParams{2, 2}); }, {"max_pool2d", "expected float32, got bfloat16"});
   const Linear lin(ones({4, 3}), Tensor(), Precision::F32);
   expect_error(h, [&] { lin.forward(h); }, {"Linear", "float32", "bfloat16"});

@@ -591,15 +591,12 @@ TEST_P(MatmulOnDevice, EveryCaseOfTheTable) {
         const double outr = ty.dt == DType::BFloat16 ? 0x1p-8 : ty.dt == DType::Float16 ? 0x1p-11 : 0.0;
         std::vector<double> atol(bound.size());
         for (size_t i = 0; i < atol.size(); ++i) atol[i] = 2 * (acc + in + outr) * bound[i];
-#ifdef SB_WITH_CUDA
-        const bool tf32_was = dev.is_cuda() && cuda::allow_tf32();
-        if (dev.is_cuda()) cuda::set_allow_tf32(ty.tf32);
-#endif
-        const test::SystemAllocatorScope system(dev, c.style == Style::OutofplaceSystem);
-        const Tensor y = cases::mm_call(c, t);
-#ifdef SB_WITH_CUDA
-        if (dev.is_cuda()) cuda::set_allow_tf32(tf32_was);
-#endif
+        Tensor y;
+        {
+          const test::Tf32Scope tf32(dev, ty.tf32);
+          const test::SystemAllocatorScope system(dev, c.style == Style::OutofplaceSystem);
+          y = cases::mm_call(c, t);
+        }
         ASSERT_EQ(y.sizes(), Shape({M, N})) << what;
         EXPECT_EQ(y.device(), dev) << what;
         EXPECT_TRUE(all_close(y, ref, atol, 0)) << what;

@@ -156,6 +156,23 @@ SystemAllocatorScope::~SystemAllocatorScope() {
 #endif
 }
 
+Tf32Scope::Tf32Scope(Device dev, bool on) : cuda_(dev.is_cuda()) {
+#ifdef SB_WITH_CUDA
+  if (cuda_) {
+    prev_ = cuda::allow_tf32();
+    cuda::set_allow_tf32(on);
+  }
+#else
+  (void)on;
+#endif
+}
+
+Tf32Scope::~Tf32Scope() {
+#ifdef SB_WITH_CUDA
+  if (cuda_) cuda::set_allow_tf32(prev_);
+#endif
+}
+
 void expect_msg(const std::function<void()>& f, const std::string& part) {
   try {
     f();

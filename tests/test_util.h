@@ -119,6 +119,20 @@ class SystemAllocatorScope {
   int prev_ = 0;  // the allocator kind it replaced
 };
 
+// TF32 tensor-core math (cuda::set_allow_tf32) as `on` for one scope on a CUDA device,
+// restored after; nothing on the CPU, which computes float32 as it is.
+class Tf32Scope {
+ public:
+  Tf32Scope(Device dev, bool on);
+  ~Tf32Scope();
+  Tf32Scope(const Tf32Scope&) = delete;
+  Tf32Scope& operator=(const Tf32Scope&) = delete;
+
+ private:
+  bool cuda_;
+  bool prev_ = false;
+};
+
 // f() must throw sb::Error whose message contains `part` (a non-fatal failure otherwise).
 void expect_msg(const std::function<void()>& f, const std::string& part);
 

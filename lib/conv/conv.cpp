@@ -23,7 +23,8 @@ ConvShape conv_shape(const Tensor& x, const Tensor& w, const Tensor& bias, const
   SB_CHECK(x.defined() && w.defined(), op, ": undefined input or weight");
   SB_CHECK(x.dim() == 4, op, ": expected a 4-D input [N, C, H, W], got ", x.dim(), "-D sizes ", x.sizes());
   SB_CHECK(w.dim() == 4, op, ": expected a 4-D weight [O, C/groups, KH, KW], got ", w.dim(), "-D sizes ", w.sizes());
-  SB_CHECK(x.dtype() == DType::Float32, op, ": expected a float32 input, got ", x.dtype());
+  SB_CHECK(x.dtype() == DType::Float32 || x.dtype() == DType::Float16 || x.dtype() == DType::BFloat16, op,
+           ": expected a float32, float16 or bfloat16 input, got ", x.dtype());
   SB_CHECK(w.dtype() == x.dtype(), op, ": weight dtype ", w.dtype(), " differs from input dtype ", x.dtype());
   SB_CHECK(w.device() == x.device(), op, ": device mismatch: input on ", x.device(), ", weight on ", w.device());
   SB_CHECK(p.stride >= 1 && p.dilation >= 1 && p.padding >= 0 && p.groups >= 1, op,
@@ -69,16 +70,32 @@ void conv_cpu(const ConvShape& g, const Tensor& out, const Tensor& x, const Tens
   if (!res.shares_storage_with(out)) Tensor(out).copy_(res);  // a view handle writes into out's storage
 }
 
+// Note [16-bit conv through float32]: float16 and bfloat16 convolutions on the CPU, and
+// on CUDA in a build without cuDNN, widen x, w and the bias to float32, run the float32
+// path and round the result once into out: the float32 path's error plus one rounding,
+// at the cost of the copies (there is no 16-bit conv kernel of ours). With cuDNN, CUDA
+// takes them as they are (Note [cuDNN conv plans]).
 void conv_dispatch(const ConvShape& g, const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias,
                    const Conv2dParams& p, bool relu) {
   if (out.numel() == 0) return;
 #ifdef SB_WITH_CUDA
-  if (x.device().is_cuda()) {
+#ifdef SB_WITH_CUDNN
+  const bool cuda_takes_it = x.device().is_cuda();
+#else
+  const bool cuda_takes_it = x.device().is_cuda() && x.dtype() == DType::Float32;
+#endif
+  if (cuda_takes_it) {
     cuda::conv2d(out, x, w, bias, p, relu);
     return;
   }
 #endif
-  (void)p;
+  if (x.dtype() != DType::Float32) {
+    const Tensor wide = empty(out.sizes(), DType::Float32, out.device(), out.suggest_memory_format());
+    conv_dispatch(g, wide, x.to(DType::Float32), w.to(DType::Float32),
+                  bias.defined() ? bias.to(DType::Float32) : Tensor(), p, relu);
+    Tensor(out).copy_(wide);
+    return;
+  }
   SB_CHECK(x.device().is_cpu(), "conv2d: no backend for device ", x.device(), " in this build");
   conv_cpu(g, out, x, w, bias, relu);
 }

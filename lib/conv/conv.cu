@@ -1,5 +1,7 @@
-// conv.cu — conv2d on the GPU: im2col into a device workspace, cuBLAS strided-batched
-// GEMMs, then one epilogue kernel for bias and relu. float32, NCHW and channels-last.
+// conv.cu — conv2d on the GPU where cuDNN is absent (with cuDNN, conv2d goes to
+// conv_cudnn.cpp after the checks here): im2col into a device workspace, cuBLAS
+// strided-batched GEMMs, then one epilogue kernel for bias and relu. float32, NCHW and
+// channels-last. Pooling (Note [CUDA pooling]) at the end of the file, in every build.
 //
 // The layout follows x (suggest_memory_format, as the CPU path): the output is built
 // dense in that layout (a temporary when `out` is not, copied into it at the end).
@@ -179,13 +181,45 @@ void conv_dense(const ConvGeom& g, bool nhwc, float* out, const Tensor& x, const
   }
 }
 
+// The im2col path: out = conv(x, w) (+ bias, relu), every check done.
+[[maybe_unused]] void conv2d_im2col(const ConvGeom& g, const Tensor& out, const Tensor& x, const Tensor& w,
+                                    const Tensor& bias, bool relu, int dev) {
+  const bool nhwc = x.suggest_memory_format() == MemoryFormat::ChannelsLast;
+  const MemoryFormat fmt = nhwc ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous;
+  Tensor res = out.is_contiguous(fmt) ? out : empty(out.sizes(), DType::Float32, out.device(), fmt);
+  float* rp = res.data<float>();
+  if (g.K == 0) {  // no input channels: an empty sum
+    fill(res, 0.0);
+  } else {
+    const Tensor wm = w.contiguous(fmt);  // [O][K] row-major in the layout's k order
+    conv_dense(g, nhwc, rp, x, wm.data<float>(), dev);
+  }
+  if (bias.defined() || relu) {
+    const int64_t total = res.numel();
+    bias_relu_kernel<<<grid_for(total, dev), kThreads>>>(rp, bias.defined() ? bias.data<float>() : nullptr,
+                                                         bias.defined() ? bias.stride(0) : 0, total,
+                                                         nhwc ? 1 : g.P, g.O, relu);
+    SB_CUDA_LAUNCH_CHECK();
+  }
+  if (!res.shares_storage_with(out)) copy(out, res);
+}
+
 }  // namespace
 
 void conv2d(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p, bool relu) {
   const int dev = bias.defined() ? common_device("conv2d", {&out, &x, &w, &bias}) : common_device("conv2d", {&out, &x, &w});
-  SB_CHECK(x.dtype() == DType::Float32 && w.dtype() == DType::Float32 && out.dtype() == DType::Float32 &&
-               (!bias.defined() || bias.dtype() == DType::Float32),
-           "conv2d (CUDA): expected float32 tensors, got x ", x.dtype(), ", w ", w.dtype(), ", out ", out.dtype());
+#ifdef SB_WITH_CUDNN
+  const DType dt = x.dtype();
+  const bool dtype_ok = dt == DType::Float32 || dt == DType::Float16 || dt == DType::BFloat16;
+  const char* dtypes = "float32, float16 or bfloat16";
+#else
+  const DType dt = DType::Float32;
+  const bool dtype_ok = x.dtype() == dt;
+  const char* dtypes = "float32 (float16 and bfloat16 go through float32 copies in conv.cpp)";
+#endif
+  SB_CHECK(dtype_ok && w.dtype() == dt && out.dtype() == dt && (!bias.defined() || bias.dtype() == dt),
+           "conv2d (CUDA): expected ", dtypes, " tensors of one dtype, got x ", x.dtype(), ", w ", w.dtype(), ", out ",
+           out.dtype(), bias.defined() ? ", bias " : "", bias.defined() ? dtype_name(bias.dtype()) : "");
   SB_CHECK(x.dim() == 4 && w.dim() == 4 && out.dim() == 4, "conv2d (CUDA): expected 4-D x, w and out, got ",
            x.sizes(), ", ", w.sizes(), ", ", out.sizes());
   SB_CHECK(p.stride >= 1 && p.dilation >= 1 && p.padding >= 0 && p.groups >= 1 && x.size(1) % p.groups == 0 &&
@@ -209,25 +243,18 @@ void conv2d(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& b
            bias.defined() ? bias.sizes() : Shape{}, ", expected [", g.O, "]");
   if (out.numel() == 0) return;
   DeviceGuard guard(dev);
-  const bool nhwc = x.suggest_memory_format() == MemoryFormat::ChannelsLast;
-  const MemoryFormat fmt = nhwc ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous;
-  Tensor res = out.is_contiguous(fmt) ? out : empty(out.sizes(), DType::Float32, out.device(), fmt);
-  float* rp = res.data<float>();
-  if (g.K == 0) {  // no input channels: an empty sum
-    fill(res, 0.0);
-  } else {
-    const Tensor wm = w.contiguous(fmt);  // [O][K] row-major in the layout's k order
-    conv_dense(g, nhwc, rp, x, wm.data<float>(), dev);
-  }
-  if (bias.defined() || relu) {
-    const int64_t total = res.numel();
-    bias_relu_kernel<<<grid_for(total, dev), kThreads>>>(rp, bias.defined() ? bias.data<float>() : nullptr,
-                                                         bias.defined() ? bias.stride(0) : 0, total,
-                                                         nhwc ? 1 : g.P, g.O, relu);
-    SB_CUDA_LAUNCH_CHECK();
-  }
-  if (!res.shares_storage_with(out)) copy(out, res);
+#ifdef SB_WITH_CUDNN
+  conv2d_cudnn(out, x, w, bias, p, relu);  // Note [cuDNN conv plans]
+#else
+  conv2d_im2col(g, out, x, w, bias, relu, dev);
+#endif
 }
+
+#ifndef SB_WITH_CUDNN
+ConvPlanInfo conv2d_last_plan() { return {}; }
+int cudnn_version() { return 0; }
+const char* conv2d_backend() { return "im2col"; }
+#endif
 
 // ---------------------------------------------------------------- pooling
 

@@ -106,7 +106,24 @@ void reduce(ReduceOp op, const Tensor& out, const Tensor& x, const Shape& dims, 
 // out [N, O, OH, OW], any non-overlapping strides, = conv2d(x, w) + bias (undefined:
 // none), relu when asked: im2col and cuBLAS in x's memory format, through a temporary
 // when out is in the other one. Sizes, dtypes (float32) and devices checked by sb::conv2d.
+// With cuDNN (SB_WITH_CUDNN) float16 and bfloat16 too, through conv2d_cudnn.
 void conv2d(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p, bool relu);
+// The cuDNN path (lib/conv/conv_cudnn.cpp, Note [cuDNN conv plans]): the checks are
+// conv2d's; the current device is x's.
+void conv2d_cudnn(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p,
+                  bool relu);
+struct ConvPlanInfo {       // what the last conv2d on CUDA ran (empty before any, and on im2col)
+  std::string engine;       // cudnn-frontend's tag: eng<global index>_k<knob>=<value>...
+  int64_t workspace_bytes = 0;
+  bool fused = false;       // bias and relu inside the plan (else elementwise passes after it)
+  int candidates = 0;       // plans timed when the plan was chosen (1: no autotuning)
+};
+ConvPlanInfo conv2d_last_plan();
+// Only engines whose tag starts with `prefix` ("eng1_", say; "" = every engine) are
+// planned from now on; the plans chosen so far are dropped when it changes. cuDNN builds only.
+void set_conv_engine_prefix(const std::string& prefix);
+int cudnn_version();          // cudnnGetVersion() at run time; 0 in a build without cuDNN
+const char* conv2d_backend();  // "cudnn" or "im2col"
 // out [N, C, OH, OW] = max (max) or average (count_include_pad) pooling of x with a k x k
 // window at stride s and padding pad, any strides of either (Note [CUDA pooling] in
 // conv.cu). Geometry and dtypes checked by sb::max_pool2d / avg_pool2d.
