@@ -19,7 +19,8 @@
 //     64 -> 64 conv over 8x56x56 pixels is (M = N*OH*OW, K = C*KH*KW, N = O), so conv
 //     GFLOP/s can be read as a % of the GEMM's at its own shape (benchmarks/README.md).
 //   full adds: a depthwise 3x3 (groups 32) on 8x32x112x112 and a 1x1 256 -> 64 on
-//     8x256x56x56 (their input shapes tell them apart from the 3x3 row), contiguous and
+//     8x256x56x56 (shape keys 8x32x112x112x32x3x32 and 8x256x56x56x64x1x1: the input's
+//     sizes, then output channels, kernel and groups, cases::shape_key), contiguous and
 //     channels_last, out and outofplace.
 // The NCHW -> NHWC conversion of the 3x3 input (the Channels-last table's break-even)
 //   is bench_copy's op:nchw_to_nhwc at shape 8x64x56x56.
@@ -108,7 +109,7 @@ void add_case(const Case& k) {
       .layout(layout_name(k.c.layout))
       .style(style_name(k.c.style))
       .dtype(DType::Float32)
-      .shape(k.g.x)
+      .shape(k.gemm ? k.g.x : cases::shape_key(k.g))
       .threads(k.threads);
   add_run(name, [k](benchmark::State& st) { run_case(st, k); }, benchmark::kMillisecond);
 }

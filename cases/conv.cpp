@@ -31,6 +31,13 @@ Conv2dParams conv_params(const ConvGeometry& g) {
   return p;
 }
 
+Shape shape_key(const ConvGeometry& g) {
+  if (g.cout == 0 || (g.k == 3 && g.groups == 1 && g.cout == g.x[1])) return g.x;  // cout 0: pooling
+  Shape s = g.x;
+  s.insert(s.end(), {g.cout, g.k, g.groups});
+  return s;
+}
+
 Pool2dParams pool_params() { return Pool2dParams{3, 2, 1}; }
 
 MemoryFormat native_format(const ConvCase& c) {

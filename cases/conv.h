@@ -38,6 +38,12 @@ struct ConvGeometry {
 std::vector<ConvCase> conv_cases(const std::vector<ConvOp>& ops);
 
 Conv2dParams conv_params(const ConvGeometry& g);  // stride 1, padding k / 2
+// The run name's shape of a conv: the input's NCHW sizes for the table's main geometry
+// (3x3, as many output channels as input channels, groups 1), else those sizes then the
+// output channels, the kernel size and the groups (NxCxHxWxOxKxG), so that a peer
+// rebuilds the same layer from the name (scripts/stridebench/peers/cases.py). Pooling
+// (cout 0): the input's sizes.
+Shape shape_key(const ConvGeometry& g);
 Pool2dParams pool_params();                        // 3x3 / 2, padding 1
 MemoryFormat native_format(const ConvCase& c);     // channels-last for channels_last
 

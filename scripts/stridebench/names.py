@@ -26,7 +26,7 @@ VOCAB = {
            "loop",
            # the peers family (scripts/peers.py): one call's fixed cost from Python
            "overhead") + VIEW_OPS[:-1],
-    "impl": ("ours", "torch", "numpy", "openblas", "cudnn"),
+    "impl": ("ours", "torch", "numpy", "openblas", "cudnn", "im2col"),
     "layout": ("contiguous", "transposed", "sliced", "expanded", "channels_last",
                "column_major", "contiguous_first"),
     "style": ("inplace", "out", "outofplace", "outofplace_system", "view", "copy"),

@@ -381,6 +381,33 @@ class Units(unittest.TestCase):
         got = sorted(c.name for c in self.m.peer_cases(Torch(), "cpu", ours, "full", 1))
         self.assertEqual(got, sorted(n.replace("impl:ours", "impl:torch") for n in names))
 
+    def test_conv_cases_per_device_and_precision(self):
+        """conv2d rows are rebuilt by torch from the shape key (the 7-number form names
+        output channels, kernel and groups): every precision on CUDA, f32 and bf16 on the
+        CPU, outofplace only; NumPy takes none."""
+        base = "conv/op:conv2d/impl:ours/device:{dev}/layout:channels_last/style:{st}/dtype:{dt}/shape:{sh}/threads:1"
+        cuda = [base.format(dev="cuda:0", st="outofplace", dt=dt, sh=sh)
+                for dt in ("f32", "tf32", "f16", "bf16") for sh in ("2x8x10x10", "2x16x6x6x8x1x1")]
+        cpu = [base.format(dev="cpu", st="outofplace", dt=dt, sh="2x8x10x10") for dt in ("f32", "f16")]
+        out = [base.format(dev="cuda:0", st="out", dt="f16", sh="2x8x10x10")]
+        with tempfile.TemporaryDirectory() as tmp:
+            ours = self.m.ours_cases(self.fake_bench(tmp, cuda + cpu + out), "full")
+
+        class Numpy:
+            impl, cuda, dtypes = "numpy", False, ("f32",)
+
+        class Torch:
+            impl, cuda, dtypes = "torch", True, ("f32", "bf16")
+        self.assertEqual(self.m.peer_cases(Numpy(), "cpu", ours, "full", 1), [])
+        got = sorted(c.name for c in self.m.peer_cases(Torch(), "cuda:0", ours, "full", 1))
+        self.assertEqual(got, sorted(n.replace("impl:ours", "impl:torch") for n in cuda))
+        got = [c.name for c in self.m.peer_cases(Torch(), "cpu", ours, "full", 1)]
+        self.assertEqual(got, [cpu[0].replace("impl:ours", "impl:torch")])
+        from stridebench.peers import cases
+        self.assertEqual(cases.conv_geometry("2x8x10x10"), (2, 8, 10, 10, 8, 3, 1))
+        self.assertEqual(cases.conv_geometry("8x256x56x56x64x1x1"), (8, 256, 56, 56, 64, 1, 1))
+        self.assertIsNone(cases.conv_geometry("8x256x56"))
+
     def test_a_name_outside_the_contract_names_the_binary(self):
         with tempfile.TemporaryDirectory() as tmp:
             d = self.fake_bench(tmp, ["elementwise/op:add/impl:ours/device:cpu/colour:red"])

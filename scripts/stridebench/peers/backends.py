@@ -23,6 +23,9 @@ class TorchBackend:
             # take them only where a row says tf32.
             torch.backends.cuda.matmul.allow_tf32 = False
             torch.backends.cudnn.allow_tf32 = False
+            # cuDNN times its algorithms once per layer and keeps the fastest, as our
+            # conv2d does (Note [cuDNN conv plans])
+            torch.backends.cudnn.benchmark = True
 
     def version(self):
         return self.t.__version__

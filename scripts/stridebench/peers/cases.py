@@ -255,35 +255,59 @@ def matmul_case(be, dev, keys):
     return Case("matmul", peer_keys(keys, be, dev), build, blas=True)
 
 
+def conv_geometry(shape):
+    """(N, C, H, W, O, K, groups) of a conv run's shape key (cases::shape_key in
+    cases/conv.cpp): NxCxHxW is a 3x3 C -> C conv, groups 1; NxCxHxWxOxKxG names the
+    output channels, the kernel size and the groups. None for any other form."""
+    d = dims(shape)
+    if len(d) == 4:
+        return d + (d[1], 3, 1)
+    return d if len(d) == 7 else None
+
+
 def conv_case(be, dev, keys):
-    """conv2d 3x3, stride 1, padding 1, no bias, C -> C channels (bench_conv.cpp's main
-    case), NCHW vs channels-last (input and weights in the layout), and max/avg pooling
-    3x3, stride 2, padding 1 on the same input; shape is the input's NCHW sizes.
-    torch only (NumPy has neither), out-of-place only (torch has no out= form). The
-    full matrix's depthwise and 1x1 convolutions carry the same op and shape keys as the
-    3x3 one: a peer cannot tell them apart by name, so only C = 64 is taken as 3x3."""
-    op, layout = keys["op"], keys["layout"]
-    if be.impl != "torch" or keys["dtype"] != "f32" or keys["style"] != "outofplace" or \
+    """conv2d KxK, stride 1, padding K // 2, no bias (cases/conv.h: the geometry from the
+    shape key, conv_geometry), NCHW vs channels-last (input and weights in the layout),
+    and max/avg pooling 3x3, stride 2, padding 1 on the input; torch only (NumPy has
+    neither), out-of-place only (torch has no out= form). conv2d dtypes: f32 and bf16,
+    and on CUDA f16 and tf32 (float32 with torch.backends.cudnn.allow_tf32 set for the
+    row's calls, off for every other row); cuDNN's benchmark mode is on for the CUDA
+    rows (TorchBackend), as the issue's measurements were taken."""
+    op, layout, dt = keys["op"], keys["layout"], keys["dtype"]
+    cuda = dev.startswith("cuda")
+    if be.impl != "torch" or keys["style"] != "outofplace" or \
             layout not in ("contiguous", "channels_last"):
         return None
-    nb, c, h, w = dims(keys["shape"])
     if op == "conv2d":
-        if c != 64:
+        geo = conv_geometry(keys["shape"])
+        if geo is None or not (dt in ("f32", "bf16") or (cuda and dt in ("tf32", "f16"))):
             return None
+        nb, c, h, w, o, k, g = geo
 
         def build():
-            F = be.t.nn.functional
-            x, wt = be.rand((nb, c, h, w)), be.rand((c, c, 3, 3))
+            t = be.t
+            F, tdt = t.nn.functional, {"f16": t.float16, "bf16": t.bfloat16}.get(dt, t.float32)
+            x, wt = be.rand((nb, c, h, w)).to(tdt), be.rand((o, c // g, k, k)).to(tdt)
             if layout == "channels_last":
                 x, wt = be.to_channels_last(x), be.to_channels_last(wt)
-            fn = lambda: F.conv2d(x, wt, None, 1, 1)  # noqa: E731
+            tf32 = dt == "tf32"
+
+            def fn():
+                if cuda:
+                    t.backends.cudnn.allow_tf32 = tf32
+                return F.conv2d(x, wt, None, 1, k // 2, 1, g)
             peak, allocs, y = be.alloc_of(fn, [x, wt])
+            if cuda:
+                t.backends.cudnn.allow_tf32 = False
             if layout == "channels_last" and not y.is_contiguous(
-                    memory_format=be.t.channels_last):
+                    memory_format=t.channels_last):
                 raise Skip("torch returned an NCHW result for a channels-last input")
             nbytes = distinct_bytes(be, x) + distinct_bytes(be, wt) + distinct_bytes(be, y)
-            return Work(fn, nbytes, 2 * nb * c * h * w * c * 9, nbytes, peak, allocs)
+            flop = 2 * y.numel() * (c // g) * k * k
+            return Work(fn, nbytes, flop, nbytes, peak, allocs)
         return Case("conv", peer_keys(keys, be, dev), build)
+    if dt != "f32":
+        return None
     if op not in ("max_pool2d", "avg_pool2d"):
         return None
 

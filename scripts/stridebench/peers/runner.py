@@ -152,7 +152,11 @@ def child(args):
         context["sb_torch_threads"] = str(mod.get_num_threads())
         context["sb_gpu_name"] = gpu_name(mod)
         if any(d.startswith("cuda") for d in bend):
-            context["sb_torch_tf32"] = "off (matmul and cuDNN)"
+            context["sb_torch_tf32"] = "off (matmul and cuDNN), on for conv2d's tf32 rows"
+            try:
+                context["sb_torch_cudnn"] = f"{mod.backends.cudnn.version()}, benchmark on"
+            except Exception:  # noqa: BLE001
+                pass
         context["sb_torch_bf16_cpu"] = torch_bf16_cpu_path()
         try:
             context["sb_quant_engine"] = mod.backends.quantized.engine
