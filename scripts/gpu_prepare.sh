@@ -7,8 +7,9 @@
 #   scripts/gpu_prepare.sh [build-dir [carry-dir]]     (default: build .devcarry)
 #
 # Libraries: everything `ldd` lists except the C runtime (libc, libm, libstdc++, …,
-# newer on the device image) and CUDA's own (libcudart, libcublas, libcublasLt: the
-# device image has CUDA 13, and libcublasLt alone is ~540 MB, over the 64 MiB carry).
+# newer on the device image) and CUDA's own (libcudart, libcublas, libcublasLt, libcudnn:
+# the device image has CUDA 13 and cuDNN 9, and libcublasLt alone is ~540 MB, cuDNN's
+# engine libraries more, over the 64 MiB carry).
 #
 # The carry is gpu_run.sh and payload.tar.gz (bin/ and lib/), which gpu_run.sh unpacks
 # beside itself: every binary links the kernels statically, so each holds the whole
@@ -36,7 +37,7 @@ for b in tests/cuda_allocator_test tests/cuda_stream_test tests/copy_test tests/
   fi
 done
 [[ ${#bins[@]} -gt 0 ]] || { echo "gpu_prepare: no binaries found" >&2; exit 1; }
-skip='^(linux-vdso|ld-linux|libc\.so|libm\.so|libdl\.so|libpthread\.so|librt\.so|libgcc_s\.so|libstdc\+\+\.so|libcudart\.so|libcublas\.so|libcublasLt\.so|libcuda\.so)'
+skip='^(linux-vdso|ld-linux|libc\.so|libm\.so|libdl\.so|libpthread\.so|librt\.so|libgcc_s\.so|libstdc\+\+\.so|libcudart\.so|libcublas\.so|libcublasLt\.so|libcuda\.so|libcudnn)'
 ldd "${bins[@]}" | awk '/=>/ {print $1, $3}' | sort -u | while read -r name path; do
   if [[ "$name" =~ $skip ]]; then continue; fi
   if [[ "$path" == "not" || ! -e "$path" ]]; then

@@ -102,11 +102,31 @@ for lib in ${SB_GPU_CUDA_LIBS:-libcudart.so.13 libcublas.so.13 libcublasLt.so.13
     lib_path=$lib_path:$found
   fi
 done
+# cuDNN (conv2d, Note [cuDNN conv plans]), when the binaries link it: PyTorch's wheel's
+# first (nvidia/cudnn/lib: the version PyTorch's peer rows run, so both sides call the
+# same library), else the system's; SB_GPU_CUDNN_DIR names another. Its directory goes
+# first on the path, so its engine libraries load from beside it.
+cudnn_dir=""
+if ldd "$here"/bin/* 2>/dev/null | grep -q 'libcudnn\.so'; then
+  for d in ${SB_GPU_CUDNN_DIR:-} $(printf '%s\n' "${cuda_dirs[@]}" | grep '/nvidia/cudnn/lib$') "${cuda_dirs[@]}"; do
+    if [[ -e $d/libcudnn.so.9 ]]; then
+      cudnn_dir=$d
+      break
+    fi
+  done
+  [[ -z $cudnn_dir ]] && cudnn_dir=$(ldconfig -p 2>/dev/null | awk '$1 == "libcudnn.so.9" {print $NF; exit}' | xargs -r dirname)
+  if [[ -z $cudnn_dir ]]; then
+    missing+=(libcudnn.so.9)
+  else
+    lib_path=$here/lib:$cudnn_dir${lib_path#"$here/lib"}
+  fi
+fi
 export LD_LIBRARY_PATH="$lib_path${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 for d in /usr/local/cuda/bin /usr/local/cuda-*/bin; do [[ -d $d ]] && PATH=$PATH:$d; done
 export PATH
 say "gpu_run: budget ${budget}s, steps: $steps$([[ $rehearsal == 1 ]] && echo ' (rehearsal: no GPU needed)')"
 say "libraries: $LD_LIBRARY_PATH"
+[[ -n $cudnn_dir ]] && say "cudnn: $cudnn_dir/$(cd "$cudnn_dir" && readlink -f libcudnn.so.9 | xargs basename)"
 [[ ${#missing[@]} -eq 0 ]] || { say "gpu_run: not found on this machine: ${missing[*]} (searched ${cuda_dirs[*]} and ldconfig)"; exit 2; }
 for b in "$bin"/*; do
   if ldd "$b" | grep -q "not found"; then
@@ -130,7 +150,9 @@ tests=${SB_GPU_TESTS:-cuda_allocator_test cuda_stream_test copy_test elementwise
 gpu_cases='*Cuda*:*/cuda0'
 if want tests; then
   for t in $tests; do
-    bounded "$(step_time 240)" "$bin/$t" --gtest_filter="$gpu_cases" --gtest_output="xml:$OUT/$t.xml" > "$OUT/$t.log" 2>&1
+    # the first cuDNN plan that builds for each conv (SB_CUDNN_AUTOTUNE=0): the tests check
+    # results, and each new shape would time 8 plans; CudaConv.CudnnRecords* autotunes
+    SB_CUDNN_AUTOTUNE=0 bounded "$(step_time 240)" "$bin/$t" --gtest_filter="$gpu_cases" --gtest_output="xml:$OUT/$t.xml" > "$OUT/$t.log" 2>&1
     rc=$?
     say "test $t: rc=$rc$([[ $rc == 124 ]] && echo ' (timed out)') $(grep -E '^\[  (PASSED|FAILED|SKIPPED) *\] [0-9]+ tests?[,.]' "$OUT/$t.log" | tr '\n' ' ')"
     [[ $rc -eq 0 ]] || status=1
@@ -146,7 +168,7 @@ if want sanitize && command -v compute-sanitizer >/dev/null; then
   for t in $tests; do
     echo "== $t" >> "$OUT/memcheck.log"
     # the differential test with a tenth of its random cases (SB_DIFFERENTIAL_CUDA_CASES)
-    SB_CUDA_ALLOCATOR=direct SB_DIFFERENTIAL_CUDA_CASES=200 bounded "$(step_time 300)" $san --tool memcheck --leak-check no "$bin/$t" \
+    SB_CUDNN_AUTOTUNE=0 SB_CUDA_ALLOCATOR=direct SB_DIFFERENTIAL_CUDA_CASES=200 bounded "$(step_time 300)" $san --tool memcheck --leak-check no "$bin/$t" \
       --gtest_filter="$gpu_cases-$skip" >> "$OUT/memcheck.log" 2>&1
     r=$?
     ((r == 0)) || rc=$r

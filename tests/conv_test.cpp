@@ -738,6 +738,9 @@ TEST(CudaConv, CudnnRecordsItsPlanAndRefusesCleanly) {
   EXPECT_GE(cuda::cudnn_version(), 90000);
   EXPECT_STREQ(cuda::conv2d_backend(), "cudnn");
   const ConvCase c{2, 8, 9, 9, 16, 3, 3, {1, 1, 1, 1}, true, true};
+  const char* was = std::getenv("SB_CUDNN_AUTOTUNE");
+  const std::string prev = was ? was : "";
+  ::unsetenv("SB_CUDNN_AUTOTUNE");  // gpu_run.sh's tests step sets it; restored below
   check_conv(dev, c, Layout::ChannelsLast, Layout::ChannelsLast, Layout::Contiguous, 11);
   cuda::ConvPlanInfo info = cuda::conv2d_last_plan();
   EXPECT_EQ(info.engine.rfind("eng", 0), 0u) << info.engine;
@@ -746,8 +749,9 @@ TEST(CudaConv, CudnnRecordsItsPlanAndRefusesCleanly) {
   ::setenv("SB_CUDNN_AUTOTUNE", "0", 1);
   const ConvCase c1{1, 8, 7, 7, 8, 1, 1, {}, false, false};
   check_conv(dev, c1, Layout::Contiguous, Layout::Contiguous, Layout::Sliced, 12);
-  ::unsetenv("SB_CUDNN_AUTOTUNE");
   EXPECT_EQ(cuda::conv2d_last_plan().candidates, 1);
+  if (was) ::setenv("SB_CUDNN_AUTOTUNE", prev.c_str(), 1);
+  else ::unsetenv("SB_CUDNN_AUTOTUNE");
   cuda::set_conv_engine_prefix("none");
   const Tensor x = full({1, 4, 6, 6}, 1.0, DType::Float16, dev), w = full({2, 4, 3, 3}, 1.0, DType::Float16, dev);
   Tensor out = full({1, 2, 4, 4}, 5.0, DType::Float16, dev);

@@ -62,6 +62,39 @@ def decide(cases, fmt=fmt_x, prefix="", labels=None):
     return prefix + fig, verdict(labels, [ok for _, _, ok in cases], [c[0] for c in cases])
 
 
+def decide_per(cases, keys, fmt=fmt_x, prefix=""):
+    """decide() for each group of cases that share `keys` (a GPU's precisions, the CPU
+    beside the GPU), when there is more than one group: each figure and verdict named by
+    the keys' values that differ among the groups. One verdict for all when every
+    group's is the same."""
+    groups = {}
+    for c in cases:
+        groups.setdefault(tuple(c[0].get(k) for k in keys), []).append(c)
+    if len(groups) <= 1:
+        return decide(cases, fmt, prefix)
+    varying = [i for i in range(len(keys)) if len({g[i] for g in groups}) > 1]
+    order = sorted(groups, key=lambda g: tuple(sb._order(keys[i], g[i]) for i in varying))
+    # each case named by what differs inside a group (the threads of the CPU's rows and
+    # the GPU's differ, but name no case)
+    vary = [k for k in CASE_KEYS if k not in keys and
+            any(len({c[0].keys.get(k) for c in grp}) > 1 for grp in groups.values())]
+    figs, verds = [], []
+    for g in order:
+        name = " ".join(str(g[i]) for i in varying)
+        group = groups[g]
+        if vary:
+            f, v = decide(group, fmt, labels=[sb.describe(c[0], vary) for c in group])
+        elif len(group) == 1:
+            f, v = fmt(group[0][1]), verdict([name], [group[0][2]])
+        else:
+            f, v = decide(group, fmt)
+        figs.append(f"{name} {f}")
+        verds.append((name, v))
+    if len({v for _, v in verds}) == 1:
+        return prefix + "; ".join(figs), verds[0][1]
+    return prefix + "; ".join(figs), "; ".join(f"{n}: {v}" for n, v in verds)
+
+
 def at_least(claimed):
     """A 'k x slower/faster' claim holds when the measured ratio is at least 80% of
     the claimed effect: 1 + 0.8 (k - 1)."""
@@ -90,10 +123,12 @@ def c_l4(rs):
 
 
 def c_l5(rs):
-    return decide([(r, t, t >= 1.05)
-                   for r, b in sb.layout_cases(rs, "conv", "conv2d", "channels_last")
-                   for t in [rs.time_ratio(r, b)]],
-                  prefix="NHWC speed-up: ")
+    """Per device and precision where there are several (on a GPU the answer depends on
+    the precision: tensor cores read NHWC)."""
+    return decide_per([(r, t, t >= 1.05)
+                       for r, b in sb.layout_cases(rs, "conv", "conv2d", "channels_last")
+                       for t in [rs.time_ratio(r, b)]],
+                      ("device", "dtype"), prefix="NHWC speed-up: ")
 
 
 def c_l6(rs):
@@ -406,6 +441,11 @@ def verdict_kind(v):
     if v in (NM, "does not hold"):
         return v
     if v == "holds" or v.startswith(("holds:", "holds as PyTorch defines it")):
+        return "holds"
+    parts = [p.split(": ", 1)[-1] for p in v.split("; ")]  # decide_per's groups
+    if len(parts) > 1 and all(p == "does not hold" for p in parts):
+        return "does not hold"
+    if len(parts) > 1 and all(p == "holds" for p in parts):
         return "holds"
     return "holds in part"
 

@@ -30,7 +30,7 @@ VOCAB = {
     "layout": ("contiguous", "transposed", "sliced", "expanded", "channels_last",
                "column_major", "contiguous_first"),
     "style": ("inplace", "out", "outofplace", "outofplace_system", "view", "copy"),
-    "dtype": ("f32", "f64", "f16", "bf16", "i32", "i8", "int8_dynamic", "int8_static", "tf32"),
+    "dtype": ("f32", "tf32", "f64", "f16", "bf16", "i32", "i8", "int8_dynamic", "int8_static"),
     "dim": ("inner", "outer"),
     "alloc": ("caching", "system", "pinned", "pageable", "cudamalloc"),
 }

@@ -87,19 +87,28 @@ def t_styles(rs, dev):
 
 
 def t_precision(rs, dev):
+    """The quant family's layers and the conv family's conv2d rows (every layer, layout
+    and style measured in more than one dtype), each dtype against the group's f32."""
     rows, per = [], {}
-    for group in sb.group_by(rs.select("quant", device=dev), "dtype").values():
+    runs = rs.select("quant", device=dev) + rs.select("conv", device=dev, op="conv2d")
+    for group in sb.group_by(runs, "dtype").values():
+        if len(group) < 2:
+            continue  # one dtype alone compares nothing
         by = {r["dtype"]: r for r in group}
         f32 = by.get("f32")
         g = group[0]
-        for d in PRECISIONS + tuple(d for d in by if d not in PRECISIONS):
+        # the quant layers show every precision (not measured ones too); a conv layer
+        # the dtypes it was measured in
+        dts = PRECISIONS + tuple(d for d in by if d not in PRECISIONS) if g.family == "quant" else \
+            tuple(sorted(by, key=lambda d: sb._order("dtype", d)))
+        for d in dts:
             r = by.get(d)
             sp = f32.median / r.median if r and f32 else None
             w, w32 = (x.counters.get("weight_bytes") if x else None for x in (r, f32))
             wf = w / w32 if w is not None and w32 else None
             err = r.counters.get("rel_error") if r else None
-            rows.append([g["impl"], g["op"], g.get("shape", "—"), g.get("threads", "—"),
-                         d, fmt_tm(r), fmt_x(sp), fmt_bytes(w),
+            rows.append([g["impl"], g["op"], g.get("layout", "—"), g.get("shape", "—"),
+                         g.get("threads", "—"), d, fmt_tm(r), fmt_x(sp), fmt_bytes(w),
                          "—" if wf is None else f"{100 * wf:.0f}%",
                          "—" if err is None else f"{err:.1e}",
                          sb.pct_ceiling(rs, r) if r else "—"])
@@ -113,7 +122,7 @@ def t_precision(rs, dev):
             "weight bytes" if None not in [w for _, w in v] else "")
         for d, v in per.items()) or "no fp32 reference measured"
     return reading, md_table(
-        ["impl", "op", "shape", "threads", "dtype", "time", "speed vs fp32",
+        ["impl", "op", "layout", "shape", "threads", "dtype", "time", "speed vs fp32",
          "weight bytes", "weights vs fp32", "rel. error", "% ceiling"], rows)
 
 
@@ -122,13 +131,13 @@ def t_channels_last(rs, dev):
                      op=lambda v: v != "matmul")  # the conv family's GEMM reference row
     runs += [r for r in rs.select("elementwise", device=dev, impl="ours",
                                   layout="channels_last")]
-    rows, speed, even = [], [], []
+    rows, speed, even, speed_by = [], [], [], {}
     for group in sb.group_by([r for r in runs if sb.preferred_style(rs, r)],
                              "layout").values():
         g = group[0]
         nchw, nhwc = (rs.like(g, layout=l) for l in ("contiguous", "channels_last"))
         convs = rs.select("copy", op="nchw_to_nhwc", device=dev, dtype=g["dtype"],
-                          shape=g["shape"])  # the same thread count when measured
+                          shape="x".join(g["shape"].split("x")[:4]))  # the input's; the same threads when measured
         conv = next((c for c in convs if c["threads"] == g["threads"]),
                     next(iter(convs), None))
         sp = nchw.median / nhwc.median if nchw and nhwc else None
@@ -140,14 +149,21 @@ def t_channels_last(rs, dev):
                 even.append(math.ceil(conv.median / gain))
         if sp:
             speed.append(sp)
+            if g["op"] == "conv2d":
+                speed_by.setdefault(g.get("dtype", "—"), []).append(sp)
         rows.append([g["op"], g.get("dtype", "—"), g.get("shape", "—"),
                      g.get("threads", "—"), g.get("style", "—"), fmt_tm(nchw),
                      fmt_tm(nhwc), fmt_x(sp), fmt_tm(conv), be,
                      sb.pct_ceiling(rs, nhwc) if nhwc else "—"])
     if not rows:
         return None
-    reading = f"NHWC runs at {span(speed)} the NCHW speed" if speed else \
-        "no NCHW/NHWC pair measured"
+    reading = "no NCHW/NHWC pair measured"
+    if len(speed_by) > 1:  # a GPU's precisions: the answer depends on them
+        reading = "NHWC runs at " + ", ".join(f"{span(v)} the NCHW speed in {d}"
+                                              for d, v in sorted(speed_by.items(),
+                                                                 key=lambda t: sb._order("dtype", t[0])))
+    elif speed:
+        reading = f"NHWC runs at {span(speed)} the NCHW speed"
     if even:
         n = span(even, str)
         reading += f"; the conversion pays for itself after {n} call{'s' * (n != '1')}"

@@ -510,7 +510,7 @@ class TablesTest(unittest.TestCase):
         self.assertIn("| 11.0 ms ±3% | 17.7 ms ±3% | 1.61x | — | 0.62x | 57% |", row[0])
         self.assertIn("transposed add runs at 0.62x the contiguous rate (1.61x its time)",
                       text)
-        self.assertIn("| ours | linear | 64x4096x4096 | 8 | int8_dynamic | 8.00 ms ±3% | "
+        self.assertIn("| ours | linear | — | 64x4096x4096 | 8 | int8_dynamic | 8.00 ms ±3% | "
                       "2.50x | 16.0 MiB | 25% | 8.0e-03 | 54% |", text)
         self.assertIn("| conv2d | f32 | 32x64x56x56 | 8 | out | 60.0 ms ±3% | 45.0 ms ±3% "
                       "| 1.33x | 3.00 ms ±3% | 1 |", text)
@@ -664,12 +664,44 @@ class TablesTest(unittest.TestCase):
         table = text[text.index("## Precision and quantization"):]
         table = table[:table.index("\n## ", 5)]
         rows = [l for l in table.splitlines() if l.startswith("| ours |")]
-        dts = [l.split("|")[5].strip() for l in rows]
+        dts = [l.split("|")[6].strip() for l in rows]  # impl, op, layout, shape, threads, dtype
         self.assertIn("bf16", dts)
         self.assertEqual(dts.index("bf16"), dts.index("f16") + 1, dts)  # beside f16
         after = claims(text)["P3"]
         self.assertEqual(after[1], before[1])  # the verdict is fp16's alone
         self.assertIn("bf16 (not judged):", after[0])
+
+    def test_channels_last_and_l5_per_precision_on_a_gpu(self):
+        """GPU conv2d rows in four precisions: the Channels-last reading and the L5
+        verdict name each device and precision (NHWC slower in f32 on the GPU, faster in
+        tf32, f16 and bf16), and the Precision table holds the conv rows against f32."""
+        conv = os.path.join(self.raw, "bench_conv.json")
+        # NHWC ÷ NCHW time on cuda:0 per dtype; the CPU rows: 45 ms ÷ 60 ms
+        nhwc = {"f32": 1.2, "tf32": 0.5, "f16": 0.6, "bf16": 0.55}
+        speed = {"f32": 1.0, "tf32": 3.0, "f16": 5.0, "bf16": 5.0}  # dtype's speed vs f32, NCHW
+        for dt in nhwc:
+            for layout, f in (("contiguous", 1.0), ("channels_last", nhwc[dt] * 60 / 45)):
+                k = 0.01 * f / speed[dt]
+                self.assertTrue(sbtest.add_twins(
+                    conv, lambda n, l=layout: "/op:conv2d/" in n and f"/layout:{l}/" in n and "device:cpu" in n,
+                    {"device:cpu": "device:cuda:0", "dtype:f32": f"dtype:{dt}", "threads:8": "threads:1"},
+                    {"real_time": k, "cpu_time": k},
+                    source=sbtest.fixture("machine-a", "bench_conv.json")))
+        text = self.render()
+        c = claims(text)
+        self.assertEqual(c["L5"][1], "cpu f32: holds; cuda:0 f32: does not hold; cuda:0 tf32: holds; "
+                                     "cuda:0 f16: holds; cuda:0 bf16: holds")
+        self.assertTrue(c["L5"][0].startswith("NHWC speed-up: cpu f32 1.33x; cuda:0 f32 0.83x; cuda:0 tf32 2.00x"),
+                        c["L5"][0])
+        cl = text.split("### Channels-last on `cuda:0`")[1].split("\n## ")[0]
+        self.assertIn("Reading: NHWC runs at 0.83x the NCHW speed in f32, 2.00x the NCHW speed in tf32, "
+                      "1.67x the NCHW speed in f16, 1.82x the NCHW speed in bf16", cl)
+        prec = text.split("### Precision and quantization on `cuda:0`")[1].split("\n## ")[0]
+        rows = [l for l in prec.splitlines() if l.startswith("| ours | conv2d |")]
+        self.assertEqual([l.split("|")[6].strip() for l in rows if "| contiguous |" in l],
+                         ["f32", "tf32", "f16", "bf16"])
+        self.assertIn("| ours | conv2d | contiguous | 32x64x56x56 | 1 | f16 | 120 µs ±3% | 5.00x |", prec)
+        self.assertEqual(cl.count("does not"), 0)
 
     def test_peers_say_when_torch_has_no_fast_bf16_cpu_path(self):
         """A torch bf16 matmul row on a CPU where torch 1.13 runs reference loops for it

@@ -308,6 +308,7 @@ def conv_case(be, dev, keys):
         return Case("conv", peer_keys(keys, be, dev), build)
     if dt != "f32":
         return None
+    nb, c, h, w = dims(keys["shape"])
     if op not in ("max_pool2d", "avg_pool2d"):
         return None
 
