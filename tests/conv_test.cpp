@@ -728,6 +728,41 @@ TEST(CudaConv, DeviceMismatchAndBackendChecks) {
 }
 
 #ifdef SB_WITH_CUDNN
+// Note [cuDNN conv plans], without a GPU: the descriptors of every graph conv2d builds
+// (tensors, the convolution, its operation, the bias and relu ops) take their attributes
+// and finalize in every dtype and layout, with and without the epilogue, for groups,
+// stride, dilation, padding and 1x1; only the graph itself needs a device. Host tensors
+// stand in: nothing is read.
+TEST(CudnnConv, DescriptorsOfEveryGraphFinalizeWithoutAGpu) {
+  EXPECT_GE(cuda::cudnn_version(), 90000);
+  struct G {
+    Shape x, w;
+    Conv2dParams p;
+  };
+  const G geos[] = {{{2, 8, 9, 9}, {16, 8, 3, 3}, {1, 1, 1, 1}},
+                    {{1, 6, 10, 9}, {9, 2, 3, 3}, {2, 2, 2, 3}},
+                    {{2, 16, 7, 7}, {8, 16, 1, 1}, {}},
+                    {{1, 4, 6, 6}, {4, 1, 3, 3}, {1, 1, 1, 4}}};
+  for (const DType dt : {DType::Float32, DType::Float16, DType::BFloat16})
+    for (const MemoryFormat fmt : {MemoryFormat::Contiguous, MemoryFormat::ChannelsLast})
+      for (const G& g : geos)
+        for (int epi = 0; epi < 4; ++epi) {
+          const bool bias = epi & 1, relu = epi & 2;
+          const Tensor x = empty(g.x, dt, Device::cpu(), fmt), w = empty(g.w, dt, Device::cpu(), fmt);
+          const Tensor b = bias ? empty({g.w[0]}, dt) : Tensor();
+          const Tensor y = empty(conv2d_output_sizes(x, w, b, g.p), dt, Device::cpu(), fmt);
+          const std::string what = std::string(dtype_name(dt)) + " " + test::shape_str(g.x) +
+                                   (fmt == MemoryFormat::ChannelsLast ? " nhwc" : " nchw") + (bias ? " bias" : "") +
+                                   (relu ? " relu" : "");
+          try {
+            EXPECT_EQ(cuda::cudnn_conv_ops_for_tests(y, x, w, b, g.p, relu, true), 1 + bias + relu) << what;
+            EXPECT_EQ(cuda::cudnn_conv_ops_for_tests(y, x, w, b, g.p, relu, false), 1) << what;
+          } catch (const Error& e) {
+            ADD_FAILURE() << what << ": " << e.what();
+          }
+        }
+}
+
 // Note [cuDNN conv plans]: the plan that ran is recorded (its engine's tag, the candidates
 // timed, the runtime's version); with autotuning off one plan is taken; a graph no engine
 // takes (here: an engine prefix that matches none) is an sb::Error naming the op and the

@@ -20,12 +20,12 @@
 //    PyTorch: their float32 error is stated with the tests.
 //  - Choice: the heuristics (mode A, then the fallback list when none of A's configs
 //    builds) rank the configs; the first kAutotunePlans that finalize into a plan are
-//    each run once to warm up and three times timed on the legacy default stream, and
-//    the fastest median is kept, all into a scratch output (PyTorch's cudnn.benchmark, which it leaves off by
-//    default; SB_CUDNN_AUTOTUNE=0 takes the first plan that builds). When the fused
-//    graph has no engine, the conv alone is planned and the bias and relu run as
-//    elementwise passes on y. set_conv_engine_prefix() keeps only the engines whose tag
-//    starts with a prefix (the tests use it to see a refusal).
+//    each run once to warm up and three times timed on the legacy default stream into
+//    a scratch output, and the fastest median is kept (PyTorch's cudnn.benchmark,
+//    which PyTorch leaves off by default; SB_CUDNN_AUTOTUNE=0 takes the first plan that
+//    builds). When the fused graph has no engine, the conv alone is planned and the
+//    bias and relu run as elementwise passes on y. set_conv_engine_prefix() keeps only
+//    the engines whose tag starts with a prefix (the tests use it to see a refusal).
 //  - Cache: one plan per (device, dtype, TF32, layout, sizes, stride, padding,
 //    dilation, groups, bias, relu, the byte alignment of each pointer), kept for the
 //    process; the graph's descriptors live as long as the plan. The workspace comes
@@ -170,8 +170,9 @@ DescPtr pointwise_op(const Builder& b, std::vector<DescPtr>& keep, cudnnPointwis
   return op;
 }
 
-// The operation graph of `sp`: conv alone (fused = false) or with the bias and relu.
-DescPtr build_graph(const Builder& b, cudnnHandle_t h, const Spec& sp, bool fused, std::vector<DescPtr>& keep) {
+// The operations of `sp`'s graph, conv alone (fused = false) or with the bias and relu,
+// every descriptor finalized (none needs a device); `keep` holds what they refer to.
+std::vector<DescPtr> build_ops(const Builder& b, const Spec& sp, bool fused, std::vector<DescPtr>& keep) {
   const int64_t xd[4] = {sp.N, sp.C, sp.H, sp.W}, wd[4] = {sp.O, sp.Cg, sp.KH, sp.KW}, yd[4] = {sp.N, sp.O, sp.OH, sp.OW};
   const bool epilogue = fused && (sp.bias || sp.relu);
   const DescPtr x = tensor(b, kUidX, sp.dt, xd, sp.nhwc, sp.ax, false);
@@ -214,7 +215,7 @@ DescPtr build_graph(const Builder& b, cudnnHandle_t h, const Spec& sp, bool fuse
     DescPtr cur = conv_y;
     if (sp.bias) {
       const int64_t bd[4] = {1, sp.O, 1, 1};
-      const DescPtr bt = tensor(b, kUidB, sp.dt, bd, false, sp.ab, false);
+      const DescPtr bt = tensor(b, kUidB, sp.dt, bd, sp.nhwc, sp.ab, false);  // y's stride order
       const DescPtr out = sp.relu ? tensor(b, kUidBiased, CUDNN_DATA_FLOAT, yd, sp.nhwc, 16, true) : y;
       keep.insert(keep.end(), {bt, out});
       ops.push_back(pointwise_op(b, keep, CUDNN_POINTWISE_ADD, cur, bt, out));
@@ -223,7 +224,11 @@ DescPtr build_graph(const Builder& b, cudnnHandle_t h, const Spec& sp, bool fuse
     if (sp.relu) ops.push_back(pointwise_op(b, keep, CUDNN_POINTWISE_RELU_FWD, cur, nullptr, y));
   }
   keep.insert(keep.end(), ops.begin(), ops.end());
+  return ops;
+}
 
+// The operation graph of `ops` on handle h.
+DescPtr build_graph(const Builder& b, cudnnHandle_t h, const std::vector<DescPtr>& ops) {
   auto graph = std::make_shared<Desc>(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
   std::vector<cudnnBackendDescriptor_t> raw;
   for (const DescPtr& o : ops) raw.push_back(o->get());
@@ -421,7 +426,7 @@ std::unique_ptr<Plan> choose_plan(cudnnHandle_t h, const Spec& sp, const Pointer
     std::vector<DescPtr> keep;
     DescPtr graph;
     try {
-      graph = build_graph(b, h, sp, fused, keep);
+      graph = build_graph(b, h, build_ops(b, sp, fused, keep));
     } catch (const Error&) {
       if (fused) continue;  // an epilogue cuDNN cannot express here: the conv alone
       throw;
@@ -478,17 +483,10 @@ cudnnDataType_t cudnn_type(DType dt) {
   }
 }
 
-}  // namespace
-
-void conv2d_cudnn(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p,
-                  bool relu) {
-  const bool nhwc = x.suggest_memory_format() == MemoryFormat::ChannelsLast ||
-                    w.suggest_memory_format() == MemoryFormat::ChannelsLast;
-  const MemoryFormat fmt = nhwc ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous;
-  const Tensor xd = x.contiguous(fmt), wd = w.contiguous(fmt);
-  const Tensor bd = bias.defined() ? bias.contiguous() : Tensor();
-  Tensor res = out.is_contiguous(fmt) ? out : empty(out.sizes(), out.dtype(), out.device(), fmt);
-  const int dev = x.device().index;
+// The call's plan key from the tensors cuDNN reads (x, w and bias dense in the layout,
+// res the output it writes).
+Spec make_spec(const Tensor& res, const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p,
+               bool relu, bool nhwc, const Pointers& ptr) {
   const int64_t elem = static_cast<int64_t>(dtype_size(x.dtype()));
   Spec sp{};
   sp.dt = cudnn_type(x.dtype());
@@ -498,13 +496,32 @@ void conv2d_cudnn(const Tensor& out, const Tensor& x, const Tensor& w, const Ten
   sp.relu = relu;
   sp.N = x.size(0); sp.C = x.size(1); sp.H = x.size(2); sp.W = x.size(3);
   sp.O = w.size(0); sp.Cg = w.size(1); sp.KH = w.size(2); sp.KW = w.size(3);
-  sp.OH = out.size(2); sp.OW = out.size(3);
+  sp.OH = res.size(2); sp.OW = res.size(3);
   sp.s = p.stride; sp.pad = p.padding; sp.d = p.dilation;
-  const Pointers ptr{xd.data_ptr(), wd.data_ptr(), res.data_ptr(), bd.defined() ? bd.data_ptr() : nullptr};
   sp.ax = alignment(ptr.x, elem);
   sp.aw = alignment(ptr.w, elem);
   sp.ay = alignment(ptr.y, elem);
   sp.ab = ptr.b ? alignment(ptr.b, elem) : 0;
+  return sp;
+}
+
+bool channels_last(const Tensor& x, const Tensor& w) {  // PyTorch's rule
+  return x.suggest_memory_format() == MemoryFormat::ChannelsLast ||
+         w.suggest_memory_format() == MemoryFormat::ChannelsLast;
+}
+
+}  // namespace
+
+void conv2d_cudnn(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p,
+                  bool relu) {
+  const bool nhwc = channels_last(x, w);
+  const MemoryFormat fmt = nhwc ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous;
+  const Tensor xd = x.contiguous(fmt), wd = w.contiguous(fmt);
+  const Tensor bd = bias.defined() ? bias.contiguous() : Tensor();
+  Tensor res = out.is_contiguous(fmt) ? out : empty(out.sizes(), out.dtype(), out.device(), fmt);
+  const int dev = x.device().index;
+  const Pointers ptr{xd.data_ptr(), wd.data_ptr(), res.data_ptr(), bd.defined() ? bd.data_ptr() : nullptr};
+  const Spec sp = make_spec(res, xd, wd, bd, p, relu, nhwc, ptr);
   bool fused = true;
   {
     std::lock_guard<std::mutex> lock(g_mu);
@@ -536,6 +553,15 @@ void conv2d_cudnn(const Tensor& out, const Tensor& x, const Tensor& w, const Ten
 ConvPlanInfo conv2d_last_plan() {
   std::lock_guard<std::mutex> lock(g_mu);
   return g_last;
+}
+
+int cudnn_conv_ops_for_tests(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias,
+                             const Conv2dParams& p, bool relu, bool fused) {
+  const bool nhwc = channels_last(x, w);
+  const Pointers ptr{x.data_ptr(), w.data_ptr(), out.data_ptr(), bias.defined() ? bias.data_ptr() : nullptr};
+  const Spec sp = make_spec(out, x, w, bias, p, relu, nhwc, ptr);
+  std::vector<DescPtr> keep;
+  return static_cast<int>(build_ops(Builder(sp.str()), sp, fused, keep).size());
 }
 
 void set_conv_engine_prefix(const std::string& prefix) {

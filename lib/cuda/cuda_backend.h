@@ -122,6 +122,12 @@ ConvPlanInfo conv2d_last_plan();
 // Only engines whose tag starts with `prefix` ("eng1_", say; "" = every engine) are
 // planned from now on; the plans chosen so far are dropped when it changes. cuDNN builds only.
 void set_conv_engine_prefix(const std::string& prefix);
+// For the tests, in a cuDNN build: every descriptor of the call's graph short of the graph
+// itself (the one that needs a device) built and finalized from the tensors' sizes,
+// dtype, layout and pointers' alignment, as conv2d_cudnn would (any device: nothing is
+// read); returns the ops (1, or 1 + bias + relu when fused); sb::Error as a call would.
+int cudnn_conv_ops_for_tests(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias,
+                             const Conv2dParams& p, bool relu, bool fused);
 int cudnn_version();          // cudnnGetVersion() at run time; 0 in a build without cuDNN
 const char* conv2d_backend();  // "cudnn" or "im2col"
 // out [N, C, OH, OW] = max (max) or average (count_include_pad) pooling of x with a k x k
