@@ -1200,6 +1200,64 @@ TEST(CudaElementwise, BroadcastInPlaceAndPaths) {
   EXPECT_TRUE(all_close(out, ref, 1e-6, 1e-6));
 }
 
+// Note [Tiled elementwise for mismatched layouts]: an input along out's next-to-last dim
+// takes the tiled kernel (counted), in every dtype width (the 8-byte tile is 32 wide),
+// with edges that fill no tile, batched (NCHW beside NHWC), broadcast along the rows,
+// into a transposed out, and in place; each against float64 over the stored values.
+TEST(CudaElementwise, MismatchedLayoutsTakeTheTiledPath) {
+  const Device dev = Device::cuda(0);
+  SB_SKIP_WITHOUT_DEVICE(dev);
+  for (const DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16}) {
+    const double tol = dt == DType::BFloat16 ? 1e-2 : dt == DType::Float16 ? 2e-3 : 1e-6;
+    const std::string what = dtype_name(dt);
+    // add: b transposed, 70 x 133 (tiles with edges)
+    const Shape s = {70, 133};
+    const auto va = test::stored(test::random_values(s, 21, dt, -1, 1, false), s, dt);
+    const auto vb = test::stored(test::random_values(s, 22, dt, -1, 1, false), s, dt);
+    const Tensor a = test::on_device(dev, va, s, dt, Layout::Contiguous);
+    const Tensor b = test::on_device(dev, vb, s, dt, Layout::Transposed);
+    cuda::reset_elementwise_path_counts();
+    Tensor out = test::poisoned_on(dev, s, dt, Layout::Contiguous);
+    cuda::binary(BinaryOp::Add, out, a, b);
+    EXPECT_EQ(cuda::elementwise_path_counts().tiled, 1) << what;
+    std::vector<double> ref(va.size());
+    for (size_t i = 0; i < ref.size(); ++i) ref[i] = va[i] + vb[i];
+    EXPECT_TRUE(all_close(out, ref, tol, tol)) << what << " add, b transposed";
+    // relu out= into a transposed out: the input is the staged one, seen from out
+    Tensor tout = test::poisoned_on(dev, s, dt, Layout::Transposed);
+    cuda::unary(UnaryOp::Relu, tout, a);
+    EXPECT_EQ(cuda::elementwise_path_counts().tiled, 2) << what;
+    for (size_t i = 0; i < ref.size(); ++i) ref[i] = std::max(va[i], 0.0);
+    EXPECT_TRUE(all_close(tout, ref, tol, tol)) << what << " relu into a transposed out";
+    // in place on the contiguous operand (never staged)
+    Tensor ac = a.clone();
+    cuda::binary(BinaryOp::Mul, ac, ac, b);
+    EXPECT_EQ(cuda::elementwise_path_counts().tiled, 3) << what;
+    for (size_t i = 0; i < ref.size(); ++i) ref[i] = va[i] * vb[i];
+    EXPECT_TRUE(all_close(ac, ref, tol, tol)) << what << " mul in place";
+    // NCHW + NHWC into NHWC: batched over N
+    const Shape x4 = {3, 19, 5, 7};
+    const auto vx = test::stored(test::random_values(x4, 23, dt, -1, 1, false), x4, dt);
+    const auto vy = test::stored(test::random_values(x4, 24, dt, -1, 1, false), x4, dt);
+    const Tensor x = test::on_device(dev, vx, x4, dt, Layout::Contiguous);
+    const Tensor y = test::on_device(dev, vy, x4, dt, Layout::ChannelsLast);
+    Tensor o4 = test::poisoned_on(dev, x4, dt, Layout::ChannelsLast);
+    cuda::binary(BinaryOp::Sub, o4, x, y);
+    EXPECT_EQ(cuda::elementwise_path_counts().tiled, 4) << what;
+    std::vector<double> r4(vx.size());
+    for (size_t i = 0; i < r4.size(); ++i) r4[i] = vx[i] - vy[i];
+    EXPECT_TRUE(all_close(o4, r4, tol, tol)) << what << " NCHW - NHWC";
+    // a row broadcast beside a transposed operand: the row read straight, b staged
+    const auto vr = test::stored(test::random_values({133}, 25, dt, -1, 1, false), {133}, dt);
+    const Tensor row = test::on_device(dev, vr, {133}, dt, Layout::Contiguous);
+    Tensor o2 = test::poisoned_on(dev, s, dt, Layout::Contiguous);
+    cuda::binary(BinaryOp::Maximum, o2, row.expand(s), b);
+    EXPECT_EQ(cuda::elementwise_path_counts().tiled, 5) << what;
+    for (size_t i = 0; i < ref.size(); ++i) ref[i] = std::max(vr[i % 133], vb[i]);
+    EXPECT_TRUE(all_close(o2, ref, tol, tol)) << what << " maximum(row, b transposed)";
+  }
+}
+
 TEST(CudaElementwise, BackendRejectsHostTensorsBeforeAnyWork) {
   Tensor a = zeros({2, 3}), b = zeros({2, 3}), out = zeros({2, 3});
   test::expect_msg([&] { cuda::binary(BinaryOp::Add, out, a, b); }, "add (CUDA): expected CUDA tensors, got one on cpu");

@@ -95,6 +95,7 @@ void normalize(const Tensor& out, const Tensor& x, int64_t dim, double eps);
 struct ElementwisePathCounts {  // launches of each path since the last reset
   int64_t vectorized = 0;       // contiguous, 16-byte aligned: 16-byte accesses
   int64_t strided = 0;          // offset calculator (any layout, misaligned contiguous)
+  int64_t tiled = 0;            // an input along out's next-to-last dim: shared-memory tiles
 };
 ElementwisePathCounts elementwise_path_counts();
 void reset_elementwise_path_counts();

@@ -6,7 +6,10 @@
 //               16-byte aligned: each thread moves 16 bytes per operand per step
 //               (float4, 2 doubles, 8 halves, 4 int32), scalar tail
 //   contiguous  one dim of stride 1 but misaligned: one element per access
-//   strided     any layout: offsets from the flat index (OffsetCalc)
+//   tiled       an input whose fastest dim is out's next-to-last (a transposed operand,
+//               NCHW beside NHWC): 2-D tiles through shared memory (Note [Tiled
+//               elementwise for mismatched layouts])
+//   strided     any other layout: offsets from the flat index (OffsetCalc)
 // Arithmetic happens in acc_t: float for half and bfloat16, int64 for int32 (wrapping back on the
 // store, as int32 arithmetic wraps), the type itself otherwise. Integer division by
 // zero gives 0 (the CPU would trap; no GPU trap exists). maximum/minimum propagate
@@ -128,7 +131,130 @@ __global__ void strided_kernel(T* out, Ptrs2 in, OffsetCalc<NIN + 1> it, int64_t
   }
 }
 
-std::atomic<int64_t> g_vectorized{0}, g_strided{0};
+// Note [Tiled elementwise for mismatched layouts]
+// When the walk ordered by out (kernel_util.cuh) ends in two dims i (rows) and j
+// (columns, stride 1 in out) and an input runs along i instead (stride 1 there, not
+// along j: a transposed or column-major operand, NCHW beside an NHWC out, a relu out=
+// into a transposed buffer seen from its input), the flat walk reads that input a
+// column at a time: one element per 32-byte sector a warp touches. The tiled kernel
+// takes TxT tiles of (i, j) (T = 64, 32 for 8-byte elements) batched over the other dims:
+// block (32, 8) first reads each such "staged" input's tile along i (coalesced) into
+// shared memory, then computes the tile along j, reading out's other inputs straight
+// from memory (coalesced along j, or broadcast) and the staged ones from the tile
+// (T + 1 columns: the column reads hit 32 banks), and writes out along j. copy.cu's
+// transpose tile with the op in it. The same planner (Note [One dimension planner])
+// gives the dims; the launch only picks this kernel when the last two dims are 4 or more
+// long. In place is safe: an input that is out has out's strides, so it is never staged
+// and each element is read before it is written by the same thread.
+template <int N>
+struct TileStrides {
+  int64_t i[N], j[N];  // per operand (0: out), elements along the rows and the columns
+};
+
+template <typename T>
+constexpr int tile_edge() {
+  return sizeof(T) >= 8 ? 32 : 64;
+}
+constexpr int kTileRows = 8;
+
+template <typename T, int NIN, typename F>
+__global__ void tiled_kernel(T* out, Ptrs2 in, OffsetCalc<NIN + 1> batch, int64_t nbatch, int64_t rows,
+                             int64_t cols, TileStrides<NIN + 1> st, unsigned staged, int64_t tiles_i,
+                             int64_t tiles_j, F f) {
+  using A = acc_t<T>;
+  constexpr int kT = tile_edge<T>();
+  __shared__ T tile[NIN][kT][kT + 1];
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  for (int64_t b = blockIdx.z; b < nbatch; b += gridDim.z) {
+    int64_t off[NIN + 1];
+    batch.get(b, off);
+    T* o = out + off[0];
+    const T* src[NIN];
+#pragma unroll
+    for (int k = 0; k < NIN; ++k) src[k] = static_cast<const T*>(in.p[k]) + off[k + 1];
+    for (int64_t ti = blockIdx.y; ti < tiles_i; ti += gridDim.y) {
+      for (int64_t tj = blockIdx.x; tj < tiles_j; tj += gridDim.x) {
+        const int64_t i0 = ti * kT, j0 = tj * kT;
+        // the staged inputs' tiles, read along i: tile[k][j - j0][i - i0]
+#pragma unroll
+        for (int k = 0; k < NIN; ++k) {
+          if (!(staged & (1u << k))) continue;
+#pragma unroll
+          for (int c = 0; c < kT; c += 32) {
+            const int64_t i = i0 + tx + c;
+#pragma unroll
+            for (int r = 0; r < kT; r += kTileRows) {
+              const int64_t j = j0 + ty + r;
+              if (i < rows && j < cols) tile[k][ty + r][tx + c] = src[k][i * st.i[k + 1] + j * st.j[k + 1]];
+            }
+          }
+        }
+        __syncthreads();
+        // the tile computed and written along j
+#pragma unroll
+        for (int c = 0; c < kT; c += 32) {
+          const int64_t j = j0 + tx + c;
+#pragma unroll
+          for (int r = 0; r < kT; r += kTileRows) {
+            const int64_t i = i0 + ty + r;
+            if (i < rows && j < cols) {
+              A x[NIN];
+#pragma unroll
+              for (int k = 0; k < NIN; ++k)
+                x[k] = cvt<A>((staged & (1u << k)) ? tile[k][tx + c][ty + r]
+                                                   : src[k][i * st.i[k + 1] + j * st.j[k + 1]]);
+              o[i * st.i[0] + j] = cvt<T>(call(f, x));
+            }
+          }
+        }
+        __syncthreads();  // the tiles are reused by the next iteration
+      }
+    }
+  }
+}
+
+std::atomic<int64_t> g_vectorized{0}, g_strided{0}, g_tiled{0};
+
+// The inputs a tiled launch stages (Note [Tiled elementwise for mismatched layouts]): a
+// bit per input that runs along the next-to-last dim of `it` where out runs along the
+// last; 0 when the tiled kernel does not apply.
+template <int NARGS>
+unsigned staged_inputs(const OffsetCalc<NARGS>& it) {
+  const int nd = it.ndim;
+  if (nd < 2 || it.strides[0][nd - 1] != 1 || it.sizes[nd - 1] < 4 || it.sizes[nd - 2] < 4) return 0;
+  unsigned staged = 0;
+  for (int k = 1; k < NARGS; ++k)
+    if (it.strides[k][nd - 2] == 1 && it.strides[k][nd - 1] != 1) staged |= 1u << (k - 1);
+  return staged;
+}
+
+template <typename T, int NIN, typename F>
+void launch_tiled(T* o, const Ptrs2& p, const OffsetCalc<NIN + 1>& it, unsigned staged, F f) {
+  constexpr int kT = tile_edge<T>();
+  const int nd = it.ndim;
+  OffsetCalc<NIN + 1> batch;
+  batch.ndim = nd - 2;
+  int64_t nbatch = 1;
+  for (int d = 0; d < nd - 2; ++d) {
+    batch.sizes[d] = it.sizes[d];
+    for (int a = 0; a <= NIN; ++a) batch.strides[a][d] = it.strides[a][d];
+    nbatch *= it.sizes[d];
+  }
+  batch.use32 = nbatch <= static_cast<int64_t>(UINT32_MAX);
+  TileStrides<NIN + 1> st{};
+  for (int a = 0; a <= NIN; ++a) {
+    st.i[a] = it.strides[a][nd - 2];
+    st.j[a] = it.strides[a][nd - 1];
+  }
+  const int64_t rows = it.sizes[nd - 2], cols = it.sizes[nd - 1];
+  const int64_t tiles_i = (rows + kT - 1) / kT, tiles_j = (cols + kT - 1) / kT;
+  const dim3 grid(static_cast<unsigned>(std::min<int64_t>(tiles_j, 1 << 30)),
+                  static_cast<unsigned>(std::min<int64_t>(tiles_i, 65535)),
+                  static_cast<unsigned>(std::min<int64_t>(nbatch, 65535)));
+  tiled_kernel<T, NIN><<<grid, dim3(32, kTileRows)>>>(o, p, batch, nbatch, rows, cols, st, staged, tiles_i, tiles_j,
+                                                      f);
+  SB_CUDA_LAUNCH_CHECK();
+}
 
 template <typename T, int NIN, typename F>
 void launch(const char* op, const Tensor& out, const Tensor* const (&in)[NIN], F f) {
@@ -148,11 +274,15 @@ void launch(const char* op, const Tensor& out, const Tensor* const (&in)[NIN], F
   bool vec = it.ndim == 1 && it.strides[0][0] == 1 && reinterpret_cast<uintptr_t>(o) % 16 == 0;
   for (int k = 0; k < NIN; ++k)
     vec = vec && it.strides[k + 1][0] == 1 && reinterpret_cast<uintptr_t>(p.p[k]) % 16 == 0;
+  const unsigned staged = vec ? 0u : staged_inputs(it);
   if (vec) {
     constexpr int V = 16 / sizeof(T);
     vectorized_kernel<T, NIN><<<grid_for((n + V - 1) / V, dev), kThreads>>>(o, p, n, f);
     SB_CUDA_LAUNCH_CHECK();
     ++g_vectorized;
+  } else if (staged) {
+    launch_tiled<T, NIN>(o, p, it, staged, f);
+    ++g_tiled;
   } else {
     strided_kernel<T, NIN><<<grid_for(n, dev), kThreads>>>(o, p, it, n, f);
     SB_CUDA_LAUNCH_CHECK();
@@ -296,10 +426,11 @@ void normalize(const Tensor& out, const Tensor& x, int64_t dim, double eps) {
   SB_CUDA_LAUNCH_CHECK();
 }
 
-ElementwisePathCounts elementwise_path_counts() { return {g_vectorized.load(), g_strided.load()}; }
+ElementwisePathCounts elementwise_path_counts() { return {g_vectorized.load(), g_strided.load(), g_tiled.load()}; }
 void reset_elementwise_path_counts() {
   g_vectorized = 0;
   g_strided = 0;
+  g_tiled = 0;
 }
 
 }  // namespace sb::cuda
