@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <functional>
+#include <iostream>
 
 #include "stridebench/cpu_features.h"
 #include "stridebench/parallel.h"
@@ -528,6 +529,43 @@ TEST_P(ConvOnDevice, BadInputsLeaveOutUntouched) {
 // the output's rounding, and, on cuDNN, what its engines may add: TF32's 10-bit inputs,
 // and the transforms of Winograd and FFT engines (PyTorch allows them too), taken as
 // 2^-16 in float32 and one more rounding of the dtype for float16 and bfloat16.
+// One case of SixteenBitAndTf32EveryLayout: conv2d and conv2d_out (three out layouts)
+// of x in layout xl and w in wl, dtype dt (tf32: float32 with TF32 on a CUDA device).
+void check_typed(Device dev, const ConvCase& c, DType dt, bool tf32, Layout xl, Layout wl, uint64_t seed) {
+  bool cudnn = false;
+#ifdef SB_WITH_CUDA
+  cudnn = dev.is_cuda() && std::string(cuda::conv2d_backend()) == "cudnn";
+#endif
+  const int64_t K = c.C / c.p.groups * c.KH * c.KW;
+  const double acc = 0x1p-24 * static_cast<double>(K + 2);
+  const double outr = dt == DType::BFloat16 ? 0x1p-8 : dt == DType::Float16 ? 0x1p-11 : 0.0;
+  const double in = tf32 ? 0x1p-10 : 0.0;
+  const double transforms = !cudnn ? 0.0 : dt == DType::Float32 ? 0x1p-16 : outr;
+  const Shape xs = {c.N, c.C, c.H, c.W}, ws = {c.O, c.C / c.p.groups, c.KH, c.KW};
+  const auto vx = test::random_values(xs, seed, dt, -1, 1, false);
+  const auto vw = test::random_values(ws, seed + 1, dt, -1, 1, false);
+  const auto vb = test::random_values({c.O}, seed + 2, dt, -1, 1, false);
+  const Tensor x = test::on_device(dev, vx, xs, dt, xl), w = test::on_device(dev, vw, ws, dt, wl);
+  const Tensor b = c.bias ? test::on_device(dev, vb, {c.O}, dt, Layout::Sliced) : Tensor();
+  std::vector<double> bound;
+  const std::vector<double> ref = ref_conv(from_vector(vx, xs), from_vector(vw, ws),
+                                           c.bias ? from_vector(vb, {c.O}) : Tensor(), c.p, c.relu, &bound);
+  std::vector<double> atol(bound.size());
+  for (size_t i = 0; i < atol.size(); ++i) atol[i] = 2 * (acc + outr + in + transforms) * bound[i];
+  const std::string what = conv_str(c) + " " + dtype_name(dt) + (tf32 ? " (tf32)" : "") + " x " +
+                           test::layout_name(xl) + " w " + test::layout_name(wl) + " on " + dev.str();
+  const test::Tf32Scope scope(dev, tf32);
+  const Tensor y = conv2d(x, w, b, c.p, c.relu);
+  ASSERT_EQ(y.dtype(), dt) << what;
+  ASSERT_EQ(y.device(), dev) << what;
+  EXPECT_TRUE(all_close(y, ref, atol, 0)) << what;
+  for (const Layout ol : {Layout::Contiguous, Layout::ChannelsLast, Layout::Transposed}) {
+    Tensor out = test::poisoned_on(dev, y.sizes(), dt, ol);
+    conv2d_out(out, x, w, b, c.p, c.relu);
+    EXPECT_TRUE(all_close(out, ref, atol, 0)) << what << ", out " << test::layout_name(ol);
+  }
+}
+
 TEST_P(ConvOnDevice, SixteenBitAndTf32EveryLayout) {
   const Device dev = GetParam();
   SB_SKIP_WITHOUT_DEVICE(dev);
@@ -536,13 +574,7 @@ TEST_P(ConvOnDevice, SixteenBitAndTf32EveryLayout) {
     bool tf32;
   };
   std::vector<Type> types = {{DType::Float16, false}, {DType::BFloat16, false}};
-  bool cudnn = false;
-#ifdef SB_WITH_CUDA
-  if (dev.is_cuda()) {
-    types.push_back({DType::Float32, true});
-    cudnn = std::string(cuda::conv2d_backend()) == "cudnn";
-  }
-#endif
+  if (dev.is_cuda()) types.push_back({DType::Float32, true});
   const ConvCase fixed[] = {
       {2, 8, 9, 11, 16, 3, 3, {1, 1, 1, 1}, true, true},   // 3x3 same padding
       {2, 6, 10, 9, 12, 3, 3, {2, 2, 2, 3}, true, false},  // stride 2, dilation 2, groups 3
@@ -550,43 +582,12 @@ TEST_P(ConvOnDevice, SixteenBitAndTf32EveryLayout) {
       {2, 6, 8, 7, 6, 3, 3, {1, 1, 1, 6}, true, true},     // depthwise
   };
   uint64_t seed = 700;
-  for (const Type& ty : types) {
-    for (const ConvCase& c : fixed) {
-      const int64_t K = c.C / c.p.groups * c.KH * c.KW;
-      const double acc = 0x1p-24 * static_cast<double>(K + 2);
-      const double outr = ty.dt == DType::BFloat16 ? 0x1p-8 : ty.dt == DType::Float16 ? 0x1p-11 : 0.0;
-      const double in = ty.tf32 ? 0x1p-10 : 0.0;
-      const double transforms = !cudnn ? 0.0 : ty.dt == DType::Float32 ? 0x1p-16 : outr;
+  for (const Type& ty : types)
+    for (const ConvCase& c : fixed)
       for (const Layout xl : {Layout::Contiguous, Layout::ChannelsLast, Layout::Sliced, Layout::Transposed}) {
-        const Layout wl = seed % 2 ? Layout::ChannelsLast : Layout::Contiguous;
-        const Shape xs = {c.N, c.C, c.H, c.W}, ws = {c.O, c.C / c.p.groups, c.KH, c.KW};
-        const auto vx = test::random_values(xs, seed, ty.dt, -1, 1, false);
-        const auto vw = test::random_values(ws, seed + 1, ty.dt, -1, 1, false);
-        const auto vb = test::random_values({c.O}, seed + 2, ty.dt, -1, 1, false);
+        check_typed(dev, c, ty.dt, ty.tf32, xl, seed % 2 ? Layout::ChannelsLast : Layout::Contiguous, seed);
         seed += 3;
-        const Tensor x = test::on_device(dev, vx, xs, ty.dt, xl), w = test::on_device(dev, vw, ws, ty.dt, wl);
-        const Tensor b = c.bias ? test::on_device(dev, vb, {c.O}, ty.dt, Layout::Sliced) : Tensor();
-        std::vector<double> bound;
-        const std::vector<double> ref =
-            ref_conv(from_vector(vx, xs), from_vector(vw, ws), c.bias ? from_vector(vb, {c.O}) : Tensor(), c.p, c.relu,
-                     &bound);
-        std::vector<double> atol(bound.size());
-        for (size_t i = 0; i < atol.size(); ++i) atol[i] = 2 * (acc + outr + in + transforms) * bound[i];
-        const std::string what = conv_str(c) + " " + dtype_name(ty.dt) + (ty.tf32 ? " (tf32)" : "") + " x " +
-                                 test::layout_name(xl) + " w " + test::layout_name(wl) + " on " + dev.str();
-        const test::Tf32Scope tf32(dev, ty.tf32);
-        const Tensor y = conv2d(x, w, b, c.p, c.relu);
-        ASSERT_EQ(y.dtype(), ty.dt) << what;
-        ASSERT_EQ(y.device(), dev) << what;
-        EXPECT_TRUE(all_close(y, ref, atol, 0)) << what;
-        for (const Layout ol : {Layout::Contiguous, Layout::ChannelsLast, Layout::Transposed}) {
-          Tensor out = test::poisoned_on(dev, y.sizes(), ty.dt, ol);
-          conv2d_out(out, x, w, b, c.p, c.relu);
-          EXPECT_TRUE(all_close(out, ref, atol, 0)) << what << ", out " << test::layout_name(ol);
-        }
       }
-    }
-  }
 }
 
 // Mixed dtypes are refused on every device (no promotion: PyTorch refuses them too) with
@@ -781,6 +782,12 @@ TEST(CudaConv, CudnnRecordsItsPlanAndRefusesCleanly) {
   EXPECT_EQ(info.engine.rfind("eng", 0), 0u) << info.engine;
   EXPECT_GE(info.candidates, 1);
   EXPECT_GE(info.workspace_bytes, 0);
+  // autotuned, the bias and relu go into the graph where an engine takes it (fused or
+  // not, the values are the same)
+  check_typed(dev, c, DType::Float16, false, Layout::ChannelsLast, Layout::ChannelsLast, 13);
+  check_typed(dev, c, DType::BFloat16, false, Layout::Contiguous, Layout::Contiguous, 14);
+  std::cout << "cuDNN " << cuda::cudnn_version() << ", the last plan: " << cuda::conv2d_last_plan().engine
+            << (cuda::conv2d_last_plan().fused ? " (bias and relu fused)" : " (bias and relu after it)") << "\n";
   ::setenv("SB_CUDNN_AUTOTUNE", "0", 1);
   const ConvCase c1{1, 8, 7, 7, 8, 1, 1, {}, false, false};
   check_conv(dev, c1, Layout::Contiguous, Layout::Contiguous, Layout::Sliced, 12);
