@@ -529,18 +529,26 @@ TEST_P(ConvOnDevice, BadInputsLeaveOutUntouched) {
 // the output's rounding, and, on cuDNN, what its engines may add: TF32's 10-bit inputs,
 // and the transforms of Winograd and FFT engines (PyTorch allows them too), taken as
 // 2^-16 in float32 and one more rounding of the dtype for float16 and bfloat16.
-// One case of SixteenBitAndTf32EveryLayout: conv2d and conv2d_out (three out layouts)
-// of x in layout xl and w in wl, dtype dt (tf32: float32 with TF32 on a CUDA device).
-void check_typed(Device dev, const ConvCase& c, DType dt, bool tf32, Layout xl, Layout wl, uint64_t seed) {
+// Each output's tolerance in dtype dt (tf32: float32 with TF32 on a CUDA device), from
+// its sum of |x w| (+ |bias|) and K terms (SixteenBitAndTf32EveryLayout says why).
+std::vector<double> typed_atol(Device dev, DType dt, bool tf32, int64_t K, const std::vector<double>& bound) {
   bool cudnn = false;
 #ifdef SB_WITH_CUDA
   cudnn = dev.is_cuda() && std::string(cuda::conv2d_backend()) == "cudnn";
 #endif
-  const int64_t K = c.C / c.p.groups * c.KH * c.KW;
   const double acc = 0x1p-24 * static_cast<double>(K + 2);
   const double outr = dt == DType::BFloat16 ? 0x1p-8 : dt == DType::Float16 ? 0x1p-11 : 0.0;
   const double in = tf32 ? 0x1p-10 : 0.0;
   const double transforms = !cudnn ? 0.0 : dt == DType::Float32 ? 0x1p-16 : outr;
+  std::vector<double> atol(bound.size());
+  for (size_t i = 0; i < atol.size(); ++i) atol[i] = 2 * (acc + outr + in + transforms) * bound[i];
+  return atol;
+}
+
+// One case of SixteenBitAndTf32EveryLayout: conv2d and conv2d_out (three out layouts)
+// of x in layout xl and w in wl, dtype dt (tf32: float32 with TF32 on a CUDA device).
+void check_typed(Device dev, const ConvCase& c, DType dt, bool tf32, Layout xl, Layout wl, uint64_t seed) {
+  const int64_t K = c.C / c.p.groups * c.KH * c.KW;
   const Shape xs = {c.N, c.C, c.H, c.W}, ws = {c.O, c.C / c.p.groups, c.KH, c.KW};
   const auto vx = test::random_values(xs, seed, dt, -1, 1, false);
   const auto vw = test::random_values(ws, seed + 1, dt, -1, 1, false);
@@ -550,8 +558,7 @@ void check_typed(Device dev, const ConvCase& c, DType dt, bool tf32, Layout xl, 
   std::vector<double> bound;
   const std::vector<double> ref = ref_conv(from_vector(vx, xs), from_vector(vw, ws),
                                            c.bias ? from_vector(vb, {c.O}) : Tensor(), c.p, c.relu, &bound);
-  std::vector<double> atol(bound.size());
-  for (size_t i = 0; i < atol.size(); ++i) atol[i] = 2 * (acc + outr + in + transforms) * bound[i];
+  const std::vector<double> atol = typed_atol(dev, dt, tf32, K, bound);
   const std::string what = conv_str(c) + " " + dtype_name(dt) + (tf32 ? " (tf32)" : "") + " x " +
                            test::layout_name(xl) + " w " + test::layout_name(wl) + " on " + dev.str();
   const test::Tf32Scope scope(dev, tf32);
@@ -653,45 +660,60 @@ TEST_P(ConvOnDevice, PoolingEveryLayoutStyleAndNaN) {
 // The family's case table (Note [Case tables], cases/conv.h): every convolution and
 // pooling the benchmarks time, with their operands and calls, on small geometries
 // (grouped, depthwise and 1x1 among them), on every device, against the float64 loops
-// over the operands' own values (read back by plain loops).
+// over the operands' own values (read back by plain loops); conv2d in the dtypes its
+// benchmark rows take (float32, float16, bfloat16, and tf32 on CUDA), each element held
+// to its rounding bound (typed_atol).
 TEST_P(ConvOnDevice, EveryCaseOfTheTable) {
   const Device dev = GetParam();
   SB_SKIP_WITHOUT_DEVICE(dev);
   const cases::ConvGeometry geometries[] = {
       {{2, 3, 7, 6}, 4, 3, 1}, {{1, 4, 5, 5}, 6, 3, 2}, {{2, 8, 6, 5}, 4, 1, 1}, {{1, 4, 6, 6}, 4, 3, 4}};
+  // the dtypes bench_conv_cuda times conv2d in (tf32 on CUDA); pooling in float32
+  struct Type {
+    DType dt;
+    bool tf32;
+  };
+  std::vector<Type> types = {{DType::Float32, false}, {DType::Float16, false}, {DType::BFloat16, false}};
+  if (dev.is_cuda()) types.push_back({DType::Float32, true});
   uint64_t seed = 1;
   for (const cases::ConvCase& c : cases::conv_cases({cases::ConvOp::Conv, cases::ConvOp::MaxPool, cases::ConvOp::AvgPool})) {
-    for (const cases::ConvGeometry& g : geometries) {
-      const std::string what = std::string(cases::op_name(c.op)) + " " + layout_name(c.layout) + " " +
-                               cases::style_name(c.style) + " x " + test::shape_str(g.x) + " k" + std::to_string(g.k) +
-                               " groups " + std::to_string(g.groups);
-      cases::ConvOperands t = cases::conv_operands(c, g, [&](const cases::Placement& p, const Shape& sz, char) {
-        return test::with_placement(test::host_tensor(test::random_values(sz, seed++, DType::Float32, -1, 1), sz,
-                                                      DType::Float32).to(dev), p);
-      });
-      if (t.out.defined()) test::poison(t.out);
-      const std::vector<double> vx = test::naive_values(t.x);
-      std::vector<double> ref;
-      double tol = 1e-6;
-      if (c.op == cases::ConvOp::Conv) {
-        const Tensor xh = from_vector(vx, g.x), wh = from_vector(test::naive_values(t.w), t.w.sizes());
-        ref = ref_conv(xh, wh, Tensor(), cases::conv_params(g), false);
-        tol = 1e-5 * static_cast<double>(1 + g.x[1] / g.groups * g.k * g.k);  // float32 sums in another order
-      } else {
-        const Pool2dParams pp = cases::pool_params();
-        ref = ref_pool(vx, g.x, pp.kernel, pp.stride, pp.padding, c.op == cases::ConvOp::MaxPool);
+    for (const Type& ty : types) {
+      if (c.op != cases::ConvOp::Conv && (ty.dt != DType::Float32 || ty.tf32)) continue;
+      for (const cases::ConvGeometry& g : geometries) {
+        const std::string what = std::string(cases::op_name(c.op)) + " " + layout_name(c.layout) + " " +
+                                 cases::style_name(c.style) + " " + dtype_name(ty.dt) + (ty.tf32 ? " (tf32)" : "") +
+                                 " x " + test::shape_str(g.x) + " k" + std::to_string(g.k) + " groups " +
+                                 std::to_string(g.groups);
+        cases::ConvOperands t = cases::conv_operands(c, g, [&](const cases::Placement& p, const Shape& sz, char) {
+          return test::with_placement(test::host_tensor(test::random_values(sz, seed++, ty.dt, -1, 1), sz, ty.dt).to(dev), p);
+        });
+        if (t.out.defined()) test::poison(t.out);
+        const std::vector<double> vx = test::naive_values(t.x);
+        std::vector<double> ref, atol;
+        if (c.op == cases::ConvOp::Conv) {
+          const Tensor xh = from_vector(vx, g.x), wh = from_vector(test::naive_values(t.w), t.w.sizes());
+          std::vector<double> bound;
+          ref = ref_conv(xh, wh, Tensor(), cases::conv_params(g), false, &bound);
+          atol = typed_atol(dev, ty.dt, ty.tf32, g.x[1] / g.groups * g.k * g.k, bound);
+        } else {
+          const Pool2dParams pp = cases::pool_params();
+          ref = ref_pool(vx, g.x, pp.kernel, pp.stride, pp.padding, c.op == cases::ConvOp::MaxPool);
+          atol.assign(ref.size(), 1e-6);
+        }
+        const test::Tf32Scope scope(dev, ty.tf32);
+        const Tensor y = cases::conv_call(c, g, t);
+        ASSERT_EQ(y.device(), dev) << what;
+        // out=: the native format it was made in; out of place: PyTorch's rule, channels-last
+        // when the input (or the weight) is
+        const bool cl = t.x.suggest_memory_format() == MemoryFormat::ChannelsLast ||
+                        (t.w.defined() && t.w.suggest_memory_format() == MemoryFormat::ChannelsLast);
+        const MemoryFormat want = c.style == Style::Out ? cases::native_format(c)
+                                  : cl                    ? MemoryFormat::ChannelsLast
+                                                          : MemoryFormat::Contiguous;
+        EXPECT_TRUE(y.is_contiguous(want)) << what << ": strides " << test::shape_str(y.strides());
+        EXPECT_EQ(y.dtype(), ty.dt) << what;
+        EXPECT_TRUE(all_close(y, ref, atol, 1e-6)) << what;
       }
-      const Tensor y = cases::conv_call(c, g, t);
-      ASSERT_EQ(y.device(), dev) << what;
-      // out=: the native format it was made in; out of place: PyTorch's rule, channels-last
-      // when the input (or the weight) is
-      const bool cl = t.x.suggest_memory_format() == MemoryFormat::ChannelsLast ||
-                      (t.w.defined() && t.w.suggest_memory_format() == MemoryFormat::ChannelsLast);
-      const MemoryFormat want = c.style == Style::Out ? cases::native_format(c)
-                                : cl                    ? MemoryFormat::ChannelsLast
-                                                        : MemoryFormat::Contiguous;
-      EXPECT_TRUE(y.is_contiguous(want)) << what << ": strides " << test::shape_str(y.strides());
-      EXPECT_TRUE(all_close(y, ref, tol, tol)) << what;
     }
   }
 }
