@@ -107,7 +107,7 @@ done
 # same library), else the system's; SB_GPU_CUDNN_DIR names another. Its directory goes
 # first on the path, so its engine libraries load from beside it.
 cudnn_dir=""
-if ldd "$here"/bin/* 2>/dev/null | grep -q 'libcudnn\.so'; then
+if ldd "$here"/bin/* 2>/dev/null | grep 'libcudnn\.so' > /dev/null; then  # (not -q: under pipefail its early exit fails ldd)
   for d in ${SB_GPU_CUDNN_DIR:-} $(printf '%s\n' "${cuda_dirs[@]}" | grep '/nvidia/cudnn/lib$') "${cuda_dirs[@]}"; do
     if [[ -e $d/libcudnn.so.9 ]]; then
       cudnn_dir=$d
@@ -118,7 +118,9 @@ if ldd "$here"/bin/* 2>/dev/null | grep -q 'libcudnn\.so'; then
   if [[ -z $cudnn_dir ]]; then
     missing+=(libcudnn.so.9)
   else
-    lib_path=$here/lib:$cudnn_dir${lib_path#"$here/lib"}
+    rest=${lib_path#"$here/lib"}
+    rest=${rest//":$cudnn_dir"/}
+    lib_path=$here/lib:$cudnn_dir$rest
   fi
 fi
 export LD_LIBRARY_PATH="$lib_path${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"

@@ -30,8 +30,11 @@ namespace sb::cuda {
 namespace {
 
 
+// Each functor's code, for the kernels that take the op at run time (the tiled one):
+// binary ops 0-15, unary 16-31, tensor-scalar 32-47.
 template <BinaryOp OP>
 struct BinaryFn {
+  static constexpr int kCode = static_cast<int>(OP);
   template <typename A>
   __device__ __forceinline__ A operator()(A a, A b) const {
     if constexpr (OP == BinaryOp::Add) return a + b;
@@ -52,12 +55,14 @@ struct BinaryFn {
 
 template <BinaryOp OP, typename A>
 struct ScalarFn {  // a op s, s fixed
+  static constexpr int kCode = 32 + static_cast<int>(OP);
   A s;
   __device__ __forceinline__ A operator()(A a) const { return BinaryFn<OP>()(a, s); }
 };
 
 template <UnaryOp OP>
 struct UnaryFn {
+  static constexpr int kCode = 16 + static_cast<int>(OP);
   template <typename A>
   __device__ __forceinline__ A operator()(A a) const {
     if constexpr (OP == UnaryOp::Neg) return -a;
@@ -79,6 +84,36 @@ template <typename F, typename A, int NIN>
 __device__ __forceinline__ A call(const F& f, const A (&x)[NIN]) {
   if constexpr (NIN == 1) return f(x[0]);
   else return f(x[0], x[1]);
+}
+
+// The functor of `code` (kCode above) applied to x; s is a tensor-scalar op's scalar.
+template <typename A, int NIN>
+__device__ __forceinline__ A call_code(int code, const A (&x)[NIN], A s) {
+#define SB_BIN(OP, B) \
+  case static_cast<int>(BinaryOp::OP): return BinaryFn<BinaryOp::OP>()(x[0], B);
+  if constexpr (NIN == 2) {
+    switch (code) { SB_BIN(Add, x[1]) SB_BIN(Sub, x[1]) SB_BIN(Mul, x[1]) SB_BIN(Div, x[1])
+                    SB_BIN(Maximum, x[1]) SB_BIN(Minimum, x[1]) }
+  } else if (code >= 32) {
+    switch (code - 32) { SB_BIN(Add, s) SB_BIN(Sub, s) SB_BIN(Mul, s) SB_BIN(Div, s) SB_BIN(Maximum, s)
+                         SB_BIN(Minimum, s) }
+  } else {
+    switch (code - 16) {
+      case static_cast<int>(UnaryOp::Neg): return UnaryFn<UnaryOp::Neg>()(x[0]);
+      case static_cast<int>(UnaryOp::Abs): return UnaryFn<UnaryOp::Abs>()(x[0]);
+      case static_cast<int>(UnaryOp::Relu): return UnaryFn<UnaryOp::Relu>()(x[0]);
+      case static_cast<int>(UnaryOp::Exp): return UnaryFn<UnaryOp::Exp>()(x[0]);
+      case static_cast<int>(UnaryOp::Sqrt): return UnaryFn<UnaryOp::Sqrt>()(x[0]);
+    }
+  }
+#undef SB_BIN
+  return x[0];
+}
+
+template <typename F, typename A>
+A scalar_of(const F& f) {  // a tensor-scalar functor's scalar, else 0
+  if constexpr (F::kCode >= 32) return f.s;
+  else return A(0);
 }
 
 struct Ptrs2 { const void* p[2]; };
@@ -145,7 +180,10 @@ __global__ void strided_kernel(T* out, Ptrs2 in, OffsetCalc<NIN + 1> it, int64_t
 // transpose tile with the op in it. The same planner (Note [One dimension planner])
 // gives the dims; the launch only picks this kernel when the last two dims are 4 or more
 // long. In place is safe: an input that is out has out's strides, so it is never staged
-// and each element is read before it is written by the same thread.
+// and each element is read before it is written by the same thread. The op comes as a
+// run-time code (call_code), uniform over the grid: one kernel per dtype and input count
+// instead of one per op, which kept every binary's fatbin (each links all of lib/cuda)
+// from doubling.
 template <int N>
 struct TileStrides {
   int64_t i[N], j[N];  // per operand (0: out), elements along the rows and the columns
@@ -157,10 +195,10 @@ constexpr int tile_edge() {
 }
 constexpr int kTileRows = 8;
 
-template <typename T, int NIN, typename F>
+template <typename T, int NIN>
 __global__ void tiled_kernel(T* out, Ptrs2 in, OffsetCalc<NIN + 1> batch, int64_t nbatch, int64_t rows,
                              int64_t cols, TileStrides<NIN + 1> st, unsigned staged, int64_t tiles_i,
-                             int64_t tiles_j, F f) {
+                             int64_t tiles_j, int code, acc_t<T> s) {
   using A = acc_t<T>;
   constexpr int kT = tile_edge<T>();
   __shared__ T tile[NIN][kT][kT + 1];
@@ -203,7 +241,7 @@ __global__ void tiled_kernel(T* out, Ptrs2 in, OffsetCalc<NIN + 1> batch, int64_
               for (int k = 0; k < NIN; ++k)
                 x[k] = cvt<A>((staged & (1u << k)) ? tile[k][tx + c][ty + r]
                                                    : src[k][i * st.i[k + 1] + j * st.j[k + 1]]);
-              o[i * st.i[0] + j] = cvt<T>(call(f, x));
+              o[i * st.i[0] + j] = cvt<T>(call_code<A, NIN>(code, x, s));
             }
           }
         }
@@ -228,8 +266,8 @@ unsigned staged_inputs(const OffsetCalc<NARGS>& it) {
   return staged;
 }
 
-template <typename T, int NIN, typename F>
-void launch_tiled(T* o, const Ptrs2& p, const OffsetCalc<NIN + 1>& it, unsigned staged, F f) {
+template <typename T, int NIN>
+void launch_tiled(T* o, const Ptrs2& p, const OffsetCalc<NIN + 1>& it, unsigned staged, int code, acc_t<T> s) {
   constexpr int kT = tile_edge<T>();
   const int nd = it.ndim;
   OffsetCalc<NIN + 1> batch;
@@ -252,7 +290,7 @@ void launch_tiled(T* o, const Ptrs2& p, const OffsetCalc<NIN + 1>& it, unsigned 
                   static_cast<unsigned>(std::min<int64_t>(tiles_i, 65535)),
                   static_cast<unsigned>(std::min<int64_t>(nbatch, 65535)));
   tiled_kernel<T, NIN><<<grid, dim3(32, kTileRows)>>>(o, p, batch, nbatch, rows, cols, st, staged, tiles_i, tiles_j,
-                                                      f);
+                                                      code, s);
   SB_CUDA_LAUNCH_CHECK();
 }
 
@@ -281,7 +319,7 @@ void launch(const char* op, const Tensor& out, const Tensor* const (&in)[NIN], F
     SB_CUDA_LAUNCH_CHECK();
     ++g_vectorized;
   } else if (staged) {
-    launch_tiled<T, NIN>(o, p, it, staged, f);
+    launch_tiled<T, NIN>(o, p, it, staged, F::kCode, scalar_of<F, acc_t<T>>(f));
     ++g_tiled;
   } else {
     strided_kernel<T, NIN><<<grid_for(n, dev), kThreads>>>(o, p, it, n, f);
