@@ -195,6 +195,23 @@ constexpr int tile_edge() {
 }
 constexpr int kTileRows = 8;
 
+// Visits the elements of the kT x kT tile at (i0, j0) that lie inside rows x cols, with a
+// (32, kTileRows) block: threadIdx.x runs along i when kAlongI (a warp covers 32 adjacent
+// i), else along j; f(li, lj, i, j) with li = i - i0, lj = j - j0.
+template <int kT, bool kAlongI, typename F>
+__device__ __forceinline__ void tile_walk(int64_t i0, int64_t j0, int64_t rows, int64_t cols, F&& f) {
+  const int tx = threadIdx.x, ty = threadIdx.y;
+#pragma unroll
+  for (int c = 0; c < kT; c += 32) {
+#pragma unroll
+    for (int r = 0; r < kT; r += kTileRows) {
+      const int li = kAlongI ? tx + c : ty + r, lj = kAlongI ? ty + r : tx + c;
+      const int64_t i = i0 + li, j = j0 + lj;
+      if (i < rows && j < cols) f(li, lj, i, j);
+    }
+  }
+}
+
 template <typename T, int NIN>
 __global__ void tiled_kernel(T* out, Ptrs2 in, OffsetCalc<NIN + 1> batch, int64_t nbatch, int64_t rows,
                              int64_t cols, TileStrides<NIN + 1> st, unsigned staged, int64_t tiles_i,
@@ -202,7 +219,6 @@ __global__ void tiled_kernel(T* out, Ptrs2 in, OffsetCalc<NIN + 1> batch, int64_
   using A = acc_t<T>;
   constexpr int kT = tile_edge<T>();
   __shared__ T tile[NIN][kT][kT + 1];
-  const int tx = threadIdx.x, ty = threadIdx.y;
   for (int64_t b = blockIdx.z; b < nbatch; b += gridDim.z) {
     int64_t off[NIN + 1];
     batch.get(b, off);
@@ -217,34 +233,19 @@ __global__ void tiled_kernel(T* out, Ptrs2 in, OffsetCalc<NIN + 1> batch, int64_
 #pragma unroll
         for (int k = 0; k < NIN; ++k) {
           if (!(staged & (1u << k))) continue;
-#pragma unroll
-          for (int c = 0; c < kT; c += 32) {
-            const int64_t i = i0 + tx + c;
-#pragma unroll
-            for (int r = 0; r < kT; r += kTileRows) {
-              const int64_t j = j0 + ty + r;
-              if (i < rows && j < cols) tile[k][ty + r][tx + c] = src[k][i * st.i[k + 1] + j * st.j[k + 1]];
-            }
-          }
+          tile_walk<kT, true>(i0, j0, rows, cols, [&](int li, int lj, int64_t i, int64_t j) {
+            tile[k][lj][li] = src[k][i * st.i[k + 1] + j * st.j[k + 1]];
+          });
         }
         __syncthreads();
         // the tile computed and written along j
+        tile_walk<kT, false>(i0, j0, rows, cols, [&](int li, int lj, int64_t i, int64_t j) {
+          A x[NIN];
 #pragma unroll
-        for (int c = 0; c < kT; c += 32) {
-          const int64_t j = j0 + tx + c;
-#pragma unroll
-          for (int r = 0; r < kT; r += kTileRows) {
-            const int64_t i = i0 + ty + r;
-            if (i < rows && j < cols) {
-              A x[NIN];
-#pragma unroll
-              for (int k = 0; k < NIN; ++k)
-                x[k] = cvt<A>((staged & (1u << k)) ? tile[k][tx + c][ty + r]
-                                                   : src[k][i * st.i[k + 1] + j * st.j[k + 1]]);
-              o[i * st.i[0] + j] = cvt<T>(call_code<A, NIN>(code, x, s));
-            }
-          }
-        }
+          for (int k = 0; k < NIN; ++k)
+            x[k] = cvt<A>((staged & (1u << k)) ? tile[k][lj][li] : src[k][i * st.i[k + 1] + j * st.j[k + 1]]);
+          o[i * st.i[0] + j] = cvt<T>(call_code<A, NIN>(code, x, s));
+        });
         __syncthreads();  // the tiles are reused by the next iteration
       }
     }
