@@ -13,9 +13,10 @@ from tests.scripts.sbtest import ROOT
 
 BUILD = os.environ.get("SB_BUILD_DIR", "")
 HAVE_CUDA_BUILD = bool(BUILD) and os.path.exists(os.path.join(BUILD, "benchmarks", "bench_baseline_cuda"))
-# the C runtime and CUDA's own libraries come from the device image, not the carry
+# the C runtime and CUDA's own libraries (cuDNN among them) come from the device image,
+# not the carry
 SYSTEM = ("linux-vdso", "ld-linux", "libc.so", "libm.so", "libdl.so", "libpthread.so", "librt.so", "libgcc_s.so",
-          "libstdc++.so", "libcudart.so", "libcublas.so", "libcublasLt.so", "libcuda.so")
+          "libstdc++.so", "libcudart.so", "libcublas.so", "libcublasLt.so", "libcuda.so", "libcudnn")
 
 
 def read(path):
@@ -81,6 +82,11 @@ class GpuRehearsal(unittest.TestCase):
         self.assertTrue(all(f == "summary.txt" or f.endswith(".tar.gz") for f in files), files)
         for step in ("tests", "bench", "peers"):
             self.assertIn(f"{step}.tar.gz", files)
+        # binaries that link cuDNN find it on the machine and say which one (gpu_run.sh)
+        linked = subprocess.run(["ldd", os.path.join(self.carry, "bin", "conv_test")], capture_output=True,
+                                text=True).stdout
+        if "libcudnn" in linked:
+            self.assertRegex(summary, r"(?m)^cudnn: /.*libcudnn\.so")
 
     def test_baseline_joins_any_bench_selection(self):
         out = os.path.join(self.tmp, "out-sel")
