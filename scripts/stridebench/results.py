@@ -68,6 +68,13 @@ class Run:
                 self.raw_counters.setdefault(k, []).append(float(v))
         self.label = entry.get("label", "") or self.label
 
+    @property
+    def engine(self):
+        """The kernel library's engine the row ran (its label's engine:<tag>; cuDNN's conv
+        rows), or None."""
+        m = re.search(r"engine:(\S+)", self.label)
+        return m.group(1) if m else None
+
     def finish(self):
         self.median = statistics.median(self.samples)
         lo, hi = min(self.samples), max(self.samples)

@@ -154,9 +154,15 @@ def t_channels_last(rs, dev):
         rows.append([g["op"], g.get("dtype", "—"), g.get("shape", "—"),
                      g.get("threads", "—"), g.get("style", "—"), fmt_tm(nchw),
                      fmt_tm(nhwc), fmt_x(sp), fmt_tm(conv), be,
-                     sb.pct_ceiling(rs, nhwc) if nhwc else "—"])
+                     sb.pct_ceiling(rs, nhwc) if nhwc else "—",
+                     " / ".join((r.engine or "—") if r else "—" for r in (nchw, nhwc))])
     if not rows:
         return None
+    head = ["op", "dtype", "shape", "threads", "style", "NCHW", "NHWC", "NHWC speed-up",
+            "NCHW→NHWC conversion", "calls to break even", "% ceiling (NHWC)",
+            "engine (NCHW / NHWC)"]
+    if all(r[-1] == "— / —" for r in rows):  # no library engine named: the column says nothing
+        head, rows = head[:-1], [r[:-1] for r in rows]
     reading = "no NCHW/NHWC pair measured"
     if len(speed_by) > 1:  # a GPU's precisions: the answer depends on them
         reading = "NHWC runs at " + ", ".join(f"{span(v)} the NCHW speed in {d}"
@@ -167,9 +173,7 @@ def t_channels_last(rs, dev):
     if even:
         n = span(even, str)
         reading += f"; the conversion pays for itself after {n} call{'s' * (n != '1')}"
-    return reading, md_table(
-        ["op", "dtype", "shape", "threads", "style", "NCHW", "NHWC", "NHWC speed-up",
-         "NCHW→NHWC conversion", "calls to break even", "% ceiling (NHWC)"], rows)
+    return reading, md_table(head, rows)
 
 
 def t_views(rs, dev):

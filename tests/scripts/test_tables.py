@@ -687,6 +687,12 @@ class TablesTest(unittest.TestCase):
                     {"device:cpu": "device:cuda:0", "dtype:f32": f"dtype:{dt}", "threads:8": "threads:1"},
                     {"real_time": k, "cpu_time": k},
                     source=sbtest.fixture("machine-a", "bench_conv.json")))
+
+        def engines(doc):  # the cuDNN engine each GPU row ran, in its label
+            for e in doc["benchmarks"]:
+                if "device:cuda" in e["name"]:
+                    e["label"] = "regime:DRAM engine:eng" + ("1_k2=3" if "channels_last" in e["name"] else "0")
+        sbtest.edit(conv, engines)
         text = self.render()
         c = claims(text)
         self.assertEqual(c["L5"][1], "cpu f32: holds; cuda:0 f32: does not hold; cuda:0 tf32: holds; "
@@ -702,6 +708,10 @@ class TablesTest(unittest.TestCase):
                          ["f32", "tf32", "f16", "bf16"])
         self.assertIn("| ours | conv2d | contiguous | 32x64x56x56 | 1 | f16 | 120 µs ±3% | 5.00x |", prec)
         self.assertEqual(cl.count("does not"), 0)
+        self.assertIn("| engine (NCHW / NHWC) |", cl)
+        self.assertIn("| eng0 / eng1_k2=3 |", cl)
+        cpu = text.split("### Channels-last on `cpu`")[1].split("\n### ")[0]
+        self.assertNotIn("engine", cpu)  # no engine named: no column
 
     def test_peers_say_when_torch_has_no_fast_bf16_cpu_path(self):
         """A torch bf16 matmul row on a CPU where torch 1.13 runs reference loops for it
