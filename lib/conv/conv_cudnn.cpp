@@ -68,13 +68,12 @@ enum : int64_t { kUidX = 1, kUidW = 2, kUidY = 3, kUidB = 4, kUidConv = 5, kUidB
   char last[512] = {0};
   cudnnGetLastErrorString(last, sizeof last);
   throw Error(sb::detail::str_cat("conv2d (cuDNN): ", call, " failed for ", ctx, ": ", cudnnGetErrorString(st),
-                              last[0] ? " (" : "", last, last[0] ? ")" : ""));
+                                  last[0] ? " (" : "", last, last[0] ? ")" : ""));
 }
 
 // A backend descriptor, destroyed with its owner.
 class Desc {
  public:
-  Desc() = default;
   explicit Desc(cudnnBackendDescriptorType_t type) {
     const cudnnStatus_t st = cudnnBackendCreateDescriptor(type, &d_);
     if (st != CUDNN_STATUS_SUCCESS) throw_cudnn(st, "cudnnBackendCreateDescriptor", "a descriptor");
@@ -83,10 +82,7 @@ class Desc {
     if (d_) cudnnBackendDestroyDescriptor(d_);
   }
   Desc(Desc&& o) noexcept : d_(std::exchange(o.d_, nullptr)) {}
-  Desc& operator=(Desc&& o) noexcept {
-    std::swap(d_, o.d_);
-    return *this;
-  }
+  Desc& operator=(Desc&&) = delete;
   Desc(const Desc&) = delete;
   Desc& operator=(const Desc&) = delete;
   cudnnBackendDescriptor_t get() const { return d_; }
@@ -108,11 +104,12 @@ struct Spec {
             ax, aw, ay, ab};
   }
   std::string str() const {
-    return sb::detail::str_cat("x [", N, ", ", C, ", ", H, ", ", W, "], w [", O, ", ", Cg, ", ", KH, ", ", KW,
-                           "], stride ", s, ", padding ", pad, ", dilation ", d, ", groups ", C / std::max<int64_t>(Cg, 1),
-                           dt == CUDNN_DATA_HALF ? ", float16" : dt == CUDNN_DATA_BFLOAT16 ? ", bfloat16" : ", float32",
-                           tf32 && dt == CUDNN_DATA_FLOAT ? " (tf32)" : "", nhwc ? ", channels_last" : ", NCHW",
-                           bias ? ", bias" : "", relu ? ", relu" : "");
+    return sb::detail::str_cat(
+        "x [", N, ", ", C, ", ", H, ", ", W, "], w [", O, ", ", Cg, ", ", KH, ", ", KW, "], stride ", s, ", padding ",
+        pad, ", dilation ", d, ", groups ", C / std::max<int64_t>(Cg, 1),
+        dt == CUDNN_DATA_HALF ? ", float16" : dt == CUDNN_DATA_BFLOAT16 ? ", bfloat16" : ", float32",
+        tf32 && dt == CUDNN_DATA_FLOAT ? " (tf32)" : "", nhwc ? ", channels_last" : ", NCHW", bias ? ", bias" : "",
+        relu ? ", relu" : "");
   }
 };
 
