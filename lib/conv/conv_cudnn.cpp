@@ -455,7 +455,7 @@ std::unique_ptr<Plan> choose_plan(cudnnHandle_t h, const Spec& sp, const Pointer
     return std::move(plans[best]);
   }
   throw Error(sb::detail::str_cat("conv2d (cuDNN): no engine takes ", sp.str(),
-                              " (every config the heuristics proposed was refused or breaks the precision asked)"));
+                                  " (every config the heuristics proposed was refused or breaks the precision asked)"));
 }
 
 cudnnHandle_t handle(int device) {  // one per device, never destroyed (as cuBLAS's)
