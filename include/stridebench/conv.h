@@ -45,7 +45,12 @@
 // the direct path: its packed weights (O_g rounded to 64 x C_g*KH*KW per group) and, for
 // NCHW, one (image, group) of x channels-last (C_g*H*W floats) and per thread a block of
 // output rows (6*OW*O_g floats).
-// CUDA inputs go to sb::cuda::conv2d after the same checks.
+// dtypes: float32, float16 and bfloat16 (x, weight, bias and out of one dtype). The CPU
+// paths below compute float32; float16 and bfloat16 go through float32 copies rounded
+// once into out (Note [16-bit conv through float32] in conv.cpp).
+// CUDA inputs go to sb::cuda::conv2d after the same checks: cuDNN's graph API in every
+// dtype where the build has cuDNN (Note [cuDNN conv plans]), else im2col + cuBLAS in
+// float32.
 #pragma once
 #include "stridebench/tensor.h"
 
