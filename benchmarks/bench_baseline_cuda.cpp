@@ -77,8 +77,7 @@ Tensor random_operand(int64_t m, DType dt, uint64_t seed) {
 
 void bm_gemm(benchmark::State& state, DType dt, bool tf32, int64_t m) {
   SB_REQUIRE_DEVICE(state);
-  const bool prev_tf32 = cuda::allow_tf32();
-  cuda::set_allow_tf32(tf32);
+  const cuda::Tf32Guard tf32_scope(tf32);
   const Device g = Device::cuda(0);
   // int8: cuBLAS's assured int8 form is TN (matmul.cu): b is the transposed view of a
   // row-major [N, K] matrix, as linear(x, w) gives it
@@ -87,7 +86,6 @@ void bm_gemm(benchmark::State& state, DType dt, bool tf32, int64_t m) {
   Tensor c = empty({m, m}, dt == DType::Int8 ? DType::Int32 : dt, g);
   cuda::matmul(c, a, b);  // warm-up: cuBLAS handle, heuristics
   time_gpu_loop(state, [&] { cuda::matmul(c, a, b); });
-  cuda::set_allow_tf32(prev_tf32);
   const double flop = 2.0 * static_cast<double>(m) * m * m;
   state.counters["flop"] = flop;
   state.counters["flops_per_second"] = benchmark::Counter(flop, benchmark::Counter::kIsIterationInvariantRate);

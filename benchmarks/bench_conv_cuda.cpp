@@ -59,18 +59,12 @@ cases::ConvOperands operands(const Case& k) {
   });
 }
 
-struct Tf32Scope {  // TF32 as the row asks, restored after
-  bool prev = cuda::allow_tf32();
-  explicit Tf32Scope(bool on) { cuda::set_allow_tf32(on); }
-  ~Tf32Scope() { cuda::set_allow_tf32(prev); }
-};
-
 // conv2d: flop = 2 N O OH OW C KH KW; bytes = x (its elements once), w once, out once.
 // Pooling: x read once, out written once; avg 9 flop per output element.
 void run_case(benchmark::State& st, const Case& k) {
   SB_REQUIRE_DEVICE(st);
   pool_scope("cuda/" + RunName::shape_key(k.g.x) + dtype_name(k.dtype));
-  const Tf32Scope tf32(k.tf32);
+  const cuda::Tf32Guard tf32(k.tf32);
   cases::ConvOperands t = operands(k);
   Tensor probe;
   const AllocCount allocs = measure_cuda_allocs([&] { probe = cases::conv_call(k.c, k.g, t); });  // also the warm-up

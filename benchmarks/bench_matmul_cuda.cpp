@@ -69,11 +69,7 @@ void run_case(benchmark::State& st, const Case& c) {
     Tensor r = cases::mm_call({c.layout, c.style}, t);
     benchmark::DoNotOptimize(r);
   };
-  struct Tf32Scope {  // restores the TF32 setting however the run ends
-    bool prev = cuda::allow_tf32();
-    explicit Tf32Scope(bool on) { cuda::set_allow_tf32(on); }
-    ~Tf32Scope() { cuda::set_allow_tf32(prev); }
-  } tf32(c.tf32);
+  const cuda::Tf32Guard tf32(c.tf32);  // restores the TF32 setting however the run ends
   std::optional<cuda::AllocatorGuard> direct;
   if (c.style == Style::OutofplaceSystem) direct.emplace(cuda::CudaAllocatorKind::Direct);
   cuda::reset_matmul_operand_copies();

@@ -130,7 +130,7 @@ class Tf32Scope {
 
  private:
   bool cuda_;
-  bool prev_ = false;
+  bool prev_ = false;  // cuda::Tf32Guard's state, kept here so this header needs no CUDA
 };
 
 // f() must throw sb::Error whose message contains `part` (a non-fatal failure otherwise).

@@ -147,6 +147,16 @@ void matmul(const Tensor& out, const Tensor& a, const Tensor& b);
 void linear(const Tensor& out, const Tensor& x, const Tensor& w);
 void set_allow_tf32(bool allow);  // off by default (PyTorch's default since 1.12)
 bool allow_tf32();
+class Tf32Guard {  // sets TF32 for one scope, then restores the previous setting
+ public:
+  explicit Tf32Guard(bool allow) : prev_(allow_tf32()) { set_allow_tf32(allow); }
+  ~Tf32Guard() { set_allow_tf32(prev_); }
+  Tf32Guard(const Tf32Guard&) = delete;
+  Tf32Guard& operator=(const Tf32Guard&) = delete;
+
+ private:
+  bool prev_;
+};
 int64_t matmul_operand_copies();  // operands copied because their strides fit no cuBLAS layout
 void reset_matmul_operand_copies();
 
