@@ -242,6 +242,7 @@ TEST(CopyFast, EachPathIsTakenAndCorrect) {
     std::function<Tensor(const Shape&, DType)> dst;
     CopyPath path;
     bool bands = false;  // 4-byte streaming tiles go out as bands or pipelined blocks (Note [Transpose bands])
+    bool bands16 = false;  // and 2-byte ones as 32-row bands
   };
   auto contiguous_dst = [](const Shape& s, DType dt) { return empty(s, dt); };
   auto offset_dst = [](const Shape& s, DType dt) {  // misaligned by 3 elements
@@ -249,8 +250,9 @@ TEST(CopyFast, EachPathIsTakenAndCorrect) {
     return empty({n + 3}, dt).as_strided(s, contiguous_strides(s), 3);
   };
   auto cl_dst = [](const Shape& s, DType dt) { return empty(s, dt, Device::cpu(), MemoryFormat::ChannelsLast); };
-  auto padded_dst = [](const Shape& s, DType dt) {  // rows padded to a multiple of 16 elements (64 bytes for f32)
-    return empty({s[0], (s[1] + 15) / 16 * 16 + 16}, dt).narrow(1, 0, s[1]);
+  auto padded_dst = [](const Shape& s, DType dt) {  // rows padded to a multiple of 64 bytes, and 64 more
+    const int64_t per = 64 / dtype_size(dt);
+    return empty({s[0], (s[1] + per - 1) / per * per + per}, dt).narrow(1, 0, s[1]);
   };
   const std::vector<std::pair<Shape, Case>> cases = {
       {{1001, 67}, {"memcpy", [](const Tensor& v) { return v; }, contiguous_dst, CopyPath::Memcpy}},
@@ -266,22 +268,25 @@ TEST(CopyFast, EachPathIsTakenAndCorrect) {
       {{7, 19, 23, 31}, {"4-D permute", [](const Tensor& v) { return v.permute({3, 1, 0, 2}); }, contiguous_dst,
                          CopyPath::Tiled}},
       {{3, 37, 13, 11}, {"NCHW -> NHWC", [](const Tensor& v) { return v; }, cl_dst, CopyPath::Tiled}},
-      // bands (32 or 16 x 512 tiles): B ragged (184 = 5 x 32 + 16 + 8 = 11 x 16 + 8), A ragged (1100 = 2 x
-      // 512 + 76, 76 = 9 x 8 + 4)
+      // bands (32 or 16 x 512 tiles): B ragged (184 = 5 x 32 + 16 + 8 = 11 x 16 + 8 = 5 x 32 + 24), A ragged
+      // (1100 = 2 x 512 + 76, 76 = 9 x 8 + 4)
       {{184, 1100}, {"2-D transpose into 64-byte rows", [](const Tensor& v) { return v.t(); }, padded_dst,
-                     CopyPath::Tiled, true}},
+                     CopyPath::Tiled, true, true}},
       // pipelined blocks (64 x 1024): B ragged (190 = 2 x 64 + 62, 62 = 7 x 8 + 6), A ragged (2100 = 2 x 1024 +
       // 52, 52 = 6 x 8 + 4), so blocks of every extent follow each other in one thread's pipeline
       {{190, 2100}, {"2-D transpose into 64-byte rows, ragged blocks", [](const Tensor& v) { return v.t(); },
-                     padded_dst, CopyPath::Tiled, true}},
+                     padded_dst, CopyPath::Tiled, true, true}},
+      // dst rows 4 KiB or more apart in 2-byte elements: their buffered tiles, not bands
+      {{2100, 40}, {"2-D transpose into 64-byte rows 4 KiB apart", [](const Tensor& v) { return v.t(); },
+                    padded_dst, CopyPath::Tiled, true, false}},
       {{20, 37}, {"2-D transpose into 64-byte rows, 20 columns", [](const Tensor& v) { return v.t(); }, padded_dst,
                   CopyPath::Tiled, true}},
       {{2, 48, 7, 9}, {"NCHW -> NHWC, 48 channels", [](const Tensor& v) { return v; }, cl_dst, CopyPath::Tiled,
                        true}},
       {{64, 203}, {"2-D transpose, 64-element rows", [](const Tensor& v) { return v.t(); }, contiguous_dst,
-                   CopyPath::Tiled, true}},
+                   CopyPath::Tiled, true, true}},
       {{3, 32, 13, 11}, {"NCHW -> NHWC, 32 channels", [](const Tensor& v) { return v; }, cl_dst, CopyPath::Tiled,
-                         true}},
+                         true, true}},
       {{9, 200}, {"2-D transpose, 9 columns (< 16: no bands)", [](const Tensor& v) { return v.t(); },
                   contiguous_dst, CopyPath::Tiled}},
       {{3, 37, 13, 11}, {"NHWC -> NCHW", [](const Tensor& v) { return v.contiguous(MemoryFormat::ChannelsLast); },
@@ -330,9 +335,11 @@ TEST(CopyFast, EachPathIsTakenAndCorrect) {
                                      (c.path == CopyPath::Memcpy || c.path == CopyPath::Rows ||
                                       (c.path == CopyPath::Tiled && dtype_size(dt) != 1));
             EXPECT_EQ(last_copy_used_nt(), nt_expected) << where;
-            EXPECT_EQ(last_copy_band_rows() != 0, nt_expected && c.bands && dtype_size(dt) == 4) << where;
+            const bool bands_expected =
+                nt_expected && ((dtype_size(dt) == 4 && c.bands) || (dtype_size(dt) == 2 && c.bands16));
+            EXPECT_EQ(last_copy_band_rows() != 0, bands_expected) << where;
             if (last_copy_band_rows() != 0) {
-              EXPECT_EQ(last_copy_band_rows(), bs.rows) << where;
+              EXPECT_EQ(last_copy_band_rows(), dtype_size(dt) == 2 ? 32 : bs.rows) << where;
             }
             ASSERT_TRUE(test::all_close(dst, ref, 0, 0)) << where;
             ASSERT_TRUE(untouched_outside(dst)) << where;

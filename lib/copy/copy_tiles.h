@@ -59,7 +59,18 @@ void tile_scalar(U* dst, const U* src, int64_t na, int64_t nb, int64_t dA, int64
 // Taken when the copy streams, elements are 4 bytes, nB >= 16, and every dst row start
 // is 64-byte aligned (base, dA and the outer dst strides); ragged edges (nB % 16
 // columns, nA % 8 rows) go through the buffer with plain stores.
-constexpr int64_t kBandA = 512, kBandBMax = 32, kEdgeRows = 512;
+//
+// 2-byte elements take bands of kBand16Rows = 32 source rows on every machine
+// (detail::stream_band_u16): the fewest rows that still give each dst row one whole
+// 64-byte line per visit. Taken under the same conditions (streaming, dst rows 64-byte
+// aligned, nB >= 32) where dst rows lie less than kBlockMinRowBytes apart (NCHW -> NHWC:
+// 128 bytes for 64 channels), where one line per visit comes close to sequential
+// writes; their ragged edges (nB % 32 columns, nA % 8 rows) go through the buffer with
+// plain stores. Rows further apart (a 4096^2 transpose: 8 KiB) keep the buffered tiles of
+// Note [Tiles of 2- and 8-byte elements], whose 256-byte dst rows per visit beat the
+// bands there, as the pipelined blocks beat them for 4-byte elements (the comparison:
+// docs/notes/copy-reduce.md).
+constexpr int64_t kBandA = 512, kBandBMax = 32, kEdgeRows = 512, kBand16Rows = 32;
 constexpr int64_t kBlockA = 1024, kBlockB = 64, kBlockMinRowBytes = 4096;  // Note [Pipelined transpose blocks]
 
 #ifdef SB_HAVE_AVX2
@@ -176,7 +187,7 @@ std::atomic<bool> g_band_outer{true};
 }
 
 // Plan dims: B = last (dst stride 1), A = a (src stride 1); others loop outside.
-// Returns the streaming bands' rows (0: none; 64: pipelined blocks).
+// Returns the streaming bands' rows (0: none; 64: pipelined blocks; 32 for 2-byte bands).
 template <typename U>
 int tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool nt) {
   const int64_t last = p.ndim() - 1;
@@ -198,17 +209,24 @@ int tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool nt) {
       outer.src.push_back(p.src[k]);
     }
   const int64_t nouter = std::accumulate(outer.size.begin(), outer.size.end(), int64_t{1}, std::multiplies<>());
-  bool bands = false;
+  bool bands = false, bands16 = false;  // Note [Transpose bands]: 4-byte, 2-byte elements
 #ifdef SB_HAVE_AVX2
   bands = simd && nt && nB >= 16 && dA % 16 == 0 && reinterpret_cast<uintptr_t>(d) % 64 == 0;
-  for (int64_t st : outer.dst) bands = bands && st % 16 == 0;
+  bands16 = sizeof(U) == 2 && use_avx2() && nt && nB >= kBand16Rows && dA % 32 == 0 && dA * 2 < kBlockMinRowBytes &&
+            reinterpret_cast<uintptr_t>(d) % 64 == 0;
+  for (int64_t st : outer.dst) {
+    bands = bands && st % 16 == 0;
+    bands16 = bands16 && st % 32 == 0;
+  }
   const TransposeBands tune = transpose_bands(nA, dA * static_cast<int64_t>(sizeof(U)));
   const bool blocks = bands && tune.rows == kBlockB;  // Note [Pipelined transpose blocks]
   // Note [Direct small tiles]: L2-resident copies whose dst rows do not alias in L1
   const bool direct = simd && !nt && nA * nB * nouter * 4 <= cpu_caches().l2 && (dA * 4) % 2048 != 0;
-  const int64_t tA = blocks ? kBlockA : bands ? kBandA : direct ? kDirectA : simd ? kTileA : simd_other ? kOtherA : tile,
-                tB = blocks ? kBlockB : bands ? tune.rows : direct ? kDirectB : simd ? kTileB : simd_other ? kOtherB : tile;
-  const bool a_fastest = (bands && tune.source_rows_outer) || direct;
+  const int64_t tA = blocks ? kBlockA : bands || bands16 ? kBandA : direct ? kDirectA : simd ? kTileA
+                    : simd_other ? kOtherA : tile,
+                tB = blocks ? kBlockB : bands ? tune.rows : bands16 ? kBand16Rows : direct ? kDirectB : simd ? kTileB
+                    : simd_other ? kOtherB : tile;
+  const bool a_fastest = (bands && tune.source_rows_outer) || bands16 || direct;
 #else
   const int64_t tA = tile, tB = tile;
   const bool a_fastest = false;
@@ -246,6 +264,24 @@ int tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool nt) {
       if (na8 < na) {
         detail::transpose_tile_f32(buf, kBlockB, sf + na8, sB, na - na8, nb);
         for (int64_t i = na8; i < na; ++i) store_row_f32(df + i * dA, buf + (i - na8) * kBlockB, nb, false);
+      }
+    };
+    // The same for 2-byte elements: columns [jr, nb) (fewer than 32) of rows [0, na8),
+    // then rows [na8, na), every column.
+    const auto ragged_edges_u16 = [&](uint16_t* du, const uint16_t* su, int64_t na, int64_t nb, int64_t jr) {
+      uint16_t* const bu = reinterpret_cast<uint16_t*>(buf);
+      static_assert(kEdgeRows * kBand16Rows * 2 <= sizeof(buf), "2-byte band edges fit the buffer");
+      const int64_t na8 = na / 8 * 8;
+      for (int64_t i = 0; i < na8 && jr < nb; i += kEdgeRows) {
+        const int64_t n = std::min(kEdgeRows, na8 - i);
+        detail::transpose_tile_u16(bu, kBand16Rows, su + i + jr * sB, sB, n, nb - jr);
+        for (int64_t r = 0; r < n; ++r)
+          std::memcpy(du + (i + r) * dA + jr, bu + r * kBand16Rows, static_cast<size_t>(nb - jr) * 2);
+      }
+      if (na8 < na) {
+        detail::transpose_tile_u16(bu, kBand16Rows, su + na8, sB, na - na8, nb);
+        for (int64_t i = na8; i < na; ++i)
+          std::memcpy(du + i * dA, bu + (i - na8) * kBand16Rows, static_cast<size_t>(nb) * 2);
       }
     };
     if (blocks) {  // Note [Pipelined transpose blocks]: drain block t while filling block t + 1
@@ -301,6 +337,16 @@ int tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool nt) {
         ragged_edges(df, sf, na, nb, jr);
         continue;
       }
+      if constexpr (sizeof(U) == 2) {
+        if (bands16) {  // Note [Transpose bands], 2-byte elements
+          uint16_t* const du = reinterpret_cast<uint16_t*>(dt);
+          const uint16_t* const su = reinterpret_cast<const uint16_t*>(st);
+          const int64_t jr = nb / kBand16Rows * kBand16Rows;
+          if (jr > 0) detail::stream_band_u16(du, dA, su, sB, na / 8 * 8);
+          ragged_edges_u16(du, su, na, nb, jr);
+          continue;
+        }
+      }
       if (simd && nt && t + 1 < e) {  // Note [Tile prefetch] (iterator.h): the next tile's source into L2
         int64_t ndoff, nsoff, nna, nnb;
         locate(t + 1, ndoff, nsoff, nna, nnb);
@@ -345,5 +391,5 @@ int tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool nt) {
     }
     fence(nt && (simd || simd_other));
   });
-  return bands ? static_cast<int>(tB) : 0;
+  return bands ? static_cast<int>(tB) : bands16 ? static_cast<int>(kBand16Rows) : 0;
 }

@@ -29,6 +29,9 @@
 // than the run-time loop at 1 and 2 threads (docs/notes/copy-reduce.md, the 2-thread
 // transpose).
 //
+// stream_band_u16(dst, ld, src, sB, na): the 2-byte band, 32 source rows high, so that
+// each dst row again gets one whole 64-byte line per visit.
+//
 // stream_copy(d, s, n): n bytes from s to d with non-temporal 32-byte stores (plain
 // stores for the unaligned head and the tail); no fence: the caller issues
 // _mm_sfence once per thread after its last streaming store. Used for the copy's
@@ -138,6 +141,37 @@ inline void transpose_tile_f64(double* dst, int64_t ld, const double* src, int64
   transpose_scalar(dst, ld, src, sB, 0, na, j, nb);
 }
 
+// Two 8-element rows of 2-byte elements in one register: a in the low 128-bit lane, b
+// in the high one. stream_band_u16 runs two 8x8 transposes side by side, one per lane
+// (the epi16/epi32/epi64 unpacks work lane by lane). transpose_tile_u16 keeps 8 source
+// rows of 128 bits: 16 rows side by side, a power-of-two stride apart, overfill an
+// 8-way L1 set (a 4096^2 bfloat16 transpose ran slower with them).
+__attribute__((always_inline)) inline __m256i load_pair_u16(const uint16_t* a, const uint16_t* b) {
+  return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a))),
+                                 _mm_loadu_si128(reinterpret_cast<const __m128i*>(b)), 1);
+}
+
+// In each 128-bit lane, the 8x8 transpose of 2-byte elements: r[k] lane element m ->
+// r[m] lane element k (unpack epi16 / epi32 / epi64: 24 per 128 elements).
+__attribute__((always_inline)) inline void transpose8_u16_lanes(__m256i (&r)[8]) {
+  const __m256i t0 = _mm256_unpacklo_epi16(r[0], r[1]), t1 = _mm256_unpackhi_epi16(r[0], r[1]);
+  const __m256i t2 = _mm256_unpacklo_epi16(r[2], r[3]), t3 = _mm256_unpackhi_epi16(r[2], r[3]);
+  const __m256i t4 = _mm256_unpacklo_epi16(r[4], r[5]), t5 = _mm256_unpackhi_epi16(r[4], r[5]);
+  const __m256i t6 = _mm256_unpacklo_epi16(r[6], r[7]), t7 = _mm256_unpackhi_epi16(r[6], r[7]);
+  const __m256i u0 = _mm256_unpacklo_epi32(t0, t2), u1 = _mm256_unpackhi_epi32(t0, t2);
+  const __m256i u2 = _mm256_unpacklo_epi32(t1, t3), u3 = _mm256_unpackhi_epi32(t1, t3);
+  const __m256i u4 = _mm256_unpacklo_epi32(t4, t6), u5 = _mm256_unpackhi_epi32(t4, t6);
+  const __m256i u6 = _mm256_unpacklo_epi32(t5, t7), u7 = _mm256_unpackhi_epi32(t5, t7);
+  r[0] = _mm256_unpacklo_epi64(u0, u4);
+  r[1] = _mm256_unpackhi_epi64(u0, u4);
+  r[2] = _mm256_unpacklo_epi64(u1, u5);
+  r[3] = _mm256_unpackhi_epi64(u1, u5);
+  r[4] = _mm256_unpacklo_epi64(u2, u6);
+  r[5] = _mm256_unpackhi_epi64(u2, u6);
+  r[6] = _mm256_unpacklo_epi64(u3, u7);
+  r[7] = _mm256_unpackhi_epi64(u3, u7);
+}
+
 // 2-byte elements (float16: bit patterns only): 8x8 transposes of 128-bit rows
 // (unpack epi16 / epi32 / epi64: 24 per 64 elements), the ragged edges scalar.
 inline void transpose_tile_u16(uint16_t* dst, int64_t ld, const uint16_t* src, int64_t sB, int64_t na, int64_t nb) {
@@ -170,6 +204,31 @@ inline void transpose_tile_u16(uint16_t* dst, int64_t ld, const uint16_t* src, i
     transpose_scalar(dst, ld, src, sB, i, na, j, j + 8);
   }
   transpose_scalar(dst, ld, src, sB, 0, na, j, nb);
+}
+
+// stream_band_u16(dst, ld, src, sB, na): a band of 32 source rows of 2-byte elements,
+// dst[i*ld + j] = src[i + j*sB] for i < na (a multiple of 8), j < 32, straight to memory
+// (Note [Transpose bands] for 2-byte elements). Per 8 columns: rows j and j + 16 share a
+// register, so two lane-wise 8x8 transposes give each dst row its columns 0-7 | 16-23
+// and 8-15 | 24-31; two lane permutes make them one whole 64-byte line, written by two
+// 32-byte streaming stores. dst rows must be 64-byte aligned (the caller checks).
+inline void stream_band_u16(uint16_t* dst, int64_t ld, const uint16_t* src, int64_t sB, int64_t na) {
+  for (int64_t i = 0; i < na; i += 8) {
+    const uint16_t* s = src + i;
+    __m256i a[8], b[8];
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; ++k) a[k] = load_pair_u16(s + k * sB, s + (k + 16) * sB);
+    transpose8_u16_lanes(a);
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; ++k) b[k] = load_pair_u16(s + (k + 8) * sB, s + (k + 24) * sB);
+    transpose8_u16_lanes(b);
+    uint16_t* d = dst + i * ld;
+#pragma GCC unroll 8
+    for (int m = 0; m < 8; ++m) {
+      _mm256_stream_si256(reinterpret_cast<__m256i*>(d + m * ld), _mm256_permute2x128_si256(a[m], b[m], 0x20));
+      _mm256_stream_si256(reinterpret_cast<__m256i*>(d + m * ld + 16), _mm256_permute2x128_si256(a[m], b[m], 0x31));
+    }
+  }
 }
 
 // NH > 0: the number of 16-row halves fixed at compile time (the h loop unrolled); 0: nh.
