@@ -242,7 +242,8 @@ TEST(CopyFast, EachPathIsTakenAndCorrect) {
     std::function<Tensor(const Shape&, DType)> dst;
     CopyPath path;
     bool bands = false;  // 4-byte streaming tiles go out as bands or pipelined blocks (Note [Transpose bands])
-    bool bands16 = false;  // and 2-byte ones as 32-row bands
+    bool bands16 = false;   // and 2-byte ones as 32-row bands (dst rows < 4 KiB apart)
+    bool blocks16 = false;  // or as pipelined blocks, when those are taken (dst rows >= 4 KiB apart)
   };
   auto contiguous_dst = [](const Shape& s, DType dt) { return empty(s, dt); };
   auto offset_dst = [](const Shape& s, DType dt) {  // misaligned by 3 elements
@@ -276,9 +277,10 @@ TEST(CopyFast, EachPathIsTakenAndCorrect) {
       // 52, 52 = 6 x 8 + 4), so blocks of every extent follow each other in one thread's pipeline
       {{190, 2100}, {"2-D transpose into 64-byte rows, ragged blocks", [](const Tensor& v) { return v.t(); },
                      padded_dst, CopyPath::Tiled, true, true}},
-      // dst rows 4 KiB or more apart in 2-byte elements: their buffered tiles, not bands
-      {{2100, 40}, {"2-D transpose into 64-byte rows 4 KiB apart", [](const Tensor& v) { return v.t(); },
-                    padded_dst, CopyPath::Tiled, true, false}},
+      // dst rows 4 KiB or more apart in 2-byte elements: blocks (B ragged: 2108 = 16 x 128 + 60, 60 = 7 x 8 +
+      // 4; A ragged: 45 = 5 x 8 + 5) or their buffered tiles, not bands
+      {{2108, 45}, {"2-D transpose into 64-byte rows 4 KiB apart", [](const Tensor& v) { return v.t(); },
+                    padded_dst, CopyPath::Tiled, true, false, true}},
       {{20, 37}, {"2-D transpose into 64-byte rows, 20 columns", [](const Tensor& v) { return v.t(); }, padded_dst,
                   CopyPath::Tiled, true}},
       {{2, 48, 7, 9}, {"NCHW -> NHWC, 48 channels", [](const Tensor& v) { return v; }, cl_dst, CopyPath::Tiled,
@@ -335,11 +337,13 @@ TEST(CopyFast, EachPathIsTakenAndCorrect) {
                                      (c.path == CopyPath::Memcpy || c.path == CopyPath::Rows ||
                                       (c.path == CopyPath::Tiled && dtype_size(dt) != 1));
             EXPECT_EQ(last_copy_used_nt(), nt_expected) << where;
+            // 2-byte elements: 32-row bands, or blocks where set_transpose_bands forces them
+            const int rows16 = c.bands16 ? 32 : c.blocks16 && bs.rows == 64 ? 64 : 0;
             const bool bands_expected =
-                nt_expected && ((dtype_size(dt) == 4 && c.bands) || (dtype_size(dt) == 2 && c.bands16));
+                nt_expected && ((dtype_size(dt) == 4 && c.bands) || (dtype_size(dt) == 2 && rows16 != 0));
             EXPECT_EQ(last_copy_band_rows() != 0, bands_expected) << where;
             if (last_copy_band_rows() != 0) {
-              EXPECT_EQ(last_copy_band_rows(), dtype_size(dt) == 2 ? 32 : bs.rows) << where;
+              EXPECT_EQ(last_copy_band_rows(), dtype_size(dt) == 2 ? rows16 : bs.rows) << where;
             }
             ASSERT_TRUE(test::all_close(dst, ref, 0, 0)) << where;
             ASSERT_TRUE(untouched_outside(dst)) << where;
@@ -446,6 +450,55 @@ TEST(CopyFast, TransposeBandsAutomaticChoice) {
         ASSERT_TRUE(test::all_close(dst, test::naive_values(src), 0, 0)) << where;
         ASSERT_TRUE(untouched_outside(dst)) << where;
       }
+  }
+}
+
+// The same choice for 2-byte elements: dst rows less than 4 KiB apart take 32-row bands
+// under every tuning; rows further apart take blocks of 128 source rows where the tuning
+// takes blocks (source rows of >= 1024 elements), else the buffered tiles. The first
+// case runs three whole blocks one after another in a thread's pipeline (so a whole
+// block drains from either buffer), and every ragged edge (an odd number of 8-row groups
+// among them).
+TEST(CopyFast, TwoByteTransposesBandsAndBlocks) {
+  Scope scope;
+  set_transpose_bands(0, true);
+  set_nt_threshold_bytes(0);
+  struct Case {
+    int64_t nB, nA, dst_row;  // dst (nA, nB) with rows dst_row elements apart
+    bool far;                 // dst rows >= 4 KiB apart
+  };
+  const std::vector<Case> cases = {
+      {300, 3084, 2048, true},   // 3084 = 3 x 1024 + 8 + 4; 300 = 2 x 128 + 5 x 8 + 4
+      {300, 2060, 2016, false},  // rows 4032 bytes apart: 300 = 9 x 32 + 8 + 4
+      {300, 1000, 2048, true},   // source rows of 1000 elements: no blocks
+  };
+  const CpuTuning zen4 = tuning_for({CpuVendor::AMD, 25, 17, CpuArch::Zen4}, cpu_caches());
+  const CpuTuning spr = tuning_for({CpuVendor::Intel, 6, 143, CpuArch::SapphireRapids}, cpu_caches());
+  struct Restore {
+    ~Restore() { set_cpu_tuning(nullptr); }
+  } restore;
+  uint64_t seed = 950;
+  for (const CpuTuning* t : {&zen4, &spr, static_cast<const CpuTuning*>(nullptr)}) {
+    set_cpu_tuning(t);
+    const CpuTuning& now = cpu_tuning();
+    for (const Case& c : cases)
+      for (DType dt : {DType::BFloat16, DType::Float16})
+        for (int threads : {1, 2}) {
+          set_num_threads(threads);
+          const Tensor src = exact_values({c.nB, c.nA}, ++seed, dt).t();
+          Tensor dst = empty({c.nA, c.dst_row}, dt).narrow(1, 0, c.nB);
+          test::poison(dst);
+          dst.copy_(src);
+          const std::string where = describe_tuning(now) + ": " + dtype_name(dt) + " " + std::to_string(c.nA) +
+                                    " x " + std::to_string(c.nB) + " into rows of " + std::to_string(c.dst_row) +
+                                    ", threads " + std::to_string(threads);
+          if (simd_level() >= SimdLevel::AVX2) {
+            const int want = !c.far ? 32 : now.transpose_blocks && c.nA >= 1024 ? 64 : 0;
+            EXPECT_EQ(last_copy_band_rows(), want) << where;
+          }
+          ASSERT_TRUE(test::all_close(dst, test::naive_values(src), 0, 0)) << where;
+          ASSERT_TRUE(untouched_outside(dst)) << where;
+        }
   }
 }
 

@@ -72,6 +72,9 @@ void tile_scalar(U* dst, const U* src, int64_t na, int64_t nb, int64_t dA, int64
 // docs/notes/copy-reduce.md).
 constexpr int64_t kBandA = 512, kBandBMax = 32, kEdgeRows = 512, kBand16Rows = 32;
 constexpr int64_t kBlockA = 1024, kBlockB = 64, kBlockMinRowBytes = 4096;  // Note [Pipelined transpose blocks]
+constexpr int64_t kBlock16B = 128;  // 2-byte blocks: 128 source rows, dst rows of 256 bytes as the 4-byte ones
+template <typename E>
+constexpr int64_t kBlockRow = sizeof(E) == 4 ? kBlockB : kBlock16B;  // buffer row = source rows of a block
 
 #ifdef SB_HAVE_AVX2
 // Note [Pipelined transpose blocks]
@@ -90,11 +93,17 @@ constexpr int64_t kBlockA = 1024, kBlockB = 64, kBlockMinRowBytes = 4096;  // No
 // transpose_bands() takes them only for dst rows >= 4 KiB apart and source rows >= 1024
 // elements (or when set_transpose_bands(64, ...) forces them). Two whole blocks in a row
 // take a loop with one drain per fill and compile-time extents.
+// 2-byte elements take the same blocks, 128 source rows high (256-byte dst rows again),
+// where their dst rows lie kBlockMinRowBytes or more apart and the 4-byte rule would take
+// blocks; nearer dst rows take their bands (Note [Transpose bands]).
 
 // Columns [i, i + 8) of 8 source rows (s + k sB + i) -> buffer rows i..i+7 (kBlockB
 // floats each) at b + i * kBlockB.
 __attribute__((always_inline)) inline void block_fill_step(float* b, const float* s, int64_t sB, int64_t i) {
   detail::tile8x8_f32(b + i * kBlockB, kBlockB, s + i, sB);
+}
+__attribute__((always_inline)) inline void block_fill_step(uint16_t* b, const uint16_t* s, int64_t sB, int64_t i) {
+  detail::tile8x8_u16(b + i * kBlock16B, kBlock16B, s + i, sB);
 }
 
 // One dst row of a block: ng x 8 floats from the buffer row, streaming stores.
@@ -106,6 +115,14 @@ inline void block_drain_row(float* d, const float* b, int64_t ng) {
   }
   for (int64_t k = 0; k < 8 * ng; k += 8) F8::stream(d + k, F8::load(b + k));
 }
+inline void block_drain_row(uint16_t* d, const uint16_t* b, int64_t ng) {  // ng x 8 2-byte elements
+  int64_t k = 0;
+#pragma GCC unroll 8
+  for (; k + 16 <= 8 * ng; k += 16)
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(d + k), _mm256_load_si256(reinterpret_cast<const __m256i*>(b + k)));
+  if (k < 8 * ng)
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d + k), _mm_load_si128(reinterpret_cast<const __m128i*>(b + k)));
+}
 
 // The bands' kernel as a function of its own, for the reason given at block_pipeline:
 // inlined into the copy's closure its loop spilled the row addresses (and the
@@ -114,19 +131,28 @@ __attribute__((noinline)) void stream_band(float* d, int64_t ld, const float* s,
   detail::stream_band_f32(d, ld, s, sB, na8, nh);
 }
 
-// Drains one block (na8 dst rows of ng x 8 floats, buffer bc -> d, row stride ld) while
+// Drains one block (na8 dst rows of ng x 8 elements, buffer bc -> d, row stride ld) while
 // it fills the next (ngn groups x nan8 columns of the source at sn -> buffer bn), one
 // fill step per na8 / (ngn nan8 / 8) rows drained. A function of its own, with every
 // operand a plain value: inside the copy's closure the compiler spilled the loop's
 // pointers and reloaded them after each vector store.
-__attribute__((noinline)) void block_pipeline(float* d, int64_t ld, const float* bc, int64_t na8, int64_t ng,
-                                              float* bn, const float* sn, int64_t sB, int64_t nan8, int64_t ngn) {
-  if (na8 == kBlockA && ng == kBlockB / 8 && nan8 == kBlockA && ngn == kBlockB / 8) {  // two whole blocks: one
-    for (int64_t g = 0; g < kBlockB / 8; ++g)                                           // drain per fill
+template <typename E>
+__attribute__((noinline)) void block_pipeline(E* d, int64_t ld, const E* bc, int64_t na8, int64_t ng, E* bn,
+                                              const E* sn, int64_t sB, int64_t nan8, int64_t ngn) {
+  constexpr int64_t kB = kBlockRow<E>;
+  // two whole blocks: kB / 8 x kBlockA / 8 fills for kBlockA rows, so one drain per fill
+  // (4-byte elements) or per two fills (2-byte ones)
+  constexpr int64_t kFillsPerRow = kB / 8 * (kBlockA / 8) / kBlockA;
+  static_assert(kFillsPerRow * kBlockA == kB / 8 * (kBlockA / 8), "whole fills per drained row");
+  if (na8 == kBlockA && ng == kB / 8 && nan8 == kBlockA && ngn == kB / 8) {
+    for (int64_t g = 0; g < kB / 8; ++g)
       for (int64_t i = 0; i < kBlockA; i += 8) {
         block_fill_step(bn + 8 * g, sn + 8 * g * sB, sB, i);
-        const int64_t c = g * (kBlockA / 8) + i / 8;
-        block_drain_row(d + c * ld, bc + c * kBlockB, kBlockB / 8);
+        const int64_t f = g * (kBlockA / 8) + i / 8;
+        if (f % kFillsPerRow == kFillsPerRow - 1) {
+          const int64_t c = f / kFillsPerRow;
+          block_drain_row(d + c * ld, bc + c * kB, kB / 8);
+        }
       }
     return;
   }
@@ -135,9 +161,9 @@ __attribute__((noinline)) void block_pipeline(float* d, int64_t ld, const float*
   for (int64_t g = 0; g < ngn; ++g)
     for (int64_t i = 0; i < nan8; i += 8) {
       block_fill_step(bn + 8 * g, sn + 8 * g * sB, sB, i);
-      for (owed += na8; owed >= fills; owed -= fills, ++c) block_drain_row(d + c * ld, bc + c * kBlockB, ng);
+      for (owed += na8; owed >= fills; owed -= fills, ++c) block_drain_row(d + c * ld, bc + c * kB, ng);
     }
-  for (; c < na8; ++c) block_drain_row(d + c * ld, bc + c * kBlockB, ng);
+  for (; c < na8; ++c) block_drain_row(d + c * ld, bc + c * kB, ng);
 }
 #endif
 
@@ -187,13 +213,14 @@ std::atomic<bool> g_band_outer{true};
 }
 
 // Plan dims: B = last (dst stride 1), A = a (src stride 1); others loop outside.
-// Returns the streaming bands' rows (0: none; 64: pipelined blocks; 32 for 2-byte bands).
+// Returns the streaming bands' rows (0: none; 64: pipelined blocks; 32: 2-byte bands).
 template <typename U>
 int tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool nt) {
   const int64_t last = p.ndim() - 1;
   const bool simd = sizeof(U) == 4 && use_avx2();
   // Note [Tiles of 2- and 8-byte elements]: as the 4-byte tiles, transposed into the L1
-  // buffer (transpose_tile_u16 / transpose_tile_f64) and stored a whole row at a time.
+  // buffer (transpose_tile_u16 / transpose_tile_f64) and stored a whole row at a time;
+  // streaming 2-byte copies take bands or blocks first where those apply (below).
   // The scalar tile walks 64 source rows for every dst row, and rows a power-of-two
   // stride apart (4096 bfloat16 = 8 KiB) share their L1 sets: every read missed
   // (docs/notes/copy-reduce.md, Transposes of 2- and 8-byte elements).
@@ -209,10 +236,10 @@ int tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool nt) {
       outer.src.push_back(p.src[k]);
     }
   const int64_t nouter = std::accumulate(outer.size.begin(), outer.size.end(), int64_t{1}, std::multiplies<>());
-  bool bands = false, bands16 = false;  // Note [Transpose bands]: 4-byte, 2-byte elements
+  bool bands = false, bands16 = false, blocks16 = false;  // Note [Transpose bands]: 4-byte, 2-byte elements
 #ifdef SB_HAVE_AVX2
   bands = simd && nt && nB >= 16 && dA % 16 == 0 && reinterpret_cast<uintptr_t>(d) % 64 == 0;
-  bands16 = sizeof(U) == 2 && use_avx2() && nt && nB >= kBand16Rows && dA % 32 == 0 && dA * 2 < kBlockMinRowBytes &&
+  bands16 = sizeof(U) == 2 && use_avx2() && nt && nB >= kBand16Rows && dA % 32 == 0 &&
             reinterpret_cast<uintptr_t>(d) % 64 == 0;
   for (int64_t st : outer.dst) {
     bands = bands && st % 16 == 0;
@@ -220,13 +247,17 @@ int tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool nt) {
   }
   const TransposeBands tune = transpose_bands(nA, dA * static_cast<int64_t>(sizeof(U)));
   const bool blocks = bands && tune.rows == kBlockB;  // Note [Pipelined transpose blocks]
+  if (bands16 && dA * 2 >= kBlockMinRowBytes) {  // 2-byte dst rows far apart: blocks or the buffered tiles
+    blocks16 = transpose_bands(nA, dA * 2).rows == kBlockB;
+    bands16 = false;
+  }
   // Note [Direct small tiles]: L2-resident copies whose dst rows do not alias in L1
   const bool direct = simd && !nt && nA * nB * nouter * 4 <= cpu_caches().l2 && (dA * 4) % 2048 != 0;
-  const int64_t tA = blocks ? kBlockA : bands || bands16 ? kBandA : direct ? kDirectA : simd ? kTileA
+  const int64_t tA = blocks || blocks16 ? kBlockA : bands || bands16 ? kBandA : direct ? kDirectA : simd ? kTileA
                     : simd_other ? kOtherA : tile,
-                tB = blocks ? kBlockB : bands ? tune.rows : bands16 ? kBand16Rows : direct ? kDirectB : simd ? kTileB
-                    : simd_other ? kOtherB : tile;
-  const bool a_fastest = (bands && tune.source_rows_outer) || bands16 || direct;
+                tB = blocks ? kBlockB : blocks16 ? kBlock16B : bands ? tune.rows : bands16 ? kBand16Rows
+                    : direct ? kDirectB : simd ? kTileB : simd_other ? kOtherB : tile;
+  const bool a_fastest = (bands && tune.source_rows_outer) || bands16 || blocks16 || direct;
 #else
   const int64_t tA = tile, tB = tile;
   const bool a_fastest = false;
@@ -278,36 +309,44 @@ int tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool nt) {
         for (int64_t r = 0; r < n; ++r)
           std::memcpy(du + (i + r) * dA + jr, bu + r * kBand16Rows, static_cast<size_t>(nb - jr) * 2);
       }
-      if (na8 < na) {
-        detail::transpose_tile_u16(bu, kBand16Rows, su + na8, sB, na - na8, nb);
+      if (na8 < na) {  // nb <= kBlock16B
+        detail::transpose_tile_u16(bu, kBlock16B, su + na8, sB, na - na8, nb);
         for (int64_t i = na8; i < na; ++i)
-          std::memcpy(du + i * dA, bu + (i - na8) * kBand16Rows, static_cast<size_t>(nb) * 2);
+          std::memcpy(du + i * dA, bu + (i - na8) * kBlock16B, static_cast<size_t>(nb) * 2);
       }
     };
-    if (blocks) {  // Note [Pipelined transpose blocks]: drain block t while filling block t + 1
-      float* const bufs = reinterpret_cast<float*>(tile_scratch(2 * kBlockA * kBlockB * sizeof(float)));
+    // Note [Pipelined transpose blocks]: drain block t while filling block t + 1; E: float
+    // (4-byte elements) or uint16_t (2-byte ones)
+    const auto run_blocks = [&](auto zero) {
+      using E = decltype(zero);
+      constexpr int64_t kB = kBlockRow<E>;
+      E* const bufs = reinterpret_cast<E*>(tile_scratch(2 * kBlockA * kB * sizeof(E)));
       struct Block {
-        float* d;
-        const float* s;
+        E* d;
+        const E* s;
         int64_t na, nb;
       };
       const auto block = [&](int64_t t) {
         int64_t doff, soff, na, nb;
         locate(t, doff, soff, na, nb);
-        return Block{reinterpret_cast<float*>(d + doff), reinterpret_cast<const float*>(s + soff), na, nb};
+        return Block{reinterpret_cast<E*>(d + doff), reinterpret_cast<const E*>(s + soff), na, nb};
       };
       Block cur = block(b);
-      block_pipeline(nullptr, dA, nullptr, 0, 0, bufs, cur.s, sB, cur.na / 8 * 8, cur.nb / 8);  // fill only
+      block_pipeline<E>(nullptr, dA, nullptr, 0, 0, bufs, cur.s, sB, cur.na / 8 * 8, cur.nb / 8);  // fill only
       for (int64_t t = b; t < e; ++t) {
-        const float* const bc = bufs + ((t - b) & 1) * (kBlockA * kBlockB);
-        float* const bn = bufs + ((t - b + 1) & 1) * (kBlockA * kBlockB);
+        const E* const bc = bufs + ((t - b) & 1) * (kBlockA * kB);
+        E* const bn = bufs + ((t - b + 1) & 1) * (kBlockA * kB);
         const Block nxt = t + 1 < e ? block(t + 1) : Block{nullptr, nullptr, 0, 0};
-        block_pipeline(cur.d, dA, bc, cur.na / 8 * 8, cur.nb / 8, bn, nxt.s, sB, nxt.na / 8 * 8, nxt.nb / 8);
-        ragged_edges(cur.d, cur.s, cur.na, cur.nb, cur.nb / 8 * 8);
+        block_pipeline<E>(cur.d, dA, bc, cur.na / 8 * 8, cur.nb / 8, bn, nxt.s, sB, nxt.na / 8 * 8, nxt.nb / 8);
+        if constexpr (sizeof(E) == 4) ragged_edges(cur.d, cur.s, cur.na, cur.nb, cur.nb / 8 * 8);
+        else ragged_edges_u16(cur.d, cur.s, cur.na, cur.nb, cur.nb / 8 * 8);
         cur = nxt;
       }
       fence(true);
-      return;
+    };
+    if (blocks) return run_blocks(float{});
+    if constexpr (sizeof(U) == 2) {
+      if (blocks16) return run_blocks(uint16_t{});
     }
 #endif
 #ifdef SB_HAVE_AVX2
@@ -391,5 +430,5 @@ int tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool nt) {
     }
     fence(nt && (simd || simd_other));
   });
-  return bands ? static_cast<int>(tB) : bands16 ? static_cast<int>(kBand16Rows) : 0;
+  return bands ? static_cast<int>(tB) : blocks16 ? static_cast<int>(kBlockB) : bands16 ? static_cast<int>(kBand16Rows) : 0;
 }

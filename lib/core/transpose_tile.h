@@ -172,35 +172,38 @@ __attribute__((always_inline)) inline void transpose8_u16_lanes(__m256i (&r)[8])
   r[7] = _mm256_unpackhi_epi64(u3, u7);
 }
 
-// 2-byte elements (float16: bit patterns only): 8x8 transposes of 128-bit rows
-// (unpack epi16 / epi32 / epi64: 24 per 64 elements), the ragged edges scalar.
+// One 8x8 micro-tile of 2-byte elements: d[i*ld + j] = s[i + j*sB], i, j < 8, 128-bit
+// rows (unpack epi16 / epi32 / epi64: 24 per 64 elements).
+__attribute__((always_inline)) inline void tile8x8_u16(uint16_t* d, int64_t ld, const uint16_t* s, int64_t sB) {
+  const auto ld8 = [&](int k) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + k * sB)); };
+  const __m128i r0 = ld8(0), r1 = ld8(1), r2 = ld8(2), r3 = ld8(3), r4 = ld8(4), r5 = ld8(5), r6 = ld8(6), r7 = ld8(7);
+  const __m128i t0 = _mm_unpacklo_epi16(r0, r1), t1 = _mm_unpackhi_epi16(r0, r1);
+  const __m128i t2 = _mm_unpacklo_epi16(r2, r3), t3 = _mm_unpackhi_epi16(r2, r3);
+  const __m128i t4 = _mm_unpacklo_epi16(r4, r5), t5 = _mm_unpackhi_epi16(r4, r5);
+  const __m128i t6 = _mm_unpacklo_epi16(r6, r7), t7 = _mm_unpackhi_epi16(r6, r7);
+  const __m128i u0 = _mm_unpacklo_epi32(t0, t2), u1 = _mm_unpackhi_epi32(t0, t2);
+  const __m128i u2 = _mm_unpacklo_epi32(t1, t3), u3 = _mm_unpackhi_epi32(t1, t3);
+  const __m128i u4 = _mm_unpacklo_epi32(t4, t6), u5 = _mm_unpackhi_epi32(t4, t6);
+  const __m128i u6 = _mm_unpacklo_epi32(t5, t7), u7 = _mm_unpackhi_epi32(t5, t7);
+  const auto st8 = [&](int k, __m128i v) { _mm_storeu_si128(reinterpret_cast<__m128i*>(d + k * ld), v); };
+  st8(0, _mm_unpacklo_epi64(u0, u4));
+  st8(1, _mm_unpackhi_epi64(u0, u4));
+  st8(2, _mm_unpacklo_epi64(u1, u5));
+  st8(3, _mm_unpackhi_epi64(u1, u5));
+  st8(4, _mm_unpacklo_epi64(u2, u6));
+  st8(5, _mm_unpackhi_epi64(u2, u6));
+  st8(6, _mm_unpacklo_epi64(u3, u7));
+  st8(7, _mm_unpackhi_epi64(u3, u7));
+}
+
+// 2-byte elements (float16, bfloat16: bit patterns only): 8x8 micro-tiles, the ragged
+// edges scalar.
 inline void transpose_tile_u16(uint16_t* dst, int64_t ld, const uint16_t* src, int64_t sB, int64_t na, int64_t nb) {
   int64_t j = 0;
   for (; j + 8 <= nb; j += 8) {
     const uint16_t* s = src + j * sB;
     int64_t i = 0;
-    for (; i + 8 <= na; i += 8) {
-      const auto ld8 = [&](int k) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + k * sB + i)); };
-      const __m128i r0 = ld8(0), r1 = ld8(1), r2 = ld8(2), r3 = ld8(3), r4 = ld8(4), r5 = ld8(5), r6 = ld8(6), r7 = ld8(7);
-      const __m128i t0 = _mm_unpacklo_epi16(r0, r1), t1 = _mm_unpackhi_epi16(r0, r1);
-      const __m128i t2 = _mm_unpacklo_epi16(r2, r3), t3 = _mm_unpackhi_epi16(r2, r3);
-      const __m128i t4 = _mm_unpacklo_epi16(r4, r5), t5 = _mm_unpackhi_epi16(r4, r5);
-      const __m128i t6 = _mm_unpacklo_epi16(r6, r7), t7 = _mm_unpackhi_epi16(r6, r7);
-      const __m128i u0 = _mm_unpacklo_epi32(t0, t2), u1 = _mm_unpackhi_epi32(t0, t2);
-      const __m128i u2 = _mm_unpacklo_epi32(t1, t3), u3 = _mm_unpackhi_epi32(t1, t3);
-      const __m128i u4 = _mm_unpacklo_epi32(t4, t6), u5 = _mm_unpackhi_epi32(t4, t6);
-      const __m128i u6 = _mm_unpacklo_epi32(t5, t7), u7 = _mm_unpackhi_epi32(t5, t7);
-      uint16_t* d = dst + i * ld + j;
-      const auto st8 = [&](int k, __m128i v) { _mm_storeu_si128(reinterpret_cast<__m128i*>(d + k * ld), v); };
-      st8(0, _mm_unpacklo_epi64(u0, u4));
-      st8(1, _mm_unpackhi_epi64(u0, u4));
-      st8(2, _mm_unpacklo_epi64(u1, u5));
-      st8(3, _mm_unpackhi_epi64(u1, u5));
-      st8(4, _mm_unpacklo_epi64(u2, u6));
-      st8(5, _mm_unpackhi_epi64(u2, u6));
-      st8(6, _mm_unpacklo_epi64(u3, u7));
-      st8(7, _mm_unpackhi_epi64(u3, u7));
-    }
+    for (; i + 8 <= na; i += 8) tile8x8_u16(dst + i * ld + j, ld, s + i, sB);
     transpose_scalar(dst, ld, src, sB, i, na, j, j + 8);
   }
   transpose_scalar(dst, ld, src, sB, 0, na, j, nb);
