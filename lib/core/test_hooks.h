@@ -11,15 +11,19 @@ enum class CopyPath : uint8_t { Empty, Memcpy, Rows, Tiled, Strided, Convert, Fi
 const char* copy_path_name(CopyPath p);
 CopyPath last_copy_path();
 bool last_copy_used_nt();
-// Tiled path: whether 4-byte tiles went straight to memory as streaming bands (copy.cpp,
-// Note [Transpose bands]: 16 or 32, the band's source rows) or pipelined blocks (Note
-// [Pipelined transpose blocks]: 64) rather than through the L1 tile buffer (0).
+// Tiled path: whether 4- or 2-byte tiles went straight to memory as streaming bands
+// (copy.cpp, Note [Transpose bands]: 16 or 32, the band's source rows; 2-byte bands are
+// always 32) or pipelined blocks (Note [Pipelined transpose blocks]: 64) rather than
+// through the L1 tile buffer (0).
 int last_copy_band_rows();
 // The streaming transposes' shape: 16 or 32 source rows per band (Note [Transpose bands])
 // or 64, the pipelined blocks (Note [Pipelined transpose blocks]), and whether tasks walk
 // the source rows' direction fastest. Chosen by cpu_tuning() and, where it takes blocks, per
 // copy (blocks where dst rows are 4 KiB or more apart and source rows 1024 elements or
 // longer, else 16-row bands); tests force each (rows = 0: back to the automatic choice).
+// 2-byte elements follow the choice only where their dst rows are 4 KiB or more apart
+// (blocks when it says 64, else the L1 tile buffer); nearer dst rows take their 32-row
+// bands whatever it says.
 void set_transpose_bands(int rows, bool source_rows_outer);
 // The streaming threshold of copy.h's nt_threshold_bytes(): 0 forces streaming at small
 // sizes; negative: back to the default.
