@@ -118,6 +118,21 @@ Tensor exact_values(const Shape& sz, uint64_t seed, DType dt) {
   return from_vector(v, sz).to(dt);
 }
 
+// Runs f(cpu_tuning()) under Zen 4's tuning row, Sapphire Rapids' and this machine's own
+// (Note [Tuning by microarchitecture]), whatever this CPU is; the machine's own after.
+template <typename F>
+void under_each_tuning(const F& f) {
+  const CpuTuning zen4 = tuning_for({CpuVendor::AMD, 25, 17, CpuArch::Zen4}, cpu_caches());
+  const CpuTuning spr = tuning_for({CpuVendor::Intel, 6, 143, CpuArch::SapphireRapids}, cpu_caches());
+  struct Restore {
+    ~Restore() { set_cpu_tuning(nullptr); }
+  } restore;
+  for (const CpuTuning* t : {&zen4, &spr, static_cast<const CpuTuning*>(nullptr)}) {
+    set_cpu_tuning(t);
+    f(cpu_tuning());
+  }
+}
+
 // Every storage element outside the view still holds the poison.
 ::testing::AssertionResult untouched_outside(const Tensor& view) {
   const int64_t esz = static_cast<int64_t>(view.element_size());
@@ -423,15 +438,8 @@ TEST(CopyFast, TransposeBandsAutomaticChoice) {
       {40, 1000, 1024, 16},  // source rows of 1000 floats: bands
       {72, 1100, 64 * 20, 64},
   };
-  const CpuTuning zen4 = tuning_for({CpuVendor::AMD, 25, 17, CpuArch::Zen4}, cpu_caches());
-  const CpuTuning spr = tuning_for({CpuVendor::Intel, 6, 143, CpuArch::SapphireRapids}, cpu_caches());
-  struct Restore {
-    ~Restore() { set_cpu_tuning(nullptr); }
-  } restore;
   uint64_t seed = 900;
-  for (const CpuTuning* t : {&zen4, &spr, static_cast<const CpuTuning*>(nullptr)}) {
-    set_cpu_tuning(t);
-    const CpuTuning& now = cpu_tuning();
+  under_each_tuning([&](const CpuTuning& now) {
     for (const Case& c : cases)
       for (int threads : {1, 2}) {
         set_num_threads(threads);
@@ -450,7 +458,7 @@ TEST(CopyFast, TransposeBandsAutomaticChoice) {
         ASSERT_TRUE(test::all_close(dst, test::naive_values(src), 0, 0)) << where;
         ASSERT_TRUE(untouched_outside(dst)) << where;
       }
-  }
+  });
 }
 
 // The same choice for 2-byte elements: dst rows less than 4 KiB apart take 32-row bands
@@ -472,15 +480,8 @@ TEST(CopyFast, TwoByteTransposesBandsAndBlocks) {
       {300, 2060, 2016, false},  // rows 4032 bytes apart: 300 = 9 x 32 + 8 + 4
       {300, 1000, 2048, true},   // source rows of 1000 elements: no blocks
   };
-  const CpuTuning zen4 = tuning_for({CpuVendor::AMD, 25, 17, CpuArch::Zen4}, cpu_caches());
-  const CpuTuning spr = tuning_for({CpuVendor::Intel, 6, 143, CpuArch::SapphireRapids}, cpu_caches());
-  struct Restore {
-    ~Restore() { set_cpu_tuning(nullptr); }
-  } restore;
   uint64_t seed = 950;
-  for (const CpuTuning* t : {&zen4, &spr, static_cast<const CpuTuning*>(nullptr)}) {
-    set_cpu_tuning(t);
-    const CpuTuning& now = cpu_tuning();
+  under_each_tuning([&](const CpuTuning& now) {
     for (const Case& c : cases)
       for (DType dt : {DType::BFloat16, DType::Float16})
         for (int threads : {1, 2}) {
@@ -499,7 +500,7 @@ TEST(CopyFast, TwoByteTransposesBandsAndBlocks) {
           ASSERT_TRUE(test::all_close(dst, test::naive_values(src), 0, 0)) << where;
           ASSERT_TRUE(untouched_outside(dst)) << where;
         }
-  }
+  });
 }
 
 TEST(CopyFast, TransposeBandsTakeOnlyTheirThreeShapes) {
