@@ -169,11 +169,15 @@ __attribute__((noinline)) void block_pipeline(E* d, int64_t ld, const E* bc, int
 
 // Note [Direct small tiles]
 // In an L2-resident copy the buffered tile's round trip through the L1 buffer costs as
-// much as the transposes. Such copies (4-byte elements, AVX2, the whole copy within one
-// core's L2) go as 16 (A) x 32 (B) tiles of 8x8 transposes stored straight into dst,
-// walking A fastest (the fastest tile shape in bare loops, docs/notes/copy-reduce.md).
-// Not taken when dst rows are a multiple of 2 KiB apart: a tile's 16 dst rows then share
-// one or two L1 sets; nor above the L2.
+// much as the transposes. Such copies (4- and 2-byte elements, AVX2, the whole copy
+// within one core's L2) go as 16 (A) x 32 (B) tiles of 8x8 transposes stored straight
+// into dst (the fastest tile shape in bare loops for 4-byte elements,
+// docs/notes/copy-reduce.md). Not taken when dst rows are a multiple of 2 KiB apart: a
+// tile's 16 dst rows then share one or two L1 sets; nor above the L2.
+// 4-byte tiles walk A fastest, in runs (Note [Direct tile runs]). 2-byte tiles walk B
+// fastest, one tile a call, so that two threads split the dst rows between them: split
+// by columns, as A-fastest tasks split, the second thread more than doubled the time of a
+// 256^2 bfloat16 transpose (docs/notes/copy-reduce.md).
 constexpr int64_t kDirectA = 16, kDirectB = 32;
 
 // Note [Direct tile runs]: the direct tiles of one (outer, B-tile) row, A from 0 to na,
@@ -182,15 +186,27 @@ constexpr int64_t kDirectA = 16, kDirectB = 32;
 // multiples spilled to the stack) and run-time extents cost a 256² transpose half again
 // the time of bare loops of this shape (docs/notes/copy-reduce.md).
 #ifdef SB_HAVE_AVX2
-__attribute__((noinline)) void direct_tile_run(float* d, int64_t dA, const float* s, int64_t sB, int64_t na,
-                                               int64_t nb) {
+__attribute__((always_inline)) inline void tile8x8(float* d, int64_t ld, const float* s, int64_t sB) {
+  detail::tile8x8_f32(d, ld, s, sB);
+}
+__attribute__((always_inline)) inline void tile8x8(uint16_t* d, int64_t ld, const uint16_t* s, int64_t sB) {
+  detail::tile8x8_u16(d, ld, s, sB);
+}
+inline void transpose_tile(float* d, int64_t ld, const float* s, int64_t sB, int64_t na, int64_t nb) {
+  detail::transpose_tile_f32(d, ld, s, sB, na, nb);
+}
+inline void transpose_tile(uint16_t* d, int64_t ld, const uint16_t* s, int64_t sB, int64_t na, int64_t nb) {
+  detail::transpose_tile_u16(d, ld, s, sB, na, nb);
+}
+
+template <typename E>  // float or uint16_t
+__attribute__((noinline)) void direct_tile_run(E* d, int64_t dA, const E* s, int64_t sB, int64_t na, int64_t nb) {
   int64_t i = 0;
   if (nb == kDirectB)  // whole tiles: compile-time extents, the 8 micro-tiles unrolled
     for (; i + kDirectA <= na; i += kDirectA)
       for (int64_t j = 0; j < kDirectB; j += 8)
-        for (int64_t ii = 0; ii < kDirectA; ii += 8) detail::tile8x8_f32(d + (i + ii) * dA + j, dA, s + i + ii + j * sB, sB);
-  for (; i < na; i += kDirectA)
-    detail::transpose_tile_f32(d + i * dA, dA, s + i, sB, std::min(kDirectA, na - i), nb);
+        for (int64_t ii = 0; ii < kDirectA; ii += 8) tile8x8(d + (i + ii) * dA + j, dA, s + i + ii + j * sB, sB);
+  for (; i < na; i += kDirectA) transpose_tile(d + i * dA, dA, s + i, sB, std::min(kDirectA, na - i), nb);
 }
 #endif
 
@@ -253,11 +269,13 @@ int tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool nt) {
   }
   // Note [Direct small tiles]: L2-resident copies whose dst rows do not alias in L1
   const bool direct = simd && !nt && nA * nB * nouter * 4 <= cpu_caches().l2 && (dA * 4) % 2048 != 0;
-  const int64_t tA = blocks || blocks16 ? kBlockA : bands || bands16 ? kBandA : direct ? kDirectA : simd ? kTileA
-                    : simd_other ? kOtherA : tile,
+  const bool direct16 = sizeof(U) == 2 && use_avx2() && !nt && nA * nB * nouter * 2 <= cpu_caches().l2 &&
+                        (dA * 2) % 2048 != 0;
+  const int64_t tA = blocks || blocks16 ? kBlockA : bands || bands16 ? kBandA : direct || direct16 ? kDirectA
+                    : simd ? kTileA : simd_other ? kOtherA : tile,
                 tB = blocks ? kBlockB : blocks16 ? kBlock16B : bands ? tune.rows : bands16 ? kBand16Rows
-                    : direct ? kDirectB : simd ? kTileB : simd_other ? kOtherB : tile;
-  const bool a_fastest = (bands && tune.source_rows_outer) || bands16 || blocks16 || direct;
+                    : direct || direct16 ? kDirectB : simd ? kTileB : simd_other ? kOtherB : tile;
+  const bool a_fastest = (bands && tune.source_rows_outer) || bands16 || blocks16 || direct;  // not direct16
 #else
   const int64_t tA = tile, tB = tile;
   const bool a_fastest = false;
@@ -350,16 +368,22 @@ int tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool nt) {
     }
 #endif
 #ifdef SB_HAVE_AVX2
-    if (direct) {  // Note [Direct small tiles], a run of tiles along A at a time: Note [Direct tile runs]
+    // Note [Direct small tiles]: 4-byte tiles a run along A at a time (Note [Direct tile runs]), 2-byte ones one by one
+    const auto run_direct = [&](auto zero) {
+      using E = decltype(zero);
       for (int64_t t = b; t < e;) {
-        const int64_t ia = t % ta, run = std::min(ta - ia, e - t);  // a_fastest: A tiles are consecutive
+        const int64_t ia = a_fastest ? t % ta : (t / tb) % ta;
+        const int64_t run = a_fastest ? std::min(ta - ia, e - t) : 1;  // A-fastest tiles are consecutive
         int64_t doff, soff, na, nb;
         locate(t, doff, soff, na, nb);
-        direct_tile_run(reinterpret_cast<float*>(d + doff), dA, reinterpret_cast<const float*>(s + soff), sB,
-                        std::min(run * tA, nA - ia * tA), nb);
+        direct_tile_run<E>(reinterpret_cast<E*>(d + doff), dA, reinterpret_cast<const E*>(s + soff), sB,
+                           std::min(run * tA, nA - ia * tA), nb);
         t += run;
       }
-      return;
+    };
+    if (direct) return run_direct(float{});
+    if constexpr (sizeof(U) == 2) {
+      if (direct16) return run_direct(uint16_t{});
     }
 #endif
     for (int64_t t = b; t < e; ++t) {
