@@ -199,6 +199,11 @@ inline void transpose_tile(uint16_t* d, int64_t ld, const uint16_t* s, int64_t s
   detail::transpose_tile_u16(d, ld, s, sB, na, nb);
 }
 
+inline void store_row(float* d, const float* b, int64_t n) { store_row_f32(d, b, n, false); }  // plain stores
+inline void store_row(uint16_t* d, const uint16_t* b, int64_t n) {
+  std::memcpy(d, b, static_cast<size_t>(n) * sizeof(uint16_t));
+}
+
 template <typename E>  // float or uint16_t
 __attribute__((noinline)) void direct_tile_run(E* d, int64_t dA, const E* s, int64_t sB, int64_t na, int64_t nb) {
   int64_t i = 0;
@@ -287,7 +292,6 @@ int tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool nt) {
     Shape idx(std::max<int64_t>(no, 1));
 #ifdef SB_HAVE_AVX2
     alignas(64) float buf[kTileA * kTileB];  // one 4-byte tile (or a band's ragged edge)
-    static_assert(kEdgeRows * 16 <= kTileA * kTileB && 8 * kBlockB <= kTileA * kTileB, "band edges fit the buffer");
 #endif
     // task t -> its tile: dst and src corners, extent na x nb
     const auto locate = [&](int64_t t, int64_t& doff, int64_t& soff, int64_t& na, int64_t& nb) {
@@ -302,35 +306,23 @@ int tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool nt) {
     };
 #ifdef SB_HAVE_AVX2
     // A band's or block's ragged edges through the buffer with plain stores: columns [jr,
-    // nb) (fewer than 16) of rows [0, na8), then rows [na8, na) (fewer than 8), every column.
-    const auto ragged_edges = [&](float* df, const float* sf, int64_t na, int64_t nb, int64_t jr) {
+    // nb) (fewer than a band's rows) of rows [0, na8), then rows [na8, na) (fewer than 8),
+    // every column. E: float or uint16_t; buffer rows of 64 bytes, then of a block's row.
+    const auto ragged_edges = [&](auto* de, const auto* se, int64_t na, int64_t nb, int64_t jr) {
+      using E = std::remove_pointer_t<decltype(de)>;
+      constexpr int64_t kCols = 64 / sizeof(E), kRow = kBlockRow<E>;
+      static_assert(kEdgeRows * kCols * sizeof(E) <= sizeof(buf) && 8 * kRow * sizeof(E) <= sizeof(buf),
+                    "band edges fit the buffer");
+      E* const be = reinterpret_cast<E*>(buf);
       const int64_t na8 = na / 8 * 8;
       for (int64_t i = 0; i < na8 && jr < nb; i += kEdgeRows) {
         const int64_t n = std::min(kEdgeRows, na8 - i);
-        detail::transpose_tile_f32(buf, 16, sf + i + jr * sB, sB, n, nb - jr);
-        for (int64_t r = 0; r < n; ++r) store_row_f32(df + (i + r) * dA + jr, buf + r * 16, nb - jr, false);
+        transpose_tile(be, kCols, se + i + jr * sB, sB, n, nb - jr);
+        for (int64_t r = 0; r < n; ++r) store_row(de + (i + r) * dA + jr, be + r * kCols, nb - jr);
       }
       if (na8 < na) {
-        detail::transpose_tile_f32(buf, kBlockB, sf + na8, sB, na - na8, nb);
-        for (int64_t i = na8; i < na; ++i) store_row_f32(df + i * dA, buf + (i - na8) * kBlockB, nb, false);
-      }
-    };
-    // The same for 2-byte elements: columns [jr, nb) (fewer than 32) of rows [0, na8),
-    // then rows [na8, na), every column.
-    const auto ragged_edges_u16 = [&](uint16_t* du, const uint16_t* su, int64_t na, int64_t nb, int64_t jr) {
-      uint16_t* const bu = reinterpret_cast<uint16_t*>(buf);
-      static_assert(kEdgeRows * kBand16Rows * 2 <= sizeof(buf), "2-byte band edges fit the buffer");
-      const int64_t na8 = na / 8 * 8;
-      for (int64_t i = 0; i < na8 && jr < nb; i += kEdgeRows) {
-        const int64_t n = std::min(kEdgeRows, na8 - i);
-        detail::transpose_tile_u16(bu, kBand16Rows, su + i + jr * sB, sB, n, nb - jr);
-        for (int64_t r = 0; r < n; ++r)
-          std::memcpy(du + (i + r) * dA + jr, bu + r * kBand16Rows, static_cast<size_t>(nb - jr) * 2);
-      }
-      if (na8 < na) {  // nb <= kBlock16B
-        detail::transpose_tile_u16(bu, kBlock16B, su + na8, sB, na - na8, nb);
-        for (int64_t i = na8; i < na; ++i)
-          std::memcpy(du + i * dA, bu + (i - na8) * kBlock16B, static_cast<size_t>(nb) * 2);
+        transpose_tile(be, kRow, se + na8, sB, na - na8, nb);
+        for (int64_t i = na8; i < na; ++i) store_row(de + i * dA, be + (i - na8) * kRow, nb);
       }
     };
     // Note [Pipelined transpose blocks]: drain block t while filling block t + 1; E: float
@@ -356,8 +348,7 @@ int tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool nt) {
         E* const bn = bufs + ((t - b + 1) & 1) * (kBlockA * kB);
         const Block nxt = t + 1 < e ? block(t + 1) : Block{nullptr, nullptr, 0, 0};
         block_pipeline<E>(cur.d, dA, bc, cur.na / 8 * 8, cur.nb / 8, bn, nxt.s, sB, nxt.na / 8 * 8, nxt.nb / 8);
-        if constexpr (sizeof(E) == 4) ragged_edges(cur.d, cur.s, cur.na, cur.nb, cur.nb / 8 * 8);
-        else ragged_edges_u16(cur.d, cur.s, cur.na, cur.nb, cur.nb / 8 * 8);
+        ragged_edges(cur.d, cur.s, cur.na, cur.nb, cur.nb / 8 * 8);
         cur = nxt;
       }
       fence(true);
@@ -406,7 +397,7 @@ int tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool nt) {
           const uint16_t* const su = reinterpret_cast<const uint16_t*>(st);
           const int64_t jr = nb / kBand16Rows * kBand16Rows;
           if (jr > 0) detail::stream_band_u16(du, dA, su, sB, na / 8 * 8);
-          ragged_edges_u16(du, su, na, nb, jr);
+          ragged_edges(du, su, na, nb, jr);
           continue;
         }
       }
