@@ -1258,6 +1258,37 @@ TEST(CudaElementwise, MismatchedLayoutsTakeTheTiledPath) {
   }
 }
 
+// Note [Tiled kernel registers]: the tiled kernel indexes inside a tile in 32 bits, so an
+// operand whose strides would overflow them there takes the strided kernel instead.
+// b is a 6 x 4 transposed view with a column stride of 3 * 2^24 elements (a 64-wide tile
+// would reach 63 * (3 * 2^24 + 1) > 2^31), in a 288 MiB float16 storage.
+TEST(CudaElementwise, TileOffsetsBeyondAnIntTakeTheStridedPath) {
+  const Device dev = Device::cuda(0);
+  SB_SKIP_WITHOUT_DEVICE(dev);
+  const DType dt = DType::Float16;
+  const int64_t far = int64_t{3} << 24;
+  const Shape s = {6, 4};
+  const auto va = test::stored(test::random_values(s, 31, dt, -1, 1, false), s, dt);
+  const auto vb = test::stored(test::random_values(s, 32, dt, -1, 1, false), s, dt);
+  const Tensor a = test::on_device(dev, va, s, dt, Layout::Contiguous);
+  const Tensor storage = zeros({3 * far + 6}, dt, dev);
+  Tensor b = storage.as_strided(s, {1, far});
+  b.copy_(test::on_device(dev, vb, s, dt, Layout::Contiguous));
+  for (const bool wide : {true, false}) {
+    // the same add with a column stride that fits: tiled, as a check that the case is one
+    const Tensor bb = wide ? b : test::on_device(dev, vb, s, dt, Layout::Transposed);
+    cuda::reset_elementwise_path_counts();
+    Tensor out = test::poisoned_on(dev, s, dt, Layout::Contiguous);
+    cuda::binary(BinaryOp::Add, out, a, bb);
+    const cuda::ElementwisePathCounts n = cuda::elementwise_path_counts();
+    EXPECT_EQ(n.tiled, wide ? 0 : 1) << "column stride " << bb.strides()[1];
+    EXPECT_EQ(n.strided, wide ? 1 : 0) << "column stride " << bb.strides()[1];
+    std::vector<double> ref(va.size());
+    for (size_t i = 0; i < ref.size(); ++i) ref[i] = va[i] + vb[i];
+    EXPECT_TRUE(all_close(out, ref, 2e-3, 2e-3)) << "column stride " << bb.strides()[1];
+  }
+}
+
 TEST(CudaElementwise, BackendRejectsHostTensorsBeforeAnyWork) {
   Tensor a = zeros({2, 3}), b = zeros({2, 3}), out = zeros({2, 3});
   test::expect_msg([&] { cuda::binary(BinaryOp::Add, out, a, b); }, "add (CUDA): expected CUDA tensors, got one on cpu");

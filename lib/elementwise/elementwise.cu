@@ -186,7 +186,7 @@ __global__ void strided_kernel(T* out, Ptrs2 in, OffsetCalc<NIN + 1> it, int64_t
 // from doubling.
 template <int N>
 struct TileStrides {
-  int64_t i[N], j[N];  // per operand (0: out), elements along the rows and the columns
+  int i[N], j[N];  // per operand (0: out), elements along the rows and the columns
 };
 
 template <typename T>
@@ -195,57 +195,69 @@ constexpr int tile_edge() {
 }
 constexpr int kTileRows = 8;
 
-// Visits the elements of the kT x kT tile at (i0, j0) that lie inside rows x cols, with a
-// (32, kTileRows) block: threadIdx.x runs along i when kAlongI (a warp covers 32 adjacent
-// i), else along j; f(li, lj, i, j) with li = i - i0, lj = j - j0.
-template <int kT, bool kAlongI, typename F>
-__device__ __forceinline__ void tile_walk(int64_t i0, int64_t j0, int64_t rows, int64_t cols, F&& f) {
-  const int tx = threadIdx.x, ty = threadIdx.y;
-#pragma unroll
-  for (int c = 0; c < kT; c += 32) {
-#pragma unroll
-    for (int r = 0; r < kT; r += kTileRows) {
-      const int li = kAlongI ? tx + c : ty + r, lj = kAlongI ? ty + r : tx + c;
-      const int64_t i = i0 + li, j = j0 + lj;
-      if (i < rows && j < cols) f(li, lj, i, j);
-    }
-  }
-}
+// Note [Tiled kernel registers]
+// Each thread keeps 2 x 8 (8-byte: 1 x 4) elements of a tile in flight per phase, from
+// one base pointer per operand plus 32-bit offsets inside the tile: the launch takes the
+// tiled path only where (kT - 1) * (|row stride| + |column stride|) of every operand fits
+// an int. With the tile walked in 64-bit indices (i * si + j * sj per element, as the
+// strided kernel does), nvcc gave a two-input kernel about 150 registers a thread
+// (-Xptxas -v, sm_90): one 256-thread block an SM, too few loads in flight (measured in
+// docs/notes/cuda.md). Unbounded, it still takes 175 to hoist every load;
+// __launch_bounds__ asks for 3 blocks an SM, which nvcc meets in 80 registers without a
+// spill (4 blocks spilled), and 3 blocks' tiles (two inputs of 64 x 65 floats) fit in
+// shared memory.
+constexpr int kTiledBlocksPerSm = 3;
 
 template <typename T, int NIN>
-__global__ void tiled_kernel(T* out, Ptrs2 in, OffsetCalc<NIN + 1> batch, int64_t nbatch, int64_t rows,
-                             int64_t cols, TileStrides<NIN + 1> st, unsigned staged, int64_t tiles_i,
-                             int64_t tiles_j, int code, acc_t<T> s) {
+__global__ void __launch_bounds__(32 * kTileRows, kTiledBlocksPerSm)
+    tiled_kernel(T* out, Ptrs2 in, OffsetCalc<NIN + 1> batch, int64_t nbatch, int64_t rows, int64_t cols,
+                 TileStrides<NIN + 1> st, unsigned staged, int64_t tiles_i, int64_t tiles_j, int code, acc_t<T> s) {
   using A = acc_t<T>;
   constexpr int kT = tile_edge<T>();
   __shared__ T tile[NIN][kT][kT + 1];
+  const int tx = threadIdx.x, ty = threadIdx.y;
   for (int64_t b = blockIdx.z; b < nbatch; b += gridDim.z) {
     int64_t off[NIN + 1];
     batch.get(b, off);
-    T* o = out + off[0];
-    const T* src[NIN];
-#pragma unroll
-    for (int k = 0; k < NIN; ++k) src[k] = static_cast<const T*>(in.p[k]) + off[k + 1];
     for (int64_t ti = blockIdx.y; ti < tiles_i; ti += gridDim.y) {
       for (int64_t tj = blockIdx.x; tj < tiles_j; tj += gridDim.x) {
         const int64_t i0 = ti * kT, j0 = tj * kT;
-        // the staged inputs' tiles, read along i: tile[k][j - j0][i - i0]
+        const int ni = static_cast<int>(min(static_cast<int64_t>(kT), rows - i0));
+        const int nj = static_cast<int>(min(static_cast<int64_t>(kT), cols - j0));
+        // the staged inputs' tiles, read along i (their stride there is 1): tile[k][lj][li]
 #pragma unroll
         for (int k = 0; k < NIN; ++k) {
           if (!(staged & (1u << k))) continue;
-          tile_walk<kT, true>(i0, j0, rows, cols, [&](int li, int lj, int64_t i, int64_t j) {
-            tile[k][lj][li] = src[k][i * st.i[k + 1] + j * st.j[k + 1]];
-          });
+          const int sj = st.j[k + 1];
+          const T* p = static_cast<const T*>(in.p[k]) + off[k + 1] + i0 + j0 * sj + (tx + ty * sj);
+#pragma unroll
+          for (int c = 0; c < kT; c += 32)
+#pragma unroll
+            for (int r = 0; r < kT; r += kTileRows)
+              if (tx + c < ni && ty + r < nj) tile[k][ty + r][tx + c] = p[c + r * sj];
         }
         __syncthreads();
-        // the tile computed and written along j
-        tile_walk<kT, false>(i0, j0, rows, cols, [&](int li, int lj, int64_t i, int64_t j) {
-          A x[NIN];
+        // the tile computed and written along j (out's stride there is 1), element
+        // (li, lj) = (ty + r, tx + c)
+        const int so = st.i[0];
+        T* o = out + off[0] + i0 * so + j0 + (ty * so + tx);
+        const T* d[NIN];
 #pragma unroll
-          for (int k = 0; k < NIN; ++k)
-            x[k] = cvt<A>((staged & (1u << k)) ? tile[k][lj][li] : src[k][i * st.i[k + 1] + j * st.j[k + 1]]);
-          o[i * st.i[0] + j] = cvt<T>(call_code<A, NIN>(code, x, s));
-        });
+        for (int k = 0; k < NIN; ++k)
+          d[k] = static_cast<const T*>(in.p[k]) + off[k + 1] + i0 * st.i[k + 1] + j0 * st.j[k + 1] +
+                 (ty * st.i[k + 1] + tx * st.j[k + 1]);
+#pragma unroll
+        for (int c = 0; c < kT; c += 32)
+#pragma unroll
+          for (int r = 0; r < kT; r += kTileRows)
+            if (ty + r < ni && tx + c < nj) {
+              A x[NIN];
+#pragma unroll
+              for (int k = 0; k < NIN; ++k)
+                x[k] = cvt<A>((staged & (1u << k)) ? tile[k][tx + c][ty + r]
+                                                   : d[k][r * st.i[k + 1] + c * st.j[k + 1]]);
+              o[r * so + c] = cvt<T>(call_code<A, NIN>(code, x, s));
+            }
         __syncthreads();  // the tiles are reused by the next iteration
       }
     }
@@ -256,11 +268,16 @@ std::atomic<int64_t> g_vectorized{0}, g_strided{0}, g_tiled{0};
 
 // The inputs a tiled launch stages (Note [Tiled elementwise for mismatched layouts]): a
 // bit per input that runs along the next-to-last dim of `it` where out runs along the
-// last; 0 when the tiled kernel does not apply.
+// last; 0 when the tiled kernel does not apply, also where an offset inside a kT x kT
+// tile would not fit an int (Note [Tiled kernel registers]).
 template <int NARGS>
-unsigned staged_inputs(const OffsetCalc<NARGS>& it) {
+unsigned staged_inputs(const OffsetCalc<NARGS>& it, int kT) {
   const int nd = it.ndim;
   if (nd < 2 || it.strides[0][nd - 1] != 1 || it.sizes[nd - 1] < 4 || it.sizes[nd - 2] < 4) return 0;
+  for (int k = 0; k < NARGS; ++k) {
+    const int64_t span = std::abs(it.strides[k][nd - 2]) + std::abs(it.strides[k][nd - 1]);
+    if (span > std::numeric_limits<int>::max() / (kT - 1)) return 0;
+  }
   unsigned staged = 0;
   for (int k = 1; k < NARGS; ++k)
     if (it.strides[k][nd - 2] == 1 && it.strides[k][nd - 1] != 1) staged |= 1u << (k - 1);
@@ -282,8 +299,8 @@ void launch_tiled(T* o, const Ptrs2& p, const OffsetCalc<NIN + 1>& it, unsigned 
   batch.use32 = nbatch <= static_cast<int64_t>(UINT32_MAX);
   TileStrides<NIN + 1> st{};
   for (int a = 0; a <= NIN; ++a) {
-    st.i[a] = it.strides[a][nd - 2];
-    st.j[a] = it.strides[a][nd - 1];
+    st.i[a] = static_cast<int>(it.strides[a][nd - 2]);  // fits: staged_inputs
+    st.j[a] = static_cast<int>(it.strides[a][nd - 1]);
   }
   const int64_t rows = it.sizes[nd - 2], cols = it.sizes[nd - 1];
   const int64_t tiles_i = (rows + kT - 1) / kT, tiles_j = (cols + kT - 1) / kT;
@@ -313,7 +330,7 @@ void launch(const char* op, const Tensor& out, const Tensor* const (&in)[NIN], F
   bool vec = it.ndim == 1 && it.strides[0][0] == 1 && reinterpret_cast<uintptr_t>(o) % 16 == 0;
   for (int k = 0; k < NIN; ++k)
     vec = vec && it.strides[k + 1][0] == 1 && reinterpret_cast<uintptr_t>(p.p[k]) % 16 == 0;
-  const unsigned staged = vec ? 0u : staged_inputs(it);
+  const unsigned staged = vec ? 0u : staged_inputs(it, tile_edge<T>());
   if (vec) {
     constexpr int V = 16 / sizeof(T);
     vectorized_kernel<T, NIN><<<grid_for((n + V - 1) / V, dev), kThreads>>>(o, p, n, f);
