@@ -178,12 +178,20 @@ if want sanitize && command -v compute-sanitizer >/dev/null; then
   say "memcheck: rc=$rc (86: errors found; 124: timed out) $(grep 'ERROR SUMMARY' "$OUT/memcheck.log" | sort | uniq -c | tr '\n' ' ')"
   [[ $rc -eq 0 ]] || status=1
   rc=0
-  for t in copy_test reduce_test elementwise_test; do
+  # binary:filter, each filter naming the tests of that binary whose kernels use shared
+  # memory; a filter that runs no test is an error (a renamed or moved test)
+  for tf in copy_test:'*NchwNhwcAndLastTwoDimsTransposed/cuda0' reduce_test:'*LargeInnerOuterAndErrors/cuda0' \
+            normalize_test:'*NormalizeOnDevice.*/cuda0' elementwise_test:'CudaElementwise.MismatchedLayoutsTakeTheTiledPath'; do
+    t=${tf%%:*}
     echo "== $t" >> "$OUT/racecheck.log"
-    bounded "$(step_time 200)" $san --tool racecheck "$bin/$t" \
-      --gtest_filter='*NchwNhwcAndLastTwoDimsTransposed/cuda0:*LargeInnerOuterAndErrors/cuda0:*NormalizeEveryDimDtypeLayout/cuda0' \
-      >> "$OUT/racecheck.log" 2>&1
+    bounded "$(step_time 200)" $san --tool racecheck "$bin/$t" --gtest_filter="${tf#*:}" > "$OUT/racecheck.one" 2>&1
     r=$?
+    cat "$OUT/racecheck.one" >> "$OUT/racecheck.log"
+    if grep -q '^\[==========\] Running 0 tests' "$OUT/racecheck.one"; then
+      say "racecheck: $t ran no test for its filter ${tf#*:}"
+      r=1
+    fi
+    rm -f "$OUT/racecheck.one"
     ((r == 0)) || rc=$r
   done
   say "racecheck: rc=$rc $(grep 'RACECHECK SUMMARY\|ERROR SUMMARY' "$OUT/racecheck.log" | sort | uniq -c | tr '\n' ' ')"
