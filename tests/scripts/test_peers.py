@@ -323,6 +323,83 @@ class Units(unittest.TestCase):
         self.assertEqual(r(768 << 10, 2), "L2")
         self.assertEqual(r(64 << 20, 1), "DRAM")
 
+    def test_gpu_rows_stop_on_their_noise(self):
+        """The peer's CUDA rows follow benchmarks/gpu_sampling.h: at least min_samples
+        kept, stop at a relative standard error of 0.5%, throttled samples left out and
+        counted, unsteady when the time cap comes first or every sample is throttled."""
+        from stridebench.peers import timing
+        steady = iter([1.0, 1.001] * 100)
+        r = timing.sample_until_steady(lambda: (next(steady) * 1e-4, False), 10, 0.5)
+        self.assertTrue(r["steady"])
+        self.assertEqual(r["kept"], 10)  # already steady: min_samples decides
+        self.assertAlmostEqual(r["median"], 1.0005e-4)
+        self.assertLess(r["rse"], 0.005)
+        # noisy: +-50% alternating never reaches 0.5% before 0.5 s of samples
+        noisy = iter([1.0, 2.0] * 10_000)
+        r = timing.sample_until_steady(lambda: (next(noisy) * 1e-3, False), 10, 0.5)
+        self.assertFalse(r["steady"])
+        self.assertGreaterEqual(r["kept"] * 1.5e-3, 0.5 - 2e-3)
+        self.assertAlmostEqual(r["spread"], (2.0 - 1.0) / 2 / 1.5)
+        # throttled samples: left out of the median and counted
+        seq = iter([(5e-3, True), (1e-4, False)] * 100)
+        r = timing.sample_until_steady(lambda: next(seq), 10, 0.5)
+        self.assertTrue(r["steady"])
+        self.assertEqual((r["kept"], r["throttled"]), (10, 10))
+        self.assertEqual(r["median"], 1e-4)
+        # every sample throttled: all kept for the median, not steady
+        r = timing.summarize([(2e-4, True), (1e-4, True), (3e-4, True)])
+        self.assertEqual((r["kept"], r["throttled"], r["median"]), (0, 3, 2e-4))
+        self.assertFalse(r["steady"])
+
+    def test_gpu_timer_batches_short_calls_with_events(self):
+        """GpuTimer times K back-to-back calls between two events, K from one call timed
+        alone (200 µs a batch, at most 1000 calls), and reads the clock around each."""
+        from stridebench.peers import timing
+
+        class Clock:  # the device's time: each call of the timed function takes `cost`
+            now, cost = 0.0, 3e-6
+
+        class DevEvent:
+            def __init__(self, enable_timing):
+                assert enable_timing
+                self.t = None
+
+            def record(self):
+                self.t = Clock.now
+
+            def synchronize(self):
+                pass
+
+            def elapsed_time(self, other):  # milliseconds, as torch's
+                return (other.t - self.t) * 1e3
+
+        class Cuda:
+            Event = DevEvent
+
+            @staticmethod
+            def synchronize():
+                pass
+
+        class Torch:
+            cuda = Cuda
+
+        calls = []
+
+        def fn():
+            calls.append(1)
+            Clock.now += Clock.cost
+
+        clocks = iter([(1980, 1980), (1000, 1980)] + [(1980, 1980)] * 10_000)
+        g, k = timing.GpuTimer(Torch, "quick", lambda: next(clocks)).run(fn)
+        self.assertEqual(k, 67)  # ceil(200 µs / 3 µs)
+        self.assertAlmostEqual(g["median"], 3e-6)
+        self.assertTrue(g["steady"])
+        self.assertEqual(g["throttled"], 1)  # the first sample's clock read after it
+        self.assertEqual(len(calls), 2 + k * (g["kept"] + g["throttled"]))
+        Clock.cost = 1e-3  # long calls: one a batch
+        g, k = timing.GpuTimer(Torch, "smoke").run(fn)
+        self.assertEqual((k, g["kept"], g["throttled"]), (1, 3, 0))
+
     def fake_bench(self, tmp, names, name="bench_fake"):
         """A bench dir with one binary that lists `names` as --benchmark_list_tests."""
         d = os.path.join(tmp, "bench")

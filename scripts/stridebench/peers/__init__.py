@@ -17,6 +17,9 @@
 # `repetitions` (quick 3, full 5, smoke 1) each timing batches with time.perf_counter
 # until it has lasted >= min_time (0.1 s; torch.cuda.synchronize before the clock is
 # read on GPU); real_time = time / iterations, cpu_time from time.thread_time.
+# CUDA rows but the allocator's (class GpuTimer) are timed as ours: device events
+# around batches of calls, sampled until the relative standard error of their mean is
+# 0.5% (Note [GPU rows stop on their noise]); one entry with the median and counters.
 # Python overhead: a no-op Python call and a 1-element op per style are measured in
 # every child (peers/op:overhead runs, context sb_python_overhead_ns) and every case
 # whose time is below 50x its fixed per-call overhead (overhead >= 2%) gets a warning.

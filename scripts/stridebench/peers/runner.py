@@ -15,7 +15,7 @@ import time
 
 from .. import results as sbtables  # loading and checking what the tables accept
 from .common import ENTRY, EXIT_NO_LIBRARY, LIBS, MATRIX, OVERHEAD_LIMIT, Regimes, SCRIPTS, gpu_name, our_context, say
-from .timing import Skip, Timer
+from .timing import GpuTimer, Skip, Timer, nvml_clock
 from .backends import NumpyBackend, POOL, TorchBackend
 from .cases import cpu_has_vnni, ours_cases, torch_bf16_cpu_path
 from .cases_more import overhead_cases, peer_cases
@@ -51,6 +51,7 @@ def child(args):
         except Exception:  # noqa: BLE001
             pass
     entries, overhead, context = [], {}, {}
+    gpu_timer = None  # made at the first CUDA row (NVML opened then)
     bend = {}
     # the fixed per-call costs first: a no-op Python call, then 1-element ops
     noop = lambda: None  # noqa: E731
@@ -113,19 +114,27 @@ def child(args):
             entries.append(_entry(c.name, 1, 0, 1, secs, secs, None, counters))
             say(f"[{k}/{len(todo)}] {left()}  {c.name}: {_fmt_ns(secs * 1e9)}")
             continue
+        if dev.startswith("cuda") and c.family not in HOST_TIMED:
+            # timed as our GPU rows are (GpuTimer): one entry, its samples' median and noise
+            if gpu_timer is None:
+                gpu_timer = GpuTimer(mod, args.matrix, nvml_clock())
+            g, k_calls = gpu_timer.run(w.fn)
+            counters = _counters(w)
+            counters.update({"calls_per_interval": k_calls, "samples": g["kept"],
+                             "throttled": g["throttled"], "rse_pct": 100 * g["rse"],
+                             "spread_pct": 100 * g["spread"], "steady": int(g["steady"])})
+            entries.append(_entry(c.name, 1, 0, 1, g["median"], g["median"], "", counters))
+            msg = f"[{k}/{len(todo)}] {left()}  {c.name}: {_fmt_ns(g['median'] * 1e9)} " \
+                f"±{100 * g['spread']:.0f}% {g['kept']} samples x{k_calls}" \
+                f"{'' if g['steady'] else ' (unsteady)'} ({time.perf_counter() - t0:.1f} s)"
+            say(msg + _overhead_warning(overhead.get((dev, w.overhead_style), py_ns),
+                                        g["median"] * 1e9, w, args.matrix))
+            del w
+            continue
         samples = timer.run(w.fn, be.sync, warm=not w.warmed)
         med = sorted(r for r, _, _ in samples)[len(samples) // 2] * 1e9
         n = samples[0][2]
-        counters = {}
-        if w.bytes:
-            counters["bytes"] = w.bytes
-        if w.flop:
-            counters["flop"] = w.flop
-        if w.peak is not None:
-            counters["peak_alloc_bytes"] = w.peak
-        if w.allocs is not None:
-            counters["allocs_per_iter"] = w.allocs
-        counters.update(w.extra)
+        counters = _counters(w)
         # the regime comes from the CPU's caches: GPU rows get none
         label = f"regime:{regime(w.ws, threads)}" if w.ws and dev == "cpu" else ""
         for i, (r, cpu, iters) in enumerate(samples):
@@ -140,11 +149,7 @@ def child(args):
             spread = (max(r for r, _, _ in samples) - min(r for r, _, _ in samples)) / 2 * 1e9
             msg = f"[{k}/{len(todo)}] {left()}  {c.name}: {_fmt_ns(med)} ±{100 * spread / med:.0f}%" \
                 f" x{n} ({time.perf_counter() - t0:.1f} s)"
-            fixed = overhead.get((dev, w.overhead_style), py_ns)
-            if w.check_overhead and args.matrix != "smoke" and fixed > OVERHEAD_LIMIT * med:
-                msg += (f"  WARNING: the fixed per-call overhead ({_fmt_ns(fixed)}) is "
-                        f"{100 * fixed / med:.1f}% of this case (> 2%)")
-            say(msg)
+            say(msg + _overhead_warning(overhead.get((dev, w.overhead_style), py_ns), med, w, args.matrix))
         del w  # reference counting frees its tensors; gc runs between families
     context["sb_peak_alloc_method"] = bend["cpu"].peak_method
     if lib == "torch":
@@ -175,6 +180,34 @@ def child(args):
     with open(args.child_out, "w") as f:
         json.dump(doc, f)
     return 0
+
+
+# Families whose rows of ours are host-timed on the GPU too (bench_alloc_cuda's
+# steady_clock), and the fixed per-call costs: host-timed here. Every other CUDA row is
+# timed by GpuTimer, as ours.
+HOST_TIMED = ("alloc", "peers")
+
+
+def _overhead_warning(fixed, med, w, matrix):
+    """A warning when the fixed per-call cost (ns) is over 2% of the case's time (ns)."""
+    if w.check_overhead and matrix != "smoke" and fixed > OVERHEAD_LIMIT * med:
+        return (f"  WARNING: the fixed per-call overhead ({_fmt_ns(fixed)}) is "
+                f"{100 * fixed / med:.1f}% of this case (> 2%)")
+    return ""
+
+
+def _counters(w):
+    counters = {}
+    if w.bytes:
+        counters["bytes"] = w.bytes
+    if w.flop:
+        counters["flop"] = w.flop
+    if w.peak is not None:
+        counters["peak_alloc_bytes"] = w.peak
+    if w.allocs is not None:
+        counters["allocs_per_iter"] = w.allocs
+    counters.update(w.extra)
+    return counters
 
 
 def _entry(name, reps, i, iters, real_s, cpu_s, label, counters):
