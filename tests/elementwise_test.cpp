@@ -1200,6 +1200,37 @@ TEST(CudaElementwise, BroadcastInPlaceAndPaths) {
   EXPECT_TRUE(all_close(out, ref, 1e-6, 1e-6));
 }
 
+// Note [Contiguous elementwise launch]: chunks of 128 x 4 vectors, one a block, all of a
+// chunk's loads before its stores, the n % V tail in block 0: sizes below one vector,
+// around a chunk's edge and over many chunks with a tail, in every vector width, out of
+// place and in place, the output poisoned first.
+TEST(CudaElementwise, ContiguousChunksAndTails) {
+  const Device dev = Device::cuda(0);
+  SB_SKIP_WITHOUT_DEVICE(dev);
+  for (const DType dt : {DType::Float32, DType::Float64, DType::BFloat16}) {
+    const int64_t v = 16 / static_cast<int64_t>(dtype_size(dt)), chunk = 128 * 4 * v;
+    const double tol = dt == DType::BFloat16 ? 1e-2 : 1e-6;
+    for (const int64_t n : {int64_t{1}, v - 1, v, chunk - 1, chunk, chunk + 1, 3 * chunk + v + 1, (int64_t{1} << 20) + 3}) {
+      const std::string what = std::string(dtype_name(dt)) + " n " + std::to_string(n);
+      const auto va = test::stored(test::random_values({n}, 41 + n, dt, -1, 1, false), {n}, dt);
+      const auto vb = test::stored(test::random_values({n}, 42 + n, dt, -1, 1, false), {n}, dt);
+      const Tensor a = test::on_device(dev, va, {n}, dt, Layout::Contiguous);
+      const Tensor b = test::on_device(dev, vb, {n}, dt, Layout::Contiguous);
+      cuda::reset_elementwise_path_counts();
+      Tensor out = test::poisoned_on(dev, {n}, dt, Layout::Contiguous);
+      cuda::binary(BinaryOp::Sub, out, a, b);
+      EXPECT_EQ(cuda::elementwise_path_counts().vectorized, 1) << what;
+      std::vector<double> ref(va.size());
+      for (size_t i = 0; i < ref.size(); ++i) ref[i] = va[i] - vb[i];
+      EXPECT_TRUE(all_close(out, ref, tol, tol)) << what;
+      Tensor ac = a.clone();  // in place: each element read before its own thread writes it
+      cuda::unary(UnaryOp::Relu, ac, ac);
+      for (size_t i = 0; i < ref.size(); ++i) ref[i] = std::max(va[i], 0.0);
+      EXPECT_TRUE(all_close(ac, ref, tol, tol)) << what << " relu in place";
+    }
+  }
+}
+
 // Note [Tiled elementwise for mismatched layouts]: an input along out's next-to-last dim
 // takes the tiled kernel (counted), in every dtype width (the 8-byte tile is 32 wide),
 // with edges that fill no tile, batched (NCHW beside NHWC), broadcast along the rows,

@@ -118,37 +118,66 @@ A scalar_of(const F& f) {  // a tensor-scalar functor's scalar, else 0
 
 struct Ptrs2 { const void* p[2]; };
 
-// Every operand contiguous and 16-byte aligned. out is not __restrict__: an in-place
-// call (a.add_(b)) passes it as an input too; each element is read before it is written
-// by the same thread, so the aliasing is safe.
+// Note [Contiguous elementwise launch]
+// Every operand contiguous and 16-byte aligned. Each block takes chunks of
+// kVecThreads x kVecUnroll 16-byte vectors (a thread's kVecUnroll vectors kVecThreads
+// apart, so each load instruction of a warp is 512 contiguous bytes) and loads all of
+// a chunk's inputs before it computes and stores any: kVecUnroll vectors per operand in
+// flight per thread. The grid covers every chunk (one chunk a block, as PyTorch's
+// vectorized kernel covers its tensor), not a few resident blocks looping over the
+// tensor: the H100 ran the looping form, one vector per operand in flight, below
+// PyTorch's add (docs/notes/cuda.md). Blocks past 2^31 - 1 chunks loop. The n % V tail
+// goes to block 0. out is not __restrict__: an in-place call (a.add_(b)) passes it as an
+// input too; each element is read before it is written, by the same thread.
+constexpr int kVecThreads = 128;
+constexpr int kVecUnroll = 4;
+
 template <typename T, int NIN, typename F>
-__global__ void vectorized_kernel(T* out, Ptrs2 in, int64_t n, F f) {
+__global__ void __launch_bounds__(kVecThreads) vectorized_kernel(T* out, Ptrs2 in, int64_t n, F f) {
   using A = acc_t<T>;
   constexpr int V = 16 / sizeof(T);
+  constexpr int64_t kChunk = int64_t{kVecThreads} * kVecUnroll;
   using Vec = AlignedVector<T, V>;
-  const int64_t nv = n / V;
-  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  const int64_t tid = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  for (int64_t i = tid; i < nv; i += step) {
-    Vec v[NIN];
+  const int64_t nv = n / V, chunks = (nv + kChunk - 1) / kChunk;
+  for (int64_t c = blockIdx.x; c < chunks; c += gridDim.x) {
+    const int64_t first = c * kChunk + threadIdx.x;
+    Vec v[kVecUnroll][NIN];
 #pragma unroll
-    for (int k = 0; k < NIN; ++k) v[k] = reinterpret_cast<const Vec*>(in.p[k])[i];
-    Vec r;
+    for (int u = 0; u < kVecUnroll; ++u) {
+      const int64_t i = first + u * kVecThreads;
+      if (i < nv)
 #pragma unroll
-    for (int j = 0; j < V; ++j) {
+        for (int k = 0; k < NIN; ++k) v[u][k] = reinterpret_cast<const Vec*>(in.p[k])[i];
+    }
+#pragma unroll
+    for (int u = 0; u < kVecUnroll; ++u) {
+      const int64_t i = first + u * kVecThreads;
+      if (i >= nv) break;
+      Vec r;
+#pragma unroll
+      for (int j = 0; j < V; ++j) {
+        A x[NIN];
+#pragma unroll
+        for (int k = 0; k < NIN; ++k) x[k] = cvt<A>(v[u][k].val[j]);
+        r.val[j] = cvt<T>(call(f, x));
+      }
+      reinterpret_cast<Vec*>(out)[i] = r;
+    }
+  }
+  if (blockIdx.x == 0)
+    for (int64_t i = nv * V + threadIdx.x; i < n; i += blockDim.x) {  // tail: fewer than V elements
       A x[NIN];
 #pragma unroll
-      for (int k = 0; k < NIN; ++k) x[k] = cvt<A>(v[k].val[j]);
-      r.val[j] = cvt<T>(call(f, x));
+      for (int k = 0; k < NIN; ++k) x[k] = cvt<A>(static_cast<const T*>(in.p[k])[i]);
+      out[i] = cvt<T>(call(f, x));
     }
-    reinterpret_cast<Vec*>(out)[i] = r;
-  }
-  for (int64_t i = nv * V + tid; i < n; i += step) {  // tail: fewer than V elements
-    A x[NIN];
-#pragma unroll
-    for (int k = 0; k < NIN; ++k) x[k] = cvt<A>(static_cast<const T*>(in.p[k])[i]);
-    out[i] = cvt<T>(call(f, x));
-  }
+}
+
+// Blocks of vectorized_kernel for n elements of T: one per chunk, at least one (the tail).
+template <typename T>
+unsigned vectorized_blocks(int64_t n) {
+  constexpr int64_t kChunk = int64_t{kVecThreads} * kVecUnroll * static_cast<int64_t>(16 / sizeof(T));
+  return static_cast<unsigned>(std::clamp<int64_t>((n + kChunk - 1) / kChunk, 1, INT32_MAX));
 }
 
 // Any layout (contiguous-but-misaligned included: one dim of stride 1).
@@ -332,8 +361,7 @@ void launch(const char* op, const Tensor& out, const Tensor* const (&in)[NIN], F
     vec = vec && it.strides[k + 1][0] == 1 && reinterpret_cast<uintptr_t>(p.p[k]) % 16 == 0;
   const unsigned staged = vec ? 0u : staged_inputs(it, tile_edge<T>());
   if (vec) {
-    constexpr int V = 16 / sizeof(T);
-    vectorized_kernel<T, NIN><<<grid_for((n + V - 1) / V, dev), kThreads>>>(o, p, n, f);
+    vectorized_kernel<T, NIN><<<vectorized_blocks<T>(n), kVecThreads>>>(o, p, n, f);
     SB_CUDA_LAUNCH_CHECK();
     ++g_vectorized;
   } else if (staged) {
