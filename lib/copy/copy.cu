@@ -5,9 +5,10 @@
 //               one cudaMemcpy of numel * element_size bytes (H2D, D2H, D2D, peer)
 //   transpose   on one device, same dtype, when (after ordering by dst strides and
 //               coalescing) dst is contiguous in its last dim and src in the one
-//               before: a batched 2-D transpose through 32x33 shared-memory tiles,
-//               so both the read and the write are coalesced. NCHW <-> NHWC and
-//               .t().contiguous() take it.
+//               before: a batched 2-D transpose through 64x65 shared-memory tiles,
+//               so both the read and the write are coalesced (2-byte elements on
+//               4-byte boundaries: 128x64 tiles moved in pairs, Note [Paired 2-byte
+//               transpose tiles]). NCHW <-> NHWC and .t().contiguous() take it.
 //   strided     on one device, anything else: dst[off_d(i)] = convert(src[off_s(i)])
 //               over the flat index (kernel_util.cuh)
 //   staged      between host and device when the layouts or dtypes differ: the
@@ -39,7 +40,7 @@ int sm_count(int device) {
 
 namespace {
 
-std::atomic<int64_t> g_memcpy{0}, g_strided{0}, g_transpose{0}, g_staged{0};
+std::atomic<int64_t> g_memcpy{0}, g_strided{0}, g_transpose{0}, g_transpose_pairs{0}, g_staged{0};
 
 bool dense(const Tensor& t) { return t.is_non_overlapping_and_dense(); }
 
@@ -122,6 +123,82 @@ __global__ void transpose_kernel(T* dst, const T* src, OffsetCalc<2> batch, int6
   }
 }
 
+// Note [Paired 2-byte transpose tiles]
+// For 2-byte elements the tile above moves 64 bytes a warp instruction and 32 bytes in
+// flight per thread, half of what it moves for 4-byte ones. Where both sides allow
+// 4-byte words (below), a 128 (i) x 64 (j) tile is moved in pairs instead: the read
+// phase loads a word of two i-adjacent elements of src per (column, thread), the write
+// phase stores a word of two j-adjacent elements of dst per (row, thread), 16 words a
+// thread each way, as the 4-byte tile. The tile holds 2-byte elements at an odd pitch
+// (129), so that the write phase's column reads (elements 2tx and 2tx + 1 of a column)
+// hit 32 distinct banks; the read phase stores the two halves of a word separately.
+// Needs: src 4-byte aligned with every stride but the unit one even, dst likewise, so
+// that every word lies on a 4-byte boundary (the launch checks); a ragged last pair of
+// a tile (an odd row or column count) moves one element.
+constexpr int kPairI = 128, kPairJ = 64, kPairPitch = kPairI + 1;
+
+__global__ void transpose_pairs_kernel(uint16_t* dst, const uint16_t* src, OffsetCalc<2> batch, int64_t nbatch,
+                                       int64_t rows, int64_t cols, int64_t dst_row_stride, int64_t src_col_stride,
+                                       int64_t tiles_i, int64_t tiles_j) {
+  __shared__ uint16_t tile[kPairJ][kPairPitch];
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  for (int64_t b = blockIdx.z; b < nbatch; b += gridDim.z) {
+    int64_t off[2];
+    batch.get(b, off);
+    uint16_t* d = dst + off[0];
+    const uint16_t* s = src + off[1];
+    for (int64_t ti = blockIdx.y; ti < tiles_i; ti += gridDim.y) {
+      for (int64_t tj = blockIdx.x; tj < tiles_j; tj += gridDim.x) {
+        const int64_t i0 = ti * kPairI, j0 = tj * kPairJ;
+        // read: the pair (i, i + 1) = i0 + c + 2 tx of column j = j0 + ty + k
+#pragma unroll
+        for (int c = 0; c < kPairI; c += 64) {
+          const int64_t i = i0 + c + 2 * tx;
+#pragma unroll
+          for (int k = 0; k < kPairJ; k += kTileRows) {
+            const int64_t j = j0 + ty + k;
+            if (j >= cols || i >= rows) continue;
+            const uint16_t* p = s + i + j * src_col_stride;
+            if (i + 1 < rows) {
+              const uint32_t w = *reinterpret_cast<const uint32_t*>(p);
+              tile[ty + k][c + 2 * tx] = static_cast<uint16_t>(w);
+              tile[ty + k][c + 2 * tx + 1] = static_cast<uint16_t>(w >> 16);
+            } else {
+              tile[ty + k][c + 2 * tx] = *p;
+            }
+          }
+        }
+        __syncthreads();
+        // write: the pair (j, j + 1) = j0 + 2 tx of row i = i0 + ty + k
+        const int64_t j = j0 + 2 * tx;
+#pragma unroll
+        for (int k = 0; k < kPairI; k += kTileRows) {
+          const int64_t i = i0 + ty + k;
+          if (i >= rows || j >= cols) continue;
+          uint16_t* q = d + i * dst_row_stride + j;
+          const uint16_t lo = tile[2 * tx][ty + k];
+          if (j + 1 < cols)
+            *reinterpret_cast<uint32_t*>(q) = lo | static_cast<uint32_t>(tile[2 * tx + 1][ty + k]) << 16;
+          else
+            *q = lo;
+        }
+        __syncthreads();  // the tile is reused by the next iteration
+      }
+    }
+  }
+}
+
+// Whether every word of the paired kernel lies on a 4-byte boundary on both sides.
+bool pairs_aligned(const void* dst, const void* src, const OffsetCalc<2>& it) {
+  if (reinterpret_cast<uintptr_t>(dst) % 4 != 0 || reinterpret_cast<uintptr_t>(src) % 4 != 0) return false;
+  const int nd = it.ndim;
+  for (int d = 0; d < nd; ++d) {
+    if (d != nd - 1 && it.strides[0][d] % 2 != 0) return false;  // dst: unit stride along the last dim
+    if (d != nd - 2 && it.strides[1][d] % 2 != 0) return false;  // src: unit stride along the one before
+  }
+  return true;
+}
+
 template <int N> struct UInt;
 template <> struct UInt<1> { using type = uint8_t; };
 template <> struct UInt<2> { using type = uint16_t; };
@@ -161,6 +238,19 @@ void copy_same_device(const Tensor& dst, const Tensor& src) {
                     static_cast<unsigned>(std::min<int64_t>(tiles_i, 65535)),
                     static_cast<unsigned>(std::min<int64_t>(nbatch, 65535)));
     const dim3 block(32, kTileRows);
+    if (dst.element_size() == 2 && pairs_aligned(dst.data_ptr(), src.data_ptr(), it)) {
+      const int64_t pi = (rows + kPairI - 1) / kPairI, pj = (cols + kPairJ - 1) / kPairJ;
+      const dim3 pgrid(static_cast<unsigned>(std::min<int64_t>(pj, 1 << 30)),
+                       static_cast<unsigned>(std::min<int64_t>(pi, 65535)),
+                       static_cast<unsigned>(std::min<int64_t>(nbatch, 65535)));
+      transpose_pairs_kernel<<<pgrid, block>>>(static_cast<uint16_t*>(dst.data_ptr()),
+                                               static_cast<const uint16_t*>(src.data_ptr()), batch, nbatch, rows, cols,
+                                               it.strides[0][nd - 2], it.strides[1][nd - 1], pi, pj);
+      SB_CUDA_LAUNCH_CHECK();
+      ++g_transpose;
+      ++g_transpose_pairs;
+      return;
+    }
     switch (dst.element_size()) {
 #define SB_TRANSPOSE_CASE(N)                                                                                     \
   case N:                                                                                                        \
@@ -333,12 +423,13 @@ Tensor to_async(const Tensor& t, Device device, cudaStream_t stream) {
 }
 
 CopyPathCounts copy_path_counts() {
-  return {g_memcpy.load(), g_strided.load(), g_transpose.load(), g_staged.load()};
+  return {g_memcpy.load(), g_strided.load(), g_transpose.load(), g_staged.load(), g_transpose_pairs.load()};
 }
 void reset_copy_path_counts() {
   g_memcpy = 0;
   g_strided = 0;
   g_transpose = 0;
+  g_transpose_pairs = 0;
   g_staged = 0;
 }
 

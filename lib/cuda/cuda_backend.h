@@ -82,6 +82,7 @@ struct CopyPathCounts {
   int64_t strided = 0;     // generic offset-calculator kernel
   int64_t transpose = 0;   // shared-memory tiled transpose (incl. NCHW <-> NHWC)
   int64_t staged = 0;      // went through a host or device staging buffer
+  int64_t transpose_pairs = 0;  // of the transposes, 2-byte ones moved in 4-byte pairs
 };
 CopyPathCounts copy_path_counts();
 void reset_copy_path_counts();
