@@ -21,8 +21,8 @@
 //    PyTorch: their float32 error is stated with the tests.
 //  - Choice: the heuristics (mode A, then the fallback list when none of A's configs
 //    builds) rank the configs; the first kAutotunePlans that finalize into a plan are
-//    each run once to warm up and three times timed on the legacy default stream into
-//    a scratch output, and the fastest median is kept (PyTorch's cudnn.benchmark,
+//    each timed on the legacy default stream into a scratch output (Note [cuDNN plan
+//    timing]), and the fastest median is kept (PyTorch's cudnn.benchmark,
 //    which PyTorch leaves off by default; SB_CUDNN_AUTOTUNE=0 takes the first plan that
 //    builds). When the fused graph has no engine, or with autotuning off (the fused
 //    graph's engines compile at run time), the conv alone is planned and the bias and
@@ -354,32 +354,46 @@ struct Pointers {
   void* b;
 };
 
-cudnnStatus_t execute(cudnnHandle_t h, const Plan& p, const Pointers& ptr, void* ws) {
+// The variant pack of one execution of `p` (nullptr and the status when cuDNN refuses it).
+std::pair<std::unique_ptr<Desc>, cudnnStatus_t> variant_pack(const Plan& p, const Pointers& ptr, void* ws) {
   std::vector<int64_t> uids = {kUidX, kUidW, kUidY};
   std::vector<void*> data = {ptr.x, ptr.w, ptr.y};
   if (p.info.fused && ptr.b) {
     uids.push_back(kUidB);
     data.push_back(ptr.b);
   }
-  Desc vp(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
-  cudnnStatus_t st = cudnnBackendSetAttribute(vp.get(), CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64,
+  auto vp = std::make_unique<Desc>(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
+  cudnnStatus_t st = cudnnBackendSetAttribute(vp->get(), CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64,
                                               static_cast<int64_t>(uids.size()), uids.data());
   if (st == CUDNN_STATUS_SUCCESS)
-    st = cudnnBackendSetAttribute(vp.get(), CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR,
+    st = cudnnBackendSetAttribute(vp->get(), CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR,
                                   static_cast<int64_t>(data.size()), data.data());
   if (st == CUDNN_STATUS_SUCCESS)
-    st = cudnnBackendSetAttribute(vp.get(), CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ws);
-  if (st == CUDNN_STATUS_SUCCESS) st = cudnnBackendFinalize(vp.get());
-  if (st == CUDNN_STATUS_SUCCESS) st = cudnnBackendExecute(h, p.plan->get(), vp.get());
-  return st;
+    st = cudnnBackendSetAttribute(vp->get(), CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ws);
+  if (st == CUDNN_STATUS_SUCCESS) st = cudnnBackendFinalize(vp->get());
+  if (st != CUDNN_STATUS_SUCCESS) vp.reset();
+  return {std::move(vp), st};
+}
+
+cudnnStatus_t execute(cudnnHandle_t h, const Plan& p, const Pointers& ptr, void* ws) {
+  const auto [vp, st] = variant_pack(p, ptr, ws);
+  return vp ? cudnnBackendExecute(h, p.plan->get(), vp->get()) : st;
 }
 
 Tensor workspace(int64_t bytes, Device dev) {
   return bytes > 0 ? empty({bytes}, DType::Int8, dev) : Tensor();
 }
 
-// The median time of three runs of `p` after one warm-up, in ms; a negative number when
-// it fails to run.
+// Note [cuDNN plan timing]
+// A candidate plan is timed as the benchmarks time a call (Note [Batched GPU timing]):
+// back to back, kPlanRuns executions between two events, so that the host's part of an
+// execution (cudnnBackendExecute, and an engine's own launches) overlaps the device's
+// work instead of being counted once per interval; the median of kPlanSamples such
+// intervals, after one warm-up execution (which also compiles a run-time engine), ranks
+// the plans. One variant pack serves every timed execution.
+constexpr int kPlanRuns = 5, kPlanSamples = 3;
+
+// The median time per execution of `p`, in ms; a negative number when it fails to run.
 float time_plan(cudnnHandle_t h, const Plan& p, const Pointers& ptr, Device dev) {
   Tensor ws;
   try {
@@ -388,23 +402,25 @@ float time_plan(cudnnHandle_t h, const Plan& p, const Pointers& ptr, Device dev)
     return -1;  // the device cannot hold this plan's workspace now
   }
   void* wp = ws.defined() ? ws.data_ptr() : nullptr;
-  if (execute(h, p, ptr, wp) != CUDNN_STATUS_SUCCESS) return -1;
+  const auto [vp, st] = variant_pack(p, ptr, wp);
+  if (!vp || cudnnBackendExecute(h, p.plan->get(), vp->get()) != CUDNN_STATUS_SUCCESS) return -1;
   cudaEvent_t e0, e1;
   SB_CUDA_CHECK(cudaEventCreate(&e0));
   SB_CUDA_CHECK(cudaEventCreate(&e1));
-  float ms[3] = {0, 0, 0};
+  float ms[kPlanSamples] = {};
   bool ok = true;
   for (float& t : ms) {
     SB_CUDA_CHECK(cudaEventRecord(e0, 0));
-    ok = ok && execute(h, p, ptr, wp) == CUDNN_STATUS_SUCCESS;
+    for (int r = 0; r < kPlanRuns && ok; ++r) ok = cudnnBackendExecute(h, p.plan->get(), vp->get()) == CUDNN_STATUS_SUCCESS;
     SB_CUDA_CHECK(cudaEventRecord(e1, 0));
     SB_CUDA_CHECK(cudaEventSynchronize(e1));
     SB_CUDA_CHECK(cudaEventElapsedTime(&t, e0, e1));
+    t /= kPlanRuns;
   }
   cudaEventDestroy(e0);
   cudaEventDestroy(e1);
-  std::sort(ms, ms + 3);
-  return ok ? ms[1] : -1;
+  std::sort(ms, ms + kPlanSamples);
+  return ok ? ms[kPlanSamples / 2] : -1;
 }
 
 bool autotune() {  // read when a plan is chosen, so a process (or a test) may change it
