@@ -9,6 +9,9 @@
 //           reads), or when there are too few outputs to fill the device; R is then
 //           split over several blocks and a finalize kernel adds the partials in a
 //           fixed order (deterministic).
+//           Note [One launch for whole rows]: with one block per whole row and one
+//           pass (sum, mean, max), the block writes its output itself: no partials,
+//           no finalize launch, whose gap weighed a few percent of a 64 MiB sum.
 //   column  the other cases with R >= kColMinRows (dim:outer): 32 adjacent outputs x 8
 //           warps of rows per block, rows split over blocks where outputs are few
 //           (Note [Column reductions]), splits combined in order
@@ -127,10 +130,12 @@ __global__ void reduce_thread_kernel(T* out, const T* x, OffsetCalc<2> kept, Off
 }
 
 // partial[w] for w = o * splits + s: the reduction of elements [s*chunk, (s+1)*chunk) of output o.
+// With `out` given (one split, one pass: Note [One launch for whole rows]) the block
+// writes the output's final value instead, and no partial is kept.
 template <typename T, bool kLinear>
 __global__ void reduce_block_kernel(const T* x, OffsetCalc<2> kept, OffsetCalc<1> red, int64_t rstride, int64_t O,
                                     int64_t R, int64_t splits, int64_t chunk, int mode, const double* mean,
-                                    double* partial) {
+                                    double* partial, T* out, ReduceOp op, int64_t correction) {
   __shared__ double warp_acc[kThreads / kWarp];
   const double identity = mode == kMax ? -INFINITY : 0.0;
   const int tid = threadIdx.x, lane = tid % kWarp, wid = tid / kWarp, nwarps = blockDim.x / kWarp;
@@ -162,7 +167,10 @@ __global__ void reduce_block_kernel(const T* x, OffsetCalc<2> kept, OffsetCalc<1
     if (wid == 0) {
       acc = lane < nwarps ? warp_acc[lane] : identity;
       acc = mode == kMax ? warp_max(acc) : warp_sum(acc);
-      if (lane == 0) partial[w] = acc;
+      if (lane == 0) {
+        if (out) out[off[0]] = cvt<T>(finish(op, acc, R, correction));
+        else partial[w] = acc;
+      }
     }
     __syncthreads();  // warp_acc is rewritten by the next iteration
   }
@@ -319,25 +327,30 @@ void reduce(ReduceOp op, const Tensor& out, const Tensor& x, const Shape& dims, 
       splits = (R + chunk - 1) / chunk;
       const int threads = static_cast<int>(std::min<int64_t>(kThreads, std::max<int64_t>(kWarp, (chunk + kWarp - 1) / kWarp * kWarp)));
       const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(O * splits, static_cast<int64_t>(sms) * 64));
-      Tensor partial = empty({O * splits}, DType::Float64, out.device());
-      double* pp = partial.data<double>();
       Tensor mean;
       const int mode = op == ReduceOp::Max ? kMax : kSum;
       const bool two_pass = op == ReduceOp::Var || op == ReduceOp::Std;
-      auto block_pass = [&](int md, const double* mean) {
+      // Note [One launch for whole rows]
+      const bool direct = splits == 1 && !two_pass;
+      Tensor partial = direct ? Tensor() : empty({O * splits}, DType::Float64, out.device());
+      double* pp = direct ? nullptr : partial.data<double>();
+      auto block_pass = [&](int md, const double* mean, scalar_t* direct_out) {
         if (linear)
-          reduce_block_kernel<scalar_t, true><<<blocks, threads>>>(px, kept, red, rstride, O, R, splits, chunk, md, mean, pp);
+          reduce_block_kernel<scalar_t, true><<<blocks, threads>>>(px, kept, red, rstride, O, R, splits, chunk, md, mean,
+                                                                   pp, direct_out, op, correction);
         else
-          reduce_block_kernel<scalar_t, false><<<blocks, threads>>>(px, kept, red, rstride, O, R, splits, chunk, md, mean, pp);
+          reduce_block_kernel<scalar_t, false><<<blocks, threads>>>(px, kept, red, rstride, O, R, splits, chunk, md, mean,
+                                                                    pp, direct_out, op, correction);
       };
-      block_pass(mode, nullptr);
+      block_pass(mode, nullptr, direct ? po : nullptr);
       SB_CUDA_LAUNCH_CHECK();
+      if (direct) return;
       if (two_pass) {
         mean = empty({O}, DType::Float64, out.device());
         reduce_finalize_kernel<scalar_t><<<grid_for(O, dev), kThreads>>>(po, kept, pp, O, splits, R, op, correction,
                                                                          mean.data<double>());
         SB_CUDA_LAUNCH_CHECK();
-        block_pass(kSqDev, mean.data<double>());
+        block_pass(kSqDev, mean.data<double>(), nullptr);
         SB_CUDA_LAUNCH_CHECK();
       }
       reduce_finalize_kernel<scalar_t><<<grid_for(O, dev), kThreads>>>(po, kept, pp, O, splits, R, op, correction,
