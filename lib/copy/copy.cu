@@ -81,46 +81,39 @@ constexpr int kTileRows = 8;   // block (32, kTileRows): each thread moves 2 x 8
 // columns so that the column reads of the write phase hit 32 different banks. A 32x32
 // tile (4 elements a thread) stayed well below the device-to-device copy on an H100;
 // 64x64 keeps 16 loads in flight per thread (docs/notes/cuda.md). Batches (any strides)
-// come from `batch`.
+// come from `walk` (Note [Batched tile walks]).
 template <typename T>
-__global__ void transpose_kernel(T* dst, const T* src, OffsetCalc<2> batch, int64_t nbatch, int64_t rows,
-                                 int64_t cols, int64_t dst_row_stride, int64_t src_col_stride, int64_t tiles_i,
-                                 int64_t tiles_j) {
+__global__ void transpose_kernel(T* dst, const T* src, TileWalk<2> walk, int64_t dst_row_stride,
+                                 int64_t src_col_stride) {
   __shared__ T tile[kTile][kTile + 1];
   const int tx = threadIdx.x, ty = threadIdx.y;
-  for (int64_t b = blockIdx.z; b < nbatch; b += gridDim.z) {
-    int64_t off[2];
-    batch.get(b, off);
+  const int64_t rows = walk.rows, cols = walk.cols;
+  walk.template each<kTile, kTile>([&](const int64_t (&off)[2], int64_t i0, int64_t j0) {
     T* d = dst + off[0];
     const T* s = src + off[1];
-    for (int64_t ti = blockIdx.y; ti < tiles_i; ti += gridDim.y) {
-      for (int64_t tj = blockIdx.x; tj < tiles_j; tj += gridDim.x) {
-        const int64_t i0 = ti * kTile, j0 = tj * kTile;
-        // read: i = i0 + tx + c (contiguous in src), j = j0 + ty + k
+    // read: i = i0 + tx + c (contiguous in src), j = j0 + ty + k
 #pragma unroll
-        for (int c = 0; c < kTile; c += 32) {
-          const int64_t i = i0 + tx + c;
+    for (int c = 0; c < kTile; c += 32) {
+      const int64_t i = i0 + tx + c;
 #pragma unroll
-          for (int k = 0; k < kTile; k += kTileRows) {
-            const int64_t j = j0 + ty + k;
-            if (i < rows && j < cols) tile[ty + k][tx + c] = s[i + j * src_col_stride];
-          }
-        }
-        __syncthreads();
-        // write: j = j0 + tx + c (contiguous in dst), i = i0 + ty + k
-#pragma unroll
-        for (int c = 0; c < kTile; c += 32) {
-          const int64_t j = j0 + tx + c;
-#pragma unroll
-          for (int k = 0; k < kTile; k += kTileRows) {
-            const int64_t ii = i0 + ty + k;
-            if (ii < rows && j < cols) d[ii * dst_row_stride + j] = tile[tx + c][ty + k];
-          }
-        }
-        __syncthreads();  // the tile is reused by the next iteration
+      for (int k = 0; k < kTile; k += kTileRows) {
+        const int64_t j = j0 + ty + k;
+        if (i < rows && j < cols) tile[ty + k][tx + c] = s[i + j * src_col_stride];
       }
     }
-  }
+    __syncthreads();
+    // write: j = j0 + tx + c (contiguous in dst), i = i0 + ty + k
+#pragma unroll
+    for (int c = 0; c < kTile; c += 32) {
+      const int64_t j = j0 + tx + c;
+#pragma unroll
+      for (int k = 0; k < kTile; k += kTileRows) {
+        const int64_t ii = i0 + ty + k;
+        if (ii < rows && j < cols) d[ii * dst_row_stride + j] = tile[tx + c][ty + k];
+      }
+    }
+    __syncthreads();  // the tile is reused by the next iteration
+  });
 }
 
 // Note [Paired 2-byte transpose tiles]
@@ -137,55 +130,48 @@ __global__ void transpose_kernel(T* dst, const T* src, OffsetCalc<2> batch, int6
 // a tile (an odd row or column count) moves one element.
 constexpr int kPairI = 128, kPairJ = 64, kPairPitch = kPairI + 1;
 
-__global__ void transpose_pairs_kernel(uint16_t* dst, const uint16_t* src, OffsetCalc<2> batch, int64_t nbatch,
-                                       int64_t rows, int64_t cols, int64_t dst_row_stride, int64_t src_col_stride,
-                                       int64_t tiles_i, int64_t tiles_j) {
+__global__ void transpose_pairs_kernel(uint16_t* dst, const uint16_t* src, TileWalk<2> walk, int64_t dst_row_stride,
+                                       int64_t src_col_stride) {
   __shared__ uint16_t tile[kPairJ][kPairPitch];
   const int tx = threadIdx.x, ty = threadIdx.y;
-  for (int64_t b = blockIdx.z; b < nbatch; b += gridDim.z) {
-    int64_t off[2];
-    batch.get(b, off);
+  const int64_t rows = walk.rows, cols = walk.cols;
+  walk.each<kPairI, kPairJ>([&](const int64_t (&off)[2], int64_t i0, int64_t j0) {
     uint16_t* d = dst + off[0];
     const uint16_t* s = src + off[1];
-    for (int64_t ti = blockIdx.y; ti < tiles_i; ti += gridDim.y) {
-      for (int64_t tj = blockIdx.x; tj < tiles_j; tj += gridDim.x) {
-        const int64_t i0 = ti * kPairI, j0 = tj * kPairJ;
-        // read: the pair (i, i + 1) = i0 + c + 2 tx of column j = j0 + ty + k
+    // read: the pair (i, i + 1) = i0 + c + 2 tx of column j = j0 + ty + k
 #pragma unroll
-        for (int c = 0; c < kPairI; c += 64) {
-          const int64_t i = i0 + c + 2 * tx;
+    for (int c = 0; c < kPairI; c += 64) {
+      const int64_t i = i0 + c + 2 * tx;
 #pragma unroll
-          for (int k = 0; k < kPairJ; k += kTileRows) {
-            const int64_t j = j0 + ty + k;
-            if (j >= cols || i >= rows) continue;
-            const uint16_t* p = s + i + j * src_col_stride;
-            if (i + 1 < rows) {
-              const uint32_t w = *reinterpret_cast<const uint32_t*>(p);
-              tile[ty + k][c + 2 * tx] = static_cast<uint16_t>(w);
-              tile[ty + k][c + 2 * tx + 1] = static_cast<uint16_t>(w >> 16);
-            } else {
-              tile[ty + k][c + 2 * tx] = *p;
-            }
-          }
+      for (int k = 0; k < kPairJ; k += kTileRows) {
+        const int64_t j = j0 + ty + k;
+        if (j >= cols || i >= rows) continue;
+        const uint16_t* p = s + i + j * src_col_stride;
+        if (i + 1 < rows) {
+          const uint32_t w = *reinterpret_cast<const uint32_t*>(p);
+          tile[ty + k][c + 2 * tx] = static_cast<uint16_t>(w);
+          tile[ty + k][c + 2 * tx + 1] = static_cast<uint16_t>(w >> 16);
+        } else {
+          tile[ty + k][c + 2 * tx] = *p;
         }
-        __syncthreads();
-        // write: the pair (j, j + 1) = j0 + 2 tx of row i = i0 + ty + k
-        const int64_t j = j0 + 2 * tx;
-#pragma unroll
-        for (int k = 0; k < kPairI; k += kTileRows) {
-          const int64_t i = i0 + ty + k;
-          if (i >= rows || j >= cols) continue;
-          uint16_t* q = d + i * dst_row_stride + j;
-          const uint16_t lo = tile[2 * tx][ty + k];
-          if (j + 1 < cols)
-            *reinterpret_cast<uint32_t*>(q) = lo | static_cast<uint32_t>(tile[2 * tx + 1][ty + k]) << 16;
-          else
-            *q = lo;
-        }
-        __syncthreads();  // the tile is reused by the next iteration
       }
     }
-  }
+    __syncthreads();
+    // write: the pair (j, j + 1) = j0 + 2 tx of row i = i0 + ty + k
+    const int64_t j = j0 + 2 * tx;
+#pragma unroll
+    for (int k = 0; k < kPairI; k += kTileRows) {
+      const int64_t i = i0 + ty + k;
+      if (i >= rows || j >= cols) continue;
+      uint16_t* q = d + i * dst_row_stride + j;
+      const uint16_t lo = tile[2 * tx][ty + k];
+      if (j + 1 < cols)
+        *reinterpret_cast<uint32_t*>(q) = lo | static_cast<uint32_t>(tile[2 * tx + 1][ty + k]) << 16;
+      else
+        *q = lo;
+    }
+    __syncthreads();  // the tile is reused by the next iteration
+  });
 }
 
 // Whether every word of the paired kernel lies on a 4-byte boundary on both sides.
@@ -221,43 +207,26 @@ void copy_same_device(const Tensor& dst, const Tensor& src) {
   const int nd = it.ndim;
   if (dst.dtype() == src.dtype() && nd >= 2 && it.strides[0][nd - 1] == 1 && it.strides[1][nd - 2] == 1 &&
       it.strides[1][nd - 1] != 1 && it.sizes[nd - 1] >= 4 && it.sizes[nd - 2] >= 4) {
-    // batched transpose: rows = dim nd-2 (i), cols = dim nd-1 (j)
-    OffsetCalc<2> batch;
-    batch.ndim = nd - 2;
-    int64_t nbatch = 1;
-    for (int d = 0; d < nd - 2; ++d) {
-      batch.sizes[d] = it.sizes[d];
-      batch.strides[0][d] = it.strides[0][d];
-      batch.strides[1][d] = it.strides[1][d];
-      nbatch *= it.sizes[d];
-    }
-    batch.use32 = nbatch <= static_cast<int64_t>(UINT32_MAX);
-    const int64_t rows = it.sizes[nd - 2], cols = it.sizes[nd - 1];
-    const int64_t tiles_i = (rows + kTile - 1) / kTile, tiles_j = (cols + kTile - 1) / kTile;
-    const dim3 grid(static_cast<unsigned>(std::min<int64_t>(tiles_j, 1 << 30)),
-                    static_cast<unsigned>(std::min<int64_t>(tiles_i, 65535)),
-                    static_cast<unsigned>(std::min<int64_t>(nbatch, 65535)));
+    // batched transpose: rows = dim nd-2 (i), cols = dim nd-1 (j) (Note [Batched tile walks])
     const dim3 block(32, kTileRows);
+    const int64_t dst_row_stride = it.strides[0][nd - 2], src_col_stride = it.strides[1][nd - 1];
     if (dst.element_size() == 2 && pairs_aligned(dst.data_ptr(), src.data_ptr(), it)) {
-      const int64_t pi = (rows + kPairI - 1) / kPairI, pj = (cols + kPairJ - 1) / kPairJ;
-      const dim3 pgrid(static_cast<unsigned>(std::min<int64_t>(pj, 1 << 30)),
-                       static_cast<unsigned>(std::min<int64_t>(pi, 65535)),
-                       static_cast<unsigned>(std::min<int64_t>(nbatch, 65535)));
-      transpose_pairs_kernel<<<pgrid, block>>>(static_cast<uint16_t*>(dst.data_ptr()),
-                                               static_cast<const uint16_t*>(src.data_ptr()), batch, nbatch, rows, cols,
-                                               it.strides[0][nd - 2], it.strides[1][nd - 1], pi, pj);
+      const TileWalk<2> walk = tile_walk(it, kPairI, kPairJ);
+      transpose_pairs_kernel<<<walk.grid(), block>>>(static_cast<uint16_t*>(dst.data_ptr()),
+                                                     static_cast<const uint16_t*>(src.data_ptr()), walk,
+                                                     dst_row_stride, src_col_stride);
       SB_CUDA_LAUNCH_CHECK();
       ++g_transpose;
       ++g_transpose_pairs;
       return;
     }
+    const TileWalk<2> walk = tile_walk(it, kTile, kTile);
     switch (dst.element_size()) {
-#define SB_TRANSPOSE_CASE(N)                                                                                     \
-  case N:                                                                                                        \
-    transpose_kernel<UInt<N>::type><<<grid, block>>>(static_cast<UInt<N>::type*>(dst.data_ptr()),               \
-                                                     static_cast<const UInt<N>::type*>(src.data_ptr()), batch,   \
-                                                     nbatch, rows, cols, it.strides[0][nd - 2],                  \
-                                                     it.strides[1][nd - 1], tiles_i, tiles_j);                   \
+#define SB_TRANSPOSE_CASE(N)                                                                              \
+  case N:                                                                                                 \
+    transpose_kernel<UInt<N>::type><<<walk.grid(), block>>>(static_cast<UInt<N>::type*>(dst.data_ptr()), \
+                                                            static_cast<const UInt<N>::type*>(src.data_ptr()), \
+                                                            walk, dst_row_stride, src_col_stride);       \
     break;
       SB_TRANSPOSE_CASE(1)
       SB_TRANSPOSE_CASE(2)

@@ -173,6 +173,58 @@ OffsetCalc<NARGS> make_iter(const Shape& sizes, const Shape* const (&strides)[NA
   return it;
 }
 
+// ---------------------------------------------------------------- batched tiles
+
+// Note [Batched tile walks]
+// The transposes (copy.cu) and the tiled elementwise kernel (elementwise.cu) take tiles
+// of the last two dims of an iteration space (rows: the next-to-last, cols: the last),
+// batched over the dims before them: block (x, y, z) takes tile column x, tile row y and
+// batch z, and loops where the grid's dimension is capped (x at 2^30, y and z at 65535).
+// The loops are uniform over a block, so the walk's body may hold __syncthreads().
+template <int N>
+struct TileWalk {
+  OffsetCalc<N> batch;  // the dims before the last two
+  int64_t nbatch = 1, rows = 0, cols = 0, tiles_i = 0, tiles_j = 0;
+
+  // f(off, i0, j0) for every (batch, tile) of this block: off the operands' offsets of
+  // the batch, (i0, j0) the tile's first row and column. The tile's shape is the one
+  // tile_walk() was given.
+  template <int kTileRowsOf, int kTileColsOf, typename F>
+  __device__ __forceinline__ void each(F&& f) const {
+    for (int64_t b = blockIdx.z; b < nbatch; b += gridDim.z) {
+      int64_t off[N];
+      batch.get(b, off);
+      for (int64_t ti = blockIdx.y; ti < tiles_i; ti += gridDim.y)
+        for (int64_t tj = blockIdx.x; tj < tiles_j; tj += gridDim.x) f(off, ti * kTileRowsOf, tj * kTileColsOf);
+    }
+  }
+
+  dim3 grid() const {
+    return dim3(static_cast<unsigned>(std::min<int64_t>(tiles_j, 1 << 30)),
+                static_cast<unsigned>(std::min<int64_t>(tiles_i, 65535)),
+                static_cast<unsigned>(std::min<int64_t>(nbatch, 65535)));
+  }
+};
+
+// Host: the walk of `it` (two dims or more) in tiles of tile_rows x tile_cols.
+template <int N>
+TileWalk<N> tile_walk(const OffsetCalc<N>& it, int64_t tile_rows, int64_t tile_cols) {
+  TileWalk<N> w;
+  const int nd = it.ndim;
+  w.batch.ndim = nd - 2;
+  for (int d = 0; d < nd - 2; ++d) {
+    w.batch.sizes[d] = it.sizes[d];
+    for (int a = 0; a < N; ++a) w.batch.strides[a][d] = it.strides[a][d];
+    w.nbatch *= it.sizes[d];
+  }
+  w.batch.use32 = w.nbatch <= static_cast<int64_t>(UINT32_MAX);
+  w.rows = it.sizes[nd - 2];
+  w.cols = it.sizes[nd - 1];
+  w.tiles_i = (w.rows + tile_rows - 1) / tile_rows;
+  w.tiles_j = (w.cols + tile_cols - 1) / tile_cols;
+  return w;
+}
+
 // ---------------------------------------------------------------- launch helpers
 
 int sm_count(int device);  // cached per device (copy.cu)

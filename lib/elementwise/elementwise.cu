@@ -239,58 +239,50 @@ constexpr int kTiledBlocksPerSm = 3;
 
 template <typename T, int NIN>
 __global__ void __launch_bounds__(32 * kTileRows, kTiledBlocksPerSm)
-    tiled_kernel(T* out, Ptrs2 in, OffsetCalc<NIN + 1> batch, int64_t nbatch, int64_t rows, int64_t cols,
-                 TileStrides<NIN + 1> st, unsigned staged, int64_t tiles_i, int64_t tiles_j, int code, acc_t<T> s) {
+    tiled_kernel(T* out, Ptrs2 in, TileWalk<NIN + 1> walk, TileStrides<NIN + 1> st, unsigned staged, int code,
+                 acc_t<T> s) {
   using A = acc_t<T>;
   constexpr int kT = tile_edge<T>();
   __shared__ T tile[NIN][kT][kT + 1];
   const int tx = threadIdx.x, ty = threadIdx.y;
-  for (int64_t b = blockIdx.z; b < nbatch; b += gridDim.z) {
-    int64_t off[NIN + 1];
-    batch.get(b, off);
-    for (int64_t ti = blockIdx.y; ti < tiles_i; ti += gridDim.y) {
-      for (int64_t tj = blockIdx.x; tj < tiles_j; tj += gridDim.x) {
-        const int64_t i0 = ti * kT, j0 = tj * kT;
-        const int ni = static_cast<int>(min(static_cast<int64_t>(kT), rows - i0));
-        const int nj = static_cast<int>(min(static_cast<int64_t>(kT), cols - j0));
-        // the staged inputs' tiles, read along i (their stride there is 1): tile[k][lj][li]
+  walk.template each<kT, kT>([&](const int64_t (&off)[NIN + 1], int64_t i0, int64_t j0) {
+    const int ni = static_cast<int>(min(static_cast<int64_t>(kT), walk.rows - i0));
+    const int nj = static_cast<int>(min(static_cast<int64_t>(kT), walk.cols - j0));
+    // the staged inputs' tiles, read along i (their stride there is 1): tile[k][lj][li]
 #pragma unroll
-        for (int k = 0; k < NIN; ++k) {
-          if (!(staged & (1u << k))) continue;
-          const int sj = st.j[k + 1];
-          const T* p = static_cast<const T*>(in.p[k]) + off[k + 1] + i0 + j0 * sj + (tx + ty * sj);
+    for (int k = 0; k < NIN; ++k) {
+      if (!(staged & (1u << k))) continue;
+      const int sj = st.j[k + 1];
+      const T* p = static_cast<const T*>(in.p[k]) + off[k + 1] + i0 + j0 * sj + (tx + ty * sj);
 #pragma unroll
-          for (int c = 0; c < kT; c += 32)
+      for (int c = 0; c < kT; c += 32)
 #pragma unroll
-            for (int r = 0; r < kT; r += kTileRows)
-              if (tx + c < ni && ty + r < nj) tile[k][ty + r][tx + c] = p[c + r * sj];
-        }
-        __syncthreads();
-        // the tile computed and written along j (out's stride there is 1), element
-        // (li, lj) = (ty + r, tx + c)
-        const int so = st.i[0];
-        T* o = out + off[0] + i0 * so + j0 + (ty * so + tx);
-        const T* d[NIN];
-#pragma unroll
-        for (int k = 0; k < NIN; ++k)
-          d[k] = static_cast<const T*>(in.p[k]) + off[k + 1] + i0 * st.i[k + 1] + j0 * st.j[k + 1] +
-                 (ty * st.i[k + 1] + tx * st.j[k + 1]);
-#pragma unroll
-        for (int c = 0; c < kT; c += 32)
-#pragma unroll
-          for (int r = 0; r < kT; r += kTileRows)
-            if (ty + r < ni && tx + c < nj) {
-              A x[NIN];
-#pragma unroll
-              for (int k = 0; k < NIN; ++k)
-                x[k] = cvt<A>((staged & (1u << k)) ? tile[k][tx + c][ty + r]
-                                                   : d[k][r * st.i[k + 1] + c * st.j[k + 1]]);
-              o[r * so + c] = cvt<T>(call_code<A, NIN>(code, x, s));
-            }
-        __syncthreads();  // the tiles are reused by the next iteration
-      }
+        for (int r = 0; r < kT; r += kTileRows)
+          if (tx + c < ni && ty + r < nj) tile[k][ty + r][tx + c] = p[c + r * sj];
     }
-  }
+    __syncthreads();
+    // the tile computed and written along j (out's stride there is 1), element
+    // (li, lj) = (ty + r, tx + c)
+    const int so = st.i[0];
+    T* o = out + off[0] + i0 * so + j0 + (ty * so + tx);
+    const T* d[NIN];
+#pragma unroll
+    for (int k = 0; k < NIN; ++k)
+      d[k] = static_cast<const T*>(in.p[k]) + off[k + 1] + i0 * st.i[k + 1] + j0 * st.j[k + 1] +
+             (ty * st.i[k + 1] + tx * st.j[k + 1]);
+#pragma unroll
+    for (int c = 0; c < kT; c += 32)
+#pragma unroll
+      for (int r = 0; r < kT; r += kTileRows)
+        if (ty + r < ni && tx + c < nj) {
+          A x[NIN];
+#pragma unroll
+          for (int k = 0; k < NIN; ++k)
+            x[k] = cvt<A>((staged & (1u << k)) ? tile[k][tx + c][ty + r] : d[k][r * st.i[k + 1] + c * st.j[k + 1]]);
+          o[r * so + c] = cvt<T>(call_code<A, NIN>(code, x, s));
+        }
+    __syncthreads();  // the tiles are reused by the next iteration
+  });
 }
 
 std::atomic<int64_t> g_vectorized{0}, g_strided{0}, g_tiled{0};
@@ -317,27 +309,13 @@ template <typename T, int NIN>
 void launch_tiled(T* o, const Ptrs2& p, const OffsetCalc<NIN + 1>& it, unsigned staged, int code, acc_t<T> s) {
   constexpr int kT = tile_edge<T>();
   const int nd = it.ndim;
-  OffsetCalc<NIN + 1> batch;
-  batch.ndim = nd - 2;
-  int64_t nbatch = 1;
-  for (int d = 0; d < nd - 2; ++d) {
-    batch.sizes[d] = it.sizes[d];
-    for (int a = 0; a <= NIN; ++a) batch.strides[a][d] = it.strides[a][d];
-    nbatch *= it.sizes[d];
-  }
-  batch.use32 = nbatch <= static_cast<int64_t>(UINT32_MAX);
   TileStrides<NIN + 1> st{};
   for (int a = 0; a <= NIN; ++a) {
     st.i[a] = static_cast<int>(it.strides[a][nd - 2]);  // fits: staged_inputs
     st.j[a] = static_cast<int>(it.strides[a][nd - 1]);
   }
-  const int64_t rows = it.sizes[nd - 2], cols = it.sizes[nd - 1];
-  const int64_t tiles_i = (rows + kT - 1) / kT, tiles_j = (cols + kT - 1) / kT;
-  const dim3 grid(static_cast<unsigned>(std::min<int64_t>(tiles_j, 1 << 30)),
-                  static_cast<unsigned>(std::min<int64_t>(tiles_i, 65535)),
-                  static_cast<unsigned>(std::min<int64_t>(nbatch, 65535)));
-  tiled_kernel<T, NIN><<<grid, dim3(32, kTileRows)>>>(o, p, batch, nbatch, rows, cols, st, staged, tiles_i, tiles_j,
-                                                      code, s);
+  const TileWalk<NIN + 1> walk = tile_walk(it, kT, kT);  // Note [Batched tile walks]
+  tiled_kernel<T, NIN><<<walk.grid(), dim3(32, kTileRows)>>>(o, p, walk, st, staged, code, s);
   SB_CUDA_LAUNCH_CHECK();
 }
 
