@@ -110,9 +110,10 @@ const bool registered = [] {
   // The ceilings per read:write mix: two L2 sizes, 512 Ki floats (2 MiB an array) and
   // 1.5 Mi (6 MiB an array: an add's three fill 18 MiB, under half the L2 of an A100,
   // H100 or H200, so every mix stays in the L2 regime), whose per-call fixed cost weighs
-  // a quarter as much as at 2 MiB, and 64 Mi (256 MiB) and 256 Mi (1 GiB) in DRAM. An L2
-  // row is held to the better of the two (docs/BENCHMARKS.md): at 2 MiB alone the
-  // ceiling was mostly a launch's (docs/notes/cuda.md).
+  // a third as much as at 2 MiB, and 64 Mi (256 MiB) and 256 Mi (1 GiB) in DRAM. An L2
+  // row is held to the size nearest its own bytes (pick_ceiling in
+  // scripts/stridebench/results.py): with 2 MiB alone, the ceiling of a 25 MB row was
+  // mostly a launch's (docs/notes/cuda.md).
   const std::pair<cuda::StreamOp, const char*> stream_ops[] = {{cuda::StreamOp::Read, "read"},
                                                                {cuda::StreamOp::Copy, "copy"},
                                                                {cuda::StreamOp::Scale, "scale"},
