@@ -2,6 +2,7 @@
 # measured case (Work, Case, Skip). Part of stridebench.peers (its __init__ says what
 # the peer runner does).
 import math
+import statistics
 import time
 
 from .common import run_name
@@ -84,11 +85,10 @@ def summarize(samples, max_rse=MAX_RSE):
     if not v:
         return r
     n = len(v)
-    r["median"] = v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
-    mean = sum(v) / n
+    r["median"] = statistics.median(v)
+    mean = statistics.fmean(v)
     if n > 1 and mean > 0:
-        sd = math.sqrt(sum((x - mean) ** 2 for x in v) / (n - 1))
-        r["rse"] = sd / (mean * math.sqrt(n))
+        r["rse"] = statistics.stdev(v, mean) / (mean * math.sqrt(n))
     r["spread"] = (v[-1] - v[0]) / 2 / r["median"] if r["median"] > 0 else 0.0
     r["steady"] = not all_throttled and r["rse"] <= max_rse
     return r
