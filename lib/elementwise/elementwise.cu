@@ -131,16 +131,16 @@ struct Ptrs2 { const void* p[2]; };
 // input too; each element is read before it is written, by the same thread.
 constexpr int kVecThreads = 128;
 constexpr int kVecUnroll = 4;
+constexpr int64_t kVecChunk = int64_t{kVecThreads} * kVecUnroll;  // vectors a chunk
 
 template <typename T, int NIN, typename F>
 __global__ void __launch_bounds__(kVecThreads) vectorized_kernel(T* out, Ptrs2 in, int64_t n, F f) {
   using A = acc_t<T>;
   constexpr int V = 16 / sizeof(T);
-  constexpr int64_t kChunk = int64_t{kVecThreads} * kVecUnroll;
   using Vec = AlignedVector<T, V>;
-  const int64_t nv = n / V, chunks = (nv + kChunk - 1) / kChunk;
+  const int64_t nv = n / V, chunks = (nv + kVecChunk - 1) / kVecChunk;
   for (int64_t c = blockIdx.x; c < chunks; c += gridDim.x) {
-    const int64_t first = c * kChunk + threadIdx.x;
+    const int64_t first = c * kVecChunk + threadIdx.x;
     Vec v[kVecUnroll][NIN];
 #pragma unroll
     for (int u = 0; u < kVecUnroll; ++u) {
@@ -176,8 +176,8 @@ __global__ void __launch_bounds__(kVecThreads) vectorized_kernel(T* out, Ptrs2 i
 // Blocks of vectorized_kernel for n elements of T: one per chunk, at least one (the tail).
 template <typename T>
 unsigned vectorized_blocks(int64_t n) {
-  constexpr int64_t kChunk = int64_t{kVecThreads} * kVecUnroll * static_cast<int64_t>(16 / sizeof(T));
-  return static_cast<unsigned>(std::clamp<int64_t>((n + kChunk - 1) / kChunk, 1, INT32_MAX));
+  constexpr int64_t kChunkElems = kVecChunk * static_cast<int64_t>(16 / sizeof(T));
+  return static_cast<unsigned>(std::clamp<int64_t>((n + kChunkElems - 1) / kChunkElems, 1, INT32_MAX));
 }
 
 // Any layout (contiguous-but-misaligned included: one dim of stride 1).
