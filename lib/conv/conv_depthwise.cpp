@@ -3,11 +3,10 @@
 // pixel, a sum over the taps that land inside the input; channels-last depthwise runs
 // the channels as the vector dim (Note [Channels-last depthwise]). Any strides of x, w
 // and out.
-#include <immintrin.h>
-
 #include <algorithm>
 
 #include "conv/conv_impl.h"
+#include "core/vec.h"
 #include "matmul/gemm_impl.h"  // detail::Workspace
 #include "stridebench/cpu_features.h"
 #include "stridebench/parallel.h"
@@ -42,14 +41,15 @@ inline void for_each_tap(const ConvShape& g, int64_t oh, int64_t ow, const F& f)
 template <int V>
 inline void dw_pixel_chunk(float* o, const float* xn, int64_t xh, int64_t xw, const float* wpk, int64_t O,
                            const float* bpk, const ConvShape& g, int64_t oh, int64_t ow, bool relu) {
-  __m256 acc[V];
-  for (int v = 0; v < V; ++v) acc[v] = _mm256_loadu_ps(bpk + 8 * v);
+  using L = vec::Vec<float>;
+  L::V acc[V];
+  for (int v = 0; v < V; ++v) acc[v] = L::load(bpk + 8 * v);
   for_each_tap(g, oh, ow, [&](int64_t ih, int64_t iw, int64_t kh, int64_t kw) {
     const float* xp = xn + ih * xh + iw * xw;
     const float* wk = wpk + (kh * g.KW + kw) * O;
-    for (int v = 0; v < V; ++v) acc[v] = _mm256_fmadd_ps(_mm256_loadu_ps(xp + 8 * v), _mm256_loadu_ps(wk + 8 * v), acc[v]);
+    for (int v = 0; v < V; ++v) acc[v] = L::fma(L::load(xp + 8 * v), L::load(wk + 8 * v), acc[v]);
   });
-  for (int v = 0; v < V; ++v) _mm256_storeu_ps(o + 8 * v, relu ? _mm256_max_ps(acc[v], _mm256_setzero_ps()) : acc[v]);
+  for (int v = 0; v < V; ++v) L::store(o + 8 * v, relu ? L::max_skip_nan(L::zero(), acc[v]) : acc[v]);
 }
 
 // The same for two output pixels ow and ow + 1 whose taps all lie inside the row (no
@@ -57,8 +57,9 @@ inline void dw_pixel_chunk(float* o, const float* xn, int64_t xh, int64_t xw, co
 template <int V>
 inline void dw_pair_chunk(float* o0, float* o1, const float* xn, int64_t xh, int64_t xw, const float* wpk, int64_t O,
                           const float* bpk, const ConvShape& g, int64_t oh, int64_t ow, bool relu) {
-  __m256 a0[V], a1[V];
-  for (int v = 0; v < V; ++v) a0[v] = a1[v] = _mm256_loadu_ps(bpk + 8 * v);
+  using L = vec::Vec<float>;
+  L::V a0[V], a1[V];
+  for (int v = 0; v < V; ++v) a0[v] = a1[v] = L::load(bpk + 8 * v);
   const int64_t step = g.s * xw;
   for (int64_t kh = 0; kh < g.KH; ++kh) {
     const int64_t ih = oh * g.s - g.p + kh * g.d;
@@ -68,16 +69,16 @@ inline void dw_pair_chunk(float* o0, float* o1, const float* xn, int64_t xh, int
       const float* xp = xr + kw * g.d * xw;
       const float* wk = wpk + (kh * g.KW + kw) * O;
       for (int v = 0; v < V; ++v) {
-        const __m256 wv = _mm256_loadu_ps(wk + 8 * v);
-        a0[v] = _mm256_fmadd_ps(_mm256_loadu_ps(xp + 8 * v), wv, a0[v]);
-        a1[v] = _mm256_fmadd_ps(_mm256_loadu_ps(xp + step + 8 * v), wv, a1[v]);
+        const L::V wv = L::load(wk + 8 * v);
+        a0[v] = L::fma(L::load(xp + 8 * v), wv, a0[v]);
+        a1[v] = L::fma(L::load(xp + step + 8 * v), wv, a1[v]);
       }
     }
   }
-  const __m256 z = _mm256_setzero_ps();
+  const L::V z = L::zero();
   for (int v = 0; v < V; ++v) {
-    _mm256_storeu_ps(o0 + 8 * v, relu ? _mm256_max_ps(a0[v], z) : a0[v]);
-    _mm256_storeu_ps(o1 + 8 * v, relu ? _mm256_max_ps(a1[v], z) : a1[v]);
+    L::store(o0 + 8 * v, relu ? L::max_skip_nan(z, a0[v]) : a0[v]);
+    L::store(o1 + 8 * v, relu ? L::max_skip_nan(z, a1[v]) : a1[v]);
   }
 }
 

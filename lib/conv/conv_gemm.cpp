@@ -3,11 +3,10 @@
 // driver's B packer (matmul/gemm_impl.h), so the im2col matrix is never stored whole;
 // bias and relu in the driver's epilogue. A 1x1 stride-1 unpadded NCHW conv packs x
 // directly as B. Needs out dense in x's layout (conv_cpu's temporary otherwise).
-#include <immintrin.h>
-
 #include <algorithm>
 
 #include "conv/conv_impl.h"
+#include "core/vec.h"
 #include "matmul/gemm_impl.h"
 #include "stridebench/cpu_features.h"
 #include "stridebench/parallel.h"
@@ -74,8 +73,8 @@ struct Im2colNchw {
             const float* src = row + iw0 - q0;
 #ifdef SB_HAVE_AVX2
             if (lo == 0 && hi == kNRf && avx2) {  // the whole panel row from one input row
-              _mm256_storeu_ps(d, _mm256_loadu_ps(src));
-              _mm256_storeu_ps(d + 8, _mm256_loadu_ps(src + 8));
+              vec::Vec<float>::store(d, vec::Vec<float>::load(src));
+              vec::Vec<float>::store(d + 8, vec::Vec<float>::load(src + 8));
               continue;
             }
 #endif
@@ -141,8 +140,8 @@ struct Im2colNchw {
         const float* xcp = x + c * xc;
         if (full[t]) {
           const float* src = xcp + off[t][0];
-          _mm256_storeu_ps(d, _mm256_loadu_ps(src));
-          _mm256_storeu_ps(d + 8, _mm256_loadu_ps(src + 8));
+          vec::Vec<float>::store(d, vec::Vec<float>::load(src));
+          vec::Vec<float>::store(d + 8, vec::Vec<float>::load(src + 8));
         } else {
           for (int sg = 0; sg < nseg; ++sg) {
             const int q0 = seg_q[sg], q1 = seg_q[sg + 1], l = lo[t][sg], h = hi[t][sg];

@@ -242,23 +242,16 @@ constexpr bool kVectorConvert = (std::is_same_v<S, float> && (std::is_same_v<D, 
 #if defined(SB_HAVE_AVX2) && defined(SB_HAVE_AVX512)
 template <typename D, typename S, bool NT>
 __attribute__((target("avx512f,avx512bf16"))) int64_t convert_run512(D* d, const S* s, int64_t n) {
+  using F = vec::Vec<float, 512>;
+  using L = vec::Vec<std::conditional_t<std::is_same_v<D, float>, S, D>, 512>;
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
     if constexpr (std::is_same_v<D, float>) {
-      const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i));
-      __m512 v;
-      // the zero-masked forms: GCC 12 warns (-Wmaybe-uninitialized) on the plain ones' undefined source
-      if constexpr (std::is_same_v<S, Half>) v = _mm512_maskz_cvtph_ps(0xFFFF, h);
-      else v = _mm512_castsi512_ps(_mm512_maskz_slli_epi32(0xFFFF, _mm512_maskz_cvtepu16_epi32(0xFFFF, h), 16));
-      if constexpr (NT) _mm512_stream_ps(d + i, v);
-      else _mm512_storeu_ps(d + i, v);
+      if constexpr (NT) F::stream(d + i, L::load(s + i));
+      else F::store(d + i, L::load(s + i));
     } else {
-      const __m512 v = _mm512_loadu_ps(s + i);
-      __m256i h;
-      if constexpr (std::is_same_v<D, Half>) h = _mm512_maskz_cvtps_ph(0xFFFF, v, _MM_FROUND_TO_NEAREST_INT);
-      else h = (__m256i)_mm512_cvtneps_pbh(v);
-      if constexpr (NT) _mm256_stream_si256(reinterpret_cast<__m256i*>(d + i), h);
-      else _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + i), h);
+      if constexpr (NT) L::stream(d + i, F::load(s + i));
+      else L::store(d + i, F::load(s + i));
     }
   }
   return i;
@@ -274,26 +267,23 @@ int64_t convert_run(D* d, const S* s, int64_t n) {
     // AVX-512F for every pair but the narrowing to bfloat16, which needs AVX512_BF16
     if (std::is_same_v<D, BFloat16> ? use_avx512_bf16() : use_avx512()) return convert_run512<D, S, NT>(d, s, n);
 #endif
+    using F = vec::Vec<float>;
     using L = vec::Vec<std::conditional_t<std::is_same_v<D, float>, S, D>>;
     int64_t i = 0;
     if constexpr (std::is_same_v<D, BFloat16>) {  // 16 at a time: one pack and one permute
       for (; i + 16 <= n; i += 16) {
-        const __m256i r = _mm256_permute4x64_epi64(
-            _mm256_packus_epi32(L::round16(_mm256_loadu_ps(s + i)), L::round16(_mm256_loadu_ps(s + i + 8))), 0xD8);
-        if constexpr (NT) {  // d 32-byte aligned (convert_dense)
-          _mm256_stream_si256(reinterpret_cast<__m256i*>(d + i), r);
-        } else {
-          _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + i), r);
-        }
+        const __m256i r = L::narrow16(F::load(s + i), F::load(s + i + 8));
+        if constexpr (NT) vec::Bits256::stream(d + i, r);  // d 32-byte aligned (convert_dense)
+        else vec::Bits256::store(d + i, r);
       }
     }
     for (; i + 8 <= n; i += 8) {
       if constexpr (std::is_same_v<D, float>) {
-        if constexpr (NT) _mm256_stream_ps(d + i, L::load(s + i));
-        else _mm256_storeu_ps(d + i, L::load(s + i));
+        if constexpr (NT) F::stream(d + i, L::load(s + i));
+        else F::store(d + i, L::load(s + i));
       } else {
-        if constexpr (NT) L::stream(d + i, _mm256_loadu_ps(s + i));
-        else L::store(d + i, _mm256_loadu_ps(s + i));
+        if constexpr (NT) L::stream(d + i, F::load(s + i));
+        else L::store(d + i, F::load(s + i));
       }
     }
     return i;
@@ -488,21 +478,22 @@ void fill_pattern(char* d, int64_t n, const char (&pat)[32], bool nt) {
     int64_t i = 0;
 #ifdef SB_HAVE_AVX2
     if (simd) {
-      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pat));
+      using B = vec::Bits256;
+      const __m256i v = B::load(pat);
       if (nt) {  // head until 32-byte aligned: a multiple of the element size
         const int64_t head = std::min(len, static_cast<int64_t>((32 - (reinterpret_cast<uintptr_t>(p) & 31)) & 31));
         std::memcpy(p, pat, head);
         i = head;
-        for (; i + 32 <= len; i += 32) _mm256_stream_si256(reinterpret_cast<__m256i*>(p + i), v);
+        for (; i + 32 <= len; i += 32) B::stream(p + i, v);
         _mm_sfence();
       } else {
         for (; i + 128 <= len; i += 128) {
-          _mm256_storeu_si256(reinterpret_cast<__m256i*>(p + i), v);
-          _mm256_storeu_si256(reinterpret_cast<__m256i*>(p + i + 32), v);
-          _mm256_storeu_si256(reinterpret_cast<__m256i*>(p + i + 64), v);
-          _mm256_storeu_si256(reinterpret_cast<__m256i*>(p + i + 96), v);
+          B::store(p + i, v);
+          B::store(p + i + 32, v);
+          B::store(p + i + 64, v);
+          B::store(p + i + 96, v);
         }
-        for (; i + 32 <= len; i += 32) _mm256_storeu_si256(reinterpret_cast<__m256i*>(p + i), v);
+        for (; i + 32 <= len; i += 32) B::store(p + i, v);
       }
       std::memcpy(p + i, pat, len - i);  // pattern phase: i is a multiple of the element size
       return;

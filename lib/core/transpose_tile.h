@@ -82,6 +82,18 @@ inline void transpose8(__m256& r0, __m256& r1, __m256& r2, __m256& r3, __m256& r
   r7 = _mm256_permute2f128_ps(u3, u7, 0x31);
 }
 
+// 4x4 double transpose in registers: rows r0..r3 become 4 rows along B (the strided
+// iterator's transposed-row blocks, elementwise/strips.h; transpose_tile_f64 below
+// interleaves the same shuffles with its stores).
+__attribute__((always_inline)) inline void transpose4(__m256d& r0, __m256d& r1, __m256d& r2, __m256d& r3) {
+  const __m256d t0 = _mm256_unpacklo_pd(r0, r1), t1 = _mm256_unpackhi_pd(r0, r1);
+  const __m256d t2 = _mm256_unpacklo_pd(r2, r3), t3 = _mm256_unpackhi_pd(r2, r3);
+  r0 = _mm256_permute2f128_pd(t0, t2, 0x20);
+  r1 = _mm256_permute2f128_pd(t1, t3, 0x20);
+  r2 = _mm256_permute2f128_pd(t0, t2, 0x31);
+  r3 = _mm256_permute2f128_pd(t1, t3, 0x31);
+}
+
 // One 8x8 micro-tile: d[i*ld + j] = s[i + j*sB], i, j < 8 (plain stores).
 __attribute__((always_inline)) inline void tile8x8_f32(float* d, int64_t ld, const float* s, int64_t sB) {
   __m256 r0 = _mm256_loadu_ps(s), r1 = _mm256_loadu_ps(s + sB), r2 = _mm256_loadu_ps(s + 2 * sB),

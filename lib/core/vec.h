@@ -13,19 +13,26 @@
 //   minimum (PyTorch's NaN rule, the elementwise ops), max_nan (NaN-propagating running
 //   max), max_skip_nan (float lanes: fmax's NaN rule), hsum and hmax (in double);
 //   masked_load, masked_store and gather_even (the even lanes of a stride-2 run) where the
-//   CPU has AVX-512VL (k-masks; the AVX2 vmaskmovps store is microcoded on AMD), behind
+//   CPU has AVX-512VL (k-masks; the AVX2 vmaskmovps store is microcoded on AMD), and
+//   scatter_even8 (a stride-2 store of 8 floats) with AVX-512F, behind
 //   __attribute__((target)) so the AVX2 build carries them and sb::use_avx512() picks them
 //   at run time. Scalar<T, A> is the same interface on one element accumulated in A, the
 //   path of the scalar build and of sb::set_simd_level(Scalar); Simd<T> is Vec<T> in the
 //   reductions' trait interface.
+// Vec<T, 512> (Note [512-bit vectors]) is the zmm register of float, Half and BFloat16
+// lanes: loads, stores and streams with their conversions so far. Bits256 is 32 bytes
+// of any type (fill patterns, packed 16-bit results).
 // LanesOf<V> names the lane operations of a register type. Users: the elementwise ops'
 // arithmetic (elementwise/op_math.h), the reductions (reduce_kernels.h), the elementwise
 // strips (elementwise/strips.h: dense loops, masked tails, streaming stores, stride-2
-// strips and gathers), normalize's row statistics, and pooling's window loops
-// (conv/pool.cpp). Run-time dispatch between AVX-512 and AVX2 stays in the kernels'
+// strips, gathers and scatters), normalize's row statistics, pooling's window loops
+// (conv/pool.cpp), the copy's dtype conversions and fills (copy/copy.cpp), the
+// channels-last depthwise conv and the im2col panel rows (conv/conv_depthwise.cpp,
+// conv_gemm.cpp). Run-time dispatch between AVX-512 and AVX2 stays in the kernels'
 // callers (use_avx512(), use_avx2()); this layer only names the instructions. The GEMM,
-// conv, int8 and transpose micro-kernels work on fixed register blocks and shuffles that
-// a one-register type does not express, and keep their intrinsics.
+// direct conv, int8 and transpose micro-kernels work on fixed register blocks and
+// shuffles that a one-register type does not express, and keep their intrinsics;
+// normalize's row kernels still carry theirs (docs/notes/elementwise.md).
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -129,7 +136,16 @@ struct F32Lanes {
   }
 };
 
-template <typename T> struct Vec;
+// Vec<T, Bits>: Bits = 256 (the AVX2 register, the default) or 512 (AVX-512F, below).
+template <typename T, int Bits = 256> struct Vec;
+
+// 32 bytes of any element type as one register: fill patterns, packed 16-bit results.
+struct Bits256 {
+  using V = __m256i;
+  static V load(const void* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+  static void store(void* p, V v) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v); }
+  static void stream(void* p, V v) { _mm256_stream_si256(reinterpret_cast<__m256i*>(p), v); }  // p 32-byte aligned
+};
 
 template <> struct Vec<float> : F32Lanes {
   static V load(const float* p) { return _mm256_loadu_ps(p); }
@@ -140,6 +156,13 @@ template <> struct Vec<float> : F32Lanes {
     return _mm256_maskload_ps(p, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kPartMask + 8 - m)));
   }
 #ifdef SB_HAVE_AVX512
+  // f[0], f[2], .. f[14] = p[0 .. 8): the even lanes of 16 floats written, the odd ones
+  // masked off and untouched in memory (a stride-2 output, elementwise/strips.h)
+  __attribute__((target("avx512f"), always_inline)) static void scatter_even8(float* f, const float* p) {
+    const __m512i idx = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
+    const __m512 v = _mm512_maskz_loadu_ps(0x00FF, p);  // maskz forms: GCC 12 warns on the undefined-lanes ones
+    _mm512_mask_storeu_ps(f, 0x5555, _mm512_maskz_permutexvar_ps(0x5555, idx, v));
+  }
   __attribute__((target("avx512f,avx512vl"), always_inline)) static V masked_load(const float* p, unsigned m) {
     return _mm256_maskz_loadu_ps(static_cast<__mmask8>(m), p);
   }
@@ -212,6 +235,10 @@ template <> struct Vec<BFloat16> : F32Lanes {
     hi = _mm256_castsi256_ps(_mm256_unpackhi_epi16(z, x));
   }
   static __m256i narrow2(V lo, V hi) { return _mm256_packus_epi32(round16(lo), round16(hi)); }
+  // the 16 bfloat16 of a (elements 0-7) then b (8-15), in memory order: one pack, one permute
+  __attribute__((always_inline)) static __m256i narrow16(V a, V b) {
+    return _mm256_permute4x64_epi64(_mm256_packus_epi32(round16(a), round16(b)), 0xD8);
+  }
   static void store2(BFloat16* p, V lo, V hi) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), narrow2(lo, hi)); }
   static void stream2(BFloat16* p, V lo, V hi) {  // p 16-byte aligned (kStreamAlign)
     const __m256i r = narrow2(lo, hi);
@@ -283,6 +310,51 @@ template <> struct Vec<double> {
   }
 #endif
 };
+
+#ifdef SB_HAVE_AVX512
+// Note [512-bit vectors]
+// Vec<T, 512>: one zmm register of 16 float lanes for float, Half and BFloat16, behind
+// target attributes (AVX-512F; the narrowing to bfloat16 AVX512_BF16's vcvtneps2bf16),
+// so the AVX2 build carries them and the caller's own target attribute and run-time
+// check (use_avx512(), use_avx512_bf16()) pick them. always_inline: a caller without
+// the target cannot call them, and a caller with it gets the instructions in place.
+// The masked forms (maskz) stand where GCC 12 warns (-Wmaybe-uninitialized) on the
+// plain intrinsics' undefined source lanes.
+#define SB_VEC512 __attribute__((target("avx512f"), always_inline))
+template <> struct Vec<float, 512> {
+  using V = __m512;
+  static constexpr int kW = 16;
+  SB_VEC512 static V load(const float* p) { return _mm512_loadu_ps(p); }
+  SB_VEC512 static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
+  SB_VEC512 static void stream(float* p, V v) { _mm512_stream_ps(p, v); }  // p 64-byte aligned
+};
+template <> struct Vec<Half, 512> {
+  using V = __m512;
+  static constexpr int kW = 16;
+  SB_VEC512 static V load(const Half* p) { return _mm512_maskz_cvtph_ps(0xFFFF, Bits256::load(p)); }
+  SB_VEC512 static __m256i narrow(V v) { return _mm512_maskz_cvtps_ph(0xFFFF, v, _MM_FROUND_TO_NEAREST_INT); }
+  SB_VEC512 static void store(Half* p, V v) { Bits256::store(p, narrow(v)); }
+  SB_VEC512 static void stream(Half* p, V v) { Bits256::stream(p, narrow(v)); }  // p 32-byte aligned
+};
+template <> struct Vec<BFloat16, 512> {
+  using V = __m512;
+  static constexpr int kW = 16;
+  SB_VEC512 static V load(const BFloat16* p) {  // exact: the 16 bits shifted up
+    return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(0xFFFF, _mm512_maskz_cvtepu16_epi32(0xFFFF, Bits256::load(p)), 16));
+  }
+  // vcvtneps2bf16: round to nearest even, subnormals flushed (Note [bfloat16 NaN and subnormals])
+  __attribute__((target("avx512f,avx512bf16"), always_inline)) static __m256i narrow(V v) {
+    return (__m256i)_mm512_cvtneps_pbh(v);
+  }
+  __attribute__((target("avx512f,avx512bf16"), always_inline)) static void store(BFloat16* p, V v) {
+    Bits256::store(p, narrow(v));
+  }
+  __attribute__((target("avx512f,avx512bf16"), always_inline)) static void stream(BFloat16* p, V v) {
+    Bits256::stream(p, narrow(v));
+  }
+};
+#undef SB_VEC512
+#endif
 
 // Note [Vector exp]
 // exp(x) for 8 floats: n = round(x / ln2), r = x - n ln2 (two-constant Cody-Waite),

@@ -222,7 +222,7 @@ void pack_strided(T* buf, const char* p, int64_t stride_bytes, int64_t n) {
     if (stride_bytes == 8) {  // 16 loaded floats span 2j .. 2j+15: stay within element n-1 (2n-2)
       const float* f = reinterpret_cast<const float*>(p);
       for (; j + 9 <= n; j += 8) {
-        _mm256_storeu_ps(buf + j, detail::even8_f32(_mm256_loadu_ps(f + 2 * j), _mm256_loadu_ps(f + 2 * j + 8)));
+        Vec<float>::store(buf + j, detail::even8_f32(Vec<float>::load(f + 2 * j), Vec<float>::load(f + 2 * j + 8)));
       }
     }
   }
@@ -233,12 +233,8 @@ void pack_strided(T* buf, const char* p, int64_t stride_bytes, int64_t n) {
 // f[2j] = buf[j] for 8-element groups: one AVX-512 store per 8 results, the odd lanes
 // masked off by a k-mask (untouched in memory). Returns the elements done.
 __attribute__((target("avx512f"))) inline int64_t unpack_stride2_avx512(float* f, const float* buf, int64_t n) {
-  const __m512i idx = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
   int64_t j = 0;
-  for (; j + 8 <= n; j += 8) {  // the maskz forms: GCC 12 warns on the undefined-lanes ones
-    const __m512 v = _mm512_maskz_loadu_ps(0x00FF, buf + j);
-    _mm512_mask_storeu_ps(f + 2 * j, 0x5555, _mm512_maskz_permutexvar_ps(0x5555, idx, v));
-  }
+  for (; j + 8 <= n; j += 8) Vec<float>::scatter_even8(f + 2 * j, buf + j);
   return j;
 }
 #endif
@@ -406,12 +402,7 @@ __attribute__((always_inline)) inline void transpose_w(typename Vec<T>::V (&v)[V
   if constexpr (std::is_same_v<T, float>) {
     detail::transpose8(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]);
   } else {
-    const __m256d t0 = _mm256_unpacklo_pd(v[0], v[1]), t1 = _mm256_unpackhi_pd(v[0], v[1]);
-    const __m256d t2 = _mm256_unpacklo_pd(v[2], v[3]), t3 = _mm256_unpackhi_pd(v[2], v[3]);
-    v[0] = _mm256_permute2f128_pd(t0, t2, 0x20);
-    v[1] = _mm256_permute2f128_pd(t1, t3, 0x20);
-    v[2] = _mm256_permute2f128_pd(t0, t2, 0x31);
-    v[3] = _mm256_permute2f128_pd(t1, t3, 0x31);
+    detail::transpose4(v[0], v[1], v[2], v[3]);
   }
 }
 
