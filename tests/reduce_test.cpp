@@ -619,7 +619,10 @@ TEST_P(ReduceOnDevice, EveryOpDtypeDimsLayout) {
 // Sizes that take the GPU's column kernel (>= 1024 outputs along the storage, >= 256
 // rows), its block kernel on contiguous rows (16-byte loads after a scalar head, odd
 // lengths for the tail) and on strided ones, each with reduced dims that coalesce to
-// one stride and with ones that do not (Note [Linear reduced dims] in reduce.cu).
+// one stride and with ones that do not (Note [Linear reduced dims] in reduce.cu), and
+// its warp-per-row kernel (5000 and 2600 unit-stride rows: more than 16 per SM on any
+// GPU of up to 162 SMs; rows of 37 and 1029 elements start off 16-byte boundaries;
+// Note [Rows per warp]).
 TEST_P(ReduceOnDevice, ColumnAndBlockPathsEveryLayout) {
   const Device dev = GetParam();
   SB_SKIP_WITHOUT_DEVICE(dev);
@@ -627,12 +630,14 @@ TEST_P(ReduceOnDevice, ColumnAndBlockPathsEveryLayout) {
     Shape s, dims;
   };
   const Case cases[] = {{{300, 1030}, {0}}, {{1030, 300}, {1}}, {{300, 37}, {1}}, {{3, 1301, 7}, {1}},
-                        {{40, 50, 37}, {0, 2}}, {{2, 3000}, {1}}};
+                        {{40, 50, 37}, {0, 2}}, {{2, 3000}, {1}}, {{5000, 37}, {1}}, {{2, 1300, 1029}, {2}},
+                        {{2600, 64}, {1}}};
   for (const Case& c : cases) {
     for (Layout l : test::all_layouts()) {
-      for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Max, ReduceOp::Var}) {
+      for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Max, ReduceOp::Var, ReduceOp::Std}) {
         expect_reduce_matches(dev, op, DType::Float32, c.s, l, c.dims, 31);
       }
+      expect_reduce_matches(dev, ReduceOp::Sum, DType::Int32, c.s, l, c.dims, 35);
       expect_reduce_matches(dev, ReduceOp::Sum, DType::Float16, c.s, l, c.dims, 32);
       expect_reduce_matches(dev, ReduceOp::Var, DType::BFloat16, c.s, l, c.dims, 34);
       expect_reduce_matches(dev, ReduceOp::Mean, DType::Float64, c.s, l, c.dims, 33);

@@ -1,7 +1,7 @@
 // reduce.cu — sum, mean, max, var, std over any set of dims on the GPU.
 //
 // out is in keepdim form (x's sizes, reduced dims set to 1). O outputs, R reduced
-// elements each. Two kernels (kernel_util.cuh Note [Strided iteration on the GPU]
+// elements each. Four kernels (kernel_util.cuh Note [Strided iteration on the GPU]
 // for the offsets: kept dims ordered by out's strides, reduced dims by x's):
 //   block   one block per (output, split of R): threads stride over the R elements,
 //           then a block reduction (warp shuffles, one double per warp in shared
@@ -12,6 +12,8 @@
 //           Note [One launch for whole rows]: with one block per whole row and one
 //           pass (sum, mean, max), the block writes its output itself: no partials,
 //           no finalize launch, whose gap weighed a few percent of a 64 MiB sum.
+//   warp    many unit-stride rows of moderate length: one warp per row, one launch
+//           for every op (Note [Rows per warp])
 //   column  the other cases with R >= kColMinRows (dim:outer): 32 adjacent outputs x 8
 //           warps of rows per block, rows split over blocks where outputs are few
 //           (Note [Column reductions]), splits combined in order
@@ -176,6 +178,39 @@ __global__ void reduce_block_kernel(const T* x, OffsetCalc<2> kept, OffsetCalc<1
   }
 }
 
+// Note [Rows per warp]
+// A whole-row reduction with one block per row pays a block's fixed cost per row (the
+// block reduction through shared memory, two barriers) and runs in waves of blocks;
+// with thousands of rows of a few KiB (a 4096 x 4096 sum over dim 1) that cost, not the
+// memory, set the time. Where rows are unit-stride, many (kWarpRowsPerSm a streaming
+// multiprocessor or more) and at most kWarpRowMax long, one warp takes one row: its 32
+// lanes read it in 16-byte vectors, warp shuffles add the lanes, lane 0 writes the
+// output. One launch for every op: var and std reread their row for the second pass
+// (from L1/L2) after the warp has its mean. The block kernel keeps the long rows and
+// the few-row cases, where one warp a row would leave the device idle.
+constexpr int64_t kWarpRowsPerSm = 16, kWarpRowMax = 32768;
+
+template <typename T>
+__global__ void reduce_warp_rows_kernel(T* out, const T* x, OffsetCalc<2> kept, int64_t O, int64_t R, ReduceOp op,
+                                        int64_t correction) {
+  const int lane = threadIdx.x % kWarp;
+  const int64_t warps = blockDim.x / kWarp;
+  const int mode = op == ReduceOp::Max ? kMax : kSum;
+  for (int64_t o = static_cast<int64_t>(blockIdx.x) * warps + threadIdx.x / kWarp; o < O;
+       o += static_cast<int64_t>(gridDim.x) * warps) {  // o is the same in every lane: the shuffles see the whole warp
+    int64_t off[2];
+    kept.get(o, off);
+    const T* xs = x + off[1];
+    double acc = reduce_row_linear(xs, R, lane, kWarp, mode, 0.0, mode == kMax ? -INFINITY : 0.0);
+    acc = mode == kMax ? warp_max(acc) : warp_sum(acc);
+    if (op == ReduceOp::Var || op == ReduceOp::Std) {
+      const double mean = __shfl_sync(0xffffffffu, acc, 0) / static_cast<double>(R);
+      acc = warp_sum(reduce_row_linear(xs, R, lane, kWarp, kSqDev, mean, 0.0));
+    }
+    if (lane == 0) out[off[0]] = cvt<T>(finish(op, acc, R, correction));
+  }
+}
+
 // Note [Column reductions]
 // Outputs whose kept dims are innermost in x (a reduction over an outer dim,
 // dim:outer) used one thread per output walking its R rows: 4096 outputs are 16 blocks
@@ -318,6 +353,11 @@ void reduce(ReduceOp op, const Tensor& out, const Tensor& x, const Shape& dims, 
       }
       reduce_finalize_kernel<scalar_t><<<grid_for(O, dev), kThreads>>>(po, kept, pp, O, splits, R, op, correction,
                                                                        nullptr);
+      SB_CUDA_LAUNCH_CHECK();
+    } else if (linear && rstride == 1 && O >= kWarpRowsPerSm * sms && R <= kWarpRowMax) {  // Note [Rows per warp]
+      const int64_t warps = kThreads / kWarp;
+      const unsigned blocks = static_cast<unsigned>(std::min<int64_t>((O + warps - 1) / warps, 8LL * sms));
+      reduce_warp_rows_kernel<scalar_t><<<blocks, kThreads>>>(po, px, kept, O, R, op, correction);
       SB_CUDA_LAUNCH_CHECK();
     } else {
       const int64_t want = 4LL * sms;  // blocks to fill the device
