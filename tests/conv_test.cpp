@@ -4,6 +4,7 @@
 // and scalar; plus the allocation accounting and bad inputs.
 #include "stridebench/conv.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <functional>
@@ -183,6 +184,43 @@ TEST(Conv2d, DepthwiseChannelsLastEveryWidth) {
       conv2d_out(out, x, vw, bias, p, C % 3 == 0);
       ASSERT_TRUE(test::all_close(out, ref, 2e-5, 1e-5)) << "C " << C << " stride " << p.stride << " simd "
                                                        << static_cast<int>(m.simd);
+    }
+  }
+}
+
+// A fused relu is the elementwise relu: NaN propagates (PyTorch's conv then relu), on
+// every path (depthwise channels-last in vectors and its channel tail, the depthwise and
+// few-channel direct loops, the implicit GEMM's epilogue and, on AVX-512 CPUs, the
+// direct kernel) and SIMD level. Outputs start at 7, so an unwritten NaN cannot pass.
+TEST(Conv2d, FusedReluPropagatesNaN) {
+  struct NanCase {
+    int64_t C, O, K;
+    Conv2dParams p;
+  };
+  const NanCase cases[] = {{19, 19, 3, {1, 1, 1, 19}},  // depthwise: 2 vectors and a 3-channel tail
+                           {6, 12, 3, {1, 1, 1, 3}},    // few channels a group
+                           {16, 24, 3, {1, 1, 1, 1}},   // implicit GEMM / direct kernel
+                           {16, 70, 1, {1, 0, 1, 1}}};  // 1x1
+  for (const NanCase& c : cases) {
+    Tensor vx = randn({2, c.C, 6, 11}, 41 + c.C);
+    float* px = vx.data<float>();
+    for (int64_t ch = 0; ch < c.C; ch += 3) px[((1 * c.C + ch) * 6 + 2) * 11 + 4] = NAN;
+    const Tensor vw = randn({c.O, c.C / c.p.groups, c.K, c.K}, 42), bias = randn({c.O}, 43);
+    const std::vector<double> ref = ref_conv(vx, vw, bias, c.p, true);
+    ASSERT_TRUE(std::any_of(ref.begin(), ref.end(), [](double v) { return std::isnan(v); }));
+    ASSERT_TRUE(std::any_of(ref.begin(), ref.end(), [](double v) { return v == 0.0; }));
+    for (const Modes& m : kModes) {
+      ModeGuard g(m);
+      for (Layout l : {Layout::Contiguous, Layout::ChannelsLast}) {
+        const Tensor x = test::with_layout(vx, l);
+        Tensor out = empty(conv2d_output_sizes(x, vw, bias, c.p), DType::Float32, Device::cpu(),
+                           l == Layout::ChannelsLast ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous);
+        out.fill_(7.0);
+        conv2d_out(out, x, vw, bias, c.p, true);
+        ASSERT_TRUE(test::all_close(out, ref, 1e-4, 1e-5))
+            << "C " << c.C << " O " << c.O << " groups " << c.p.groups << " " << test::layout_name(l) << " simd "
+            << static_cast<int>(m.simd) << " threads " << m.threads;
+      }
     }
   }
 }

@@ -249,6 +249,61 @@ TEST(Gemm, EpilogueAlphaBetaBiasRelu) {
   }
 }
 
+// Note [Fused relu and NaN]: a NaN row of A and a NaN bias element give NaN rows and
+// columns of C through the relu, at every SIMD level, for float32 (the AVX-512, AVX2 and
+// scalar epilogues; full and ragged tiles), bfloat16 with a float32 and a bfloat16 C
+// (both pairings), float64 and the K = 0 product (bias and relu alone). C starts at 7:
+// a NaN that was never written cannot pass.
+TEST(Gemm, FusedReluPropagatesNaN) {
+  const int64_t M = 19, N = 37;
+  for (int64_t K : {int64_t{0}, int64_t{50}}) {
+    Tensor a = randn({M, K}, 61), bias = randn({N}, 62);
+    const Tensor b = randn({K, N}, 63);
+    for (int64_t k = 0; k < K; k += 7) a.data<float>()[3 * K + k] = NAN;  // row 3 of C
+    bias.data<float>()[5] = NAN;                                          // column 5 of C
+    GemmEpilogue ep;
+    ep.bias = bias.data<float>();
+    ep.relu = true;
+    for (DType dt : {DType::Float32, DType::BFloat16, DType::Float64}) {
+      const Tensor at = a.to(dt), bt = b.to(dt);
+      const std::vector<double> ref = ref_epilogue(ref_matmul(at, bt), std::vector<double>(M * N, 0.0),
+                                                   bias.to_vector(), ep, M, N);
+      ASSERT_TRUE(std::isnan(ref[5]) && (K == 0 || std::isnan(ref[3 * N + 1])));
+      ASSERT_TRUE(std::any_of(ref.begin(), ref.end(), [](double v) { return v == 0.0; }));
+      for (const Modes& m : kModes)
+        for (int pm : pair_modes(dt)) {
+          ModeGuard g(m);
+          PairsGuard pg(pm);
+          const std::string what = std::string(dtype_name(dt)) + " K " + std::to_string(K) + ", " +
+                                   simd_level_name(m.simd) + ", " + std::to_string(m.threads) + " threads";
+          const double at_ = dt == DType::Float32 ? 2e-6 * (K + 1) : tol_for(DType::BFloat16, K);
+          if (dt == DType::Float32) {
+            Tensor c = full({M, N}, 7.0);
+            gemm(M, N, K, at.data<float>(), K, 1, bt.data<float>(), N, 1, c.data<float>(), N, 1, ep);
+            ASSERT_TRUE(test::all_close(c, ref, at_, 1e-5)) << what;
+          } else if (dt == DType::Float64) {
+            const Tensor bias64 = bias.to(DType::Float64);
+            GemmEpilogueT<double> ep64;
+            ep64.bias = bias64.data<double>();
+            ep64.relu = true;
+            Tensor c = full({M, N}, 7.0, DType::Float64);
+            gemm(M, N, K, at.data<double>(), K, 1, bt.data<double>(), N, 1, c.data<double>(), N, 1, ep64);
+            ASSERT_TRUE(test::all_close(c, ref, 1e-12 * (K + 1), 1e-12)) << what;
+          } else {
+            for (DType cdt : {DType::Float32, DType::BFloat16}) {
+              Tensor c = full({M, N}, 7.0, cdt);
+              if (cdt == DType::Float32)
+                gemm(M, N, K, at.data<BFloat16>(), K, 1, bt.data<BFloat16>(), N, 1, c.data<float>(), N, 1, ep);
+              else
+                gemm(M, N, K, at.data<BFloat16>(), K, 1, bt.data<BFloat16>(), N, 1, c.data<BFloat16>(), N, 1, ep);
+              ASSERT_TRUE(test::all_close(c, ref, tol_for(cdt, K), rtol_for(cdt))) << what << ", C " << dtype_name(cdt);
+            }
+          }
+        }
+    }
+  }
+}
+
 TEST(Gemm, HalfBMatchesReference) {
   std::mt19937_64 rng(9);
   for (int trial = 0; trial < 8; ++trial) {

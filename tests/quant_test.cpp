@@ -5,6 +5,7 @@
 // 1 and 2 threads, AVX2 and scalar, non-contiguous inputs.
 #include "stridebench/quant.h"
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 
@@ -169,6 +170,39 @@ TEST(Linear, EveryPrecisionMatchesItsReference) {
   }
 }
 
+// Note [Fused relu and NaN]: a NaN bias element gives a NaN output column through the
+// relu in every precision, at every SIMD level (the float32 GEMM's epilogues, the
+// bfloat16 GEMM's, the int8 dequantizing epilogue); y starts as the layer computes it,
+// so a zeroed NaN shows. Linear.EveryPrecisionMatchesItsReference covers the rest.
+void expect_relu_keeps_nan(const Device& dev) {
+  for (int64_t K : {int64_t{50}, int64_t{1024}}) {
+    const int64_t M = 9, N = 21;
+    const Tensor vx = randn({M, K}, 71), w = randn({N, K}, 72);
+    Tensor b = randn({N}, 73);
+    b.data<float>()[4] = NAN;
+    const std::vector<double> vb = b.to_vector();
+    const Tensor calib = scaled(randn({7, K}, 99), 2.0);
+    for (Precision p : {Precision::F32, Precision::F16, Precision::BF16, Precision::Int8Dynamic, Precision::Int8Static}) {
+      Linear lin(w.to(dev), b.to(dev), p);
+      if (p == Precision::Int8Static) lin.observe(calib.to(dev));
+      const std::vector<double> ref = precision_ref(p, vx, w, vb, p == Precision::Int8Dynamic ? vx : calib, true,
+                                                    /*round_x=*/dev.is_cuda());
+      ASSERT_TRUE(std::isnan(ref[4]));
+      ASSERT_TRUE(std::any_of(ref.begin(), ref.end(), [](double v) { return v == 0.0; }));
+      const bool int8 = p == Precision::Int8Dynamic || p == Precision::Int8Static;
+      for (const Modes& m : dev.is_cuda() ? std::vector<Modes>{kModes.front()} : kModes) {
+        ModeGuard g(m);
+        const Tensor y = lin.forward(vx.to(dev), true);
+        ASSERT_TRUE(test::all_close(y, ref, 2e-6 * (K + 1) * (int8 ? 10 : 1), 1e-5))
+            << precision_name(p) << " K " << K << " on " << dev << ", " << simd_level_name(m.simd) << ", "
+            << m.threads << " threads";
+      }
+    }
+  }
+}
+
+TEST(Linear, FusedReluPropagatesNaN) { expect_relu_keeps_nan(Device::cpu()); }
+
 // The run-time activation quantizer (vectorised for unit-stride rows) against
 // quantize_activations (scalar quant1) on the values where they could part: ties at
 // exactly half a quantum (scale 1: round half to even), values far outside the
@@ -322,6 +356,11 @@ TEST(CudaLinear, EveryPrecisionMatchesItsReference) {
       }
     }
   }
+}
+
+TEST(CudaLinear, FusedReluPropagatesNaN) {
+  SB_SKIP_WITHOUT_DEVICE(Device::cuda(0));
+  expect_relu_keeps_nan(Device::cuda(0));
 }
 
 // The device's int8 path equals the CPU's: the same quantized activations and integer

@@ -49,7 +49,7 @@ inline void dw_pixel_chunk(float* o, const float* xn, int64_t xh, int64_t xw, co
     const float* wk = wpk + (kh * g.KW + kw) * O;
     for (int v = 0; v < V; ++v) acc[v] = L::fma(L::load(xp + 8 * v), L::load(wk + 8 * v), acc[v]);
   });
-  for (int v = 0; v < V; ++v) L::store(o + 8 * v, relu ? L::max_skip_nan(L::zero(), acc[v]) : acc[v]);
+  for (int v = 0; v < V; ++v) L::store(o + 8 * v, relu ? L::relu(acc[v]) : acc[v]);
 }
 
 // The same for two output pixels ow and ow + 1 whose taps all lie inside the row (no
@@ -75,10 +75,9 @@ inline void dw_pair_chunk(float* o0, float* o1, const float* xn, int64_t xh, int
       }
     }
   }
-  const L::V z = L::zero();
   for (int v = 0; v < V; ++v) {
-    L::store(o0 + 8 * v, relu ? L::max_skip_nan(z, a0[v]) : a0[v]);
-    L::store(o1 + 8 * v, relu ? L::max_skip_nan(z, a1[v]) : a1[v]);
+    L::store(o0 + 8 * v, relu ? L::relu(a0[v]) : a0[v]);
+    L::store(o1 + 8 * v, relu ? L::relu(a1[v]) : a1[v]);
   }
 }
 
@@ -207,7 +206,7 @@ void conv_direct(const ConvShape& g, const Tensor& out, const Tensor& x, const T
           for (int64_t oh = 0; oh < g.OH; ++oh)
             for (int64_t ow = 0; ow < g.OW; ++ow) {
               float& v = plane[oh * oh_ + ow * ow_];
-              v = v > 0.0f ? v : 0.0f;
+              v = v < 0.0f ? 0.0f : v;  // NaN stays (Note [Fused relu and NaN] in matmul/gemm_impl.h)
             }
       }
     });
@@ -229,7 +228,7 @@ void conv_direct(const ConvShape& g, const Tensor& out, const Tensor& x, const T
                 opx[o * oc] += xpx[((o / g.Og) * g.Cg + ci) * xc] * wk[o * wo + ci * wc];
           });
           if (relu)
-            for (int64_t o = 0; o < g.O; ++o) opx[o * oc] = opx[o * oc] > 0.0f ? opx[o * oc] : 0.0f;
+            for (int64_t o = 0; o < g.O; ++o) opx[o * oc] = opx[o * oc] < 0.0f ? 0.0f : opx[o * oc];
         }
       }
     });

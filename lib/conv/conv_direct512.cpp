@@ -94,7 +94,7 @@ __attribute__((target("avx512f"))) void conv_tile(int num_taps, const float* con
 #pragma GCC unroll 4
     for (int z = 0; z < NZ; ++z) {
       __m512 v = _mm512_add_ps(acc[r][z], _mm512_loadu_ps(bias + 16 * z));
-      if (relu) v = _mm512_mask_max_ps(v, 0xFFFF, v, zero);  // not _mm512_max_ps: GCC 12 false positive
+      if (relu) v = _mm512_mask_max_ps(v, 0xFFFF, zero, v);  // NaN stays; not _mm512_max_ps: GCC 12 false positive
       const __mmask16 m = z == NZ - 1 ? last_mask : __mmask16(0xFFFF);
       _mm512_mask_storeu_ps(out + r * out_pixel_stride + 16 * z, m, v);
     }

@@ -247,7 +247,7 @@ __global__ void bias_relu_kernel(T* __restrict__ out, const T* __restrict__ bias
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     T v = out[i];
     if (bias) v += bias[((i / inner) % O) * bias_stride];
-    if (relu) v = v > T(0) ? v : T(0);
+    if (relu) v = v < T(0) ? T(0) : v;  // NaN stays, as the elementwise relu
     out[i] = v;
   }
 }

@@ -178,8 +178,8 @@ void store_tile_bf16(const float* tile, float* acc, int64_t acc_ld, BFloat16* c,
       v0 = _mm256_mul_ps(v0, alpha);
       v1 = _mm256_mul_ps(v1, alpha);
       if (ep.relu) {
-        v0 = _mm256_max_ps(v0, _mm256_setzero_ps());
-        v1 = _mm256_max_ps(v1, _mm256_setzero_ps());
+        v0 = _mm256_max_ps(_mm256_setzero_ps(), v0);  // NaN stays (Note [Fused relu and NaN])
+        v1 = _mm256_max_ps(_mm256_setzero_ps(), v1);
       }
       L::store(cr, v0);
       L::store(cr + 8, v1);
@@ -196,7 +196,7 @@ void store_tile_bf16(const float* tile, float* acc, int64_t acc_ld, BFloat16* c,
       v *= ep.alpha;
       if (ep.beta != 0.0f) v += ep.beta * static_cast<float>(cr[q * c_cs]);
       if (ep.bias) v += ep.bias[(ep.bias_per_row ? i0 + r : j0 + q) * ep.bias_stride];
-      if (ep.relu) v = v > 0.0f ? v : 0.0f;
+      if (ep.relu) v = v < 0.0f ? 0.0f : v;
       cr[q * c_cs] = BFloat16(v);
     }
   }

@@ -64,6 +64,14 @@ void run_team(int nt, const F& body) {
 
 inline int team_size() { return in_parallel_region() ? 1 : std::max(1, get_num_threads()); }
 
+// Note [Fused relu and NaN]
+// A fused relu (GEMM, conv and Linear epilogues, every SIMD level, CPU and our CUDA
+// kernels) is the elementwise relu: max(0, v) with NaN kept, as PyTorch's relu after the
+// op. So the vector forms are max_ps(zero, v), which returns its second operand when
+// either is NaN, and the scalar ones v < 0 ? 0 : v; max_ps(v, zero) and v > 0 ? v : 0
+// would turn NaN into 0 (tests: Conv2d.FusedReluPropagatesNaN,
+// Matmul.FusedReluPropagatesNaN, Quant.FusedReluPropagatesNaN).
+
 // tile (mr x nr, row-major with ld NR) -> C with the epilogue. first/last: the first
 // and last KC block of the sum (beta applies on the first, bias/relu on the last).
 template <typename T, int NR>

@@ -111,7 +111,7 @@ __attribute__((target("avx512f"))) void ukernel_f32_avx512_c(int64_t kc, const f
     if (last) {
       if (col_bias) v = _mm512_add_ps(v, cb);
       if (row_bias) v = _mm512_add_ps(v, _mm512_set1_ps(ep.bias[(i0 + r) * ep.bias_stride]));
-      if (ep.relu) v = _mm512_mask_max_ps(v, 0xFFFF, v, zero);  // not _mm512_max_ps: GCC 12 -Wmaybe-uninitialized false positive
+      if (ep.relu) v = _mm512_mask_max_ps(v, 0xFFFF, zero, v);  // NaN stays; not _mm512_max_ps: GCC 12 -Wmaybe-uninitialized false positive
     }
     _mm512_storeu_ps(cr, v);
   }
@@ -178,7 +178,7 @@ void store_tile(const T* tile, T* c, int64_t c_rs, int64_t c_cs, int mr, int nr,
             const __m256 bb = _mm256_set1_ps(ep.bias[(i0 + r) * ep.bias_stride]);
             v0 = _mm256_add_ps(v0, bb); v1 = _mm256_add_ps(v1, bb);
           }
-          if (ep.relu) { v0 = _mm256_max_ps(v0, zero); v1 = _mm256_max_ps(v1, zero); }
+          if (ep.relu) { v0 = _mm256_max_ps(zero, v0); v1 = _mm256_max_ps(zero, v1); }  // NaN stays
         }
         _mm256_storeu_ps(cr, v0);
         _mm256_storeu_ps(cr + 8, v1);
@@ -195,7 +195,7 @@ void store_tile(const T* tile, T* c, int64_t c_rs, int64_t c_cs, int mr, int nr,
       else if (ep.beta != T(0)) v += ep.beta * *cp;
       if (last) {
         if (ep.bias) v += ep.bias[(ep.bias_per_row ? i0 + r : j0 + q) * ep.bias_stride];
-        if (ep.relu) v = v > T(0) ? v : T(0);
+        if (ep.relu) v = v < T(0) ? T(0) : v;  // NaN stays (Note [Fused relu and NaN])
       }
       *cp = v;
     }

@@ -470,7 +470,7 @@ Tensor Linear::forward(const Tensor& x, bool relu) const {
           const __m256i t = _mm256_sub_epi32(_mm256_load_si256(reinterpret_cast<const __m256i*>(tile + r * kQNR + h)), zr);
           __m256 v = _mm256_mul_ps(s, _mm256_cvtepi32_ps(t));
           if (bp) v = _mm256_add_ps(v, bias);
-          if (relu) v = _mm256_max_ps(v, zero);
+          if (relu) v = _mm256_max_ps(zero, v);  // NaN stays (Note [Fused relu and NaN] in matmul/gemm_impl.h)
           _mm256_storeu_ps(yp + (m0 + r) * out_ + n0 + h, v);
         }
       }
@@ -482,7 +482,7 @@ Tensor Linear::forward(const Tensor& x, bool relu) const {
       for (int c = 0; c < nr; ++c) {
         float v = sx * sw[n0 + c] * static_cast<float>(tile[r * kQNR + c] - zp * rsum[n0 + c]);
         if (bp) v += bp[n0 + c];
-        yr[c] = relu ? std::max(v, 0.0f) : v;
+        yr[c] = relu && v < 0.0f ? 0.0f : v;
       }
     }
   });

@@ -161,7 +161,7 @@ __global__ void dequant_kernel(float* __restrict__ y, const int32_t* __restrict_
     const int64_t r = i / cols, c = i - r * cols;
     float v = __fmul_rn(__fmul_rn(sx, sw[c]), static_cast<float>(acc[r * ld + c] - zp * row_sum[c]));
     if (bias) v += bias[c];
-    if (relu) v = v > 0.0f ? v : 0.0f;
+    if (relu) v = v < 0.0f ? 0.0f : v;  // NaN stays, as the elementwise relu
     y[i] = v;
   }
 }
