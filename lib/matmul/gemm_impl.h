@@ -204,7 +204,7 @@ void gemm_driver(int64_t M, int64_t N, int64_t K, const PackA& pack_a, const Pac
   const int MR = tile_mr<T>();
   if (M <= 0 || N <= 0) return;
   if (K <= 0) {  // empty sum: C = beta*C + bias, relu
-    T zero_tile[kMRmax * NR] = {};
+    alignas(64) T zero_tile[kMRmax * NR] = {};  // store_tile reads tiles with aligned loads
     for (int64_t i = 0; i < M; i += MR)
       for (int64_t j = 0; j < N; j += NR)
         store_tile<T, NR>(zero_tile, c + i * c_rs + j * c_cs, c_rs, c_cs, static_cast<int>(std::min<int64_t>(MR, M - i)),
