@@ -10,8 +10,8 @@
 //                                      path's native layout, else through a temporary).
 //   max_pool2d / avg_pool2d            kernel, stride, padding (avg counts the padding,
 //                                      PyTorch's count_include_pad=True), either layout;
-//                                      output in x.suggest_memory_format(). max skips
-//                                      NaN (fmax; PyTorch propagates it).
+//                                      output in x.suggest_memory_format(). NaN
+//                                      propagates through max and avg, as in PyTorch.
 //   max_pool2d_out / avg_pool2d_out    out= style: out of those sizes, float32, any
 //                                      non-overlapping strides, not overlapping x.
 //                                      (In place is impossible: the sizes change.)

@@ -264,7 +264,7 @@ namespace {
 // either takes the same kernel. The linear index runs channels fastest when x has
 // channels innermost (a channels-last x: a warp reads and writes 32 adjacent channels),
 // and the output width fastest otherwise. The arithmetic is the CPU kernels' (pool.cpp):
-// max by fmaxf from -inf, so NaN is skipped and a window of NaN alone gives -inf; avg
+// max from -inf with NaN propagated (a NaN in the window gives NaN, PyTorch's rule); avg
 // sums the window's elements inside the input and multiplies by 1/(k*k), counting the
 // padding (count_include_pad). A direct kernel, not cuDNN: issue #48 names cuDNN for
 // the convolutions; pooling's cost is one read of x.
@@ -294,7 +294,7 @@ __global__ void pool2d_kernel(float* out, const float* x, int64_t total, bool c_
         const int64_t w = w0 + dw;
         if (w < 0 || w >= W) continue;
         const float v = xp[h * xs.h + w * xs.w];
-        acc = kMax ? fmaxf(acc, v) : acc + v;
+        acc = kMax ? nan_max(acc, v) : acc + v;
       }
     }
     out[n * os.n + c * os.c + oh * os.h + ow * os.w] = kMax ? acc : acc * scale;

@@ -42,8 +42,9 @@ namespace sb {
 // The naive per-window loops these replaced ran NCHW 3x3 / 2 pooling of 8x64x56x56 far
 // below the copy ceiling and NHWC several times faster, so the Channels-last table
 // credited NHWC pooling with a speed-up that was our code's, not the machine's
-// (docs/notes/conv.md has the before and after). max skips NaN (as fmax: x > acc ? x :
-// acc, _mm256_max_ps(x, acc)); a window of NaN alone gives -inf. PyTorch propagates NaN.
+// (docs/notes/conv.md has the before and after). max propagates NaN, as PyTorch's
+// max_pool2d: a NaN in the window gives NaN (the scalar x > acc || x != x, the vectors
+// vec::max_nan: max_ps and an OR of the unordered compare).
 namespace {
 struct PoolShape {
   int64_t N, C, H, W, k, s, pad, OH, OW;
@@ -51,7 +52,7 @@ struct PoolShape {
 
 template <bool kMax>
 inline float pool_comb(float acc, float v) {
-  return kMax ? (v > acc ? v : acc) : acc + v;
+  return kMax ? (v > acc || v != v ? v : acc) : acc + v;  // a NaN, once in acc, stays
 }
 template <bool kMax>
 constexpr float pool_init() {
@@ -69,7 +70,7 @@ using F8 = vec::Vec<float>;
 
 template <bool kMax>
 inline __m256 pool_comb8(__m256 acc, __m256 v) {
-  return kMax ? F8::max_skip_nan(acc, v) : F8::add(acc, v);
+  return kMax ? F8::max_nan(acc, v) : F8::add(acc, v);
 }
 #endif
 

@@ -11,7 +11,7 @@
 //   the first element repeated for Half and BFloat16, which have no 16-bit masked load), set1, zero,
 //   add, sub, mul, div, fma, sqrt, neg, abs, relu, exp (Note [Vector exp]), maximum and
 //   minimum (PyTorch's NaN rule, the elementwise ops), max_nan (NaN-propagating running
-//   max), max_skip_nan (float lanes: fmax's NaN rule), hsum and hmax (in double);
+//   max: the reductions and pooling), hsum and hmax (in double);
 //   masked_load, masked_store and gather_even (the even lanes of a stride-2 run) where the
 //   CPU has AVX-512VL (k-masks; the AVX2 vmaskmovps store is microcoded on AMD), and
 //   scatter_even8 (a stride-2 store of 8 floats) with AVX-512F, behind
@@ -117,9 +117,6 @@ struct F32Lanes {
   // max_ps returns its second operand when either is NaN: a NaN already in a stays; a NaN
   // in x is forced in by OR-ing the all-ones unordered mask (a NaN pattern).
   static V max_nan(V a, V x) { return _mm256_or_ps(_mm256_max_ps(x, a), _mm256_cmp_ps(x, x, _CMP_UNORD_Q)); }
-  // max_ps(x, a) returns its second operand when either is NaN: a NaN in x is skipped,
-  // as fmax does (pooling's max)
-  static V max_skip_nan(V a, V x) { return _mm256_max_ps(x, a); }
   // in double, pairwise over the lanes in order (a short dependency chain; adding the two
   // halves as vectors first was slower on a 512 x 256 row mean: docs/notes/planner.md)
   static double hsum(V v) {
