@@ -188,43 +188,6 @@ TEST(Conv2d, DepthwiseChannelsLastEveryWidth) {
   }
 }
 
-// A fused relu is the elementwise relu: NaN propagates (PyTorch's conv then relu), on
-// every path (depthwise channels-last in vectors and its channel tail, the depthwise and
-// few-channel direct loops, the implicit GEMM's epilogue and, on AVX-512 CPUs, the
-// direct kernel) and SIMD level. Outputs start at 7, so an unwritten NaN cannot pass.
-TEST(Conv2d, FusedReluPropagatesNaN) {
-  struct NanCase {
-    int64_t C, O, K;
-    Conv2dParams p;
-  };
-  const NanCase cases[] = {{19, 19, 3, {1, 1, 1, 19}},  // depthwise: 2 vectors and a 3-channel tail
-                           {6, 12, 3, {1, 1, 1, 3}},    // few channels a group
-                           {16, 24, 3, {1, 1, 1, 1}},   // implicit GEMM / direct kernel
-                           {16, 70, 1, {1, 0, 1, 1}}};  // 1x1
-  for (const NanCase& c : cases) {
-    Tensor vx = randn({2, c.C, 6, 11}, 41 + c.C);
-    float* px = vx.data<float>();
-    for (int64_t ch = 0; ch < c.C; ch += 3) px[((1 * c.C + ch) * 6 + 2) * 11 + 4] = NAN;
-    const Tensor vw = randn({c.O, c.C / c.p.groups, c.K, c.K}, 42), bias = randn({c.O}, 43);
-    const std::vector<double> ref = ref_conv(vx, vw, bias, c.p, true);
-    ASSERT_TRUE(std::any_of(ref.begin(), ref.end(), [](double v) { return std::isnan(v); }));
-    ASSERT_TRUE(std::any_of(ref.begin(), ref.end(), [](double v) { return v == 0.0; }));
-    for (const Modes& m : kModes) {
-      ModeGuard g(m);
-      for (Layout l : {Layout::Contiguous, Layout::ChannelsLast}) {
-        const Tensor x = test::with_layout(vx, l);
-        Tensor out = empty(conv2d_output_sizes(x, vw, bias, c.p), DType::Float32, Device::cpu(),
-                           l == Layout::ChannelsLast ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous);
-        out.fill_(7.0);
-        conv2d_out(out, x, vw, bias, c.p, true);
-        ASSERT_TRUE(test::all_close(out, ref, 1e-4, 1e-5))
-            << "C " << c.C << " O " << c.O << " groups " << c.p.groups << " " << test::layout_name(l) << " simd "
-            << static_cast<int>(m.simd) << " threads " << m.threads;
-      }
-    }
-  }
-}
-
 TEST(Conv2d, RandomCases) {
   std::mt19937_64 rng(21);
   for (int t = 0; t < 12; ++t) {
@@ -443,6 +406,49 @@ TEST(Conv2d, DeviceMismatch) {
 // (Note [Device-parameterized tests] in test_util.h)
 
 class ConvOnDevice : public ::testing::TestWithParam<Device> {};
+
+// A fused relu is the elementwise relu: NaN propagates (PyTorch's conv then relu), on
+// every path (depthwise channels-last in vectors and its channel tail, the depthwise and
+// few-channel direct loops, the implicit GEMM's epilogue and, on AVX-512 CPUs, the
+// direct kernel) and SIMD level; on CUDA through cuDNN's fused relu (Note [Fused relu
+// and NaN] in matmul/gemm_impl.h). Outputs start at 7, so an unwritten NaN cannot pass.
+TEST_P(ConvOnDevice, FusedReluPropagatesNaN) {
+  const Device dev = GetParam();
+  SB_SKIP_WITHOUT_DEVICE(dev);
+  const test::Tf32Scope scope(dev, false);
+  struct NanCase {
+    int64_t C, O, K;
+    Conv2dParams p;
+  };
+  const NanCase cases[] = {{19, 19, 3, {1, 1, 1, 19}},  // depthwise: 2 vectors and a 3-channel tail
+                           {6, 12, 3, {1, 1, 1, 3}},    // few channels a group
+                           {16, 24, 3, {1, 1, 1, 1}},   // implicit GEMM / direct kernel
+                           {16, 70, 1, {1, 0, 1, 1}}};  // 1x1
+  for (const NanCase& c : cases) {
+    Tensor vx = randn({2, c.C, 6, 11}, 41 + c.C);
+    float* px = vx.data<float>();
+    for (int64_t ch = 0; ch < c.C; ch += 3) px[((1 * c.C + ch) * 6 + 2) * 11 + 4] = NAN;
+    const Tensor vw = randn({c.O, c.C / c.p.groups, c.K, c.K}, 42), bias = randn({c.O}, 43);
+    const std::vector<double> ref = ref_conv(vx, vw, bias, c.p, true);
+    ASSERT_TRUE(std::any_of(ref.begin(), ref.end(), [](double v) { return std::isnan(v); }));
+    ASSERT_TRUE(std::any_of(ref.begin(), ref.end(), [](double v) { return v == 0.0; }));
+    const Tensor w = vw.to(dev), b = bias.to(dev);
+    for (const Modes& m : dev.is_cuda() ? std::vector<Modes>{kModes.front()} : kModes) {
+      ModeGuard g(m);
+      for (Layout l : {Layout::Contiguous, Layout::ChannelsLast}) {
+        const Tensor x = test::on_device(dev, test::naive_values(vx), vx.sizes(), DType::Float32, l);
+        Tensor out = empty(conv2d_output_sizes(x, w, b, c.p), DType::Float32, dev,
+                           l == Layout::ChannelsLast ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous);
+        out.fill_(7.0);
+        conv2d_out(out, x, w, b, c.p, true);
+        ASSERT_TRUE(test::all_close(out, ref, 1e-4, 1e-5))
+            << "C " << c.C << " O " << c.O << " groups " << c.p.groups << " " << test::layout_name(l) << " on " << dev
+            << ", simd " << static_cast<int>(m.simd) << " threads " << m.threads;
+      }
+    }
+  }
+}
+
 
 struct ConvCase {
   int64_t N, C, H, W, O, KH, KW;

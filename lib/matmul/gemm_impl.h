@@ -69,8 +69,8 @@ inline int team_size() { return in_parallel_region() ? 1 : std::max(1, get_num_t
 // kernels) is the elementwise relu: max(0, v) with NaN kept, as PyTorch's relu after the
 // op. So the vector forms are max_ps(zero, v), which returns its second operand when
 // either is NaN, and the scalar ones v < 0 ? 0 : v; max_ps(v, zero) and v > 0 ? v : 0
-// would turn NaN into 0 (tests: Conv2d.FusedReluPropagatesNaN,
-// Matmul.FusedReluPropagatesNaN, Quant.FusedReluPropagatesNaN).
+// would turn NaN into 0 (tests: ConvOnDevice.FusedReluPropagatesNaN,
+// Gemm.FusedReluPropagatesNaN, Linear.FusedReluPropagatesNaN, CudaLinear's twin).
 
 // tile (mr x nr, row-major with ld NR) -> C with the epilogue. first/last: the first
 // and last KC block of the sum (beta applies on the first, bias/relu on the last).
