@@ -71,6 +71,9 @@ inline int team_size() { return in_parallel_region() ? 1 : std::max(1, get_num_t
 // either is NaN, and the scalar ones v < 0 ? 0 : v; max_ps(v, zero) and v > 0 ? v : 0
 // would turn NaN into 0 (tests: ConvOnDevice.FusedReluPropagatesNaN,
 // Gemm.FusedReluPropagatesNaN, Linear.FusedReluPropagatesNaN, CudaLinear's twin).
+// cuBLASLt's RELU epilogue does not keep NaN in every kernel, so the CUDA Linear
+// takes only its bias (Note [Linear epilogue in cuBLASLt] in quant/quant.cu); cuDNN's
+// fused relu keeps it (ConvOnDevice.FusedReluPropagatesNaN/cuda0 on the H100).
 
 // tile (mr x nr, row-major with ld NR) -> C with the epilogue. first/last: the first
 // and last KC block of the sum (beta applies on the first, bias/relu on the last).

@@ -1,9 +1,9 @@
 // quant.cu — the CUDA Linear (cuda_backend.h: linear_forward), in the four precisions of
 // stridebench/quant.h.
 //
-//   F32          one cublasLt matmul with the bias and relu in its epilogue (Note [Linear
-//                epilogue in cuBLASLt]); x row-major or column-major as an op flag, any
-//                other layout copied first.
+//   F32          one cublasLt matmul with the bias in its epilogue (Note [Linear
+//                epilogue in cuBLASLt]), the relu after it; x row-major or column-major
+//                as an op flag, any other layout copied first.
 //   F16, BF16    x rounded to float16 (bfloat16) by the copy kernel, then the same
 //                cublasLt matmul with float16 (bfloat16) operands, float32 output and
 //                float32 accumulation (tensor cores).
@@ -26,10 +26,15 @@
 // A separate bias/relu kernel reads and writes y once more (128 MiB and a launch at
 // 4096x4096x4096), which put us behind PyTorch's f32 layer (cuBLASLt with the bias in
 // the GEMM's epilogue; docs/notes/cuda.md). So the f32 and f16 layers
-// call cublasLt with CUBLASLT_EPILOGUE_BIAS / RELU_BIAS / RELU: bias is a vector over
-// the rows of cuBLAS's column-major D = y^T, our output features. Descriptors and the
-// heuristic's first algorithm are made once per (device, type, shape, x's layout,
-// epilogue) and kept; the workspace is the device's one (cublas_util.h).
+// call cublasLt with CUBLASLT_EPILOGUE_BIAS: bias is a vector over the rows of
+// cuBLAS's column-major D = y^T, our output features. The relu is not cuBLASLt's:
+// its RELU/RELU_BIAS epilogues turn NaN into 0 in some kernels (the H100's float16
+// kernel at K 50) and keep it in others, where the layer keeps NaN (Note [Fused relu
+// and NaN] in matmul/gemm_impl.h; CudaLinear.FusedReluPropagatesNaN). A relu layer
+// runs bias_relu_kernel's relu over y after the matmul: one more read and write of y.
+// Descriptors and the heuristic's first algorithm are made once per (device, type,
+// shape, x's layout, epilogue) and kept; the workspace is the device's one
+// (cublas_util.h).
 // Where the heuristic returns nothing, the layer falls back to cuBLAS (cublasGemmEx) and the
 // bias/relu kernel (counted apart: linear_path_counts()).
 // Cost (int8): x read twice (range, quantize), xq written and read, acc written and
@@ -205,13 +210,13 @@ using LtKey = std::tuple<int, int, int64_t, int64_t, int64_t, bool, int64_t, int
 
 // y^T (N x M column-major, ld N) = op(w') (w [N, K] row-major: K x N column-major, op T)
 // x op(x') (x [M, K]: row-major -> K x M, op N; column-major -> M x K, op T) with the
-// epilogue. False when cuBLASLt offers no algorithm for it.
+// bias epilogue, then the relu. False when cuBLASLt offers no algorithm for it.
 bool lt_linear(const Tensor& y, const Tensor& x, bool xtrans, int64_t ldx, const Tensor& w, cudaDataType_t ab,
                const Tensor& bias, bool relu, int dev) {
   const int64_t M = y.size(0), N = y.size(1), K = w.size(1);
   if (M > INT32_MAX || N > INT32_MAX || K > INT32_MAX || ldx > INT32_MAX) return false;
-  const cublasLtEpilogue_t epi = bias.defined() ? (relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS)
-                                                : (relu ? CUBLASLT_EPILOGUE_RELU : CUBLASLT_EPILOGUE_DEFAULT);
+  // No RELU epilogue: Note [Linear epilogue in cuBLASLt]
+  const cublasLtEpilogue_t epi = bias.defined() ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
   static std::mutex mu;
   static std::map<LtKey, LtPlan> plans;
   std::lock_guard<std::mutex> lock(mu);  // also guards the shared descriptor's bias pointer below
@@ -255,6 +260,7 @@ bool lt_linear(const Tensor& y, const Tensor& x, bool xtrans, int64_t ldx, const
   const float one = 1.0f, zero = 0.0f;
   SB_CUBLAS_CHECK(cublasLtMatmul(cublaslt_handle(dev), p.op, &one, w.data_ptr(), p.a, x.data_ptr(), p.b, &zero,
                                    y.data_ptr(), p.c, y.data_ptr(), p.c, &p.algo, cublaslt_workspace(dev), kCublasLtWorkspace, 0));
+  epilogue(y, Tensor(), relu, dev);
   ++g_lt_calls;
   return true;
 }
