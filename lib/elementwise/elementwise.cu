@@ -334,9 +334,10 @@ void launch(const char* op, const Tensor& out, const Tensor* const (&in)[NIN], F
   Ptrs2 p{{nullptr, nullptr}};
   for (int k = 0; k < NIN; ++k) p.p[k] = in[k]->data_ptr();
   T* o = static_cast<T*>(out.data_ptr());
-  bool vec = it.ndim == 1 && it.strides[0][0] == 1 && reinterpret_cast<uintptr_t>(o) % 16 == 0;
-  for (int k = 0; k < NIN; ++k)
-    vec = vec && it.strides[k + 1][0] == 1 && reinterpret_cast<uintptr_t>(p.p[k]) % 16 == 0;
+  // contiguous: one dim of stride 1, or none (a single element: plan_dims drops size-1 dims)
+  const auto unit = [&](int a) { return it.ndim == 0 || it.strides[a][0] == 1; };
+  bool vec = it.ndim <= 1 && unit(0) && reinterpret_cast<uintptr_t>(o) % 16 == 0;
+  for (int k = 0; k < NIN; ++k) vec = vec && unit(k + 1) && reinterpret_cast<uintptr_t>(p.p[k]) % 16 == 0;
   const unsigned staged = vec ? 0u : staged_inputs(it, tile_edge<T>());
   if (vec) {
     vectorized_kernel<T, NIN><<<vectorized_blocks<T>(n), kVecThreads>>>(o, p, n, f);
