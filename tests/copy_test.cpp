@@ -687,8 +687,9 @@ TEST_P(CopyOnDevice, EveryCaseOfTheTable) {
       // PyTorch's rule: contiguous(format) of a tensor already in it returns the tensor
       const Tensor view = c.op == cases::CopyOp::Permute ? x.permute({2, 0, 1}) : x;
       const bool clone = c.op == cases::CopyOp::Contiguous && c.layout == Layout::Contiguous;
-      if (x.numel() > 0)
+      if (x.numel() > 0) {
         EXPECT_EQ(y.shares_storage_with(x), !clone && view.is_contiguous(cases::copy_format(c))) << what;
+      }
       std::vector<double> ref = vx;
       if (c.op == cases::CopyOp::Permute) {  // y[k][i][j] = x[i][j][k]
         const int64_t I = c.shape[0], J = c.shape[1], K = c.shape[2];
@@ -737,8 +738,9 @@ TEST(CudaCopy, PinnedAndAsync) {
 
 // Note [Paired 2-byte transpose tiles]: a 2-byte transpose whose words lie on 4-byte
 // boundaries moves pairs: an odd row and column count (ragged last pairs), several
-// 128 x 64 tiles each way with a batch, dst padded (its padding left as it was), both
-// 2-byte dtypes; a source one element off a 4-byte boundary takes the element tiles.
+// 64 x 128 tiles each way (full and ragged) with a batch, dst padded (its padding left
+// as it was), both 2-byte dtypes; a source one element off a 4-byte boundary takes the
+// element tiles.
 TEST(CudaCopy, TwoByteTransposesMoveAlignedPairs) {
   const Device dev = Device::cuda(0);
   SB_SKIP_WITHOUT_DEVICE(dev);

@@ -117,60 +117,84 @@ __global__ void transpose_kernel(T* dst, const T* src, TileWalk<2> walk, int64_t
 }
 
 // Note [Paired 2-byte transpose tiles]
-// For 2-byte elements the tile above moves 64 bytes a warp instruction and 32 bytes in
-// flight per thread, half of what it moves for 4-byte ones. Where both sides allow
-// 4-byte words (below), a 128 (i) x 64 (j) tile is moved in pairs instead: the read
-// phase loads a word of two i-adjacent elements of src per (column, thread), the write
-// phase stores a word of two j-adjacent elements of dst per (row, thread), 16 words a
-// thread each way, as the 4-byte tile. The tile holds 2-byte elements at an odd pitch
-// (129), so that the write phase's column reads (elements 2tx and 2tx + 1 of a column)
-// hit 32 distinct banks; the read phase stores the two halves of a word separately.
+// For 2-byte elements the element tile above moves 64 bytes a warp instruction, half of
+// what it moves for 4-byte ones. Where both sides allow 4-byte words (below), a
+// 64 (i) x 128 (j) tile moves as 32-bit words only: in the read phase a thread loads the
+// words (i, i + 1) of columns j and j + 1 and turns that 2x2 block, with two byte
+// permutes, into the words (j, j + 1) of rows i and i + 1; the shared tile holds row
+// words, so the write phase stores each word as it loads it. Per word: one global load,
+// one shared store, one shared load, one global store; 16 words a thread each way, as
+// the 4-byte tile. Word w of tile row r sits at column (w + r / 2) % 64, so the read
+// phase's stores (rows 2tx and 2tx + 1, one word column a warp) and the write phase's
+// loads (one row, words tx and tx + 32) each hit 32 distinct banks. A tile of 2-byte
+// elements at an odd pitch (two 16-bit shared accesses per word each way) ran at 0.70x
+// the element tile's speed on the H100 (docs/notes/cuda.md).
 // Needs: src 4-byte aligned with every stride but the unit one even, dst likewise, so
 // that every word lies on a 4-byte boundary (the launch checks); a ragged last pair of
-// a tile (an odd row or column count) moves one element.
-constexpr int kPairI = 128, kPairJ = 64, kPairPitch = kPairI + 1;
+// a tile (an odd row or column count) moves one element. Full tiles skip the bounds.
+// __launch_bounds__(256, 4): 64 registers, no spill, four blocks an SM as the element
+// tile's 56 registers allow; 96 without it, two blocks an SM.
+constexpr int kPairI = 64, kPairJ = 128, kPairWords = kPairJ / 2;
 
-__global__ void transpose_pairs_kernel(uint16_t* dst, const uint16_t* src, TileWalk<2> walk, int64_t dst_row_stride,
-                                       int64_t src_col_stride) {
-  __shared__ uint16_t tile[kPairJ][kPairPitch];
+template <bool kFull>
+__device__ __forceinline__ void transpose_pair_tile(uint16_t* d, const uint16_t* s, uint32_t (&tile)[kPairI][kPairWords],
+                                                    int64_t rows, int64_t cols, int64_t i0, int64_t j0,
+                                                    int64_t dst_row_stride, int64_t src_col_stride) {
   const int tx = threadIdx.x, ty = threadIdx.y;
-  const int64_t rows = walk.rows, cols = walk.cols;
-  walk.each<kPairI, kPairJ>([&](const int64_t (&off)[2], int64_t i0, int64_t j0) {
-    uint16_t* d = dst + off[0];
-    const uint16_t* s = src + off[1];
-    // read: the pair (i, i + 1) = i0 + c + 2 tx of column j = j0 + ty + k
+  // read: the words (i, i + 1) of columns j = j0 + 2 w and j + 1, w = ty + 8 q
+  const int64_t i = i0 + 2 * tx;
 #pragma unroll
-    for (int c = 0; c < kPairI; c += 64) {
-      const int64_t i = i0 + c + 2 * tx;
+  for (int q = 0; q < kPairWords / kTileRows; ++q) {
+    const int w = ty + kTileRows * q;
+    const int64_t j = j0 + 2 * w;
+    const uint16_t* p = s + i + j * src_col_stride;
+    uint32_t w0 = 0, w1 = 0;
+    if (kFull) {
+      w0 = *reinterpret_cast<const uint32_t*>(p);
+      w1 = *reinterpret_cast<const uint32_t*>(p + src_col_stride);
+    } else if (i < rows) {
+      const bool pair = i + 1 < rows;
+      if (j < cols) w0 = pair ? *reinterpret_cast<const uint32_t*>(p) : p[0];
+      if (j + 1 < cols) w1 = pair ? *reinterpret_cast<const uint32_t*>(p + src_col_stride) : p[src_col_stride];
+    }
+    const int col = (w + tx) % kPairWords;          // rows 2tx and 2tx + 1: r / 2 = tx
+    tile[2 * tx][col] = __byte_perm(w0, w1, 0x5410);      // (i, j), (i, j + 1)
+    tile[2 * tx + 1][col] = __byte_perm(w0, w1, 0x7632);  // (i + 1, j), (i + 1, j + 1)
+  }
+  __syncthreads();
+  // write: the words w = tx + 32 c, elements (j, j + 1) = j0 + 2 w, of rows i0 + ty + 8 k
 #pragma unroll
-      for (int k = 0; k < kPairJ; k += kTileRows) {
-        const int64_t j = j0 + ty + k;
-        if (j >= cols || i >= rows) continue;
-        const uint16_t* p = s + i + j * src_col_stride;
-        if (i + 1 < rows) {
-          const uint32_t w = *reinterpret_cast<const uint32_t*>(p);
-          tile[ty + k][c + 2 * tx] = static_cast<uint16_t>(w);
-          tile[ty + k][c + 2 * tx + 1] = static_cast<uint16_t>(w >> 16);
-        } else {
-          tile[ty + k][c + 2 * tx] = *p;
-        }
+  for (int k = 0; k < kPairI / kTileRows; ++k) {
+    const int r = ty + kTileRows * k;
+    const int64_t ii = i0 + r;
+    uint16_t* row = d + ii * dst_row_stride + j0;
+#pragma unroll
+    for (int c = 0; c < kPairWords; c += 32) {
+      const int w = tx + c;
+      const uint32_t word = tile[r][(w + r / 2) % kPairWords];
+      if (kFull) {
+        *reinterpret_cast<uint32_t*>(row + 2 * w) = word;
+      } else if (ii < rows && j0 + 2 * w < cols) {
+        if (j0 + 2 * w + 1 < cols)
+          *reinterpret_cast<uint32_t*>(row + 2 * w) = word;
+        else
+          row[2 * w] = static_cast<uint16_t>(word);
       }
     }
-    __syncthreads();
-    // write: the pair (j, j + 1) = j0 + 2 tx of row i = i0 + ty + k
-    const int64_t j = j0 + 2 * tx;
-#pragma unroll
-    for (int k = 0; k < kPairI; k += kTileRows) {
-      const int64_t i = i0 + ty + k;
-      if (i >= rows || j >= cols) continue;
-      uint16_t* q = d + i * dst_row_stride + j;
-      const uint16_t lo = tile[2 * tx][ty + k];
-      if (j + 1 < cols)
-        *reinterpret_cast<uint32_t*>(q) = lo | static_cast<uint32_t>(tile[2 * tx + 1][ty + k]) << 16;
-      else
-        *q = lo;
-    }
-    __syncthreads();  // the tile is reused by the next iteration
+  }
+  __syncthreads();  // the tile is reused by the next iteration
+}
+
+__global__ void __launch_bounds__(32 * kTileRows, 4)
+    transpose_pairs_kernel(uint16_t* dst, const uint16_t* src, TileWalk<2> walk, int64_t dst_row_stride,
+                           int64_t src_col_stride) {
+  __shared__ uint32_t tile[kPairI][kPairWords];
+  const int64_t rows = walk.rows, cols = walk.cols;
+  walk.each<kPairI, kPairJ>([&](const int64_t (&off)[2], int64_t i0, int64_t j0) {
+    if (i0 + kPairI <= rows && j0 + kPairJ <= cols)  // uniform over the block
+      transpose_pair_tile<true>(dst + off[0], src + off[1], tile, rows, cols, i0, j0, dst_row_stride, src_col_stride);
+    else
+      transpose_pair_tile<false>(dst + off[0], src + off[1], tile, rows, cols, i0, j0, dst_row_stride, src_col_stride);
   });
 }
 
