@@ -180,7 +180,7 @@ if want sanitize && command -v compute-sanitizer >/dev/null; then
   rc=0
   # binary:filter, each filter naming the tests of that binary whose kernels use shared
   # memory; a filter that runs no test is an error (a renamed or moved test)
-  for tf in copy_test:'*NchwNhwcAndLastTwoDimsTransposed/cuda0' reduce_test:'*LargeInnerOuterAndErrors/cuda0' \
+  for tf in copy_test:'*NchwNhwcAndLastTwoDimsTransposed/cuda0:CudaCopy.TwoByteTransposesMoveAlignedPairs' reduce_test:'*LargeInnerOuterAndErrors/cuda0' \
             normalize_test:'*NormalizeOnDevice.*/cuda0' elementwise_test:'CudaElementwise.MismatchedLayoutsTakeTheTiledPath'; do
     t=${tf%%:*}
     echo "== $t" >> "$OUT/racecheck.log"
