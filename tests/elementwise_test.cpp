@@ -1234,7 +1234,8 @@ TEST(CudaElementwise, ContiguousChunksAndTails) {
 // Note [Tiled elementwise for mismatched layouts]: an input along out's next-to-last dim
 // takes the tiled kernel (counted), in every dtype width (the 8-byte tile is 32 wide),
 // with edges that fill no tile, batched (NCHW beside NHWC), broadcast along the rows,
-// into a transposed out, and in place; each against float64 over the stored values.
+// into a transposed out, in place on either operand, and with each of the three staged
+// sets of two inputs (a, b, both); each against float64 over the stored values.
 TEST(CudaElementwise, MismatchedLayoutsTakeTheTiledPath) {
   const Device dev = Device::cuda(0);
   SB_SKIP_WITHOUT_DEVICE(dev);
@@ -1286,6 +1287,19 @@ TEST(CudaElementwise, MismatchedLayoutsTakeTheTiledPath) {
     EXPECT_EQ(cuda::elementwise_path_counts().tiled, 5) << what;
     for (size_t i = 0; i < ref.size(); ++i) ref[i] = std::max(vr[i % 133], vb[i]);
     EXPECT_TRUE(all_close(o2, ref, tol, tol)) << what << " maximum(row, b transposed)";
+    // both operands transposed into a contiguous out: two tiles
+    const Tensor at = test::on_device(dev, va, s, dt, Layout::Transposed);
+    Tensor o3 = test::poisoned_on(dev, s, dt, Layout::Contiguous);
+    cuda::binary(BinaryOp::Sub, o3, at, b);
+    EXPECT_EQ(cuda::elementwise_path_counts().tiled, 6) << what;
+    for (size_t i = 0; i < ref.size(); ++i) ref[i] = va[i] - vb[i];
+    EXPECT_TRUE(all_close(o3, ref, tol, tol)) << what << " a and b transposed";
+    // a staged, b not, in place on b: out is the unstaged second operand
+    Tensor bc = test::on_device(dev, vb, s, dt, Layout::Contiguous);
+    cuda::binary(BinaryOp::Sub, bc, at, bc);
+    EXPECT_EQ(cuda::elementwise_path_counts().tiled, 7) << what;
+    for (size_t i = 0; i < ref.size(); ++i) ref[i] = va[i] - vb[i];
+    EXPECT_TRUE(all_close(bc, ref, tol, tol)) << what << " a transposed - b, in place on b";
   }
 }
 

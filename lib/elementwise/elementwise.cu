@@ -86,28 +86,40 @@ __device__ __forceinline__ A call(const F& f, const A (&x)[NIN]) {
   else return f(x[0], x[1]);
 }
 
-// The functor of `code` (kCode above) applied to x; s is a tensor-scalar op's scalar.
-template <typename A, int NIN>
-__device__ __forceinline__ A call_code(int code, const A (&x)[NIN], A s) {
-#define SB_BIN(OP, B) \
-  case static_cast<int>(BinaryOp::OP): return BinaryFn<BinaryOp::OP>()(x[0], B);
+// The op of a run-time `code` (kCode above) as a functor op(x, s) over the inputs x (s:
+// a tensor-scalar op's scalar), handed to body: one switch for all the elements a body
+// computes, not one an element (Note [Tiled kernel registers]).
+template <BinaryOp OP> struct Code2 {
+  template <typename A> __device__ __forceinline__ A operator()(const A (&x)[2], A) const {
+    return BinaryFn<OP>()(x[0], x[1]);
+  }
+};
+template <BinaryOp OP> struct CodeS {
+  template <typename A> __device__ __forceinline__ A operator()(const A (&x)[1], A s) const {
+    return BinaryFn<OP>()(x[0], s);
+  }
+};
+template <UnaryOp OP> struct Code1 {
+  template <typename A> __device__ __forceinline__ A operator()(const A (&x)[1], A) const {
+    return UnaryFn<OP>()(x[0]);
+  }
+};
+
+template <int NIN, typename Body>
+__device__ __forceinline__ void with_code(int code, Body&& body) {
+#define SB_BIN(OP, FN) case static_cast<int>(BinaryOp::OP): body(FN<BinaryOp::OP>{}); return;
+#define SB_UN(OP) case static_cast<int>(UnaryOp::OP): body(Code1<UnaryOp::OP>{}); return;
   if constexpr (NIN == 2) {
-    switch (code) { SB_BIN(Add, x[1]) SB_BIN(Sub, x[1]) SB_BIN(Mul, x[1]) SB_BIN(Div, x[1])
-                    SB_BIN(Maximum, x[1]) SB_BIN(Minimum, x[1]) }
+    switch (code) { SB_BIN(Add, Code2) SB_BIN(Sub, Code2) SB_BIN(Mul, Code2) SB_BIN(Div, Code2)
+                    SB_BIN(Maximum, Code2) SB_BIN(Minimum, Code2) }
   } else if (code >= 32) {
-    switch (code - 32) { SB_BIN(Add, s) SB_BIN(Sub, s) SB_BIN(Mul, s) SB_BIN(Div, s) SB_BIN(Maximum, s)
-                         SB_BIN(Minimum, s) }
+    switch (code - 32) { SB_BIN(Add, CodeS) SB_BIN(Sub, CodeS) SB_BIN(Mul, CodeS) SB_BIN(Div, CodeS)
+                         SB_BIN(Maximum, CodeS) SB_BIN(Minimum, CodeS) }
   } else {
-    switch (code - 16) {
-      case static_cast<int>(UnaryOp::Neg): return UnaryFn<UnaryOp::Neg>()(x[0]);
-      case static_cast<int>(UnaryOp::Abs): return UnaryFn<UnaryOp::Abs>()(x[0]);
-      case static_cast<int>(UnaryOp::Relu): return UnaryFn<UnaryOp::Relu>()(x[0]);
-      case static_cast<int>(UnaryOp::Exp): return UnaryFn<UnaryOp::Exp>()(x[0]);
-      case static_cast<int>(UnaryOp::Sqrt): return UnaryFn<UnaryOp::Sqrt>()(x[0]);
-    }
+    switch (code - 16) { SB_UN(Neg) SB_UN(Abs) SB_UN(Relu) SB_UN(Exp) SB_UN(Sqrt) }
   }
 #undef SB_BIN
-  return x[0];
+#undef SB_UN
 }
 
 template <typename F, typename A>
@@ -210,7 +222,7 @@ __global__ void strided_kernel(T* out, Ptrs2 in, OffsetCalc<NIN + 1> it, int64_t
 // gives the dims; the launch only picks this kernel when the last two dims are 4 or more
 // long. In place is safe: an input that is out has out's strides, so it is never staged
 // and each element is read before it is written by the same thread. The op comes as a
-// run-time code (call_code), uniform over the grid: one kernel per dtype and input count
+// run-time code (with_code), uniform over the grid: one kernel per dtype and input count
 // instead of one per op, which kept every binary's fatbin (each links all of lib/cuda)
 // from doubling.
 template <int N>
@@ -231,56 +243,81 @@ constexpr int kTileRows = 8;
 // an int. With the tile walked in 64-bit indices (i * si + j * sj per element, as the
 // strided kernel does), nvcc gave a two-input kernel about 150 registers a thread
 // (-Xptxas -v, sm_90): one 256-thread block an SM, too few loads in flight (measured in
-// docs/notes/cuda.md). Unbounded, it still takes 175 to hoist every load;
-// __launch_bounds__ asks for 3 blocks an SM, which nvcc meets in 80 registers without a
-// spill (4 blocks spilled), and 3 blocks' tiles (two inputs of 64 x 65 floats) fit in
-// shared memory.
+// docs/notes/cuda.md). __launch_bounds__ asks for 3 blocks an SM, which nvcc meets in
+// 58-80 registers, and 3 blocks' tiles (two inputs of 64 x 65 floats) fit in shared
+// memory. The compute phase loads the unstaged input a column at a time before any
+// store: with its loads after each element's store (out may alias it), they went one
+// at a time, and a transposed add took 1.94x the contiguous time on the H100 where a
+// transposed copy takes 1.09x. The staged set is a template argument and the op is
+// switched on once a tile: with the operand or the op picked per element, nvcc put the
+// kernel arguments in local memory and spilled 70-480 bytes. One variant a dtype
+// (input 0 staged, input 1 not) spills 8 bytes.
 constexpr int kTiledBlocksPerSm = 3;
 
-template <typename T, int NIN>
+// kStaged: the staged inputs (bit k: input k), a template argument so that no operand
+// is picked at run time (an array of kernel arguments indexed at run time goes to
+// local memory): one kernel for one input, three for two (01, 10, 11); only the staged
+// inputs have a tile.
+template <typename T, int NIN, unsigned kStaged>
 __global__ void __launch_bounds__(32 * kTileRows, kTiledBlocksPerSm)
-    tiled_kernel(T* out, Ptrs2 in, TileWalk<NIN + 1> walk, TileStrides<NIN + 1> st, unsigned staged, int code,
-                 acc_t<T> s) {
+    tiled_kernel(T* out, Ptrs2 in, TileWalk<NIN + 1> walk, TileStrides<NIN + 1> st, int code, acc_t<T> s) {
   using A = acc_t<T>;
-  constexpr int kT = tile_edge<T>();
-  __shared__ T tile[NIN][kT][kT + 1];
+  constexpr int kT = tile_edge<T>(), kC = kT / 32, kR = kT / kTileRows;
+  constexpr int kSlots = kStaged == 3u ? 2 : 1;
+  constexpr int kU = NIN == 2 && kStaged != 3u ? (kStaged == 1u ? 1 : 0) : -1;  // the unstaged input, if any
+  __shared__ T tile[kSlots][kT][kT + 1];
   const int tx = threadIdx.x, ty = threadIdx.y;
   walk.template each<kT, kT>([&](const int64_t (&off)[NIN + 1], int64_t i0, int64_t j0) {
     const int ni = static_cast<int>(min(static_cast<int64_t>(kT), walk.rows - i0));
     const int nj = static_cast<int>(min(static_cast<int64_t>(kT), walk.cols - j0));
-    // the staged inputs' tiles, read along i (their stride there is 1): tile[k][lj][li]
+    // the staged inputs' tiles, read along i (their stride there is 1): tile[slot][lj][li]
 #pragma unroll
     for (int k = 0; k < NIN; ++k) {
-      if (!(staged & (1u << k))) continue;
+      if (!(kStaged & (1u << k))) continue;
+      const int slot = kStaged == 3u ? k : 0;
       const int sj = st.j[k + 1];
       const T* p = static_cast<const T*>(in.p[k]) + off[k + 1] + i0 + j0 * sj + (tx + ty * sj);
 #pragma unroll
       for (int c = 0; c < kT; c += 32)
 #pragma unroll
         for (int r = 0; r < kT; r += kTileRows)
-          if (tx + c < ni && ty + r < nj) tile[k][ty + r][tx + c] = p[c + r * sj];
+          if (tx + c < ni && ty + r < nj) tile[slot][ty + r][tx + c] = p[c + r * sj];
     }
     __syncthreads();
     // the tile computed and written along j (out's stride there is 1), element
-    // (li, lj) = (ty + r, tx + c)
+    // (li, lj) = (ty + 8 r, tx + 32 c), a column c at a time: the unstaged input's kR
+    // elements loaded first (kR loads in flight; out may be that input, in place, and a
+    // load after a store to out could not move ahead of it), then the op and the stores.
+    // One switch on the op for the whole tile (with_code).
     const int so = st.i[0];
     T* o = out + off[0] + i0 * so + j0 + (ty * so + tx);
-    const T* d[NIN];
+    const T* d = nullptr;
+    int ui = 0, uj = 0;
+    if constexpr (kU >= 0) {
+      ui = st.i[kU + 1];
+      uj = st.j[kU + 1];
+      d = static_cast<const T*>(in.p[kU]) + off[kU + 1] + i0 * ui + j0 * uj + (ty * ui + tx * uj);
+    }
+    with_code<NIN>(code, [&](auto op) {
 #pragma unroll
-    for (int k = 0; k < NIN; ++k)
-      d[k] = static_cast<const T*>(in.p[k]) + off[k + 1] + i0 * st.i[k + 1] + j0 * st.j[k + 1] +
-             (ty * st.i[k + 1] + tx * st.j[k + 1]);
+      for (int c = 0; c < kC; ++c) {
+        T u[kR];
+        if constexpr (kU >= 0) {
 #pragma unroll
-    for (int c = 0; c < kT; c += 32)
-#pragma unroll
-      for (int r = 0; r < kT; r += kTileRows)
-        if (ty + r < ni && tx + c < nj) {
-          A x[NIN];
-#pragma unroll
-          for (int k = 0; k < NIN; ++k)
-            x[k] = cvt<A>((staged & (1u << k)) ? tile[k][tx + c][ty + r] : d[k][r * st.i[k + 1] + c * st.j[k + 1]]);
-          o[r * so + c] = cvt<T>(call_code<A, NIN>(code, x, s));
+          for (int r = 0; r < kR; ++r)
+            if (ty + kTileRows * r < ni && tx + 32 * c < nj) u[r] = d[kTileRows * r * ui + 32 * c * uj];
         }
+#pragma unroll
+        for (int r = 0; r < kR; ++r)
+          if (ty + kTileRows * r < ni && tx + 32 * c < nj) {
+            A x[NIN];
+#pragma unroll
+            for (int k = 0; k < NIN; ++k)
+              x[k] = k == kU ? cvt<A>(u[r]) : cvt<A>(tile[kStaged == 3u ? k : 0][tx + 32 * c][ty + kTileRows * r]);
+            o[kTileRows * r * so + 32 * c] = cvt<T>(op(x, s));
+          }
+      }
+    });
     __syncthreads();  // the tiles are reused by the next iteration
   });
 }
@@ -315,7 +352,16 @@ void launch_tiled(T* o, const Ptrs2& p, const OffsetCalc<NIN + 1>& it, unsigned 
     st.j[a] = static_cast<int>(it.strides[a][nd - 1]);
   }
   const TileWalk<NIN + 1> walk = tile_walk(it, kT, kT);  // Note [Batched tile walks]
-  tiled_kernel<T, NIN><<<walk.grid(), dim3(32, kTileRows)>>>(o, p, walk, st, staged, code, s);
+  const dim3 grid = walk.grid(), block(32, kTileRows);
+  if constexpr (NIN == 1) {
+    tiled_kernel<T, 1, 1u><<<grid, block>>>(o, p, walk, st, code, s);
+  } else if (staged == 1u) {
+    tiled_kernel<T, 2, 1u><<<grid, block>>>(o, p, walk, st, code, s);
+  } else if (staged == 2u) {
+    tiled_kernel<T, 2, 2u><<<grid, block>>>(o, p, walk, st, code, s);
+  } else {
+    tiled_kernel<T, 2, 3u><<<grid, block>>>(o, p, walk, st, code, s);
+  }
   SB_CUDA_LAUNCH_CHECK();
 }
 
