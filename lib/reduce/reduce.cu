@@ -73,7 +73,10 @@ __device__ __forceinline__ double prep(int mode, double v, double m) { return mo
 
 // This thread's share of the contiguous elements p[0, n): 16-byte loads between a
 // scalar head (up to the first 16-byte boundary) and a scalar tail; elements
-// tid, tid + nt, ... of each part, two vector loads in flight.
+// tid, tid + nt, ... of each part, kRowLoads vector loads in flight. With two, one
+// warp a row read a 64 MiB float32 4096 x 4096 at 82% of the read ceiling on the H100
+// (all 4096 rows resident at once: the bytes in flight, not the waves, set the rate).
+constexpr int kRowLoads = 4;
 template <typename T>
 __device__ __forceinline__ double reduce_row_linear(const T* p, int64_t n, int tid, int nt, int mode, double m,
                                                    double acc) {
@@ -86,12 +89,14 @@ __device__ __forceinline__ double reduce_row_linear(const T* p, int64_t n, int t
   const Vec* pv = reinterpret_cast<const Vec*>(p + head);
   const int64_t nv = (n - head) / V;
   int64_t i = tid;
-  for (; i + nt < nv; i += 2 * nt) {
-    const Vec a = pv[i], b = pv[i + nt];
+  for (; i + (kRowLoads - 1) * nt < nv; i += kRowLoads * nt) {
+    Vec a[kRowLoads];
 #pragma unroll
-    for (int k = 0; k < V; ++k) acc = combine(mode, acc, prep(mode, cvt<double>(a.val[k]), m));
+    for (int u = 0; u < kRowLoads; ++u) a[u] = pv[i + u * nt];
 #pragma unroll
-    for (int k = 0; k < V; ++k) acc = combine(mode, acc, prep(mode, cvt<double>(b.val[k]), m));
+    for (int u = 0; u < kRowLoads; ++u)
+#pragma unroll
+      for (int k = 0; k < V; ++k) acc = combine(mode, acc, prep(mode, cvt<double>(a[u].val[k]), m));
   }
   for (; i < nv; i += nt) {
     const Vec a = pv[i];
