@@ -26,6 +26,12 @@
 #             then the binaries of SB_GPU_BENCH (default: every other bench_*)
 #   peers     PyTorch's CUDA rows (scripts/peers.py --libs torch, device:cuda cases;
 #             SB_GPU_PEERS_FILTER, a regex on run names, narrows them)
+#   recheck   the peer rows the Summary would quote, ours and PyTorch's alternating
+#             (scripts/recheck over the bench and peers steps' JSON, Note [Re-check stops
+#             on noise]): every row where PyTorch was ahead in the first pass and those
+#             where ours was ahead by under 5%, at most SB_GPU_RECHECK_CASES (default
+#             20), until SB_GPU_RECHECK_BUDGET seconds (default 60); recheck.json goes
+#             beside the benchmark JSON at home (collect keeps it as raw/recheck.json)
 #   ab        old against new: each binary of .devcarry/old/ (gpu_prepare.sh with
 #             SB_GPU_OLD=<dir of an earlier build's bench_* binaries>) and its namesake
 #             in bin/, alternating, SB_GPU_AB_ROUNDS rounds (default 3), the order
@@ -216,6 +222,7 @@ if want bench; then
     fi
     [[ $rc -eq 0 ]] || status=1
   done
+  if want recheck; then mkdir -p "$here/json" && cp "$OUT"/*.json "$here/json/" 2>/dev/null; fi
   pack bench
 fi
 
@@ -231,9 +238,31 @@ if want peers; then
       --bench-dir "$bin" --context-from "$OUT" --out-dir "$OUT/peers" > "$OUT/peers.log" 2>&1
     rc=$?
     say "peers: rc=$rc$([[ $rc == 124 ]] && echo ' (timed out)')"
+    if want recheck; then mkdir -p "$here/json" && cp "$OUT"/peers/*.json "$here/json/" 2>/dev/null; fi
   fi
   [[ $rc -eq 0 ]] || status=1
   pack peers
+fi
+# ---- the peer rows the Summary would quote, re-measured alternating
+if want recheck; then
+  if [[ $rehearsal == 1 ]]; then
+    bounded "$(step_time 60)" python3 "$root/scripts/recheck" --help > "$OUT/recheck.log" 2>&1
+    rc=$?
+    say "recheck: rc=$rc (rehearsal: --help only)"
+  elif [[ ! -d $here/json ]] || ! ls "$here/json"/peers_*.json > /dev/null 2>&1; then
+    say "recheck: needs the bench and peers steps of this call"
+    rc=1
+  else
+    rbudget=${SB_GPU_RECHECK_BUDGET:-60}
+    # the budget stops new rounds; a started round (a few seconds) may run past it
+    bounded "$(step_time $((rbudget + 60)))" python3 "$root/scripts/recheck" --json-dir "$here/json" \
+      --bench-dir "$bin" --peers-script "$root/scripts/peers.py" --budget "$rbudget" --band 1.05 \
+      --max-cases "${SB_GPU_RECHECK_CASES:-20}" --out "$OUT/recheck.json" > "$OUT/recheck.log" 2>&1
+    rc=$?
+    say "recheck: rc=$rc$([[ $rc == 124 ]] && echo ' (timed out)') $(tail -1 "$OUT/recheck.log")"
+  fi
+  [[ $rc -eq 0 ]] || status=1
+  pack recheck
 fi
 # ---- old against new, alternating
 if want ab; then

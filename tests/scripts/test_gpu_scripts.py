@@ -103,6 +103,13 @@ class GpuRehearsal(unittest.TestCase):
         self.assertIn("rc=124 (timed out)", summary)
         self.assertIn("gpu_run: done", summary)
 
+    def test_recheck_step_is_packed_on_its_own(self):
+        out = os.path.join(self.tmp, "out-recheck")
+        r = self.run_gpu(out, SB_GPU_STEPS="recheck")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("recheck: rc=0 (rehearsal", read(os.path.join(out, "summary.txt")))
+        self.assertIn("recheck.tar.gz", os.listdir(out))
+
     def test_missing_cuda_library_fails_in_the_first_seconds(self):
         out = os.path.join(self.tmp, "out-missing")
         r = self.run_gpu(out, SB_GPU_CUDA_LIBS="libcudart.so.13 libcublas.so.99")
