@@ -142,8 +142,8 @@ __global__ void __launch_bounds__(32 * kTileRows, 5)
 // the 4-byte tile. Word w of tile row r sits at column (w + r / 2) % 64, so the read
 // phase's stores (rows 2tx and 2tx + 1, one word column a warp) and the write phase's
 // loads (one row, words tx and tx + 32) each hit 32 distinct banks. A tile of 2-byte
-// elements at an odd pitch (two 16-bit shared accesses per word each way) ran at 0.70x
-// the element tile's speed on the H100 (docs/notes/cuda.md).
+// elements at an odd pitch (two 16-bit shared accesses per word each way) was slower
+// than the element tile (docs/notes/cuda.md).
 // Needs: src 4-byte aligned with every stride but the unit one even, dst likewise, so
 // that every word lies on a 4-byte boundary (the launch checks); a ragged last pair of
 // a tile (an odd row or column count) moves one element. Full tiles skip the bounds.

@@ -247,11 +247,10 @@ constexpr int kTileRows = 8;
 // 58-80 registers, and 3 blocks' tiles (two inputs of 64 x 65 floats) fit in shared
 // memory. The compute phase loads the unstaged input a column at a time before any
 // store: with its loads after each element's store (out may alias it), they went one
-// at a time, and a transposed add took 1.94x the contiguous time on the H100 where a
-// transposed copy takes 1.09x. The staged set is a template argument and the op is
-// switched on once a tile: with the operand or the op picked per element, nvcc put the
-// kernel arguments in local memory and spilled 70-480 bytes. One variant a dtype
-// (input 0 staged, input 1 not) spills 8 bytes.
+// at a time, and a transposed add lagged the transposed copy by far (docs/notes/cuda.md).
+// The staged set is a template argument and the op is switched on once a tile: with the
+// operand or the op picked per element, nvcc put the kernel arguments in local memory
+// and spilled. One variant a dtype (input 0 staged, input 1 not) spills 8 bytes.
 constexpr int kTiledBlocksPerSm = 3;
 
 // kStaged: the staged inputs (bit k: input k), a template argument so that no operand

@@ -73,9 +73,9 @@ __device__ __forceinline__ double prep(int mode, double v, double m) { return mo
 
 // This thread's share of the contiguous elements p[0, n): 16-byte loads between a
 // scalar head (up to the first 16-byte boundary) and a scalar tail; elements
-// tid, tid + nt, ... of each part, kRowLoads vector loads in flight. With two, one
-// warp a row read a 64 MiB float32 4096 x 4096 at 82% of the read ceiling on the H100
-// (all 4096 rows resident at once: the bytes in flight, not the waves, set the rate).
+// tid, tid + nt, ... of each part, kRowLoads vector loads in flight: with one warp a
+// row and every row resident at once, the bytes in flight, not waves of blocks, set
+// the rate (two loads fell short of the read ceiling: docs/notes/cuda.md, Rows).
 constexpr int kRowLoads = 4;
 template <typename T>
 __device__ __forceinline__ double reduce_row_linear(const T* p, int64_t n, int tid, int nt, int mode, double m,
