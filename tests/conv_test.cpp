@@ -575,7 +575,8 @@ TEST_P(ConvOnDevice, BadInputsLeaveOutUntouched) {
 // 2^-16 in float32 and one more rounding of the dtype for float16 and bfloat16.
 // Each output's tolerance in dtype dt (tf32: float32 with TF32 on a CUDA device), from
 // its sum of |x w| (+ |bias|) and K terms (SixteenBitAndTf32EveryLayout says why).
-std::vector<double> typed_atol([[maybe_unused]] Device dev, DType dt, bool tf32, int64_t K, const std::vector<double>& bound) {
+std::vector<double> typed_atol([[maybe_unused]] Device dev, DType dt, bool tf32, int64_t K,
+                               const std::vector<double>& bound) {
   bool cudnn = false;
 #ifdef SB_WITH_CUDA
   cudnn = dev.is_cuda() && std::string(cuda::conv2d_backend()) == "cudnn";
