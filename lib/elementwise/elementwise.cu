@@ -222,9 +222,9 @@ __global__ void strided_kernel(T* out, Ptrs2 in, OffsetCalc<NIN + 1> it, int64_t
 // gives the dims; the launch only picks this kernel when the last two dims are 4 or more
 // long. In place is safe: an input that is out has out's strides, so it is never staged
 // and each element is read before it is written by the same thread. The op comes as a
-// run-time code (with_code), uniform over the grid: one kernel per dtype and input count
-// instead of one per op, which kept every binary's fatbin (each links all of lib/cuda)
-// from doubling.
+// run-time code (with_code), uniform over the grid: one kernel per dtype and staged set
+// (four) instead of one per op, which kept every binary's fatbin (each links all of
+// lib/cuda) from doubling.
 template <int N>
 struct TileStrides {
   int i[N], j[N];  // per operand (0: out), elements along the rows and the columns
