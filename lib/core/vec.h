@@ -20,19 +20,22 @@
 //   path of the scalar build and of sb::set_simd_level(Scalar); Simd<T> is Vec<T> in the
 //   reductions' trait interface.
 // Vec<T, 512> (Note [512-bit vectors]) is the zmm register of float, Half and BFloat16
-// lanes: loads, stores and streams with their conversions so far. Bits256 is 32 bytes
+// lanes: loads, stores and streams with their conversions, and for float the masked
+// arithmetic of normalize's fused rows. Bits256 is 32 bytes
 // of any type (fill patterns, packed 16-bit results).
 // LanesOf<V> names the lane operations of a register type. Users: the elementwise ops'
 // arithmetic (elementwise/op_math.h), the reductions (reduce_kernels.h), the elementwise
 // strips (elementwise/strips.h: dense loops, masked tails, streaming stores, stride-2
-// strips, gathers and scatters), normalize's row statistics, pooling's window loops
+// strips, gathers and scatters), normalize's row kernels (their masks, horizontal sums,
+// double lanes and 512-bit arithmetic: Note [Row-kernel lanes]), pooling's window loops
 // (conv/pool.cpp), the copy's dtype conversions and fills (copy/copy.cpp), the
 // channels-last depthwise conv and the im2col panel rows (conv/conv_depthwise.cpp,
 // conv_gemm.cpp). Run-time dispatch between AVX-512 and AVX2 stays in the kernels'
 // callers (use_avx512(), use_avx2()); this layer only names the instructions. The GEMM,
 // direct conv, int8 and transpose micro-kernels work on fixed register blocks and
 // shuffles that a one-register type does not express, and keep their intrinsics;
-// normalize's row kernels still carry theirs (docs/notes/elementwise.md).
+// normalize's row kernels still carry their plain 256-bit arithmetic and one 512-bit
+// fold (Note [Row-kernel lanes]).
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -83,6 +86,9 @@ struct Scalar {
 };
 
 #ifdef SB_HAVE_AVX2
+// The helpers that stand in hot loops as their intrinsics would (Note [Row-kernel lanes]).
+#define SB_VEC_INLINE __attribute__((always_inline))
+
 // load_part's masks: 8 - m int32 lanes off the end of the ones (m doubles: 2m lanes).
 alignas(64) constexpr int32_t kPartMask[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
 
@@ -131,6 +137,30 @@ struct F32Lanes {
     for (int i = 1; i < 8; ++i) m = nanmax<double>(m, t[i]);
     return m;
   }
+  // Note [Row-kernel lanes]
+  // What normalize's row kernels (elementwise/normalize_rows.h) add to the lane
+  // operations. A lane mask is a V of all-ones or all-zeros lanes (AVX2 has no
+  // k-registers): the ordered, quiet compares make it, and_mask combines, all() tests
+  // every lane, blend takes b where it is set. rsqrt is the hardware's ~12-bit estimate.
+  // hsum8 gives the 8 horizontal sums of a[0..8) as one vector (one hadd tree): the
+  // statistics of 8 rows side by side. Every helper added for those kernels is
+  // always_inline, as the intrinsic it names is: the kernels compile to the same
+  // instructions as with the intrinsics (registers renamed at most), which their tuning
+  // assumed. A plain member wrapper, the older ones here included, moves GCC's scheduling
+  // and register choices in those kernels (docs/notes/elementwise.md), so the row kernels'
+  // plain 256-bit arithmetic keeps its intrinsics until it is timed on both halves.
+  SB_VEC_INLINE static V cmp_ge(V a, V b) { return _mm256_cmp_ps(a, b, _CMP_GE_OQ); }
+  SB_VEC_INLINE static V cmp_le(V a, V b) { return _mm256_cmp_ps(a, b, _CMP_LE_OQ); }
+  SB_VEC_INLINE static V and_mask(V a, V b) { return _mm256_and_ps(a, b); }
+  SB_VEC_INLINE static bool all(V m) { return _mm256_movemask_ps(m) == 0xFF; }
+  SB_VEC_INLINE static V blend(V a, V b, V m) { return _mm256_blendv_ps(a, b, m); }
+  SB_VEC_INLINE static V rsqrt(V a) { return _mm256_rsqrt_ps(a); }
+  SB_VEC_INLINE static V hsum8(const V* a) {
+    const V t0 = _mm256_hadd_ps(a[0], a[1]), t1 = _mm256_hadd_ps(a[2], a[3]);
+    const V t2 = _mm256_hadd_ps(a[4], a[5]), t3 = _mm256_hadd_ps(a[6], a[7]);
+    const V u0 = _mm256_hadd_ps(t0, t1), u1 = _mm256_hadd_ps(t2, t3);
+    return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
+  }
 };
 
 // Vec<T, Bits>: Bits = 256 (the AVX2 register, the default) or 512 (AVX-512F, below).
@@ -151,6 +181,28 @@ template <> struct Vec<float> : F32Lanes {
   static void stream(float* p, V v) { _mm256_stream_ps(p, v); }
   static V load_part(const float* p, int64_t m) {  // p[0 .. m), m < kW; the other lanes 0
     return _mm256_maskload_ps(p, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kPartMask + 8 - m)));
+  }
+  // Note [Row-kernel lanes]: aligned forms (p 32-byte aligned), a broadcast from memory,
+  // and the AVX2 masked loads and stores with a mask built once: part_mask(m) sets the
+  // first m <= kW lanes, as_mask turns it into a lane mask for blend.
+  using PartMask = __m256i;
+  SB_VEC_INLINE static V load_aligned(const float* p) { return _mm256_load_ps(p); }
+  SB_VEC_INLINE static void store_aligned(float* p, V v) { _mm256_store_ps(p, v); }
+  SB_VEC_INLINE static V broadcast(const float* p) { return _mm256_broadcast_ss(p); }
+  template <typename I>  // int or int64_t, as the caller counts
+  SB_VEC_INLINE static PartMask part_mask(I m) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kPartMask + 8 - m));
+  }
+  SB_VEC_INLINE static V maskload(const float* p, PartMask m) { return _mm256_maskload_ps(p, m); }
+  SB_VEC_INLINE static void maskstore(float* p, PartMask m, V v) { _mm256_maskstore_ps(p, m, v); }
+  SB_VEC_INLINE static V as_mask(PartMask m) { return _mm256_castsi256_ps(m); }
+  // ((p[0] + p[4]) + (p[2] + p[6])) + ((p[1] + p[5]) + (p[3] + p[7])): the sum of the
+  // first 8 elements, pairwise (exact for a constant row)
+  SB_VEC_INLINE static float sum8_pairwise(const float* p) {
+    __m128 h = _mm_add_ps(_mm_loadu_ps(p), _mm_loadu_ps(p + 4));
+    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_add_ss(h, _mm_shuffle_ps(h, h, 1));
+    return _mm_cvtss_f32(h);
   }
 #ifdef SB_HAVE_AVX512
   // f[0], f[2], .. f[14] = p[0 .. 8): the even lanes of 16 floats written, the odd ones
@@ -255,6 +307,15 @@ template <> struct Vec<double> {
   static V load_part(const double* p, int64_t m) {
     return _mm256_maskload_pd(p, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kPartMask + 8 - 2 * m)));
   }
+  // Note [Row-kernel lanes]: aligned forms (32 bytes), and float lanes to and from
+  // double: widen_lo/hi the 4 low/high floats of f, narrow2 two vectors into 8 floats,
+  // store_narrow 4 floats at p (16-byte aligned).
+  SB_VEC_INLINE static V load_aligned(const double* p) { return _mm256_load_pd(p); }
+  SB_VEC_INLINE static void store_aligned(double* p, V v) { _mm256_store_pd(p, v); }
+  SB_VEC_INLINE static V widen_lo(__m256 f) { return _mm256_cvtps_pd(_mm256_castps256_ps128(f)); }
+  SB_VEC_INLINE static V widen_hi(__m256 f) { return _mm256_cvtps_pd(_mm256_extractf128_ps(f, 1)); }
+  SB_VEC_INLINE static __m256 narrow2(V lo, V hi) { return _mm256_set_m128(_mm256_cvtpd_ps(hi), _mm256_cvtpd_ps(lo)); }
+  SB_VEC_INLINE static void store_narrow(float* p, V v) { _mm_store_ps(p, _mm256_cvtpd_ps(v)); }
   static V zero() { return _mm256_setzero_pd(); }
   template <typename U>
   static V set1(U v) { return _mm256_set1_pd(static_cast<double>(v)); }
@@ -320,10 +381,27 @@ template <> struct Vec<double> {
 #define SB_VEC512 __attribute__((target("avx512f"), always_inline))
 template <> struct Vec<float, 512> {
   using V = __m512;
+  using Mask = __mmask16;  // lane i: bit i
   static constexpr int kW = 16;
   SB_VEC512 static V load(const float* p) { return _mm512_loadu_ps(p); }
   SB_VEC512 static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
   SB_VEC512 static void stream(float* p, V v) { _mm512_stream_ps(p, v); }  // p 64-byte aligned
+  // the arithmetic of normalize's fused rows (Note [Row-kernel lanes]); masked forms:
+  // lanes off in m are 0 (maskz) or untouched in memory (mask_store), never faulting
+  SB_VEC512 static V zero() { return _mm512_setzero_ps(); }
+  SB_VEC512 static V set1(float v) { return _mm512_set1_ps(v); }
+  SB_VEC512 static V add(V a, V b) { return _mm512_add_ps(a, b); }
+  SB_VEC512 static V sub(V a, V b) { return _mm512_sub_ps(a, b); }
+  SB_VEC512 static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
+  SB_VEC512 static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+  SB_VEC512 static V maskz_load(Mask m, const float* p) { return _mm512_maskz_loadu_ps(m, p); }
+  SB_VEC512 static void mask_store(float* p, Mask m, V v) { _mm512_mask_storeu_ps(p, m, v); }
+  SB_VEC512 static V maskz_sub(Mask m, V a, V b) { return _mm512_maskz_sub_ps(m, a, b); }
+  SB_VEC512 static V maskz_mov(Mask m, V a) { return _mm512_maskz_mov_ps(m, a); }
+  // a[0], a[2], .. a[14], b[0], b[2], .. b[14]: the even lanes of 32 floats
+  SB_VEC512 static V even_lanes(V a, V b) {
+    return _mm512_permutex2var_ps(a, _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30), b);
+  }
 };
 template <> struct Vec<Half, 512> {
   using V = __m512;

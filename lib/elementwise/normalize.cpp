@@ -36,18 +36,15 @@ using namespace ew;
 // element, f[2n - 2] (masked, fault-suppressing loads past it): pack_strided's AVX2 loop
 // leaves its last 8 elements to scalar copies, a quarter of a 64-element row.
 SB_ZMM inline void pack_stride2_f32(float* buf, const float* f, int64_t n) {
-  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
   int64_t j = 0;
   for (; j + 16 <= n; j += 16)
-    _mm512_storeu_ps(buf + j, _mm512_permutex2var_ps(_mm512_loadu_ps(f + 2 * j), even,
-                                                     _mm512_maskz_loadu_ps(0x7FFF, f + 2 * j + 16)));
+    VZ::store(buf + j, VZ::even_lanes(VZ::load(f + 2 * j), VZ::maskz_load(0x7FFF, f + 2 * j + 16)));
   if (j < n) {
     const int64_t c = 2 * (n - j) - 1;  // elements f[2j] .. f[2n - 2]
-    const __mmask16 lo = static_cast<__mmask16>(c >= 16 ? 0xFFFF : (1u << c) - 1);
-    const __mmask16 hi = static_cast<__mmask16>(c > 16 ? (1u << (c - 16)) - 1 : 0);
-    _mm512_mask_storeu_ps(buf + j, static_cast<__mmask16>((1u << (n - j)) - 1),
-                          _mm512_permutex2var_ps(_mm512_maskz_loadu_ps(lo, f + 2 * j), even,
-                                                 _mm512_maskz_loadu_ps(hi, f + 2 * j + 16)));
+    const VZ::Mask lo = static_cast<VZ::Mask>(c >= 16 ? 0xFFFF : (1u << c) - 1);
+    const VZ::Mask hi = static_cast<VZ::Mask>(c > 16 ? (1u << (c - 16)) - 1 : 0);
+    VZ::mask_store(buf + j, static_cast<VZ::Mask>((1u << (n - j)) - 1),
+                   VZ::even_lanes(VZ::maskz_load(lo, f + 2 * j), VZ::maskz_load(hi, f + 2 * j + 16)));
   }
 }
 
@@ -58,7 +55,7 @@ SB_ZMM void normalize_groups_f32(const char* x, int64_t xr, char* out, int64_t o
   const float e = static_cast<float>(eps);
   const int64_t ng = rows / 8;
   bool pending[2] = {false, false};  // slot g & 1 holds the constants of group g, not yet written
-  __m512 s[8], q[8];
+  VZ::V s[8], q[8];
   if (ng > 0) fused_shift(st.shift[0], x, xr);
   for (int64_t g = 0; g < ng + 2; ++g) {
     const int p = static_cast<int>(g & 1);
@@ -101,18 +98,18 @@ void normalize_cols_f32(const char* x, int64_t xsd, char* out, int64_t ocs, int6
   alignas(32) static const int32_t kIdx[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
   const __m256i mask = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kIdx + 8 - (kk % 8 ? kk % 8 : 8)));
   auto load = [&](const float* p, int v) {
-    return MASKED && v == NV - 1 ? _mm256_maskload_ps(p + 8 * v, mask) : _mm256_loadu_ps(p + 8 * v);
+    return MASKED && v == NV - 1 ? VF::maskload(p + 8 * v, mask) : _mm256_loadu_ps(p + 8 * v);
   };
   alignas(32) double sum[8 * NV] = {}, sq[8 * NV] = {};
   alignas(32) float mean[8 * NV], rstd[8 * NV];
-  auto flush = [&](const __m256* acc, double* d) {
+  auto flush = [&](const VF::V* acc, double* d) {
     for (int v = 0; v < NV; ++v) {
-      _mm256_store_pd(d + 8 * v, _mm256_add_pd(_mm256_load_pd(d + 8 * v), _mm256_cvtps_pd(_mm256_castps256_ps128(acc[v]))));
+      _mm256_store_pd(d + 8 * v, _mm256_add_pd(_mm256_load_pd(d + 8 * v), VD::widen_lo(acc[v])));
       _mm256_store_pd(d + 8 * v + 4,
-                      _mm256_add_pd(_mm256_load_pd(d + 8 * v + 4), _mm256_cvtps_pd(_mm256_extractf128_ps(acc[v], 1))));
+                      _mm256_add_pd(_mm256_load_pd(d + 8 * v + 4), VD::widen_hi(acc[v])));
     }
   };
-  __m256 acc[NV], x0[NV];  // pass 1 sums x - x0, x0 = element 0 of each row (as Note [Short normalize rows])
+  VF::V acc[NV], x0[NV];  // pass 1 sums x - x0, x0 = element 0 of each row (as Note [Short normalize rows])
   for (int v = 0; v < NV; ++v) x0[v] = load(reinterpret_cast<const float*>(x), v);
   for (int64_t c = 0; c < n; c += kStatFlush) {
     const int64_t ce = std::min(n, c + kStatFlush);
@@ -124,33 +121,33 @@ void normalize_cols_f32(const char* x, int64_t xsd, char* out, int64_t ocs, int6
     flush(acc, sum);
   }
   alignas(32) float first[8 * NV];
-  for (int v = 0; v < NV; ++v) _mm256_store_ps(first + 8 * v, x0[v]);
+  for (int v = 0; v < NV; ++v) VF::store_aligned(first + 8 * v, x0[v]);
   for (int k = 0; k < 8 * NV; ++k) mean[k] = static_cast<float>(first[k] + sum[k] / static_cast<double>(n));
-  __m256 mv[NV];
-  for (int v = 0; v < NV; ++v) mv[v] = _mm256_load_ps(mean + 8 * v);
+  VF::V mv[NV];
+  for (int v = 0; v < NV; ++v) mv[v] = VF::load_aligned(mean + 8 * v);
   for (int64_t c = 0; c < n; c += kStatFlush) {
     const int64_t ce = std::min(n, c + kStatFlush);
     for (int v = 0; v < NV; ++v) acc[v] = _mm256_setzero_ps();
     for (int64_t i = c; i < ce; ++i) {
       const float* xi = reinterpret_cast<const float*>(x + i * xsd);
       for (int v = 0; v < NV; ++v) {
-        const __m256 d = _mm256_sub_ps(load(xi, v), mv[v]);
+        const VF::V d = _mm256_sub_ps(load(xi, v), mv[v]);
         acc[v] = _mm256_fmadd_ps(d, d, acc[v]);
       }
     }
     flush(acc, sq);
   }
   // masked lanes loaded 0 and subtracted their mean 0: their rstd is never stored
-  const __m256d rn = _mm256_set1_pd(1.0 / static_cast<double>(n)), ev = _mm256_set1_pd(eps), one = _mm256_set1_pd(1.0);
+  const VD::V rn = _mm256_set1_pd(1.0 / static_cast<double>(n)), ev = _mm256_set1_pd(eps), one = _mm256_set1_pd(1.0);
   for (int k = 0; k < 8 * NV; k += 4)
-    _mm_store_ps(rstd + k, _mm256_cvtpd_ps(_mm256_div_pd(one, _mm256_sqrt_pd(_mm256_fmadd_pd(_mm256_load_pd(sq + k), rn, ev)))));
-  __m256 rv[NV];
-  for (int v = 0; v < NV; ++v) rv[v] = _mm256_load_ps(rstd + 8 * v);
+    VD::store_narrow(rstd + k, _mm256_div_pd(one, _mm256_sqrt_pd(_mm256_fmadd_pd(_mm256_load_pd(sq + k), rn, ev))));
+  VF::V rv[NV];
+  for (int v = 0; v < NV; ++v) rv[v] = VF::load_aligned(rstd + 8 * v);
   int64_t i0 = 0;
   if (ocs != 4 && osd == 4) {  // out rows dense along i: 8 i's x 8 rows, transposed in registers
     for (; i0 + 8 <= n; i0 += 8)
       for (int v = 0; v < NV; ++v) {
-        __m256 y[8];
+        VF::V y[8];
         for (int r = 0; r < 8; ++r)
           y[r] = _mm256_mul_ps(_mm256_sub_ps(load(reinterpret_cast<const float*>(x + (i0 + r) * xsd), v), mv[v]), rv[v]);
         detail::transpose8(y[0], y[1], y[2], y[3], y[4], y[5], y[6], y[7]);  // y[l]: row 8v + l, i0..i0+7
@@ -162,13 +159,13 @@ void normalize_cols_f32(const char* x, int64_t xsd, char* out, int64_t ocs, int6
     const float* xi = reinterpret_cast<const float*>(x + i * xsd);
     char* oi = out + i * osd;
     for (int v = 0; v < NV; ++v) {
-      const __m256 y = _mm256_mul_ps(_mm256_sub_ps(load(xi, v), mv[v]), rv[v]);
+      const VF::V y = _mm256_mul_ps(_mm256_sub_ps(load(xi, v), mv[v]), rv[v]);
       if (ocs == 4) {
         float* o = reinterpret_cast<float*>(oi) + 8 * v;
-        if (MASKED && v == NV - 1) _mm256_maskstore_ps(o, mask, y); else _mm256_storeu_ps(o, y);
+        if (MASKED && v == NV - 1) VF::maskstore(o, mask, y); else _mm256_storeu_ps(o, y);
       } else {
         alignas(32) float t[8];
-        _mm256_store_ps(t, y);
+        VF::store_aligned(t, y);
         const int m = std::min(8, kk - 8 * v);
         for (int l = 0; l < m; ++l) std::memcpy(oi + (8 * v + l) * ocs, t + l, 4);
       }
@@ -250,10 +247,10 @@ struct NormWrite {
   A m, rs;
   A operator()(A v) const { return static_cast<A>((v - m) * rs); }
 #ifdef SB_HAVE_AVX2
-  __m256 operator()(__m256 v) const {
+  VF::V operator()(VF::V v) const {
     return _mm256_mul_ps(_mm256_sub_ps(v, _mm256_set1_ps(static_cast<float>(m))), _mm256_set1_ps(static_cast<float>(rs)));
   }
-  __m256d operator()(__m256d v) const {
+  VD::V operator()(VD::V v) const {
     return _mm256_mul_pd(_mm256_sub_pd(v, _mm256_set1_pd(static_cast<double>(m))), _mm256_set1_pd(static_cast<double>(rs)));
   }
 #endif

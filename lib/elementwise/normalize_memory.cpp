@@ -38,7 +38,7 @@ SB_ZMM void normalize_groups_in_order_f32(const char* x, int64_t xr, char* out, 
   FusedSlots st;
   const float e = static_cast<float>(eps);
   const int64_t ng = rows / 8;
-  __m512 s[8], q[8];
+  VZ::V s[8], q[8];
   for (int64_t g = 0; g < ng; ++g) {
     const char* xs = x + g * 8 * xr;
     char* os = out + g * 8 * orow;
@@ -66,54 +66,51 @@ SB_ZMM void normalize_rows_in_order_f32(const char* x, int64_t xr, char* out, in
                                         double eps) {
   constexpr int64_t kFlushV = kStatFlush / 16;  // vectors per flush
   const int64_t nf = n / 16;
-  const __mmask16 tm = static_cast<__mmask16>((1u << (n % 16)) - 1);
+  const VZ::Mask tm = static_cast<VZ::Mask>((1u << (n % 16)) - 1);
   const float e = static_cast<float>(eps);
   for (int64_t r = 0; r < rows; ++r) {
     const float* xk = reinterpret_cast<const float*>(x + r * xr);
     float* ok = reinterpret_cast<float*>(out + r * orow);
-    __m128 h = _mm_add_ps(_mm_loadu_ps(xk), _mm_loadu_ps(xk + 4));  // pairwise: exact for a constant row
-    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
-    h = _mm_add_ss(h, _mm_shuffle_ps(h, h, 1));
-    const float c = _mm_cvtss_f32(h) * 0.125f;
-    const __m512 cv = _mm512_set1_ps(c);
-    __m512 s0 = _mm512_setzero_ps(), s1 = s0, q0 = s0, q1 = s0;
+    const float c = VF::sum8_pairwise(xk) * 0.125f;
+    const VZ::V cv = VZ::set1(c);
+    VZ::V s0 = VZ::zero(), s1 = s0, q0 = s0, q1 = s0;
     double sd = 0, qd = 0;  // the flushed chunks
     for (int64_t c0 = 0; c0 < nf; c0 += kFlushV) {
       const int64_t ce = std::min(nf, c0 + kFlushV);
       int64_t v = c0;
       for (; v + 2 <= ce; v += 2) {
-        const __m512 d0 = _mm512_sub_ps(_mm512_loadu_ps(xk + 16 * v), cv);
-        const __m512 d1 = _mm512_sub_ps(_mm512_loadu_ps(xk + 16 * v + 16), cv);
-        s0 = _mm512_add_ps(s0, d0);
-        s1 = _mm512_add_ps(s1, d1);
-        q0 = _mm512_fmadd_ps(d0, d0, q0);
-        q1 = _mm512_fmadd_ps(d1, d1, q1);
+        const VZ::V d0 = VZ::sub(VZ::load(xk + 16 * v), cv);
+        const VZ::V d1 = VZ::sub(VZ::load(xk + 16 * v + 16), cv);
+        s0 = VZ::add(s0, d0);
+        s1 = VZ::add(s1, d1);
+        q0 = VZ::fma(d0, d0, q0);
+        q1 = VZ::fma(d1, d1, q1);
       }
       if (v < ce) {
-        const __m512 d = _mm512_sub_ps(_mm512_loadu_ps(xk + 16 * v), cv);
-        s0 = _mm512_add_ps(s0, d);
-        q0 = _mm512_fmadd_ps(d, d, q0);
+        const VZ::V d = VZ::sub(VZ::load(xk + 16 * v), cv);
+        s0 = VZ::add(s0, d);
+        q0 = VZ::fma(d, d, q0);
       }
       if (ce < nf) {
-        sd += Vec<float>::hsum(fold16_ps(_mm512_add_ps(s0, s1)));
-        qd += Vec<float>::hsum(fold16_ps(_mm512_add_ps(q0, q1)));
-        s0 = s1 = q0 = q1 = _mm512_setzero_ps();
+        sd += Vec<float>::hsum(fold16_ps(VZ::add(s0, s1)));
+        qd += Vec<float>::hsum(fold16_ps(VZ::add(q0, q1)));
+        s0 = s1 = q0 = q1 = VZ::zero();
       }
     }
     if (tm) {
-      const __m512 d = _mm512_maskz_sub_ps(tm, _mm512_maskz_loadu_ps(tm, xk + 16 * nf), cv);
-      s0 = _mm512_add_ps(s0, d);
-      q0 = _mm512_fmadd_ps(d, d, q0);
+      const VZ::V d = VZ::maskz_sub(tm, VZ::maskz_load(tm, xk + 16 * nf), cv);
+      s0 = VZ::add(s0, d);
+      q0 = VZ::fma(d, d, q0);
     }
-    __m512 st = _mm512_add_ps(s0, s1), qt = _mm512_add_ps(q0, q1);
+    VZ::V st = VZ::add(s0, s1), qt = VZ::add(q0, q1);
     if (n > kStatFlush) {  // all the row's sums in lane 0
-      st = _mm512_maskz_mov_ps(1, _mm512_set1_ps(static_cast<float>(sd + Vec<float>::hsum(fold16_ps(st)))));
-      qt = _mm512_maskz_mov_ps(1, _mm512_set1_ps(static_cast<float>(qd + Vec<float>::hsum(fold16_ps(qt)))));
+      st = VZ::maskz_mov(1, VZ::set1(static_cast<float>(sd + Vec<float>::hsum(fold16_ps(st)))));
+      qt = VZ::maskz_mov(1, VZ::set1(static_cast<float>(qd + Vec<float>::hsum(fold16_ps(qt)))));
     }
     // fused_finish over 8 copies of the row: its constants in every lane
     alignas(32) float cs[8], nm[8], rs[8];
-    _mm256_store_ps(cs, _mm256_set1_ps(c));
-    __m512 sr[8], qr[8];
+    VF::store_aligned(cs, _mm256_set1_ps(c));
+    VZ::V sr[8], qr[8];
     for (int k = 0; k < 8; ++k) {
       sr[k] = st;
       qr[k] = qt;
@@ -130,14 +127,14 @@ SB_ZMM void normalize_rows_in_order_f32(const char* x, int64_t xr, char* out, in
       nm[0] = -static_cast<float>(mean);
       rs[0] = static_cast<float>(1.0 / std::sqrt(var + eps));
     }
-    const __m512 mk = _mm512_set1_ps(nm[0]);
-    const __m512 rk = _mm512_set1_ps(rs[0]);
+    const VZ::V mk = VZ::set1(nm[0]);
+    const VZ::V rk = VZ::set1(rs[0]);
     for (int64_t v = 0; v < nf; ++v) {
-      const __m512 y = _mm512_mul_ps(_mm512_add_ps(_mm512_loadu_ps(xk + 16 * v), mk), rk);
-      if constexpr (NT) _mm512_stream_ps(ok + 16 * v, y);
-      else _mm512_storeu_ps(ok + 16 * v, y);
+      const VZ::V y = VZ::mul(VZ::add(VZ::load(xk + 16 * v), mk), rk);
+      if constexpr (NT) VZ::stream(ok + 16 * v, y);
+      else VZ::store(ok + 16 * v, y);
     }
-    if (tm) _mm512_mask_storeu_ps(ok + 16 * nf, tm, _mm512_mul_ps(_mm512_add_ps(_mm512_maskz_loadu_ps(tm, xk + 16 * nf), mk), rk));
+    if (tm) VZ::mask_store(ok + 16 * nf, tm, VZ::mul(VZ::add(VZ::maskz_load(tm, xk + 16 * nf), mk), rk));
   }
   if (NT) _mm_sfence();
 }

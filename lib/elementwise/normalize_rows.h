@@ -24,6 +24,15 @@ namespace sb::ew {
 // allocates registers in the fused loop as it did there (docs/notes/elementwise.md).
 namespace {
 
+#ifdef SB_HAVE_AVX2
+// The row kernels' registers (core/vec.h, Note [Row-kernel lanes]).
+using VF = Vec<float>;   // 8 float lanes
+using VD = Vec<double>;  // 4 double lanes
+#ifdef SB_HAVE_AVX512
+using VZ = Vec<float, 512>;  // 16 float lanes: the fused groups and the rows in order
+#endif
+#endif
+
 // ---------------------------------------------------------------- row kernels
 
 
@@ -110,23 +119,15 @@ void dense_centered(const T* xt, int64_t n, acc_t<T> m, double* ss_out, double* 
 #endif
 
 #ifdef SB_HAVE_AVX2
-// [sum(a[0]), ..., sum(a[7])]: the 8 horizontal sums as one vector.
-inline __m256 hsum8_ps(const __m256* a) {
-  const __m256 t0 = _mm256_hadd_ps(a[0], a[1]), t1 = _mm256_hadd_ps(a[2], a[3]);
-  const __m256 t2 = _mm256_hadd_ps(a[4], a[5]), t3 = _mm256_hadd_ps(a[6], a[7]);
-  const __m256 u0 = _mm256_hadd_ps(t0, t1), u1 = _mm256_hadd_ps(t2, t3);
-  return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
-}
-
 // Note [Normalize rsqrt] (below): the lanes whose variance the float path keeps (normal
 // and finite), and 1/sqrt(var) as rsqrt's 12 bits and one Newton step. Shared by the
 // rows kernel and the fused groups.
-inline __m256 normal_var_ps(__m256 var) {
-  return _mm256_and_ps(_mm256_cmp_ps(var, _mm256_set1_ps(std::numeric_limits<float>::min()), _CMP_GE_OQ),
-                       _mm256_cmp_ps(var, _mm256_set1_ps(std::numeric_limits<float>::max()), _CMP_LE_OQ));
+inline VF::V normal_var_ps(VF::V var) {
+  return VF::and_mask(VF::cmp_ge(var, _mm256_set1_ps(std::numeric_limits<float>::min())),
+                      VF::cmp_le(var, _mm256_set1_ps(std::numeric_limits<float>::max())));
 }
-inline __m256 rsqrt_newton_ps(__m256 var) {
-  const __m256 r = _mm256_rsqrt_ps(var);
+inline VF::V rsqrt_newton_ps(VF::V var) {
+  const VF::V r = VF::rsqrt(var);
   return _mm256_mul_ps(r, _mm256_fnmadd_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), var), _mm256_mul_ps(r, r),
                                            _mm256_set1_ps(1.5f)));
 }
@@ -135,12 +136,12 @@ inline __m256 rsqrt_newton_ps(__m256 var) {
 // pass; false when a row's result is not to be trusted (then mean and q are unset).
 template <bool InOrder>
 __attribute__((always_inline)) inline bool one_pass_stats(const float* const (&xs)[8], int64_t nv, int64_t rem,
-                                                          __m256i mask, int64_t n, float* mean, __m256* q_out) {
-  __m256 c[8], s[8], q[8];
+                                                          VF::PartMask mask, int64_t n, float* mean, VF::V* q_out) {
+  VF::V c[8], s[8], q[8];
   for (int k = 0; k < 8; ++k) c[k] = _mm256_loadu_ps(xs[k]);
   alignas(32) float cs[8];
-  const __m256 cv = _mm256_mul_ps(hsum8_ps(c), _mm256_set1_ps(0.125f));
-  _mm256_store_ps(cs, cv);
+  const VF::V cv = _mm256_mul_ps(VF::hsum8(c), _mm256_set1_ps(0.125f));
+  VF::store_aligned(cs, cv);
   for (int k = 0; k < 8; ++k) {
     c[k] = _mm256_set1_ps(cs[k]);
     s[k] = _mm256_setzero_ps();
@@ -149,32 +150,31 @@ __attribute__((always_inline)) inline bool one_pass_stats(const float* const (&x
   if constexpr (InOrder) {  // Note [Normalize rows in address order]
     for (int k = 0; k < 8; ++k)
       for (int64_t v = 0; v < nv; ++v) {
-        const __m256 d = _mm256_sub_ps(_mm256_loadu_ps(xs[k] + 8 * v), c[k]);
+        const VF::V d = _mm256_sub_ps(_mm256_loadu_ps(xs[k] + 8 * v), c[k]);
         s[k] = _mm256_add_ps(s[k], d);
         q[k] = _mm256_fmadd_ps(d, d, q[k]);
       }
   } else {
     for (int64_t v = 0; v < nv; ++v)
       for (int k = 0; k < 8; ++k) {
-        const __m256 d = _mm256_sub_ps(_mm256_loadu_ps(xs[k] + 8 * v), c[k]);
+        const VF::V d = _mm256_sub_ps(_mm256_loadu_ps(xs[k] + 8 * v), c[k]);
         s[k] = _mm256_add_ps(s[k], d);
         q[k] = _mm256_fmadd_ps(d, d, q[k]);
       }
   }
   if (rem)  // masked lanes: c - c
     for (int k = 0; k < 8; ++k) {
-      const __m256 d = _mm256_sub_ps(
-          _mm256_blendv_ps(c[k], _mm256_maskload_ps(xs[k] + 8 * nv, mask), _mm256_castsi256_ps(mask)), c[k]);
+      const VF::V d = _mm256_sub_ps(VF::blend(c[k], VF::maskload(xs[k] + 8 * nv, mask), VF::as_mask(mask)), c[k]);
       s[k] = _mm256_add_ps(s[k], d);
       q[k] = _mm256_fmadd_ps(d, d, q[k]);
     }
-  const __m256 sv = hsum8_ps(s), qv = hsum8_ps(q);
-  const __m256 m1 = _mm256_div_ps(sv, _mm256_set1_ps(static_cast<float>(n)));
-  const __m256 t = _mm256_mul_ps(sv, m1);  // S^2 / n >= 0
-  const __m256 ok = _mm256_and_ps(_mm256_cmp_ps(_mm256_add_ps(t, t), qv, _CMP_LE_OQ),
-                                  _mm256_cmp_ps(qv, _mm256_set1_ps(std::numeric_limits<float>::max()), _CMP_LE_OQ));
-  if (_mm256_movemask_ps(ok) != 0xFF) return false;
-  _mm256_store_ps(mean, _mm256_add_ps(cv, m1));
+  const VF::V sv = VF::hsum8(s), qv = VF::hsum8(q);
+  const VF::V m1 = _mm256_div_ps(sv, _mm256_set1_ps(static_cast<float>(n)));
+  const VF::V t = _mm256_mul_ps(sv, m1);  // S^2 / n >= 0
+  const VF::V ok = VF::and_mask(VF::cmp_le(_mm256_add_ps(t, t), qv),
+                                VF::cmp_le(qv, _mm256_set1_ps(std::numeric_limits<float>::max())));
+  if (!VF::all(ok)) return false;
+  VF::store_aligned(mean, _mm256_add_ps(cv, m1));
   *q_out = _mm256_sub_ps(qv, t);
   return true;
 }
@@ -207,19 +207,18 @@ template <bool NT, bool OnePass, bool InOrder>
 __attribute__((always_inline)) inline void normalize_rows8_body(const char* x, int64_t xr, char* out, int64_t orow,
                                                                 int nr, int64_t n, double eps) {
   const int64_t nv = n / 8, rem = n % 8;
-  alignas(32) static const int32_t kIdx[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
-  const __m256i mask = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kIdx + 8 - rem));
+  const VF::PartMask mask = VF::part_mask(rem);
   const float* xs[8];
   for (int k = 0; k < 8; ++k) xs[k] = reinterpret_cast<const float*>(x + std::min(k, nr - 1) * xr);
   alignas(32) float mean[8];
-  __m256 q;
+  VF::V q;
   if (OnePass && nv > 0 && one_pass_stats<InOrder>(xs, nv, rem, mask, n, mean, &q)) {
     // mean and q from one pass
   } else {  // two exact passes
-    __m256 acc[8], x0[8];
+    VF::V acc[8], x0[8];
     for (int k = 0; k < 8; ++k) {
       acc[k] = _mm256_setzero_ps();
-      x0[k] = _mm256_broadcast_ss(xs[k]);
+      x0[k] = VF::broadcast(xs[k]);
     }
     if constexpr (InOrder) {
       for (int k = 0; k < 8; ++k)
@@ -230,52 +229,51 @@ __attribute__((always_inline)) inline void normalize_rows8_body(const char* x, i
     }
     if (rem)  // masked lanes: x0 - x0
       for (int k = 0; k < 8; ++k)
-        acc[k] = _mm256_add_ps(acc[k], _mm256_sub_ps(_mm256_blendv_ps(x0[k], _mm256_maskload_ps(xs[k] + 8 * nv, mask),
-                                                                      _mm256_castsi256_ps(mask)), x0[k]));
+        acc[k] = _mm256_add_ps(
+            acc[k], _mm256_sub_ps(VF::blend(x0[k], VF::maskload(xs[k] + 8 * nv, mask), VF::as_mask(mask)), x0[k]));
     alignas(32) float first[8];
     for (int k = 0; k < 8; ++k) first[k] = *xs[k];
-    _mm256_store_ps(mean, _mm256_add_ps(_mm256_load_ps(first),
-                                        _mm256_div_ps(hsum8_ps(acc), _mm256_set1_ps(static_cast<float>(n)))));
+    VF::store_aligned(mean, _mm256_add_ps(VF::load_aligned(first),
+                                          _mm256_div_ps(VF::hsum8(acc), _mm256_set1_ps(static_cast<float>(n)))));
     for (int k = 0; k < 8; ++k) acc[k] = _mm256_setzero_ps();
     for (int64_t v = 0; v < nv; ++v)
       for (int k = 0; k < 8; ++k) {
-        const __m256 d = _mm256_sub_ps(_mm256_loadu_ps(xs[k] + 8 * v), _mm256_set1_ps(mean[k]));
+        const VF::V d = _mm256_sub_ps(_mm256_loadu_ps(xs[k] + 8 * v), _mm256_set1_ps(mean[k]));
         acc[k] = _mm256_fmadd_ps(d, d, acc[k]);
       }
     if (rem)
       for (int k = 0; k < 8; ++k) {  // masked lanes load 0: blend them to the mean so they add 0
-        const __m256 xv = _mm256_blendv_ps(_mm256_set1_ps(mean[k]), _mm256_maskload_ps(xs[k] + 8 * nv, mask),
-                                           _mm256_castsi256_ps(mask));
-        const __m256 d = _mm256_sub_ps(xv, _mm256_set1_ps(mean[k]));
+        const VF::V xv = VF::blend(_mm256_set1_ps(mean[k]), VF::maskload(xs[k] + 8 * nv, mask), VF::as_mask(mask));
+        const VF::V d = _mm256_sub_ps(xv, _mm256_set1_ps(mean[k]));
         acc[k] = _mm256_fmadd_ps(d, d, acc[k]);
       }
-    q = hsum8_ps(acc);
+    q = VF::hsum8(acc);
   }
   // Note [Normalize rsqrt]: 1/sqrt(q/n + eps) in float, rsqrt's 12 bits and one Newton
   // step r(1.5 - v r^2 / 2) (~23 bits), where double sqrt and div took two long-latency
   // ops per 4 rows, a visible share of a 64-float row's time. A variance that is 0, subnormal,
   // infinite or NaN (eps = 0, or sums that overflow float) takes the double path, whose
   // results for those (inf, a finite 1/sqrt, 0, NaN) the Newton step would not keep.
-  const __m256 var = _mm256_fmadd_ps(q, _mm256_set1_ps(1.0f / static_cast<float>(n)), _mm256_set1_ps(static_cast<float>(eps)));
+  const VF::V var = _mm256_fmadd_ps(q, _mm256_set1_ps(1.0f / static_cast<float>(n)), _mm256_set1_ps(static_cast<float>(eps)));
   alignas(32) float rstd[8];
-  if (_mm256_movemask_ps(normal_var_ps(var)) == 0xFF) {
-    _mm256_store_ps(rstd, rsqrt_newton_ps(var));
+  if (VF::all(normal_var_ps(var))) {
+    VF::store_aligned(rstd, rsqrt_newton_ps(var));
   } else {
-    const __m256d rn = _mm256_set1_pd(1.0 / static_cast<double>(n)), ev = _mm256_set1_pd(eps), one = _mm256_set1_pd(1.0);
-    const __m256d r0 = _mm256_div_pd(one, _mm256_sqrt_pd(_mm256_fmadd_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(q)), rn, ev)));
-    const __m256d r1 = _mm256_div_pd(one, _mm256_sqrt_pd(_mm256_fmadd_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(q, 1)), rn, ev)));
-    _mm256_store_ps(rstd, _mm256_set_m128(_mm256_cvtpd_ps(r1), _mm256_cvtpd_ps(r0)));
+    const VD::V rn = _mm256_set1_pd(1.0 / static_cast<double>(n)), ev = _mm256_set1_pd(eps), one = _mm256_set1_pd(1.0);
+    const VD::V r0 = _mm256_div_pd(one, _mm256_sqrt_pd(_mm256_fmadd_pd(VD::widen_lo(q), rn, ev)));
+    const VD::V r1 = _mm256_div_pd(one, _mm256_sqrt_pd(_mm256_fmadd_pd(VD::widen_hi(q), rn, ev)));
+    VF::store_aligned(rstd, VD::narrow2(r0, r1));
   }
   for (int k = 0; k < nr; ++k) {
-    const __m256 mv = _mm256_set1_ps(mean[k]), rv = _mm256_set1_ps(rstd[k]);
+    const VF::V mv = _mm256_set1_ps(mean[k]), rv = _mm256_set1_ps(rstd[k]);
     float* o = reinterpret_cast<float*>(out + k * orow);
     for (int64_t v = 0; v < nv; ++v) {
-      const __m256 y = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(xs[k] + 8 * v), mv), rv);
+      const VF::V y = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(xs[k] + 8 * v), mv), rv);
       if constexpr (NT) _mm256_stream_ps(o + 8 * v, y);
       else _mm256_storeu_ps(o + 8 * v, y);
     }
     if (rem)
-      _mm256_maskstore_ps(o + 8 * nv, mask, _mm256_mul_ps(_mm256_sub_ps(_mm256_maskload_ps(xs[k] + 8 * nv, mask), mv), rv));
+      VF::maskstore(o + 8 * nv, mask, _mm256_mul_ps(_mm256_sub_ps(VF::maskload(xs[k] + 8 * nv, mask), mv), rv));
   }
 }
 
@@ -351,7 +349,7 @@ inline bool stores_alias_loads(const char* out, const char* x) {
 
 // The two 8-float halves of v added. The masked extracts with a zero source: GCC 12's
 // unmasked forms start from an undefined vector and draw -Wmaybe-uninitialized.
-SB_ZMM inline __m256 fold16_ps(__m512 v) {
+SB_ZMM inline VF::V fold16_ps(VZ::V v) {
   const __m512d d = _mm512_castps_pd(v);
   return _mm256_add_ps(_mm256_castpd_ps(_mm512_mask_extractf64x4_pd(_mm256_setzero_pd(), 0xF, d, 0)),
                        _mm256_castpd_ps(_mm512_mask_extractf64x4_pd(_mm256_setzero_pd(), 0xF, d, 1)));
@@ -373,42 +371,42 @@ struct FusedSlots {
 // NTW: the write's whole vectors with streaming stores (64-byte aligned out rows).
 template <bool STATS, bool WRITE, bool NTW = false>
 SB_ZMM __attribute__((always_inline)) inline void fused_loop(const float* shift, const float* negmean, const float* rstd,
-                                                             __m512 (&s)[8], __m512 (&q)[8], const char* xs,
+                                                             VZ::V (&s)[8], VZ::V (&q)[8], const char* xs,
                                                              const char* xw, char* ow, int64_t xr, int64_t orow,
                                                              int64_t n) {
   const int64_t nf = n / 16;
-  const __mmask16 tm = static_cast<__mmask16>((1u << (n % 16)) - 1);
+  const VZ::Mask tm = static_cast<VZ::Mask>((1u << (n % 16)) - 1);
 #pragma GCC unroll 8
   for (int k = 0; k < 8; ++k) {
     const float* xk = reinterpret_cast<const float*>(xs + k * xr);
     const float* wk = reinterpret_cast<const float*>(xw + k * xr);
     float* ok = reinterpret_cast<float*>(ow + k * orow);
-    __m512 sk = _mm512_setzero_ps(), qk = _mm512_setzero_ps(), ck, mk, rk;
-    if constexpr (STATS) ck = _mm512_set1_ps(shift[k]);
+    VZ::V sk = VZ::zero(), qk = VZ::zero(), ck, mk, rk;
+    if constexpr (STATS) ck = VZ::set1(shift[k]);
     if constexpr (WRITE) {
-      mk = _mm512_set1_ps(negmean[k]);
-      rk = _mm512_set1_ps(rstd[k]);
+      mk = VZ::set1(negmean[k]);
+      rk = VZ::set1(rstd[k]);
     }
     for (int64_t v = 0; v < nf; ++v) {
       if constexpr (STATS) {
-        const __m512 d = _mm512_sub_ps(_mm512_loadu_ps(xk + 16 * v), ck);
-        sk = _mm512_add_ps(sk, d);
-        qk = _mm512_fmadd_ps(d, d, qk);
+        const VZ::V d = VZ::sub(VZ::load(xk + 16 * v), ck);
+        sk = VZ::add(sk, d);
+        qk = VZ::fma(d, d, qk);
       }
       if constexpr (WRITE) {
-        const __m512 y = _mm512_mul_ps(_mm512_add_ps(_mm512_loadu_ps(wk + 16 * v), mk), rk);
-        if constexpr (NTW) _mm512_stream_ps(ok + 16 * v, y);
-        else _mm512_storeu_ps(ok + 16 * v, y);
+        const VZ::V y = VZ::mul(VZ::add(VZ::load(wk + 16 * v), mk), rk);
+        if constexpr (NTW) VZ::stream(ok + 16 * v, y);
+        else VZ::store(ok + 16 * v, y);
       }
     }
     if (tm) {  // the row tails
       if constexpr (STATS) {
-        const __m512 d = _mm512_maskz_sub_ps(tm, _mm512_maskz_loadu_ps(tm, xk + 16 * nf), ck);
-        sk = _mm512_add_ps(sk, d);
-        qk = _mm512_fmadd_ps(d, d, qk);
+        const VZ::V d = VZ::maskz_sub(tm, VZ::maskz_load(tm, xk + 16 * nf), ck);
+        sk = VZ::add(sk, d);
+        qk = VZ::fma(d, d, qk);
       }
       if constexpr (WRITE)
-        _mm512_mask_storeu_ps(ok + 16 * nf, tm, _mm512_mul_ps(_mm512_add_ps(_mm512_maskz_loadu_ps(tm, wk + 16 * nf), mk), rk));
+        VZ::mask_store(ok + 16 * nf, tm, VZ::mul(VZ::add(VZ::maskz_load(tm, wk + 16 * nf), mk), rk));
     }
     s[k] = sk;
     q[k] = qk;
@@ -417,35 +415,35 @@ SB_ZMM __attribute__((always_inline)) inline void fused_loop(const float* shift,
 
 // The shift of Note [One statistics pass]: the mean of each row's first 8 elements.
 SB_ZMM __attribute__((always_inline)) inline void fused_shift(float* shift, const char* xs, int64_t xr) {
-  __m256 c[8];
+  VF::V c[8];
 #pragma GCC unroll 8
   for (int k = 0; k < 8; ++k) c[k] = _mm256_loadu_ps(reinterpret_cast<const float*>(xs + k * xr));
-  _mm256_store_ps(shift, _mm256_mul_ps(hsum8_ps(c), _mm256_set1_ps(0.125f)));
+  VF::store_aligned(shift, _mm256_mul_ps(VF::hsum8(c), _mm256_set1_ps(0.125f)));
 }
 
 // The group's -mean and 1/std from its sums, as one_pass_stats and Note [Normalize
 // rsqrt] compute them; false when the guard or the variance check fails.
 SB_ZMM __attribute__((always_inline)) inline bool fused_finish(const float* shift, float* negmean, float* rstd,
-                                                               const __m512 (&s)[8], const __m512 (&q)[8], int64_t n,
+                                                               const VZ::V (&s)[8], const VZ::V (&q)[8], int64_t n,
                                                                float eps) {
-  __m256 s8[8], q8[8];
+  VF::V s8[8], q8[8];
 #pragma GCC unroll 8
   for (int k = 0; k < 8; ++k) {
     s8[k] = fold16_ps(s[k]);
     q8[k] = fold16_ps(q[k]);
   }
-  const __m256 sv = hsum8_ps(s8), qv = hsum8_ps(q8);
-  const __m256 m1 = _mm256_div_ps(sv, _mm256_set1_ps(static_cast<float>(n)));
-  const __m256 t = _mm256_mul_ps(sv, m1);
-  const __m256 var =
+  const VF::V sv = VF::hsum8(s8), qv = VF::hsum8(q8);
+  const VF::V m1 = _mm256_div_ps(sv, _mm256_set1_ps(static_cast<float>(n)));
+  const VF::V t = _mm256_mul_ps(sv, m1);
+  const VF::V var =
       _mm256_fmadd_ps(_mm256_sub_ps(qv, t), _mm256_set1_ps(1.0f / static_cast<float>(n)), _mm256_set1_ps(eps));
-  const __m256 ok = _mm256_and_ps(
-      _mm256_and_ps(_mm256_cmp_ps(_mm256_add_ps(t, t), qv, _CMP_LE_OQ),
-                    _mm256_cmp_ps(qv, _mm256_set1_ps(std::numeric_limits<float>::max()), _CMP_LE_OQ)),
+  const VF::V ok = VF::and_mask(
+      VF::and_mask(VF::cmp_le(_mm256_add_ps(t, t), qv),
+                   VF::cmp_le(qv, _mm256_set1_ps(std::numeric_limits<float>::max()))),
       normal_var_ps(var));
-  if (_mm256_movemask_ps(ok) != 0xFF) return false;
-  _mm256_store_ps(rstd, rsqrt_newton_ps(var));
-  _mm256_store_ps(negmean, _mm256_sub_ps(_mm256_setzero_ps(), _mm256_add_ps(_mm256_load_ps(shift), m1)));
+  if (!VF::all(ok)) return false;
+  VF::store_aligned(rstd, rsqrt_newton_ps(var));
+  VF::store_aligned(negmean, _mm256_sub_ps(_mm256_setzero_ps(), _mm256_add_ps(VF::load_aligned(shift), m1)));
   return true;
 }
 #endif  // SB_HAVE_AVX512
