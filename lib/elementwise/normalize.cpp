@@ -95,28 +95,27 @@ SB_ZMM void normalize_groups_f32(const char* x, int64_t xr, char* out, int64_t o
 template <int NV, bool MASKED>
 void normalize_cols_f32(const char* x, int64_t xsd, char* out, int64_t ocs, int64_t osd, int kk, int64_t n,
                         double eps) {
-  alignas(32) static const int32_t kIdx[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
-  const __m256i mask = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kIdx + 8 - (kk % 8 ? kk % 8 : 8)));
+  const VF::PartMask mask = VF::part_mask(kk % 8 ? kk % 8 : 8);
   auto load = [&](const float* p, int v) {
-    return MASKED && v == NV - 1 ? VF::maskload(p + 8 * v, mask) : _mm256_loadu_ps(p + 8 * v);
+    return MASKED && v == NV - 1 ? VF::maskload(p + 8 * v, mask) : VF::load(p + 8 * v);
   };
   alignas(32) double sum[8 * NV] = {}, sq[8 * NV] = {};
   alignas(32) float mean[8 * NV], rstd[8 * NV];
   auto flush = [&](const VF::V* acc, double* d) {
     for (int v = 0; v < NV; ++v) {
-      _mm256_store_pd(d + 8 * v, _mm256_add_pd(_mm256_load_pd(d + 8 * v), VD::widen_lo(acc[v])));
-      _mm256_store_pd(d + 8 * v + 4,
-                      _mm256_add_pd(_mm256_load_pd(d + 8 * v + 4), VD::widen_hi(acc[v])));
+      VD::store_aligned(d + 8 * v, VD::add(VD::load_aligned(d + 8 * v), VD::widen_lo(acc[v])));
+      VD::store_aligned(d + 8 * v + 4,
+                      VD::add(VD::load_aligned(d + 8 * v + 4), VD::widen_hi(acc[v])));
     }
   };
   VF::V acc[NV], x0[NV];  // pass 1 sums x - x0, x0 = element 0 of each row (as Note [Short normalize rows])
   for (int v = 0; v < NV; ++v) x0[v] = load(reinterpret_cast<const float*>(x), v);
   for (int64_t c = 0; c < n; c += kStatFlush) {
     const int64_t ce = std::min(n, c + kStatFlush);
-    for (int v = 0; v < NV; ++v) acc[v] = _mm256_setzero_ps();
+    for (int v = 0; v < NV; ++v) acc[v] = VF::zero();
     for (int64_t i = c; i < ce; ++i) {
       const float* xi = reinterpret_cast<const float*>(x + i * xsd);
-      for (int v = 0; v < NV; ++v) acc[v] = _mm256_add_ps(acc[v], _mm256_sub_ps(load(xi, v), x0[v]));
+      for (int v = 0; v < NV; ++v) acc[v] = VF::add(acc[v], VF::sub(load(xi, v), x0[v]));
     }
     flush(acc, sum);
   }
@@ -127,20 +126,20 @@ void normalize_cols_f32(const char* x, int64_t xsd, char* out, int64_t ocs, int6
   for (int v = 0; v < NV; ++v) mv[v] = VF::load_aligned(mean + 8 * v);
   for (int64_t c = 0; c < n; c += kStatFlush) {
     const int64_t ce = std::min(n, c + kStatFlush);
-    for (int v = 0; v < NV; ++v) acc[v] = _mm256_setzero_ps();
+    for (int v = 0; v < NV; ++v) acc[v] = VF::zero();
     for (int64_t i = c; i < ce; ++i) {
       const float* xi = reinterpret_cast<const float*>(x + i * xsd);
       for (int v = 0; v < NV; ++v) {
-        const VF::V d = _mm256_sub_ps(load(xi, v), mv[v]);
-        acc[v] = _mm256_fmadd_ps(d, d, acc[v]);
+        const VF::V d = VF::sub(load(xi, v), mv[v]);
+        acc[v] = VF::fma(d, d, acc[v]);
       }
     }
     flush(acc, sq);
   }
   // masked lanes loaded 0 and subtracted their mean 0: their rstd is never stored
-  const VD::V rn = _mm256_set1_pd(1.0 / static_cast<double>(n)), ev = _mm256_set1_pd(eps), one = _mm256_set1_pd(1.0);
+  const VD::V rn = VD::set1(1.0 / static_cast<double>(n)), ev = VD::set1(eps), one = VD::set1(1.0);
   for (int k = 0; k < 8 * NV; k += 4)
-    VD::store_narrow(rstd + k, _mm256_div_pd(one, _mm256_sqrt_pd(_mm256_fmadd_pd(_mm256_load_pd(sq + k), rn, ev))));
+    VD::store_narrow(rstd + k, VD::div(one, VD::sqrt(VD::fma(VD::load_aligned(sq + k), rn, ev))));
   VF::V rv[NV];
   for (int v = 0; v < NV; ++v) rv[v] = VF::load_aligned(rstd + 8 * v);
   int64_t i0 = 0;
@@ -149,20 +148,20 @@ void normalize_cols_f32(const char* x, int64_t xsd, char* out, int64_t ocs, int6
       for (int v = 0; v < NV; ++v) {
         VF::V y[8];
         for (int r = 0; r < 8; ++r)
-          y[r] = _mm256_mul_ps(_mm256_sub_ps(load(reinterpret_cast<const float*>(x + (i0 + r) * xsd), v), mv[v]), rv[v]);
+          y[r] = VF::mul(VF::sub(load(reinterpret_cast<const float*>(x + (i0 + r) * xsd), v), mv[v]), rv[v]);
         detail::transpose8(y[0], y[1], y[2], y[3], y[4], y[5], y[6], y[7]);  // y[l]: row 8v + l, i0..i0+7
         const int m = std::min(8, kk - 8 * v);
-        for (int l = 0; l < m; ++l) _mm256_storeu_ps(reinterpret_cast<float*>(out + (8 * v + l) * ocs) + i0, y[l]);
+        for (int l = 0; l < m; ++l) VF::store(reinterpret_cast<float*>(out + (8 * v + l) * ocs) + i0, y[l]);
       }
   }
   for (int64_t i = i0; i < n; ++i) {
     const float* xi = reinterpret_cast<const float*>(x + i * xsd);
     char* oi = out + i * osd;
     for (int v = 0; v < NV; ++v) {
-      const VF::V y = _mm256_mul_ps(_mm256_sub_ps(load(xi, v), mv[v]), rv[v]);
+      const VF::V y = VF::mul(VF::sub(load(xi, v), mv[v]), rv[v]);
       if (ocs == 4) {
         float* o = reinterpret_cast<float*>(oi) + 8 * v;
-        if (MASKED && v == NV - 1) VF::maskstore(o, mask, y); else _mm256_storeu_ps(o, y);
+        if (MASKED && v == NV - 1) VF::maskstore(o, mask, y); else VF::store(o, y);
       } else {
         alignas(32) float t[8];
         VF::store_aligned(t, y);
@@ -247,11 +246,10 @@ struct NormWrite {
   A m, rs;
   A operator()(A v) const { return static_cast<A>((v - m) * rs); }
 #ifdef SB_HAVE_AVX2
-  VF::V operator()(VF::V v) const {
-    return _mm256_mul_ps(_mm256_sub_ps(v, _mm256_set1_ps(static_cast<float>(m))), _mm256_set1_ps(static_cast<float>(rs)));
-  }
-  VD::V operator()(VD::V v) const {
-    return _mm256_mul_pd(_mm256_sub_pd(v, _mm256_set1_pd(static_cast<double>(m))), _mm256_set1_pd(static_cast<double>(rs)));
+  // a register of float or double lanes (vec::LanesOf), m and rs rounded to its lane type
+  template <typename V, typename L = vec::LanesOf<V>>
+  V operator()(V v) const {
+    return L::mul(L::sub(v, L::set1(m)), L::set1(rs));
   }
 #endif
 };
