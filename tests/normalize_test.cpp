@@ -126,6 +126,31 @@ TEST(Elementwise, NormalizeOuterDimFirstElementFarFromMean) {
   });
 }
 
+// Note [Normalize across adjacent rows]: the kernel is compiled once per block width
+// (NV = 1..8 vectors of rows, masked where kk % 8 != 0) and writes through three store
+// paths (out rows dense along i: the 8x8 register transposes and their tail; out dense
+// across the rows: vector stores, the last one masked; otherwise the lane buffer). Every
+// kk from 1 to 72 (one and two blocks of 64), n below and above the transposes' 8-step,
+// each store path, into a poisoned out, against float64, at every SIMD level and thread
+// count.
+TEST(Elementwise, NormalizeAdjacentRowsEveryBlockWidth) {
+  for_each_config([](const std::string& cfg) {
+    for (int64_t n : {5, 21}) {
+      for (int64_t kk = 1; kk <= 72; ++kk) {
+        const Tensor xv = values({n, kk}, static_cast<uint64_t>(100 * n + kk), DType::Float32);
+        const std::vector<double> ref = ref_normalize(xv, 0, 1e-5);
+        for (Layout lo : {Layout::Contiguous, Layout::Transposed, Layout::Sliced}) {
+          Tensor out = test::with_layout(zeros({n, kk}, DType::Float32), lo);
+          test::poison(out);
+          normalize_out(out, xv, 0, 1e-5);
+          ASSERT_TRUE(all_close(out, ref, 1e-4, 1e-5))
+              << cfg << ", " << n << " x " << kk << " over dim 0, out " << test::layout_name(lo);
+        }
+      }
+    }
+  });
+}
+
 TEST(Elementwise, NormalizeEveryDimLayoutStyleDtype) {
   for_each_config([](const std::string& cfg) {
     std::mt19937_64 rng(24);
