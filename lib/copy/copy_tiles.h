@@ -119,7 +119,7 @@ inline void block_drain_row(uint16_t* d, const uint16_t* b, int64_t ng) {  // ng
   int64_t k = 0;
 #pragma GCC unroll 8
   for (; k + 16 <= 8 * ng; k += 16)
-    _mm256_stream_si256(reinterpret_cast<__m256i*>(d + k), _mm256_load_si256(reinterpret_cast<const __m256i*>(b + k)));
+    vec::Bits256::stream(d + k, vec::Bits256::load_aligned(b + k));
   if (k < 8 * ng)
     _mm_stream_si128(reinterpret_cast<__m128i*>(d + k), _mm_load_si128(reinterpret_cast<const __m128i*>(b + k)));
 }

@@ -170,6 +170,9 @@ template <typename T, int Bits = 256> struct Vec;
 struct Bits256 {
   using V = __m256i;
   static V load(const void* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+  SB_VEC_INLINE static V load_aligned(const void* p) {  // p 32-byte aligned
+    return _mm256_load_si256(reinterpret_cast<const __m256i*>(p));
+  }
   static void store(void* p, V v) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v); }
   static void stream(void* p, V v) { _mm256_stream_si256(reinterpret_cast<__m256i*>(p), v); }  // p 32-byte aligned
 };
