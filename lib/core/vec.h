@@ -26,16 +26,14 @@
 // LanesOf<V> names the lane operations of a register type. Users: the elementwise ops'
 // arithmetic (elementwise/op_math.h), the reductions (reduce_kernels.h), the elementwise
 // strips (elementwise/strips.h: dense loops, masked tails, streaming stores, stride-2
-// strips, gathers and scatters), normalize's row kernels (their masks, horizontal sums,
-// double lanes and 512-bit arithmetic: Note [Row-kernel lanes]), pooling's window loops
+// strips, gathers and scatters), normalize's row kernels (Note [Row-kernel lanes]),
+// pooling's window loops
 // (conv/pool.cpp), the copy's dtype conversions and fills (copy/copy.cpp), the
 // channels-last depthwise conv and the im2col panel rows (conv/conv_depthwise.cpp,
 // conv_gemm.cpp). Run-time dispatch between AVX-512 and AVX2 stays in the kernels'
 // callers (use_avx512(), use_avx2()); this layer only names the instructions. The GEMM,
 // direct conv, int8 and transpose micro-kernels work on fixed register blocks and
-// shuffles that a one-register type does not express, and keep their intrinsics;
-// normalize's row kernels still carry their plain 256-bit arithmetic and one 512-bit
-// fold (Note [Row-kernel lanes]).
+// shuffles that a one-register type does not express, and keep their intrinsics.
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -97,16 +95,17 @@ struct F32Lanes {
   using V = __m256;
   using Acc = float;
   static constexpr int kW = 8;
-  static V zero() { return _mm256_setzero_ps(); }
+  SB_VEC_INLINE static V zero() { return _mm256_setzero_ps(); }
   template <typename U>
   static V set1(U v) { return _mm256_set1_ps(static_cast<float>(v)); }
+  SB_VEC_INLINE static V set1(float v) { return _mm256_set1_ps(v); }
   static V lowest() { return _mm256_set1_ps(-INFINITY); }
-  static V add(V a, V b) { return _mm256_add_ps(a, b); }
-  static V sub(V a, V b) { return _mm256_sub_ps(a, b); }
-  static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
-  static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
-  static V div(V a, V b) { return _mm256_div_ps(a, b); }
-  static V sqrt(V a) { return _mm256_sqrt_ps(a); }
+  SB_VEC_INLINE static V add(V a, V b) { return _mm256_add_ps(a, b); }
+  SB_VEC_INLINE static V sub(V a, V b) { return _mm256_sub_ps(a, b); }
+  SB_VEC_INLINE static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
+  SB_VEC_INLINE static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+  SB_VEC_INLINE static V div(V a, V b) { return _mm256_div_ps(a, b); }
+  SB_VEC_INLINE static V sqrt(V a) { return _mm256_sqrt_ps(a); }
   static V neg(V a) { return _mm256_xor_ps(a, _mm256_set1_ps(-0.0f)); }
   static V abs(V a) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), a); }
   // max(0, x); max_ps returns its second operand when either is NaN: NaN stays NaN
@@ -141,20 +140,24 @@ struct F32Lanes {
   // What normalize's row kernels (elementwise/normalize_rows.h) add to the lane
   // operations. A lane mask is a V of all-ones or all-zeros lanes (AVX2 has no
   // k-registers): the ordered, quiet compares make it, and_mask combines, all() tests
-  // every lane, blend takes b where it is set. rsqrt is the hardware's ~12-bit estimate.
-  // hsum8 gives the 8 horizontal sums of a[0..8) as one vector (one hadd tree): the
-  // statistics of 8 rows side by side. Every helper added for those kernels is
-  // always_inline, as the intrinsic it names is: the kernels compile to the same
-  // instructions as with the intrinsics (registers renamed at most), which their tuning
-  // assumed. A plain member wrapper, the older ones here included, moves GCC's scheduling
-  // and register choices in those kernels (docs/notes/elementwise.md), so the row kernels'
-  // plain 256-bit arithmetic keeps its intrinsics until it is timed on both halves.
+  // every lane, blend takes b where it is set. rsqrt is the hardware's ~12-bit estimate;
+  // fnma is c - a b. hsum8 gives the 8 horizontal sums of a[0..8) as one vector (one
+  // hadd tree): the statistics of 8 rows side by side.
+  // Those kernels were tuned as written with intrinsics, and compile to the same
+  // instructions on this layer (registers renamed at most) because every operation they
+  // use is always_inline, as an intrinsic is: the plain arithmetic, loads and stores of
+  // F32Lanes, Vec<float> and Vec<double> too. A plain member, or the converting template
+  // set1 (plain or always_inline), moved GCC's scheduling and register choices in them,
+  // the AVX-512VL builds included; so set1 has an exact overload for the lane type,
+  // always_inline, beside the template, which stays plain (docs/notes/elementwise.md:
+  // what else moved, and its timing).
   SB_VEC_INLINE static V cmp_ge(V a, V b) { return _mm256_cmp_ps(a, b, _CMP_GE_OQ); }
   SB_VEC_INLINE static V cmp_le(V a, V b) { return _mm256_cmp_ps(a, b, _CMP_LE_OQ); }
   SB_VEC_INLINE static V and_mask(V a, V b) { return _mm256_and_ps(a, b); }
   SB_VEC_INLINE static bool all(V m) { return _mm256_movemask_ps(m) == 0xFF; }
   SB_VEC_INLINE static V blend(V a, V b, V m) { return _mm256_blendv_ps(a, b, m); }
   SB_VEC_INLINE static V rsqrt(V a) { return _mm256_rsqrt_ps(a); }
+  SB_VEC_INLINE static V fnma(V a, V b, V c) { return _mm256_fnmadd_ps(a, b, c); }
   SB_VEC_INLINE static V hsum8(const V* a) {
     const V t0 = _mm256_hadd_ps(a[0], a[1]), t1 = _mm256_hadd_ps(a[2], a[3]);
     const V t2 = _mm256_hadd_ps(a[4], a[5]), t3 = _mm256_hadd_ps(a[6], a[7]);
@@ -178,10 +181,10 @@ struct Bits256 {
 };
 
 template <> struct Vec<float> : F32Lanes {
-  static V load(const float* p) { return _mm256_loadu_ps(p); }
-  static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
+  SB_VEC_INLINE static V load(const float* p) { return _mm256_loadu_ps(p); }
+  SB_VEC_INLINE static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
   static constexpr int kStreamAlign = 32;  // bytes: stream() needs p aligned so
-  static void stream(float* p, V v) { _mm256_stream_ps(p, v); }
+  SB_VEC_INLINE static void stream(float* p, V v) { _mm256_stream_ps(p, v); }
   static V load_part(const float* p, int64_t m) {  // p[0 .. m), m < kW; the other lanes 0
     return _mm256_maskload_ps(p, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kPartMask + 8 - m)));
   }
@@ -303,10 +306,10 @@ template <> struct Vec<double> {
   using V = __m256d;
   using Acc = double;
   static constexpr int kW = 4;
-  static V load(const double* p) { return _mm256_loadu_pd(p); }
-  static void store(double* p, V v) { _mm256_storeu_pd(p, v); }
+  SB_VEC_INLINE static V load(const double* p) { return _mm256_loadu_pd(p); }
+  SB_VEC_INLINE static void store(double* p, V v) { _mm256_storeu_pd(p, v); }
   static constexpr int kStreamAlign = 32;
-  static void stream(double* p, V v) { _mm256_stream_pd(p, v); }
+  SB_VEC_INLINE static void stream(double* p, V v) { _mm256_stream_pd(p, v); }
   static V load_part(const double* p, int64_t m) {
     return _mm256_maskload_pd(p, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kPartMask + 8 - 2 * m)));
   }
@@ -319,16 +322,17 @@ template <> struct Vec<double> {
   SB_VEC_INLINE static V widen_hi(__m256 f) { return _mm256_cvtps_pd(_mm256_extractf128_ps(f, 1)); }
   SB_VEC_INLINE static __m256 narrow2(V lo, V hi) { return _mm256_set_m128(_mm256_cvtpd_ps(hi), _mm256_cvtpd_ps(lo)); }
   SB_VEC_INLINE static void store_narrow(float* p, V v) { _mm_store_ps(p, _mm256_cvtpd_ps(v)); }
-  static V zero() { return _mm256_setzero_pd(); }
+  SB_VEC_INLINE static V zero() { return _mm256_setzero_pd(); }
   template <typename U>
   static V set1(U v) { return _mm256_set1_pd(static_cast<double>(v)); }
+  SB_VEC_INLINE static V set1(double v) { return _mm256_set1_pd(v); }
   static V lowest() { return _mm256_set1_pd(-INFINITY); }
-  static V add(V a, V b) { return _mm256_add_pd(a, b); }
-  static V sub(V a, V b) { return _mm256_sub_pd(a, b); }
-  static V mul(V a, V b) { return _mm256_mul_pd(a, b); }
-  static V fma(V a, V b, V c) { return _mm256_fmadd_pd(a, b, c); }
-  static V div(V a, V b) { return _mm256_div_pd(a, b); }
-  static V sqrt(V a) { return _mm256_sqrt_pd(a); }
+  SB_VEC_INLINE static V add(V a, V b) { return _mm256_add_pd(a, b); }
+  SB_VEC_INLINE static V sub(V a, V b) { return _mm256_sub_pd(a, b); }
+  SB_VEC_INLINE static V mul(V a, V b) { return _mm256_mul_pd(a, b); }
+  SB_VEC_INLINE static V fma(V a, V b, V c) { return _mm256_fmadd_pd(a, b, c); }
+  SB_VEC_INLINE static V div(V a, V b) { return _mm256_div_pd(a, b); }
+  SB_VEC_INLINE static V sqrt(V a) { return _mm256_sqrt_pd(a); }
   static V neg(V a) { return _mm256_xor_pd(a, _mm256_set1_pd(-0.0)); }
   static V abs(V a) { return _mm256_andnot_pd(_mm256_set1_pd(-0.0), a); }
   static V relu(V a) { return _mm256_max_pd(_mm256_setzero_pd(), a); }
@@ -406,6 +410,17 @@ template <> struct Vec<float, 512> {
     return _mm512_permutex2var_ps(a, _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30), b);
   }
 };
+// The two 8-float halves of v added, as one 256-bit vector (the fused rows' sums folded
+// for their horizontal adds). A free function of internal linkage, not always_inline:
+// as a member of Vec<float, 512>, always_inline or not, it moved GCC's scheduling in
+// the rows from memory (Note [Row-kernel lanes]). The masked extracts with a zero
+// source: GCC 12's unmasked forms start from an undefined vector and draw
+// -Wmaybe-uninitialized.
+__attribute__((target("avx2,fma,avx512f,avx512vl"))) static inline __m256 fold_halves(__m512 v) {
+  const __m512d d = _mm512_castps_pd(v);
+  return _mm256_add_ps(_mm256_castpd_ps(_mm512_mask_extractf64x4_pd(_mm256_setzero_pd(), 0xF, d, 0)),
+                       _mm256_castpd_ps(_mm512_mask_extractf64x4_pd(_mm256_setzero_pd(), 0xF, d, 1)));
+}
 template <> struct Vec<Half, 512> {
   using V = __m512;
   static constexpr int kW = 16;

@@ -92,8 +92,8 @@ SB_ZMM void normalize_rows_in_order_f32(const char* x, int64_t xr, char* out, in
         q0 = VZ::fma(d, d, q0);
       }
       if (ce < nf) {
-        sd += Vec<float>::hsum(fold16_ps(VZ::add(s0, s1)));
-        qd += Vec<float>::hsum(fold16_ps(VZ::add(q0, q1)));
+        sd += Vec<float>::hsum(vec::fold_halves(VZ::add(s0, s1)));
+        qd += Vec<float>::hsum(vec::fold_halves(VZ::add(q0, q1)));
         s0 = s1 = q0 = q1 = VZ::zero();
       }
     }
@@ -104,12 +104,12 @@ SB_ZMM void normalize_rows_in_order_f32(const char* x, int64_t xr, char* out, in
     }
     VZ::V st = VZ::add(s0, s1), qt = VZ::add(q0, q1);
     if (n > kStatFlush) {  // all the row's sums in lane 0
-      st = VZ::maskz_mov(1, VZ::set1(static_cast<float>(sd + Vec<float>::hsum(fold16_ps(st)))));
-      qt = VZ::maskz_mov(1, VZ::set1(static_cast<float>(qd + Vec<float>::hsum(fold16_ps(qt)))));
+      st = VZ::maskz_mov(1, VZ::set1(static_cast<float>(sd + Vec<float>::hsum(vec::fold_halves(st)))));
+      qt = VZ::maskz_mov(1, VZ::set1(static_cast<float>(qd + Vec<float>::hsum(vec::fold_halves(qt)))));
     }
     // fused_finish over 8 copies of the row: its constants in every lane
     alignas(32) float cs[8], nm[8], rs[8];
-    VF::store_aligned(cs, _mm256_set1_ps(c));
+    VF::store_aligned(cs, VF::set1(c));
     VZ::V sr[8], qr[8];
     for (int k = 0; k < 8; ++k) {
       sr[k] = st;

@@ -123,13 +123,12 @@ void dense_centered(const T* xt, int64_t n, acc_t<T> m, double* ss_out, double* 
 // and finite), and 1/sqrt(var) as rsqrt's 12 bits and one Newton step. Shared by the
 // rows kernel and the fused groups.
 inline VF::V normal_var_ps(VF::V var) {
-  return VF::and_mask(VF::cmp_ge(var, _mm256_set1_ps(std::numeric_limits<float>::min())),
-                      VF::cmp_le(var, _mm256_set1_ps(std::numeric_limits<float>::max())));
+  return VF::and_mask(VF::cmp_ge(var, VF::set1(std::numeric_limits<float>::min())),
+                      VF::cmp_le(var, VF::set1(std::numeric_limits<float>::max())));
 }
 inline VF::V rsqrt_newton_ps(VF::V var) {
   const VF::V r = VF::rsqrt(var);
-  return _mm256_mul_ps(r, _mm256_fnmadd_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), var), _mm256_mul_ps(r, r),
-                                           _mm256_set1_ps(1.5f)));
+  return VF::mul(r, VF::fnma(VF::mul(VF::set1(0.5f), var), VF::mul(r, r), VF::set1(1.5f)));
 }
 
 // Note [One statistics pass] (below): the 8 rows' mean and q = sum((x - mean)^2) from one
@@ -138,44 +137,44 @@ template <bool InOrder>
 __attribute__((always_inline)) inline bool one_pass_stats(const float* const (&xs)[8], int64_t nv, int64_t rem,
                                                           VF::PartMask mask, int64_t n, float* mean, VF::V* q_out) {
   VF::V c[8], s[8], q[8];
-  for (int k = 0; k < 8; ++k) c[k] = _mm256_loadu_ps(xs[k]);
+  for (int k = 0; k < 8; ++k) c[k] = VF::load(xs[k]);
   alignas(32) float cs[8];
-  const VF::V cv = _mm256_mul_ps(VF::hsum8(c), _mm256_set1_ps(0.125f));
+  const VF::V cv = VF::mul(VF::hsum8(c), VF::set1(0.125f));
   VF::store_aligned(cs, cv);
   for (int k = 0; k < 8; ++k) {
-    c[k] = _mm256_set1_ps(cs[k]);
-    s[k] = _mm256_setzero_ps();
-    q[k] = _mm256_setzero_ps();
+    c[k] = VF::set1(cs[k]);
+    s[k] = VF::zero();
+    q[k] = VF::zero();
   }
   if constexpr (InOrder) {  // Note [Normalize rows in address order]
     for (int k = 0; k < 8; ++k)
       for (int64_t v = 0; v < nv; ++v) {
-        const VF::V d = _mm256_sub_ps(_mm256_loadu_ps(xs[k] + 8 * v), c[k]);
-        s[k] = _mm256_add_ps(s[k], d);
-        q[k] = _mm256_fmadd_ps(d, d, q[k]);
+        const VF::V d = VF::sub(VF::load(xs[k] + 8 * v), c[k]);
+        s[k] = VF::add(s[k], d);
+        q[k] = VF::fma(d, d, q[k]);
       }
   } else {
     for (int64_t v = 0; v < nv; ++v)
       for (int k = 0; k < 8; ++k) {
-        const VF::V d = _mm256_sub_ps(_mm256_loadu_ps(xs[k] + 8 * v), c[k]);
-        s[k] = _mm256_add_ps(s[k], d);
-        q[k] = _mm256_fmadd_ps(d, d, q[k]);
+        const VF::V d = VF::sub(VF::load(xs[k] + 8 * v), c[k]);
+        s[k] = VF::add(s[k], d);
+        q[k] = VF::fma(d, d, q[k]);
       }
   }
   if (rem)  // masked lanes: c - c
     for (int k = 0; k < 8; ++k) {
-      const VF::V d = _mm256_sub_ps(VF::blend(c[k], VF::maskload(xs[k] + 8 * nv, mask), VF::as_mask(mask)), c[k]);
-      s[k] = _mm256_add_ps(s[k], d);
-      q[k] = _mm256_fmadd_ps(d, d, q[k]);
+      const VF::V d = VF::sub(VF::blend(c[k], VF::maskload(xs[k] + 8 * nv, mask), VF::as_mask(mask)), c[k]);
+      s[k] = VF::add(s[k], d);
+      q[k] = VF::fma(d, d, q[k]);
     }
   const VF::V sv = VF::hsum8(s), qv = VF::hsum8(q);
-  const VF::V m1 = _mm256_div_ps(sv, _mm256_set1_ps(static_cast<float>(n)));
-  const VF::V t = _mm256_mul_ps(sv, m1);  // S^2 / n >= 0
-  const VF::V ok = VF::and_mask(VF::cmp_le(_mm256_add_ps(t, t), qv),
-                                VF::cmp_le(qv, _mm256_set1_ps(std::numeric_limits<float>::max())));
+  const VF::V m1 = VF::div(sv, VF::set1(static_cast<float>(n)));
+  const VF::V t = VF::mul(sv, m1);  // S^2 / n >= 0
+  const VF::V ok =
+      VF::and_mask(VF::cmp_le(VF::add(t, t), qv), VF::cmp_le(qv, VF::set1(std::numeric_limits<float>::max())));
   if (!VF::all(ok)) return false;
-  VF::store_aligned(mean, _mm256_add_ps(cv, m1));
-  *q_out = _mm256_sub_ps(qv, t);
+  VF::store_aligned(mean, VF::add(cv, m1));
+  *q_out = VF::sub(qv, t);
   return true;
 }
 
@@ -217,35 +216,34 @@ __attribute__((always_inline)) inline void normalize_rows8_body(const char* x, i
   } else {  // two exact passes
     VF::V acc[8], x0[8];
     for (int k = 0; k < 8; ++k) {
-      acc[k] = _mm256_setzero_ps();
+      acc[k] = VF::zero();
       x0[k] = VF::broadcast(xs[k]);
     }
     if constexpr (InOrder) {
       for (int k = 0; k < 8; ++k)
-        for (int64_t v = 0; v < nv; ++v) acc[k] = _mm256_add_ps(acc[k], _mm256_sub_ps(_mm256_loadu_ps(xs[k] + 8 * v), x0[k]));
+        for (int64_t v = 0; v < nv; ++v) acc[k] = VF::add(acc[k], VF::sub(VF::load(xs[k] + 8 * v), x0[k]));
     } else {
       for (int64_t v = 0; v < nv; ++v)
-        for (int k = 0; k < 8; ++k) acc[k] = _mm256_add_ps(acc[k], _mm256_sub_ps(_mm256_loadu_ps(xs[k] + 8 * v), x0[k]));
+        for (int k = 0; k < 8; ++k) acc[k] = VF::add(acc[k], VF::sub(VF::load(xs[k] + 8 * v), x0[k]));
     }
     if (rem)  // masked lanes: x0 - x0
       for (int k = 0; k < 8; ++k)
-        acc[k] = _mm256_add_ps(
-            acc[k], _mm256_sub_ps(VF::blend(x0[k], VF::maskload(xs[k] + 8 * nv, mask), VF::as_mask(mask)), x0[k]));
+        acc[k] = VF::add(
+            acc[k], VF::sub(VF::blend(x0[k], VF::maskload(xs[k] + 8 * nv, mask), VF::as_mask(mask)), x0[k]));
     alignas(32) float first[8];
     for (int k = 0; k < 8; ++k) first[k] = *xs[k];
-    VF::store_aligned(mean, _mm256_add_ps(VF::load_aligned(first),
-                                          _mm256_div_ps(VF::hsum8(acc), _mm256_set1_ps(static_cast<float>(n)))));
-    for (int k = 0; k < 8; ++k) acc[k] = _mm256_setzero_ps();
+    VF::store_aligned(mean, VF::add(VF::load_aligned(first), VF::div(VF::hsum8(acc), VF::set1(static_cast<float>(n)))));
+    for (int k = 0; k < 8; ++k) acc[k] = VF::zero();
     for (int64_t v = 0; v < nv; ++v)
       for (int k = 0; k < 8; ++k) {
-        const VF::V d = _mm256_sub_ps(_mm256_loadu_ps(xs[k] + 8 * v), _mm256_set1_ps(mean[k]));
-        acc[k] = _mm256_fmadd_ps(d, d, acc[k]);
+        const VF::V d = VF::sub(VF::load(xs[k] + 8 * v), VF::set1(mean[k]));
+        acc[k] = VF::fma(d, d, acc[k]);
       }
     if (rem)
       for (int k = 0; k < 8; ++k) {  // masked lanes load 0: blend them to the mean so they add 0
-        const VF::V xv = VF::blend(_mm256_set1_ps(mean[k]), VF::maskload(xs[k] + 8 * nv, mask), VF::as_mask(mask));
-        const VF::V d = _mm256_sub_ps(xv, _mm256_set1_ps(mean[k]));
-        acc[k] = _mm256_fmadd_ps(d, d, acc[k]);
+        const VF::V xv = VF::blend(VF::set1(mean[k]), VF::maskload(xs[k] + 8 * nv, mask), VF::as_mask(mask));
+        const VF::V d = VF::sub(xv, VF::set1(mean[k]));
+        acc[k] = VF::fma(d, d, acc[k]);
       }
     q = VF::hsum8(acc);
   }
@@ -254,26 +252,26 @@ __attribute__((always_inline)) inline void normalize_rows8_body(const char* x, i
   // ops per 4 rows, a visible share of a 64-float row's time. A variance that is 0, subnormal,
   // infinite or NaN (eps = 0, or sums that overflow float) takes the double path, whose
   // results for those (inf, a finite 1/sqrt, 0, NaN) the Newton step would not keep.
-  const VF::V var = _mm256_fmadd_ps(q, _mm256_set1_ps(1.0f / static_cast<float>(n)), _mm256_set1_ps(static_cast<float>(eps)));
+  const VF::V var = VF::fma(q, VF::set1(1.0f / static_cast<float>(n)), VF::set1(static_cast<float>(eps)));
   alignas(32) float rstd[8];
   if (VF::all(normal_var_ps(var))) {
     VF::store_aligned(rstd, rsqrt_newton_ps(var));
   } else {
-    const VD::V rn = _mm256_set1_pd(1.0 / static_cast<double>(n)), ev = _mm256_set1_pd(eps), one = _mm256_set1_pd(1.0);
-    const VD::V r0 = _mm256_div_pd(one, _mm256_sqrt_pd(_mm256_fmadd_pd(VD::widen_lo(q), rn, ev)));
-    const VD::V r1 = _mm256_div_pd(one, _mm256_sqrt_pd(_mm256_fmadd_pd(VD::widen_hi(q), rn, ev)));
+    const VD::V rn = VD::set1(1.0 / static_cast<double>(n)), ev = VD::set1(eps), one = VD::set1(1.0);
+    const VD::V r0 = VD::div(one, VD::sqrt(VD::fma(VD::widen_lo(q), rn, ev)));
+    const VD::V r1 = VD::div(one, VD::sqrt(VD::fma(VD::widen_hi(q), rn, ev)));
     VF::store_aligned(rstd, VD::narrow2(r0, r1));
   }
   for (int k = 0; k < nr; ++k) {
-    const VF::V mv = _mm256_set1_ps(mean[k]), rv = _mm256_set1_ps(rstd[k]);
+    const VF::V mv = VF::set1(mean[k]), rv = VF::set1(rstd[k]);
     float* o = reinterpret_cast<float*>(out + k * orow);
     for (int64_t v = 0; v < nv; ++v) {
-      const VF::V y = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(xs[k] + 8 * v), mv), rv);
-      if constexpr (NT) _mm256_stream_ps(o + 8 * v, y);
-      else _mm256_storeu_ps(o + 8 * v, y);
+      const VF::V y = VF::mul(VF::sub(VF::load(xs[k] + 8 * v), mv), rv);
+      if constexpr (NT) VF::stream(o + 8 * v, y);
+      else VF::store(o + 8 * v, y);
     }
     if (rem)
-      VF::maskstore(o + 8 * nv, mask, _mm256_mul_ps(_mm256_sub_ps(VF::maskload(xs[k] + 8 * nv, mask), mv), rv));
+      VF::maskstore(o + 8 * nv, mask, VF::mul(VF::sub(VF::maskload(xs[k] + 8 * nv, mask), mv), rv));
   }
 }
 
@@ -347,14 +345,6 @@ inline bool stores_alias_loads(const char* out, const char* x) {
 
 #define SB_ZMM __attribute__((target("avx2,fma,avx512f,avx512vl")))
 
-// The two 8-float halves of v added. The masked extracts with a zero source: GCC 12's
-// unmasked forms start from an undefined vector and draw -Wmaybe-uninitialized.
-SB_ZMM inline VF::V fold16_ps(VZ::V v) {
-  const __m512d d = _mm512_castps_pd(v);
-  return _mm256_add_ps(_mm256_castpd_ps(_mm512_mask_extractf64x4_pd(_mm256_setzero_pd(), 0xF, d, 0)),
-                       _mm256_castpd_ps(_mm512_mask_extractf64x4_pd(_mm256_setzero_pd(), 0xF, d, 1)));
-}
-
 // The per-group constants of the pipeline, in slots by group parity: the shifts of a
 // group's statistics pass, and -mean and 1/std for its write pass.
 struct FusedSlots {
@@ -417,8 +407,8 @@ SB_ZMM __attribute__((always_inline)) inline void fused_loop(const float* shift,
 SB_ZMM __attribute__((always_inline)) inline void fused_shift(float* shift, const char* xs, int64_t xr) {
   VF::V c[8];
 #pragma GCC unroll 8
-  for (int k = 0; k < 8; ++k) c[k] = _mm256_loadu_ps(reinterpret_cast<const float*>(xs + k * xr));
-  VF::store_aligned(shift, _mm256_mul_ps(VF::hsum8(c), _mm256_set1_ps(0.125f)));
+  for (int k = 0; k < 8; ++k) c[k] = VF::load(reinterpret_cast<const float*>(xs + k * xr));
+  VF::store_aligned(shift, VF::mul(VF::hsum8(c), VF::set1(0.125f)));
 }
 
 // The group's -mean and 1/std from its sums, as one_pass_stats and Note [Normalize
@@ -429,21 +419,20 @@ SB_ZMM __attribute__((always_inline)) inline bool fused_finish(const float* shif
   VF::V s8[8], q8[8];
 #pragma GCC unroll 8
   for (int k = 0; k < 8; ++k) {
-    s8[k] = fold16_ps(s[k]);
-    q8[k] = fold16_ps(q[k]);
+    s8[k] = vec::fold_halves(s[k]);
+    q8[k] = vec::fold_halves(q[k]);
   }
   const VF::V sv = VF::hsum8(s8), qv = VF::hsum8(q8);
-  const VF::V m1 = _mm256_div_ps(sv, _mm256_set1_ps(static_cast<float>(n)));
-  const VF::V t = _mm256_mul_ps(sv, m1);
-  const VF::V var =
-      _mm256_fmadd_ps(_mm256_sub_ps(qv, t), _mm256_set1_ps(1.0f / static_cast<float>(n)), _mm256_set1_ps(eps));
+  const VF::V m1 = VF::div(sv, VF::set1(static_cast<float>(n)));
+  const VF::V t = VF::mul(sv, m1);
+  const VF::V var = VF::fma(VF::sub(qv, t), VF::set1(1.0f / static_cast<float>(n)), VF::set1(eps));
   const VF::V ok = VF::and_mask(
-      VF::and_mask(VF::cmp_le(_mm256_add_ps(t, t), qv),
-                   VF::cmp_le(qv, _mm256_set1_ps(std::numeric_limits<float>::max()))),
+      VF::and_mask(VF::cmp_le(VF::add(t, t), qv),
+                   VF::cmp_le(qv, VF::set1(std::numeric_limits<float>::max()))),
       normal_var_ps(var));
   if (!VF::all(ok)) return false;
   VF::store_aligned(rstd, rsqrt_newton_ps(var));
-  VF::store_aligned(negmean, _mm256_sub_ps(_mm256_setzero_ps(), _mm256_add_ps(VF::load_aligned(shift), m1)));
+  VF::store_aligned(negmean, VF::sub(VF::zero(), VF::add(VF::load_aligned(shift), m1)));
   return true;
 }
 #endif  // SB_HAVE_AVX512

@@ -289,7 +289,9 @@ template <typename T, int N, bool AS, bool BS, typename F>
 __attribute__((target("avx512f,avx512vl"))) void stride2_loop(T* o, const T* a, const T* b, int64_t n, const F& f) {
   using S = Stride2<T>;
   constexpr int64_t E = S::kElems;
-  const typename S::V va = Vec<T>::set1(a[0]), vb = Vec<T>::set1(N == 2 ? b[0] : T(0));
+  // the converting set1, not the lane type's exact overload: with it GCC laid out this
+  // loop's tail differently (Note [Row-kernel lanes])
+  const typename S::V va = Vec<T>::template set1<T>(a[0]), vb = Vec<T>::template set1<T>(N == 2 ? b[0] : T(0));
   int64_t j = 0;
 #pragma GCC unroll 4  // Note [Unrolled vector loops]
   for (; j + E <= n; j += E) stride2_vec<T, N, AS, BS>(o, a, b, 2 * j, S::kEven, va, vb, f);
