@@ -17,6 +17,11 @@
 #   tests     the CUDA cases of each family's test binary (SB_GPU_TESTS; the cases named
 #             Cuda* and the device-parameterized ones on cuda0, Note [Device-parameterized
 #             tests]; their CPU halves run in CI), gtest XML and logs
+#   cputests  every other case of the test binaries (SB_GPU_CPU_TESTS), on the device
+#             machine's CPU: the lent machines' Xeons have AVX-512 and AVX512_BF16, so
+#             the AVX-512 kernels (bf16 GEMM, VL rows kernels, int8, direct conv) run on
+#             hardware there at every SIMD level the tests take; within SB_GPU_CPU_BUDGET
+#             seconds (default 90), logs, XML and lscpu into tests.tar.gz
 #   sanitize  memcheck on the same cases with the direct allocator (every block its own
 #             cudaMalloc, so an overrun is seen), no leak report (the allocators and the
 #             cuBLAS handle are deliberate singletons), without the deliberate
@@ -165,8 +170,27 @@ if want tests; then
     say "test $t: rc=$rc$([[ $rc == 124 ]] && echo ' (timed out)') $(grep -E '^\[  (PASSED|FAILED|SKIPPED) *\] [0-9]+ tests?[,.]' "$OUT/$t.log" | tr '\n' ' ')"
     [[ $rc -eq 0 ]] || status=1
   done
-  pack tests
 fi
+# ---- the CPU cases on the device machine's own CPU
+if want cputests; then
+  lscpu > "$OUT/cpu-lscpu.txt" 2>&1
+  cbudget=${SB_GPU_CPU_BUDGET:-90}
+  cstart=$SECONDS
+  for t in ${SB_GPU_CPU_TESTS:-matmul_test normalize_test elementwise_test differential_test copy_test quant_test conv_test reduce_test}; do
+    left=$((cbudget - (SECONDS - cstart)))
+    if ((left <= 0)); then
+      say "cpu test $t: not run (SB_GPU_CPU_BUDGET spent)"
+      status=1
+      continue
+    fi
+    bounded "$(step_time $left)" "$bin/$t" --gtest_filter="-$gpu_cases" --gtest_output="xml:$OUT/cpu-$t.xml" \
+      > "$OUT/cpu-$t.log" 2>&1
+    rc=$?
+    say "cpu test $t: rc=$rc$([[ $rc == 124 ]] && echo ' (timed out)') $(grep -E '^\[  (PASSED|FAILED|SKIPPED) *\] [0-9]+ tests?[,.]' "$OUT/cpu-$t.log" | tr '\n' ' ')"
+    [[ $rc -eq 0 ]] || status=1
+  done
+fi
+if want tests || want cputests; then pack tests; fi
 
 # ---- sanitizers
 if want sanitize && command -v compute-sanitizer >/dev/null; then

@@ -110,6 +110,23 @@ class GpuRehearsal(unittest.TestCase):
         self.assertIn("recheck: rc=0 (rehearsal", read(os.path.join(out, "summary.txt")))
         self.assertIn("recheck.tar.gz", os.listdir(out))
 
+    def test_cputests_step_runs_the_cpu_cases_into_the_tests_pack(self):
+        out = os.path.join(self.tmp, "out-cpu")
+        r = self.run_gpu(out, SB_GPU_STEPS="cputests", SB_GPU_CPU_TESTS="quant_test cuda_stream_test")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        summary = read(os.path.join(out, "summary.txt"))
+        self.assertRegex(summary, r"cpu test quant_test: rc=0 \[  PASSED  \] [1-9]")
+        self.assertIn("cpu test cuda_stream_test: rc=0", summary)
+        self.assertEqual(sorted(os.listdir(out)), ["summary.txt", "tests.tar.gz"])  # one file, as tests'
+        names = subprocess.run(["tar", "-tzf", os.path.join(out, "tests.tar.gz")], capture_output=True,
+                               text=True).stdout.split()
+        self.assertLessEqual({"cpu-lscpu.txt", "cpu-quant_test.log", "cpu-quant_test.xml"}, set(names))
+        # a spent budget names the binaries it did not run and fails the call
+        out2 = os.path.join(self.tmp, "out-cpu-spent")
+        r = self.run_gpu(out2, SB_GPU_STEPS="cputests", SB_GPU_CPU_TESTS="quant_test", SB_GPU_CPU_BUDGET="0")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("cpu test quant_test: not run (SB_GPU_CPU_BUDGET spent)", read(os.path.join(out2, "summary.txt")))
+
     def test_missing_cuda_library_fails_in_the_first_seconds(self):
         out = os.path.join(self.tmp, "out-missing")
         r = self.run_gpu(out, SB_GPU_CUDA_LIBS="libcudart.so.13 libcublas.so.99")
