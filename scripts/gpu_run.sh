@@ -18,10 +18,11 @@
 #             Cuda* and the device-parameterized ones on cuda0, Note [Device-parameterized
 #             tests]; their CPU halves run in CI), gtest XML and logs
 #   cputests  every other case of the test binaries (SB_GPU_CPU_TESTS), on the device
-#             machine's CPU: the lent machines' Xeons have AVX-512 and AVX512_BF16, so
-#             the AVX-512 kernels (bf16 GEMM, VL rows kernels, int8, direct conv) run on
-#             hardware there at every SIMD level the tests take; within SB_GPU_CPU_BUDGET
-#             seconds (default 90), logs, XML and lscpu into tests.tar.gz
+#             machine's CPU: the lent machines' Xeons take our AVX512 level (their
+#             machine.json) and are of a generation with AVX512_BF16, so the AVX-512
+#             kernels (bf16 GEMM, VL rows kernels, int8, direct conv) run on hardware
+#             there at every SIMD level the tests take; within SB_GPU_CPU_BUDGET seconds
+#             (default 90), logs, XML and lscpu (what the CPU reports) into tests.tar.gz
 #   sanitize  memcheck on the same cases with the direct allocator (every block its own
 #             cudaMalloc, so an overrun is seen), no leak report (the allocators and the
 #             cuBLAS handle are deliberate singletons), without the deliberate
@@ -159,6 +160,8 @@ fi
 nvidia-smi > "$OUT/nvidia-smi.txt" 2>&1 || say "nvidia-smi: failed$([[ $rehearsal == 1 ]] && echo ' (rehearsal)')"
 
 # ---- tests
+# the PASSED / FAILED / SKIPPED counts of a gtest log, on one line
+gtest_counts() { grep -E '^\[  (PASSED|FAILED|SKIPPED) *\] [0-9]+ tests?[,.]' "$1" | tr '\n' ' '; }
 tests=${SB_GPU_TESTS:-cuda_allocator_test cuda_stream_test copy_test elementwise_test normalize_test reduce_test matmul_test conv_test quant_test differential_test}
 gpu_cases='*Cuda*:*/cuda0'
 if want tests; then
@@ -167,7 +170,7 @@ if want tests; then
     # results, and each new shape would time 8 plans; CudaConv.CudnnRecords* autotunes
     SB_CUDNN_AUTOTUNE=0 bounded "$(step_time 240)" "$bin/$t" --gtest_filter="$gpu_cases" --gtest_output="xml:$OUT/$t.xml" > "$OUT/$t.log" 2>&1
     rc=$?
-    say "test $t: rc=$rc$([[ $rc == 124 ]] && echo ' (timed out)') $(grep -E '^\[  (PASSED|FAILED|SKIPPED) *\] [0-9]+ tests?[,.]' "$OUT/$t.log" | tr '\n' ' ')"
+    say "test $t: rc=$rc$([[ $rc == 124 ]] && echo ' (timed out)') $(gtest_counts "$OUT/$t.log")"
     [[ $rc -eq 0 ]] || status=1
   done
 fi
@@ -186,7 +189,7 @@ if want cputests; then
     bounded "$(step_time $left)" "$bin/$t" --gtest_filter="-$gpu_cases" --gtest_output="xml:$OUT/cpu-$t.xml" \
       > "$OUT/cpu-$t.log" 2>&1
     rc=$?
-    say "cpu test $t: rc=$rc$([[ $rc == 124 ]] && echo ' (timed out)') $(grep -E '^\[  (PASSED|FAILED|SKIPPED) *\] [0-9]+ tests?[,.]' "$OUT/cpu-$t.log" | tr '\n' ' ')"
+    say "cpu test $t: rc=$rc$([[ $rc == 124 ]] && echo ' (timed out)') $(gtest_counts "$OUT/cpu-$t.log")"
     [[ $rc -eq 0 ]] || status=1
   done
 fi

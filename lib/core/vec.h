@@ -511,6 +511,7 @@ struct Simd {
   static double hsum(R a) { return L::hsum(a); }
   static double hmax(R a) { return L::hmax(a); }
 };
+#undef SB_VEC_INLINE
 #endif
 
 }  // namespace sb::vec

@@ -104,8 +104,7 @@ void normalize_cols_f32(const char* x, int64_t xsd, char* out, int64_t ocs, int6
   auto flush = [&](const VF::V* acc, double* d) {
     for (int v = 0; v < NV; ++v) {
       VD::store_aligned(d + 8 * v, VD::add(VD::load_aligned(d + 8 * v), VD::widen_lo(acc[v])));
-      VD::store_aligned(d + 8 * v + 4,
-                      VD::add(VD::load_aligned(d + 8 * v + 4), VD::widen_hi(acc[v])));
+      VD::store_aligned(d + 8 * v + 4, VD::add(VD::load_aligned(d + 8 * v + 4), VD::widen_hi(acc[v])));
     }
   };
   VF::V acc[NV], x0[NV];  // pass 1 sums x - x0, x0 = element 0 of each row (as Note [Short normalize rows])
