@@ -94,7 +94,8 @@ std::vector<double> ref_pool(const std::vector<double>& v, const Shape& sz, int6
 using test::Modes;
 using test::ModeGuard;
 const std::vector<Modes> kModes =
-    test::available_modes({{1, SimdLevel::AVX512}, {2, SimdLevel::AVX512}, {1, SimdLevel::AVX2}, {2, SimdLevel::AVX2}, {2, SimdLevel::Scalar}});
+    test::available_modes({{1, SimdLevel::AVX512, 16}, {2, SimdLevel::AVX512, 16}, {1, SimdLevel::AVX512, 32},
+                           {2, SimdLevel::AVX512, 32}, {1, SimdLevel::AVX2}, {2, SimdLevel::AVX2}, {2, SimdLevel::Scalar}});
 
 struct Case {
   int64_t N, C, H, W, O, KH, KW;
@@ -117,7 +118,7 @@ void check_case(const Case& cs, uint64_t seed) {
         Tensor out = conv2d(x, w, bias, cs.p, cs.relu);
         const std::string what = std::string("x ") + test::layout_name(lx) + " w " + test::layout_name(lw) +
                                  " threads " + std::to_string(m.threads) + " simd " +
-                                 std::to_string(static_cast<int>(m.simd));
+                                 std::to_string(static_cast<int>(m.simd)) + " tile " + std::to_string(m.tile);
         // PyTorch's rule: channels-last out when the input or the weight is channels-last
         const bool cl = x.suggest_memory_format() == MemoryFormat::ChannelsLast ||
                         w.suggest_memory_format() == MemoryFormat::ChannelsLast;
@@ -283,7 +284,7 @@ TEST(Pool2d, MaxAndAvgEveryLayoutAndStyle) {
           const std::string what = std::string(is_max ? "max" : "avg") + " k" + std::to_string(k) + " s" +
                                    std::to_string(s) + " p" + std::to_string(pad) + " " + test::layout_name(l) +
                                    " x " + x.str() + " threads " + std::to_string(m.threads) + " simd " +
-                                   std::to_string(static_cast<int>(m.simd));
+                                   std::to_string(static_cast<int>(m.simd)) + " tile " + std::to_string(m.tile);
           const Tensor out = is_max ? max_pool2d(x, pp) : avg_pool2d(x, pp);
           ASSERT_EQ(out.sizes(), osz) << what;
           ASSERT_EQ(out.suggest_memory_format(), x.suggest_memory_format()) << what;

@@ -85,11 +85,21 @@ TEST(CpuTuning, RowsPerDesign) {
   EXPECT_EQ(spr.group_bytes, 128 << 10);
   EXPECT_EQ(spr.group_min, 2);
   EXPECT_EQ(spr.basis, "measured on sapphire-rapids");
-  // a design nobody measured takes its nearest measured row and says so
+  // Zen 5: Zen 4's blocks with the wide tile (Note [Wide tile])
   const CpuTuning zen5 = tuning_for(id_of(CpuVendor::AMD, 26, 2), caches);
   EXPECT_EQ(zen5.arch, CpuArch::Zen5);
-  EXPECT_EQ(describe_tuning(zen5), describe_tuning(zen4));
-  EXPECT_NE(zen5.basis.find("not measured on zen5"), std::string::npos) << zen5.basis;
+  EXPECT_EQ(zen5.gemm_tile_cols, 32);
+  EXPECT_EQ(zen4.gemm_tile_cols, 16);
+  EXPECT_EQ(spr.gemm_tile_cols, 16);
+  CpuTuning zen5_as_zen4 = zen5;
+  zen5_as_zen4.gemm_tile_cols = 16;
+  EXPECT_EQ(describe_tuning(zen5_as_zen4), describe_tuning(zen4));
+  EXPECT_NE(zen5.basis.find("measured on zen5"), std::string::npos) << zen5.basis;
+  // a design nobody measured takes its nearest measured row and says so
+  const CpuTuning zen2 = tuning_for(id_of(CpuVendor::AMD, 23, 0x31), caches);
+  EXPECT_EQ(zen2.arch, CpuArch::Zen2);
+  EXPECT_EQ(describe_tuning(zen2), describe_tuning(zen4));
+  EXPECT_NE(zen2.basis.find("not measured on zen2"), std::string::npos) << zen2.basis;
   const CpuTuning adl = tuning_for(id_of(CpuVendor::Intel, 6, 0x97), caches);
   EXPECT_EQ(describe_tuning(adl), describe_tuning(spr));
   EXPECT_NE(adl.basis.find("unknown design"), std::string::npos) << adl.basis;
@@ -123,8 +133,8 @@ TEST(CpuTuning, UnknownDesignSizedFromCaches) {
 TEST(CpuTuning, SpecRoundTripsAndRefusesBadInput) {
   CpuTuning t = tuning_for(id_of(CpuVendor::AMD, 25, 17), {});
   std::string err;
-  ASSERT_TRUE(apply_tuning_spec("kc=384,mc=96,nc=2048,bands=32,blocks=0,group=131072,group_min=2", &t, &err)) << err;
-  EXPECT_EQ(describe_tuning(t), "kc=384,mc=96,nc=2048,bands=32,blocks=0,group=131072,group_min=2");
+  ASSERT_TRUE(apply_tuning_spec("kc=384,mc=96,nc=2048,tile=32,bands=32,blocks=0,group=131072,group_min=2", &t, &err)) << err;
+  EXPECT_EQ(describe_tuning(t), "kc=384,mc=96,nc=2048,tile=32,bands=32,blocks=0,group=131072,group_min=2");
   CpuTuning u = tuning_for(id_of(CpuVendor::Intel, 6, 143), {});
   ASSERT_TRUE(apply_tuning_spec(describe_tuning(t).c_str(), &u, &err)) << err;
   EXPECT_EQ(describe_tuning(u), describe_tuning(t));
@@ -133,14 +143,16 @@ TEST(CpuTuning, SpecRoundTripsAndRefusesBadInput) {
   EXPECT_EQ(u.gemm_kc, 200);
   const std::string before = describe_tuning(u);
   for (const char* bad : {"kc=4", "kc=abc", "kc=", "kc", "mc=0", "bands=24", "blocks=2", "group=10",
-                          "group_min=17", "nc=-5", "kc=300,bands=8", "tile=16"}) {
+                          "group_min=17", "nc=-5", "kc=300,bands=8", "tile=24", "tile=0", "tiles=16"}) {
     err.clear();
     EXPECT_FALSE(apply_tuning_spec(bad, &u, &err)) << bad;
     EXPECT_FALSE(err.empty()) << bad;
     EXPECT_EQ(describe_tuning(u), before) << bad << ": changed the tuning";
   }
-  apply_tuning_spec("tile=16", &u, &err);
-  EXPECT_NE(err.find("unknown key 'tile'"), std::string::npos) << err;
+  apply_tuning_spec("tiles=16", &u, &err);
+  EXPECT_NE(err.find("unknown key 'tiles'"), std::string::npos) << err;
+  apply_tuning_spec("tile=24", &u, &err);
+  EXPECT_NE(err.find("tile=24"), std::string::npos) << err;
   apply_tuning_spec("bands=24", &u, &err);
   EXPECT_NE(err.find("bands=24"), std::string::npos) << err;
 }

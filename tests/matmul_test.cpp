@@ -48,7 +48,7 @@ Tensor column_major(const Tensor& v) { return test::with_layout(v, Layout::Colum
 
 using test::Modes;
 using test::ModeGuard;
-const std::vector<Modes> kModes = test::all_kernel_modes();
+const std::vector<Modes> kModes = test::gemm_kernel_modes();
 
 // float32 accumulation errs by about K float32 roundings; bfloat16 rounds the result once
 // more (a unit of 2^-8: rtol 8e-3, with atol for results near 0)
@@ -86,7 +86,7 @@ TEST(Matmul, RandomShapesEveryLayoutModeAndDtype) {
         ASSERT_EQ(out.dtype(), dt);
         ASSERT_TRUE(test::all_close(out, ref, tol_for(dt, K), rtol_for(dt)))
             << dtype_name(dt) << " " << M << "x" << K << "x" << N << " layout " << la << " threads " << m.threads
-            << " simd " << int(m.simd) << " pairs " << pm;
+            << " simd " << int(m.simd) << " tile " << m.tile << " pairs " << pm;
         // out= into a poisoned, non-contiguous (transposed or sliced) buffer
         Tensor o2 = test::with_layout(zeros({M, N}, dt), la % 2 ? Layout::Transposed : Layout::Sliced);
         test::poison(o2);
@@ -138,7 +138,7 @@ TEST(Matmul, ForcedBlockSizesOfAnyDesign) {
             matmul_out(out, a, b);
             ASSERT_TRUE(test::all_close(out, ref, tol_for(dt, K), rtol_for(dt)))
                 << describe_tuning(t) << " " << dtype_name(dt) << " " << M << "x" << K << "x" << N << " layout " << l
-                << " threads " << m.threads << " simd " << int(m.simd) << " pairs " << pm;
+                << " threads " << m.threads << " simd " << int(m.simd) << " tile " << m.tile << " pairs " << pm;
           }
         }
     }
@@ -175,7 +175,7 @@ TEST(Matmul, WideAndTallAcrossSeveralCacheBlocks) {
         matmul_out(out, test::with_layout(va, lb ? Layout::Contiguous : Layout::Transposed), b);
         ASSERT_TRUE(test::all_close(out, ref, tol_for(c.dt, c.K), rtol_for(c.dt)))
             << dtype_name(c.dt) << " " << c.M << "x" << c.K << "x" << c.N << " b layout " << lb << " threads "
-            << m.threads << " simd " << int(m.simd) << " pairs " << pm;
+            << m.threads << " simd " << int(m.simd) << " tile " << m.tile << " pairs " << pm;
       }
     }
   }

@@ -24,7 +24,7 @@ using test::expect_msg;
 
 using test::Modes;
 using test::ModeGuard;
-const std::vector<Modes> kModes = test::all_kernel_modes();
+const std::vector<Modes> kModes = test::gemm_kernel_modes();
 
 Tensor scaled(const Tensor& t, double s) {
   std::vector<float> v;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "stridebench/cpu_features.h"
+#include "core/test_hooks.h"
 #include "stridebench/parallel.h"
 #include "stridebench/tensor.h"
 #include "stridebench/elementwise.h"
@@ -71,27 +72,41 @@ double default_rtol(DType t);
 // value (frexp, a quantum, ties to even): the reference of the library's bit rounding.
 double round_to_bf16(double x);
 
-// A thread count and SIMD level to run a kernel under; ModeGuard sets them for one
-// scope and restores the previous thread count and the build's SIMD level.
+// A thread count and SIMD level to run a kernel under, and for the GEMM the AVX-512
+// tile's width (16 or 32, Note [Wide tile]; 0: the design's choice). ModeGuard sets them
+// for one scope and restores the previous thread count and tuning and the build's SIMD
+// level.
 struct Modes {
   int threads;
   SimdLevel simd;
+  int tile = 0;
 };
 class ModeGuard {
  public:
   explicit ModeGuard(const Modes& m) : threads_(get_num_threads()) {
     set_num_threads(m.threads);
     set_simd_level(m.simd);
+    if (m.tile) {
+      prev_ = cpu_tuning_override();
+      tuning_ = cpu_tuning();
+      tuning_.gemm_tile_cols = m.tile;
+      set_cpu_tuning(&tuning_);
+      tile_set_ = true;
+    }
   }
   ~ModeGuard() {
     set_num_threads(threads_);
     set_simd_level(compiled_simd_level());
+    if (tile_set_) set_cpu_tuning(prev_);
   }
   ModeGuard(const ModeGuard&) = delete;
   ModeGuard& operator=(const ModeGuard&) = delete;
 
  private:
   int threads_;
+  CpuTuning tuning_;
+  const CpuTuning* prev_ = nullptr;
+  bool tile_set_ = false;
 };
 
 // The modes of `want` whose SIMD level this build has on this CPU; a level left out is
@@ -101,6 +116,13 @@ std::vector<Modes> available_modes(std::initializer_list<Modes> want);
 // Every level (AVX-512, AVX2, scalar) x 1 and 2 threads, as available.
 inline std::vector<Modes> all_kernel_modes() {
   return available_modes({{1, SimdLevel::AVX512}, {2, SimdLevel::AVX512}, {1, SimdLevel::AVX2}, {2, SimdLevel::AVX2},
+                          {1, SimdLevel::Scalar}, {2, SimdLevel::Scalar}});
+}
+// The same for the GEMM's users (matmul, conv, Linear): AVX-512 with either tile, so
+// both run on every AVX-512 machine whichever its design takes.
+inline std::vector<Modes> gemm_kernel_modes() {
+  return available_modes({{1, SimdLevel::AVX512, 16}, {2, SimdLevel::AVX512, 16}, {1, SimdLevel::AVX512, 32},
+                          {2, SimdLevel::AVX512, 32}, {1, SimdLevel::AVX2}, {2, SimdLevel::AVX2},
                           {1, SimdLevel::Scalar}, {2, SimdLevel::Scalar}});
 }
 

@@ -73,6 +73,7 @@ struct CpuTuning {
   int64_t gemm_kc = 256;         // float32 GEMM block depth (bfloat16 pairs take 2x)
   int64_t gemm_mc = 144;         // rows of a packed A block
   int64_t gemm_nc = 1024;        // columns of a packed B block
+  int gemm_tile_cols = 16;       // AVX-512 GEMM tile: 16 (16x16) or 32 (12x32; Note [Wide tile])
   int transpose_band_rows = 16;  // streaming transposes: 16 or 32 source rows per band
   bool transpose_blocks = true;  // wide transposes as pipelined 64-row blocks
   int64_t group_bytes = 512 * 1024;  // elementwise staging: bytes per group of planes
@@ -80,7 +81,7 @@ struct CpuTuning {
 };
 // The tuning for a core and its caches (pure; the basis says which row was taken).
 CpuTuning tuning_for(const CpuId& id, const CacheSizes& caches);
-// Applies "key=value,..." (kc, mc, nc, bands, blocks, group, group_min) to t; false
+// Applies "key=value,..." (kc, mc, nc, tile, bands, blocks, group, group_min) to t; false
 // with *err naming the bad key or value, t unchanged.
 bool apply_tuning_spec(const char* spec, CpuTuning* t, std::string* err);
 // tuning_for(cpu_id(), cpu_caches()), then the SB_TUNING environment variable

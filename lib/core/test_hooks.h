@@ -45,5 +45,6 @@ void set_bf16_gemm_pairs(int mode);
 // here on (the caller keeps it alive); nullptr: back to the machine's own.
 struct CpuTuning;
 void set_cpu_tuning(const CpuTuning* t);
+const CpuTuning* cpu_tuning_override();  // the tuning set_cpu_tuning installed, or nullptr
 
 }  // namespace sb

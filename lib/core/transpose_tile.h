@@ -120,6 +120,8 @@ inline void transpose_scalar(T* dst, int64_t ld, const T* src, int64_t sB, int64
 }
 
 // 4-byte elements (float, int32: bit patterns only).
+// Rows of 8 by 8x8 tiles, then a band of 4 by 4x4 tiles (the 12-row panels of the wide
+// GEMM tile and the 6-row ones of AVX2 have one), the rest element by element.
 inline void transpose_tile_f32(float* dst, int64_t ld, const float* src, int64_t sB, int64_t na, int64_t nb) {
   int64_t j = 0;
   for (; j + 8 <= nb; j += 8) {
@@ -127,6 +129,22 @@ inline void transpose_tile_f32(float* dst, int64_t ld, const float* src, int64_t
     int64_t i = 0;
     for (; i + 8 <= na; i += 8) tile8x8_f32(dst + i * ld + j, ld, s + i, sB);
     transpose_scalar(dst, ld, src, sB, i, na, j, j + 8);
+  }
+  if (j + 4 <= nb) {
+    const float* s = src + j * sB;
+    int64_t i = 0;
+    for (; i + 4 <= na; i += 4) {
+      __m128 r0 = _mm_loadu_ps(s + i), r1 = _mm_loadu_ps(s + sB + i), r2 = _mm_loadu_ps(s + 2 * sB + i),
+             r3 = _mm_loadu_ps(s + 3 * sB + i);
+      _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+      float* d = dst + i * ld + j;
+      _mm_storeu_ps(d, r0);
+      _mm_storeu_ps(d + ld, r1);
+      _mm_storeu_ps(d + 2 * ld, r2);
+      _mm_storeu_ps(d + 3 * ld, r3);
+    }
+    transpose_scalar(dst, ld, src, sB, i, na, j, j + 4);
+    j += 4;
   }
   transpose_scalar(dst, ld, src, sB, 0, na, j, nb);
 }

@@ -5,7 +5,9 @@
 //           32-bit word holds A(i, 2p), A(i, 2p+1); likewise B(2p, j), B(2p+1, j)), a
 //           16x16 float32 tile in 16 zmm accumulators, per pair step 1 load of B, 16
 //           broadcasts of A, 16 vdpbf16ps (512 MACs: twice the float32 kernel's per
-//           instruction). KC twice the float32 one: the same bytes per panel.
+//           instruction); or the wide 12x32 tile of Note [Wide tile] (two B panels, 24
+//           accumulators) where the design takes it. KC twice the float32 one: the same
+//           bytes per panel.
 //   widened everywhere else: A and B widened to float32 while packing (exact), the
 //           float32 micro-kernels of the level (16x16 AVX-512, 6x16 AVX2, scalar).
 // Both round each product exactly (a bfloat16 product fits a float32) and add in
@@ -31,7 +33,7 @@ namespace sb::detail {
 
 namespace {
 
-constexpr int kMRp = 16, kNRp = 16;  // the pair kernel's tile
+constexpr int kMRp = 16, kNRp = 16;  // the pair kernel's tile (kMRw rows for the wide tile)
 
 std::atomic<int> g_pairs_mode{-1};  // test_hooks.h set_bf16_gemm_pairs
 
@@ -56,31 +58,31 @@ inline void interleave16(uint32_t* d, __m256i x0, __m256i x1) {
 }
 #endif
 
-// dst[panel][p][r] = (A(i0 + panel*16 + r, p0 + 2p), A(.., p0 + 2p + 1)), zero past mc and kc.
+// dst[panel][p][r] = (A(i0 + panel*MR + r, p0 + 2p), A(.., p0 + 2p + 1)), zero past mc and kc.
 void pack_a_pairs(uint32_t* dst, const BFloat16* a, int64_t rs, int64_t cs, int64_t i0, int64_t mc, int64_t p0,
-                  int64_t kc) {
+                  int64_t kc, int MR) {
   const int64_t ks = (kc + 1) / 2, full = kc / 2;
-  for (int64_t ip = 0; ip < mc; ip += kMRp, dst += kMRp * ks) {
-    const int mr = static_cast<int>(std::min<int64_t>(kMRp, mc - ip));
+  for (int64_t ip = 0; ip < mc; ip += MR, dst += MR * ks) {
+    const int mr = static_cast<int>(std::min<int64_t>(MR, mc - ip));
     const BFloat16* a0 = a + (i0 + ip) * rs + p0 * cs;
     int64_t done = 0;  // pair steps packed by a fast path
 #ifdef SB_HAVE_AVX2
     if (cs == 1 && rs % 2 == 0 && word_aligned(a0)) {  // rows: the pairs are 32-bit words, a 32-bit transpose
-      transpose_tile_f32(reinterpret_cast<float*>(dst), kMRp, reinterpret_cast<const float*>(a0), rs / 2, full, mr);
+      transpose_tile_f32(reinterpret_cast<float*>(dst), MR, reinterpret_cast<const float*>(a0), rs / 2, full, mr);
       done = full;
-    } else if (rs == 1 && cs != 1 && mr == kMRp) {  // columns: two of 16 interleaved per step
+    } else if (rs == 1 && cs != 1 && mr == kMRp && MR == kMRp) {  // columns: two of 16 interleaved per step
       for (; done < full; ++done)
         interleave16(dst + done * kMRp, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a0 + 2 * done * cs)),
                      _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a0 + (2 * done + 1) * cs)));
     }
 #endif
     for (int64_t p = 0; p < ks; ++p) {
-      uint32_t* d = dst + p * kMRp;
+      uint32_t* d = dst + p * MR;
       for (int r = 0; r < mr && p >= done; ++r) {
         const BFloat16* e = a0 + r * rs + 2 * p * cs;
         d[r] = pair(e[0], 2 * p + 1 < kc ? e[cs] : BFloat16());
       }
-      for (int r = mr; r < kMRp; ++r) d[r] = 0;
+      for (int r = mr; r < MR; ++r) d[r] = 0;
     }
   }
 }
@@ -115,25 +117,51 @@ void pack_b_pairs(uint32_t* dst, const BFloat16* b, int64_t rs, int64_t cs, int6
 }
 
 #if defined(SB_HAVE_AVX2) && defined(SB_HAVE_AVX512)
-// tile[r*16 + c] = sum over the ks pair steps of the pair dot products (vdpbf16ps).
-__attribute__((target("avx512f,avx512bf16"))) void ukernel_bf16_avx512(int64_t ks, const uint32_t* a,
-                                                                        const uint32_t* b, float* tile) {
-  __m512 acc[kMRp];
-#pragma GCC unroll 16
-  for (int r = 0; r < kMRp; ++r) acc[r] = _mm512_setzero_ps();
+// ks pair steps of an MR x 16*NP tile (vdpbf16ps): per step NP loads of B (the panels at
+// b and b + b_panel), MR broadcasts of A; tile: the 16-column halves one after the
+// other, MR rows of ld 16 each.
+template <int MR, int NP>
+__attribute__((target("avx512f,avx512bf16"), always_inline)) static inline void pair_steps(
+    int64_t ks, const uint32_t* a, const uint32_t* b, int64_t b_panel, float* tile) {
+  __m512 acc[MR * NP];
+#pragma GCC unroll 32
+  for (int r = 0; r < MR * NP; ++r) acc[r] = _mm512_setzero_ps();
 #pragma GCC unroll 2
-  for (int64_t p = 0; p < ks; ++p, a += kMRp, b += kNRp) {
-    _mm_prefetch(reinterpret_cast<const char*>(a + 8 * kMRp), _MM_HINT_T0);
-    const __m512bh b0 = (__m512bh)_mm512_load_si512(b);
+  for (int64_t p = 0; p < ks; ++p, a += MR, b += kNRp) {
+    _mm_prefetch(reinterpret_cast<const char*>(a + 8 * MR), _MM_HINT_T0);
+    __m512bh bv[NP];
+#pragma GCC unroll 2
+    for (int q = 0; q < NP; ++q) bv[q] = (__m512bh)_mm512_load_si512(b + q * b_panel);
 #pragma GCC unroll 16
-    for (int r = 0; r < kMRp; ++r)
-      acc[r] = _mm512_dpbf16_ps(acc[r], (__m512bh)_mm512_set1_epi32(static_cast<int>(a[r])), b0);
+    for (int r = 0; r < MR; ++r) {
+      const __m512bh av = (__m512bh)_mm512_set1_epi32(static_cast<int>(a[r]));
+#pragma GCC unroll 2
+      for (int q = 0; q < NP; ++q) acc[r * NP + q] = _mm512_dpbf16_ps(acc[r * NP + q], av, bv[q]);
+    }
   }
 #pragma GCC unroll 16
-  for (int r = 0; r < kMRp; ++r) _mm512_store_ps(tile + r * kNRp, acc[r]);
+  for (int r = 0; r < MR; ++r) {
+#pragma GCC unroll 2
+    for (int q = 0; q < NP; ++q) _mm512_store_ps(tile + (q * MR + r) * kNRp, acc[r * NP + q]);
+  }
+}
+
+// tile[r*16 + c] = sum over the ks pair steps of the pair dot products, 16x16.
+__attribute__((target("avx512f,avx512bf16"))) void ukernel_bf16_avx512(int64_t ks, const uint32_t* a,
+                                                                        const uint32_t* b, float* tile) {
+  pair_steps<kMRp, 1>(ks, a, b, 0, tile);
+}
+// The wide tile (Note [Wide tile]): 12 rows, two panels (b and b + 16 * ks) when two.
+__attribute__((target("avx512f,avx512bf16"))) void ukernel_bf16_wide(int64_t ks, const uint32_t* a,
+                                                                      const uint32_t* b, bool two, float* tile) {
+  if (two) pair_steps<kMRw, 2>(ks, a, b, kNRp * ks, tile);
+  else pair_steps<kMRw, 1>(ks, a, b, 0, tile);
 }
 #else
 void ukernel_bf16_avx512(int64_t, const uint32_t*, const uint32_t*, float*) {
+  SB_INTERNAL_ASSERT(false, "the bfloat16 pair kernel needs an AVX-512 build");
+}
+void ukernel_bf16_wide(int64_t, const uint32_t*, const uint32_t*, bool, float*) {
   SB_INTERNAL_ASSERT(false, "the bfloat16 pair kernel needs an AVX-512 build");
 }
 #endif
@@ -141,16 +169,21 @@ void ukernel_bf16_avx512(int64_t, const uint32_t*, const uint32_t*, float*) {
 // vdpbf16ps in plain C on the same packed pairs (the tests' stand-in on a CPU without
 // AVX512_BF16): per lane, the high pair's product added first, then the low one's, each
 // product exact in float32 (the instruction also flushes subnormals; this does not).
-void ukernel_bf16_pairs_scalar(int64_t ks, const uint32_t* a, const uint32_t* b, float* tile) {
-  float acc[kMRp][kNRp] = {};
-  for (int64_t p = 0; p < ks; ++p, a += kMRp, b += kNRp)
-    for (int r = 0; r < kMRp; ++r)
-      for (int c = 0; c < kNRp; ++c) {
-        acc[r][c] += BFloat16::to_float(static_cast<uint16_t>(a[r] >> 16)) * BFloat16::to_float(static_cast<uint16_t>(b[c] >> 16));
-        acc[r][c] += BFloat16::to_float(static_cast<uint16_t>(a[r])) * BFloat16::to_float(static_cast<uint16_t>(b[c]));
-      }
-  for (int r = 0; r < kMRp; ++r)
-    for (int c = 0; c < kNRp; ++c) tile[r * kNRp + c] = acc[r][c];
+// An MR-row panel against np 16-column panels (b and b + 16 * ks), tile as pair_steps'.
+void ukernel_bf16_pairs_scalar(int64_t ks, const uint32_t* a, const uint32_t* b, int MR, int np, float* tile) {
+  for (int q = 0; q < np; ++q) {
+    float acc[kMRmax][kNRp] = {};
+    const uint32_t* ap = a;
+    const uint32_t* bp = b + q * kNRp * ks;
+    for (int64_t p = 0; p < ks; ++p, ap += MR, bp += kNRp)
+      for (int r = 0; r < MR; ++r)
+        for (int c = 0; c < kNRp; ++c) {
+          acc[r][c] += BFloat16::to_float(static_cast<uint16_t>(ap[r] >> 16)) * BFloat16::to_float(static_cast<uint16_t>(bp[c] >> 16));
+          acc[r][c] += BFloat16::to_float(static_cast<uint16_t>(ap[r])) * BFloat16::to_float(static_cast<uint16_t>(bp[c]));
+        }
+    for (int r = 0; r < MR; ++r)
+      for (int c = 0; c < kNRp; ++c) tile[(q * MR + r) * kNRp + c] = acc[r][c];
+  }
 }
 
 // Note [bfloat16 C]: tile (mr x nr floats, ld 16) into a bfloat16 C; acc (ld acc_ld) holds
@@ -202,9 +235,12 @@ void store_tile_bf16(const float* tile, float* acc, int64_t acc_ld, BFloat16* c,
   }
 }
 
+// The pair kernel's rows: the wide tile's where the design takes it (Note [Wide tile]).
+int pair_mr() { return wide_tile() ? kMRw : kMRp; }
+
 // The blocking of the bfloat16 GEMM: the float32 plan, with KC doubled for the pairs.
 GemmPlan plan_bf16(int64_t M, int64_t N, int64_t K, int nt, bool pairs) {
-  return plan_gemm<float>(M, N, K, nt, pairs ? kMRp : tile_mr<float>(), (pairs ? 2 : 1) * kc_block());
+  return plan_gemm<float>(M, N, K, nt, pairs ? pair_mr() : tile_mr<float>(), (pairs ? 2 : 1) * kc_block());
 }
 
 // Per thread: the packed B and A blocks (4-byte units: floats, or pairs), and for a
@@ -246,33 +282,41 @@ void gemm_bf16_driver(int64_t M, int64_t N, int64_t K, const BFloat16* a, int64_
   const GemmPlan p = plan_bf16(M, N, K, nt, pairs);
   const Bf16Workspace w = bf16_workspace(p, M, K, pairs, kBf16C);
   Workspace ws(sizeof(float) * static_cast<size_t>(p.team * w.per_thread()));
-  const int MR = pairs ? kMRp : tile_mr<float>();
-  const bool avx512 = use_avx512(), avx2 = use_avx2();
+  const int MR = pairs ? pair_mr() : tile_mr<float>(), NRs = tile_cols<float>(MR);
+  const bool avx512 = use_avx512(), avx2 = use_avx2(), wide = MR == kMRw;
   run_team(p.team, [&](int t) {
     float* base = ws.as<float>() + static_cast<int64_t>(t) * w.per_thread();
     float* acc = base + w.b_elems + w.a_elems;
-    alignas(64) float tile[kMRmax * 16];
+    alignas(64) float tile[kTileMax];
     const Stripe st = stripe_of(p, t, M, N);
-    // the tile into C (float32: accumulated in place; bfloat16: Note [bfloat16 C])
+    // the tile into C (float32: accumulated in place; bfloat16: Note [bfloat16 C]), its
+    // 16-column halves one after the other (MR rows of ld 16 each)
     auto store = [&](int64_t i, int64_t j, int mr, int nr, bool first, bool last) {
-      if constexpr (kBf16C) {
-        float* ap = acc + (i - st.m0) * w.acc_ld + (j - st.n0) % p.nc;
-        store_tile_bf16(tile, ap, w.acc_ld, c + i * c_rs + j * c_cs, c_rs, c_cs, mr, nr, ep, first, last, i, j);
-      } else {
-        store_tile<float, kNRf>(tile, c + i * c_rs + j * c_cs, c_rs, c_cs, mr, nr, ep, first, last, i, j);
+      for (int h = 0; h * 16 < nr; ++h) {
+        const float* th = tile + h * MR * 16;
+        const int64_t jh = j + h * 16;
+        const int nh = std::min(16, nr - h * 16);
+        if constexpr (kBf16C) {
+          float* ap = acc + (i - st.m0) * w.acc_ld + (jh - st.n0) % p.nc;
+          store_tile_bf16(th, ap, w.acc_ld, c + i * c_rs + jh * c_cs, c_rs, c_cs, mr, nh, ep, first, last, i, jh);
+        } else {
+          store_tile<float, kNRf>(th, c + i * c_rs + jh * c_cs, c_rs, c_cs, mr, nh, ep, first, last, i, jh);
+        }
       }
     };
     if (pairs) {
       uint32_t* bbuf = reinterpret_cast<uint32_t*>(base);
       uint32_t* abuf = bbuf + w.b_elems;
       gemm_stripe<uint32_t, 2>(
-          p, MR, kNRp, K, st.m0, st.m1, st.n0, st.n1, bbuf, abuf,
-          [&](uint32_t* d, int64_t i0, int64_t mc, int64_t p0, int64_t kc, int) { pack_a_pairs(d, a, a_rs, a_cs, i0, mc, p0, kc); },
+          p, MR, NRs, K, st.m0, st.m1, st.n0, st.n1, bbuf, abuf,
+          [&](uint32_t* d, int64_t i0, int64_t mc, int64_t p0, int64_t kc, int mr) { pack_a_pairs(d, a, a_rs, a_cs, i0, mc, p0, kc, mr); },
           [&](uint32_t* d, int64_t p0, int64_t kc, int64_t j0, int64_t nc) { pack_b_pairs(d, b, b_rs, b_cs, p0, kc, j0, nc); },
           [&](const uint32_t* ap, const uint32_t* bp, int64_t kc, int64_t i, int64_t j, int mr, int nr, bool first,
               bool last) {
-            if (hw_pairs) ukernel_bf16_avx512((kc + 1) / 2, ap, bp, tile);
-            else ukernel_bf16_pairs_scalar((kc + 1) / 2, ap, bp, tile);
+            const int64_t ks = (kc + 1) / 2;
+            if (hw_pairs && wide) ukernel_bf16_wide(ks, ap, bp, nr > kNRp, tile);
+            else if (hw_pairs) ukernel_bf16_avx512(ks, ap, bp, tile);
+            else ukernel_bf16_pairs_scalar(ks, ap, bp, MR, nr > kNRp ? 2 : 1, tile);
             store(i, j, mr, nr, first, last);
           });
       return;
@@ -280,7 +324,7 @@ void gemm_bf16_driver(int64_t M, int64_t N, int64_t K, const BFloat16* a, int64_
     float* bbuf = base;
     float* abuf = base + w.b_elems;
     gemm_stripe<float, 1>(
-        p, MR, kNRf, K, st.m0, st.m1, st.n0, st.n1, bbuf, abuf,
+        p, MR, NRs, K, st.m0, st.m1, st.n0, st.n1, bbuf, abuf,
         [&](float* d, int64_t i0, int64_t mc, int64_t p0, int64_t kc, int mr) {
           pack_a_strided<float>(d, a, a_rs, a_cs, i0, mc, p0, kc, mr);
         },
@@ -288,7 +332,8 @@ void gemm_bf16_driver(int64_t M, int64_t N, int64_t K, const BFloat16* a, int64_
           pack_b_strided<float, kNRf>(d, b, b_rs, b_cs, p0, kc, j0, nc);
         },
         [&](const float* ap, const float* bp, int64_t kc, int64_t i, int64_t j, int mr, int nr, bool first, bool last) {
-          if (avx512) ukernel_f32_avx512(kc, ap, bp, tile);
+          if (wide) ukernel_f32_wide(kc, ap, bp, nr > kNRf, tile);
+          else if (avx512) ukernel_f32_avx512(kc, ap, bp, tile);
           else if (avx2) ukernel_f32_avx2(kc, ap, bp, tile);
           else ukernel_f32_scalar(kc, ap, bp, tile);
           store(i, j, mr, nr, first, last);

@@ -35,7 +35,9 @@ namespace sb::detail {
 
 constexpr int kMRf = 6, kNRf = 16;     // float32 register tile: 12 ymm accumulators (AVX2, scalar)
 constexpr int kMRf512 = 16;            // float32 AVX-512 tile 16x16: 16 zmm accumulators
-constexpr int kMRmax = 16;             // the largest MR of any path (tile buffers)
+constexpr int kMRw = 12, kNRw = 32;    // the wide AVX-512 tile 12x32: 24 zmm accumulators
+constexpr int kMRmax = 16;             // the largest MR of any path
+constexpr int kTileMax = kMRw * kNRw;  // floats in the largest tile buffer (>= 16 x 16)
 constexpr int kMRd = 4, kNRd = 8;      // float64 tile (scalar/auto-vectorised path)
 // The block sizes KC, MC and NC come from cpu_tuning() (Note [Tuning by
 // microarchitecture] in cpu_features.h): KC deep enough that the C tile's load and store
@@ -89,6 +91,23 @@ void ukernel_f32_scalar(int64_t kc, const float* a, const float* b, float* tile)
 void ukernel_f32_avx512_c(int64_t kc, const float* a, const float* b, float* c, int64_t c_rs, const GemmEpilogue& ep,
                           bool first, bool last, int64_t i0, int64_t j0);
 void ukernel_f64(int64_t kc, const double* a, const double* b, double* tile);
+// Note [Wide tile]: A in 12-row panels; B's panel at b and, when two, the next at
+// b + 16 * kc. tile: the 12x16 left half, then the right half (ld 16 each).
+void ukernel_f32_wide(int64_t kc, const float* a, const float* b, bool two, float* tile);
+// The full 12x32 tile straight into C (unit column stride) with the epilogue.
+void ukernel_f32_wide_c(int64_t kc, const float* a, const float* b, float* c, int64_t c_rs, const GemmEpilogue& ep,
+                        bool first, bool last, int64_t i0, int64_t j0);
+
+// Note [Wide tile]
+// The 16x16 AVX-512 tile loads one B vector and broadcasts 16 A values per k step: 17
+// loads for 16 FMAs. A core that issues a 512-bit FMA in two halves (Zen 4) waits on its
+// FMAs, but one with two full-width 512-bit FMA pipes (Zen 5's server cores) issues two a
+// cycle and the loads hold it back. The wide tile, 12 rows x 32 columns, reads two B
+// vectors and 12 broadcasts per 24 FMAs (0.58 loads per FMA). Its 32 columns are two of
+// the packed 16-column B panels side by side (the second 16 * ks elements after the
+// first), so the packers and the B layout stay one; a 16-column remainder runs a 12x16
+// tile. cpu_tuning().gemm_tile_cols picks it per design (16 or 32).
+inline bool wide_tile() { return use_avx512() && cpu_tuning().gemm_tile_cols == 32; }
 
 template <typename T>
 struct Tile;
@@ -98,8 +117,14 @@ template <> struct Tile<double> { static constexpr int MR = kMRd, NR = kNRd; };
 // The micro-kernel's row count on the current SIMD level.
 template <typename T>
 inline int tile_mr() {
-  if constexpr (std::is_same<T, float>::value) return use_avx512() ? kMRf512 : kMRf;
+  if constexpr (std::is_same<T, float>::value) return use_avx512() ? (wide_tile() ? kMRw : kMRf512) : kMRf;
   return Tile<T>::MR;
+}
+// The columns one tile call covers for a tile of MR rows: 32 for the wide tile (two B
+// panels), else the B panel's NR.
+template <typename T>
+inline int tile_cols(int MR) {
+  return std::is_same<T, float>::value && MR == kMRw ? kNRw : Tile<T>::NR;
 }
 
 inline int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
@@ -127,7 +152,7 @@ struct GemmPlan {
 
 template <typename T>
 GemmPlan plan_gemm(int64_t M, int64_t N, int64_t K, int nt, int MR, int64_t kcb = kc_block()) {
-  constexpr int NR = Tile<T>::NR;
+  const int NR = tile_cols<T>(MR);  // stripes and N blocks in whole tiles
   GemmPlan p;
   p.split_n = M <= N;
   const int64_t units = p.split_n ? (N + NR - 1) / NR : (M + MR - 1) / MR;
@@ -216,16 +241,29 @@ void gemm_driver(int64_t M, int64_t N, int64_t K, const PackA& pack_a, const Pac
   }
   const GemmPlan p = plan_gemm<T>(M, N, K, team_size(), MR);
   Workspace ws(gemm_workspace_bytes_t<T>(M, N, K, team_size()));
-  const bool avx2 = std::is_same<T, float>::value && use_avx2(), avx512 = MR == kMRf512;
+  const bool avx2 = std::is_same<T, float>::value && use_avx2(), avx512 = MR == kMRf512, wide = MR == kMRw;
   run_team(p.team, [&](int t) {
     T* bbuf = ws.as<T>() + static_cast<int64_t>(t) * thread_ws_elems(p);
     T* abuf = bbuf + round_up(p.kc * p.nc, 16);
-    alignas(64) T tile[kMRmax * NR];
+    alignas(64) T tile[kTileMax];
     const Stripe st = stripe_of(p, t, M, N);
-    gemm_stripe<T, 1>(p, MR, NR, K, st.m0, st.m1, st.n0, st.n1, bbuf, abuf, pack_a, pack_b,
+    gemm_stripe<T, 1>(p, MR, tile_cols<T>(MR), K, st.m0, st.m1, st.n0, st.n1, bbuf, abuf, pack_a, pack_b,
                       [&](const T* ap, const T* bp, int64_t kc, int64_t i, int64_t j, int mr, int nr, bool first,
                           bool last) {
                         if constexpr (std::is_same<T, float>::value) {
+                          if (wide) {  // Note [Wide tile]: two 16-column panels, 12x16 halves in tile
+                            if (c_cs == 1 && nr == kNRw && mr == MR) {
+                              ukernel_f32_wide_c(kc, ap, bp, c + i * c_rs + j, c_rs, ep, first, last, i, j);
+                              return;
+                            }
+                            ukernel_f32_wide(kc, ap, bp, nr > NR, tile);
+                            store_tile<T, NR>(tile, c + i * c_rs + j * c_cs, c_rs, c_cs, mr, std::min(nr, NR), ep,
+                                              first, last, i, j);
+                            if (nr > NR)
+                              store_tile<T, NR>(tile + kMRw * NR, c + i * c_rs + (j + NR) * c_cs, c_rs, c_cs, mr,
+                                                nr - NR, ep, first, last, i, j + NR);
+                            return;
+                          }
                           if (avx512 && c_cs == 1 && nr == NR && mr == MR) {
                             ukernel_f32_avx512_c(kc, ap, bp, c + i * c_rs + j, c_rs, ep, first, last, i, j);
                             return;
@@ -267,6 +305,8 @@ void pack_a_strided(T* dst, const S* a, int64_t rs, int64_t cs, int64_t i0, int6
         int64_t ip = 0;
         if (MR == kMRf512) {
           for (; ip + kMRf512 <= mc; ip += kMRf512, d += kMRf512 * kc) std::memcpy(d, col + ip, kMRf512 * sizeof(T));
+        } else if (MR == kMRw) {
+          for (; ip + kMRw <= mc; ip += kMRw, d += kMRw * kc) std::memcpy(d, col + ip, kMRw * sizeof(T));
         } else if (MR == kMRf) {
           for (; ip + kMRf <= mc; ip += kMRf, d += kMRf * kc) std::memcpy(d, col + ip, kMRf * sizeof(T));
         }

@@ -4,6 +4,9 @@
 //   ukernel_f32_avx2    6x16 float32 tile in 12 ymm accumulators; per k: 2 loads of B,
 //                       6 broadcasts of A, 12 FMAs (96 MACs). Peak: 2 FMA ports x 8 lanes
 //                       x 2 flop = 32 flop/cycle/core.
+//   ukernel_f32_avx512  16x16 float32 tile in 16 zmm accumulators (and _c: straight into C).
+//   ukernel_f32_wide    12x32 float32 tile in 24 zmm accumulators over two B panels (and
+//                       _c), for cores with full-width 512-bit FMAs (Note [Wide tile]).
 //   ukernel_f32_scalar  the same tile in plain C (always compiled; SimdLevel::Scalar).
 //   ukernel_f64         4x8 float64 tile in plain C (the "simple blocked" float64 path).
 #include <immintrin.h>
@@ -46,16 +49,26 @@ void ukernel_f32_avx2(int64_t kc, const float* a, const float* b, float* tile) {
 #endif
 
 #if defined(SB_HAVE_AVX2) && defined(SB_HAVE_AVX512)
-// 16x16 tile, one zmm accumulator per row: per k 1 load of B, 16 broadcasts of A (load
-// ports), 16 FMAs (256 MACs; 2 zmm FMA ports: 8 cycles, FMA-bound). n k steps:
+// An MR x 16*NP tile, one zmm accumulator per row and panel: per k NP loads of B (the
+// panels at b and b + b_panel), MR broadcasts of A (load ports), MR*NP FMAs. The 16x16
+// tile (NP 1) is FMA-bound where 512-bit FMAs issue in halves; the 12x32 tile (NP 2)
+// where they do not (Note [Wide tile]). n k steps:
+template <int MR, int NP>
 __attribute__((target("avx512f"), always_inline)) static inline void k_steps_512(int64_t n, const float*& a,
-                                                                                 const float*& b, __m512* acc) {
+                                                                                 const float*& b, int64_t b_panel,
+                                                                                 __m512* acc) {
 #pragma GCC unroll 2
-  for (int64_t k = 0; k < n; ++k, a += kMRf512, b += kNRf) {
-    _mm_prefetch(reinterpret_cast<const char*>(a + 8 * kMRf512), _MM_HINT_T0);
-    const __m512 b0 = _mm512_loadu_ps(b);
+  for (int64_t k = 0; k < n; ++k, a += MR, b += kNRf) {
+    _mm_prefetch(reinterpret_cast<const char*>(a + 8 * MR), _MM_HINT_T0);
+    __m512 bv[NP];
+#pragma GCC unroll 2
+    for (int q = 0; q < NP; ++q) bv[q] = _mm512_loadu_ps(b + q * b_panel);
 #pragma GCC unroll 16
-    for (int r = 0; r < kMRf512; ++r) acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(a[r]), b0, acc[r]);
+    for (int r = 0; r < MR; ++r) {
+      const __m512 av = _mm512_set1_ps(a[r]);
+#pragma GCC unroll 2
+      for (int q = 0; q < NP; ++q) acc[r * NP + q] = _mm512_fmadd_ps(av, bv[q], acc[r * NP + q]);
+    }
   }
 }
 
@@ -63,17 +76,39 @@ __attribute__((target("avx512f"))) void ukernel_f32_avx512(int64_t kc, const flo
   __m512 c[kMRf512];
 #pragma GCC unroll 16
   for (int r = 0; r < kMRf512; ++r) c[r] = _mm512_setzero_ps();
-  k_steps_512(kc, a, b, c);
+  k_steps_512<kMRf512, 1>(kc, a, b, 0, c);
 #pragma GCC unroll 16
   for (int r = 0; r < kMRf512; ++r) _mm512_store_ps(tile + r * kNRf, c[r]);
 }
 
-// The same tile written straight into C with the epilogue (a full 16x16 tile of a C
-// with unit column stride: the driver's common case). Note [Fused C store]: going
-// through the tile buffer and store_tile cost 12 % of a 1024^3 GEMM (perf): the C rows
-// missed in L1 after the KC loop (16 rows 4 KiB apart share one L1 set) and the loads
-// waited on them. Here C's rows are prefetched into L2 when the tile starts and into
-// L1 shortly before the k loop ends, so the misses overlap the FMAs.
+__attribute__((target("avx512f"))) void ukernel_f32_wide(int64_t kc, const float* a, const float* b, bool two,
+                                                         float* tile) {
+  if (!two) {  // a 16-column remainder
+    __m512 c[kMRw];
+#pragma GCC unroll 16
+    for (int r = 0; r < kMRw; ++r) c[r] = _mm512_setzero_ps();
+    k_steps_512<kMRw, 1>(kc, a, b, 0, c);
+#pragma GCC unroll 16
+    for (int r = 0; r < kMRw; ++r) _mm512_store_ps(tile + r * kNRf, c[r]);
+    return;
+  }
+  __m512 c[2 * kMRw];
+#pragma GCC unroll 32
+  for (int r = 0; r < 2 * kMRw; ++r) c[r] = _mm512_setzero_ps();
+  k_steps_512<kMRw, 2>(kc, a, b, kNRf * kc, c);
+#pragma GCC unroll 16
+  for (int r = 0; r < kMRw; ++r) {
+    _mm512_store_ps(tile + r * kNRf, c[2 * r]);
+    _mm512_store_ps(tile + (kMRw + r) * kNRf, c[2 * r + 1]);
+  }
+}
+
+// The tile written straight into C with the epilogue (a full tile of a C with unit
+// column stride: the driver's common case). Note [Fused C store]: going through the
+// tile buffer and store_tile cost 12 % of a 1024^3 GEMM (perf): the C rows missed in L1
+// after the KC loop (16 rows 4 KiB apart share one L1 set) and the loads waited on
+// them. Here C's rows are prefetched into L2 when the tile starts and into L1 shortly
+// before the k loop ends, so the misses overlap the FMAs.
 __attribute__((target("avx512f"))) void ukernel_f32_avx512_c(int64_t kc, const float* a, const float* b, float* c,
                                                              int64_t c_rs, const GemmEpilogue& ep, bool first,
                                                              bool last, int64_t i0, int64_t j0) {
@@ -85,10 +120,10 @@ __attribute__((target("avx512f"))) void ukernel_f32_avx512_c(int64_t kc, const f
     _mm_prefetch(reinterpret_cast<const char*>(c + r * c_rs), _MM_HINT_T1);
   }
   const int64_t head = std::max<int64_t>(0, kc - kTail);
-  k_steps_512(head, a, b, acc);
+  k_steps_512<kMRf512, 1>(head, a, b, 0, acc);
 #pragma GCC unroll 16
   for (int r = 0; r < kMRf512; ++r) _mm_prefetch(reinterpret_cast<const char*>(c + r * c_rs), _MM_HINT_T0);
-  k_steps_512(kc - head, a, b, acc);
+  k_steps_512<kMRf512, 1>(kc - head, a, b, 0, acc);
   const __m512 alpha = _mm512_set1_ps(ep.alpha), zero = _mm512_setzero_ps();
   const bool read_c = !first || ep.beta != 0.0f;
   const __m512 cmul = first ? _mm512_set1_ps(ep.beta) : _mm512_set1_ps(1.0f);
@@ -116,6 +151,71 @@ __attribute__((target("avx512f"))) void ukernel_f32_avx512_c(int64_t kc, const f
     _mm512_storeu_ps(cr, v);
   }
 }
+
+// The wide tile's twin of ukernel_f32_avx512_c (two C vectors per row); the 16x16 one
+// keeps its own code, as measured on the cores that run it.
+template <int MR, int NP>
+__attribute__((target("avx512f"), always_inline)) static inline void tile_into_c(
+    int64_t kc, const float* a, const float* b, int64_t b_panel, float* c, int64_t c_rs, const GemmEpilogue& ep,
+    bool first, bool last, int64_t i0, int64_t j0) {
+  constexpr int kTail = 24;  // k steps left when C is pulled into L1 (~200 cycles)
+  __m512 acc[MR * NP];
+#pragma GCC unroll 16
+  for (int r = 0; r < MR; ++r) {
+#pragma GCC unroll 2
+    for (int q = 0; q < NP; ++q) {
+      acc[r * NP + q] = _mm512_setzero_ps();
+      _mm_prefetch(reinterpret_cast<const char*>(c + r * c_rs + q * kNRf), _MM_HINT_T1);
+    }
+  }
+  const int64_t head = std::max<int64_t>(0, kc - kTail);
+  k_steps_512<MR, NP>(head, a, b, b_panel, acc);
+#pragma GCC unroll 16
+  for (int r = 0; r < MR; ++r) {
+#pragma GCC unroll 2
+    for (int q = 0; q < NP; ++q) _mm_prefetch(reinterpret_cast<const char*>(c + r * c_rs + q * kNRf), _MM_HINT_T0);
+  }
+  k_steps_512<MR, NP>(kc - head, a, b, b_panel, acc);
+  const __m512 alpha = _mm512_set1_ps(ep.alpha), zero = _mm512_setzero_ps();
+  const bool read_c = !first || ep.beta != 0.0f;
+  const __m512 cmul = first ? _mm512_set1_ps(ep.beta) : _mm512_set1_ps(1.0f);
+  const bool col_bias = last && ep.bias && !ep.bias_per_row, row_bias = last && ep.bias && ep.bias_per_row;
+  __m512 cb[NP];
+#pragma GCC unroll 2
+  for (int q = 0; q < NP; ++q) {
+    cb[q] = zero;
+    if (col_bias) {
+      if (ep.bias_stride == 1) {
+        cb[q] = _mm512_loadu_ps(ep.bias + j0 + q * kNRf);
+      } else {
+        alignas(64) float tmp[16];
+        for (int x = 0; x < 16; ++x) tmp[x] = ep.bias[(j0 + q * kNRf + x) * ep.bias_stride];
+        cb[q] = _mm512_load_ps(tmp);
+      }
+    }
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < MR; ++r) {  // unrolled: constant indices keep acc in registers
+#pragma GCC unroll 2
+    for (int q = 0; q < NP; ++q) {
+      float* cr = c + r * c_rs + q * kNRf;
+      __m512 v = _mm512_mul_ps(alpha, acc[r * NP + q]);
+      if (read_c) v = _mm512_fmadd_ps(cmul, _mm512_loadu_ps(cr), v);
+      if (last) {
+        if (col_bias) v = _mm512_add_ps(v, cb[q]);
+        if (row_bias) v = _mm512_add_ps(v, _mm512_set1_ps(ep.bias[(i0 + r) * ep.bias_stride]));
+        if (ep.relu) v = _mm512_mask_max_ps(v, 0xFFFF, zero, v);  // NaN stays; not _mm512_max_ps: GCC 12 -Wmaybe-uninitialized false positive
+      }
+      _mm512_storeu_ps(cr, v);
+    }
+  }
+}
+
+__attribute__((target("avx512f"))) void ukernel_f32_wide_c(int64_t kc, const float* a, const float* b, float* c,
+                                                           int64_t c_rs, const GemmEpilogue& ep, bool first,
+                                                           bool last, int64_t i0, int64_t j0) {
+  tile_into_c<kMRw, 2>(kc, a, b, kNRf * kc, c, c_rs, ep, first, last, i0, j0);
+}
 #else
 void ukernel_f32_avx512(int64_t kc, const float* a, const float* b, float* tile) { ukernel_f32_avx2(kc, a, b, tile); }
 void ukernel_f32_avx512_c(int64_t kc, const float* a, const float* b, float* c, int64_t c_rs, const GemmEpilogue& ep,
@@ -123,6 +223,13 @@ void ukernel_f32_avx512_c(int64_t kc, const float* a, const float* b, float* c, 
   alignas(64) float tile[kMRmax * kNRf];
   ukernel_f32_avx512(kc, a, b, tile);
   store_tile<float, kNRf>(tile, c, c_rs, 1, kMRf512, kNRf, ep, first, last, i0, j0);
+}
+void ukernel_f32_wide(int64_t, const float*, const float*, bool, float*) {
+  SB_INTERNAL_ASSERT(false, "the wide tile needs an AVX-512 build");
+}
+void ukernel_f32_wide_c(int64_t, const float*, const float*, float*, int64_t, const GemmEpilogue&, bool, bool, int64_t,
+                        int64_t) {
+  SB_INTERNAL_ASSERT(false, "the wide tile needs an AVX-512 build");
 }
 #endif
 
