@@ -117,17 +117,13 @@ void pack_b_pairs(uint32_t* dst, const BFloat16* b, int64_t rs, int64_t cs, int6
 }
 
 #if defined(SB_HAVE_AVX2) && defined(SB_HAVE_AVX512)
-// ks pair steps of an MR x 16*NP tile (vdpbf16ps): per step NP loads of B (the panels at
-// b and b + b_panel), MR broadcasts of A; tile: the 16-column halves one after the
-// other, MR rows of ld 16 each.
+// n pair steps of an MR x 16*NP tile (vdpbf16ps) into acc: per step NP loads of B (the
+// panels at b and b + b_panel), MR broadcasts of A.
 template <int MR, int NP>
-__attribute__((target("avx512f,avx512bf16"), always_inline)) static inline void pair_steps(
-    int64_t ks, const uint32_t* a, const uint32_t* b, int64_t b_panel, float* tile) {
-  __m512 acc[MR * NP];
-#pragma GCC unroll 32
-  for (int r = 0; r < MR * NP; ++r) acc[r] = _mm512_setzero_ps();
+__attribute__((target("avx512f,avx512bf16"), always_inline)) static inline void pair_loop(
+    int64_t n, const uint32_t*& a, const uint32_t*& b, int64_t b_panel, __m512* acc) {
 #pragma GCC unroll 2
-  for (int64_t p = 0; p < ks; ++p, a += MR, b += kNRp) {
+  for (int64_t p = 0; p < n; ++p, a += MR, b += kNRp) {
     _mm_prefetch(reinterpret_cast<const char*>(a + 8 * MR), _MM_HINT_T0);
     __m512bh bv[NP];
 #pragma GCC unroll 2
@@ -139,6 +135,16 @@ __attribute__((target("avx512f,avx512bf16"), always_inline)) static inline void 
       for (int q = 0; q < NP; ++q) acc[r * NP + q] = _mm512_dpbf16_ps(acc[r * NP + q], av, bv[q]);
     }
   }
+}
+
+// ks pair steps into tile: the 16-column halves one after the other, MR rows of ld 16.
+template <int MR, int NP>
+__attribute__((target("avx512f,avx512bf16"), always_inline)) static inline void pair_steps(
+    int64_t ks, const uint32_t* a, const uint32_t* b, int64_t b_panel, float* tile) {
+  __m512 acc[MR * NP];
+#pragma GCC unroll 32
+  for (int r = 0; r < MR * NP; ++r) acc[r] = _mm512_setzero_ps();
+  pair_loop<MR, NP>(ks, a, b, b_panel, acc);
 #pragma GCC unroll 16
   for (int r = 0; r < MR; ++r) {
 #pragma GCC unroll 2
@@ -157,11 +163,107 @@ __attribute__((target("avx512f,avx512bf16"))) void ukernel_bf16_wide(int64_t ks,
   if (two) pair_steps<kMRw, 2>(ks, a, b, kNRp * ks, tile);
   else pair_steps<kMRw, 1>(ks, a, b, 0, tile);
 }
+
+// The full wide tile straight into C (unit column stride), as the float32 one goes
+// (Note [Fused C store]: C's rows prefetched while the k loop runs). A float32 C takes
+// the whole epilogue. A bfloat16 C (fused_bf16_c: no bias, beta 0) adds the partial
+// sums of the earlier KC blocks from part (ld part_ld) and, before the last block,
+// leaves its sums there (Note [bfloat16 C]).
+template <typename SC>
+__attribute__((target("avx512f,avx512bf16"))) void ukernel_bf16_wide_c(int64_t ks, const uint32_t* a,
+                                                                        const uint32_t* b, SC* c, int64_t c_rs,
+                                                                        float* part, int64_t part_ld,
+                                                                        const GemmEpilogue& ep, bool first, bool last,
+                                                                        int64_t i0, int64_t j0) {
+  constexpr bool kBf16C = std::is_same<SC, BFloat16>::value;
+  constexpr int MR = kMRw, NP = 2;
+  constexpr int64_t kTail = 24;  // pair steps left when C is pulled into L1
+  __m512 acc[MR * NP];
+  auto prefetch = [&](int hint_l1) {
+#pragma GCC unroll 16
+    for (int r = 0; r < MR; ++r) {
+      if (!kBf16C || last) {
+        const char* cr = reinterpret_cast<const char*>(c + r * c_rs);
+        if (hint_l1) _mm_prefetch(cr, _MM_HINT_T0);
+        else _mm_prefetch(cr, _MM_HINT_T1);
+        if (!kBf16C) {
+          if (hint_l1) _mm_prefetch(cr + 64, _MM_HINT_T0);
+          else _mm_prefetch(cr + 64, _MM_HINT_T1);
+        }
+      }
+      if (kBf16C && !first) {
+        const char* pr = reinterpret_cast<const char*>(part + r * part_ld);
+        if (hint_l1) { _mm_prefetch(pr, _MM_HINT_T0); _mm_prefetch(pr + 64, _MM_HINT_T0); }
+        else { _mm_prefetch(pr, _MM_HINT_T1); _mm_prefetch(pr + 64, _MM_HINT_T1); }
+      }
+    }
+  };
+#pragma GCC unroll 32
+  for (int r = 0; r < MR * NP; ++r) acc[r] = _mm512_setzero_ps();
+  prefetch(0);
+  const int64_t head = std::max<int64_t>(0, ks - kTail);
+  pair_loop<MR, NP>(head, a, b, kNRp * ks, acc);
+  prefetch(1);
+  pair_loop<MR, NP>(ks - head, a, b, kNRp * ks, acc);
+  const __m512 alpha = _mm512_set1_ps(ep.alpha), zero = _mm512_setzero_ps();
+  if constexpr (kBf16C) {
+#pragma GCC unroll 16
+    for (int r = 0; r < MR; ++r) {
+#pragma GCC unroll 2
+      for (int q = 0; q < NP; ++q) {
+        float* pr = part + r * part_ld + q * kNRp;
+        __m512 v = acc[r * NP + q];
+        if (!first) v = _mm512_add_ps(v, _mm512_loadu_ps(pr));
+        if (!last) {
+          _mm512_storeu_ps(pr, v);
+          continue;
+        }
+        v = _mm512_mul_ps(v, alpha);
+        if (ep.relu) v = _mm512_mask_max_ps(v, 0xFFFF, zero, v);  // NaN stays (Note [Fused relu and NaN])
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(c + r * c_rs + q * kNRp), (__m256i)_mm512_cvtneps_pbh(v));
+      }
+    }
+  } else {
+    const bool read_c = !first || ep.beta != 0.0f;
+    const __m512 cmul = first ? _mm512_set1_ps(ep.beta) : _mm512_set1_ps(1.0f);
+    const bool col_bias = last && ep.bias && !ep.bias_per_row, row_bias = last && ep.bias && ep.bias_per_row;
+    __m512 cb[NP];
+#pragma GCC unroll 2
+    for (int q = 0; q < NP; ++q) {
+      cb[q] = zero;
+      if (col_bias) {
+        alignas(64) float tmp[16];
+        for (int x = 0; x < 16; ++x) tmp[x] = ep.bias[(j0 + q * kNRp + x) * ep.bias_stride];
+        cb[q] = _mm512_load_ps(tmp);
+      }
+    }
+#pragma GCC unroll 16
+    for (int r = 0; r < MR; ++r) {
+#pragma GCC unroll 2
+      for (int q = 0; q < NP; ++q) {
+        float* cr = c + r * c_rs + q * kNRp;
+        __m512 v = _mm512_mul_ps(alpha, acc[r * NP + q]);
+        if (read_c) v = _mm512_fmadd_ps(cmul, _mm512_loadu_ps(cr), v);
+        if (last) {
+          if (col_bias) v = _mm512_add_ps(v, cb[q]);
+          if (row_bias) v = _mm512_add_ps(v, _mm512_set1_ps(ep.bias[(i0 + r) * ep.bias_stride]));
+          if (ep.relu) v = _mm512_mask_max_ps(v, 0xFFFF, zero, v);  // NaN stays (Note [Fused relu and NaN])
+        }
+        _mm512_storeu_ps(cr, v);
+      }
+    }
+  }
+}
 #else
 void ukernel_bf16_avx512(int64_t, const uint32_t*, const uint32_t*, float*) {
   SB_INTERNAL_ASSERT(false, "the bfloat16 pair kernel needs an AVX-512 build");
 }
 void ukernel_bf16_wide(int64_t, const uint32_t*, const uint32_t*, bool, float*) {
+  SB_INTERNAL_ASSERT(false, "the bfloat16 pair kernel needs an AVX-512 build");
+}
+template <typename SC>
+void ukernel_bf16_wide_c(int64_t, const uint32_t*, const uint32_t*, SC*, int64_t, float*, int64_t, const GemmEpilogue&,
+                         bool, bool, int64_t, int64_t) {
   SB_INTERNAL_ASSERT(false, "the bfloat16 pair kernel needs an AVX-512 build");
 }
 #endif
@@ -284,6 +386,8 @@ void gemm_bf16_driver(int64_t M, int64_t N, int64_t K, const BFloat16* a, int64_
   Workspace ws(sizeof(float) * static_cast<size_t>(p.team * w.per_thread()));
   const int MR = pairs ? pair_mr() : tile_mr<float>(), NRs = tile_cols<float>(MR);
   const bool avx512 = use_avx512(), avx2 = use_avx2(), wide = MR == kMRw;
+  // ukernel_bf16_wide_c's cases: C with unit column stride; a bfloat16 C without bias or beta
+  const bool fused_c = c_cs == 1 && (!kBf16C || (!ep.bias && ep.beta == 0.0f));
   run_team(p.team, [&](int t) {
     float* base = ws.as<float>() + static_cast<int64_t>(t) * w.per_thread();
     float* acc = base + w.b_elems + w.a_elems;
@@ -314,6 +418,11 @@ void gemm_bf16_driver(int64_t M, int64_t N, int64_t K, const BFloat16* a, int64_
           [&](const uint32_t* ap, const uint32_t* bp, int64_t kc, int64_t i, int64_t j, int mr, int nr, bool first,
               bool last) {
             const int64_t ks = (kc + 1) / 2;
+            if (hw_pairs && wide && fused_c && mr == MR && nr == kNRw) {
+              float* part = kBf16C ? acc + (i - st.m0) * w.acc_ld + (j - st.n0) % p.nc : nullptr;
+              ukernel_bf16_wide_c<SC>(ks, ap, bp, c + i * c_rs + j, c_rs, part, w.acc_ld, ep, first, last, i, j);
+              return;
+            }
             if (hw_pairs && wide) ukernel_bf16_wide(ks, ap, bp, nr > kNRp, tile);
             else if (hw_pairs) ukernel_bf16_avx512(ks, ap, bp, tile);
             else ukernel_bf16_pairs_scalar(ks, ap, bp, MR, nr > kNRp ? 2 : 1, tile);
