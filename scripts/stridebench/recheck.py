@@ -195,7 +195,8 @@ def run_peer(args, lib, names, threads, matrix, machine, min_time, tmp):
     cmd = [sys.executable, args.peers_script, "--out-dir", d, "--bench-dir", args.bench_dir,
            "--context-from", args.json_dir, "--libs", lib, "--matrix", matrix, "--repetitions", "1",
            "--min-time", repr(min_time),
-           "--filter", name_regex(names, "$"), "--threads-list", ",".join(sorted(threads, key=int))]
+           "--filter", name_regex(names, "$"), "--threads-list", ",".join(sorted(threads, key=int)),
+           "--ours-list", args.ours_list]
     if machine:
         cmd += ["--machine", machine]
     if not any(n.split("/device:")[1].startswith("cuda") for n in names if "/device:" in n):
@@ -407,6 +408,9 @@ def run_rounds(cases, rs, args, matrix, machine, min_time, min_rounds, max_round
     open_ = list(range(len(cases)))
     status, stopped = 0, "settled"
     t_start = time.perf_counter()
+    # the peer runner lists our cases once for every round (it takes seconds)
+    keep = tempfile.TemporaryDirectory(prefix="sb-recheck-list-")
+    args.ours_list = os.path.join(keep.name, "ours.json")
     for i in range(max_rounds):
         active = [cases[k] for k in open_]
         groups = program_groups(active, rs)
@@ -443,6 +447,7 @@ def run_rounds(cases, rs, args, matrix, machine, min_time, min_rounds, max_round
             stopped = "max rounds"
     for k in open_:
         why[k] = stopped
+    keep.cleanup()
     return status, {"rounds": rounds, "why": why, "stopped": stopped}, time.perf_counter() - t_start
 
 

@@ -1,6 +1,8 @@
 # peers/cases.py — our cases (read from our binaries) and their peer twins: elementwise,
 # copy, reduce, matmul, conv, quant (with the CPU facts and torch's linear layers it
 # needs). Part of stridebench.peers (its __init__ says what the peer runner does).
+import concurrent.futures
+import json
 import os
 import subprocess
 
@@ -31,9 +33,19 @@ QUICK = (
 REUSE_CUDA_SHAPE = {"smoke": (1, 64, 1024)}  # else 1 GiB, as CLAIMS.md (bench_alloc_cuda.cpp)
 
 
+def _list_tests(exe, matrix):
+    try:
+        return subprocess.run([exe, "--benchmark_list_tests", f"--sb_matrix={matrix}"],
+                              capture_output=True, text=True, timeout=GB_LIST_TIMEOUT)
+    except (OSError, subprocess.SubprocessError) as e:
+        raise ValueError(f"{exe} --benchmark_list_tests: {e}") from None
+
+
 def ours_cases(bench_dir, matrix):
     """{name: (family, keys)} of the impl:ours cases our binaries in bench_dir register
-    at `matrix`, names canonical. Raises ValueError naming the binary on failure."""
+    at `matrix`, names canonical. Raises ValueError naming the binary on failure.
+    The binaries list at once, one per core: each spends most of a start-up in the
+    static initialisers of the CUDA libraries it links (a few tenths of a second)."""
     exes = sorted(os.path.join(bench_dir, f) for f in os.listdir(bench_dir)
                   if f.startswith("bench_") and not f.endswith(".p")
                   and os.path.isfile(os.path.join(bench_dir, f))
@@ -41,12 +53,9 @@ def ours_cases(bench_dir, matrix):
     if not exes:
         raise ValueError(f"{bench_dir}: no bench_* binaries (build them first: ninja -C BUILD)")
     out = {}
-    for exe in exes:
-        try:
-            p = subprocess.run([exe, "--benchmark_list_tests", f"--sb_matrix={matrix}"],
-                               capture_output=True, text=True, timeout=GB_LIST_TIMEOUT)
-        except (OSError, subprocess.SubprocessError) as e:
-            raise ValueError(f"{exe} --benchmark_list_tests: {e}") from None
+    with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        listed = list(pool.map(lambda exe: _list_tests(exe, matrix), exes))
+    for exe, p in zip(exes, listed):
         if p.returncode != 0:
             raise ValueError(f"{exe} --benchmark_list_tests exited {p.returncode}: "
                              f"{(p.stderr or p.stdout).strip()[-300:]}")
@@ -57,6 +66,27 @@ def ours_cases(bench_dir, matrix):
                 raise ValueError(f"{exe}: run {line!r}: {e}") from None
             if keys.get("impl") == "ours":
                 out[sbtables.canonical(family, keys)] = (family, keys)
+    return out
+
+
+def ours_cases_kept(bench_dir, matrix, path):
+    """ours_cases, kept in the JSON file `path` for later calls: read from it when it
+    exists and was listed from the same binaries (directory, matrix, and each binary's
+    size and modification time), else listed and written to it. The re-check runs the
+    peer runner once a round on one build."""
+    exes = sorted(f for f in os.listdir(bench_dir) if f.startswith("bench_") and not f.endswith(".p"))
+    stamp = {"bench_dir": os.path.abspath(bench_dir), "matrix": matrix,
+             "binaries": {f: [os.stat(os.path.join(bench_dir, f)).st_size,
+                              os.stat(os.path.join(bench_dir, f)).st_mtime_ns] for f in exes}}
+    try:
+        with open(path) as f:
+            kept = json.load(f)
+        if kept.get("stamp") == stamp:
+            return {k: (v[0], v[1]) for k, v in kept["cases"].items()}
+    except (OSError, ValueError, KeyError, AttributeError):
+        pass
+    out = ours_cases(bench_dir, matrix)
+    sbtables.atomic_write(path, json.dumps({"stamp": stamp, "cases": out}) + "\n")
     return out
 
 

@@ -17,7 +17,7 @@ from .. import results as sbtables  # loading and checking what the tables accep
 from .common import ENTRY, EXIT_NO_LIBRARY, LIBS, MATRIX, OVERHEAD_LIMIT, Regimes, SCRIPTS, gpu_name, our_context, say
 from .timing import GpuTimer, Skip, Timer, nvml_clock
 from .backends import NumpyBackend, POOL, TorchBackend
-from .cases import cpu_has_vnni, ours_cases, torch_bf16_cpu_path
+from .cases import cpu_has_vnni, ours_cases, ours_cases_kept, torch_bf16_cpu_path
 from .cases_more import overhead_cases, peer_cases
 
 # ---------------------------------------------------------------- the child
@@ -287,7 +287,8 @@ def parent(args):
             print(f"peers: error: bad --filter: {e}", file=sys.stderr)
             return 2
     try:  # Note [Cases from our binaries], Note [Facts from our context]
-        ours = ours_cases(args.bench_dir, args.matrix)
+        ours = ours_cases_kept(args.bench_dir, args.matrix, args.ours_list) if args.ours_list \
+            else ours_cases(args.bench_dir, args.matrix)
         ours_ctx = our_context(args.bench_dir, args.context_from or args.out_dir, args.matrix)
     except (OSError, ValueError) as e:
         print(f"peers: error: {e}", file=sys.stderr)
@@ -390,6 +391,8 @@ def main(argv):
     ap.add_argument("--context-from", metavar="DIR", help="our JSON whose context names the "
                     "machine (default: --out-dir; else one case of ours is run for it)")
     ap.add_argument("--machine", help="sb_machine slug (default: our binaries' context)")
+    ap.add_argument("--ours-list", metavar="FILE", help="keep the listing of our cases in FILE "
+                    "and reuse it while the binaries are the same (the re-check's rounds)")
     ap.add_argument("--libs", default="torch,numpy", help="comma-separated: torch,numpy")
     ap.add_argument("--threads", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--threads-list", type=lambda s: [int(x) for x in s.split(",")],
