@@ -1,8 +1,9 @@
 # collect: the last step of `ninja -C build benchmark`. Gathers the Google Benchmark
 # JSON that the benchmark binaries (and peer runners) wrote into --json-dir, checks
 # it, and replaces RESULTS_ROOT/<sb_machine>/ with:
-#   raw/*.json      the files as written (plus raw/semantics.json and raw/recheck.json,
-#                   scripts/recheck's interleaved re-measurements, when present)
+#   raw/*.json      the files' JSON, compacted (plus raw/semantics.json and
+#                   raw/recheck.json, scripts/recheck's interleaved re-measurements,
+#                   when present)
 #   machine.json    the sb_* context keys shared by all files, Google Benchmark's own
 #                   machine context (cpus, caches, ...), and per-file keys (sb_family,
 #                   dates, executables)
@@ -13,6 +14,13 @@
 # (a GPU binary of a CUDA build on a machine without a GPU) is reported in one line
 # and left out of raw/: it measured nothing. The new folder is built in a hidden sibling and
 # swapped in with renames, so any failure leaves the old folder as it was.
+#
+# Note [Compact raw JSON]: raw/ keeps every file's JSON document unchanged but not its
+# text: one line per top-level key and per benchmark entry, no indentation
+# (results.compact_json), a quarter smaller than Google Benchmark's indented output. The
+# working tree, results/ included, travels with every device call beside the binaries
+# under one size limit (scripts/gpu_prepare.sh), so each machine's folder costs room
+# there. json.load and Google Benchmark's tools/compare.py read either form.
 #
 # Usage: scripts/collect --json-dir BUILD/bench-json --results RESULTS_ROOT [--no-plots]
 #        exit 2 with one message on bad input, 1 on a file-system failure.
@@ -104,8 +112,11 @@ def machine_info(contexts):
 
 def build(rs, paths, tmp, plots):
     os.makedirs(os.path.join(tmp, "raw"))
-    for p in paths:
-        shutil.copyfile(p, os.path.join(tmp, "raw", os.path.basename(p)))
+    for p in paths:  # Note [Compact raw JSON]
+        with open(p, encoding="utf-8") as f:
+            doc = json.load(f)
+        with open(os.path.join(tmp, "raw", os.path.basename(p)), "w", encoding="utf-8") as f:
+            f.write(sb.compact_json(doc))
     with open(os.path.join(tmp, "machine.json"), "w", encoding="utf-8") as f:
         json.dump(machine_info(rs.contexts), f, indent=2)
         f.write("\n")

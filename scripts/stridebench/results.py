@@ -524,6 +524,21 @@ from .fmt import (describe, devices, fmt_bytes, fmt_num, fmt_rate, fmt_spread,  
 
 # ---------------------------------------------------------------- files
 
+def compact_json(doc):
+    """doc (a JSON object) as text with each top-level key on its own line and each
+    element of a top-level list (Google Benchmark's "benchmarks") on its own, without
+    indentation: the committed raw/ files (Note [Compact raw JSON] in collect.py)."""
+    def one(v):
+        return json.dumps(v, separators=(",", ":"))
+    parts = []
+    for k, v in doc.items():
+        if isinstance(v, list) and v:
+            parts.append(one(k) + ":[\n" + ",\n".join(one(e) for e in v) + "\n]")
+        else:
+            parts.append(one(k) + ":" + one(v))
+    return "{\n" + ",\n".join(parts) + "\n}\n"
+
+
 def atomic_write(path, data):
     """Writes str or bytes to path through a temp file in the same directory, so a
     failure leaves the old file untouched."""

@@ -8,6 +8,7 @@ import tempfile
 import unittest
 
 import sbtest
+from stridebench import results as sb
 
 SLUG = "xeon-8c-rtx4090"
 HAVE_MPL = importlib.util.find_spec("matplotlib") is not None
@@ -33,8 +34,17 @@ class CollectTest(unittest.TestCase):
         self.assertIn("bench_elementwise.json: 12 runs", p.stdout)
         self.assertEqual(os.listdir(self.results), [SLUG])  # no temp folder left
         self.assertEqual(sorted(os.listdir(self.dest)), ["TABLES.md", "machine.json", "raw"])
-        raw = sbtest.snapshot(os.path.join(self.dest, "raw"))
-        self.assertEqual(raw, sbtest.snapshot(self.json_dir))  # byte for byte
+        # every file's JSON, compacted (Note [Compact raw JSON]): the same document, one
+        # line per benchmark entry, smaller than the indented original
+        raw, src = sbtest.snapshot(os.path.join(self.dest, "raw")), sbtest.snapshot(self.json_dir)
+        self.assertEqual(sorted(raw), sorted(src))
+        for name, text in raw.items():
+            doc = json.loads(src[name])
+            self.assertEqual(json.loads(text), doc, name)
+            self.assertEqual(text.decode("utf-8"), sb.compact_json(doc), name)
+            if doc.get("benchmarks"):
+                self.assertEqual(text.count(b"\n"), len(doc) + len(doc["benchmarks"]) + 3, name)
+                self.assertLess(len(text), len(src[name]), name)
         with open(os.path.join(self.dest, "machine.json")) as f:
             m = json.load(f)
         self.assertEqual(m["sb_machine"], SLUG)
