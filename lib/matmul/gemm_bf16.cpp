@@ -205,8 +205,8 @@ __attribute__((target("avx512f,avx512bf16"))) void ukernel_bf16_wide_c(int64_t k
   pair_loop<MR, NP>(head, a, b, kNRp * ks, acc);
   prefetch(1);
   pair_loop<MR, NP>(ks - head, a, b, kNRp * ks, acc);
-  const __m512 alpha = _mm512_set1_ps(ep.alpha), zero = _mm512_setzero_ps();
   if constexpr (kBf16C) {
+    const __m512 alpha = _mm512_set1_ps(ep.alpha), zero = _mm512_setzero_ps();
 #pragma GCC unroll 16
     for (int r = 0; r < MR; ++r) {
 #pragma GCC unroll 2
@@ -224,34 +224,7 @@ __attribute__((target("avx512f,avx512bf16"))) void ukernel_bf16_wide_c(int64_t k
       }
     }
   } else {
-    const bool read_c = !first || ep.beta != 0.0f;
-    const __m512 cmul = first ? _mm512_set1_ps(ep.beta) : _mm512_set1_ps(1.0f);
-    const bool col_bias = last && ep.bias && !ep.bias_per_row, row_bias = last && ep.bias && ep.bias_per_row;
-    __m512 cb[NP];
-#pragma GCC unroll 2
-    for (int q = 0; q < NP; ++q) {
-      cb[q] = zero;
-      if (col_bias) {
-        alignas(64) float tmp[16];
-        for (int x = 0; x < 16; ++x) tmp[x] = ep.bias[(j0 + q * kNRp + x) * ep.bias_stride];
-        cb[q] = _mm512_load_ps(tmp);
-      }
-    }
-#pragma GCC unroll 16
-    for (int r = 0; r < MR; ++r) {
-#pragma GCC unroll 2
-      for (int q = 0; q < NP; ++q) {
-        float* cr = c + r * c_rs + q * kNRp;
-        __m512 v = _mm512_mul_ps(alpha, acc[r * NP + q]);
-        if (read_c) v = _mm512_fmadd_ps(cmul, _mm512_loadu_ps(cr), v);
-        if (last) {
-          if (col_bias) v = _mm512_add_ps(v, cb[q]);
-          if (row_bias) v = _mm512_add_ps(v, _mm512_set1_ps(ep.bias[(i0 + r) * ep.bias_stride]));
-          if (ep.relu) v = _mm512_mask_max_ps(v, 0xFFFF, zero, v);  // NaN stays (Note [Fused relu and NaN])
-        }
-        _mm512_storeu_ps(cr, v);
-      }
-    }
+    store_acc_tile<MR, NP>(acc, c, c_rs, ep, first, last, i0, j0);
   }
 }
 #else

@@ -20,6 +20,8 @@
 // region), each owning a stripe of C (see GemmPlan).
 // Cost: 2*M*N*K flop; packing reads A ceil(N/NC) times and B once.
 #pragma once
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -108,6 +110,50 @@ void ukernel_f32_wide_c(int64_t kc, const float* a, const float* b, float* c, in
 // first), so the packers and the B layout stay one; a 16-column remainder runs a 12x16
 // tile. cpu_tuning().gemm_tile_cols picks it per design (16 or 32).
 inline bool wide_tile() { return use_avx512() && cpu_tuning().gemm_tile_cols == 32; }
+
+#if defined(SB_HAVE_AVX2) && defined(SB_HAVE_AVX512)
+// The epilogue of a tile kept in registers, MR rows of NP 16-float vectors (acc[r*NP + q]),
+// into a float32 C with unit column stride (Note [Fused C store]): alpha, then beta x C
+// on the first KC block or C's partial sum on the others, then bias and relu on the last.
+template <int MR, int NP>
+__attribute__((target("avx512f"), always_inline)) inline void store_acc_tile(const __m512* acc, float* c, int64_t c_rs,
+                                                                             const GemmEpilogue& ep, bool first,
+                                                                             bool last, int64_t i0, int64_t j0) {
+  const __m512 alpha = _mm512_set1_ps(ep.alpha), zero = _mm512_setzero_ps();
+  const bool read_c = !first || ep.beta != 0.0f;
+  const __m512 cmul = first ? _mm512_set1_ps(ep.beta) : _mm512_set1_ps(1.0f);
+  const bool col_bias = last && ep.bias && !ep.bias_per_row, row_bias = last && ep.bias && ep.bias_per_row;
+  __m512 cb[NP];
+#pragma GCC unroll 2
+  for (int q = 0; q < NP; ++q) {
+    cb[q] = zero;
+    if (col_bias) {
+      if (ep.bias_stride == 1) {
+        cb[q] = _mm512_loadu_ps(ep.bias + j0 + q * kNRf);
+      } else {
+        alignas(64) float tmp[16];
+        for (int x = 0; x < 16; ++x) tmp[x] = ep.bias[(j0 + q * kNRf + x) * ep.bias_stride];
+        cb[q] = _mm512_load_ps(tmp);
+      }
+    }
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < MR; ++r) {  // unrolled: constant indices keep acc in registers
+#pragma GCC unroll 2
+    for (int q = 0; q < NP; ++q) {
+      float* cr = c + r * c_rs + q * kNRf;
+      __m512 v = _mm512_mul_ps(alpha, acc[r * NP + q]);
+      if (read_c) v = _mm512_fmadd_ps(cmul, _mm512_loadu_ps(cr), v);
+      if (last) {
+        if (col_bias) v = _mm512_add_ps(v, cb[q]);
+        if (row_bias) v = _mm512_add_ps(v, _mm512_set1_ps(ep.bias[(i0 + r) * ep.bias_stride]));
+        if (ep.relu) v = _mm512_mask_max_ps(v, 0xFFFF, zero, v);  // NaN stays; not _mm512_max_ps: GCC 12 -Wmaybe-uninitialized false positive
+      }
+      _mm512_storeu_ps(cr, v);
+    }
+  }
+}
+#endif
 
 template <typename T>
 struct Tile;

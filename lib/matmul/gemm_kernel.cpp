@@ -72,24 +72,26 @@ __attribute__((target("avx512f"), always_inline)) static inline void k_steps_512
   }
 }
 
+// An MR x 16 tile over one B panel into tile (ld 16).
+template <int MR>
+__attribute__((target("avx512f"), always_inline)) static inline void one_panel_tile(int64_t kc, const float* a,
+                                                                                   const float* b, float* tile) {
+  __m512 c[MR];
+#pragma GCC unroll 16
+  for (int r = 0; r < MR; ++r) c[r] = _mm512_setzero_ps();
+  k_steps_512<MR, 1>(kc, a, b, 0, c);
+#pragma GCC unroll 16
+  for (int r = 0; r < MR; ++r) _mm512_store_ps(tile + r * kNRf, c[r]);
+}
+
 __attribute__((target("avx512f"))) void ukernel_f32_avx512(int64_t kc, const float* a, const float* b, float* tile) {
-  __m512 c[kMRf512];
-#pragma GCC unroll 16
-  for (int r = 0; r < kMRf512; ++r) c[r] = _mm512_setzero_ps();
-  k_steps_512<kMRf512, 1>(kc, a, b, 0, c);
-#pragma GCC unroll 16
-  for (int r = 0; r < kMRf512; ++r) _mm512_store_ps(tile + r * kNRf, c[r]);
+  one_panel_tile<kMRf512>(kc, a, b, tile);
 }
 
 __attribute__((target("avx512f"))) void ukernel_f32_wide(int64_t kc, const float* a, const float* b, bool two,
                                                          float* tile) {
   if (!two) {  // a 16-column remainder
-    __m512 c[kMRw];
-#pragma GCC unroll 16
-    for (int r = 0; r < kMRw; ++r) c[r] = _mm512_setzero_ps();
-    k_steps_512<kMRw, 1>(kc, a, b, 0, c);
-#pragma GCC unroll 16
-    for (int r = 0; r < kMRw; ++r) _mm512_store_ps(tile + r * kNRf, c[r]);
+    one_panel_tile<kMRw>(kc, a, b, tile);
     return;
   }
   __m512 c[2 * kMRw];
@@ -176,39 +178,7 @@ __attribute__((target("avx512f"), always_inline)) static inline void tile_into_c
     for (int q = 0; q < NP; ++q) _mm_prefetch(reinterpret_cast<const char*>(c + r * c_rs + q * kNRf), _MM_HINT_T0);
   }
   k_steps_512<MR, NP>(kc - head, a, b, b_panel, acc);
-  const __m512 alpha = _mm512_set1_ps(ep.alpha), zero = _mm512_setzero_ps();
-  const bool read_c = !first || ep.beta != 0.0f;
-  const __m512 cmul = first ? _mm512_set1_ps(ep.beta) : _mm512_set1_ps(1.0f);
-  const bool col_bias = last && ep.bias && !ep.bias_per_row, row_bias = last && ep.bias && ep.bias_per_row;
-  __m512 cb[NP];
-#pragma GCC unroll 2
-  for (int q = 0; q < NP; ++q) {
-    cb[q] = zero;
-    if (col_bias) {
-      if (ep.bias_stride == 1) {
-        cb[q] = _mm512_loadu_ps(ep.bias + j0 + q * kNRf);
-      } else {
-        alignas(64) float tmp[16];
-        for (int x = 0; x < 16; ++x) tmp[x] = ep.bias[(j0 + q * kNRf + x) * ep.bias_stride];
-        cb[q] = _mm512_load_ps(tmp);
-      }
-    }
-  }
-#pragma GCC unroll 16
-  for (int r = 0; r < MR; ++r) {  // unrolled: constant indices keep acc in registers
-#pragma GCC unroll 2
-    for (int q = 0; q < NP; ++q) {
-      float* cr = c + r * c_rs + q * kNRf;
-      __m512 v = _mm512_mul_ps(alpha, acc[r * NP + q]);
-      if (read_c) v = _mm512_fmadd_ps(cmul, _mm512_loadu_ps(cr), v);
-      if (last) {
-        if (col_bias) v = _mm512_add_ps(v, cb[q]);
-        if (row_bias) v = _mm512_add_ps(v, _mm512_set1_ps(ep.bias[(i0 + r) * ep.bias_stride]));
-        if (ep.relu) v = _mm512_mask_max_ps(v, 0xFFFF, zero, v);  // NaN stays; not _mm512_max_ps: GCC 12 -Wmaybe-uninitialized false positive
-      }
-      _mm512_storeu_ps(cr, v);
-    }
-  }
+  store_acc_tile<MR, NP>(acc, c, c_rs, ep, first, last, i0, j0);
 }
 
 __attribute__((target("avx512f"))) void ukernel_f32_wide_c(int64_t kc, const float* a, const float* b, float* c,
