@@ -295,6 +295,14 @@ template <> struct Vec<BFloat16> : F32Lanes {
     return _mm256_permute4x64_epi64(_mm256_packus_epi32(round16(a), round16(b)), 0xD8);
   }
   static void store2(BFloat16* p, V lo, V hi) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), narrow2(lo, hi)); }
+  // narrow2 by AVX512_BF16's vcvtneps2bf16 (its ymm form, AVX-512VL): one instruction
+  // per 8 values where round16 takes eight; subnormals flushed (Note [bfloat16 NaN and
+  // subnormals]). The two halves' 64-bit quarters interleaved put every element back in
+  // place. For callers compiled for that target (Note [bfloat16 rows by vcvtneps2bf16]).
+  __attribute__((target("avx512f,avx512vl,avx512bf16"), always_inline)) static __m256i narrow2_ne(V lo, V hi) {
+    const __m128i l = (__m128i)_mm256_cvtneps_pbh(lo), h = (__m128i)_mm256_cvtneps_pbh(hi);
+    return _mm256_set_m128i(_mm_unpackhi_epi64(l, h), _mm_unpacklo_epi64(l, h));
+  }
   static void stream2(BFloat16* p, V lo, V hi) {  // p 16-byte aligned (kStreamAlign)
     const __m256i r = narrow2(lo, hi);
     _mm_stream_si128(reinterpret_cast<__m128i*>(p), _mm256_castsi256_si128(r));

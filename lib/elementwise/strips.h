@@ -129,6 +129,53 @@ int64_t head_to_align(const T* o, int64_t align, int64_t n) {
 // runs at the fast rate (docs/notes/elementwise.md; bench_baseline's Note [Unrolled
 // STREAM loops]).
 
+#ifdef SB_HAVE_AVX512
+// Note [bfloat16 rows by vcvtneps2bf16]
+// The dense bfloat16 loops below narrow their float results by integer rounding
+// (Vec<BFloat16>::narrow2: about eight instructions per eight values), which bounds
+// them at cache sizes. Where the CPU has AVX512_BF16 (use_avx512_bf16()) their
+// 16-element loop runs as one of these two functions instead: the same loads and the
+// op's own 256-bit arithmetic (its functor inlines, its target a subset of theirs), the
+// narrowing by vcvtneps2bf16 (narrow2_ne). Compiled for that target, called only after
+// that check. Tails and strided paths keep narrow; the two differ only on subnormals
+// (Note [bfloat16 NaN and subnormals]). Each returns the elements done, from j.
+#define SB_BF16_NE __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bf16")))
+template <bool NT>
+SB_BF16_NE inline void put16_ne(BFloat16* o, __m256i r) {
+  if constexpr (NT) {  // o 16-byte aligned (kStreamAlign)
+    _mm_stream_si128(reinterpret_cast<__m128i*>(o), _mm256_castsi256_si128(r));
+    _mm_stream_si128(reinterpret_cast<__m128i*>(o + 8), _mm256_extracti128_si256(r, 1));
+  } else {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(o), r);
+  }
+}
+template <bool AS, bool BS, bool NT, typename V, typename F>
+SB_BF16_NE int64_t binary_pairs_ne(BFloat16* o, const BFloat16* a, const BFloat16* b, V va, V vb, int64_t j, int64_t n,
+                                   const F& f) {
+  using L = Vec<BFloat16>;
+  V a0 = va, a1 = va, b0 = vb, b1 = vb;
+#pragma GCC unroll 2
+  for (; j + L::kW2 <= n; j += L::kW2) {
+    if constexpr (!AS) L::load2(a + j, a0, a1);
+    if constexpr (!BS) L::load2(b + j, b0, b1);
+    put16_ne<NT>(o + j, L::narrow2_ne(f(a0, b0), f(a1, b1)));
+  }
+  return j;
+}
+template <bool AS, bool NT, typename V, typename F>
+SB_BF16_NE int64_t unary_pairs_ne(BFloat16* o, const BFloat16* a, V va, int64_t j, int64_t n, const F& f) {
+  using L = Vec<BFloat16>;
+  V a0 = va, a1 = va;
+#pragma GCC unroll 2
+  for (; j + L::kW2 <= n; j += L::kW2) {
+    if constexpr (!AS) L::load2(a + j, a0, a1);
+    put16_ne<NT>(o + j, L::narrow2_ne(f(a0), f(a1)));
+  }
+  return j;
+}
+#undef SB_BF16_NE
+#endif
+
 // o[j] = f(a[j], b[j]); AS/BS: a or b is a stride-0 scalar; NT: streaming stores (Note
 // [Streaming elementwise outputs]).
 template <typename T, bool AS, bool BS, bool NT = false, typename F>
@@ -142,6 +189,9 @@ void binary_vloop(T* o, const T* a, const T* b, int64_t n, const F& f) {
     if (j) binary_part<T, AS, BS, NT>(o, a, b, 0, j, f);
   }
   if constexpr (std::is_same_v<T, BFloat16>) {  // 16 at a time: Note [bfloat16 pairs of vectors]
+#ifdef SB_HAVE_AVX512
+    if (use_avx512_bf16()) j = binary_pairs_ne<AS, BS, NT>(o, a, b, va, vb, j, n, f);  // Note [bfloat16 rows by vcvtneps2bf16]
+#endif
     typename L::V a0 = va, a1 = va, b0 = vb, b1 = vb;
 #pragma GCC unroll 2
     for (; j + L::kW2 <= n; j += L::kW2) {
@@ -180,6 +230,9 @@ void unary_vloop(T* o, const T* a, int64_t n, const F& f) {
     if (j) unary_part<T, AS, NT>(o, a, 0, j, f);
   }
   if constexpr (std::is_same_v<T, BFloat16>) {  // 16 at a time: Note [bfloat16 pairs of vectors]
+#ifdef SB_HAVE_AVX512
+    if (use_avx512_bf16()) j = unary_pairs_ne<AS, NT>(o, a, va, j, n, f);  // Note [bfloat16 rows by vcvtneps2bf16]
+#endif
     typename L::V a0 = va, a1 = va;
 #pragma GCC unroll 2
     for (; j + L::kW2 <= n; j += L::kW2) {
