@@ -24,6 +24,7 @@
 #include <cstring>
 
 #include <atomic>
+#include <type_traits>
 
 #include "core/test_hooks.h"
 #include "core/vec.h"
@@ -179,31 +180,27 @@ __attribute__((target("avx512f,avx512bf16"))) void ukernel_bf16_wide_c(int64_t k
   constexpr int MR = kMRw, NP = 2;
   constexpr int64_t kTail = 24;  // pair steps left when C is pulled into L1
   __m512 acc[MR * NP];
-  auto prefetch = [&](int hint_l1) {
+  // the lines this tile's store reads or writes: C's row (64 bytes of bfloat16, 128 of
+  // float32) and, for a bfloat16 C after the first KC block, the partial sums' row
+  auto prefetch = [&](auto hint) {
 #pragma GCC unroll 16
     for (int r = 0; r < MR; ++r) {
-      if (!kBf16C || last) {
-        const char* cr = reinterpret_cast<const char*>(c + r * c_rs);
-        if (hint_l1) _mm_prefetch(cr, _MM_HINT_T0);
-        else _mm_prefetch(cr, _MM_HINT_T1);
-        if (!kBf16C) {
-          if (hint_l1) _mm_prefetch(cr + 64, _MM_HINT_T0);
-          else _mm_prefetch(cr + 64, _MM_HINT_T1);
-        }
-      }
-      if (kBf16C && !first) {
+      const char* cr = reinterpret_cast<const char*>(c + r * c_rs);
+      if (!kBf16C || last) _mm_prefetch(cr, decltype(hint)::value);
+      if (!kBf16C) _mm_prefetch(cr + 64, decltype(hint)::value);
+      if (kBf16C && !first) {  // part is null for a float32 C
         const char* pr = reinterpret_cast<const char*>(part + r * part_ld);
-        if (hint_l1) { _mm_prefetch(pr, _MM_HINT_T0); _mm_prefetch(pr + 64, _MM_HINT_T0); }
-        else { _mm_prefetch(pr, _MM_HINT_T1); _mm_prefetch(pr + 64, _MM_HINT_T1); }
+        _mm_prefetch(pr, decltype(hint)::value);
+        _mm_prefetch(pr + 64, decltype(hint)::value);
       }
     }
   };
 #pragma GCC unroll 32
   for (int r = 0; r < MR * NP; ++r) acc[r] = _mm512_setzero_ps();
-  prefetch(0);
+  prefetch(std::integral_constant<_mm_hint, _MM_HINT_T1>());
   const int64_t head = std::max<int64_t>(0, ks - kTail);
   pair_loop<MR, NP>(head, a, b, kNRp * ks, acc);
-  prefetch(1);
+  prefetch(std::integral_constant<_mm_hint, _MM_HINT_T0>());
   pair_loop<MR, NP>(ks - head, a, b, kNRp * ks, acc);
   if constexpr (kBf16C) {
     const __m512 alpha = _mm512_set1_ps(ep.alpha), zero = _mm512_setzero_ps();
@@ -366,6 +363,8 @@ void gemm_bf16_driver(int64_t M, int64_t N, int64_t K, const BFloat16* a, int64_
     float* acc = base + w.b_elems + w.a_elems;
     alignas(64) float tile[kTileMax];
     const Stripe st = stripe_of(p, t, M, N);
+    // C(i, j)'s place in the stripe's partial sums (Note [bfloat16 C])
+    auto part_at = [&](int64_t i, int64_t j) { return acc + (i - st.m0) * w.acc_ld + (j - st.n0) % p.nc; };
     // the tile into C (float32: accumulated in place; bfloat16: Note [bfloat16 C]), its
     // 16-column halves one after the other (MR rows of ld 16 each)
     auto store = [&](int64_t i, int64_t j, int mr, int nr, bool first, bool last) {
@@ -374,8 +373,7 @@ void gemm_bf16_driver(int64_t M, int64_t N, int64_t K, const BFloat16* a, int64_
         const int64_t jh = j + h * 16;
         const int nh = std::min(16, nr - h * 16);
         if constexpr (kBf16C) {
-          float* ap = acc + (i - st.m0) * w.acc_ld + (jh - st.n0) % p.nc;
-          store_tile_bf16(th, ap, w.acc_ld, c + i * c_rs + jh * c_cs, c_rs, c_cs, mr, nh, ep, first, last, i, jh);
+          store_tile_bf16(th, part_at(i, jh), w.acc_ld, c + i * c_rs + jh * c_cs, c_rs, c_cs, mr, nh, ep, first, last, i, jh);
         } else {
           store_tile<float, kNRf>(th, c + i * c_rs + jh * c_cs, c_rs, c_cs, mr, nh, ep, first, last, i, jh);
         }
@@ -392,8 +390,8 @@ void gemm_bf16_driver(int64_t M, int64_t N, int64_t K, const BFloat16* a, int64_
               bool last) {
             const int64_t ks = (kc + 1) / 2;
             if (hw_pairs && wide && fused_c && mr == MR && nr == kNRw) {
-              float* part = kBf16C ? acc + (i - st.m0) * w.acc_ld + (j - st.n0) % p.nc : nullptr;
-              ukernel_bf16_wide_c<SC>(ks, ap, bp, c + i * c_rs + j, c_rs, part, w.acc_ld, ep, first, last, i, j);
+              ukernel_bf16_wide_c<SC>(ks, ap, bp, c + i * c_rs + j, c_rs, kBf16C ? part_at(i, j) : nullptr, w.acc_ld, ep,
+                                      first, last, i, j);
               return;
             }
             if (hw_pairs && wide) ukernel_bf16_wide(ks, ap, bp, nr > kNRp, tile);

@@ -74,10 +74,10 @@ def ours_cases_kept(bench_dir, matrix, path):
     exists and was listed from the same binaries (directory, matrix, and each binary's
     size and modification time), else listed and written to it. The re-check runs the
     peer runner once a round on one build."""
-    exes = sorted(f for f in os.listdir(bench_dir) if f.startswith("bench_") and not f.endswith(".p"))
+    stats = {f: os.stat(os.path.join(bench_dir, f)) for f in sorted(os.listdir(bench_dir))
+             if f.startswith("bench_") and not f.endswith(".p")}
     stamp = {"bench_dir": os.path.abspath(bench_dir), "matrix": matrix,
-             "binaries": {f: [os.stat(os.path.join(bench_dir, f)).st_size,
-                              os.stat(os.path.join(bench_dir, f)).st_mtime_ns] for f in exes}}
+             "binaries": {f: [st.st_size, st.st_mtime_ns] for f, st in stats.items()}}
     try:
         with open(path) as f:
             kept = json.load(f)
