@@ -119,13 +119,14 @@ void pack_b_pairs(uint32_t* dst, const BFloat16* b, int64_t rs, int64_t cs, int6
 
 #if defined(SB_HAVE_AVX2) && defined(SB_HAVE_AVX512)
 // n pair steps of an MR x 16*NP tile (vdpbf16ps) into acc: per step NP loads of B (the
-// panels at b and b + b_panel), MR broadcasts of A.
-template <int MR, int NP>
+// panels at b and b + b_panel), MR broadcasts of A, whose packed steps are AS pairs
+// apart (AS > MR: the first rows of a wider panel, Note [Short wide tiles]).
+template <int MR, int NP, int AS = MR>
 __attribute__((target("avx512f,avx512bf16"), always_inline)) static inline void pair_loop(
     int64_t n, const uint32_t*& a, const uint32_t*& b, int64_t b_panel, __m512* acc) {
 #pragma GCC unroll 2
-  for (int64_t p = 0; p < n; ++p, a += MR, b += kNRp) {
-    _mm_prefetch(reinterpret_cast<const char*>(a + 8 * MR), _MM_HINT_T0);
+  for (int64_t p = 0; p < n; ++p, a += AS, b += kNRp) {
+    _mm_prefetch(reinterpret_cast<const char*>(a + 8 * AS), _MM_HINT_T0);
     __m512bh bv[NP];
 #pragma GCC unroll 2
     for (int q = 0; q < NP; ++q) bv[q] = (__m512bh)_mm512_load_si512(b + q * b_panel);
@@ -138,18 +139,19 @@ __attribute__((target("avx512f,avx512bf16"), always_inline)) static inline void 
   }
 }
 
-// ks pair steps into tile: the 16-column halves one after the other, MR rows of ld 16.
-template <int MR, int NP>
+// ks pair steps into tile: the 16-column halves one after the other, AS rows of ld 16
+// each, of which the first MR are computed.
+template <int MR, int NP, int AS = MR>
 __attribute__((target("avx512f,avx512bf16"), always_inline)) static inline void pair_steps(
     int64_t ks, const uint32_t* a, const uint32_t* b, int64_t b_panel, float* tile) {
   __m512 acc[MR * NP];
 #pragma GCC unroll 32
   for (int r = 0; r < MR * NP; ++r) acc[r] = _mm512_setzero_ps();
-  pair_loop<MR, NP>(ks, a, b, b_panel, acc);
+  pair_loop<MR, NP, AS>(ks, a, b, b_panel, acc);
 #pragma GCC unroll 16
   for (int r = 0; r < MR; ++r) {
 #pragma GCC unroll 2
-    for (int q = 0; q < NP; ++q) _mm512_store_ps(tile + (q * MR + r) * kNRp, acc[r * NP + q]);
+    for (int q = 0; q < NP; ++q) _mm512_store_ps(tile + (q * AS + r) * kNRp, acc[r * NP + q]);
   }
 }
 
@@ -158,11 +160,15 @@ __attribute__((target("avx512f,avx512bf16"))) void ukernel_bf16_avx512(int64_t k
                                                                         const uint32_t* b, float* tile) {
   pair_steps<kMRp, 1>(ks, a, b, 0, tile);
 }
-// The wide tile (Note [Wide tile]): 12 rows, two panels (b and b + 16 * ks) when two.
+// The wide tile (Note [Wide tile]): 12 rows, two panels (b and b + 16 * ks) when two;
+// the first mr rows only, in steps of 4 (Note [Short wide tiles] in gemm_kernel.cpp).
 __attribute__((target("avx512f,avx512bf16"))) void ukernel_bf16_wide(int64_t ks, const uint32_t* a,
-                                                                      const uint32_t* b, bool two, float* tile) {
-  if (two) pair_steps<kMRw, 2>(ks, a, b, kNRp * ks, tile);
-  else pair_steps<kMRw, 1>(ks, a, b, 0, tile);
+                                                                      const uint32_t* b, bool two, int mr,
+                                                                      float* tile) {
+  const int64_t bp = kNRp * ks;
+  if (mr <= 4) two ? pair_steps<4, 2, kMRw>(ks, a, b, bp, tile) : pair_steps<4, 1, kMRw>(ks, a, b, 0, tile);
+  else if (mr <= 8) two ? pair_steps<8, 2, kMRw>(ks, a, b, bp, tile) : pair_steps<8, 1, kMRw>(ks, a, b, 0, tile);
+  else two ? pair_steps<kMRw, 2>(ks, a, b, bp, tile) : pair_steps<kMRw, 1>(ks, a, b, 0, tile);
 }
 
 // The full wide tile straight into C (unit column stride), as the float32 one goes
@@ -228,7 +234,7 @@ __attribute__((target("avx512f,avx512bf16"))) void ukernel_bf16_wide_c(int64_t k
 void ukernel_bf16_avx512(int64_t, const uint32_t*, const uint32_t*, float*) {
   SB_INTERNAL_ASSERT(false, "the bfloat16 pair kernel needs an AVX-512 build");
 }
-void ukernel_bf16_wide(int64_t, const uint32_t*, const uint32_t*, bool, float*) {
+void ukernel_bf16_wide(int64_t, const uint32_t*, const uint32_t*, bool, int, float*) {
   SB_INTERNAL_ASSERT(false, "the bfloat16 pair kernel needs an AVX-512 build");
 }
 template <typename SC>
@@ -394,7 +400,7 @@ void gemm_bf16_driver(int64_t M, int64_t N, int64_t K, const BFloat16* a, int64_
                                       first, last, i, j);
               return;
             }
-            if (hw_pairs && wide) ukernel_bf16_wide(ks, ap, bp, nr > kNRp, tile);
+            if (hw_pairs && wide) ukernel_bf16_wide(ks, ap, bp, nr > kNRp, mr, tile);
             else if (hw_pairs) ukernel_bf16_avx512(ks, ap, bp, tile);
             else ukernel_bf16_pairs_scalar(ks, ap, bp, MR, nr > kNRp ? 2 : 1, tile);
             store(i, j, mr, nr, first, last);
@@ -412,7 +418,7 @@ void gemm_bf16_driver(int64_t M, int64_t N, int64_t K, const BFloat16* a, int64_
           pack_b_strided<float, kNRf>(d, b, b_rs, b_cs, p0, kc, j0, nc);
         },
         [&](const float* ap, const float* bp, int64_t kc, int64_t i, int64_t j, int mr, int nr, bool first, bool last) {
-          if (wide) ukernel_f32_wide(kc, ap, bp, nr > kNRf, tile);
+          if (wide) ukernel_f32_wide(kc, ap, bp, nr > kNRf, mr, tile);
           else if (avx512) ukernel_f32_avx512(kc, ap, bp, tile);
           else if (avx2) ukernel_f32_avx2(kc, ap, bp, tile);
           else ukernel_f32_scalar(kc, ap, bp, tile);

@@ -94,8 +94,9 @@ void ukernel_f32_avx512_c(int64_t kc, const float* a, const float* b, float* c, 
                           bool first, bool last, int64_t i0, int64_t j0);
 void ukernel_f64(int64_t kc, const double* a, const double* b, double* tile);
 // Note [Wide tile]: A in 12-row panels; B's panel at b and, when two, the next at
-// b + 16 * kc. tile: the 12x16 left half, then the right half (ld 16 each).
-void ukernel_f32_wide(int64_t kc, const float* a, const float* b, bool two, float* tile);
+// b + 16 * kc. tile: the 12x16 left half, then the right half (ld 16 each); only its
+// first mr rows are computed and written (Note [Short wide tiles] in gemm_kernel.cpp).
+void ukernel_f32_wide(int64_t kc, const float* a, const float* b, bool two, int mr, float* tile);
 // The full 12x32 tile straight into C (unit column stride) with the epilogue.
 void ukernel_f32_wide_c(int64_t kc, const float* a, const float* b, float* c, int64_t c_rs, const GemmEpilogue& ep,
                         bool first, bool last, int64_t i0, int64_t j0);
@@ -302,7 +303,7 @@ void gemm_driver(int64_t M, int64_t N, int64_t K, const PackA& pack_a, const Pac
                               ukernel_f32_wide_c(kc, ap, bp, c + i * c_rs + j, c_rs, ep, first, last, i, j);
                               return;
                             }
-                            ukernel_f32_wide(kc, ap, bp, nr > NR, tile);
+                            ukernel_f32_wide(kc, ap, bp, nr > NR, mr, tile);
                             store_tile<T, NR>(tile, c + i * c_rs + j * c_cs, c_rs, c_cs, mr, std::min(nr, NR), ep,
                                               first, last, i, j);
                             if (nr > NR)

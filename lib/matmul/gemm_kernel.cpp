@@ -52,14 +52,15 @@ void ukernel_f32_avx2(int64_t kc, const float* a, const float* b, float* tile) {
 // An MR x 16*NP tile, one zmm accumulator per row and panel: per k NP loads of B (the
 // panels at b and b + b_panel), MR broadcasts of A (load ports), MR*NP FMAs. The 16x16
 // tile (NP 1) is FMA-bound where 512-bit FMAs issue in halves; the 12x32 tile (NP 2)
-// where they do not (Note [Wide tile]). n k steps:
-template <int MR, int NP>
+// where they do not (Note [Wide tile]). n k steps; A's packed k steps are AS floats
+// apart (AS > MR: the first MR rows of a wider panel, Note [Short wide tiles]):
+template <int MR, int NP, int AS = MR>
 __attribute__((target("avx512f"), always_inline)) static inline void k_steps_512(int64_t n, const float*& a,
                                                                                  const float*& b, int64_t b_panel,
                                                                                  __m512* acc) {
 #pragma GCC unroll 2
-  for (int64_t k = 0; k < n; ++k, a += MR, b += kNRf) {
-    _mm_prefetch(reinterpret_cast<const char*>(a + 8 * MR), _MM_HINT_T0);
+  for (int64_t k = 0; k < n; ++k, a += AS, b += kNRf) {
+    _mm_prefetch(reinterpret_cast<const char*>(a + 8 * AS), _MM_HINT_T0);
     __m512 bv[NP];
 #pragma GCC unroll 2
     for (int q = 0; q < NP; ++q) bv[q] = _mm512_loadu_ps(b + q * b_panel);
@@ -88,21 +89,33 @@ __attribute__((target("avx512f"))) void ukernel_f32_avx512(int64_t kc, const flo
   one_panel_tile<kMRf512>(kc, a, b, tile);
 }
 
-__attribute__((target("avx512f"))) void ukernel_f32_wide(int64_t kc, const float* a, const float* b, bool two,
-                                                         float* tile) {
-  if (!two) {  // a 16-column remainder
-    one_panel_tile<kMRw>(kc, a, b, tile);
-    return;
-  }
-  __m512 c[2 * kMRw];
+// The first MR rows of a 12-row wide panel over NP B panels into tile (the 12x16
+// halves one after the other, ld 16).
+template <int MR, int NP>
+__attribute__((target("avx512f"), always_inline)) static inline void wide_rows(int64_t kc, const float* a,
+                                                                              const float* b, float* tile) {
+  __m512 c[MR * NP];
 #pragma GCC unroll 32
-  for (int r = 0; r < 2 * kMRw; ++r) c[r] = _mm512_setzero_ps();
-  k_steps_512<kMRw, 2>(kc, a, b, kNRf * kc, c);
+  for (int r = 0; r < MR * NP; ++r) c[r] = _mm512_setzero_ps();
+  k_steps_512<MR, NP, kMRw>(kc, a, b, kNRf * kc, c);
 #pragma GCC unroll 16
-  for (int r = 0; r < kMRw; ++r) {
-    _mm512_store_ps(tile + r * kNRf, c[2 * r]);
-    _mm512_store_ps(tile + (kMRw + r) * kNRf, c[2 * r + 1]);
+  for (int r = 0; r < MR; ++r) {
+#pragma GCC unroll 2
+    for (int q = 0; q < NP; ++q) _mm512_store_ps(tile + (q * kMRw + r) * kNRf, c[r * NP + q]);
   }
+}
+
+// Note [Short wide tiles]: M is rarely a multiple of 12 (1024 = 85 x 12 + 4, 256 = 21 x
+// 12 + 4), and a tile of the last rows computed all 12 of its panel's rows: at M = 256
+// the one 4-row tile per column block was 4 % of a bfloat16 Linear's time, two thirds
+// of it on zero rows. The rows past mr are left out in steps of 4 (4, 8 or 12 rows of
+// the same 12-row panel; the packed layout is unchanged). A 4x32 tile still keeps 8
+// accumulators, the FMA pipes' depth. The rows past mr in tile are not written.
+__attribute__((target("avx512f"))) void ukernel_f32_wide(int64_t kc, const float* a, const float* b, bool two,
+                                                         int mr, float* tile) {
+  if (mr <= 4) two ? wide_rows<4, 2>(kc, a, b, tile) : wide_rows<4, 1>(kc, a, b, tile);
+  else if (mr <= 8) two ? wide_rows<8, 2>(kc, a, b, tile) : wide_rows<8, 1>(kc, a, b, tile);
+  else two ? wide_rows<kMRw, 2>(kc, a, b, tile) : wide_rows<kMRw, 1>(kc, a, b, tile);
 }
 
 // The tile written straight into C with the epilogue (a full tile of a C with unit
@@ -194,7 +207,7 @@ void ukernel_f32_avx512_c(int64_t kc, const float* a, const float* b, float* c, 
   ukernel_f32_avx512(kc, a, b, tile);
   store_tile<float, kNRf>(tile, c, c_rs, 1, kMRf512, kNRf, ep, first, last, i0, j0);
 }
-void ukernel_f32_wide(int64_t, const float*, const float*, bool, float*) {
+void ukernel_f32_wide(int64_t, const float*, const float*, bool, int, float*) {
   SB_INTERNAL_ASSERT(false, "the wide tile needs an AVX-512 build");
 }
 void ukernel_f32_wide_c(int64_t, const float*, const float*, float*, int64_t, const GemmEpilogue&, bool, bool, int64_t,
