@@ -153,6 +153,7 @@ TEST(Conv2d, FixedCasesBothLayouts) {
       {2, 24, 9, 23, 70, 3, 3, {1, 1, 1, 1}, true, true},    // 70 = 64 + 6 (NHWC), 4x16 + 6 (NCHW)
       {1, 10, 8, 19, 40, 3, 3, {2, 1, 1, 1}, true, false},   // stride 2, 40 channels (3 zmm, last partial)
       {1, 12, 6, 18, 40, 3, 3, {1, 1, 2, 2}, false, true},   // groups 2 of 20 channels, dilation 2
+      {2, 16, 7, 8, 20, 3, 3, {1, 1, 1, 1}, true, false},    // W x C = 128: NCHW's staged rows padded
       // depthwise on channels-last x (Note [Channels-last depthwise]): the 64-channel
       // pass, passes of fewer vectors, the one-channel tail, stride, dilation, 5x5
       {2, 75, 9, 10, 75, 3, 3, {1, 1, 1, 75}, true, true},   // 75 = 64 + 8 + 3

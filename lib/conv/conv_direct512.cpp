@@ -18,8 +18,10 @@
 // broadcasts per load tie up the load ports (docs/notes/gemm.md).
 //
 // Note [NCHW through the channels-last kernel]: each (image, group) of an NCHW x is
-// first transposed into a channels-last buffer (H*W*C_g floats, 0.8 MB at 64x56x56,
-// about L2), then its output rows run exactly as NHWC ones do (interior tiles of 6
+// first transposed into a channels-last buffer (H rows of W*C_g floats, 0.8 MB at
+// 64x56x56, about L2; a row padded to an odd number of cache lines, so that a transposed
+// x, staged one input column at a time down all H rows, does not write its rows into the
+// same few L1 sets, as 56 rows of 64x56 floats did), then its output rows run exactly as NHWC ones do (interior tiles of 6
 // pixels, edge columns through edges()), in blocks of at most kRowsTile rows (as many
 // blocks as a multiple of the threads, of near-equal height) into a per-thread
 // channels-last buffer (6*OW*O_g floats, 86 KB), which one transpose_tile_f32 writes
@@ -244,7 +246,10 @@ void conv_direct512(const ConvShape& g, const Tensor& out, const Tensor& x, cons
   // workspace: packed weights [group][block][tap][c][64] and padded bias [group][ogp];
   // NCHW also one (image, group) of x channels-last
   const int64_t wsz = g.G * ogp * g.Cg * T + g.G * ogp;
-  const int64_t stage = nhwc ? 0 : g.H * g.W * g.Cg;
+  // staged floats per input row: an odd number of cache lines where W*C_g is a whole even
+  // number (Note [NCHW through the channels-last kernel])
+  const int64_t rowlen = g.W * g.Cg + (g.W * g.Cg % 32 == 0 ? 16 : 0);
+  const int64_t stage = nhwc ? 0 : g.H * rowlen;
   detail::Workspace ws(static_cast<size_t>(wsz + stage) * sizeof(float));
   float* wpk = ws.as<float>();
   float* bpad = wpk + g.G * ogp * g.Cg * T;
@@ -295,7 +300,6 @@ void conv_direct512(const ConvShape& g, const Tensor& out, const Tensor& x, cons
   // NCHW (Note [NCHW through the channels-last kernel]): per (image, group), stage x
   // channels-last without padding, then per block of output rows compute into a
   // per-thread channels-last buffer and transpose it into the NCHW output.
-  const int64_t rowlen = g.W * g.Cg;  // staged floats per input row
   // blocks of at most kRowsTile output rows, as many as a multiple of the threads and of
   // near-equal height (56 rows on 2 threads: 10 blocks of 5-6 rows, not 9 x 6 + 2)
   const int64_t nthr = get_num_threads();
@@ -324,13 +328,20 @@ void conv_direct512(const ConvShape& g, const Tensor& out, const Tensor& x, cons
               detail::transpose_tile_f32(d, g.Cg, xg + h * xh, xc, g.W, g.Cg);  // d[iw*Cg + c] = x[c, h, iw]
               continue;
             }
-            // any strides: gather 8 channels x 256 pixels of the row contiguous, then transpose
+            // any strides: gather 8 channels x 256 pixels of the row contiguous, then
+            // transpose; stride 2 (every other column) by even/odd splits, whose loads stop
+            // at the run's last element
             for (int64_t c0 = 0; c0 < g.Cg; c0 += 8)
               for (int64_t w0 = 0; w0 < g.W; w0 += 256) {
                 const int64_t nc = std::min<int64_t>(8, g.Cg - c0), nw = std::min<int64_t>(256, g.W - w0);
                 for (int64_t j = 0; j < nc; ++j) {
                   const float* src = xg + (c0 + j) * xc + h * xh + w0 * xw;
-                  for (int64_t i = 0; i < nw; ++i) tmp[j * 256 + i] = src[i * xw];
+                  int64_t i = 0;
+                  if (xw == 2)
+                    for (; i + 9 <= nw; i += 8)
+                      _mm256_store_ps(tmp + j * 256 + i,
+                                      detail::even8_f32(_mm256_loadu_ps(src + 2 * i), _mm256_loadu_ps(src + 2 * i + 8)));
+                  for (; i < nw; ++i) tmp[j * 256 + i] = src[i * xw];
                 }
                 detail::transpose_tile_f32(d + w0 * g.Cg + c0, g.Cg, tmp, 256, nw, nc);
               }
