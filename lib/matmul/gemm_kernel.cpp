@@ -107,10 +107,10 @@ __attribute__((target("avx512f"), always_inline)) static inline void wide_rows(i
 
 // Note [Short wide tiles]: M is rarely a multiple of 12 (1024 = 85 x 12 + 4, 256 = 21 x
 // 12 + 4), and a tile of the last rows computed all 12 of its panel's rows: at M = 256
-// the one 4-row tile per column block was 4 % of a bfloat16 Linear's time, two thirds
-// of it on zero rows. The rows past mr are left out in steps of 4 (4, 8 or 12 rows of
-// the same 12-row panel; the packed layout is unchanged). A 4x32 tile still keeps 8
-// accumulators, the FMA pipes' depth. The rows past mr in tile are not written.
+// one tile in 22 of each column block spent two thirds of its work on zero rows. The
+// rows past mr are left out in steps of 4 (4, 8 or 12 rows of the same 12-row panel;
+// the packed layout is unchanged). A 4x32 tile still keeps 8 accumulators, the FMA
+// pipes' depth. The rows past mr in tile are not written.
 __attribute__((target("avx512f"))) void ukernel_f32_wide(int64_t kc, const float* a, const float* b, bool two,
                                                          int mr, float* tile) {
   if (mr <= 4) two ? wide_rows<4, 2>(kc, a, b, tile) : wide_rows<4, 1>(kc, a, b, tile);
