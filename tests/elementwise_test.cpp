@@ -448,6 +448,42 @@ TEST(Elementwise, NanPropagatesThroughMaximumMinimumRelu) {
   });
 }
 
+// The same rules along rows long enough for every dense loop (the 32-element zmm steps
+// of Note [bfloat16 rows in zmm], the 16-element pairs, 8-wide vectors, the tail): NaN
+// in either operand at scattered places, signed zeros, negative and positive values.
+TEST(Elementwise, NanPropagatesAlongLongRows) {
+  for_each_config([](const std::string& cfg) {
+    for (DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16}) {
+      const int64_t n = 101;
+      std::vector<double> av(n), bv(n);
+      for (int64_t i = 0; i < n; ++i) {
+        av[i] = i % 7 == 3 ? NAN : i % 11 == 0 ? -0.0 : (i % 3 == 0 ? -1.0 : 1.0) * (0.25 * i + 0.5);
+        bv[i] = i % 5 == 1 ? NAN : (i % 4 == 0 ? 1.0 : -1.0) * (0.5 * i - 9.0);
+      }
+      const Tensor a = from_vector<double>(av).to(dt), b = from_vector<double>(bv).to(dt);
+      const std::vector<double> ar = a.to_vector(), br = b.to_vector();
+      const std::vector<double> mx = maximum(a, b).to_vector(), mn = minimum(a, b).to_vector(),
+                                rl = relu(a).to_vector(), ms = maximum(a, 2.0).to_vector();
+      for (int64_t i = 0; i < n; ++i) {
+        const bool nan = std::isnan(ar[i]) || std::isnan(br[i]);
+        const std::string at = cfg + ", " + dtype_name(dt) + ", element " + std::to_string(i);
+        if (nan) {
+          EXPECT_TRUE(std::isnan(mx[i]) && std::isnan(mn[i])) << at;
+        } else {
+          EXPECT_EQ(mx[i], std::max(ar[i], br[i])) << at;
+          EXPECT_EQ(mn[i], std::min(ar[i], br[i])) << at;
+        }
+        if (std::isnan(ar[i])) {
+          EXPECT_TRUE(std::isnan(rl[i]) && std::isnan(ms[i])) << at;
+        } else {
+          EXPECT_EQ(rl[i], ar[i] < 0 ? 0.0 : ar[i]) << at;
+          EXPECT_EQ(ms[i], std::max(ar[i], 2.0)) << at;
+        }
+      }
+    }
+  });
+}
+
 // The iterator's Tiled path: one operand transposed (staged through the AVX2 or the
 // scalar tile transpose), out-of-place (either operand order), out= and in-place;
 // ragged sizes around the 8x8 micro-tiles and the tile edges, misaligned outputs,

@@ -112,5 +112,69 @@ struct UnaryFn {
 #endif
 };
 
+#ifdef SB_HAVE_AVX512
+// The 512-bit twins of the functors' register forms (Note [bfloat16 rows in zmm] in
+// strips.h): the same lane arithmetic on 16 float lanes, found by zmm_of. Their target
+// is AVX-512F; only loops compiled for it (and checked for it at run time) call them.
+// The all-ones masked forms: GCC 12 warns (-Wmaybe-uninitialized) on the plain ones.
+#define SB_ZMM __attribute__((target("avx512f"), always_inline))
+template <BinaryOp OP>
+struct ZmmBinary {
+  SB_ZMM __m512 operator()(__m512 x, __m512 y) const {
+    if constexpr (OP == BinaryOp::Add) return _mm512_add_ps(x, y);
+    if constexpr (OP == BinaryOp::Sub) return _mm512_sub_ps(x, y);
+    if constexpr (OP == BinaryOp::Mul) return _mm512_mul_ps(x, y);
+    if constexpr (OP == BinaryOp::Div) return _mm512_div_ps(x, y);
+    // as F32Lanes::maximum/minimum: max_ps/min_ps, x + y (a NaN) where either is NaN
+    if constexpr (OP == BinaryOp::Maximum)
+      return _mm512_mask_add_ps(_mm512_maskz_max_ps(0xFFFF, x, y), _mm512_cmp_ps_mask(x, y, _CMP_UNORD_Q), x, y);
+    if constexpr (OP == BinaryOp::Minimum)
+      return _mm512_mask_add_ps(_mm512_maskz_min_ps(0xFFFF, x, y), _mm512_cmp_ps_mask(x, y, _CMP_UNORD_Q), x, y);
+    return x;
+  }
+};
+template <BinaryOp OP>
+struct ZmmBinaryScalar {
+  float s;
+  SB_ZMM __m512 operator()(__m512 x) const { return ZmmBinary<OP>{}(x, _mm512_set1_ps(s)); }
+};
+template <UnaryOp OP>
+struct ZmmUnary {
+  SB_ZMM __m512 operator()(__m512 x) const {
+    if constexpr (OP == UnaryOp::Neg || OP == UnaryOp::Abs) {  // the sign bit flipped or cleared
+      const __m512i sign = _mm512_set1_epi32(static_cast<int>(0x80000000u)), v = _mm512_castps_si512(x);
+      return _mm512_castsi512_ps(OP == UnaryOp::Neg ? _mm512_xor_si512(v, sign) : _mm512_maskz_andnot_epi32(0xFFFF, sign, v));
+    }
+    // max(0, x) as F32Lanes::relu (NaN stays)
+    if constexpr (OP == UnaryOp::Relu) return _mm512_mask_max_ps(x, 0xFFFF, _mm512_setzero_ps(), x);
+    if constexpr (OP == UnaryOp::Sqrt) return _mm512_maskz_sqrt_ps(0xFFFF, x);
+    if constexpr (OP == UnaryOp::Exp) {  // Note [Vector exp], on each half
+      const __m512d d = _mm512_castps_pd(x);
+      const __m256d z = _mm256_setzero_pd();
+      const __m256 lo = vec::F32Lanes::exp(_mm256_castpd_ps(_mm512_mask_extractf64x4_pd(z, 0xF, d, 0)));
+      const __m256 hi = vec::F32Lanes::exp(_mm256_castpd_ps(_mm512_mask_extractf64x4_pd(z, 0xF, d, 1)));
+      return _mm512_castpd_ps(
+          _mm512_maskz_insertf64x4(0xFF, _mm512_maskz_insertf64x4(0xFF, _mm512_setzero_pd(), _mm256_castps_pd(lo), 0),
+                                   _mm256_castps_pd(hi), 1));
+    }
+    return x;
+  }
+};
+#undef SB_ZMM
+template <BinaryOp OP>
+ZmmBinary<OP> zmm_of(const BinaryFn<OP>&) {
+  return {};
+}
+template <BinaryOp OP, typename A>
+std::conditional_t<std::is_floating_point_v<A>, ZmmBinaryScalar<OP>, NoZmm> zmm_of(const BinaryScalarFn<OP, A>& f) {
+  if constexpr (std::is_floating_point_v<A>) return {static_cast<float>(f.s)};
+  else return {};
+}
+template <UnaryOp OP>
+ZmmUnary<OP> zmm_of(const UnaryFn<OP>&) {
+  return {};
+}
+#endif
+
 }  // namespace
 }  // namespace sb
