@@ -420,6 +420,32 @@ class LoadTest(unittest.TestCase):
         sbtest.edit(path, scale(1.6))  # 115%: within what two moments of one memory give
         self.assertEqual(sb.run_checks(sb.load_results(res)), [])
 
+    def test_run_checks_flag_compute_rows_above_the_peak(self):
+        # our 8-thread matmul row at a third of its time: above the run's FMA peak, which
+        # then read low (no kernel runs faster than the hardware)
+        res = sbtest.results_dir(tempfile.mkdtemp())
+        row = "matmul/op:matmul/impl:ours/device:cpu/layout:contiguous/style:out/dtype:f32/shape:1024x1024/threads:8"
+        path = os.path.join(res, "raw", "bench_matmul.json")
+        base = sb.load_results(res)
+        pct = sb.ceiling(base, next(r for r in base.select(impl="ours") if r.name == row))[2]
+
+        def scale(f):
+            def fn(doc):
+                hit = [e for e in doc["benchmarks"] if (e.get("run_name") or e["name"]).startswith(row + "/")]
+                self.assertTrue(hit)
+                for e in hit:
+                    e["real_time"] *= f
+                    e.pop("flops_per_second", None)
+            return fn
+        f = pct / 150.0  # the row at 150% of the peak
+        sbtest.edit(path, scale(f))
+        checks = sb.run_checks(sb.load_results(res))
+        self.assertEqual(len(checks), 1, checks)
+        self.assertIn("1 of our compute rows read above 105% of the FLOP peak measured in this run "
+                      f"(`{row}` 150%)", checks[0])
+        sbtest.edit(path, scale(150.0 / 103.0))  # 103%: within two moments of one core
+        self.assertEqual(sb.run_checks(sb.load_results(res)), [])
+
     def test_duplicate_run_across_files(self):
         with tempfile.TemporaryDirectory() as tmp:
             d = sbtest.results_dir(tmp)
