@@ -186,11 +186,14 @@ constexpr int64_t kDirectA = 16, kDirectB = 32;
 // multiples spilled to the stack) and run-time extents cost a 256² transpose half again
 // the time of bare loops of this shape (docs/notes/copy-reduce.md).
 #ifdef SB_HAVE_AVX2
-__attribute__((always_inline)) inline void tile8x8(float* d, int64_t ld, const float* s, int64_t sB) {
+// 16 along A by 8 along B: two 8x8 float tiles, or one 2-byte tile16x8_u16 (two 8x8
+// lane by lane)
+__attribute__((always_inline)) inline void tile_a16(float* d, int64_t ld, const float* s, int64_t sB) {
   detail::tile8x8_f32(d, ld, s, sB);
+  detail::tile8x8_f32(d + 8 * ld, ld, s + 8, sB);
 }
-__attribute__((always_inline)) inline void tile8x8(uint16_t* d, int64_t ld, const uint16_t* s, int64_t sB) {
-  detail::tile8x8_u16(d, ld, s, sB);
+__attribute__((always_inline)) inline void tile_a16(uint16_t* d, int64_t ld, const uint16_t* s, int64_t sB) {
+  detail::tile16x8_u16(d, ld, s, sB);
 }
 inline void transpose_tile(float* d, int64_t ld, const float* s, int64_t sB, int64_t na, int64_t nb) {
   detail::transpose_tile_f32(d, ld, s, sB, na, nb);
@@ -209,8 +212,7 @@ __attribute__((noinline)) void direct_tile_run(E* d, int64_t dA, const E* s, int
   int64_t i = 0;
   if (nb == kDirectB)  // whole tiles: compile-time extents, the 8 micro-tiles unrolled
     for (; i + kDirectA <= na; i += kDirectA)
-      for (int64_t j = 0; j < kDirectB; j += 8)
-        for (int64_t ii = 0; ii < kDirectA; ii += 8) tile8x8(d + (i + ii) * dA + j, dA, s + i + ii + j * sB, sB);
+      for (int64_t j = 0; j < kDirectB; j += 8) tile_a16(d + i * dA + j, dA, s + i + j * sB, sB);
   for (; i < na; i += kDirectA) transpose_tile(d + i * dA, dA, s + i, sB, std::min(kDirectA, na - i), nb);
 }
 #endif

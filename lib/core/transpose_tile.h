@@ -226,13 +226,44 @@ __attribute__((always_inline)) inline void tile8x8_u16(uint16_t* d, int64_t ld, 
   st8(7, _mm_unpackhi_epi64(u3, u7));
 }
 
-// 2-byte elements (float16, bfloat16: bit patterns only): 8x8 micro-tiles, the ragged
-// edges scalar.
+// Two 8x8 micro-tiles of 2-byte elements side by side along i: d[i*ld + j] = s[i + j*sB],
+// i < 16, j < 8. The same unpacks on 256-bit rows transpose both halves lane by lane
+// (24 per 128 elements, half tile8x8_u16's count per element): lane 0 of result k is
+// dst row k, lane 1 dst row 8 + k.
+__attribute__((always_inline)) inline void tile16x8_u16(uint16_t* d, int64_t ld, const uint16_t* s, int64_t sB) {
+  const auto ld16 = [&](int k) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + k * sB)); };
+  const __m256i r0 = ld16(0), r1 = ld16(1), r2 = ld16(2), r3 = ld16(3), r4 = ld16(4), r5 = ld16(5), r6 = ld16(6),
+                r7 = ld16(7);
+  const __m256i t0 = _mm256_unpacklo_epi16(r0, r1), t1 = _mm256_unpackhi_epi16(r0, r1);
+  const __m256i t2 = _mm256_unpacklo_epi16(r2, r3), t3 = _mm256_unpackhi_epi16(r2, r3);
+  const __m256i t4 = _mm256_unpacklo_epi16(r4, r5), t5 = _mm256_unpackhi_epi16(r4, r5);
+  const __m256i t6 = _mm256_unpacklo_epi16(r6, r7), t7 = _mm256_unpackhi_epi16(r6, r7);
+  const __m256i u0 = _mm256_unpacklo_epi32(t0, t2), u1 = _mm256_unpackhi_epi32(t0, t2);
+  const __m256i u2 = _mm256_unpacklo_epi32(t1, t3), u3 = _mm256_unpackhi_epi32(t1, t3);
+  const __m256i u4 = _mm256_unpacklo_epi32(t4, t6), u5 = _mm256_unpackhi_epi32(t4, t6);
+  const __m256i u6 = _mm256_unpacklo_epi32(t5, t7), u7 = _mm256_unpackhi_epi32(t5, t7);
+  const auto st = [&](int k, __m256i v) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + k * ld), _mm256_castsi256_si128(v));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + (8 + k) * ld), _mm256_extracti128_si256(v, 1));
+  };
+  st(0, _mm256_unpacklo_epi64(u0, u4));
+  st(1, _mm256_unpackhi_epi64(u0, u4));
+  st(2, _mm256_unpacklo_epi64(u1, u5));
+  st(3, _mm256_unpackhi_epi64(u1, u5));
+  st(4, _mm256_unpacklo_epi64(u2, u6));
+  st(5, _mm256_unpackhi_epi64(u2, u6));
+  st(6, _mm256_unpacklo_epi64(u3, u7));
+  st(7, _mm256_unpackhi_epi64(u3, u7));
+}
+
+// 2-byte elements (float16, bfloat16: bit patterns only): 16x8 and 8x8 micro-tiles,
+// the ragged edges scalar.
 inline void transpose_tile_u16(uint16_t* dst, int64_t ld, const uint16_t* src, int64_t sB, int64_t na, int64_t nb) {
   int64_t j = 0;
   for (; j + 8 <= nb; j += 8) {
     const uint16_t* s = src + j * sB;
     int64_t i = 0;
+    for (; i + 16 <= na; i += 16) tile16x8_u16(dst + i * ld + j, ld, s + i, sB);
     for (; i + 8 <= na; i += 8) tile8x8_u16(dst + i * ld + j, ld, s + i, sB);
     transpose_scalar(dst, ld, src, sB, i, na, j, j + 8);
   }
