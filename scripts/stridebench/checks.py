@@ -18,6 +18,16 @@ def _first_four(items):
     return "; ".join(items[:4]) + ("; ..." if len(items) > 4 else "")
 
 
+def _flag(out, dev, found, worst_first, fmt, head, tail):
+    """One run check naming the rows of `found` ((value, run) pairs), worst first:
+    "`dev`: N <head> (rows): <tail>"; nothing when none were found."""
+    if not found:
+        return
+    found.sort(key=lambda x: -x[0] if worst_first == "high" else x[0])
+    names = _first_four([f"`{r.name}` {fmt(x)}" for x, r in found])
+    out.append(f"`{dev}`: {len(found)} {head} ({names}): {tail}")
+
+
 def run_checks(rs):
     """Warnings about baseline rows that contradict each other, i.e. the machine was
     busy with other work while they ran: an N-thread FLOP peak below 0.75·N times the
@@ -59,13 +69,10 @@ def run_checks(rs):
             one = rs.like(r, threads="1") if t > 1 else None
             if one and one.median and r.median and one.median / r.median < 0.65 * t:
                 slow.append((one.median / r.median, r))
-        if slow:
-            slow.sort(key=lambda x: x[0])
-            names = _first_four([f"`{r.name}` {x:.2f}x" for x, r in slow])
-            out.append(f"`{dev}`: {len(slow)} of our compute rows ran less than 0.65 N times as fast "
-                       f"on N threads as on one ({names}): the other "
-                       f"core was busy while they ran; read their times and peer ratios with care, "
-                       f"or re-check them (`scripts/recheck --pair`)")
+        _flag(out, dev, slow, "low", lambda x: f"{x:.2f}x",
+              "of our compute rows ran less than 0.65 N times as fast on N threads as on one",
+              "the other core was busy while they ran; read their times and peer ratios with care, "
+              "or re-check them (`scripts/recheck --pair`)")
         # our compute rows against their FLOP peak: no kernel outruns the hardware, so a row
         # above 105% of it means the peak was measured low (the baseline ran while the core
         # was slower or shared: a VM's peak moves by several % between runs)
@@ -74,12 +81,9 @@ def run_checks(rs):
             c = ceiling(rs, r)
             if c and c[2] > 105:
                 above.append((c[2], r))
-        if above:
-            above.sort(key=lambda x: -x[0])
-            names = _first_four([f"`{r.name}` {p:.0f}%" for p, r in above])
-            out.append(f"`{dev}`: {len(above)} of our compute rows read above 105% of the FLOP peak measured "
-                       f"in this run ({names}): the peak read low; every compute % ceiling of the run reads "
-                       f"high")
+        _flag(out, dev, above, "high", lambda p: f"{p:.0f}%",
+              "of our compute rows read above 105% of the FLOP peak measured in this run",
+              "the peak read low; every compute % ceiling of the run reads high")
         # memory-bound rows of ours far beyond the last-level cache (8x its size: no
         # cache can carry them) against their DRAM ceiling: above 130% the row and the
         # ceiling saw different memory bandwidth (on a shared machine other tenants' load
@@ -93,11 +97,9 @@ def run_checks(rs):
             c = ceiling(rs, r)
             if c and c[2] > 130:
                 fast.append((c[2], r))
-        if fast:
-            fast.sort(key=lambda x: -x[0])
-            names = _first_four([f"`{r.name}` {p:.0f}%" for p, r in fast])
-            out.append(f"`{dev}`: {len(fast)} of our memory-bound rows moving at least 8x the last-level cache "
-                       f"read above 130% of their DRAM ceiling ({names}): the "
-                       f"memory bandwidth changed between the baseline and those rows (other tenants); their % "
-                       f"ceiling and ratios to rows measured at other moments are not to be trusted")
+        _flag(out, dev, fast, "high", lambda p: f"{p:.0f}%",
+              "of our memory-bound rows moving at least 8x the last-level cache read above 130% of their "
+              "DRAM ceiling",
+              "the memory bandwidth changed between the baseline and those rows (other tenants); their % "
+              "ceiling and ratios to rows measured at other moments are not to be trusted")
     return out

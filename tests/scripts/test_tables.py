@@ -389,6 +389,16 @@ class LoadTest(unittest.TestCase):
             if "threads:1" in (e.get("run_name") or e["name"]) and "impl:ours" in e["name"]])
         self.assertEqual(sb.run_checks(sb.load_results(res)), [])
 
+    def _scale_row(self, row, f, rate_key):
+        """An edit for sbtest.edit: the run `row`'s times x f, its stale rate counter dropped."""
+        def fn(doc):
+            hit = [e for e in doc["benchmarks"] if (e.get("run_name") or e["name"]).startswith(row + "/")]
+            self.assertTrue(hit)
+            for e in hit:
+                e["real_time"] *= f
+                e.pop(rate_key, None)
+        return fn
+
     def test_run_checks_flag_memory_rows_faster_than_the_memory(self):
         # our 4096^2 add out= (192 MiB moved, 91.6% of the DRAM add ceiling) at half its time:
         # 183%, faster than the memory the baseline measured
@@ -397,13 +407,7 @@ class LoadTest(unittest.TestCase):
         path = os.path.join(res, "raw", "bench_elementwise.json")
 
         def scale(f):
-            def fn(doc):
-                hit = [e for e in doc["benchmarks"] if (e.get("run_name") or e["name"]).startswith(row + "/")]
-                self.assertTrue(hit)
-                for e in hit:
-                    e["real_time"] *= f
-                    e.pop("bytes_per_second", None)
-            return fn
+            return self._scale_row(row, f, "bytes_per_second")
         sbtest.edit(path, scale(0.5))
         # with the fixture's 30 MiB L3, 192 MiB is under 8x the cache: part of it could be cached
         self.assertEqual(sb.run_checks(sb.load_results(res)), [])
@@ -430,13 +434,7 @@ class LoadTest(unittest.TestCase):
         pct = sb.ceiling(base, next(r for r in base.select(impl="ours") if r.name == row))[2]
 
         def scale(f):
-            def fn(doc):
-                hit = [e for e in doc["benchmarks"] if (e.get("run_name") or e["name"]).startswith(row + "/")]
-                self.assertTrue(hit)
-                for e in hit:
-                    e["real_time"] *= f
-                    e.pop("flops_per_second", None)
-            return fn
+            return self._scale_row(row, f, "flops_per_second")
         f = pct / 150.0  # the row at 150% of the peak
         sbtest.edit(path, scale(f))
         checks = sb.run_checks(sb.load_results(res))
