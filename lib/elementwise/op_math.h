@@ -1,6 +1,7 @@
 // op_math.h — the elementwise ops' arithmetic: BinaryFn<OP> and UnaryFn<OP> on one
 // element (int32 wrapping included) and on one register of float or double lanes,
-// written once against vec.h's lane operations (Note [One vector layer]). Internal to
+// written once against vec.h's lane operations (Note [One vector layer]), and their
+// 512-bit twins for the bfloat16 rows (zmm_of: Note [bfloat16 rows in zmm]). Internal to
 // elementwise.cpp, its only includer (the definitions sit in an anonymous namespace, one
 // copy per program).
 #pragma once
