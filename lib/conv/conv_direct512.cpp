@@ -21,11 +21,11 @@
 // first transposed into a channels-last buffer (H rows of W*C_g floats, 0.8 MB at
 // 64x56x56, about L2; a row padded to an odd number of cache lines, so that a transposed
 // x, staged one input column at a time down all H rows, does not write its rows into the
-// same few L1 sets, as 56 rows of 64x56 floats did), then its output rows run exactly as NHWC ones do (interior tiles of 6
-// pixels, edge columns through edges()), in blocks of at most kRowsTile rows (as many
-// blocks as a multiple of the threads, of near-equal height) into a per-thread
-// channels-last buffer (6*OW*O_g floats, 86 KB), which one transpose_tile_f32 writes
-// into the NCHW output. The staging prefetches the next row's C_g short runs (too many
+// same few L1 sets, as 56 rows of 64x56 floats did), then its output rows run exactly as
+// NHWC ones do (interior tiles of 6 pixels, edge columns through edges()), in blocks of
+// at most kRowsTile rows (as many blocks as a multiple of the threads, of near-equal
+// height) into a per-thread channels-last buffer (6*OW*O_g floats, 86 KB), which one
+// transpose_tile_f32 writes into the NCHW output. The staging prefetches the next row's C_g short runs (too many
 // streams for the hardware prefetchers), and each block prefetches its output lines for
 // writing while its rows compute. A zero-padded buffer and scattered output stores were
 // slower (docs/notes/gemm.md, NCHW conv2d on the AMD EPYC VM).
@@ -298,7 +298,7 @@ void conv_direct512(const ConvShape& g, const Tensor& out, const Tensor& x, cons
     return;
   }
   // NCHW (Note [NCHW through the channels-last kernel]): per (image, group), stage x
-  // channels-last without padding, then per block of output rows compute into a
+  // channels-last without the conv's zero padding, then per block of output rows compute into a
   // per-thread channels-last buffer and transpose it into the NCHW output.
   // blocks of at most kRowsTile output rows, as many as a multiple of the threads and of
   // near-equal height (56 rows on 2 threads: 10 blocks of 5-6 rows, not 9 x 6 + 2)

@@ -174,8 +174,9 @@ inline void transpose_tile_f64(double* dst, int64_t ld, const double* src, int64
 // Two 8-element rows of 2-byte elements in one register: a in the low 128-bit lane, b
 // in the high one. stream_band_u16 runs two 8x8 transposes side by side, one per lane
 // (the epi16/epi32/epi64 unpacks work lane by lane). transpose_tile_u16 keeps 8 source
-// rows of 128 bits: 16 rows side by side, a power-of-two stride apart, overfill an
-// 8-way L1 set (a 4096^2 bfloat16 transpose ran slower with them).
+// rows (of 256 bits: tile16x8_u16, then 128): 16 rows side by side, a power-of-two
+// stride apart, overfill an 8-way L1 set (a 4096^2 bfloat16 transpose ran slower with
+// them).
 __attribute__((always_inline)) inline __m256i load_pair_u16(const uint16_t* a, const uint16_t* b) {
   return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a))),
                                  _mm_loadu_si128(reinterpret_cast<const __m128i*>(b)), 1);
@@ -227,33 +228,17 @@ __attribute__((always_inline)) inline void tile8x8_u16(uint16_t* d, int64_t ld, 
 }
 
 // Two 8x8 micro-tiles of 2-byte elements side by side along i: d[i*ld + j] = s[i + j*sB],
-// i < 16, j < 8. The same unpacks on 256-bit rows transpose both halves lane by lane
-// (24 per 128 elements, half tile8x8_u16's count per element): lane 0 of result k is
-// dst row k, lane 1 dst row 8 + k.
+// i < 16, j < 8. 8 source rows of 256 bits through transpose8_u16_lanes (half
+// tile8x8_u16's unpacks per element): lane 0 of result k is dst row k, lane 1 dst row
+// 8 + k.
 __attribute__((always_inline)) inline void tile16x8_u16(uint16_t* d, int64_t ld, const uint16_t* s, int64_t sB) {
-  const auto ld16 = [&](int k) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + k * sB)); };
-  const __m256i r0 = ld16(0), r1 = ld16(1), r2 = ld16(2), r3 = ld16(3), r4 = ld16(4), r5 = ld16(5), r6 = ld16(6),
-                r7 = ld16(7);
-  const __m256i t0 = _mm256_unpacklo_epi16(r0, r1), t1 = _mm256_unpackhi_epi16(r0, r1);
-  const __m256i t2 = _mm256_unpacklo_epi16(r2, r3), t3 = _mm256_unpackhi_epi16(r2, r3);
-  const __m256i t4 = _mm256_unpacklo_epi16(r4, r5), t5 = _mm256_unpackhi_epi16(r4, r5);
-  const __m256i t6 = _mm256_unpacklo_epi16(r6, r7), t7 = _mm256_unpackhi_epi16(r6, r7);
-  const __m256i u0 = _mm256_unpacklo_epi32(t0, t2), u1 = _mm256_unpackhi_epi32(t0, t2);
-  const __m256i u2 = _mm256_unpacklo_epi32(t1, t3), u3 = _mm256_unpackhi_epi32(t1, t3);
-  const __m256i u4 = _mm256_unpacklo_epi32(t4, t6), u5 = _mm256_unpackhi_epi32(t4, t6);
-  const __m256i u6 = _mm256_unpacklo_epi32(t5, t7), u7 = _mm256_unpackhi_epi32(t5, t7);
-  const auto st = [&](int k, __m256i v) {
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + k * ld), _mm256_castsi256_si128(v));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + (8 + k) * ld), _mm256_extracti128_si256(v, 1));
-  };
-  st(0, _mm256_unpacklo_epi64(u0, u4));
-  st(1, _mm256_unpackhi_epi64(u0, u4));
-  st(2, _mm256_unpacklo_epi64(u1, u5));
-  st(3, _mm256_unpackhi_epi64(u1, u5));
-  st(4, _mm256_unpacklo_epi64(u2, u6));
-  st(5, _mm256_unpackhi_epi64(u2, u6));
-  st(6, _mm256_unpacklo_epi64(u3, u7));
-  st(7, _mm256_unpackhi_epi64(u3, u7));
+  __m256i r[8];
+  for (int k = 0; k < 8; ++k) r[k] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + k * sB));
+  transpose8_u16_lanes(r);
+  for (int k = 0; k < 8; ++k) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + k * ld), _mm256_castsi256_si128(r[k]));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + (8 + k) * ld), _mm256_extracti128_si256(r[k], 1));
+  }
 }
 
 // 2-byte elements (float16, bfloat16: bit patterns only): 16x8 and 8x8 micro-tiles,
