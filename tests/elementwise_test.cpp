@@ -6,6 +6,7 @@
 #include "stridebench/elementwise.h"
 #include "core/test_hooks.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -16,6 +17,7 @@
 #include "stridebench/parallel.h"
 #include "copy/copy.h"
 #include "cases/elementwise.h"
+#include "cases/layout.h"
 #include "elementwise_util.h"
 #include "test_util.h"
 
@@ -1336,6 +1338,133 @@ TEST(CudaElementwise, MismatchedLayoutsTakeTheTiledPath) {
     EXPECT_EQ(cuda::elementwise_path_counts().tiled, 7) << what;
     for (size_t i = 0; i < ref.size(); ++i) ref[i] = va[i] - vb[i];
     EXPECT_TRUE(all_close(bc, ref, tol, tol)) << what << " a transposed - b, in place on b";
+  }
+}
+
+// Note [Paired elementwise tiles]: a 2- or 4-byte tiled launch whose pairs of elements
+// all lie on boundaries of twice the element size moves pairs; the 133-column cases above
+// (odd rows of out) keep the element tile. Here: tiles with edges, an odd row count (a
+// half pair along i) and an odd column count (a half pair along j) with padded pitches
+// keeping the strides even, the unstaged input as pairs, a row broadcast (unstaged) and a
+// column broadcast (staged, stride 0 along j), in place on the unstaged input, both
+// inputs staged, NCHW beside NHWC, and a transposed input one element into its buffer
+// (misaligned: the element tile). The padding around out stays poisoned.
+TEST(CudaElementwise, AlignedTilesMovePairs) {
+  const Device dev = Device::cuda(0);
+  SB_SKIP_WITHOUT_DEVICE(dev);
+  // {r, c} stored column by column, each column r + pad elements apart
+  const auto transposed = [](const Shape& s, int64_t pad, int64_t offset) {
+    cases::Placement p = cases::dense(s);
+    p.order = {1, 0};
+    p.pad = {pad, 0};
+    p.offset = offset;
+    return p;
+  };
+  // {r, c} stored row by row, each row c + pad elements apart
+  const auto rows_padded = [](const Shape& s, int64_t pad) {
+    cases::Placement p = cases::dense(s);
+    p.pad = {0, pad};
+    return p;
+  };
+  for (const DType dt : {DType::Float16, DType::BFloat16, DType::Float32, DType::Int32}) {
+    const double tol = dt == DType::BFloat16 ? 1e-2 : dt == DType::Float16 ? 2e-3 : dt == DType::Float32 ? 1e-6 : 0;
+    const double lo = dt == DType::Int32 ? -50 : -1, hi = -lo;
+    const std::string what = dtype_name(dt);
+    int64_t tiled = 0, pairs = 0;
+    cuda::reset_elementwise_path_counts();
+    // out poisoned in placement p; after the op, its values against ref, the path taken,
+    // and every element of its buffer outside the view still poisoned
+    const auto check = [&](const cases::Placed& out, const std::vector<double>& ref, bool paired,
+                           const std::string& name) {
+      ++tiled;
+      pairs += paired ? 1 : 0;
+      const cuda::ElementwisePathCounts n = cuda::elementwise_path_counts();
+      EXPECT_EQ(n.tiled, tiled) << what << " " << name;
+      EXPECT_EQ(n.tiled_pairs, pairs) << what << " " << name;
+      EXPECT_TRUE(all_close(out.view, ref, tol, tol)) << what << " " << name;
+      const std::vector<double> all = test::naive_values(out.buffer);
+      const auto poisoned = std::count_if(all.begin(), all.end(), [&](double x) {
+        return dt == DType::Int32 ? x == static_cast<double>(0x5A5A5A5A) : std::isnan(x);  // test::poison's values
+      });
+      EXPECT_EQ(poisoned, out.buffer.numel() - out.view.numel()) << what << " " << name << ": padding written";
+    };
+    const auto poisoned = [&](const Shape& s, const cases::Placement& p) {
+      const cases::Placed o = cases::place(s, p, dt, dev);
+      test::poison(o.buffer);
+      return o;
+    };
+    const auto put = [&](const std::vector<double>& v, const Shape& s, const cases::Placement& p) {
+      return test::with_placement(test::on_device(dev, v, s, dt, Layout::Contiguous), p);
+    };
+    const Shape s = {70, 134};
+    const auto va = test::stored(test::random_values(s, 41, dt, lo, hi, false), s, dt);
+    const auto vb = test::stored(test::random_values(s, 42, dt, lo, hi, false), s, dt);
+    const Tensor a = test::on_device(dev, va, s, dt, Layout::Contiguous);
+    const Tensor at = put(va, s, transposed(s, 0, 0));
+    const Tensor b = put(vb, s, transposed(s, 2, 0));
+    std::vector<double> ref(va.size());
+
+    cases::Placed o = poisoned(s, rows_padded(s, 2));
+    cuda::binary(BinaryOp::Add, o.view, a, b);
+    for (size_t i = 0; i < ref.size(); ++i) ref[i] = va[i] + vb[i];
+    check(o, ref, true, "a + b transposed");
+
+    o = poisoned(s, transposed(s, 2, 0));  // relu out= into a transposed out: a is staged
+    cuda::unary(UnaryOp::Relu, o.view, a);
+    for (size_t i = 0; i < ref.size(); ++i) ref[i] = std::max(va[i], 0.0);
+    check(o, ref, true, "relu into a transposed out");
+
+    o = poisoned(s, rows_padded(s, 0));
+    cuda::binary(BinaryOp::Sub, o.view, at, b);
+    for (size_t i = 0; i < ref.size(); ++i) ref[i] = va[i] - vb[i];
+    check(o, ref, true, "a and b transposed");
+
+    o = poisoned(s, rows_padded(s, 4));  // in place on the unstaged second operand
+    o.view.copy_(test::on_device(dev, vb, s, dt, Layout::Contiguous));
+    cuda::binary(BinaryOp::Sub, o.view, at, o.view);
+    check(o, ref, true, "a transposed - b, in place on b");
+
+    const auto vr = test::stored(test::random_values({134}, 43, dt, lo, hi, false), {134}, dt);
+    const Tensor row = test::on_device(dev, vr, {134}, dt, Layout::Contiguous);
+    o = poisoned(s, rows_padded(s, 2));
+    cuda::binary(BinaryOp::Maximum, o.view, row.expand(s), b);
+    for (size_t i = 0; i < ref.size(); ++i) ref[i] = std::max(vr[i % 134], vb[i]);
+    check(o, ref, true, "maximum(row, b transposed)");
+
+    const auto vc = test::stored(test::random_values({70, 1}, 44, dt, lo, hi, false), {70, 1}, dt);
+    const Tensor col = test::on_device(dev, vc, {70, 1}, dt, Layout::Contiguous);
+    o = poisoned(s, rows_padded(s, 0));
+    cuda::binary(BinaryOp::Mul, o.view, col.expand(s), b);
+    for (size_t i = 0; i < ref.size(); ++i) ref[i] = vc[i / 134] * vb[i];
+    check(o, ref, true, "column * b transposed");
+
+    const Shape odd = {71, 133};  // half words at the last row and the last column
+    const auto vx = test::stored(test::random_values(odd, 45, dt, lo, hi, false), odd, dt);
+    const auto vy = test::stored(test::random_values(odd, 46, dt, lo, hi, false), odd, dt);
+    const Tensor x = put(vx, odd, rows_padded(odd, 3));
+    const Tensor y = put(vy, odd, transposed(odd, 1, 0));
+    o = poisoned(odd, rows_padded(odd, 3));
+    cuda::binary(BinaryOp::Add, o.view, x, y);
+    std::vector<double> r2(vx.size());
+    for (size_t i = 0; i < r2.size(); ++i) r2[i] = vx[i] + vy[i];
+    check(o, r2, true, "71 x 133, padded pitches");
+
+    const Tensor bm = put(vb, s, transposed(s, 2, 1));  // one element into its buffer
+    o = poisoned(s, rows_padded(s, 2));
+    cuda::binary(BinaryOp::Add, o.view, a, bm);
+    for (size_t i = 0; i < ref.size(); ++i) ref[i] = va[i] + vb[i];
+    check(o, ref, false, "b transposed, misaligned");
+
+    const Shape x4 = {3, 20, 6, 8};  // NCHW - NHWC into NHWC, batched over N
+    const auto v4 = test::stored(test::random_values(x4, 47, dt, lo, hi, false), x4, dt);
+    const auto w4 = test::stored(test::random_values(x4, 48, dt, lo, hi, false), x4, dt);
+    const Tensor n4 = test::on_device(dev, v4, x4, dt, Layout::Contiguous);
+    const Tensor c4 = test::on_device(dev, w4, x4, dt, Layout::ChannelsLast);
+    o = poisoned(x4, cases::placement(Layout::ChannelsLast, x4));
+    cuda::binary(BinaryOp::Sub, o.view, n4, c4);
+    std::vector<double> r4(v4.size());
+    for (size_t i = 0; i < r4.size(); ++i) r4[i] = v4[i] - w4[i];
+    check(o, r4, true, "NCHW - NHWC");
   }
 }
 

@@ -97,6 +97,7 @@ struct ElementwisePathCounts {  // launches of each path since the last reset
   int64_t vectorized = 0;       // contiguous, 16-byte aligned: 16-byte accesses
   int64_t strided = 0;          // offset calculator (any layout, misaligned contiguous)
   int64_t tiled = 0;            // an input along out's next-to-last dim: shared-memory tiles
+  int64_t tiled_pairs = 0;      // of the tiled, 2- and 4-byte ones moved in pairs
 };
 ElementwisePathCounts elementwise_path_counts();
 void reset_elementwise_path_counts();

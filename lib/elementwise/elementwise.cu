@@ -8,7 +8,8 @@
 //   contiguous  one dim of stride 1 but misaligned: one element per access
 //   tiled       an input whose fastest dim is out's next-to-last (a transposed operand,
 //               NCHW beside NHWC): 2-D tiles through shared memory (Note [Tiled
-//               elementwise for mismatched layouts])
+//               elementwise for mismatched layouts]); 2- and 4-byte elements in pairs
+//               where aligned (Note [Paired elementwise tiles])
 //   strided     any other layout: offsets from the flat index (OffsetCalc)
 // Arithmetic happens in acc_t: float for half and bfloat16, int64 for int32 (wrapping back on the
 // store, as int32 arithmetic wraps), the type itself otherwise. Integer division by
@@ -321,7 +322,155 @@ __global__ void __launch_bounds__(32 * kTileRows, kTiledBlocksPerSm)
   });
 }
 
-std::atomic<int64_t> g_vectorized{0}, g_strided{0}, g_tiled{0};
+// Note [Paired elementwise tiles]
+// tiled_kernel moves one element a lane per warp instruction: 64 bytes for 2-byte
+// elements, and a 2-byte transposed add took nearly the float32 one's time for half the
+// bytes (docs/notes/cuda.md). Where every pair of adjacent elements lies on a boundary
+// of twice the element's size (below), tiled_pairs_kernel moves 2- and 4-byte elements
+// as pairs, one 4- or 8-byte word per access, as copy.cu's paired transpose does (Note
+// [Paired 2-byte transpose tiles]): a thread reads a staged input's words (i, i + 1) of
+// columns j and j + 1 and turns that 2x2 block into the row words (j, j + 1) of rows i
+// and i + 1 (two byte permutes, or a swap of halves); the shared tile holds 64 rows of
+// 32 row words, word w of row r at column (w + r / 2) % 32, so that both phases hit
+// distinct banks (8-byte words: within each half warp). The compute phase takes a row
+// word a step: elements (i, j) and (i, j + 1), the unstaged input loaded as one word
+// where it runs along j (else two elements), one word of out stored. Needs: out and
+// each staged input aligned to the word, with every stride but their unit one even; a
+// pair cut by the tile's edge (an odd row or column count) moves one element.
+// Elsewhere, and for 1- and 8-byte elements, the element tile runs. Blocks an SM asked
+// of nvcc: four for 2-byte pairs (61-64 registers, a 4-byte spill in two variants),
+// three for 4-byte ones (64-80 registers; at four, 8-byte words spilled 132-256 bytes).
+constexpr int kPairT = 64, kPairWords = kPairT / 2;
+
+template <int kBytes> struct PairWord;  // E: an element's bits, W: two of them
+template <> struct PairWord<2> {
+  using E = uint16_t;
+  using W = uint32_t;
+  static __device__ __forceinline__ W make(E lo, E hi) { return lo | static_cast<uint32_t>(hi) << 16; }
+  static __device__ __forceinline__ E lo(W w) { return static_cast<E>(w); }
+  static __device__ __forceinline__ E hi(W w) { return static_cast<E>(w >> 16); }
+  // w0 = (i, j), (i + 1, j); w1 = (i, j + 1), (i + 1, j + 1) -> rows i and i + 1
+  static __device__ __forceinline__ void rows(W w0, W w1, W& r0, W& r1) {
+    r0 = __byte_perm(w0, w1, 0x5410);
+    r1 = __byte_perm(w0, w1, 0x7632);
+  }
+};
+template <> struct PairWord<4> {
+  using E = uint32_t;
+  using W = uint2;
+  static __device__ __forceinline__ W make(E lo, E hi) { return make_uint2(lo, hi); }
+  static __device__ __forceinline__ E lo(W w) { return w.x; }
+  static __device__ __forceinline__ E hi(W w) { return w.y; }
+  static __device__ __forceinline__ void rows(W w0, W w1, W& r0, W& r1) {
+    r0 = make_uint2(w0.x, w1.x);
+    r1 = make_uint2(w0.y, w1.y);
+  }
+};
+
+template <typename T, typename E>
+__device__ __forceinline__ T from_bits(E b) {
+  if constexpr (std::is_same_v<T, __half>) return __ushort_as_half(b);
+  else if constexpr (std::is_same_v<T, __nv_bfloat16>) return __ushort_as_bfloat16(b);
+  else if constexpr (std::is_same_v<T, float>) return __uint_as_float(b);
+  else return static_cast<T>(b);  // int32_t
+}
+template <typename E, typename T>
+__device__ __forceinline__ E to_bits(T v) {
+  if constexpr (std::is_same_v<T, __half>) return __half_as_ushort(v);
+  else if constexpr (std::is_same_v<T, __nv_bfloat16>) return __bfloat16_as_ushort(v);
+  else if constexpr (std::is_same_v<T, float>) return __float_as_uint(v);
+  else return static_cast<E>(v);  // int32_t
+}
+
+template <typename T, int NIN, unsigned kStaged>
+__global__ void __launch_bounds__(32 * kTileRows, sizeof(T) == 2 ? 4 : 3)
+    tiled_pairs_kernel(T* out, Ptrs2 in, TileWalk<NIN + 1> walk, TileStrides<NIN + 1> st, int code, acc_t<T> s,
+                       bool u_words) {
+  using P = PairWord<sizeof(T)>;
+  using E = typename P::E;
+  using W = typename P::W;
+  using A = acc_t<T>;
+  constexpr int kSlots = kStaged == 3u ? 2 : 1;
+  constexpr int kU = NIN == 2 && kStaged != 3u ? (kStaged == 1u ? 1 : 0) : -1;  // the unstaged input, if any
+  constexpr int kR = kPairT / kTileRows;
+  __shared__ W tile[kSlots][kPairT][kPairWords];
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  walk.template each<kPairT, kPairT>([&](const int64_t (&off)[NIN + 1], int64_t i0, int64_t j0) {
+    const int ni = static_cast<int>(min(static_cast<int64_t>(kPairT), walk.rows - i0));
+    const int nj = static_cast<int>(min(static_cast<int64_t>(kPairT), walk.cols - j0));
+    // the staged inputs: words (li, li + 1) of columns lj = 2 w and lj + 1, li = 2 tx
+    const int li = 2 * tx;
+#pragma unroll
+    for (int k = 0; k < NIN; ++k) {
+      if (!(kStaged & (1u << k))) continue;
+      const int slot = kStaged == 3u ? k : 0;
+      const int sj = st.j[k + 1];
+      const E* p = static_cast<const E*>(in.p[k]) + off[k + 1] + i0 + j0 * sj + li;
+#pragma unroll
+      for (int q = 0; q < kPairWords / kTileRows; ++q) {
+        const int w = ty + kTileRows * q, lj = 2 * w;
+        const E* pw = p + lj * sj;
+        W w0{}, w1{};
+        if (li < ni) {
+          const bool pair = li + 1 < ni;
+          if (lj < nj) w0 = pair ? *reinterpret_cast<const W*>(pw) : P::make(pw[0], 0);
+          if (lj + 1 < nj) w1 = pair ? *reinterpret_cast<const W*>(pw + sj) : P::make(pw[sj], 0);
+        }
+        const int col = (w + tx) % kPairWords;  // rows li and li + 1: r / 2 = tx
+        P::rows(w0, w1, tile[slot][li][col], tile[slot][li + 1][col]);
+      }
+    }
+    __syncthreads();
+    // rows r = ty + 8 k, word tx: columns (2 tx, 2 tx + 1); the unstaged input's words
+    // loaded first (out may be that input, in place), then the op and the stores
+    const int so = st.i[0], lj = 2 * tx;
+    const bool j_in = lj < nj, j_pair = lj + 1 < nj;
+    E* o = reinterpret_cast<E*>(out) + off[0] + i0 * so + j0 + ty * so + lj;
+    const E* d = nullptr;
+    int ui = 0, uj = 0;
+    if constexpr (kU >= 0) {
+      ui = st.i[kU + 1];
+      uj = st.j[kU + 1];
+      d = static_cast<const E*>(in.p[kU]) + off[kU + 1] + i0 * ui + j0 * uj + (ty * ui + lj * uj);
+    }
+    with_code<NIN>(code, [&](auto op) {
+      [[maybe_unused]] W u[kR];
+      if constexpr (kU >= 0) {
+#pragma unroll
+        for (int k = 0; k < kR; ++k) {
+          u[k] = W{};
+          if (ty + kTileRows * k < ni && j_in) {
+            const E* q = d + kTileRows * k * ui;
+            if (u_words && j_pair) u[k] = *reinterpret_cast<const W*>(q);
+            else u[k] = P::make(q[0], j_pair ? q[uj] : E{0});
+          }
+        }
+      }
+#pragma unroll
+      for (int k = 0; k < kR; ++k) {
+        const int r = ty + kTileRows * k;
+        if (r < ni && j_in) {
+          A x0[NIN], x1[NIN];
+#pragma unroll
+          for (int m = 0; m < NIN; ++m) {
+            const W wv = m == kU ? u[k] : tile[kStaged == 3u ? m : 0][r][(tx + r / 2) % kPairWords];
+            x0[m] = cvt<A>(from_bits<T>(P::lo(wv)));
+            x1[m] = cvt<A>(from_bits<T>(P::hi(wv)));
+          }
+          const E lo = to_bits<E>(cvt<T>(op(x0, s)));
+          E* q = o + kTileRows * k * so;
+          if (j_pair)
+            *reinterpret_cast<W*>(q) = P::make(lo, to_bits<E>(cvt<T>(op(x1, s))));
+          else
+            *q = lo;
+        }
+      }
+    });
+    __syncthreads();  // the tiles are reused by the next iteration
+  });
+}
+
+std::atomic<int64_t> g_vectorized{0}, g_strided{0}, g_tiled{0}, g_tiled_pairs{0};
 
 // The inputs a tiled launch stages (Note [Tiled elementwise for mismatched layouts]): a
 // bit per input that runs along the next-to-last dim of `it` where out runs along the
@@ -341,6 +490,16 @@ unsigned staged_inputs(const OffsetCalc<NARGS>& it, int kT) {
   return staged;
 }
 
+// Whether operand a (0: out) of `it` has every pair of `bytes` on a 2 x `bytes` boundary,
+// `unit` being its dim of stride 1 (Note [Paired elementwise tiles]).
+template <int NARGS>
+bool words_aligned(const void* ptr, const OffsetCalc<NARGS>& it, int a, int unit, size_t bytes) {
+  if (reinterpret_cast<uintptr_t>(ptr) % (2 * bytes) != 0) return false;
+  for (int d = 0; d < it.ndim; ++d)
+    if (d != unit && it.strides[a][d] % 2 != 0) return false;
+  return true;
+}
+
 template <typename T, int NIN>
 void launch_tiled(T* o, const Ptrs2& p, const OffsetCalc<NIN + 1>& it, unsigned staged, int code, acc_t<T> s) {
   constexpr int kT = tile_edge<T>();
@@ -352,6 +511,31 @@ void launch_tiled(T* o, const Ptrs2& p, const OffsetCalc<NIN + 1>& it, unsigned 
   }
   const TileWalk<NIN + 1> walk = tile_walk(it, kT, kT);  // Note [Batched tile walks]
   const dim3 grid = walk.grid(), block(32, kTileRows);
+  if constexpr (sizeof(T) == 2 || sizeof(T) == 4) {
+    static_assert(kT == kPairT, "the paired tile walks the element tile's grid");
+    bool pairs = words_aligned(o, it, 0, nd - 1, sizeof(T));
+    for (int k = 0; k < NIN; ++k)
+      if (staged & (1u << k)) pairs = pairs && words_aligned(p.p[k], it, k + 1, nd - 2, sizeof(T));
+    if (pairs) {
+      bool u_words = false;  // the unstaged input, if any, read a word at a time
+      if (NIN == 2 && staged != 3u) {
+        const int u = staged == 1u ? 1 : 0;
+        u_words = it.strides[u + 1][nd - 1] == 1 && words_aligned(p.p[u], it, u + 1, nd - 1, sizeof(T));
+      }
+      if constexpr (NIN == 1) {
+        tiled_pairs_kernel<T, 1, 1u><<<grid, block>>>(o, p, walk, st, code, s, u_words);
+      } else if (staged == 1u) {
+        tiled_pairs_kernel<T, 2, 1u><<<grid, block>>>(o, p, walk, st, code, s, u_words);
+      } else if (staged == 2u) {
+        tiled_pairs_kernel<T, 2, 2u><<<grid, block>>>(o, p, walk, st, code, s, u_words);
+      } else {
+        tiled_pairs_kernel<T, 2, 3u><<<grid, block>>>(o, p, walk, st, code, s, u_words);
+      }
+      SB_CUDA_LAUNCH_CHECK();
+      ++g_tiled_pairs;
+      return;
+    }
+  }
   if constexpr (NIN == 1) {
     tiled_kernel<T, 1, 1u><<<grid, block>>>(o, p, walk, st, code, s);
   } else if (staged == 1u) {
@@ -534,11 +718,14 @@ void normalize(const Tensor& out, const Tensor& x, int64_t dim, double eps) {
   SB_CUDA_LAUNCH_CHECK();
 }
 
-ElementwisePathCounts elementwise_path_counts() { return {g_vectorized.load(), g_strided.load(), g_tiled.load()}; }
+ElementwisePathCounts elementwise_path_counts() {
+  return {g_vectorized.load(), g_strided.load(), g_tiled.load(), g_tiled_pairs.load()};
+}
 void reset_elementwise_path_counts() {
   g_vectorized = 0;
   g_strided = 0;
   g_tiled = 0;
+  g_tiled_pairs = 0;
 }
 
 }  // namespace sb::cuda
