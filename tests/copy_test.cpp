@@ -738,40 +738,44 @@ TEST(CudaCopy, PinnedAndAsync) {
 
 // Note [Paired 2-byte transpose tiles]: a 2-byte transpose whose words lie on 4-byte
 // boundaries moves pairs: an odd row and column count (ragged last pairs), several
-// 64 x 128 tiles each way (full and ragged) with a batch, dst padded (its padding left
-// as it was), both 2-byte dtypes; a source one element off a 4-byte boundary takes the
-// element tiles.
+// 64 x 128 tiles each way (full and ragged) with a batch, 64 x 64 tiles where the
+// columns are 64 or fewer (64 and 37), dst padded (its padding left as it was), both
+// 2-byte dtypes; a source one element off a 4-byte boundary takes the element tiles.
 TEST(CudaCopy, TwoByteTransposesMoveAlignedPairs) {
   const Device dev = Device::cuda(0);
   SB_SKIP_WITHOUT_DEVICE(dev);
   for (const DType dt : {DType::BFloat16, DType::Float16}) {
-    for (const bool aligned : {true, false}) {
-      // src: [B, J, pitch 302] holding the [B, I, J] source along I (stride 1)
-      const int64_t B = 2, I = 267, J = 131, pitch = 302, first = aligned ? 0 : 1;
-      const Shape sb = {B, J, pitch};
-      const std::vector<double> vs = test::stored(test::random_values(sb, 51, dt, -50, 50, false), sb, dt);
-      const Tensor sbuf = test::host_tensor(vs, sb, dt).to(dev);
-      const Tensor src = sbuf.narrow(2, first, I).transpose(1, 2);  // [B, I, J], strides [J * pitch, 1, pitch]
-      // dst: [B, I, J] in a [B, I, J + 3] buffer: rows 134 apart, an even pitch
-      const Tensor dbuf = test::poisoned_on(dev, {B, I, J + 3}, dt, Layout::Contiguous);
-      Tensor dst = dbuf.narrow(2, 0, J);
-      cuda::reset_copy_path_counts();
-      dst.copy_(src);
-      const cuda::CopyPathCounts n = cuda::copy_path_counts();
-      const std::string what = std::string(dtype_name(dt)) + (aligned ? " aligned" : " one element off");
-      EXPECT_EQ(n.transpose, 1) << what;
-      EXPECT_EQ(n.transpose_pairs, aligned ? 1 : 0) << what;
-      const std::vector<double> got = dbuf.to(Device::cpu()).to_vector();
-      for (int64_t b = 0; b < B; ++b)
-        for (int64_t i = 0; i < I; ++i)
-          for (int64_t j = 0; j < J + 3; ++j) {
-            const double g = got[static_cast<size_t>((b * I + i) * (J + 3) + j)];
-            if (j >= J) {
-              ASSERT_TRUE(std::isnan(g)) << what << ": padding written at " << b << "," << i << "," << j;
-              continue;
+    // J 131: 64 x 128 tiles; 64 and 37: 64 x 64 tiles (full, and ragged with an odd J)
+    for (const int64_t J : {131, 64, 37}) {
+      for (const bool aligned : {true, false}) {
+        // src: [B, J, pitch 302] holding the [B, I, J] source along I (stride 1)
+        const int64_t B = 2, I = 267, pitch = 302, first = aligned ? 0 : 1, dpitch = J + (J % 2 ? 3 : 2);
+        const Shape sb = {B, J, pitch};
+        const std::vector<double> vs = test::stored(test::random_values(sb, 51, dt, -50, 50, false), sb, dt);
+        const Tensor sbuf = test::host_tensor(vs, sb, dt).to(dev);
+        const Tensor src = sbuf.narrow(2, first, I).transpose(1, 2);  // [B, I, J], strides [J * pitch, 1, pitch]
+        // dst: [B, I, J] in a [B, I, dpitch] buffer: an even pitch, padding after each row
+        const Tensor dbuf = test::poisoned_on(dev, {B, I, dpitch}, dt, Layout::Contiguous);
+        Tensor dst = dbuf.narrow(2, 0, J);
+        cuda::reset_copy_path_counts();
+        dst.copy_(src);
+        const cuda::CopyPathCounts n = cuda::copy_path_counts();
+        const std::string what =
+            std::string(dtype_name(dt)) + " J " + std::to_string(J) + (aligned ? " aligned" : " one element off");
+        EXPECT_EQ(n.transpose, 1) << what;
+        EXPECT_EQ(n.transpose_pairs, aligned ? 1 : 0) << what;
+        const std::vector<double> got = dbuf.to(Device::cpu()).to_vector();
+        for (int64_t b = 0; b < B; ++b)
+          for (int64_t i = 0; i < I; ++i)
+            for (int64_t j = 0; j < dpitch; ++j) {
+              const double g = got[static_cast<size_t>((b * I + i) * dpitch + j)];
+              if (j >= J) {
+                ASSERT_TRUE(std::isnan(g)) << what << ": padding written at " << b << "," << i << "," << j;
+                continue;
+              }
+              ASSERT_EQ(g, vs[static_cast<size_t>((b * J + j) * pitch + first + i)]) << what << " at " << b << "," << i << "," << j;
             }
-            ASSERT_EQ(g, vs[static_cast<size_t>((b * J + j) * pitch + first + i)]) << what << " at " << b << "," << i << "," << j;
-          }
+      }
     }
   }
 }

@@ -7,7 +7,7 @@
 //               coalescing) dst is contiguous in its last dim and src in the one
 //               before: a batched 2-D transpose through 64x65 shared-memory tiles,
 //               so both the read and the write are coalesced (2-byte elements on
-//               4-byte boundaries: 128x64 tiles moved in pairs, Note [Paired 2-byte
+//               4-byte boundaries: 64x128 or 64x64 tiles in pairs, Note [Paired 2-byte
 //               transpose tiles]). NCHW <-> NHWC and .t().contiguous() take it.
 //   strided     on one device, anything else: dst[off_d(i)] = convert(src[off_s(i)])
 //               over the flat index (kernel_util.cuh)
@@ -141,7 +141,8 @@ __global__ void __launch_bounds__(32 * kTileRows, 5)
 // one shared store, one shared load, one global store; 16 words a thread each way, as
 // the 4-byte tile. Word w of tile row r sits at column (w + r / 2) % 64, so the read
 // phase's stores (rows 2tx and 2tx + 1, one word column a warp) and the write phase's
-// loads (one row, words tx and tx + 32) each hit 32 distinct banks. A tile of 2-byte
+// loads (one row, words tx and tx + 32) each hit 32 distinct banks (64 x 64 tiles, where
+// the columns are 64 or fewer: 32 words a row, at column (w + r / 2) % 32). A tile of 2-byte
 // elements at an odd pitch (two 16-bit shared accesses per word each way) was slower
 // than the element tile (docs/notes/cuda.md).
 // Needs: src 4-byte aligned with every stride but the unit one even, dst likewise, so
@@ -149,17 +150,20 @@ __global__ void __launch_bounds__(32 * kTileRows, 5)
 // a tile (an odd row or column count) moves one element. Full tiles skip the bounds.
 // __launch_bounds__(256, 4): 64 registers, no spill, four blocks an SM as the element
 // tile's 56 registers allow; 96 without it, two blocks an SM.
-constexpr int kPairI = 64, kPairJ = 128, kPairWords = kPairJ / 2;
+// Where the columns are 64 or fewer (NCHW -> NHWC with C <= 64), a 128-wide tile would
+// move half its width in bounds checks: a 64 x 64 tile (32 words a row, 8 a thread each
+// way) runs instead, kWords the template argument.
+constexpr int kPairI = 64, kPairWideWords = 64, kPairNarrowWords = 32;
 
-template <bool kFull>
-__device__ __forceinline__ void transpose_pair_tile(uint16_t* d, const uint16_t* s, uint32_t (&tile)[kPairI][kPairWords],
+template <int kWords, bool kFull>
+__device__ __forceinline__ void transpose_pair_tile(uint16_t* d, const uint16_t* s, uint32_t (&tile)[kPairI][kWords],
                                                     int64_t rows, int64_t cols, int64_t i0, int64_t j0,
                                                     int64_t dst_row_stride, int64_t src_col_stride) {
   const int tx = threadIdx.x, ty = threadIdx.y;
   // read: the words (i, i + 1) of columns j = j0 + 2 w and j + 1, w = ty + 8 q
   const int64_t i = i0 + 2 * tx;
 #pragma unroll
-  for (int q = 0; q < kPairWords / kTileRows; ++q) {
+  for (int q = 0; q < kWords / kTileRows; ++q) {
     const int w = ty + kTileRows * q;
     const int64_t j = j0 + 2 * w;
     const uint16_t* p = s + i + j * src_col_stride;
@@ -172,7 +176,7 @@ __device__ __forceinline__ void transpose_pair_tile(uint16_t* d, const uint16_t*
       if (j < cols) w0 = pair ? *reinterpret_cast<const uint32_t*>(p) : p[0];
       if (j + 1 < cols) w1 = pair ? *reinterpret_cast<const uint32_t*>(p + src_col_stride) : p[src_col_stride];
     }
-    const int col = (w + tx) % kPairWords;          // rows 2tx and 2tx + 1: r / 2 = tx
+    const int col = (w + tx) % kWords;              // rows 2tx and 2tx + 1: r / 2 = tx
     tile[2 * tx][col] = __byte_perm(w0, w1, 0x5410);      // (i, j), (i, j + 1)
     tile[2 * tx + 1][col] = __byte_perm(w0, w1, 0x7632);  // (i + 1, j), (i + 1, j + 1)
   }
@@ -184,9 +188,9 @@ __device__ __forceinline__ void transpose_pair_tile(uint16_t* d, const uint16_t*
     const int64_t ii = i0 + r;
     uint16_t* row = d + ii * dst_row_stride + j0;
 #pragma unroll
-    for (int c = 0; c < kPairWords; c += 32) {
+    for (int c = 0; c < kWords; c += 32) {
       const int w = tx + c;
-      const uint32_t word = tile[r][(w + r / 2) % kPairWords];
+      const uint32_t word = tile[r][(w + r / 2) % kWords];
       if (kFull) {
         *reinterpret_cast<uint32_t*>(row + 2 * w) = word;
       } else if (ii < rows && j0 + 2 * w < cols) {
@@ -200,16 +204,19 @@ __device__ __forceinline__ void transpose_pair_tile(uint16_t* d, const uint16_t*
   __syncthreads();  // the tile is reused by the next iteration
 }
 
+template <int kWords>
 __global__ void __launch_bounds__(32 * kTileRows, 4)
     transpose_pairs_kernel(uint16_t* dst, const uint16_t* src, TileWalk<2> walk, int64_t dst_row_stride,
                            int64_t src_col_stride) {
-  __shared__ uint32_t tile[kPairI][kPairWords];
+  __shared__ uint32_t tile[kPairI][kWords];
   const int64_t rows = walk.rows, cols = walk.cols;
-  walk.each<kPairI, kPairJ>([&](const int64_t (&off)[2], int64_t i0, int64_t j0) {
-    if (i0 + kPairI <= rows && j0 + kPairJ <= cols)  // uniform over the block
-      transpose_pair_tile<true>(dst + off[0], src + off[1], tile, rows, cols, i0, j0, dst_row_stride, src_col_stride);
+  walk.each<kPairI, 2 * kWords>([&](const int64_t (&off)[2], int64_t i0, int64_t j0) {
+    if (i0 + kPairI <= rows && j0 + 2 * kWords <= cols)  // uniform over the block
+      transpose_pair_tile<kWords, true>(dst + off[0], src + off[1], tile, rows, cols, i0, j0, dst_row_stride,
+                                        src_col_stride);
     else
-      transpose_pair_tile<false>(dst + off[0], src + off[1], tile, rows, cols, i0, j0, dst_row_stride, src_col_stride);
+      transpose_pair_tile<kWords, false>(dst + off[0], src + off[1], tile, rows, cols, i0, j0, dst_row_stride,
+                                         src_col_stride);
   });
 }
 
@@ -250,10 +257,15 @@ void copy_same_device(const Tensor& dst, const Tensor& src) {
     const dim3 block(32, kTileRows);
     const int64_t dst_row_stride = it.strides[0][nd - 2], src_col_stride = it.strides[1][nd - 1];
     if (dst.element_size() == 2 && pairs_aligned(dst.data_ptr(), src.data_ptr(), it)) {
-      const TileWalk<2> walk = tile_walk(it, kPairI, kPairJ);
-      transpose_pairs_kernel<<<walk.grid(), block>>>(static_cast<uint16_t*>(dst.data_ptr()),
-                                                     static_cast<const uint16_t*>(src.data_ptr()), walk,
-                                                     dst_row_stride, src_col_stride);
+      auto* d = static_cast<uint16_t*>(dst.data_ptr());
+      const auto* s = static_cast<const uint16_t*>(src.data_ptr());
+      if (it.sizes[nd - 1] <= 2 * kPairNarrowWords) {
+        const TileWalk<2> walk = tile_walk(it, kPairI, 2 * kPairNarrowWords);
+        transpose_pairs_kernel<kPairNarrowWords><<<walk.grid(), block>>>(d, s, walk, dst_row_stride, src_col_stride);
+      } else {
+        const TileWalk<2> walk = tile_walk(it, kPairI, 2 * kPairWideWords);
+        transpose_pairs_kernel<kPairWideWords><<<walk.grid(), block>>>(d, s, walk, dst_row_stride, src_col_stride);
+      }
       SB_CUDA_LAUNCH_CHECK();
       ++g_transpose;
       ++g_transpose_pairs;
