@@ -213,8 +213,10 @@ if want sanitize && command -v compute-sanitizer >/dev/null; then
   rc=0
   # binary:filter, each filter naming the tests of that binary whose kernels use shared
   # memory; a filter that runs no test is an error (a renamed or moved test)
-  for tf in copy_test:'*NchwNhwcAndLastTwoDimsTransposed/cuda0:CudaCopy.TwoByteTransposesMoveAlignedPairs' reduce_test:'*LargeInnerOuterAndErrors/cuda0' \
-            normalize_test:'*NormalizeOnDevice.*/cuda0' elementwise_test:'CudaElementwise.MismatchedLayoutsTakeTheTiledPath'; do
+  for tf in copy_test:'*NchwNhwcAndLastTwoDimsTransposed/cuda0:CudaCopy.TwoByteTransposesMoveAlignedPairs' \
+            reduce_test:'*LargeInnerOuterAndErrors/cuda0:CudaReduce.AlignedOuterColumnsTakeVectorLoads' \
+            normalize_test:'*NormalizeOnDevice.*/cuda0' \
+            elementwise_test:'CudaElementwise.MismatchedLayoutsTakeTheTiledPath:CudaElementwise.AlignedTilesMovePairs'; do
     t=${tf%%:*}
     echo "== $t" >> "$OUT/racecheck.log"
     bounded "$(step_time 200)" $san --tool racecheck "$bin/$t" --gtest_filter="${tf#*:}" > "$OUT/racecheck.one" 2>&1
