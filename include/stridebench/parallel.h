@@ -13,6 +13,19 @@ namespace sb {
 
 constexpr int64_t kGrainSize = 32768;  // elements: below this, one thread does it all
 
+// Note [Grain in bytes]
+// PyTorch's grain, 32768 elements, sizes a thread's share of a memory-bound loop for
+// 4-byte elements: 128 KiB. The elementwise loops take it in bytes of their element
+// type: a 2-byte loop waits for the same 128 KiB before a second thread joins, an
+// 8-byte one splits at the same bytes. A fork and join cost the same whatever the
+// dtype, and the work of a chunk is its bytes; with the grain in elements, a bfloat16
+// row of 64 K elements (128 KiB) split in two and paid the fork for half the work of
+// the float32 row beside it (docs/notes/elementwise.md).
+template <typename T>
+constexpr int64_t grain_of() {
+  return std::max<int64_t>(1, kGrainSize * 4 / static_cast<int64_t>(sizeof(T)));
+}
+
 inline int get_num_threads() {
 #ifdef _OPENMP
   return omp_get_max_threads();

@@ -396,7 +396,7 @@ void run_binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b
   const bool nt = stream_output(avx, it, out, {&a, &b});
   SB_DISPATCH_EW(out.dtype(), SB_BINARY_OP_CASES(op, {
     const Strip<scalar_t, 3, BinaryFn<OP>> k{avx, nt, {}};
-    it.for_each(strip_kernel<3, scalar_t>(k), kGrainSize, nt);
+    it.for_each(strip_kernel<3, scalar_t>(k), grain_of<scalar_t>(), nt);  // Note [Grain in bytes]
   }));
 }
 
@@ -416,7 +416,7 @@ void run_binary_scalar(BinaryOp op, const Tensor& out, const Tensor& a, double b
     using A = acc_t<scalar_t>;
     const BinaryScalarFn<OP, A> f{static_cast<A>(b)};
     const Strip<scalar_t, 2, BinaryScalarFn<OP, A>> k{avx, nt, f};
-    it.for_each(strip_kernel<2, scalar_t>(k), kGrainSize, nt);
+    it.for_each(strip_kernel<2, scalar_t>(k), grain_of<scalar_t>(), nt);  // Note [Grain in bytes]
   }));
 }
 
@@ -434,7 +434,7 @@ void run_unary(UnaryOp op, const Tensor& out, const Tensor& a) {
   const bool nt = stream_output(avx, it, out, {&a});
   SB_DISPATCH_EW(out.dtype(), SB_UNARY_OP_CASES(op, {
     const Strip<scalar_t, 2, UnaryFn<OP>> k{avx, nt, {}};
-    it.for_each(strip_kernel<2, scalar_t>(k), kGrainSize, nt);
+    it.for_each(strip_kernel<2, scalar_t>(k), grain_of<scalar_t>(), nt);  // Note [Grain in bytes]
   }));
 }
 
