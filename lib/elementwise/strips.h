@@ -139,7 +139,7 @@ int64_t head_to_align(const T* o, int64_t align, int64_t n) {
 // narrowing by vcvtneps2bf16 (narrow2_ne). Compiled for that target, called only after
 // that check. Tails and strided paths keep narrow; the two differ only on subnormals
 // (Note [bfloat16 NaN and subnormals]). Each returns the elements done, from j.
-#define SB_BF16_NE __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bf16")))
+#define SB_BF16_NE __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512bf16")))
 template <bool NT>
 SB_BF16_NE inline void put16_ne(BFloat16* o, __m256i r) {
   if constexpr (NT) {  // o 16-byte aligned (kStreamAlign)
@@ -177,28 +177,44 @@ SB_BF16_NE int64_t unary_pairs_ne(BFloat16* o, const BFloat16* a, V va, int64_t 
 // Note [bfloat16 rows in zmm]
 // Where the op has a 512-bit twin (zmm_of(f): op_math.h's BinaryFn, BinaryScalarFn and
 // UnaryFn), the dense bfloat16 loops take 32 elements a step in zmm ahead of the pairs
-// above: per 16 inputs one widening load (vpmovzxwd) and a shift, the op once, and one
-// vcvtne2ps2bf16 per 32 results, against twice the instructions in ymm. Same float
-// arithmetic and the same rounding as narrow2_ne. Plain stores only: the streamed
-// (DRAM-size) rows are bound by memory and keep the pairs. zmm_of of any other functor
-// is NoZmm, and its loops start at the pairs.
+// above. A 64-byte load holds 32 elements in 16 dwords: a shift left by 16 gives the
+// even elements as floats, a mask of the high halves the odd ones, so no widening
+// shuffle (vpmovzxwd) is needed; the op runs on each half, one vcvtne2ps2bf16 rounds
+// the 32 results (even ones in lanes 0-15, odd ones in 16-31) and one vpermw puts them
+// back in order. Same float arithmetic and the same rounding as narrow2_ne. Plain
+// stores only: the streamed (DRAM-size) rows are bound by memory and keep the pairs.
+// zmm_of of any other functor is NoZmm, and its loops start at the pairs.
 struct NoZmm {};
 template <typename F>
 NoZmm zmm_of(const F&) {
   return {};
+}
+// The 32 elements at p as floats: even ones (0, 2, ..., 30) in `even`, odd ones in `odd`.
+SB_BF16_NE inline void split_even_odd(const BFloat16* p, __m512& even, __m512& odd) {
+  const __m512i v = _mm512_loadu_si512(p);
+  even = _mm512_castsi512_ps(_mm512_maskz_slli_epi32(0xFFFF, v, 16));  // masked: GCC 12 warns on the plain form
+  odd = _mm512_castsi512_ps(_mm512_maskz_and_epi32(0xFFFF, v, _mm512_set1_epi32(static_cast<int>(0xFFFF0000u))));
+}
+// vpermw's index from (even results in words 0-15, odd ones in 16-31) to element order.
+SB_BF16_NE inline __m512i interleave_halves() {
+  alignas(64) static constexpr uint16_t idx[32] = {0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,  21, 6,  22, 7,  23,
+                                                   8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
+  return _mm512_load_si512(idx);
 }
 template <bool AS, bool BS, typename Z>
 SB_BF16_NE int64_t binary_zmm_ne(BFloat16* o, const BFloat16* a, const BFloat16* b, int64_t j, int64_t n, const Z& z) {
   if constexpr (std::is_same_v<Z, NoZmm>) {
     return j;
   } else {
-    using L = Vec<BFloat16, 512>;
     const __m512 va = _mm512_set1_ps(static_cast<float>(a[0])), vb = _mm512_set1_ps(static_cast<float>(b[0]));
+    const __m512i order = interleave_halves();
 #pragma GCC unroll 2
     for (; j + 32 <= n; j += 32) {
-      const __m512 a0 = AS ? va : L::load(a + j), a1 = AS ? va : L::load(a + j + 16);
-      const __m512 b0 = BS ? vb : L::load(b + j), b1 = BS ? vb : L::load(b + j + 16);
-      _mm512_storeu_si512(o + j, (__m512i)_mm512_cvtne2ps_pbh(z(a1, b1), z(a0, b0)));
+      __m512 a0 = va, a1 = va, b0 = vb, b1 = vb;
+      if constexpr (!AS) split_even_odd(a + j, a0, a1);
+      if constexpr (!BS) split_even_odd(b + j, b0, b1);
+      const __m512i r = (__m512i)_mm512_cvtne2ps_pbh(z(a1, b1), z(a0, b0));
+      _mm512_storeu_si512(o + j, _mm512_permutexvar_epi16(order, r));
     }
     return j;
   }
@@ -208,12 +224,14 @@ SB_BF16_NE int64_t unary_zmm_ne(BFloat16* o, const BFloat16* a, int64_t j, int64
   if constexpr (std::is_same_v<Z, NoZmm>) {
     return j;
   } else {
-    using L = Vec<BFloat16, 512>;
     const __m512 va = _mm512_set1_ps(static_cast<float>(a[0]));
+    const __m512i order = interleave_halves();
 #pragma GCC unroll 2
     for (; j + 32 <= n; j += 32) {
-      const __m512 a0 = AS ? va : L::load(a + j), a1 = AS ? va : L::load(a + j + 16);
-      _mm512_storeu_si512(o + j, (__m512i)_mm512_cvtne2ps_pbh(z(a1), z(a0)));
+      __m512 a0 = va, a1 = va;
+      if constexpr (!AS) split_even_odd(a + j, a0, a1);
+      const __m512i r = (__m512i)_mm512_cvtne2ps_pbh(z(a1), z(a0));
+      _mm512_storeu_si512(o + j, _mm512_permutexvar_epi16(order, r));
     }
     return j;
   }
