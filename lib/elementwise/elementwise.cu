@@ -254,6 +254,20 @@ constexpr int kTileRows = 8;
 // and spilled. One variant a dtype (input 0 staged, input 1 not) spills 8 bytes.
 constexpr int kTiledBlocksPerSm = 3;
 
+// The unstaged input kU's element at row ty, column lj of the tile (i0, j0), and its
+// row and column strides in ui, uj; nullptr where every input is staged (kU < 0).
+template <int kU, typename E, int N>
+__device__ __forceinline__ const E* unstaged_at(const Ptrs2& in, const int64_t (&off)[N], const TileStrides<N>& st,
+                                                int64_t i0, int64_t j0, int ty, int lj, int& ui, int& uj) {
+  if constexpr (kU < 0) {
+    return nullptr;
+  } else {
+    ui = st.i[kU + 1];
+    uj = st.j[kU + 1];
+    return static_cast<const E*>(in.p[kU]) + off[kU + 1] + i0 * ui + j0 * uj + (ty * ui + lj * uj);
+  }
+}
+
 // kStaged: the staged inputs (bit k: input k), a template argument so that no operand
 // is picked at run time (an array of kernel arguments indexed at run time goes to
 // local memory): one kernel for one input, three for two (01, 10, 11); only the staged
@@ -291,13 +305,8 @@ __global__ void __launch_bounds__(32 * kTileRows, kTiledBlocksPerSm)
     // One switch on the op for the whole tile (with_code).
     const int so = st.i[0];
     T* o = out + off[0] + i0 * so + j0 + (ty * so + tx);
-    const T* d = nullptr;
     int ui = 0, uj = 0;
-    if constexpr (kU >= 0) {
-      ui = st.i[kU + 1];
-      uj = st.j[kU + 1];
-      d = static_cast<const T*>(in.p[kU]) + off[kU + 1] + i0 * ui + j0 * uj + (ty * ui + tx * uj);
-    }
+    const T* d = unstaged_at<kU, T>(in, off, st, i0, j0, ty, tx, ui, uj);
     with_code<NIN>(code, [&](auto op) {
 #pragma unroll
       for (int c = 0; c < kC; ++c) {
@@ -426,13 +435,8 @@ __global__ void __launch_bounds__(32 * kTileRows, sizeof(T) == 2 ? 4 : 3)
     const int so = st.i[0], lj = 2 * tx;
     const bool j_in = lj < nj, j_pair = lj + 1 < nj;
     E* o = reinterpret_cast<E*>(out) + off[0] + i0 * so + j0 + ty * so + lj;
-    const E* d = nullptr;
     int ui = 0, uj = 0;
-    if constexpr (kU >= 0) {
-      ui = st.i[kU + 1];
-      uj = st.j[kU + 1];
-      d = static_cast<const E*>(in.p[kU]) + off[kU + 1] + i0 * ui + j0 * uj + (ty * ui + lj * uj);
-    }
+    const E* d = unstaged_at<kU, E>(in, off, st, i0, j0, ty, lj, ui, uj);
     with_code<NIN>(code, [&](auto op) {
       [[maybe_unused]] W u[kR];
       if constexpr (kU >= 0) {
