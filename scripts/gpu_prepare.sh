@@ -11,9 +11,9 @@
 # the device image has CUDA 13 and cuDNN 9, and libcublasLt alone is ~540 MB, cuDNN's
 # engine libraries more, over the 64 MiB carry).
 #
-# The carry is gpu_run.sh and payload.tar.gz (bin/ and lib/), which gpu_run.sh unpacks
+# The carry is gpu_run.sh and payload.tar.xz (bin/ and lib/), which gpu_run.sh unpacks
 # beside itself: every binary links the kernels statically, so each holds the whole
-# fatbin, and gzip takes the 61 MB of a portable build's binaries to 12 MB.
+# fatbin.
 set -euo pipefail
 build=${1:-build}
 out=${2:-.devcarry}
@@ -58,7 +58,11 @@ if [[ -n ${SB_GPU_OLD:-} ]]; then  # an earlier build's bench binaries, for gpu_
   echo "carry old: $(ls "$stage/old" | tr '\n' ' ')"
   parts+=(old)
 fi
-tar -czf "$out/payload.tar.gz" -C "$stage" "${parts[@]}"
+# xz with a dictionary larger than the whole tar: every binary links lib/cuda statically
+# and holds the same fatbin, which a dictionary spanning all of them stores once (gzip's
+# 32 KiB window stores it once per binary; docs/GPU.md gives the sizes)
+command -v xz >/dev/null || { echo "gpu_prepare: xz not found (Debian: xz-utils)" >&2; exit 1; }
+tar -cf - -C "$stage" "${parts[@]}" | xz --lzma2=preset=0,dict=256MiB > "$out/payload.tar.xz"
 cp scripts/gpu_run.sh "$out/"
 # The carry travels with the working tree (tracked and untracked-not-ignored files):
 # 64 MiB a call together. Keep the sum under 62 MiB.

@@ -53,8 +53,14 @@ root=${SB_GPU_ROOT:-$(cd "$here/.." && pwd)}  # the repository (scripts/peers.py
 OUT=${OUT:-$here/out}
 mkdir -p "$OUT"
 # gpu_prepare.sh packs bin/ and lib/ (docs/GPU.md); unpacking again is harmless
-if [[ -f $here/payload.tar.gz ]]; then
-  tar -xzf "$here/payload.tar.gz" -C "$here" || { echo "gpu_run: cannot unpack $here/payload.tar.gz" >&2; exit 2; }
+# tar's xz where the image has one, else Python's lzma (python3 is there for PyTorch)
+if [[ -f $here/payload.tar.xz ]]; then
+  tar -xJf "$here/payload.tar.xz" -C "$here" 2>/dev/null ||
+    python3 -c 'import sys, tarfile
+with tarfile.open(sys.argv[1]) as t:
+    t.extractall(sys.argv[2], **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))' \
+      "$here/payload.tar.xz" "$here" ||
+    { echo "gpu_run: cannot unpack $here/payload.tar.xz" >&2; exit 2; }
 fi
 bin=$here/bin
 steps=${SB_GPU_STEPS:-tests sanitize bench peers}

@@ -45,12 +45,12 @@ class GpuRehearsal(unittest.TestCase):
     def test_prepare_carries_binaries_and_libraries_in_a_payload_that_fits_a_call(self):
         self.assertEqual(self.prep.returncode, 0, self.prep.stderr)
         # gpu_run.sh and the payload; the other tests' runs may have unpacked bin/ and lib/ beside them
-        self.assertLessEqual({"gpu_run.sh", "payload.tar.gz"}, set(os.listdir(self.carry)))
-        carried = os.path.getsize(os.path.join(self.carry, "payload.tar.gz"))
+        self.assertLessEqual({"gpu_run.sh", "payload.tar.xz"}, set(os.listdir(self.carry)))
+        carried = os.path.getsize(os.path.join(self.carry, "payload.tar.xz"))
         tree = subprocess.run("git ls-files -z --cached --others --exclude-standard | xargs -0 -r stat -c %s --",
                               shell=True, cwd=ROOT, capture_output=True, text=True).stdout.split()
         self.assertLess(carried + sum(int(n) for n in tree), 62 << 20)  # a device call carries 64 MiB
-        subprocess.run(["tar", "-xzf", os.path.join(self.carry, "payload.tar.gz"), "-C", self.carry], check=True)
+        subprocess.run(["tar", "-xJf", os.path.join(self.carry, "payload.tar.xz"), "-C", self.carry], check=True)
         bins = os.listdir(os.path.join(self.carry, "bin"))
         for b in ("copy_test", "elementwise_test", "reduce_test", "matmul_test", "conv_test", "quant_test", "cuda_allocator_test",
                   "differential_test", "bench_baseline_cuda", "bench_transfer", "bench_quant_cuda"):
@@ -126,6 +126,25 @@ class GpuRehearsal(unittest.TestCase):
         r = self.run_gpu(out2, SB_GPU_STEPS="cputests", SB_GPU_CPU_TESTS="quant_test", SB_GPU_CPU_BUDGET="0")
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("cpu test quant_test: not run (SB_GPU_CPU_BUDGET spent)", read(os.path.join(out2, "summary.txt")))
+
+    def test_payload_unpacks_through_python_where_the_image_has_no_xz(self):
+        carry = os.path.join(self.tmp, "carry-noxz")
+        os.makedirs(carry)
+        for f in ("gpu_run.sh", "payload.tar.xz"):
+            shutil.copy(os.path.join(self.carry, f), carry)
+        stub = os.path.join(self.tmp, "stub-noxz")  # an xz that fails, first on PATH
+        os.makedirs(stub)
+        with open(os.path.join(stub, "xz"), "w") as f:
+            f.write("#!/bin/sh\nexit 127\n")
+        os.chmod(os.path.join(stub, "xz"), 0o755)
+        out = os.path.join(self.tmp, "out-noxz")
+        env = dict(os.environ, OUT=out, SB_GPU_REHEARSAL="1", SB_GPU_ROOT=ROOT, SB_GPU_STEPS="cputests",
+                   SB_GPU_CPU_TESTS="quant_test", PATH=stub + os.pathsep + os.environ["PATH"])
+        r = subprocess.run(["bash", os.path.join(carry, "gpu_run.sh")], capture_output=True, text=True, env=env,
+                           timeout=300)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("quant_test", os.listdir(os.path.join(carry, "bin")))
+        self.assertRegex(read(os.path.join(out, "summary.txt")), r"cpu test quant_test: rc=0 \[  PASSED  \] [1-9]")
 
     def test_missing_cuda_library_fails_in_the_first_seconds(self):
         out = os.path.join(self.tmp, "out-missing")
