@@ -4,8 +4,10 @@
 //   op:linear  y = x W^T + b, shape MxINxOUT = 256x1024x1024 (smoke 8x32x32, as scripts/peers.py)
 //   op:mlp     three layers 1024-1024-1024-1024, relu after the first two, batch 256:
 //              shape MxD0xD1xD2xD3 = 256x1024x1024x1024x1024 (smoke 8x60x48x40x36)
-//   dtype:     f32, f16 (float16 weights, float32 compute), bf16 (bfloat16 weights and
-//              activations, float32 accumulation and output), int8_dynamic (int8 weights
+//   dtype:     f32, f16 (float16 weights and activations, float32 compute), bf16
+//              (bfloat16 weights and activations, float32 accumulation): x and y in the
+//              row's dtype, as PyTorch's module.half() / .bfloat16() and the peers'
+//              rows (Note [16-bit activations] in stridebench/quant.h), int8_dynamic (int8 weights
 //              per output channel, activations quantized per call), int8_static
 //              (activation ranges from a calibration batch: another batch drawn from
 //              the same distribution as the timed input, never the timed input itself)
@@ -21,7 +23,7 @@
 // Cost: flop = 2*M*in*out per layer (int8 multiply-adds counted the same way):
 // linear 0.54 GFLOP, mlp 1.6 GFLOP.
 // bytes = x + weight_bytes + biases + y, plus for the MLP its two hidden activations
-// written and read once each.
+// written and read once each, activations at 2 bytes in f16 and bf16 (bench_quant.h).
 #include <cmath>
 #include <memory>
 
@@ -52,14 +54,15 @@ void run_case(benchmark::State& st, const Case& c, std::shared_ptr<Net>& net, do
   const Model& md = model(c);
   if (!net) {  // first repetition: quantize/convert the weights, calibrate, measure the error
     net = std::make_shared<Net>(make_net(md, c.precision));
-    err = relative_error(net->forward(md.x), md.ref);
+    err = relative_error(net->forward(input_of(md, c.precision)), md.ref);
   }
-  const AllocCount allocs = measure_allocs([&] { Tensor y = net->forward(md.x); });  // also the warm-up
+  const Tensor& x = input_of(md, c.precision);
+  const AllocCount allocs = measure_allocs([&] { Tensor y = net->forward(x); });  // also the warm-up
   for (auto _ : st) {
-    Tensor y = net->forward(md.x);
+    Tensor y = net->forward(x);
     benchmark::DoNotOptimize(y);
   }
-  const QuantWork w = quant_work(c.m, c.widths, *net);
+  const QuantWork w = quant_work(c.m, c.widths, *net, static_cast<int64_t>(dtype_size(activation_dtype(c.precision))));
   set_work(st, w.bytes, w.flop);
   set_alloc_counters(st, allocs);
   set_quant_counters(st, *net, err);

@@ -24,8 +24,19 @@ struct QuantCase {  // one row: an op of some widths and batch, a precision
 struct Model {  // one op in every precision, made once per binary
   std::vector<Tensor> weights, biases;
   Tensor x, calib, ref;  // ref: the f32 model's output on x
+  Tensor x16, xbf16;     // x as float16 and bfloat16: the f16 and bf16 rows' input
   std::vector<int64_t> widths;
 };
+
+// The dtype of a precision's activations (Note [16-bit activations] in
+// stridebench/quant.h): f16 and bf16 layers take and give their own dtype, as PyTorch's
+// module.half() / module.bfloat16() and the peers' rows; the others float32.
+inline DType activation_dtype(Precision p) {
+  return p == Precision::F16 ? DType::Float16 : p == Precision::BF16 ? DType::BFloat16 : DType::Float32;
+}
+inline const Tensor& input_of(const Model& md, Precision p) {
+  return p == Precision::F16 ? md.x16 : p == Precision::BF16 ? md.xbf16 : md.x;
+}
 
 inline Model make_model(const std::vector<int64_t>& widths, int64_t m) {
   Model md;
@@ -36,6 +47,8 @@ inline Model make_model(const std::vector<int64_t>& widths, int64_t m) {
     md.biases.push_back(mul(random_tensor({out}, 70 + i, DType::Float32, Dist::Normal), 0.1));
   }
   md.x = random_tensor({m, widths[0]}, 51, DType::Float32, Dist::Normal);
+  md.x16 = md.x.to(DType::Float16);
+  md.xbf16 = md.x.to(DType::BFloat16);
   md.calib = random_tensor({m, widths[0]}, 52, DType::Float32, Dist::Normal);
   return md;
 }
@@ -61,20 +74,21 @@ inline Net make_net(const Model& md, Precision p) {
 }
 
 // Cost of one forward(): flop = 2*M*in*out per layer (int8 multiply-adds counted the
-// same way); bytes = x + weight_bytes + biases + y, plus for the MLP its two hidden
-// activations written and read once each; working_set counts those once.
+// same way); bytes = x + weight_bytes + biases (float32) + y, plus for the MLP its two
+// hidden activations written and read once each, the activations at act_size bytes an
+// element (activation_dtype); working_set counts those once.
 struct QuantWork {
   int64_t flop = 0, bytes = 0, working_set = 0;
 };
-inline QuantWork quant_work(int64_t m, const std::vector<int64_t>& widths, const Net& net) {
+inline QuantWork quant_work(int64_t m, const std::vector<int64_t>& widths, const Net& net, int64_t act_size) {
   int64_t flop = 0, act = 0, bias = 0;
   for (size_t i = 0; i + 1 < widths.size(); ++i) {
     flop += 2 * m * widths[i] * widths[i + 1];
     bias += 4 * widths[i + 1];
-    if (i > 0) act += 2 * 4 * m * widths[i];  // hidden activation: written, then read
+    if (i > 0) act += 2 * act_size * m * widths[i];  // hidden activation: written, then read
   }
   const int64_t wb = static_cast<int64_t>(net.weight_bytes());
-  const int64_t io = 4 * m * (widths.front() + widths.back());
+  const int64_t io = act_size * m * (widths.front() + widths.back());
   return {flop, io + wb + bias + act, io + wb + bias + act / 2};
 }
 
@@ -93,6 +107,8 @@ inline Model model_on(const Model& md, Device device) {
   for (const Tensor& w : md.weights) d.weights.push_back(w.to(device));
   for (const Tensor& b : md.biases) d.biases.push_back(b.to(device));
   d.x = md.x.to(device);
+  d.x16 = md.x16.to(device);
+  d.xbf16 = md.xbf16.to(device);
   d.calib = md.calib.to(device);
   if (md.ref.defined()) d.ref = md.ref.to(device);
   return d;

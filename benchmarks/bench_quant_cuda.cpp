@@ -1,8 +1,8 @@
 // bench_quant_cuda.cpp — bench_quant.cpp's Linear and MLP on cuda:0 (CLAIMS.md P1-P3 on
 // the GPU, the Precision table): sb::Linear / sb::Mlp with their weights on the device
-// (cuda_backend.h's linear_forward: cuBLAS SGEMM for f32, float16 and bfloat16 tensor
-// cores for f16 and bf16 with x rounded to that type, int8 tensor cores with the activations' range and
-// quantization on the device for int8_dynamic and int8_static).
+// (cuda_backend.h's linear_forward: cuBLASLt SGEMM for f32, float16 and bfloat16 tensor
+// cores for f16 and bf16 with x and y in that type, int8 tensor cores with the
+// activations' range and quantization on the device for int8_dynamic and int8_static).
 //
 //   op:linear  shape MxINxOUT: 256x1024x1024 (the CPU's and the peers' shape: a few µs
 //              of GEMM, so launches weigh) and 4096x4096x4096 (the tensor cores busy)
@@ -47,15 +47,16 @@ void run_case(benchmark::State& st, const Case& c, std::shared_ptr<Net>& net, do
   const Model& md = device_model(c);
   if (!net) {  // first repetition: quantize/convert the weights, calibrate, measure the error
     net = std::make_shared<Net>(make_net(md, c.precision));
-    err = relative_error(net->forward(md.x), md.ref);
+    err = relative_error(net->forward(input_of(md, c.precision)), md.ref);
   }
+  const Tensor& x = input_of(md, c.precision);
   auto call = [&] {
-    Tensor y = net->forward(md.x);
+    Tensor y = net->forward(x);
     benchmark::DoNotOptimize(y);
   };
   const AllocCount allocs = measure_cuda_allocs(call);  // also the warm-up (cuBLAS heuristics)
   time_gpu_loop(st, call);
-  const QuantWork w = quant_work(c.m, c.widths, *net);
+  const QuantWork w = quant_work(c.m, c.widths, *net, static_cast<int64_t>(dtype_size(activation_dtype(c.precision))));
   set_work(st, w.bytes, w.flop);
   set_alloc_counters(st, allocs);
   set_quant_counters(st, *net, err);

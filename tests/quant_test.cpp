@@ -297,6 +297,82 @@ void mlp_every_precision(Device dev) {
 
 TEST(Mlp, ThreeLayersEveryPrecision) { mlp_every_precision(Device::cpu()); }
 
+// A freed NaN tensor [M, N] of dt on dev: the caching allocator hands its block to
+// forward()'s fresh output, so an element it leaves unwritten reads NaN.
+void poison_cache(Device dev, int64_t M, int64_t N, DType dt = DType::Float32) {
+  Tensor p = full({M, N}, NAN, dt, dev);
+  (void)p;
+}
+
+// Note [16-bit activations]: an F16 or BF16 layer given x in its own dtype returns y in
+// it. The float64 reference takes x, W and the bias as that dtype stores them; y lies
+// within one rounding of it (half an ulp: 2^-11 float16, 2^-8 bfloat16) plus the float32
+// sum's error. x contiguous, transposed and sliced, the output's block poisoned first,
+// every kernel mode on the CPU; on CUDA the benchmark's K takes cuBLASLt's epilogue.
+void sixteen_bit_activations(Device dev) {
+  std::mt19937_64 rng(41);
+  const std::vector<Modes> modes = dev.is_cuda() ? std::vector<Modes>{kModes.front()} : kModes;
+  for (int trial = 0; trial < 8; ++trial) {
+    const int64_t M = trial == 0 ? 0 : 1 + rng() % 30, K = trial == 1 ? 1024 : 1 + rng() % 200, N = 1 + rng() % 50;
+    const bool relu = trial % 2, with_bias = trial % 3 != 0;
+    const Tensor vx = randn({M, K}, rng()), w = randn({N, K}, rng());
+    const Tensor b = with_bias ? randn({N}, rng()) : Tensor();
+    for (Precision p : {Precision::F16, Precision::BF16}) {
+      const DType dt = p == Precision::F16 ? DType::Float16 : DType::BFloat16;
+      const double half_ulp = std::ldexp(1.0, p == Precision::F16 ? -11 : -8);
+      const std::vector<double> ref =
+          ref_linear(test::stored(vx.to_vector(), vx.sizes(), dt), test::stored(w.to_vector(), w.sizes(), dt),
+                     with_bias ? test::stored(b.to_vector(), b.sizes(), dt) : std::vector<double>(), M, K, N, relu);
+      const Linear lin(test::with_layout(w.to(dev), Layout::Transposed), with_bias ? b.to(dev) : Tensor(), p);
+      for (const Modes& m : modes) {
+        ModeGuard g(m);
+        for (Layout l : {Layout::Contiguous, Layout::Transposed, Layout::Sliced}) {
+          const Tensor x = test::with_layout(vx.to(dt).to(dev), l);
+          poison_cache(dev, M, N, dt);
+#ifdef SB_WITH_CUDA
+          if (dev.is_cuda()) cuda::reset_linear_path_counts();
+#endif
+          const Tensor y = lin.forward(x, relu);
+          ASSERT_EQ(y.dtype(), dt);
+          ASSERT_EQ(y.device(), dev);
+          ASSERT_EQ(y.sizes(), (Shape{M, N}));
+          ASSERT_TRUE(test::all_close(y, ref, 2e-6 * (K + 1), half_ulp))
+              << precision_name(p) << " trial " << trial << " M " << M << " K " << K << " N " << N << " "
+              << test::layout_name(l) << " on " << dev << ", " << simd_level_name(m.simd) << ", " << m.threads
+              << " threads";
+#ifdef SB_WITH_CUDA
+          if (dev.is_cuda() && trial == 1)  // Note [Linear epilogue in cuBLASLt]
+            EXPECT_EQ(cuda::linear_path_counts().lt_epilogue, 1) << precision_name(p) << " " << test::layout_name(l);
+#endif
+        }
+      }
+    }
+  }
+}
+
+// An Mlp given a 16-bit x keeps that dtype through its hidden layers and output, within
+// the error of rounding x, the weights, the biases and every activation of the f32
+// model to that dtype.
+void mlp_sixteen_bit(Device dev) {
+  std::vector<Tensor> ws = {scaled(randn({48, 40}, 1), 0.2), scaled(randn({32, 48}, 2), 0.2), scaled(randn({10, 32}, 3), 0.2)};
+  std::vector<Tensor> bs = {randn({48}, 4), randn({32}, 5), randn({10}, 6)};
+  for (Tensor& t : ws) t = t.to(dev);
+  for (Tensor& t : bs) t = t.to(dev);
+  const Tensor x = randn({20, 40}, 7).to(dev);
+  const Tensor ref = Mlp(ws, bs, Precision::F32).forward(x);
+  for (Precision p : {Precision::F16, Precision::BF16}) {
+    const DType dt = p == Precision::F16 ? DType::Float16 : DType::BFloat16;
+    const Tensor y = Mlp(ws, bs, p).forward(x.to(dt));
+    ASSERT_EQ(y.dtype(), dt);
+    const double e = relative_error(y, ref);
+    EXPECT_LT(e, p == Precision::F16 ? 1.5e-3 : 1e-2) << precision_name(p) << " on " << dev;
+    EXPECT_GT(e, 0.0) << precision_name(p) << " on " << dev;
+  }
+}
+
+TEST(Linear, SixteenBitActivationsGiveSixteenBitOutputs) { sixteen_bit_activations(Device::cpu()); }
+TEST(Mlp, SixteenBitActivations) { mlp_sixteen_bit(Device::cpu()); }
+
 TEST(Linear, BadInputs) {
   const Tensor w = randn({4, 6}, 1);
   Linear lin(w, Tensor(), Precision::Int8Dynamic);
@@ -307,17 +383,19 @@ TEST(Linear, BadInputs) {
   expect_msg([&] { Linear(randn({4, 6, 1}, 1), Tensor(), Precision::F32); }, "2-D");
   expect_msg([&] { Linear(w, Tensor(), Precision::Int8Static).forward(randn({2, 6}, 1)); }, "before calibration");
   expect_msg([&] { Mlp({w, w, w}, {Tensor(), Tensor(), Tensor()}, Precision::F32); }, "do not follow");
+  // Note [16-bit activations]: a layer takes float32 or its own 16-bit dtype
+  const Tensor x = randn({3, 6}, 1);
+  expect_msg([&] { Linear(w, Tensor(), Precision::F16).forward(x.to(DType::BFloat16)); },
+             "Linear: a f16 layer takes a float32 or float16 input, got bfloat16");
+  expect_msg([&] { Linear(w, Tensor(), Precision::BF16).forward(x.to(DType::Float16)); },
+             "Linear: a bf16 layer takes a float32 or bfloat16 input, got float16");
+  expect_msg([&] { Linear(w, Tensor(), Precision::F32).forward(x.to(DType::BFloat16)); },
+             "Linear: a f32 layer takes a float32 input, got bfloat16");
+  expect_msg([&] { lin.forward(x.to(DType::Float16)); }, "Linear: a int8_dynamic layer takes a float32 input, got float16");
 }
 
 #ifdef SB_WITH_CUDA
 // ---------------------------------------------------------------- the CUDA Linear (lib/quant/quant.cu)
-
-// A freed NaN tensor of y's size in the caching allocator: forward()'s fresh output
-// takes that block, so an element it leaves unwritten reads NaN.
-void poison_cache(Device dev, int64_t M, int64_t N) {
-  Tensor p = full({M, N}, NAN, DType::Float32, dev);
-  (void)p;
-}
 
 // Each precision on cuda0 against precision_ref (F16 rounding x too), x contiguous,
 // transposed and sliced on the device. The int8 reference quantizes x with the host's
@@ -396,6 +474,16 @@ TEST(CudaLinear, Int8MatchesTheCpuLayer) {
 TEST(CudaLinear, MlpEveryPrecision) {
   SB_SKIP_WITHOUT_DEVICE(Device::cuda(0));
   mlp_every_precision(Device::cuda(0));
+}
+
+TEST(CudaLinear, SixteenBitActivationsGiveSixteenBitOutputs) {
+  SB_SKIP_WITHOUT_DEVICE(Device::cuda(0));
+  sixteen_bit_activations(Device::cuda(0));
+}
+
+TEST(CudaLinear, MlpSixteenBitActivations) {
+  SB_SKIP_WITHOUT_DEVICE(Device::cuda(0));
+  mlp_sixteen_bit(Device::cuda(0));
 }
 
 TEST(CudaLinear, BadInputsNameTheDevices) {

@@ -42,8 +42,10 @@ using GemmEpilogue = GemmEpilogueT<float>;
 // C must not overlap A or B and its (i, j) must be distinct elements.
 void gemm(int64_t M, int64_t N, int64_t K, const float* a, int64_t a_rs, int64_t a_cs, const float* b, int64_t b_rs,
           int64_t b_cs, float* c, int64_t c_rs, int64_t c_cs, const GemmEpilogue& ep = {});
-// B stored as float16, converted to float32 while packing (F16C where built in).
+// B (and A) stored as float16, converted to float32 while packing (F16C where built in).
 void gemm(int64_t M, int64_t N, int64_t K, const float* a, int64_t a_rs, int64_t a_cs, const Half* b, int64_t b_rs,
+          int64_t b_cs, float* c, int64_t c_rs, int64_t c_cs, const GemmEpilogue& ep = {});
+void gemm(int64_t M, int64_t N, int64_t K, const Half* a, int64_t a_rs, int64_t a_cs, const Half* b, int64_t b_rs,
           int64_t b_cs, float* c, int64_t c_rs, int64_t c_cs, const GemmEpilogue& ep = {});
 // bfloat16 A and B, float32 accumulation; C in bfloat16 (rounded once, at the end) or
 // float32. vdpbf16ps on pairs along k where the CPU has AVX512_BF16, else A and B

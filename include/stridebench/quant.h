@@ -3,13 +3,17 @@
 //
 //   F32          our packed float32 GEMM (W^T packed straight from W's strides).
 //   F16          W stored as float16 (half the bytes), converted to float32 while the
-//                GEMM packs it (F16C); compute and activations stay float32.
-//   BF16         W stored as bfloat16 (half the bytes) and x rounded to bfloat16 per
-//                call (a temporary of M x in), both read by the bfloat16 GEMM (float32
-//                accumulation: vdpbf16ps where the CPU has AVX512_BF16, else widened to
-//                float32 while packing); y, the bias and relu in float32. As
-//                PyTorch's bfloat16 autocast computes a linear layer, but with a float32
-//                output (the input and output of every precision here are float32).
+//                GEMM packs it (F16C); compute in float32.
+//   BF16         W stored as bfloat16 (half the bytes) and x in bfloat16 (rounded per
+//                call, a temporary of M x in, when it comes as float32), both read by the
+//                bfloat16 GEMM (float32 accumulation: vdpbf16ps where the CPU has
+//                AVX512_BF16, else widened to float32 while packing).
+//   Note [16-bit activations]: an F16 or BF16 layer takes x in float32 or in its own
+//   dtype, and returns y in x's dtype. A 16-bit x is the layer PyTorch runs after
+//   module.half() / module.bfloat16() (and the peers' rows): the bias is rounded to
+//   that dtype as PyTorch's module rounds it, the sum x W^T + b is formed in float32
+//   and rounded once into y, relu after (relu and rounding commute). A float32 x keeps
+//   the float32 bias and a float32 y. Every other precision takes float32 only.
 //   Int8Dynamic  W quantized once, symmetric per output channel: wq = round(W/sw[n]) in
 //                [-127, 127]. Activations quantized per tensor at run time, asymmetric
 //                and 7-bit: xq = clamp(round(x/sx) + zp, 0, 127), sx = (max - min)/127 over
@@ -73,7 +77,9 @@ class Linear {
  public:
   // weight float32 [out, in], bias float32 [out] or undefined, on one device; any strides.
   Linear(const Tensor& weight, const Tensor& bias, Precision precision);
-  Tensor forward(const Tensor& x, bool relu = false) const;  // x float32 [M, in], any strides, on the weight's device -> [M, out]
+  // x [M, in], any strides, on the weight's device: float32, or (F16, BF16) the layer's
+  // own dtype (Note [16-bit activations]) -> y [M, out] contiguous, in x's dtype.
+  Tensor forward(const Tensor& x, bool relu = false) const;
   void observe(const Tensor& x);  // Int8Static calibration: widen the activation range
   bool calibrated() const { return calibrated_; }
   size_t weight_bytes() const;
@@ -87,13 +93,15 @@ class Linear {
   Device device_;
   int64_t in_, out_;
   Tensor w32_, w16_, bias_;
+  Tensor bias16_, bias_rounded_;  // F16, BF16: the bias in the layer's dtype, and those values in float32
   QuantizedWeight qw_;  // CUDA: scale and row_sum on the device, packed empty
   Tensor w8_;           // CUDA int8: [out', in'] row-major
   float act_min_ = 0.0f, act_max_ = 0.0f;
   bool calibrated_ = false;
 };
 
-// Three Linear layers with relu after the first two.
+// Three Linear layers with relu after the first two; a 16-bit x keeps the hidden
+// activations in its dtype (Note [16-bit activations]).
 class Mlp {
  public:
   Mlp(const std::vector<Tensor>& weights, const std::vector<Tensor>& biases, Precision precision);

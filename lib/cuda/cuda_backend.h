@@ -187,13 +187,16 @@ struct LinearWeights {
   Tensor scale;    // int8: float32 [out], per output channel
   Tensor row_sum;  // int8: int32 [out], sum over k of the quantized weights
   Tensor bias;     // float32 [out], or undefined
+  Tensor bias16;        // F16, BF16: the bias rounded to the layer's dtype (in it) ...
+  Tensor bias_rounded;  // ... and the same values in float32; undefined without a bias
   int64_t out = 0, in = 0;
 };
-// y (float32 [M, out], contiguous, on the weights' device) = x W^T + bias, relu when
-// asked; x float32 [M, in], any strides. F16 rounds x to float16 too (the tensor cores
-// take both operands in float16) and accumulates in float32. Int8Static quantizes x
-// with `act`; Int8Dynamic finds x's range and its parameters on the device (no host
-// round trip) with act_qparams's arithmetic.
+// y (contiguous [M, out], on the weights' device) = x W^T + bias, relu when asked; x
+// [M, in], any strides. x and y float32, or (F16, BF16) both in the layer's dtype with
+// bias16 (Note [16-bit activations] in stridebench/quant.h). F16 and BF16 round a
+// float32 x to their dtype too (the tensor cores take both operands in it) and
+// accumulate in float32. Int8Static quantizes x with `act`; Int8Dynamic finds x's range
+// and its parameters on the device (no host round trip) with act_qparams's arithmetic.
 void linear_forward(const Tensor& y, const Tensor& x, const LinearWeights& w, const ActQParams& act, bool relu);
 struct LinearPathCounts {   // f32 and f16 layers since the last reset
   int64_t lt_epilogue = 0;  // one cublasLt matmul with bias/relu in its epilogue

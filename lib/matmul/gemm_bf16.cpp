@@ -173,9 +173,9 @@ __attribute__((target("avx512f,avx512bf16"))) void ukernel_bf16_wide(int64_t ks,
 
 // The full wide tile straight into C (unit column stride), as the float32 one goes
 // (Note [Fused C store]: C's rows prefetched while the k loop runs). A float32 C takes
-// the whole epilogue. A bfloat16 C (fused_bf16_c: no bias, beta 0) adds the partial
-// sums of the earlier KC blocks from part (ld part_ld) and, before the last block,
-// leaves its sums there (Note [bfloat16 C]).
+// the whole epilogue. A bfloat16 C (fused_c: beta 0) adds the partial sums of the
+// earlier KC blocks from part (ld part_ld) and, before the last block, leaves its sums
+// there (Note [bfloat16 C]); on the last, alpha, bias and relu, rounded once.
 template <typename SC>
 __attribute__((target("avx512f,avx512bf16"))) void ukernel_bf16_wide_c(int64_t ks, const uint32_t* a,
                                                                         const uint32_t* b, SC* c, int64_t c_rs,
@@ -210,6 +210,19 @@ __attribute__((target("avx512f,avx512bf16"))) void ukernel_bf16_wide_c(int64_t k
   pair_loop<MR, NP>(ks - head, a, b, kNRp * ks, acc);
   if constexpr (kBf16C) {
     const __m512 alpha = _mm512_set1_ps(ep.alpha), zero = _mm512_setzero_ps();
+    const bool col_bias = last && ep.bias && !ep.bias_per_row, row_bias = last && ep.bias && ep.bias_per_row;
+    __m512 cb[NP];
+#pragma GCC unroll 2
+    for (int q = 0; q < NP; ++q) {
+      cb[q] = zero;
+      if (col_bias && ep.bias_stride == 1) {
+        cb[q] = _mm512_loadu_ps(ep.bias + j0 + q * kNRp);
+      } else if (col_bias) {
+        alignas(64) float tmp[16];
+        for (int x = 0; x < 16; ++x) tmp[x] = ep.bias[(j0 + q * kNRp + x) * ep.bias_stride];
+        cb[q] = _mm512_load_ps(tmp);
+      }
+    }
 #pragma GCC unroll 16
     for (int r = 0; r < MR; ++r) {
 #pragma GCC unroll 2
@@ -221,7 +234,9 @@ __attribute__((target("avx512f,avx512bf16"))) void ukernel_bf16_wide_c(int64_t k
           _mm512_storeu_ps(pr, v);
           continue;
         }
-        v = _mm512_mul_ps(v, alpha);
+        v = _mm512_mul_ps(v, alpha);  // then the bias and relu, as store_tile_bf16 (beta is 0 here)
+        if (col_bias) v = _mm512_add_ps(v, cb[q]);
+        if (row_bias) v = _mm512_add_ps(v, _mm512_set1_ps(ep.bias[(i0 + r) * ep.bias_stride]));
         if (ep.relu) v = _mm512_mask_max_ps(v, 0xFFFF, zero, v);  // NaN stays (Note [Fused relu and NaN])
         _mm256_storeu_si256(reinterpret_cast<__m256i*>(c + r * c_rs + q * kNRp), (__m256i)_mm512_cvtneps_pbh(v));
       }
@@ -362,8 +377,8 @@ void gemm_bf16_driver(int64_t M, int64_t N, int64_t K, const BFloat16* a, int64_
   Workspace ws(sizeof(float) * static_cast<size_t>(p.team * w.per_thread()));
   const int MR = pairs ? pair_mr() : tile_mr<float>(), NRs = tile_cols<float>(MR);
   const bool avx512 = use_avx512(), avx2 = use_avx2(), wide = MR == kMRw;
-  // ukernel_bf16_wide_c's cases: C with unit column stride; a bfloat16 C without bias or beta
-  const bool fused_c = c_cs == 1 && (!kBf16C || (!ep.bias && ep.beta == 0.0f));
+  // ukernel_bf16_wide_c's cases: C with unit column stride; a bfloat16 C without beta
+  const bool fused_c = c_cs == 1 && (!kBf16C || ep.beta == 0.0f);
   run_team(p.team, [&](int t) {
     float* base = ws.as<float>() + static_cast<int64_t>(t) * w.per_thread();
     float* acc = base + w.b_elems + w.a_elems;

@@ -391,15 +391,16 @@ template void pack_b_strided<float, kNRf, BFloat16>(float*, const BFloat16*, int
 template void pack_b_strided<double, kNRd, double>(double*, const double*, int64_t, int64_t, int64_t, int64_t, int64_t,
                                                    int64_t);
 
-template <typename T, typename SB>
-static void gemm_strided(int64_t M, int64_t N, int64_t K, const T* a, int64_t a_rs, int64_t a_cs, const SB* b,
+// T the compute type; A stored as SA and B as SB (T, or float16 widened while packing).
+template <typename T, typename SB, typename SA = T>
+static void gemm_strided(int64_t M, int64_t N, int64_t K, const SA* a, int64_t a_rs, int64_t a_cs, const SB* b,
                          int64_t b_rs, int64_t b_cs, T* c, int64_t c_rs, int64_t c_cs, const GemmEpilogueT<T>& ep) {
   constexpr int NR = Tile<T>::NR;
   // Note [Column-major C]: the tile store is fast for unit column stride only, so a C
   // with unit row stride (column-major) is computed as C^T = B^T A^T, which swaps the
   // operands' roles and the bias side; for column-major A, B and C all three become
   // row-major. Needs A and B of one type (the f16 path keeps its order).
-  if constexpr (std::is_same<T, SB>::value) {
+  if constexpr (std::is_same<T, SB>::value && std::is_same<T, SA>::value) {
     if (c_rs == 1 && c_cs != 1 && M > 1) {
       GemmEpilogueT<T> ept = ep;
       ept.bias_per_row = !ep.bias_per_row;
@@ -429,6 +430,10 @@ void gemm(int64_t M, int64_t N, int64_t K, const float* a, int64_t a_rs, int64_t
 void gemm(int64_t M, int64_t N, int64_t K, const float* a, int64_t a_rs, int64_t a_cs, const Half* b, int64_t b_rs,
           int64_t b_cs, float* c, int64_t c_rs, int64_t c_cs, const GemmEpilogue& ep) {
   detail::gemm_strided<float, Half>(M, N, K, a, a_rs, a_cs, b, b_rs, b_cs, c, c_rs, c_cs, ep);
+}
+void gemm(int64_t M, int64_t N, int64_t K, const Half* a, int64_t a_rs, int64_t a_cs, const Half* b, int64_t b_rs,
+          int64_t b_cs, float* c, int64_t c_rs, int64_t c_cs, const GemmEpilogue& ep) {
+  detail::gemm_strided<float, Half, Half>(M, N, K, a, a_rs, a_cs, b, b_rs, b_cs, c, c_rs, c_cs, ep);
 }
 void gemm(int64_t M, int64_t N, int64_t K, const double* a, int64_t a_rs, int64_t a_cs, const double* b,
           int64_t b_rs, int64_t b_cs, double* c, int64_t c_rs, int64_t c_cs, const GemmEpilogueT<double>& ep) {

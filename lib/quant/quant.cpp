@@ -162,11 +162,16 @@ void int8_gemm_packed(int64_t M, const uint8_t* apacked, const QuantizedWeight& 
 }
 
 // A 2-D float32 tensor on `device` (the CPU unless said otherwise).
+void check_2d_on(const Tensor& t, const char* op, const char* what, Device device) {
+  SB_CHECK(t.defined() && t.dim() == 2, op, ": expected a 2-D ", what, ", got sizes ", t.defined() ? t.sizes() : Shape{});
+  SB_CHECK(t.device() == device, op, ": expected the ", what, " on ", device, " (",
+           device.is_cpu() ? "the CPU path" : "the weights' device", "), got one on ", t.device());
+}
+
 void check_2d_f32(const Tensor& t, const char* op, const char* what, Device device = Device::cpu()) {
   SB_CHECK(t.defined() && t.dim() == 2, op, ": expected a 2-D ", what, ", got sizes ", t.defined() ? t.sizes() : Shape{});
   SB_CHECK(t.dtype() == DType::Float32, op, ": expected a float32 ", what, ", got ", t.dtype());
-  SB_CHECK(t.device() == device, op, ": expected the ", what, " on ", device, " (",
-           device.is_cpu() ? "the CPU path" : "the weights' device", "), got one on ", t.device());
+  check_2d_on(t, op, what, device);
 }
 
 // min and max over x (0 included, NaN ignored, as std::min/std::max with v first):
@@ -366,8 +371,16 @@ Linear::Linear(const Tensor& weight, const Tensor& bias, Precision precision)
   }
   switch (precision) {
     case Precision::F32: w32_ = weight.contiguous(); break;
-    case Precision::F16: w16_ = weight.to(DType::Float16).contiguous(); break;
-    case Precision::BF16: w16_ = weight.to(DType::BFloat16).contiguous(); break;
+    case Precision::F16:
+    case Precision::BF16: {
+      const DType dt = precision == Precision::F16 ? DType::Float16 : DType::BFloat16;
+      w16_ = weight.to(dt).contiguous();
+      if (bias_.defined()) {  // Note [16-bit activations]
+        bias16_ = bias_.to(dt);
+        bias_rounded_ = bias16_.to(DType::Float32);
+      }
+      break;
+    }
     default:
       if (device_.is_cpu()) {
         qw_ = quantize_weight(weight);
@@ -407,11 +420,17 @@ void Linear::observe(const Tensor& x) {
 }
 
 Tensor Linear::forward(const Tensor& x, bool relu) const {
-  check_2d_f32(x, "Linear", "input", device_);
+  const DType own = precision_ == Precision::F16    ? DType::Float16
+                    : precision_ == Precision::BF16 ? DType::BFloat16
+                                                    : DType::Float32;
+  SB_CHECK(!x.defined() || x.dtype() == DType::Float32 || x.dtype() == own, "Linear: a ", precision_name(precision_),
+           " layer takes a float32", own != DType::Float32 ? std::string(" or ") + dtype_name(own) : std::string(),
+           " input, got ", x.dtype());
+  check_2d_on(x, "Linear", "input", device_);
   SB_CHECK(x.size(1) == in_, "Linear: input has ", x.size(1), " features (sizes ", x.sizes(), "), weight expects ", in_);
   SB_CHECK(precision_ != Precision::Int8Static || calibrated_, "Linear: int8_static layer used before calibration");
   const int64_t M = x.size(0);
-  Tensor y = empty({M, out_}, DType::Float32, device_);
+  Tensor y = empty({M, out_}, x.dtype(), device_);
 #ifdef SB_WITH_CUDA
   if (device_.is_cuda()) {
     cuda::LinearWeights lw;
@@ -420,6 +439,8 @@ Tensor Linear::forward(const Tensor& x, bool relu) const {
     lw.scale = qw_.scale;
     lw.row_sum = qw_.row_sum;
     lw.bias = bias_;
+    lw.bias16 = bias16_;
+    lw.bias_rounded = bias_rounded_;
     lw.out = out_;
     lw.in = in_;
     const ActQParams act = precision_ == Precision::Int8Static ? act_qparams(act_min_, act_max_) : ActQParams{};
@@ -427,21 +448,35 @@ Tensor Linear::forward(const Tensor& x, bool relu) const {
     return y;
   }
 #endif
+  const bool narrow = x.dtype() != DType::Float32;  // Note [16-bit activations]
+  const Tensor& bias = narrow ? bias_rounded_ : bias_;
   GemmEpilogue ep;
-  ep.bias = bias_.defined() ? bias_.data<float>() : nullptr;
+  ep.bias = bias.defined() ? bias.data<float>() : nullptr;
   ep.relu = relu;
   if (precision_ == Precision::F32) {
     gemm(M, out_, in_, x.data<float>(), x.stride(0), x.stride(1), w32_.data<float>(), 1, in_, y.data<float>(), out_, 1, ep);
     return y;
   }
-  if (precision_ == Precision::F16) {
-    gemm(M, out_, in_, x.data<float>(), x.stride(0), x.stride(1), w16_.data<Half>(), 1, in_, y.data<float>(), out_, 1, ep);
+  if (precision_ == Precision::F16) {  // the float32 GEMM with float16 B (and A), y rounded after it
+    if (!narrow) {
+      gemm(M, out_, in_, x.data<float>(), x.stride(0), x.stride(1), w16_.data<Half>(), 1, in_, y.data<float>(), out_,
+           1, ep);
+      return y;
+    }
+    Tensor y32 = empty({M, out_}, DType::Float32);
+    gemm(M, out_, in_, x.data<Half>(), x.stride(0), x.stride(1), w16_.data<Half>(), 1, in_, y32.data<float>(), out_, 1,
+         ep);
+    y.copy_(y32);
     return y;
   }
-  if (precision_ == Precision::BF16) {  // x rounded to bfloat16 once (its strides kept), then the bfloat16 GEMM
+  if (precision_ == Precision::BF16) {  // a float32 x rounded to bfloat16 once (its strides kept)
     const Tensor x16 = x.to(DType::BFloat16);
-    gemm(M, out_, in_, x16.data<BFloat16>(), x16.stride(0), x16.stride(1), w16_.data<BFloat16>(), 1, in_,
-         y.data<float>(), out_, 1, ep);
+    if (narrow)
+      gemm(M, out_, in_, x16.data<BFloat16>(), x16.stride(0), x16.stride(1), w16_.data<BFloat16>(), 1, in_,
+           y.data<BFloat16>(), out_, 1, ep);
+    else
+      gemm(M, out_, in_, x16.data<BFloat16>(), x16.stride(0), x16.stride(1), w16_.data<BFloat16>(), 1, in_,
+           y.data<float>(), out_, 1, ep);
     return y;
   }
   if (M == 0 || out_ == 0) return y;

@@ -4,9 +4,12 @@
 //   F32          one cublasLt matmul with the bias in its epilogue (Note [Linear
 //                epilogue in cuBLASLt]), the relu after it; x row-major or column-major
 //                as an op flag, any other layout copied first.
-//   F16, BF16    x rounded to float16 (bfloat16) by the copy kernel, then the same
-//                cublasLt matmul with float16 (bfloat16) operands, float32 output and
-//                float32 accumulation (tensor cores).
+//   F16, BF16    a float32 x rounded to float16 (bfloat16) by the copy kernel, then the
+//                same cublasLt matmul with float16 (bfloat16) operands, float32 output
+//                and float32 accumulation (tensor cores). A 16-bit x goes in as it is
+//                (row- or column-major as an op flag), with a 16-bit output and the
+//                bias in that type: cuBLASLt adds it in float32 and rounds once (Note
+//                [16-bit activations] in stridebench/quant.h).
 //   Int8Dynamic  range_kernel: per-block min/max of x (0 included, NaN ignored, as
 //                tensor_range) into a small scratch, its last block folds them into
 //                act_qparams's scale, inverse and zero point in device memory (Note
@@ -48,6 +51,7 @@
 #include "cuda/cublas_util.h"
 #include "cuda/cuda_backend.h"
 #include "cuda/kernel_util.cuh"
+#include "stridebench/elementwise.h"
 
 namespace sb::cuda {
 namespace {
@@ -171,8 +175,16 @@ __global__ void dequant_kernel(float* __restrict__ y, const int32_t* __restrict_
   }
 }
 
+// bias (float32, y float32 only) and relu over y; a 16-bit y takes the relu only
+// (its bias is in cuBLASLt's epilogue, or added in float32 before the rounding).
 void epilogue(const Tensor& y, const Tensor& bias, bool relu, int dev) {
   if (!bias.defined() && !relu) return;
+  if (y.dtype() != DType::Float32) {
+    SB_INTERNAL_ASSERT(!bias.defined(), "Linear (CUDA): a bias over a ", y.dtype(), " output");
+    Tensor out = y;
+    sb::relu_out(out, y);  // the elementwise relu in place: NaN stays
+    return;
+  }
   const int64_t total = y.numel();
   bias_relu_kernel<<<grid_for(total, dev), kThreads>>>(y.data<float>(), bias.defined() ? bias.data<float>() : nullptr,
                                                        1, total, 1, y.size(1), relu);
@@ -205,14 +217,16 @@ struct LtPlan {
   cublasLtMatmulAlgo_t algo{};
 };
 
-// (device, operand type, M, N, K, x transposed, ld of x, epilogue)
-using LtKey = std::tuple<int, int, int64_t, int64_t, int64_t, bool, int64_t, int>;
+// (device, operand type, output type, M, N, K, x transposed, ld of x, epilogue)
+using LtKey = std::tuple<int, int, int, int64_t, int64_t, int64_t, bool, int64_t, int>;
 
 // y^T (N x M column-major, ld N) = op(w') (w [N, K] row-major: K x N column-major, op T)
 // x op(x') (x [M, K]: row-major -> K x M, op N; column-major -> M x K, op T) with the
-// bias epilogue, then the relu. False when cuBLASLt offers no algorithm for it.
+// bias epilogue, then the relu. y (C and D) of type cd: float32, or the operands' 16-bit
+// type with a bias of that type (cuBLASLt's bias takes D's type). False when cuBLASLt
+// offers no algorithm for it.
 bool lt_linear(const Tensor& y, const Tensor& x, bool xtrans, int64_t ldx, const Tensor& w, cudaDataType_t ab,
-               const Tensor& bias, bool relu, int dev) {
+               cudaDataType_t cd, const Tensor& bias, bool relu, int dev) {
   const int64_t M = y.size(0), N = y.size(1), K = w.size(1);
   if (M > INT32_MAX || N > INT32_MAX || K > INT32_MAX || ldx > INT32_MAX) return false;
   // No RELU epilogue: Note [Linear epilogue in cuBLASLt]
@@ -220,7 +234,7 @@ bool lt_linear(const Tensor& y, const Tensor& x, bool xtrans, int64_t ldx, const
   static std::mutex mu;
   static std::map<LtKey, LtPlan> plans;
   std::lock_guard<std::mutex> lock(mu);  // also guards the shared descriptor's bias pointer below
-  const LtKey key{dev, static_cast<int>(ab), M, N, K, xtrans, ldx, static_cast<int>(epi)};
+  const LtKey key{dev, static_cast<int>(ab), static_cast<int>(cd), M, N, K, xtrans, ldx, static_cast<int>(epi)};
   auto it = plans.find(key);
   if (it == plans.end()) {
     LtPlan p;
@@ -236,7 +250,7 @@ bool lt_linear(const Tensor& y, const Tensor& x, bool xtrans, int64_t ldx, const
     SB_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.a, ab, static_cast<uint64_t>(K), static_cast<uint64_t>(N), K));
     SB_CUBLAS_CHECK(xtrans ? cublasLtMatrixLayoutCreate(&p.b, ab, static_cast<uint64_t>(M), static_cast<uint64_t>(K), ldx)
                              : cublasLtMatrixLayoutCreate(&p.b, ab, static_cast<uint64_t>(K), static_cast<uint64_t>(M), ldx));
-    SB_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.c, CUDA_R_32F, static_cast<uint64_t>(N), static_cast<uint64_t>(M), N));
+    SB_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.c, cd, static_cast<uint64_t>(N), static_cast<uint64_t>(M), N));
     cublasLtMatmulPreference_t pref;
     SB_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
     const size_t ws = kCublasLtWorkspace;
@@ -265,30 +279,53 @@ bool lt_linear(const Tensor& y, const Tensor& x, bool xtrans, int64_t ldx, const
   return true;
 }
 
+// x [M, K] as cuBLASLt's B operand: row-major (op N) or column-major (op T) as it is,
+// any other layout copied to row-major first.
+struct LtOperand {
+  Tensor x;
+  bool trans = false;
+  int64_t ld = 1;
+};
+LtOperand lt_operand(const Tensor& x, int64_t K) {
+  const int64_t M = x.size(0), rs = x.stride(0), cs = x.stride(1);
+  const bool row_major = (K <= 1 || cs == 1) && (M <= 1 || rs >= K);
+  const bool col_major = !row_major && (M <= 1 || rs == 1) && (K <= 1 || cs >= M);
+  LtOperand o;
+  o.x = row_major || col_major ? x : x.contiguous();
+  o.trans = col_major;
+  o.ld = std::max<int64_t>(o.trans ? (K <= 1 ? M : cs) : (M <= 1 ? K : o.x.stride(0)), 1);
+  return o;
+}
+
 }  // namespace
 
 void linear_forward(const Tensor& y, const Tensor& x, const LinearWeights& w, const ActQParams& act, bool relu) {
   const int dev = common_device("Linear", {&y, &x, &w.w});
+  const bool narrow = w.precision == Precision::F16 || w.precision == Precision::BF16;
   SB_INTERNAL_ASSERT(x.dim() == 2 && x.size(1) == w.in && y.is_contiguous() && y.size(0) == x.size(0) &&
-                         y.size(1) == w.out && x.dtype() == DType::Float32 && y.dtype() == DType::Float32,
-                     "linear_forward: y ", y.sizes(), ", x ", x.sizes(), ", weights [", w.out, ", ", w.in, "]");
+                         y.size(1) == w.out && y.dtype() == x.dtype() &&
+                         (x.dtype() == DType::Float32 || (narrow && x.dtype() == w.w.dtype())),
+                     "linear_forward: y ", y.sizes(), " ", y.dtype(), ", x ", x.sizes(), " ", x.dtype(), ", weights [",
+                     w.out, ", ", w.in, "] ", w.w.dtype());
   DeviceGuard g(dev);
   const int64_t M = x.size(0);
   if (M == 0 || w.out == 0) return;
   if (w.in == 0 && w.precision != Precision::Int8Dynamic && w.precision != Precision::Int8Static) {
-    fill(y, 0.0);  // an empty sum
-    epilogue(y, w.bias, relu, dev);
+    if (y.dtype() == DType::Float32) {  // an empty sum
+      fill(y, 0.0);
+      epilogue(y, w.bias, relu, dev);
+    } else {  // the rounded bias, or zeros
+      Tensor y32 = empty({M, w.out}, DType::Float32, y.device());
+      fill(y32, 0.0);
+      epilogue(y32, w.bias_rounded, relu, dev);
+      copy(y, y32);
+    }
     return;
   }
   switch (w.precision) {
     case Precision::F32: {
-      const int64_t rs = x.stride(0), cs = x.stride(1), K = w.in;
-      const bool row_major = (K <= 1 || cs == 1) && (M <= 1 || rs >= K);
-      const bool col_major = !row_major && (M <= 1 || rs == 1) && (K <= 1 || cs >= M);
-      const Tensor xl = row_major || col_major ? x : x.contiguous();
-      const bool xt = col_major;
-      const int64_t ld = xt ? (K <= 1 ? M : cs) : (M <= 1 ? K : xl.stride(0));
-      if (lt_linear(y, xl, xt, std::max<int64_t>(ld, 1), w.w, CUDA_R_32F, w.bias, relu, dev)) return;
+      const LtOperand xo = lt_operand(x, w.in);
+      if (lt_linear(y, xo.x, xo.trans, xo.ld, w.w, CUDA_R_32F, CUDA_R_32F, w.bias, relu, dev)) return;
       ++g_fallback_calls;
       linear(y, x, w.w);
       epilogue(y, w.bias, relu, dev);
@@ -298,9 +335,20 @@ void linear_forward(const Tensor& y, const Tensor& x, const LinearWeights& w, co
     case Precision::BF16: {
       const bool bf = w.precision == Precision::BF16;
       const cudaDataType_t ab = bf ? CUDA_R_16BF : CUDA_R_16F;
-      Tensor x16 = empty({M, w.in}, bf ? DType::BFloat16 : DType::Float16, x.device());
+      const DType dt = bf ? DType::BFloat16 : DType::Float16;
+      if (x.dtype() == dt) {  // Note [16-bit activations]: x as it is, y rounded once from float32
+        const LtOperand xo = lt_operand(x, w.in);
+        if (lt_linear(y, xo.x, xo.trans, xo.ld, w.w, ab, ab, w.bias16, relu, dev)) return;
+        ++g_fallback_calls;
+        Tensor y32 = empty({M, w.out}, DType::Float32, x.device());
+        gemm_16_f32(y32, x.contiguous(), w.w, ab, dev);
+        epilogue(y32, w.bias_rounded, relu, dev);
+        copy(y, y32);
+        return;
+      }
+      Tensor x16 = empty({M, w.in}, dt, x.device());
       copy(x16, x);
-      if (lt_linear(y, x16, false, w.in, w.w, ab, w.bias, relu, dev)) return;
+      if (lt_linear(y, x16, false, w.in, w.w, ab, CUDA_R_32F, w.bias, relu, dev)) return;
       ++g_fallback_calls;
       gemm_16_f32(y, x16, w.w, ab, dev);
       epilogue(y, w.bias, relu, dev);
