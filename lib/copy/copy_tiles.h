@@ -177,7 +177,8 @@ __attribute__((noinline)) void block_pipeline(E* d, int64_t ld, const E* bc, int
 // 4-byte tiles walk A fastest, in runs (Note [Direct tile runs]). 2-byte tiles walk B
 // fastest, one tile a call, so that two threads split the dst rows between them: split
 // by columns, as A-fastest tasks split, the second thread more than doubled the time of a
-// 256^2 bfloat16 transpose (docs/notes/copy-reduce.md).
+// 256^2 bfloat16 transpose (docs/notes/copy-reduce.md). Where zmm 2-byte tiles run (Note
+// [zmm 2-byte tiles]) they walk A fastest in runs too: each dst row gets whole lines.
 constexpr int64_t kDirectA = 16, kDirectB = 32;
 
 // Note [Direct tile runs]: the direct tiles of one (outer, B-tile) row, A from 0 to na,
@@ -210,6 +211,11 @@ inline void store_row(uint16_t* d, const uint16_t* b, int64_t n) {
 template <typename E>  // float or uint16_t
 __attribute__((noinline)) void direct_tile_run(E* d, int64_t dA, const E* s, int64_t sB, int64_t na, int64_t nb) {
   int64_t i = 0;
+#ifdef SB_HAVE_AVX512
+  if constexpr (sizeof(E) == 2) {  // Note [zmm 2-byte tiles]
+    if (nb == kDirectB && use_avx512()) i = detail::tile_run16x32_u16(d, dA, s, sB, na);
+  }
+#endif
   if (nb == kDirectB)  // whole tiles: compile-time extents, the 8 micro-tiles unrolled
     for (; i + kDirectA <= na; i += kDirectA)
       for (int64_t j = 0; j < kDirectB; j += 8) tile_a16(d + i * dA + j, dA, s + i + j * sB, sB);
@@ -282,7 +288,9 @@ int tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool nt) {
                     : simd ? kTileA : simd_other ? kOtherA : tile,
                 tB = blocks ? kBlockB : blocks16 ? kBlock16B : bands ? tune.rows : bands16 ? kBand16Rows
                     : direct || direct16 ? kDirectB : simd ? kTileB : simd_other ? kOtherB : tile;
-  const bool a_fastest = (bands && tune.source_rows_outer) || bands16 || blocks16 || direct;  // not direct16
+  // direct16 A-fastest only with zmm tiles (Note [zmm 2-byte tiles]): a run's dst writes
+  // are whole 64-byte lines, so two threads on neighbouring B tiles share none
+  const bool a_fastest = (bands && tune.source_rows_outer) || bands16 || blocks16 || direct || (direct16 && use_avx512());
 #else
   const int64_t tA = tile, tB = tile;
   const bool a_fastest = false;

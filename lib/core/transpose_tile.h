@@ -341,6 +341,63 @@ inline void stream_copy(char* d, const char* s, int64_t n) {
     _mm256_stream_si256(reinterpret_cast<__m256i*>(d + i), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i)));
   std::memcpy(d + i, s + i, static_cast<size_t>(n - i));
 }
+
+#ifdef SB_HAVE_AVX512
+// Note [zmm 2-byte tiles]
+// A 2-byte tile through 128-bit rows stores 8 elements a dst row (tile16x8_u16): as many
+// stores per element as the 4-byte tiles, so a bfloat16 transpose took as long as a
+// float32 one of the same shape. With AVX-512 each zmm holds four 8-element source rows
+// j, j+8, j+16, j+24 (one per 128-bit lane); the epi16/epi32/epi64 unpacks work lane by
+// lane, so eight such registers transpose to eight dst rows of 32 elements, a whole
+// 64-byte line each (24 unpacks and 8 stores per 256 elements). The callers walk A
+// fastest, so the 32 source rows of a B tile are read start to end while each dst line
+// is written once (docs/notes/copy-reduce.md, zmm 2-byte tiles).
+__attribute__((target("avx512f,avx512bw"), always_inline)) inline __m512i load4_u16(const uint16_t* s, int64_t step) {
+  __m512i z = _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s)));
+  z = _mm512_inserti32x4(z, _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + step)), 1);
+  z = _mm512_inserti32x4(z, _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 2 * step)), 2);
+  return _mm512_inserti32x4(z, _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 3 * step)), 3);
+}
+__attribute__((target("avx512f,avx512bw"), always_inline)) inline void transpose8_u16_lanes512(__m512i (&r)[8]) {
+  const __m512i t0 = _mm512_unpacklo_epi16(r[0], r[1]), t1 = _mm512_unpackhi_epi16(r[0], r[1]);
+  const __m512i t2 = _mm512_unpacklo_epi16(r[2], r[3]), t3 = _mm512_unpackhi_epi16(r[2], r[3]);
+  const __m512i t4 = _mm512_unpacklo_epi16(r[4], r[5]), t5 = _mm512_unpackhi_epi16(r[4], r[5]);
+  const __m512i t6 = _mm512_unpacklo_epi16(r[6], r[7]), t7 = _mm512_unpackhi_epi16(r[6], r[7]);
+  const __m512i u0 = _mm512_unpacklo_epi32(t0, t2), u1 = _mm512_unpackhi_epi32(t0, t2);
+  const __m512i u2 = _mm512_unpacklo_epi32(t1, t3), u3 = _mm512_unpackhi_epi32(t1, t3);
+  const __m512i u4 = _mm512_unpacklo_epi32(t4, t6), u5 = _mm512_unpackhi_epi32(t4, t6);
+  const __m512i u6 = _mm512_unpacklo_epi32(t5, t7), u7 = _mm512_unpackhi_epi32(t5, t7);
+  r[0] = _mm512_unpacklo_epi64(u0, u4);
+  r[1] = _mm512_unpackhi_epi64(u0, u4);
+  r[2] = _mm512_unpacklo_epi64(u1, u5);
+  r[3] = _mm512_unpackhi_epi64(u1, u5);
+  r[4] = _mm512_unpacklo_epi64(u2, u6);
+  r[5] = _mm512_unpackhi_epi64(u2, u6);
+  r[6] = _mm512_unpacklo_epi64(u3, u7);
+  r[7] = _mm512_unpackhi_epi64(u3, u7);
+}
+// d[i*ld + j] = s[i + j*sB] for i < na (rounded down to 16), j < 32, in 16 x 32 tiles
+// along i; returns the i it stopped at.
+__attribute__((noinline, target("avx512f,avx512bw"))) inline int64_t tile_run16x32_u16(uint16_t* d, int64_t ld,
+                                                                                     const uint16_t* s, int64_t sB,
+                                                                                     int64_t na) {
+  int64_t i = 0;
+  for (; i + 16 <= na; i += 16) {
+    __m512i r[8], q[8];
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; ++k) r[k] = load4_u16(s + i + k * sB, 8 * sB);
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; ++k) q[k] = load4_u16(s + i + 8 + k * sB, 8 * sB);
+    transpose8_u16_lanes512(r);
+    transpose8_u16_lanes512(q);
+#pragma GCC unroll 8
+    for (int m = 0; m < 8; ++m) _mm512_storeu_si512(d + (i + m) * ld, r[m]);
+#pragma GCC unroll 8
+    for (int m = 0; m < 8; ++m) _mm512_storeu_si512(d + (i + 8 + m) * ld, q[m]);
+  }
+  return i;
+}
+#endif
 #endif
 
 }  // namespace sb::detail
