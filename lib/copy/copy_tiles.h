@@ -131,6 +131,40 @@ __attribute__((noinline)) void stream_band(float* d, int64_t ld, const float* s,
   detail::stream_band_f32(d, ld, s, sB, na8, nh);
 }
 
+#ifdef SB_HAVE_AVX512
+// Two whole 2-byte blocks (kBlockA x kBlock16B): block_pipeline's fill through zmm
+// 2-byte tiles (Note [zmm 2-byte tiles]): 32 source rows x 8 columns a fill step, 64
+// bytes into each of 8 buffer rows; two dst rows drained a step.
+__attribute__((noinline, target("avx512f,avx512bw"))) void block_pipeline_u16_512(uint16_t* d, int64_t ld,
+                                                                                 const uint16_t* bc, uint16_t* bn,
+                                                                                 const uint16_t* sn, int64_t sB) {
+  constexpr int64_t kB = kBlock16B;
+  const __m512i lo = _mm512_set_epi64(7, 6, 3, 2, 5, 4, 1, 0);  // lanes 0, 2 | 1, 3
+  for (int64_t g = 0; g < kB / 16; ++g)
+    for (int64_t i = 0; i < kBlockA; i += 16) {
+      __m512i r[8];
+      const uint16_t* sg = sn + 16 * g * sB + i;
+#pragma GCC unroll 8
+      for (int k = 0; k < 8; ++k)
+        r[k] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sg + k * sB))),
+                                  _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sg + (k + 8) * sB)), 1);
+      detail::transpose8_u16_lanes512(r);
+#pragma GCC unroll 8
+      for (int m = 0; m < 8; ++m) {
+        const __m512i v = _mm512_permutexvar_epi64(lo, r[m]);
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(bn + (i + m) * kB + 16 * g), _mm512_castsi512_si256(v));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(bn + (i + 8 + m) * kB + 16 * g), _mm512_extracti64x4_epi64(v, 1));
+      }
+      const int64_t c = 2 * (g * (kBlockA / 16) + i / 16);
+#pragma GCC unroll 2
+      for (int64_t row = c; row < c + 2; ++row)
+#pragma GCC unroll 4
+        for (int64_t k = 0; k < kB; k += 32)
+          _mm512_stream_si512(reinterpret_cast<__m512i*>(d + row * ld + k), _mm512_loadu_si512(bc + row * kB + k));
+    }
+}
+#endif
+
 // Drains one block (na8 dst rows of ng x 8 elements, buffer bc -> d, row stride ld) while
 // it fills the next (ngn groups x nan8 columns of the source at sn -> buffer bn), one
 // fill step per na8 / (ngn nan8 / 8) rows drained. A function of its own, with every
@@ -144,6 +178,12 @@ __attribute__((noinline)) void block_pipeline(E* d, int64_t ld, const E* bc, int
   // (4-byte elements) or per two fills (2-byte ones)
   constexpr int64_t kFillsPerRow = kB / 8 * (kBlockA / 8) / kBlockA;
   static_assert(kFillsPerRow * kBlockA == kB / 8 * (kBlockA / 8), "whole fills per drained row");
+#ifdef SB_HAVE_AVX512
+  if constexpr (sizeof(E) == 2) {
+    if (na8 == kBlockA && ng == kB / 8 && nan8 == kBlockA && ngn == kB / 8 && use_avx512())
+      return block_pipeline_u16_512(d, ld, bc, bn, sn, sB);
+  }
+#endif
   if (na8 == kBlockA && ng == kB / 8 && nan8 == kBlockA && ngn == kB / 8) {
     for (int64_t g = 0; g < kB / 8; ++g)
       for (int64_t i = 0; i < kBlockA; i += 8) {
