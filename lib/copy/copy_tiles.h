@@ -133,8 +133,11 @@ __attribute__((noinline)) void stream_band(float* d, int64_t ld, const float* s,
 
 #ifdef SB_HAVE_AVX512
 // Two whole 2-byte blocks (kBlockA x kBlock16B): block_pipeline's fill through zmm
-// 2-byte tiles (Note [zmm 2-byte tiles]): 32 source rows x 8 columns a fill step, 64
-// bytes into each of 8 buffer rows; two dst rows drained a step.
+// registers of two 256-bit source rows, k and k + 8 (as Note [zmm 2-byte tiles], with
+// 16 rows side by side where four 128-bit rows would put 32): 16 source rows x 16
+// columns a fill step, lane-wise unpacks, a lane permute that joins each buffer row's
+// 16 values, 32 bytes into each of 16 buffer rows; two dst rows drained a step
+// (docs/notes/copy-reduce.md, zmm fills for the 2-byte blocks).
 __attribute__((noinline, target("avx512f,avx512bw"))) void block_pipeline_u16_512(uint16_t* d, int64_t ld,
                                                                                  const uint16_t* bc, uint16_t* bn,
                                                                                  const uint16_t* sn, int64_t sB) {
