@@ -358,6 +358,28 @@ void normalize_strip(bool avx, bool nt, bool resident, char* const* p, const int
       alignas(64) float buf[8 * kStatFlush];
       const bool vl = use_avx512();
       const bool x_run = s[1] == n * es, o_run = s[0] == n * es;  // rows back to back: one run
+#ifdef SB_HAVE_AVX512
+      if (vl && resident && n >= kFusedMinN && n <= kFusedMaxN && rows >= 16) {
+        // Note [Fused normalize groups] over as many widened rows as buf holds (>= 32), as
+        // the float32 rows take it
+        const int64_t chunk = 8 * kStatFlush / n;
+        char* const b = reinterpret_cast<char*>(buf);
+        for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
+          const int64_t nr = std::min(chunk, rows - r0);
+          const T* x0 = reinterpret_cast<const T*>(p[1] + r0 * s[1]);
+          if (x_run) convert_unit_stride(buf, x0, nr * n, false);
+          else
+            for (int64_t k = 0; k < nr; ++k)
+              convert_unit_stride(buf + k * n, reinterpret_cast<const T*>(p[1] + (r0 + k) * s[1]), n, false);
+          normalize_groups_f32(b, n * 4, b, n * 4, nr, n, eps);
+          T* o0 = reinterpret_cast<T*>(p[0] + r0 * s[0]);
+          if (o_run) convert_unit_stride(o0, buf, nr * n, false);
+          else
+            for (int64_t k = 0; k < nr; ++k) convert_unit_stride(reinterpret_cast<T*>(p[0] + (r0 + k) * s[0]), buf + k * n, n, false);
+        }
+        return;
+      }
+#endif
       for (int64_t r0 = 0; r0 < rows; r0 += 8) {
         const int nr = static_cast<int>(std::min<int64_t>(8, rows - r0));
         const T* x0 = reinterpret_cast<const T*>(p[1] + r0 * s[1]);
