@@ -124,10 +124,11 @@ template <typename F>
 void under_each_tuning(const F& f) {
   const CpuTuning zen4 = tuning_for({CpuVendor::AMD, 25, 17, CpuArch::Zen4}, cpu_caches());
   const CpuTuning spr = tuning_for({CpuVendor::Intel, 6, 143, CpuArch::SapphireRapids}, cpu_caches());
+  const CpuTuning zen5 = tuning_for({CpuVendor::AMD, 26, 2, CpuArch::Zen5}, cpu_caches());
   struct Restore {
     ~Restore() { set_cpu_tuning(nullptr); }
   } restore;
-  for (const CpuTuning* t : {&zen4, &spr, static_cast<const CpuTuning*>(nullptr)}) {
+  for (const CpuTuning* t : {&zen4, &spr, &zen5, static_cast<const CpuTuning*>(nullptr)}) {
     set_cpu_tuning(t);
     f(cpu_tuning());
   }
@@ -497,6 +498,39 @@ TEST(CopyFast, TwoByteTransposesBandsAndBlocks) {
             const int want = !c.far ? 32 : now.transpose_blocks && c.nA >= 1024 ? 64 : 0;
             EXPECT_EQ(last_copy_band_rows(), want) << where;
           }
+          ASSERT_TRUE(test::all_close(dst, test::naive_values(src), 0, 0)) << where;
+          ASSERT_TRUE(untouched_outside(dst)) << where;
+        }
+  });
+}
+
+// Note [Direct small tiles] for 2-byte elements, with and without the zmm tiles (Note
+// [zmm 2-byte tiles]: Zen 5's tuning takes them on any AVX-512 CPU): L2-resident
+// transposes, whole 16 x 32 tiles, ragged edges along both dims, an outer dim, a
+// misaligned dst start; 1 and 2 threads, every SIMD level; the values exact and the
+// buffer around dst untouched.
+TEST(CopyFast, TwoByteDirectTilesUnderEachTuning) {
+  Scope scope;
+  struct Case {
+    Shape src_sizes;  // contiguous source, its last two dims transposed into dst
+    int64_t pad;      // dst elements before the view
+  };
+  const std::vector<Case> cases = {{{256, 256}, 0}, {{300, 37}, 0}, {{96, 64}, 1}, {{3, 40, 200}, 0}, {{33, 160}, 3}};
+  uint64_t seed = 970;
+  under_each_tuning([&](const CpuTuning& now) {
+    for (const Case& c : cases)
+      for (DType dt : {DType::BFloat16, DType::Float16})
+        for (const test::Modes& m : test::all_kernel_modes()) {
+          test::ModeGuard g(m);
+          const int64_t nd = static_cast<int64_t>(c.src_sizes.size());
+          const Tensor src = exact_values(c.src_sizes, ++seed, dt).transpose(nd - 2, nd - 1);
+          Tensor buf = empty({src.numel() + c.pad + 7}, dt);
+          test::poison(buf);
+          Tensor dst = buf.narrow(0, c.pad, src.numel()).view(src.sizes());
+          dst.copy_(src);
+          const std::string where = describe_tuning(now) + ": " + dtype_name(dt) + " " + test::shape_str(c.src_sizes) +
+                                    " pad " + std::to_string(c.pad) + ", " + simd_level_name(m.simd) + ", " +
+                                    std::to_string(m.threads) + " threads";
           ASSERT_TRUE(test::all_close(dst, test::naive_values(src), 0, 0)) << where;
           ASSERT_TRUE(untouched_outside(dst)) << where;
         }

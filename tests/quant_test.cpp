@@ -341,8 +341,9 @@ void sixteen_bit_activations(Device dev) {
               << test::layout_name(l) << " on " << dev << ", " << simd_level_name(m.simd) << ", " << m.threads
               << " threads";
 #ifdef SB_WITH_CUDA
-          if (dev.is_cuda() && trial == 1)  // Note [Linear epilogue in cuBLASLt]
+          if (dev.is_cuda() && trial == 1) {  // Note [Linear epilogue in cuBLASLt]
             EXPECT_EQ(cuda::linear_path_counts().lt_epilogue, 1) << precision_name(p) << " " << test::layout_name(l);
+          }
 #endif
         }
       }

@@ -183,7 +183,7 @@ __attribute__((noinline)) void block_pipeline(E* d, int64_t ld, const E* bc, int
   static_assert(kFillsPerRow * kBlockA == kB / 8 * (kBlockA / 8), "whole fills per drained row");
 #ifdef SB_HAVE_AVX512
   if constexpr (sizeof(E) == 2) {
-    if (na8 == kBlockA && ng == kB / 8 && nan8 == kBlockA && ngn == kB / 8 && use_avx512())
+    if (na8 == kBlockA && ng == kB / 8 && nan8 == kBlockA && ngn == kB / 8 && use_avx512() && cpu_tuning().zmm16)
       return block_pipeline_u16_512(d, ld, bc, bn, sn, sB);
   }
 #endif
@@ -251,14 +251,16 @@ inline void store_row(uint16_t* d, const uint16_t* b, int64_t n) {
   std::memcpy(d, b, static_cast<size_t>(n) * sizeof(uint16_t));
 }
 
-template <typename E>  // float or uint16_t
-__attribute__((noinline)) void direct_tile_run(E* d, int64_t dA, const E* s, int64_t sB, int64_t na, int64_t nb) {
+template <typename E>  // float or uint16_t; zmm16: Note [zmm 2-byte tiles] (2-byte elements)
+__attribute__((noinline)) void direct_tile_run(E* d, int64_t dA, const E* s, int64_t sB, int64_t na, int64_t nb,
+                                               bool zmm16) {
   int64_t i = 0;
 #ifdef SB_HAVE_AVX512
-  if constexpr (sizeof(E) == 2) {  // Note [zmm 2-byte tiles]
-    if (nb == kDirectB && use_avx512()) i = detail::tile_run16x32_u16(d, dA, s, sB, na);
+  if constexpr (sizeof(E) == 2) {
+    if (nb == kDirectB && zmm16) i = detail::tile_run16x32_u16(d, dA, s, sB, na);
   }
 #endif
+  (void)zmm16;
   if (nb == kDirectB)  // whole tiles: compile-time extents, the 8 micro-tiles unrolled
     for (; i + kDirectA <= na; i += kDirectA)
       for (int64_t j = 0; j < kDirectB; j += 8) tile_a16(d + i * dA + j, dA, s + i + j * sB, sB);
@@ -333,7 +335,8 @@ int tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool nt) {
                     : direct || direct16 ? kDirectB : simd ? kTileB : simd_other ? kOtherB : tile;
   // direct16 A-fastest only with zmm tiles (Note [zmm 2-byte tiles]): a run's dst writes
   // are whole 64-byte lines, so two threads on neighbouring B tiles share none
-  const bool a_fastest = (bands && tune.source_rows_outer) || bands16 || blocks16 || direct || (direct16 && use_avx512());
+  const bool zmm16 = use_avx512() && cpu_tuning().zmm16;
+  const bool a_fastest = (bands && tune.source_rows_outer) || bands16 || blocks16 || direct || (direct16 && zmm16);
 #else
   const int64_t tA = tile, tB = tile;
   const bool a_fastest = false;
@@ -421,7 +424,7 @@ int tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool nt) {
         int64_t doff, soff, na, nb;
         locate(t, doff, soff, na, nb);
         direct_tile_run<E>(reinterpret_cast<E*>(d + doff), dA, reinterpret_cast<const E*>(s + soff), sB,
-                           std::min(run * tA, nA - ia * tA), nb);
+                           std::min(run * tA, nA - ia * tA), nb, zmm16);
         t += run;
       }
     };

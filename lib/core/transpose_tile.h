@@ -351,7 +351,10 @@ inline void stream_copy(char* d, const char* s, int64_t n) {
 // lane, so eight such registers transpose to eight dst rows of 32 elements, a whole
 // 64-byte line each (24 unpacks and 8 stores per 256 elements). The callers walk A
 // fastest, so the 32 source rows of a B tile are read start to end while each dst line
-// is written once (docs/notes/copy-reduce.md, zmm 2-byte tiles).
+// is written once (docs/notes/copy-reduce.md, zmm 2-byte tiles). Taken where the
+// design's tuning says so (cpu_tuning().zmm16, Note [Tuning by microarchitecture]):
+// Zen 5, where they were measured, with full-width 512-bit shuffles; Zen 4 splits those
+// in two halves and Sapphire Rapids was not measured, so both keep the 128-bit rows.
 __attribute__((target("avx512f,avx512bw"), always_inline)) inline __m512i load4_u16(const uint16_t* s, int64_t step) {
   __m512i z = _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s)));
   z = _mm512_inserti32x4(z, _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + step)), 1);
