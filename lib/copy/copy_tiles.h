@@ -148,15 +148,17 @@ __attribute__((noinline, target("avx512f,avx512bw"))) void block_pipeline_u16_51
       __m512i r[8];
       const uint16_t* sg = sn + 16 * g * sB + i;
 #pragma GCC unroll 8
-      for (int k = 0; k < 8; ++k)
-        r[k] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sg + k * sB))),
-                                  _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sg + (k + 8) * sB)), 1);
+      for (int k = 0; k < 8; ++k) {  // rows k and k + 8; masked forms: GCC 12 warns on the plain ones
+        const __m512i a = _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sg + k * sB)));
+        r[k] = _mm512_mask_inserti64x4(a, 0xFF, a, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sg + (k + 8) * sB)), 1);
+      }
       detail::transpose8_u16_lanes512(r);
 #pragma GCC unroll 8
       for (int m = 0; m < 8; ++m) {
-        const __m512i v = _mm512_permutexvar_epi64(lo, r[m]);
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(bn + (i + m) * kB + 16 * g), _mm512_castsi512_si256(v));
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(bn + (i + 8 + m) * kB + 16 * g), _mm512_extracti64x4_epi64(v, 1));
+        const __m512i v = _mm512_maskz_permutexvar_epi64(0xFF, lo, r[m]);
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(bn + (i + m) * kB + 16 * g), _mm512_maskz_extracti64x4_epi64(0xF, v, 0));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(bn + (i + 8 + m) * kB + 16 * g),
+                            _mm512_maskz_extracti64x4_epi64(0xF, v, 1));
       }
       const int64_t c = 2 * (g * (kBlockA / 16) + i / 16);
 #pragma GCC unroll 2

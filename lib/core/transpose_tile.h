@@ -361,23 +361,25 @@ __attribute__((target("avx512f,avx512bw"), always_inline)) inline __m512i load4_
   z = _mm512_inserti32x4(z, _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 2 * step)), 2);
   return _mm512_inserti32x4(z, _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 3 * step)), 3);
 }
+// The epi32/epi64 unpacks in their all-ones masked forms: GCC 12 warns
+// (-Wmaybe-uninitialized) on the plain ones.
 __attribute__((target("avx512f,avx512bw"), always_inline)) inline void transpose8_u16_lanes512(__m512i (&r)[8]) {
   const __m512i t0 = _mm512_unpacklo_epi16(r[0], r[1]), t1 = _mm512_unpackhi_epi16(r[0], r[1]);
   const __m512i t2 = _mm512_unpacklo_epi16(r[2], r[3]), t3 = _mm512_unpackhi_epi16(r[2], r[3]);
   const __m512i t4 = _mm512_unpacklo_epi16(r[4], r[5]), t5 = _mm512_unpackhi_epi16(r[4], r[5]);
   const __m512i t6 = _mm512_unpacklo_epi16(r[6], r[7]), t7 = _mm512_unpackhi_epi16(r[6], r[7]);
-  const __m512i u0 = _mm512_unpacklo_epi32(t0, t2), u1 = _mm512_unpackhi_epi32(t0, t2);
-  const __m512i u2 = _mm512_unpacklo_epi32(t1, t3), u3 = _mm512_unpackhi_epi32(t1, t3);
-  const __m512i u4 = _mm512_unpacklo_epi32(t4, t6), u5 = _mm512_unpackhi_epi32(t4, t6);
-  const __m512i u6 = _mm512_unpacklo_epi32(t5, t7), u7 = _mm512_unpackhi_epi32(t5, t7);
-  r[0] = _mm512_unpacklo_epi64(u0, u4);
-  r[1] = _mm512_unpackhi_epi64(u0, u4);
-  r[2] = _mm512_unpacklo_epi64(u1, u5);
-  r[3] = _mm512_unpackhi_epi64(u1, u5);
-  r[4] = _mm512_unpacklo_epi64(u2, u6);
-  r[5] = _mm512_unpackhi_epi64(u2, u6);
-  r[6] = _mm512_unpacklo_epi64(u3, u7);
-  r[7] = _mm512_unpackhi_epi64(u3, u7);
+  const __m512i u0 = _mm512_maskz_unpacklo_epi32(0xFFFF, t0, t2), u1 = _mm512_maskz_unpackhi_epi32(0xFFFF, t0, t2);
+  const __m512i u2 = _mm512_maskz_unpacklo_epi32(0xFFFF, t1, t3), u3 = _mm512_maskz_unpackhi_epi32(0xFFFF, t1, t3);
+  const __m512i u4 = _mm512_maskz_unpacklo_epi32(0xFFFF, t4, t6), u5 = _mm512_maskz_unpackhi_epi32(0xFFFF, t4, t6);
+  const __m512i u6 = _mm512_maskz_unpacklo_epi32(0xFFFF, t5, t7), u7 = _mm512_maskz_unpackhi_epi32(0xFFFF, t5, t7);
+  r[0] = _mm512_maskz_unpacklo_epi64(0xFF, u0, u4);
+  r[1] = _mm512_maskz_unpackhi_epi64(0xFF, u0, u4);
+  r[2] = _mm512_maskz_unpacklo_epi64(0xFF, u1, u5);
+  r[3] = _mm512_maskz_unpackhi_epi64(0xFF, u1, u5);
+  r[4] = _mm512_maskz_unpacklo_epi64(0xFF, u2, u6);
+  r[5] = _mm512_maskz_unpackhi_epi64(0xFF, u2, u6);
+  r[6] = _mm512_maskz_unpacklo_epi64(0xFF, u3, u7);
+  r[7] = _mm512_maskz_unpackhi_epi64(0xFF, u3, u7);
 }
 // d[i*ld + j] = s[i + j*sB] for i < na (rounded down to 16), j < 32, in 16 x 32 tiles
 // along i; returns the i it stopped at.
