@@ -142,7 +142,7 @@ CpuId read_cpu_id() {
 
 // Note [Tuning by microarchitecture]: the rows measured on a design, and what each other
 // design takes until it is measured. The sweeps are in docs/notes/gemm.md (KC) and
-// docs/notes/copy-reduce.md (transpose bands, staging groups).
+// docs/notes/copy-reduce.md (transpose bands, zmm 2-byte tiles, staging groups).
 CpuTuning zen4_row() {
   CpuTuning t;
   t.gemm_kc = 512;  // Note [KC on Zen 4]
