@@ -346,10 +346,11 @@ void normalize_strip(bool avx, bool nt, bool resident, char* const* p, const int
     }
   }
   // Note [16-bit normalize rows through float32]: float16 and bfloat16 rows of up to
-  // kStatFlush elements, dense along dim, are widened 8 rows at a time into an L1
-  // buffer of float32 (copy.h convert_unit_stride: F16C, or bfloat16 shifts), normalized
-  // there in place by the float32 rows kernel, and rounded back into out (streaming
-  // under the same rule as the other rows). The numerics are float32's (the rows
+  // kStatFlush elements, dense along dim, are widened into an L1 buffer of float32
+  // (copy.h convert_unit_stride: F16C, or bfloat16 shifts), 8 rows at a time, or as many
+  // as it holds where float32 rows would take Note [Fused normalize groups]; normalized
+  // there in place by the kernel the float32 rows would take, and rounded back into out
+  // (streaming under the same rule as the other rows). The numerics are float32's (that
   // kernel's statistics, the float32 arithmetic of the write), one rounding on the store.
   // The generic path below is several times slower per element (docs/notes/elementwise.md,
   // bfloat16 on an AVX2 core).
@@ -358,40 +359,29 @@ void normalize_strip(bool avx, bool nt, bool resident, char* const* p, const int
       alignas(64) float buf[8 * kStatFlush];
       const bool vl = use_avx512();
       const bool x_run = s[1] == n * es, o_run = s[0] == n * es;  // rows back to back: one run
+      // Note [Fused normalize groups] over as many widened rows as buf holds (>= 32), where
+      // the float32 rows would take it; else the rows kernel, 8 rows at a time
+      bool fused = false;
 #ifdef SB_HAVE_AVX512
-      if (vl && resident && n >= kFusedMinN && n <= kFusedMaxN && rows >= 16) {
-        // Note [Fused normalize groups] over as many widened rows as buf holds (>= 32), as
-        // the float32 rows take it
-        const int64_t chunk = 8 * kStatFlush / n;
-        char* const b = reinterpret_cast<char*>(buf);
-        for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
-          const int64_t nr = std::min(chunk, rows - r0);
-          const T* x0 = reinterpret_cast<const T*>(p[1] + r0 * s[1]);
-          if (x_run) convert_unit_stride(buf, x0, nr * n, false);
-          else
-            for (int64_t k = 0; k < nr; ++k)
-              convert_unit_stride(buf + k * n, reinterpret_cast<const T*>(p[1] + (r0 + k) * s[1]), n, false);
-          normalize_groups_f32(b, n * 4, b, n * 4, nr, n, eps);
-          T* o0 = reinterpret_cast<T*>(p[0] + r0 * s[0]);
-          if (o_run) convert_unit_stride(o0, buf, nr * n, false);
-          else
-            for (int64_t k = 0; k < nr; ++k) convert_unit_stride(reinterpret_cast<T*>(p[0] + (r0 + k) * s[0]), buf + k * n, n, false);
-        }
-        return;
-      }
+      fused = vl && resident && n >= kFusedMinN && n <= kFusedMaxN && rows >= 16;
 #endif
-      for (int64_t r0 = 0; r0 < rows; r0 += 8) {
-        const int nr = static_cast<int>(std::min<int64_t>(8, rows - r0));
+      const int64_t chunk = fused ? 8 * kStatFlush / n : 8;
+      char* const b = reinterpret_cast<char*>(buf);
+      for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
+        const int64_t nr = std::min(chunk, rows - r0);
         const T* x0 = reinterpret_cast<const T*>(p[1] + r0 * s[1]);
         if (x_run) convert_unit_stride(buf, x0, nr * n, false);
         else
-          for (int k = 0; k < nr; ++k) convert_unit_stride(buf + k * n, reinterpret_cast<const T*>(p[1] + (r0 + k) * s[1]), n, false);
-        char* const b = reinterpret_cast<char*>(buf);
-        normalize_rows8_f32(vl, b, n * 4, b, n * 4, nr, n, eps);
+          for (int64_t k = 0; k < nr; ++k)
+            convert_unit_stride(buf + k * n, reinterpret_cast<const T*>(p[1] + (r0 + k) * s[1]), n, false);
+#ifdef SB_HAVE_AVX512
+        if (fused) normalize_groups_f32(b, n * 4, b, n * 4, nr, n, eps);
+#endif
+        if (!fused) normalize_rows8_f32(vl, b, n * 4, b, n * 4, static_cast<int>(nr), n, eps);
         T* o0 = reinterpret_cast<T*>(p[0] + r0 * s[0]);
         if (o_run) convert_unit_stride(o0, buf, nr * n, nt);
         else
-          for (int k = 0; k < nr; ++k) convert_unit_stride(reinterpret_cast<T*>(p[0] + (r0 + k) * s[0]), buf + k * n, n, nt);
+          for (int64_t k = 0; k < nr; ++k) convert_unit_stride(reinterpret_cast<T*>(p[0] + (r0 + k) * s[0]), buf + k * n, n, nt);
       }
       if (nt) g_last_nt.store(true, std::memory_order_relaxed);
       return;

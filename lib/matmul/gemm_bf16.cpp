@@ -212,17 +212,7 @@ __attribute__((target("avx512f,avx512bf16"))) void ukernel_bf16_wide_c(int64_t k
     const __m512 alpha = _mm512_set1_ps(ep.alpha), zero = _mm512_setzero_ps();
     const bool col_bias = last && ep.bias && !ep.bias_per_row, row_bias = last && ep.bias && ep.bias_per_row;
     __m512 cb[NP];
-#pragma GCC unroll 2
-    for (int q = 0; q < NP; ++q) {
-      cb[q] = zero;
-      if (col_bias && ep.bias_stride == 1) {
-        cb[q] = _mm512_loadu_ps(ep.bias + j0 + q * kNRp);
-      } else if (col_bias) {
-        alignas(64) float tmp[16];
-        for (int x = 0; x < 16; ++x) tmp[x] = ep.bias[(j0 + q * kNRp + x) * ep.bias_stride];
-        cb[q] = _mm512_load_ps(tmp);
-      }
-    }
+    col_bias_vectors<NP>(ep, j0, col_bias, cb);
 #pragma GCC unroll 16
     for (int r = 0; r < MR; ++r) {
 #pragma GCC unroll 2

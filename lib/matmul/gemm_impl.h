@@ -113,6 +113,24 @@ void ukernel_f32_wide_c(int64_t kc, const float* a, const float* b, float* c, in
 inline bool wide_tile() { return use_avx512() && cpu_tuning().gemm_tile_cols == 32; }
 
 #if defined(SB_HAVE_AVX2) && defined(SB_HAVE_AVX512)
+// The per-column bias of a register tile's NP 16-column vectors from column j0, any
+// bias stride; zeros when `on` is false.
+template <int NP>
+__attribute__((target("avx512f"), always_inline)) inline void col_bias_vectors(const GemmEpilogue& ep, int64_t j0,
+                                                                               bool on, __m512 (&cb)[NP]) {
+#pragma GCC unroll 2
+  for (int q = 0; q < NP; ++q) {
+    cb[q] = _mm512_setzero_ps();
+    if (on && ep.bias_stride == 1) {
+      cb[q] = _mm512_loadu_ps(ep.bias + j0 + q * 16);
+    } else if (on) {
+      alignas(64) float tmp[16];
+      for (int x = 0; x < 16; ++x) tmp[x] = ep.bias[(j0 + q * 16 + x) * ep.bias_stride];
+      cb[q] = _mm512_load_ps(tmp);
+    }
+  }
+}
+
 // The epilogue of a tile kept in registers, MR rows of NP 16-float vectors (acc[r*NP + q]),
 // into a float32 C with unit column stride (Note [Fused C store]): alpha, then beta x C
 // on the first KC block or C's partial sum on the others, then bias and relu on the last.
@@ -125,19 +143,7 @@ __attribute__((target("avx512f"), always_inline)) inline void store_acc_tile(con
   const __m512 cmul = first ? _mm512_set1_ps(ep.beta) : _mm512_set1_ps(1.0f);
   const bool col_bias = last && ep.bias && !ep.bias_per_row, row_bias = last && ep.bias && ep.bias_per_row;
   __m512 cb[NP];
-#pragma GCC unroll 2
-  for (int q = 0; q < NP; ++q) {
-    cb[q] = zero;
-    if (col_bias) {
-      if (ep.bias_stride == 1) {
-        cb[q] = _mm512_loadu_ps(ep.bias + j0 + q * kNRf);
-      } else {
-        alignas(64) float tmp[16];
-        for (int x = 0; x < 16; ++x) tmp[x] = ep.bias[(j0 + q * kNRf + x) * ep.bias_stride];
-        cb[q] = _mm512_load_ps(tmp);
-      }
-    }
-  }
+  col_bias_vectors<NP>(ep, j0, col_bias, cb);
 #pragma GCC unroll 16
   for (int r = 0; r < MR; ++r) {  // unrolled: constant indices keep acc in registers
 #pragma GCC unroll 2

@@ -161,17 +161,17 @@ void int8_gemm_packed(int64_t M, const uint8_t* apacked, const QuantizedWeight& 
   });
 }
 
-// A 2-D float32 tensor on `device` (the CPU unless said otherwise).
-void check_2d_on(const Tensor& t, const char* op, const char* what, Device device) {
+// A 2-D tensor on `device`, float32 when f32 (Linear::forward checks its dtypes itself).
+void check_2d_on(const Tensor& t, const char* op, const char* what, Device device, bool f32 = false) {
   SB_CHECK(t.defined() && t.dim() == 2, op, ": expected a 2-D ", what, ", got sizes ", t.defined() ? t.sizes() : Shape{});
+  SB_CHECK(!f32 || t.dtype() == DType::Float32, op, ": expected a float32 ", what, ", got ", t.dtype());
   SB_CHECK(t.device() == device, op, ": expected the ", what, " on ", device, " (",
            device.is_cpu() ? "the CPU path" : "the weights' device", "), got one on ", t.device());
 }
 
+// A 2-D float32 tensor on `device` (the CPU unless said otherwise).
 void check_2d_f32(const Tensor& t, const char* op, const char* what, Device device = Device::cpu()) {
-  SB_CHECK(t.defined() && t.dim() == 2, op, ": expected a 2-D ", what, ", got sizes ", t.defined() ? t.sizes() : Shape{});
-  SB_CHECK(t.dtype() == DType::Float32, op, ": expected a float32 ", what, ", got ", t.dtype());
-  check_2d_on(t, op, what, device);
+  check_2d_on(t, op, what, device, true);
 }
 
 // min and max over x (0 included, NaN ignored, as std::min/std::max with v first):
