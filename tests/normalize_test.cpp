@@ -378,6 +378,83 @@ void normalize_group_cases(int64_t threshold) {
 
 TEST(Elementwise, NormalizeFusedGroupsAgainstReference) { normalize_group_cases(-1); }
 
+// Note [16-bit fused groups]: float16 and bfloat16 rows of 16-256 elements in runs of 16
+// or more rows take the fused loop on their own bytes, widened as loaded and rounded as
+// stored. Rows of Gaussian values around 3, with sorted rows whose one-pass guard fails
+// (their groups and the rows after the last whole group go through a float32 buffer), a
+// constant row (exactly 0 out) and, in bfloat16, a row of 3e38 (the shift overflows).
+// x and out rows lie apart with different paddings that must keep their poison (the
+// 16-bit masked tails); out= at byte offsets from x that do and do not take the fused
+// loop (Note [Fused groups and 4K aliasing]); in place. Against the float64 reference,
+// and bit for bit against the float32 rows normalized in place and rounded: the same
+// arithmetic and the same one rounding on every path. n = 15 and 257 sit beside.
+TEST(Elementwise, NormalizeSixteenBitFusedGroups) {
+  for_each_config([](const std::string& cfg) {
+    for (DType dt : {DType::Float16, DType::BFloat16})
+      for (int64_t n : {15, 16, 17, 31, 64, 100, 256, 257})
+        for (int64_t rows : {16, 24, 31, 64}) {
+          std::mt19937_64 rng(static_cast<uint64_t>(n * 1000 + rows));
+          std::normal_distribution<double> g(0.0, 1.0);
+          std::vector<double> v(static_cast<size_t>(rows * n));
+          for (double& e : v) e = 3.0 + g(rng);
+          if (rows != 16)
+            for (int64_t r : {int64_t{3}, (rows / 8) * 8 - 2})
+              for (int64_t j = 0; j < n; ++j) v[r * n + j] = 3.0 + static_cast<double>(j) / 8;  // sorted
+          for (int64_t j = 0; j < n; ++j) v[9 * n + j] = 7.25;  // constant
+          if (rows >= 64 && dt == DType::BFloat16)
+            for (int64_t j = 0; j < n; ++j) v[33 * n + j] = 3e38;
+          const Tensor xv = from_vector(v, {rows, n}).to(dt);
+          std::vector<double> inv_sd;
+          const std::vector<double> ref = ref_normalize(xv, 1, 1e-5, &inv_sd);
+          std::vector<double> at(ref.size());
+          for (size_t i = 0; i < at.size(); ++i) at[i] = by_dtype(dt, 0, 1e-3, 1e-2) * std::max(1.0, inv_sd[i]);
+          const double rt = by_dtype(dt, 0, 1e-3, 4e-3);
+          Tensor x32 = xv.to(DType::Float32);
+          x32.normalize_(-1, 1e-5);
+          const std::vector<double> exact = x32.to(dt).to_vector();
+          const std::string what = cfg + ", " + dtype_name(dt) + ", n " + std::to_string(n) + ", rows " +
+                                   std::to_string(rows);
+          auto check = [&](const Tensor& out, const std::string& how) {
+            ASSERT_TRUE(test::all_close(out, ref, at, rt)) << what << " (" << how << ")";
+            const std::vector<double> got = out.to_vector();
+            for (size_t i = 0; i < got.size(); ++i)
+              ASSERT_EQ(got[i], exact[i]) << what << " (" << how << "): element " << i
+                                          << " differs from the float32 rows rounded";
+            for (int64_t j = 0; j < n; ++j) ASSERT_EQ(got[9 * n + j], 0.0) << what << " (" << how << "): constant row";
+          };
+          Tensor xwide = zeros({rows, n + 3}, dt);
+          Tensor x = xwide.narrow(1, 1, n);
+          x.copy_(xv);
+          // out's rows padded; out at 0 and 64 bytes past x (mod 4 KiB), and elsewhere
+          for (int64_t shift : {int64_t{-1}, int64_t{0}, int64_t{32}}) {
+            const int64_t ow_n = n + 7;
+            Tensor obuf = empty({rows * ow_n + 2048 + 8}, dt);
+            test::poison(obuf);
+            int64_t off = 2;
+            if (shift >= 0) {  // out's first element `shift` elements past x's, mod 4 KiB
+              const auto xa = reinterpret_cast<uintptr_t>(x.data_ptr()), ob = reinterpret_cast<uintptr_t>(obuf.data_ptr());
+              off = static_cast<int64_t>(((xa - ob) & 4095) / 2) + shift;
+            }
+            Tensor out = obuf.slice(0, off, off + rows * ow_n).view({rows, ow_n}).narrow(1, 0, n);
+            normalize_out(out, x, -1, 1e-5);
+            check(out, "out= padded, shift " + std::to_string(shift));
+            const std::vector<double> after = obuf.to_vector();
+            const int64_t first = off;
+            for (int64_t i = 0; i < static_cast<int64_t>(after.size()); ++i) {
+              const int64_t rel = i - first;
+              const bool inside = rel >= 0 && rel < rows * ow_n && rel % ow_n < n;
+              if (!inside) {
+                ASSERT_TRUE(std::isnan(after[i])) << what << ": cell " << i << " outside out written";
+              }
+            }
+          }
+          x.normalize_(-1, 1e-5);
+          check(x, "in place, padded");
+          check(normalize(xv, -1, 1e-5), "out-of-place");
+        }
+  });
+}
+
 // Note [Normalize rows in address order]: the same cases with the streaming threshold at
 // 0, so that x counts as coming from memory: on AVX-512 the in-order groups for
 // 16 <= n <= 256 and the rows one at a time above (the guard's failures to the exact

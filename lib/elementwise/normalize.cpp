@@ -78,6 +78,57 @@ SB_ZMM void normalize_groups_f32(const char* x, int64_t xr, char* out, int64_t o
     normalize_rows8_f32_vl<false>(x + ng * 8 * xr, xr, out + ng * 8 * orow, orow, static_cast<int>(rows - ng * 8), n, eps);
 }
 
+
+// Note [16-bit fused groups]: float16 and bfloat16 rows that Note [16-bit normalize rows
+// through float32] would widen into a buffer for the fused groups take the fused loop
+// on their own bytes instead, widened as loaded and rounded as stored (Note [16-bit fused
+// IO]): the same float32 arithmetic and the same one rounding, so the same bits, without
+// the two conversion passes over the buffer and its loads and stores. The rows whose
+// guard fails, and the last rows short of a group, go through the buffer (rows8_via_f32).
+// bfloat16 needs AVX512_BF16's rounding (use_avx512_bf16()); without it the buffer path.
+// The group loop is normalize_groups_f32's, written out again: as one template for both,
+// GCC chose other registers and scheduling in the float32 instance.
+template <typename T>
+SB_ZMM __attribute__((noinline)) void rows8_via_f32(const char* x, int64_t xr, char* out, int64_t orow, int nr,
+                                                   int64_t n, double eps) {
+  alignas(64) float buf[8 * kFusedMaxN];
+  char* const b = reinterpret_cast<char*>(buf);
+  if (nr < 1) return;  // never: tells GCC that buf is written before it is read
+  for (int k = 0; k < nr; ++k) convert_unit_stride(buf + k * n, reinterpret_cast<const T*>(x + k * xr), n, false);
+  normalize_rows8_f32_vl<false>(b, n * 4, b, n * 4, nr, n, eps);
+  for (int k = 0; k < nr; ++k) convert_unit_stride(reinterpret_cast<T*>(out + k * orow), buf + k * n, n, false);
+}
+
+template <typename T>
+SB_ZMM void normalize_groups_16(const char* x, int64_t xr, char* out, int64_t orow, int64_t rows, int64_t n,
+                                double eps) {
+  FusedSlots st;
+  const float e = static_cast<float>(eps);
+  const int64_t ng = rows / 8;
+  bool pending[2] = {false, false};
+  VZ::V s[8], q[8];
+  if (ng > 0) fused_shift<T>(st.shift[0], x, xr);
+  for (int64_t g = 0; g < ng + 2; ++g) {
+    const int p = static_cast<int>(g & 1);
+    const char* xs = x + g * 8 * xr;
+    const bool sums = g < ng, write = g >= 2 && pending[p];
+    const char* xw = x + (g - 2) * 8 * xr;
+    char* ow = out + (g - 2) * 8 * orow;
+    if (sums && write)
+      fused_loop<true, true, false, T>(st.shift[p], st.negmean[p], st.rstd[p], s, q, xs, xw, ow, xr, orow, n);
+    else if (sums)
+      fused_loop<true, false, false, T>(st.shift[p], nullptr, nullptr, s, q, xs, nullptr, nullptr, xr, orow, n);
+    else if (write)
+      fused_loop<false, true, false, T>(nullptr, st.negmean[p], st.rstd[p], s, q, nullptr, xw, ow, xr, orow, n);
+    pending[p] = false;
+    if (!sums) continue;
+    if (g + 1 < ng) fused_shift<T>(st.shift[p ^ 1], xs + 8 * xr, xr);
+    if (fused_finish(st.shift[p], st.negmean[p], st.rstd[p], s, q, n, e)) pending[p] = true;
+    else rows8_via_f32<T>(xs, xr, out + g * 8 * orow, orow, 8, n, eps);
+  }
+  if (ng * 8 < rows)
+    rows8_via_f32<T>(x + ng * 8 * xr, xr, out + ng * 8 * orow, orow, static_cast<int>(rows - ng * 8), n, eps);
+}
 #undef SB_ZMM
 #endif
 #endif
@@ -348,10 +399,12 @@ void normalize_strip(bool avx, bool nt, bool resident, char* const* p, const int
   // Note [16-bit normalize rows through float32]: float16 and bfloat16 rows of up to
   // kStatFlush elements, dense along dim, are widened into an L1 buffer of float32
   // (copy.h convert_unit_stride: F16C, or bfloat16 shifts), 8 rows at a time, or as many
-  // as it holds where float32 rows would take Note [Fused normalize groups]; normalized
-  // there in place by the kernel the float32 rows would take, and rounded back into out
-  // (streaming under the same rule as the other rows). The numerics are float32's (that
-  // kernel's statistics, the float32 arithmetic of the write), one rounding on the store.
+  // as it holds where float32 rows would take Note [Fused normalize groups] (those rows
+  // take Note [16-bit fused groups] instead, with no buffer, unless they stream, their
+  // stores would alias their loads, or bfloat16 lacks AVX512_BF16); normalized there in
+  // place by the kernel the float32 rows would take, and rounded back into out (streaming
+  // under the same rule as the other rows). The numerics are float32's (that kernel's
+  // statistics, the float32 arithmetic of the write), one rounding on the store.
   // The generic path below is several times slower per element (docs/notes/elementwise.md,
   // bfloat16 on an AVX2 core).
   if constexpr (kIs16Bit<T>) {
@@ -364,6 +417,10 @@ void normalize_strip(bool avx, bool nt, bool resident, char* const* p, const int
       bool fused = false;
 #ifdef SB_HAVE_AVX512
       fused = vl && resident && n >= kFusedMinN && n <= kFusedMaxN && rows >= 16;
+      if (fused && !nt && (!std::is_same_v<T, BFloat16> || use_avx512_bf16()) && !stores_alias_loads(p[0], p[1])) {
+        normalize_groups_16<T>(p[1], s[1], p[0], s[0], rows, n, eps);  // Note [16-bit fused groups]
+        return;
+      }
 #endif
       const int64_t chunk = fused ? 8 * kStatFlush / n : 8;
       char* const b = reinterpret_cast<char*>(buf);

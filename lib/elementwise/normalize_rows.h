@@ -345,6 +345,59 @@ inline bool stores_alias_loads(const char* out, const char* x) {
 
 #define SB_ZMM __attribute__((target("avx2,fma,avx512f,avx512vl")))
 
+// Note [16-bit fused IO]: the fused loop's loads and stores of 16 row elements as float
+// lanes: float rows as they are; float16 and bfloat16 rows widened exactly as loaded and
+// rounded to nearest even as stored, bit for bit copy.h's conversions, their row tails by
+// AVX-512BW's 16-bit masked moves. The bfloat16 rounding (vcvtneps2bf16, AVX512_BF16) and
+// the 16-bit masked moves are inline asm, not intrinsics: an intrinsic would need those
+// ISAs in the target of every function it inlines into, the fused loop and its callers,
+// and the float32 rows share that code; GCC chose other registers and instructions for
+// the float32 loop under the wider target, and it ran slower (docs/notes/elementwise.md).
+// The callers check use_avx512() (float16) or use_avx512_bf16() (bfloat16); the AVX512
+// level includes BW (Note [Run-time AVX-512]).
+template <typename T> struct FusedIO;
+template <> struct FusedIO<float> : VZ {};
+struct FusedIO16 {
+  SB_ZMM __attribute__((always_inline)) static __m256i maskz_load16(VZ::Mask m, const void* p) {
+    __m256i r;
+    asm("vmovdqu16 %1, %0%{%2%}%{z%}" : "=v"(r) : "m"(*static_cast<const __m256i*>(p)), "Yk"(m));
+    return r;
+  }
+  SB_ZMM __attribute__((always_inline)) static void mask_store16(void* p, VZ::Mask m, __m256i v) {
+    asm("vmovdqu16 %1, %0%{%2%}" : "+m"(*static_cast<__m256i*>(p)) : "v"(v), "Yk"(m));
+  }
+};
+template <> struct FusedIO<Half> : FusedIO16 {
+  SB_ZMM __attribute__((always_inline)) static VZ::V load(const Half* p) { return Vec<Half, 512>::load(p); }
+  SB_ZMM __attribute__((always_inline)) static void store(Half* p, VZ::V v) {
+    vec::Bits256::store(p, Vec<Half, 512>::narrow(v));
+  }
+  SB_ZMM __attribute__((always_inline)) static VZ::V maskz_load(VZ::Mask m, const Half* p) {
+    return _mm512_maskz_cvtph_ps(0xFFFF, maskz_load16(m, p));
+  }
+  SB_ZMM __attribute__((always_inline)) static void mask_store(Half* p, VZ::Mask m, VZ::V v) {
+    mask_store16(p, m, Vec<Half, 512>::narrow(v));
+  }
+};
+template <> struct FusedIO<BFloat16> : FusedIO16 {
+  SB_ZMM __attribute__((always_inline)) static VZ::V widen(__m256i h) {
+    return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(0xFFFF, _mm512_maskz_cvtepu16_epi32(0xFFFF, h), 16));
+  }
+  SB_ZMM __attribute__((always_inline)) static __m256i narrow(VZ::V v) {
+    __m256i r;
+    asm("vcvtneps2bf16 %1, %0" : "=v"(r) : "v"(v));
+    return r;
+  }
+  SB_ZMM __attribute__((always_inline)) static VZ::V load(const BFloat16* p) { return widen(vec::Bits256::load(p)); }
+  SB_ZMM __attribute__((always_inline)) static void store(BFloat16* p, VZ::V v) { vec::Bits256::store(p, narrow(v)); }
+  SB_ZMM __attribute__((always_inline)) static VZ::V maskz_load(VZ::Mask m, const BFloat16* p) {
+    return widen(maskz_load16(m, p));
+  }
+  SB_ZMM __attribute__((always_inline)) static void mask_store(BFloat16* p, VZ::Mask m, VZ::V v) {
+    mask_store16(p, m, narrow(v));
+  }
+};
+
 // The per-group constants of the pipeline, in slots by group parity: the shifts of a
 // group's statistics pass, and -mean and 1/std for its write pass.
 struct FusedSlots {
@@ -359,18 +412,22 @@ struct FusedSlots {
 // overlap out of order), and only one row's pointers and constants are live, where 8
 // rows side by side spilled GCC's row pointers and scales in the fused loop.
 // NTW: the write's whole vectors with streaming stores (64-byte aligned out rows).
-template <bool STATS, bool WRITE, bool NTW = false>
+// T: the rows' dtype; float16 and bfloat16 rows (Note [16-bit fused groups]) are widened
+// as they are loaded and rounded as they are stored, by the IO16 helpers below, which the
+// caller's target must allow.
+template <bool STATS, bool WRITE, bool NTW = false, typename T = float>
 SB_ZMM __attribute__((always_inline)) inline void fused_loop(const float* shift, const float* negmean, const float* rstd,
                                                              VZ::V (&s)[8], VZ::V (&q)[8], const char* xs,
                                                              const char* xw, char* ow, int64_t xr, int64_t orow,
                                                              int64_t n) {
+  using IO = FusedIO<T>;
   const int64_t nf = n / 16;
   const VZ::Mask tm = static_cast<VZ::Mask>((1u << (n % 16)) - 1);
 #pragma GCC unroll 8
   for (int k = 0; k < 8; ++k) {
-    const float* xk = reinterpret_cast<const float*>(xs + k * xr);
-    const float* wk = reinterpret_cast<const float*>(xw + k * xr);
-    float* ok = reinterpret_cast<float*>(ow + k * orow);
+    const T* xk = reinterpret_cast<const T*>(xs + k * xr);
+    const T* wk = reinterpret_cast<const T*>(xw + k * xr);
+    T* ok = reinterpret_cast<T*>(ow + k * orow);
     VZ::V sk = VZ::zero(), qk = VZ::zero(), ck, mk, rk;
     if constexpr (STATS) ck = VZ::set1(shift[k]);
     if constexpr (WRITE) {
@@ -379,24 +436,24 @@ SB_ZMM __attribute__((always_inline)) inline void fused_loop(const float* shift,
     }
     for (int64_t v = 0; v < nf; ++v) {
       if constexpr (STATS) {
-        const VZ::V d = VZ::sub(VZ::load(xk + 16 * v), ck);
+        const VZ::V d = VZ::sub(IO::load(xk + 16 * v), ck);
         sk = VZ::add(sk, d);
         qk = VZ::fma(d, d, qk);
       }
       if constexpr (WRITE) {
-        const VZ::V y = VZ::mul(VZ::add(VZ::load(wk + 16 * v), mk), rk);
-        if constexpr (NTW) VZ::stream(ok + 16 * v, y);
-        else VZ::store(ok + 16 * v, y);
+        const VZ::V y = VZ::mul(VZ::add(IO::load(wk + 16 * v), mk), rk);
+        if constexpr (NTW) IO::stream(ok + 16 * v, y);
+        else IO::store(ok + 16 * v, y);
       }
     }
     if (tm) {  // the row tails
       if constexpr (STATS) {
-        const VZ::V d = VZ::maskz_sub(tm, VZ::maskz_load(tm, xk + 16 * nf), ck);
+        const VZ::V d = VZ::maskz_sub(tm, IO::maskz_load(tm, xk + 16 * nf), ck);
         sk = VZ::add(sk, d);
         qk = VZ::fma(d, d, qk);
       }
       if constexpr (WRITE)
-        VZ::mask_store(ok + 16 * nf, tm, VZ::mul(VZ::add(VZ::maskz_load(tm, wk + 16 * nf), mk), rk));
+        IO::mask_store(ok + 16 * nf, tm, VZ::mul(VZ::add(IO::maskz_load(tm, wk + 16 * nf), mk), rk));
     }
     s[k] = sk;
     q[k] = qk;
@@ -404,10 +461,11 @@ SB_ZMM __attribute__((always_inline)) inline void fused_loop(const float* shift,
 }
 
 // The shift of Note [One statistics pass]: the mean of each row's first 8 elements.
+template <typename T = float>
 SB_ZMM __attribute__((always_inline)) inline void fused_shift(float* shift, const char* xs, int64_t xr) {
   VF::V c[8];
 #pragma GCC unroll 8
-  for (int k = 0; k < 8; ++k) c[k] = VF::load(reinterpret_cast<const float*>(xs + k * xr));
+  for (int k = 0; k < 8; ++k) c[k] = Vec<T>::load(reinterpret_cast<const T*>(xs + k * xr));
   VF::store_aligned(shift, VF::mul(VF::hsum8(c), VF::set1(0.125f)));
 }
 
