@@ -17,7 +17,8 @@
 #   style:  per device and Summary family, the costliest style of ours against the
 #           fastest style of the same case (the Summary's "costliest style");
 # then runs rounds; each round runs our binary on the open cases' rows (one repetition
-# of --min-time seconds) and the peer runner on theirs (the same), in alternating order
+# of --min-time seconds) and asks the peer runner, which stays up between rounds
+# (PeerServers), for theirs (the same), in alternating order
 # (ours first in odd rounds, the peer first in even ones). The ratio of a case is the
 # median over its rounds of b ÷ a in the same round; its spread the range of those.
 #
@@ -189,26 +190,67 @@ def run_ours(bench_dir, binary, names, matrix, min_time, tmp):
     return out
 
 
-def run_peer(args, lib, names, threads, matrix, machine, min_time, tmp):
-    d = os.path.join(tmp, f"peer_{lib}")
-    # one repetition per round: the rounds are the repetitions of a re-check
-    cmd = [sys.executable, args.peers_script, "--out-dir", d, "--bench-dir", args.bench_dir,
-           "--context-from", args.json_dir, "--libs", lib, "--matrix", matrix, "--repetitions", "1",
-           "--min-time", repr(min_time),
-           "--filter", name_regex(names, "$"), "--threads-list", ",".join(sorted(threads, key=int)),
-           "--ours-list", args.ours_list]
-    if machine:
-        cmd += ["--machine", machine]
-    if not any(n.split("/device:")[1].startswith("cuda") for n in names if "/device:" in n):
-        cmd += ["--no-cuda"]
-    p = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    out = os.path.join(d, f"peers_{lib}.json")
-    if p.returncode != 0 or not os.path.exists(out):
-        raise RuntimeError(f"peers.py --libs {lib} exited {p.returncode}: {p.stderr.strip()[-300:]}")
-    return out
+class PeerServers:
+    """The peer runner's side of every round: one `peers.py --serve` per library, started
+    at its first round and kept up until close() (Note [Peer runner serving the
+    re-check], in peers/runner.py): the libraries' imports, case lists and fixed
+    per-call costs are made once, not once per round."""
+
+    def __init__(self, args, matrix, machine, min_time, cuda):
+        self.args, self.matrix, self.machine, self.min_time, self.cuda = args, matrix, machine, min_time, cuda
+        self.procs, self.logs = {}, {}
+
+    def _start(self, lib):
+        a = self.args
+        # one repetition per round: the rounds are the repetitions of a re-check
+        cmd = [sys.executable, a.peers_script, "--serve", "--bench-dir", a.bench_dir, "--context-from",
+               a.json_dir, "--libs", lib, "--matrix", self.matrix, "--repetitions", "1",
+               "--min-time", repr(self.min_time), "--ours-list", a.ours_list]
+        if self.machine:
+            cmd += ["--machine", self.machine]
+        if not self.cuda:
+            cmd += ["--no-cuda"]
+        self.logs[lib] = tempfile.TemporaryFile(mode="w+")  # its progress, for the error message
+        self.procs[lib] = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                           stderr=self.logs[lib], text=True)
+
+    def run(self, lib, names, threads, tmp):
+        """Measures the peer runs `names` of lib -> the path of their JSON."""
+        if lib not in self.procs:
+            self._start(lib)
+        proc, d = self.procs[lib], os.path.join(tmp, f"peer_{lib}")
+        os.makedirs(d, exist_ok=True)
+        req = {"filter": name_regex(names, "$"), "threads": sorted(int(t) for t in threads), "out_dir": d}
+        try:
+            proc.stdin.write(json.dumps(req) + "\n")
+            proc.stdin.flush()
+            reply = proc.stdout.readline().strip()
+        except (BrokenPipeError, OSError):
+            reply = ""
+        out = os.path.join(d, f"peers_{lib}.json")
+        if reply != "done" or not os.path.exists(out):
+            rc = proc.poll()
+            self.logs[lib].seek(0)
+            tail = self.logs[lib].read().strip()[-300:]
+            raise RuntimeError(f"peers.py --libs {lib} --serve: {reply or f'exited {rc}'}: {tail}")
+        return out
+
+    def close(self):
+        for proc in self.procs.values():
+            try:
+                proc.stdin.close()
+            except OSError:
+                pass
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        for log in self.logs.values():
+            log.close()
 
 
-def one_round(groups, order, args, matrix, machine, min_time):
+def one_round(groups, order, args, matrix, peers):
     """Runs every program once, in `order` -> {run name: median ns}."""
     got = {}
     with tempfile.TemporaryDirectory(prefix="sb-recheck-") as tmp:
@@ -216,10 +258,10 @@ def one_round(groups, order, args, matrix, machine, min_time):
             runs = groups[(kind, what, part)]
             names = [r.name for r in runs]
             if kind == "ours":
-                path = run_ours(args.bench_dir, what, names, matrix, min_time, tmp)
+                path = run_ours(args.bench_dir, what, names, matrix, peers.min_time, tmp)
             else:
                 threads = {r["threads"] for r in runs if r["threads"]} or {"1"}
-                path = run_peer(args, what, names, threads, matrix, machine, min_time, tmp)
+                path = peers.run(what, names, threads, tmp)
             _, runs_out, _ = sb.load_gbench(path)
             for r in runs_out:
                 got[r.name] = r.median
@@ -406,11 +448,24 @@ def run_rounds(cases, rs, args, matrix, machine, min_time, min_rounds, max_round
     rounds = [[] for _ in cases]
     why = [None] * len(cases)
     open_ = list(range(len(cases)))
-    status, stopped = 0, "settled"
     t_start = time.perf_counter()
-    # the peer runner lists our cases once for every round (it takes seconds)
+    # the peer runner lists our cases once (it takes seconds), into this file
     keep = tempfile.TemporaryDirectory(prefix="sb-recheck-list-")
     args.ours_list = os.path.join(keep.name, "ours.json")
+    cuda = any("/device:cuda" in r.name for o, p, _, _ in cases for r in (o, p) if who(r, rs)[0] == "peer")
+    peers = PeerServers(args, matrix, machine, min_time, cuda)
+    try:
+        status, stopped = _rounds(cases, rs, args, matrix, peers, rounds, why, open_, min_rounds, max_rounds,
+                                  budget, t_start)
+    finally:
+        peers.close()
+        keep.cleanup()
+    return status, {"rounds": rounds, "why": why, "stopped": stopped}, time.perf_counter() - t_start
+
+
+def _rounds(cases, rs, args, matrix, peers, rounds, why, open_, min_rounds, max_rounds, budget, t_start):
+    """run_rounds' loop: fills rounds and why -> (status, why the step stopped)."""
+    status, stopped = 0, "settled"
     for i in range(max_rounds):
         active = [cases[k] for k in open_]
         groups = program_groups(active, rs)
@@ -418,7 +473,7 @@ def run_rounds(cases, rs, args, matrix, machine, min_time, min_rounds, max_round
         order = base if i % 2 == 0 else base[::-1]  # alternate which program runs first
         t_round = time.perf_counter()
         try:
-            got = one_round(groups, order, args, matrix, machine, min_time)
+            got = one_round(groups, order, args, matrix, peers)
         except (RuntimeError, sb.InputError) as e:
             say(f"round {i + 1} failed: {e}")
             status, stopped = 1, "failed"
@@ -447,8 +502,7 @@ def run_rounds(cases, rs, args, matrix, machine, min_time, min_rounds, max_round
             stopped = "max rounds"
     for k in open_:
         why[k] = stopped
-    keep.cleanup()
-    return status, {"rounds": rounds, "why": why, "stopped": stopped}, time.perf_counter() - t_start
+    return status, stopped
 
 
 def _parses(name):

@@ -285,6 +285,41 @@ class NoLibrary(unittest.TestCase):
         self.assertEqual({n.split("/")[0] for n in names}, {"copy", "peers"})
         self.assertEqual(len([n for n in names if n.startswith("copy/")]), 1)
 
+    def test_serve_answers_each_request_as_a_run_would(self):
+        """Note [Peer runner serving the re-check]: --serve takes one request per line,
+        writes DIR/peers_<lib>.json with the runs the request's filter selects (and the
+        overhead rows) at its thread counts, answers "done", and ends at EOF."""
+        if BENCH is None:
+            self.skipTest(NEED_BENCH)
+        lib = "numpy" if HAVE["numpy"] else "torch" if HAVE["torch"] else None
+        if lib is None:
+            self.skipTest("neither torch nor numpy imports")
+        with tempfile.TemporaryDirectory() as tmp, tempfile.TemporaryFile("w+") as log, subprocess.Popen(
+                [sys.executable, PEERS, "--serve", "--bench-dir", BENCH, "--matrix", "smoke", "--libs", lib,
+                 "--no-cuda", "--machine", MACHINE, "--repetitions", "1"],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True) as proc:
+            got = []
+            for k, filt in enumerate(["^copy/op:permute/", "^reduce/op:sum/", "^copy/op:permute/"]):
+                d = os.path.join(tmp, str(k))
+                os.makedirs(d)
+                proc.stdin.write(json.dumps({"filter": filt, "threads": [1], "out_dir": d}) + "\n")
+                proc.stdin.flush()
+                self.assertEqual(proc.stdout.readline().strip(), "done")
+                with open(os.path.join(d, f"peers_{lib}.json")) as f:
+                    doc = json.load(f)
+                names = {e["name"] for e in doc["benchmarks"]}
+                self.assertTrue(names, filt)
+                self.assertEqual({n.split("/")[0] for n in names}, {filt[1:].split("/")[0], "peers"}, filt)
+                self.assertTrue(all(n.startswith("peers/") or n.startswith(filt[1:]) for n in names), names)
+                self.assertTrue(all("threads:1" in n for n in names), names)
+                self.assertEqual(doc["context"]["sb_family"], f"peers_{lib}")
+                got.append(names)
+            self.assertEqual(got[0], got[2])
+            proc.stdin.close()
+            rc = proc.wait(timeout=120)
+            log.seek(0)
+            self.assertEqual(rc, 0, log.read()[-2000:])
+
     def test_bad_arguments(self):
         p = run_peers("--out-dir", "/nonexistent-dir-sb", "--filter", "(", timeout=60)
         self.assertEqual(p.returncode, 2)

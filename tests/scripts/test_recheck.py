@@ -33,39 +33,44 @@ def gbench(family, times_ns, suffix="/min_time:0.020/repeats:3/real_time"):
     return {"context": dict(CTX, sb_family=family), "benchmarks": bs}
 
 
-# Stand-in for bench_elementwise and for peers.py: prints nothing, logs its call, and
-# writes Google Benchmark JSON for every canned run its filter selects; the n-th call
-# of a program gets the n-th time of each run (so each round's times are known).
+# Stand-in for bench_elementwise and for peers.py --serve: prints nothing (the peer: "done"
+# per request), logs each call (a peer request), and writes Google Benchmark JSON for
+# every canned run its filter selects; the n-th call of a program gets the n-th time of
+# each run (so each round's times are known).
 FAKE = r'''#!{python}
 import json, os, re, sys
 kind, canned, log = {kind!r}, json.load(open({canned!r})), {log!r}
 args = sys.argv[1:]
+
+
+def call(filt, out, suffix, matched_with_suffix):
+    calls = sum(1 for line in open(log) if line.startswith(kind + " ")) if os.path.exists(log) else 0
+    picked = sorted(n for n in canned if re.search(filt, n + suffix if matched_with_suffix else n))
+    with open(log, "a") as f:
+        f.write(kind + " " + json.dumps(picked) + "\n")
+    if os.environ.get("FAKE_FAIL_" + kind.upper()) == str(calls):
+        sys.exit(1)
+    if os.environ.get("FAKE_KILL_PARENT") == kind:  # recheck itself killed mid-round
+        os.kill(os.getppid(), 9)
+    bs = [dict(name=n + suffix, run_name=n + suffix, run_type="iteration", repetitions=1,
+               iterations=10, real_time=canned[n][calls], cpu_time=canned[n][calls], time_unit="ns")
+          for n in picked]
+    ctx = {ctx!r}
+    ctx["sb_family"] = "elementwise" if kind == "ours" else "peers_torch"
+    json.dump({{"context": ctx, "benchmarks": bs}}, open(out, "w"))
+
+
 if kind == "ours":
     filt = next(a.split("=", 1)[1] for a in args if a.startswith("--benchmark_filter="))
     out = next(a.split("=", 1)[1] for a in args if a.startswith("--benchmark_out="))
-    suffix = "/min_time:0.020/repeats:3/real_time"
-    match = lambda n: re.search(filt, n + suffix)
-else:
-    filt = args[args.index("--filter") + 1]
+    call(filt, out, "/min_time:0.020/repeats:3/real_time", True)
+else:  # peers.py --serve: one request per line, "done" after each (Note [Peer runner serving the re-check])
+    assert "--serve" in args
     lib = args[args.index("--libs") + 1]
-    out = os.path.join(args[args.index("--out-dir") + 1], "peers_%s.json" % lib)
-    os.makedirs(os.path.dirname(out), exist_ok=True)
-    suffix = "/real_time"
-    match = lambda n: re.search(filt, n)
-calls = sum(1 for line in open(log) if line.startswith(kind + " ")) if os.path.exists(log) else 0
-picked = sorted(n for n in canned if match(n))
-with open(log, "a") as f:
-    f.write(kind + " " + json.dumps(picked) + "\n")
-if os.environ.get("FAKE_FAIL_" + kind.upper()) == str(calls):
-    sys.exit(1)
-if os.environ.get("FAKE_KILL_PARENT") == kind:  # recheck itself killed mid-round
-    os.kill(os.getppid(), 9)
-bs = [dict(name=n + suffix, run_name=n + suffix, run_type="iteration", repetitions=1,
-           iterations=10, real_time=canned[n][calls], cpu_time=canned[n][calls], time_unit="ns")
-      for n in picked]
-ctx = {ctx!r}
-ctx["sb_family"] = "elementwise" if kind == "ours" else "peers_torch"
-json.dump({{"context": ctx, "benchmarks": bs}}, open(out, "w"))
+    for line in sys.stdin:
+        req = json.loads(line)
+        call(req["filter"], os.path.join(req["out_dir"], "peers_%s.json" % lib), "/real_time", False)
+        print("done", flush=True)
 '''
 
 

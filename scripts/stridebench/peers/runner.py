@@ -14,7 +14,7 @@ import tempfile
 import time
 
 from .. import results as sbtables  # loading and checking what the tables accept
-from .common import ENTRY, EXIT_NO_LIBRARY, LIBS, MATRIX, OVERHEAD_LIMIT, Regimes, SCRIPTS, gpu_name, our_context, say
+from .common import BIG_INPUT, ENTRY, EXIT_NO_LIBRARY, LIBS, MATRIX, OVERHEAD_LIMIT, Regimes, SCRIPTS, gpu_name, our_context, say
 from .timing import GpuTimer, Skip, Timer, nvml_clock
 from .backends import NumpyBackend, POOL, TorchBackend
 from .cases import cpu_has_vnni, ours_cases, ours_cases_kept, torch_bf16_cpu_path
@@ -24,7 +24,27 @@ from .cases_more import overhead_cases, peer_cases
 
 def child(args):
     """Measures one library at one thread count; writes {context, benchmarks} to
-    args.child_out. Exit EXIT_NO_LIBRARY when the library does not import."""
+    args.child_out. Exit EXIT_NO_LIBRARY when the library does not import. With
+    --serve: Note [Peer runner serving the re-check]."""
+    st = _child_setup(args)
+    if isinstance(st, int):
+        return st
+    if not args.serve:
+        _child_run(st, args.filter, args.child_out)
+        return 0
+    for line in sys.stdin:  # one request per line: {"filter": REGEX, "out": PATH}
+        req = json.loads(line)
+        _child_run(st, req["filter"], req["out"])
+        print("done", flush=True)
+    return 0
+
+
+class _ChildState:
+    """What a child sets up once: the library, its cases, the fixed per-call costs."""
+
+
+def _child_setup(args):
+    st = _ChildState()
     lib, threads = args.child, args.threads
     try:
         mod = __import__(lib)
@@ -42,7 +62,6 @@ def child(args):
         plan = json.load(f)  # written by the parent: our cases and our context
     ours = {name: (fam, keys) for name, (fam, keys) in plan["ours"].items()}
     regime = Regimes(plan["context"])
-    filt = re.compile(args.filter) if args.filter else None
     devices = ["cpu"]
     if lib == "torch" and threads == 1 and not args.no_cuda:
         try:
@@ -50,8 +69,7 @@ def child(args):
                 devices.append("cuda:0")
         except Exception:  # noqa: BLE001
             pass
-    entries, overhead, context = [], {}, {}
-    gpu_timer = None  # made at the first CUDA row (NVML opened then)
+    overhead, context = {}, {}
     bend = {}
     # the fixed per-call costs first: a no-op Python call, then 1-element ops
     noop = lambda: None  # noqa: E731
@@ -67,12 +85,11 @@ def child(args):
             if lib == "numpy" and threads > 1 and not c.blas:
                 continue  # NumPy's ufuncs and copies run on one thread
             cases.append(c)
-    sel = [c for c in cases if c.family == "peers" or not filt or filt.search(c.name)]
     if args.child_filter:  # the parent's own selection (the cudaMalloc child)
-        sel = [c for c in sel if re.search(args.child_filter, c.name)]
+        cases = [c for c in cases if c.family == "peers" or re.search(args.child_filter, c.name)]
     # names the scripts would reject never reach the JSON
     bad = []
-    for c in sel:
+    for c in cases:
         try:
             sbtables.parse_name(c.name)
         except ValueError as e:
@@ -81,18 +98,44 @@ def child(args):
         n = sum(str(e).startswith(why) for _, e in bad)
         say(f"{lib} threads:{threads}: {n} cases left out: {why} of "
             "scripts/stridebench/results.py yet")
-    sel = [c for c in sel if c not in [b for b, _ in bad]]
+    st.cases = [c for c in cases if c not in [b for b, _ in bad]]
+    st.lib, st.threads, st.mod, st.args, st.timer, st.regime = lib, threads, mod, args, timer, regime
+    st.bend, st.py_ns, st.overhead, st.context = bend, py_ns, overhead, context
+    st.entries_fixed = []  # the fixed per-call costs' entries, measured once
+    st.gpu_timer = None  # made at the first CUDA row (NVML opened then)
+    _measure(st, [c for c in st.cases if c.family == "peers"], st.entries_fixed)
+    return st
+
+
+def _child_run(st, filt_text, out_path):
+    """Measures the cases whose name filt_text selects (all without one) and writes
+    {context, benchmarks} to out_path."""
+    filt = re.compile(filt_text) if filt_text else None
+    sel = [c for c in st.cases if c.family != "peers" and (not filt or filt.search(c.name))]
+    say(f"{st.lib} threads:{st.threads}: {len(sel)} cases")
+    entries = list(st.entries_fixed)
+    _measure(st, sel, entries)
+    doc = {"context": _child_context(st), "benchmarks": entries}
+    with open(out_path, "w") as f:
+        json.dump(doc, f)
+
+
+def _measure(st, sel, entries):
+    """Runs the cases sel, appending their entries (and, for the fixed per-call costs,
+    st.overhead and st.context)."""
+    lib, threads, args, timer, regime = st.lib, st.threads, st.args, st.timer, st.regime
+    bend, py_ns, overhead, context = st.bend, st.py_ns, st.overhead, st.context
     todo = [c for c in sel if c.family != "peers"]
-    say(f"{lib} threads:{threads}: {len(todo)} cases")
     k, family, t_cases = 0, None, time.perf_counter()
 
     def left():  # the mean time per case so far times the cases left
         t = round((time.perf_counter() - t_cases) / max(k, 1) * (len(todo) - k))
         return f"{t // 60}:{t % 60:02d} left"
     for c in sel:
-        if c.family != family:  # inputs are shared within a family only
+        if c.family != family:  # inputs are shared within a family (and a request) only
             family = c.family
-            POOL.clear()
+            for key in [k for k, x in POOL.items() if not (args.serve and _numel(x) > BIG_INPUT)]:
+                del POOL[key]  # Note [Peer runner serving the re-check]: the large ones stay
             gc.collect()
         if c.family != "peers":
             k += 1
@@ -116,9 +159,9 @@ def child(args):
             continue
         if dev.startswith("cuda") and c.family not in HOST_TIMED:
             # timed as our GPU rows are (GpuTimer): one entry, its samples' median and noise
-            if gpu_timer is None:
-                gpu_timer = GpuTimer(mod, args.matrix, nvml_clock())
-            g, k_calls = gpu_timer.run(w.fn)
+            if st.gpu_timer is None:
+                st.gpu_timer = GpuTimer(st.mod, args.matrix, nvml_clock())
+            g, k_calls = st.gpu_timer.run(w.fn)
             counters = _counters(w)
             counters.update({"calls_per_interval": k_calls, "samples": g["kept"],
                              "throttled": g["throttled"], "rse_pct": 100 * g["rse"],
@@ -151,6 +194,16 @@ def child(args):
                 f" x{n} ({time.perf_counter() - t0:.1f} s)"
             say(msg + _overhead_warning(overhead.get((dev, w.overhead_style), py_ns), med, w, args.matrix))
         del w  # reference counting frees its tensors; gc runs between families
+
+
+def _numel(x):
+    """Elements of a pooled input (a tensor or an array; 0 for anything else)."""
+    n = getattr(x, "numel", None)
+    return n() if callable(n) else int(getattr(x, "size", 0) or 0)
+
+
+def _child_context(st):
+    lib, mod, context, bend = st.lib, st.mod, dict(st.context), st.bend
     context["sb_peak_alloc_method"] = bend["cpu"].peak_method
     if lib == "torch":
         context["sb_torch_version"] = mod.__version__
@@ -176,10 +229,7 @@ def child(args):
             pass
     else:
         context["sb_numpy_version"] = mod.__version__
-    doc = {"context": context, "benchmarks": entries}
-    with open(args.child_out, "w") as f:
-        json.dump(doc, f)
-    return 0
+    return context
 
 
 # Families whose rows of ours are host-timed on the GPU too (bench_alloc_cuda's
@@ -272,9 +322,9 @@ def git_revision():
         return "unknown"
 
 
-def parent(args):
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
-    t_start = time.perf_counter()
+def _plan(args):
+    """The libraries, our cases and context for the children -> (libs, ours_ctx,
+    threads_list, plan_dir) or an exit code after the message."""
     libs = [l.strip() for l in args.libs.split(",") if l.strip()]
     for l in libs:
         if l not in LIBS:
@@ -297,9 +347,69 @@ def parent(args):
         {int(k["threads"]) for _, k in ours.values() if "threads" in k}) or [1]
     say(f"{len(ours)} cases of ours listed by {args.bench_dir}; machine {ours_ctx['sb_machine']}")
     plan_dir = tempfile.TemporaryDirectory()
-    plan_file = os.path.join(plan_dir.name, "plan.json")
-    with open(plan_file, "w") as f:
+    with open(os.path.join(plan_dir.name, "plan.json"), "w") as f:
         json.dump({"ours": ours, "context": ours_ctx}, f)
+    return libs, ours_ctx, threads_list, plan_dir
+
+
+def _child_cmd(args, lib, th, plan_dir, out=None, nocache=False, filt=None):
+    """The command line and environment of the child for lib at th threads."""
+    env = dict(os.environ)
+    for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        env[v] = str(th)
+    cmd = [sys.executable, ENTRY, "--child", lib, "--cases", os.path.join(plan_dir.name, "plan.json"),
+           "--threads", str(th), "--matrix", args.matrix]
+    cmd += ["--serve"] if args.serve else ["--child-out", out]
+    if nocache:  # torch's CUDA allocator without its cache: cudaMalloc/cudaFree
+        env["PYTORCH_NO_CUDA_MEMORY_CACHING"] = "1"
+        cmd += ["--child-filter", r"^alloc/.*/device:cuda:"]
+    if filt:
+        cmd += ["--filter", filt]
+    if args.no_cuda:
+        cmd += ["--no-cuda"]
+    if args.repetitions:
+        cmd += ["--repetitions", str(args.repetitions)]
+    if args.min_time:
+        cmd += ["--min-time", repr(args.min_time)]
+    return cmd, env
+
+
+def _merge(doc, nocache, entries, ctx):
+    """A child's JSON into one library's entries and context."""
+    if nocache:  # its overhead rows repeat the caching child's
+        doc["benchmarks"] = [e for e in doc["benchmarks"] if not e["name"].startswith("peers/")]
+    entries += doc["benchmarks"]
+    for key, val in doc["context"].items():
+        if nocache:
+            continue
+        if key == "sb_python_overhead_ns" or "_overhead_" in key:
+            ctx.setdefault(key, val)  # the first (1-thread) child's
+        else:
+            ctx[key] = val
+
+
+def _write(args, lib, dest, entries, ctx, threads_list, ours_ctx):
+    """One library's file, written atomically -> whether it was written."""
+    if not any(not e.get("error_occurred") for e in entries):
+        say(f"{lib}: no case matched; {dest} not written")
+        return False
+    for i, e in enumerate(entries):
+        e["family_index"] = i
+    doc = {"context": gbench_context(args, lib, threads_list, ctx, ours_ctx), "benchmarks": entries}
+    sbtables.atomic_write(dest, json.dumps(doc, indent=2) + "\n")
+    say(f"wrote {dest} ({len(entries)} entries)")
+    return True
+
+
+def parent(args):
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
+    t_start = time.perf_counter()
+    plan = _plan(args)
+    if isinstance(plan, int):
+        return plan
+    libs, ours_ctx, threads_list, plan_dir = plan
+    if args.serve:
+        return serve(args, libs, ours_ctx, plan_dir)
     written = 0
     for lib in libs:
         dest = os.path.join(args.out_dir, f"peers_{lib}.json")
@@ -311,22 +421,7 @@ def parent(args):
             k += 1
             with tempfile.TemporaryDirectory() as tmp:
                 out = os.path.join(tmp, "child.json")
-                env = dict(os.environ)
-                for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-                    env[v] = str(th)
-                cmd = [sys.executable, ENTRY, "--child", lib, "--cases", plan_file,
-                       "--threads", str(th), "--matrix", args.matrix, "--child-out", out]
-                if nocache:  # torch's CUDA allocator without its cache: cudaMalloc/cudaFree
-                    env["PYTORCH_NO_CUDA_MEMORY_CACHING"] = "1"
-                    cmd += ["--child-filter", r"^alloc/.*/device:cuda:"]
-                if args.filter:
-                    cmd += ["--filter", args.filter]
-                if args.no_cuda:
-                    cmd += ["--no-cuda"]
-                if args.repetitions:
-                    cmd += ["--repetitions", str(args.repetitions)]
-                if args.min_time:
-                    cmd += ["--min-time", repr(args.min_time)]
+                cmd, env = _child_cmd(args, lib, th, plan_dir, out, nocache, args.filter)
                 t0 = time.perf_counter()
                 proc = subprocess.Popen(cmd, env=env)
                 try:
@@ -345,38 +440,76 @@ def parent(args):
                     return 1
                 with open(out) as f:
                     doc = json.load(f)
-            if nocache:  # its overhead rows repeat the caching child's
-                doc["benchmarks"] = [e for e in doc["benchmarks"]
-                                     if not e["name"].startswith("peers/")]
-            entries += doc["benchmarks"]
+            _merge(doc, nocache, entries, ctx)
             if lib == "torch" and nocache is None and th == threads_list[0] and \
                     doc["context"].get("sb_gpu_name") and not args.no_cuda:
                 runs.append((1, True))
-            for key, val in doc["context"].items():
-                if nocache:
-                    continue
-                if key == "sb_python_overhead_ns" or "_overhead_" in key:
-                    ctx.setdefault(key, val)  # the first (1-thread) child's
-                else:
-                    ctx[key] = val
         if missing:
             if os.path.exists(dest):
                 os.unlink(dest)
                 say(f"removed the stale {dest}")
             continue
-        if not any(not e.get("error_occurred") for e in entries):
-            say(f"{lib}: no case matched; {dest} not written")
-            continue
-        for i, e in enumerate(entries):
-            e["family_index"] = i
-        doc = {"context": gbench_context(args, lib, threads_list, ctx, ours_ctx), "benchmarks": entries}
-        sbtables.atomic_write(dest, json.dumps(doc, indent=2) + "\n")
-        written += 1
-        say(f"wrote {dest} ({len(entries)} entries)")
+        written += _write(args, lib, dest, entries, ctx, threads_list, ours_ctx)
     if written == 0:
         say("neither torch nor numpy measured anything (not installed for "
             f"{sys.executable}?); no peer rows this time")
     say(f"done in {time.perf_counter() - t_start:.0f} s")
+    return 0
+
+
+# Note [Peer runner serving the re-check]
+# scripts/recheck runs the peers' side of its cases once per round. Started afresh each
+# round, the runner paid every round what does not change between rounds: importing the
+# library in each child, listing the cases, and measuring the fixed per-call costs. With
+# --serve the parent and its children stay up: the parent reads one request per line on
+# stdin, {"filter": REGEX, "threads": [N, ...], "out_dir": DIR}, has each child of those
+# thread counts (started at the first request that needs it, one per library and thread
+# count, as without --serve) measure the cases the filter selects, writes
+# DIR/peers_<lib>.json as the runner does, and answers "done" on stdout, or "error: WHY"
+# and exits. The inputs of more than BIG_INPUT elements (16 MiB of float32 and up, from
+# DRAM) stay in the pool from one request to the next: making them (their page faults)
+# was most of a round's set-up (docs/notes/bench.md). Smaller ones are made anew in each
+# request, as a fresh runner would: they live in the caches, where their place in memory
+# can move a row's time, and ours get a fresh place each round too. EOF on stdin ends
+# them all. The cudaMalloc child (torch's CUDA allocator rows) is not served: the
+# re-check skips the allocator family.
+def serve(args, libs, ours_ctx, plan_dir):
+    children, ended = {}, False
+    try:
+        for line in sys.stdin:
+            req = json.loads(line)
+            for lib in libs:
+                entries, ctx = [], {}
+                threads_list = sorted(req["threads"])
+                for th in threads_list:
+                    proc = children.get((lib, th))
+                    if proc is None:
+                        cmd, env = _child_cmd(args, lib, th, plan_dir)
+                        proc = children[(lib, th)] = subprocess.Popen(
+                            cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+                    with tempfile.TemporaryDirectory() as tmp:
+                        out = os.path.join(tmp, "child.json")
+                        proc.stdin.write(json.dumps({"filter": req["filter"], "out": out}) + "\n")
+                        proc.stdin.flush()
+                        if proc.stdout.readline().strip() != "done":
+                            rc = proc.wait()
+                            why = "does not import" if rc == EXIT_NO_LIBRARY else f"failed (exit {rc})"
+                            print(f"error: the {lib} threads:{th} child {why}", flush=True)
+                            return 1
+                        with open(out) as f:
+                            _merge(json.load(f), False, entries, ctx)
+                _write(args, lib, os.path.join(req["out_dir"], f"peers_{lib}.json"), entries, ctx,
+                       threads_list, ours_ctx)
+            print("done", flush=True)
+        ended = True
+    finally:  # at EOF the children end as this does; otherwise they are stopped
+        for proc in children.values():
+            if proc.poll() is None:
+                if ended:
+                    proc.stdin.close()
+                else:
+                    proc.terminate()
+                proc.wait()
     return 0
 
 
@@ -406,14 +539,16 @@ def main(argv):
     ap.add_argument("--child-out", help=argparse.SUPPRESS)
     ap.add_argument("--cases", help=argparse.SUPPRESS)
     ap.add_argument("--child-filter", help=argparse.SUPPRESS)
+    ap.add_argument("--serve", action="store_true", help="take requests on stdin, one per line "
+                    "(Note [Peer runner serving the re-check]; scripts/recheck's rounds)")
     args = ap.parse_args(argv)
     if (args.min_time is not None and not 0 < args.min_time <= 100) or \
             (args.repetitions is not None and args.repetitions < 1):
         ap.error("--min-time must be in (0, 100] seconds and --repetitions >= 1")
     if args.child:
         return child(args)
-    if not args.out_dir or not args.bench_dir:
-        ap.error("--out-dir and --bench-dir are required")
+    if not args.bench_dir or not (args.out_dir or args.serve):
+        ap.error("--out-dir (or --serve) and --bench-dir are required")
     return parent(args)
 
 
