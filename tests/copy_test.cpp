@@ -464,7 +464,10 @@ TEST(CopyFast, TransposeBandsAutomaticChoice) {
 
 // The same choice for 2-byte elements: dst rows less than 4 KiB apart take 32-row bands
 // under every tuning; rows further apart take blocks of 128 source rows where the tuning
-// takes blocks (source rows of >= 1024 elements), else the buffered tiles. The first
+// takes blocks (source rows of >= 1024 elements), else the streaming zmm tile runs where
+// the tuning takes zmm tiles on an AVX-512 CPU (Note [Streaming 2-byte tile runs]: 16
+// rows; source rows of 64 elements as in NHWC -> NCHW, and of 1000 with ragged edges
+// along both dims), else the buffered tiles. The first
 // case runs three whole blocks one after another in a thread's pipeline (so a whole
 // block drains from either buffer), and every ragged edge (an odd number of 8-row groups
 // among them).
@@ -480,6 +483,7 @@ TEST(CopyFast, TwoByteTransposesBandsAndBlocks) {
       {300, 3084, 2048, true},   // 3084 = 3 x 1024 + 8 + 4; 300 = 2 x 128 + 5 x 8 + 4
       {300, 2060, 2016, false},  // rows 4032 bytes apart: 300 = 9 x 32 + 8 + 4
       {300, 1000, 2048, true},   // source rows of 1000 elements: no blocks
+      {200, 64, 3136, true},     // source rows of 64 elements (NHWC -> NCHW): no blocks
   };
   uint64_t seed = 950;
   under_each_tuning([&](const CpuTuning& now) {
@@ -495,7 +499,10 @@ TEST(CopyFast, TwoByteTransposesBandsAndBlocks) {
                                     " x " + std::to_string(c.nB) + " into rows of " + std::to_string(c.dst_row) +
                                     ", threads " + std::to_string(threads);
           if (simd_level() >= SimdLevel::AVX2) {
-            const int want = !c.far ? 32 : now.transpose_blocks && c.nA >= 1024 ? 64 : 0;
+            const int want = !c.far                                ? 32
+                             : now.transpose_blocks && c.nA >= 1024 ? 64
+                             : now.zmm16 && use_avx512()           ? 16
+                                                                   : 0;
             EXPECT_EQ(last_copy_band_rows(), want) << where;
           }
           ASSERT_TRUE(test::all_close(dst, test::naive_values(src), 0, 0)) << where;

@@ -226,6 +226,17 @@ __attribute__((noinline)) void block_pipeline(E* d, int64_t ld, const E* bc, int
 // [zmm 2-byte tiles]) they walk A fastest in runs too: each dst row gets whole lines.
 constexpr int64_t kDirectA = 16, kDirectB = 32;
 
+// Note [Streaming 2-byte tile runs]
+// 2-byte copies that stream, whose dst rows lie kBlockMinRowBytes or more apart and
+// whose source rows are too short for the pipelined blocks (NHWC -> NCHW of 64
+// channels: source rows of 64 elements, dst rows 6 KiB apart) took the buffered tiles of
+// Note [Tiles of 2- and 8-byte elements]. Where the zmm tiles run (Note [zmm 2-byte
+// tiles]) they take the direct tile runs instead, A fastest, with streaming stores: each
+// dst row gets one whole 64-byte line per visit, written without a read for ownership,
+// and each B tile's source rows are read start to end. The dst alignment is the bands'
+// (dst rows 64-byte aligned); the whole 16 x 32 tiles stream, the edges (nA % 16 rows,
+// nB % 32 columns) are stored plainly, and a fence ends each thread's range.
+
 // Note [Direct tile runs]: the direct tiles of one (outer, B-tile) row, A from 0 to na,
 // in one call, whole 16 x 32 tiles with compile-time extents: locating every tile
 // (divisions, the outer offsets), the copy's closure around the 8x8 transposes (stride
@@ -253,16 +264,20 @@ inline void store_row(uint16_t* d, const uint16_t* b, int64_t n) {
   std::memcpy(d, b, static_cast<size_t>(n) * sizeof(uint16_t));
 }
 
-template <typename E>  // float or uint16_t; zmm16: Note [zmm 2-byte tiles] (2-byte elements)
+// E: float or uint16_t; zmm16: Note [zmm 2-byte tiles] (2-byte elements), their whole
+// tiles with streaming stores where nt (Note [Streaming 2-byte tile runs]).
+template <typename E>
 __attribute__((noinline)) void direct_tile_run(E* d, int64_t dA, const E* s, int64_t sB, int64_t na, int64_t nb,
-                                               bool zmm16) {
+                                               bool zmm16, bool nt = false) {
   int64_t i = 0;
 #ifdef SB_HAVE_AVX512
   if constexpr (sizeof(E) == 2) {
-    if (nb == kDirectB && zmm16) i = detail::tile_run16x32_u16(d, dA, s, sB, na);
+    if (nb == kDirectB && zmm16)
+      i = nt ? detail::tile_run16x32_u16<true>(d, dA, s, sB, na) : detail::tile_run16x32_u16(d, dA, s, sB, na);
   }
 #endif
   (void)zmm16;
+  (void)nt;
   if (nb == kDirectB)  // whole tiles: compile-time extents, the 8 micro-tiles unrolled
     for (; i + kDirectA <= na; i += kDirectA)
       for (int64_t j = 0; j < kDirectB; j += 8) tile_a16(d + i * dA + j, dA, s + i + j * sB, sB);
@@ -289,7 +304,8 @@ std::atomic<bool> g_band_outer{true};
 }
 
 // Plan dims: B = last (dst stride 1), A = a (src stride 1); others loop outside.
-// Returns the streaming bands' rows (0: none; 64: pipelined blocks; 32: 2-byte bands).
+// Returns the streaming bands' rows (0: none; 64: pipelined blocks; 32: 2-byte bands;
+// 16: 4-byte bands, or 2-byte streaming tile runs).
 template <typename U>
 int tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool nt) {
   const int64_t last = p.ndim() - 1;
@@ -323,21 +339,25 @@ int tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool nt) {
   }
   const TransposeBands tune = transpose_bands(nA, dA * static_cast<int64_t>(sizeof(U)));
   const bool blocks = bands && tune.rows == kBlockB;  // Note [Pipelined transpose blocks]
-  if (bands16 && dA * 2 >= kBlockMinRowBytes) {  // 2-byte dst rows far apart: blocks or the buffered tiles
+  // Note [Streaming 2-byte tile runs]: where 2-byte dst rows lie far apart and the
+  // source rows are too short for blocks
+  const bool zmm16 = use_avx512() && cpu_tuning().zmm16;
+  bool lines16 = false;
+  if (bands16 && dA * 2 >= kBlockMinRowBytes) {  // 2-byte dst rows far apart: blocks, zmm tile runs or the buffered tiles
     blocks16 = transpose_bands(nA, dA * 2).rows == kBlockB;
+    lines16 = !blocks16 && zmm16 && nA >= kDirectA;
     bands16 = false;
   }
   // Note [Direct small tiles]: L2-resident copies whose dst rows do not alias in L1
   const bool direct = simd && !nt && nA * nB * nouter * 4 <= cpu_caches().l2 && (dA * 4) % 2048 != 0;
-  const bool direct16 = sizeof(U) == 2 && use_avx2() && !nt && nA * nB * nouter * 2 <= cpu_caches().l2 &&
-                        (dA * 2) % 2048 != 0;
+  const bool direct16 = lines16 || (sizeof(U) == 2 && use_avx2() && !nt && nA * nB * nouter * 2 <= cpu_caches().l2 &&
+                                     (dA * 2) % 2048 != 0);
   const int64_t tA = blocks || blocks16 ? kBlockA : bands || bands16 ? kBandA : direct || direct16 ? kDirectA
                     : simd ? kTileA : simd_other ? kOtherA : tile,
                 tB = blocks ? kBlockB : blocks16 ? kBlock16B : bands ? tune.rows : bands16 ? kBand16Rows
                     : direct || direct16 ? kDirectB : simd ? kTileB : simd_other ? kOtherB : tile;
   // direct16 A-fastest only with zmm tiles (Note [zmm 2-byte tiles]): a run's dst writes
   // are whole 64-byte lines, so two threads on neighbouring B tiles share none
-  const bool zmm16 = use_avx512() && cpu_tuning().zmm16;
   const bool a_fastest = (bands && tune.source_rows_outer) || bands16 || blocks16 || direct || (direct16 && zmm16);
 #else
   const int64_t tA = tile, tB = tile;
@@ -426,9 +446,10 @@ int tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool nt) {
         int64_t doff, soff, na, nb;
         locate(t, doff, soff, na, nb);
         direct_tile_run<E>(reinterpret_cast<E*>(d + doff), dA, reinterpret_cast<const E*>(s + soff), sB,
-                           std::min(run * tA, nA - ia * tA), nb, zmm16);
+                           std::min(run * tA, nA - ia * tA), nb, zmm16, lines16);
         t += run;
       }
+      fence(lines16);
     };
     if (direct) return run_direct(float{});
     if constexpr (sizeof(U) == 2) {
@@ -503,5 +524,6 @@ int tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool nt) {
     }
     fence(nt && (simd || simd_other));
   });
-  return bands ? static_cast<int>(tB) : blocks16 ? static_cast<int>(kBlockB) : bands16 ? static_cast<int>(kBand16Rows) : 0;
+  return bands ? static_cast<int>(tB) : blocks16 ? static_cast<int>(kBlockB) : bands16 ? static_cast<int>(kBand16Rows)
+         : lines16 ? static_cast<int>(kDirectA) : 0;
 }

@@ -13,7 +13,8 @@ CopyPath last_copy_path();
 bool last_copy_used_nt();
 // Tiled path: whether 4- or 2-byte tiles went straight to memory as streaming bands
 // (copy.cpp, Note [Transpose bands]: 16 or 32, the band's source rows; 2-byte bands are
-// always 32) or pipelined blocks (Note [Pipelined transpose blocks]: 64) rather than
+// always 32), pipelined blocks (Note [Pipelined transpose blocks]: 64) or, for 2-byte
+// elements, streaming tile runs (Note [Streaming 2-byte tile runs]: 16) rather than
 // through the L1 tile buffer (0).
 int last_copy_band_rows();
 // The streaming transposes' shape: 16 or 32 source rows per band (Note [Transpose bands])

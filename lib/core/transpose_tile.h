@@ -361,6 +361,11 @@ __attribute__((target("avx512f,avx512bw"), always_inline)) inline __m512i load4_
   z = _mm512_inserti32x4(z, _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 2 * step)), 2);
   return _mm512_inserti32x4(z, _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 3 * step)), 3);
 }
+template <bool NT>
+__attribute__((target("avx512f,avx512bw"), always_inline)) inline void store_line(uint16_t* d, __m512i v) {
+  if constexpr (NT) _mm512_stream_si512(reinterpret_cast<__m512i*>(d), v);
+  else _mm512_storeu_si512(d, v);
+}
 // The epi32/epi64 unpacks in their all-ones masked forms: GCC 12 warns
 // (-Wmaybe-uninitialized) on the plain ones.
 __attribute__((target("avx512f,avx512bw"), always_inline)) inline void transpose8_u16_lanes512(__m512i (&r)[8]) {
@@ -383,9 +388,11 @@ __attribute__((target("avx512f,avx512bw"), always_inline)) inline void transpose
 }
 // d[i*ld + j] = s[i + j*sB] for i < na (rounded down to 16), j < 32, in 16 x 32 tiles
 // along i; returns the i it stopped at.
-__attribute__((noinline, target("avx512f,avx512bw"))) inline int64_t tile_run16x32_u16(uint16_t* d, int64_t ld,
-                                                                                     const uint16_t* s, int64_t sB,
-                                                                                     int64_t na) {
+// NT: streaming stores (d and ld * 2 multiples of 64 bytes: each store a whole line).
+template <bool NT = false>
+__attribute__((noinline, target("avx512f,avx512bw"))) int64_t tile_run16x32_u16(uint16_t* d, int64_t ld,
+                                                                              const uint16_t* s, int64_t sB,
+                                                                              int64_t na) {
   int64_t i = 0;
   for (; i + 16 <= na; i += 16) {
     __m512i r[8], q[8];
@@ -396,9 +403,9 @@ __attribute__((noinline, target("avx512f,avx512bw"))) inline int64_t tile_run16x
     transpose8_u16_lanes512(r);
     transpose8_u16_lanes512(q);
 #pragma GCC unroll 8
-    for (int m = 0; m < 8; ++m) _mm512_storeu_si512(d + (i + m) * ld, r[m]);
+    for (int m = 0; m < 8; ++m) store_line<NT>(d + (i + m) * ld, r[m]);
 #pragma GCC unroll 8
-    for (int m = 0; m < 8; ++m) _mm512_storeu_si512(d + (i + 8 + m) * ld, q[m]);
+    for (int m = 0; m < 8; ++m) store_line<NT>(d + (i + 8 + m) * ld, q[m]);
   }
   return i;
 }
