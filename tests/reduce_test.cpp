@@ -715,52 +715,6 @@ TEST(CudaReduce, BackendRejectsHostTensorsBeforeAnyWork) {
   test::expect_msg([&] { cuda::reduce(ReduceOp::Sum, out, a, {0}, 1); }, "expected CUDA tensors, got one on cpu");
   EXPECT_EQ(out.to_vector(), std::vector<double>(3, 7.0));
 }
-
-// Note [Vector column reductions]: sums over an outer dim whose outputs are aligned
-// 16-byte vectors take the vector column kernel, in every dtype (V = 2 to 8 outputs a
-// lane) and every op: 1040 outputs (at least 1024, else the block kernel takes them;
-// the last block partly empty), 1000 rows in splits of 67 (a partial unroll, a ragged
-// last split). 1000 x 1042 float32 (1042 outputs, not a multiple of 4) and a start one
-// element into the buffer (a misaligned x) keep the element column kernel.
-// A NaN in one column of a max reaches that output alone.
-TEST(CudaReduce, AlignedOuterColumnsTakeVectorLoads) {
-  const Device dev = Device::cuda(0);
-  SB_SKIP_WITHOUT_DEVICE(dev);
-  const Shape s = {1000, 1040};
-  for (const DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16, DType::Int32}) {
-    const std::vector<ReduceOp> ops = is_floating(dt)
-        ? std::vector<ReduceOp>{ReduceOp::Sum, ReduceOp::Mean, ReduceOp::Max, ReduceOp::Var, ReduceOp::Std}
-        : std::vector<ReduceOp>{ReduceOp::Sum, ReduceOp::Max};
-    for (const ReduceOp op : ops) {
-      cuda::reset_reduce_path_counts();
-      expect_reduce_matches(dev, op, dt, s, Layout::Contiguous, {0}, 51);
-      EXPECT_EQ(cuda::reduce_path_counts().column_vec, 1) << reduce_op_name(op) << " " << dtype_name(dt);
-      EXPECT_EQ(cuda::reduce_path_counts().column, 0) << reduce_op_name(op) << " " << dtype_name(dt);
-    }
-  }
-  // the same sums where the vectors do not line up: the element column kernel
-  cuda::reset_reduce_path_counts();
-  expect_reduce_matches(dev, ReduceOp::Sum, DType::Float32, {1000, 1042}, Layout::Contiguous, {0}, 52);
-  const auto vx = test::stored(test::random_values(s, 53, DType::Float32, -1, 1, false), s, DType::Float32);
-  const Tensor buf = test::on_device(dev, std::vector<double>(1000 * 1040 + 1, 0.0), {1000 * 1040 + 1},
-                                     DType::Float32, Layout::Contiguous);
-  Tensor x = buf.as_strided(s, {1040, 1}, 1);
-  x.copy_(test::on_device(dev, vx, s, DType::Float32, Layout::Contiguous));
-  Tensor out = test::poisoned_on(dev, {1, 1040}, DType::Float32, Layout::Contiguous);
-  reduce_keepdim_out(ReduceOp::Sum, out, x, {0}, 1);
-  expect_reduction(out, ReduceOp::Sum, DType::Float32, vx, s, {0}, "sum, x one element in");
-  EXPECT_EQ(cuda::reduce_path_counts().column, 2);
-  EXPECT_EQ(cuda::reduce_path_counts().column_vec, 0);
-  // NaN at (700, 13): output 13 alone is NaN
-  std::vector<double> vn = vx;
-  vn[700 * 1040 + 13] = NAN;
-  const Tensor xn = test::on_device(dev, vn, s, DType::Float32, Layout::Contiguous);
-  Tensor mx = test::poisoned_on(dev, {1, 1040}, DType::Float32, Layout::Contiguous);
-  reduce_keepdim_out(ReduceOp::Max, mx, xn, {0}, 1);
-  const std::vector<double> got = test::naive_values(mx);
-  for (int64_t j = 0; j < 1040; ++j) EXPECT_EQ(std::isnan(got[j]), j == 13) << "column " << j;
-  EXPECT_EQ(cuda::reduce_path_counts().column_vec, 1);
-}
 #endif  // SB_WITH_CUDA
 
 }  // namespace

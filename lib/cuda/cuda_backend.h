@@ -105,15 +105,6 @@ void reset_elementwise_path_counts();
 // ---- reductions (lib/reduce/reduce.cu) ----
 // out has x's sizes with the reduced dims (sorted, unique) set to 1 (keepdim form).
 void reduce(ReduceOp op, const Tensor& out, const Tensor& x, const Shape& dims, int64_t correction);
-struct ReducePathCounts {  // reduce() calls by the kernel they took, since the last reset
-  int64_t block = 0;        // a block (or blocks) per output: reduced dims innermost, or few outputs
-  int64_t warp = 0;         // a warp per unit-stride row
-  int64_t column = 0;       // outputs innermost, a lane an output
-  int64_t column_vec = 0;   // outputs innermost and aligned, a lane 16 bytes of outputs
-  int64_t thread = 0;       // short reductions, a thread an output
-};
-ReducePathCounts reduce_path_counts();
-void reset_reduce_path_counts();
 // ---- conv2d (lib/conv/conv.cu) ----
 // out [N, O, OH, OW], any non-overlapping strides, = conv2d(x, w) + bias (undefined:
 // none), relu when asked: im2col and cuBLAS in x's memory format, through a temporary

@@ -220,6 +220,15 @@ struct LtPlan {
 // (device, operand type, output type, M, N, K, x transposed, ld of x, epilogue)
 using LtKey = std::tuple<int, int, int, int64_t, int64_t, int64_t, bool, int64_t, int>;
 
+// Note [16-bit outputs and split-K]: for a small M x N cuBLASLt's heuristic may pick an
+// algorithm that splits K. With a float16 or bfloat16 y and the bias epilogue, such an
+// algorithm rounded the product to 16 bits before adding the bias, whatever reduction
+// scheme it was allowed (in the output, or in float32 workspace): two roundings where
+// Note [16-bit activations] promises one, and many ulp of y where the bias cancels most
+// of the product (tests/quant_test.cpp caught it on an H200; docs/notes/cuda.md). For a
+// 16-bit y the plan takes the heuristic's first algorithm that does not split K; with
+// none, the layer takes the float32 path (one rounding at the end).
+
 // y^T (N x M column-major, ld N) = op(w') (w [N, K] row-major: K x N column-major, op T)
 // x op(x') (x [M, K]: row-major -> K x M, op N; column-major -> M x K, op T) with the
 // bias epilogue, then the relu. y (C and D) of type cd: float32, or the operands' 16-bit
@@ -256,13 +265,22 @@ bool lt_linear(const Tensor& y, const Tensor& x, bool xtrans, int64_t ldx, const
     const size_t ws = kCublasLtWorkspace;
     SB_CUBLAS_CHECK(
         cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)));
-    cublasLtMatmulHeuristicResult_t res{};
+    cublasLtMatmulHeuristicResult_t res[8] = {};
     int found = 0;
     const cublasStatus_t st =
-        cublasLtMatmulAlgoGetHeuristic(cublaslt_handle(dev), p.op, p.a, p.b, p.c, p.c, pref, 1, &res, &found);
+        cublasLtMatmulAlgoGetHeuristic(cublaslt_handle(dev), p.op, p.a, p.b, p.c, p.c, pref, 8, res, &found);
     cublasLtMatmulPreferenceDestroy(pref);
-    p.ok = st == CUBLAS_STATUS_SUCCESS && found > 0;
-    if (p.ok) p.algo = res.algo;
+    p.ok = false;
+    for (int i = 0; st == CUBLAS_STATUS_SUCCESS && i < found && !p.ok; ++i) {
+      int32_t splitk = 1;
+      size_t written = 0;
+      if (cd != CUDA_R_32F &&  // Note [16-bit outputs and split-K]
+          (cublasLtMatmulAlgoConfigGetAttribute(&res[i].algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splitk, sizeof(splitk),
+                                                &written) != CUBLAS_STATUS_SUCCESS || splitk > 1))
+        continue;
+      p.ok = true;
+      p.algo = res[i].algo;
+    }
     it = plans.emplace(key, p).first;  // descriptors kept for the process (as the handles)
   }
   const LtPlan& p = it->second;

@@ -16,8 +16,7 @@
 //           for every op (Note [Rows per warp])
 //   column  the other cases with R >= kColMinRows (dim:outer): 32 adjacent outputs x 8
 //           warps of rows per block, rows split over blocks where outputs are few
-//           (Note [Column reductions]), splits combined in order; 32 lanes x 16 bytes
-//           of outputs a block where they are aligned (Note [Vector column reductions])
+//           (Note [Column reductions]), splits combined in order
 //   thread  short reductions (R < kColMinRows) that the block kernel does not take:
 //           one thread per output walks its R elements.
 // Accumulation in double for every dtype (max compares in double too; NaN
@@ -25,7 +24,6 @@
 // PyTorch's divisor max(0, R - correction). Cost: one read of x (var/std: two), one
 // write of out.
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <limits>
 
@@ -37,8 +35,6 @@ namespace sb::cuda {
 namespace {
 
 enum Mode : int { kSum = 0, kMax = 1, kSqDev = 2 };
-
-std::atomic<int64_t> g_block{0}, g_warp{0}, g_column{0}, g_column_vec{0}, g_thread{0};
 
 __device__ __forceinline__ double combine(int mode, double acc, double v) {
   return mode == kMax ? nan_max(acc, v) : acc + v;
@@ -267,65 +263,6 @@ __global__ void reduce_column_kernel(const T* x, OffsetCalc<2> kept, OffsetCalc<
   }
 }
 
-// Note [Vector column reductions]
-// The column kernel reads one element a lane a row: 128 bytes a warp load in float32,
-// 64 in bfloat16. Where the outputs are x's innermost elements in order (one kept dim,
-// x stride 1) and V = 16 / sizeof(T) of them start every 16-byte vector (their count a
-// multiple of V, x 16-byte aligned, the row stride a multiple of V, the reduced dims
-// linear), reduce_column_vec_kernel gives each lane V adjacent outputs and reads them
-// with one 16-byte load a row: 512 bytes a warp load. A block then covers 32 V outputs,
-// fewer blocks, so the rows split down to kColVecMinRows a split to fill the device.
-// Each output's rows are summed in the column kernel's order (warp w: rows w, w + 8, ...
-// of a split; the warps in order; the splits in order by reduce_finalize_kernel).
-constexpr int kColVecUnroll = 4;
-constexpr int64_t kColVecMinRows = 64;
-
-template <typename T>
-__global__ void __launch_bounds__(kColWidth * kColWarps)
-    reduce_column_vec_kernel(const T* x, int64_t rstride, int64_t O, int64_t R, int64_t splits, int64_t chunk,
-                             int mode, const double* mean, double* partial) {
-  constexpr int V = 16 / static_cast<int>(sizeof(T));
-  using Vec = AlignedVector<T, V>;
-  __shared__ double acc_s[kColWarps][kColWidth * V + 1];
-  const int lane = threadIdx.x, row = threadIdx.y;
-  const int64_t base = static_cast<int64_t>(blockIdx.x) * kColWidth * V, o = base + lane * V, s = blockIdx.y;
-  double acc[V];
-#pragma unroll
-  for (int v = 0; v < V; ++v) acc[v] = mode == kMax ? -INFINITY : 0.0;
-  if (o < O) {  // O is a multiple of V: the lane's V outputs all exist
-    double m[V];
-#pragma unroll
-    for (int v = 0; v < V; ++v) m[v] = mode == kSqDev ? mean[o + v] : 0.0;
-    const T* xs = x + o;
-    const int64_t r0 = s * chunk, r1 = r0 + chunk < R ? r0 + chunk : R;
-    int64_t r = r0 + row;
-    for (; r + (kColVecUnroll - 1) * kColWarps < r1; r += kColVecUnroll * kColWarps) {
-      Vec vv[kColVecUnroll];
-#pragma unroll
-      for (int u = 0; u < kColVecUnroll; ++u)  // the loads first: kColVecUnroll in flight
-        vv[u] = *reinterpret_cast<const Vec*>(xs + (r + u * kColWarps) * rstride);
-#pragma unroll
-      for (int u = 0; u < kColVecUnroll; ++u)
-#pragma unroll
-        for (int v = 0; v < V; ++v) acc[v] = combine(mode, acc[v], prep(mode, cvt<double>(vv[u].val[v]), m[v]));
-    }
-    for (; r < r1; r += kColWarps) {
-      const Vec vv = *reinterpret_cast<const Vec*>(xs + r * rstride);
-#pragma unroll
-      for (int v = 0; v < V; ++v) acc[v] = combine(mode, acc[v], prep(mode, cvt<double>(vv.val[v]), m[v]));
-    }
-  }
-#pragma unroll
-  for (int v = 0; v < V; ++v) acc_s[row][lane * V + v] = acc[v];
-  __syncthreads();
-  for (int c = row * kColWidth + lane; c < kColWidth * V; c += kColWidth * kColWarps) {
-    if (base + c >= O) break;
-    double a = acc_s[0][c];
-    for (int k = 1; k < kColWarps; ++k) a = combine(mode, a, acc_s[k][c]);
-    partial[(base + c) * splits + s] = a;
-  }
-}
-
 // Adds (or maxes) the splits of each output in order; writes the mean (var stage 1)
 // or the final value.
 template <typename T>
@@ -388,16 +325,10 @@ void reduce(ReduceOp op, const Tensor& out, const Tensor& x, const Shape& dims, 
     if (!use_block && R < kColMinRows) {
       reduce_thread_kernel<scalar_t><<<grid_for(O, dev), kThreads>>>(po, px, kept, red, O, R, op, correction);
       SB_CUDA_LAUNCH_CHECK();
-      ++g_thread;
     } else if (!use_block) {  // Note [Column reductions]
-      // Note [Vector column reductions]
-      constexpr int64_t V = 16 / static_cast<int64_t>(sizeof(scalar_t));
-      const bool vec = linear && kept.ndim == 1 && kept.strides[1][0] == 1 && O % V == 0 && rstride % V == 0 &&
-                       reinterpret_cast<uintptr_t>(px) % 16 == 0;
-      const int64_t per_block = vec ? kColWidth * V : kColWidth, min_rows = vec ? kColVecMinRows : kColMinRows;
-      const int64_t col_blocks = (O + per_block - 1) / per_block, want = 8LL * sms;
+      const int64_t col_blocks = (O + kColWidth - 1) / kColWidth, want = 8LL * sms;
       int64_t splits = 1;
-      if (col_blocks < want) splits = std::min<int64_t>({(want + col_blocks - 1) / col_blocks, R / min_rows, 65535});
+      if (col_blocks < want) splits = std::min<int64_t>({(want + col_blocks - 1) / col_blocks, R / kColMinRows, 65535});
       splits = std::max<int64_t>(splits, 1);
       const int64_t chunk = (R + splits - 1) / splits;
       splits = (R + chunk - 1) / chunk;
@@ -406,11 +337,8 @@ void reduce(ReduceOp op, const Tensor& out, const Tensor& x, const Shape& dims, 
       Tensor partial = empty({O * splits}, DType::Float64, out.device());
       double* pp = partial.data<double>();
       const int mode = op == ReduceOp::Max ? kMax : kSum;
-      ++(vec ? g_column_vec : g_column);
       auto column = [&](int md, const double* mean) {
-        if (vec)
-          reduce_column_vec_kernel<scalar_t><<<grid, block>>>(px, rstride, O, R, splits, chunk, md, mean, pp);
-        else if (linear)
+        if (linear)
           reduce_column_kernel<scalar_t, true><<<grid, block>>>(px, kept, red, rstride, O, R, splits, chunk, md, mean, pp);
         else
           reduce_column_kernel<scalar_t, false><<<grid, block>>>(px, kept, red, rstride, O, R, splits, chunk, md, mean, pp);
@@ -436,7 +364,6 @@ void reduce(ReduceOp op, const Tensor& out, const Tensor& x, const Shape& dims, 
       const unsigned blocks = static_cast<unsigned>(std::min<int64_t>((O + warps - 1) / warps, 8LL * sms));
       reduce_warp_rows_kernel<scalar_t><<<blocks, kThreads>>>(po, px, kept, O, R, op, correction);
       SB_CUDA_LAUNCH_CHECK();
-      ++g_warp;
     } else {
       const int64_t want = 4LL * sms;  // blocks to fill the device
       int64_t splits = 1;
@@ -462,7 +389,6 @@ void reduce(ReduceOp op, const Tensor& out, const Tensor& x, const Shape& dims, 
       };
       block_pass(mode, nullptr, direct ? po : nullptr);
       SB_CUDA_LAUNCH_CHECK();
-      ++g_block;
       if (direct) return;
       if (two_pass) {
         mean = empty({O}, DType::Float64, out.device());
@@ -477,17 +403,6 @@ void reduce(ReduceOp op, const Tensor& out, const Tensor& x, const Shape& dims, 
       SB_CUDA_LAUNCH_CHECK();
     }
   });
-}
-
-ReducePathCounts reduce_path_counts() {
-  return {g_block.load(), g_warp.load(), g_column.load(), g_column_vec.load(), g_thread.load()};
-}
-void reset_reduce_path_counts() {
-  g_block = 0;
-  g_warp = 0;
-  g_column = 0;
-  g_column_vec = 0;
-  g_thread = 0;
 }
 
 }  // namespace sb::cuda
