@@ -433,8 +433,7 @@ struct FusedSlots {
 // rows side by side spilled GCC's row pointers and scales in the fused loop.
 // NTW: the write's whole vectors with streaming stores (64-byte aligned out rows).
 // T: the rows' dtype; float16 and bfloat16 rows (Note [16-bit fused groups]) are widened
-// as they are loaded and rounded as they are stored, by the IO16 helpers below, which the
-// caller's target must allow.
+// as they are loaded and rounded as they are stored (FusedIO, Note [16-bit fused IO]).
 template <bool STATS, bool WRITE, bool NTW = false, typename T = float>
 SB_ZMM __attribute__((always_inline)) inline void fused_loop(const float* shift, const float* negmean, const float* rstd,
                                                              VZ::V (&s)[8], VZ::V (&q)[8], const char* xs,
