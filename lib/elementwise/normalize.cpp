@@ -78,7 +78,6 @@ SB_ZMM void normalize_groups_f32(const char* x, int64_t xr, char* out, int64_t o
     normalize_rows8_f32_vl<false>(x + ng * 8 * xr, xr, out + ng * 8 * orow, orow, static_cast<int>(rows - ng * 8), n, eps);
 }
 
-
 // Note [16-bit fused groups]: float16 and bfloat16 rows that Note [16-bit normalize rows
 // through float32] would widen into a buffer for the fused groups take the fused loop
 // on their own bytes instead, widened as loaded and rounded as stored (Note [16-bit fused
