@@ -804,6 +804,56 @@ TEST(Elementwise, StreamingOutputsAgainstReference) {
   EXPECT_FALSE(last_elementwise_used_nt());
 }
 
+// Note [bfloat16 rows in zmm], streamed: a bfloat16 output starting at each of the 32
+// element positions of a 64-byte line goes through the head, the 8-element steps to the
+// line boundary, the full-line streams and the tail, or stops in any of them. Lengths
+// that end in each part; a binary op, a stride-0 operand, a scalar and a unary op (each
+// with a 512-bit twin); the cells around the output keep their poison.
+TEST(Elementwise, StreamedBfloat16RowsFromEveryLinePosition) {
+  set_nt_threshold_bytes(0);
+  for_each_config([](const std::string& cfg) {
+    std::mt19937_64 rng(29);
+    const DType dt = DType::BFloat16;
+    const bool vec = simd_level() >= SimdLevel::AVX2;
+    for (int64_t off = 0; off < 32; ++off)
+      for (int64_t n : {5, 8, 13, 24, 31, 40, 57, 64, 95, 100, 263}) {
+        const Tensor x = values({1, n}, rng(), dt).reshape({n});
+        const Tensor y = values({1, n}, rng(), dt, /*positive=*/true).reshape({n});
+        const Tensor y0 = values({1}, rng(), dt, /*positive=*/true).expand({n});
+        const std::vector<double> xr = x.to_vector(), yr = y.to_vector();
+        const double y0v = y0.to_vector()[0];
+        std::vector<double> r_add(n), r_mul0(n), r_sc(n), r_relu(n);
+        for (int64_t i = 0; i < n; ++i) {
+          r_add[i] = xr[i] + yr[i];
+          r_mul0[i] = xr[i] * y0v;
+          r_sc[i] = xr[i] - 0.75;
+          r_relu[i] = std::max(xr[i], 0.0);
+        }
+        Tensor buf = empty({off + n + 40}, dt);
+        ASSERT_EQ(reinterpret_cast<uintptr_t>(buf.data_ptr()) % 64, 0u);
+        Tensor out = buf.slice(0, off, off + n);
+        const std::string what = cfg + ", n " + std::to_string(n) + ", offset " + std::to_string(off);
+        auto check = [&](const char* op, const std::vector<double>& ref, const std::function<void()>& run) {
+          test::poison(buf);
+          const std::vector<double> before = buf.to_vector();
+          run();
+          ASSERT_EQ(last_elementwise_used_nt(), vec) << what << " " << op;
+          ASSERT_TRUE(test::all_close(out, round_to(ref, dt), atol(dt), rtol(dt))) << what << " " << op;
+          const std::vector<double> after = buf.to_vector();
+          for (int64_t i = 0; i < static_cast<int64_t>(after.size()); ++i) {
+            if (i >= off && i < off + n) continue;
+            ASSERT_TRUE(std::memcmp(&after[i], &before[i], 8) == 0) << what << " " << op << " cell " << i;
+          }
+        };
+        check("add_out", r_add, [&] { add_out(out, x, y); });
+        check("mul_out (stride-0 y)", r_mul0, [&] { mul_out(out, x, y0); });
+        check("sub_out (scalar)", r_sc, [&] { sub_out(out, x, 0.75); });
+        check("relu_out", r_relu, [&] { relu_out(out, x); });
+      }
+  });
+  set_nt_threshold_bytes(-1);
+}
+
 // Note [Row blocks] and Note [Streaming strips]: outputs walked as many short strips (a
 // broadcast over rows, rows of a padded or stepped input, broadcasts over 4 dims where
 // the rows carry into dim 2), row lengths around the vector width, enough rows that 2

@@ -181,8 +181,10 @@ SB_BF16_NE int64_t unary_pairs_ne(BFloat16* o, const BFloat16* a, V va, int64_t 
 // even elements as floats, a mask of the high halves the odd ones, so no widening
 // shuffle (vpmovzxwd) is needed; the op runs on each half, one vcvtne2ps2bf16 rounds
 // the 32 results (even ones in lanes 0-15, odd ones in 16-31) and one vpermw puts them
-// back in order. Same float arithmetic and the same rounding as narrow2_ne. Plain
-// stores only: the streamed (DRAM-size) rows are bound by memory and keep the pairs.
+// back in order. Same float arithmetic and the same rounding as narrow2_ne. A streamed
+// row (NT) first goes 8 elements at a time (align64_ne) until its output is 64-byte
+// aligned, then streams each 32 results as one full line: through the pairs, a
+// DRAM-size row was bound by their instructions on one core (docs/notes/elementwise.md).
 // zmm_of of any other functor is NoZmm, and its loops start at the pairs.
 struct NoZmm {};
 template <typename F>
@@ -201,7 +203,28 @@ SB_BF16_NE inline __m512i interleave_halves() {
                                                    8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
   return _mm512_load_si512(idx);
 }
-template <bool AS, bool BS, typename Z>
+// A streamed row's elements before o's next 64-byte boundary, 8 a step by the ymm
+// functor g (o + j 16-byte aligned: kStreamAlign); AS, BS as below. Returns the elements
+// done, from j; a row that ends first stops short, and the pairs go on from there.
+template <bool AS, bool BS, typename V, typename G>
+SB_BF16_NE int64_t align64_ne(BFloat16* o, const BFloat16* a, const BFloat16* b, V va, V vb, int64_t j, int64_t n,
+                              const G& g) {
+  using L = Vec<BFloat16>;
+  for (; reinterpret_cast<uintptr_t>(o + j) % 64 != 0 && j + 8 <= n; j += 8) {
+    const V r = g(AS ? va : L::load(a + j), BS ? vb : L::load(b + j));
+    _mm_stream_si128(reinterpret_cast<__m128i*>(o + j), (__m128i)_mm256_cvtneps_pbh(r));
+  }
+  return j;
+}
+template <bool NT>
+SB_BF16_NE inline void put32_ne(BFloat16* o, __m512i r) {
+  if constexpr (NT) {
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(o), r);  // o 64-byte aligned (align64_ne)
+  } else {
+    _mm512_storeu_si512(o, r);
+  }
+}
+template <bool AS, bool BS, bool NT, typename Z>
 SB_BF16_NE int64_t binary_zmm_ne(BFloat16* o, const BFloat16* a, const BFloat16* b, int64_t j, int64_t n, const Z& z) {
   if constexpr (std::is_same_v<Z, NoZmm>) {
     return j;
@@ -214,12 +237,12 @@ SB_BF16_NE int64_t binary_zmm_ne(BFloat16* o, const BFloat16* a, const BFloat16*
       if constexpr (!AS) split_even_odd(a + j, a0, a1);
       if constexpr (!BS) split_even_odd(b + j, b0, b1);
       const __m512i r = (__m512i)_mm512_cvtne2ps_pbh(z(a1, b1), z(a0, b0));
-      _mm512_storeu_si512(o + j, _mm512_permutexvar_epi16(order, r));
+      put32_ne<NT>(o + j, _mm512_permutexvar_epi16(order, r));
     }
     return j;
   }
 }
-template <bool AS, typename Z>
+template <bool AS, bool NT, typename Z>
 SB_BF16_NE int64_t unary_zmm_ne(BFloat16* o, const BFloat16* a, int64_t j, int64_t n, const Z& z) {
   if constexpr (std::is_same_v<Z, NoZmm>) {
     return j;
@@ -231,7 +254,7 @@ SB_BF16_NE int64_t unary_zmm_ne(BFloat16* o, const BFloat16* a, int64_t j, int64
       __m512 a0 = va, a1 = va;
       if constexpr (!AS) split_even_odd(a + j, a0, a1);
       const __m512i r = (__m512i)_mm512_cvtne2ps_pbh(z(a1), z(a0));
-      _mm512_storeu_si512(o + j, _mm512_permutexvar_epi16(order, r));
+      put32_ne<NT>(o + j, _mm512_permutexvar_epi16(order, r));
     }
     return j;
   }
@@ -254,7 +277,8 @@ void binary_vloop(T* o, const T* a, const T* b, int64_t n, const F& f) {
   if constexpr (std::is_same_v<T, BFloat16>) {  // 16 at a time: Note [bfloat16 pairs of vectors]
 #ifdef SB_HAVE_AVX512
     if (use_avx512_bf16()) {
-      if constexpr (!NT) j = binary_zmm_ne<AS, BS>(o, a, b, j, n, zmm_of(f));  // Note [bfloat16 rows in zmm]
+      if constexpr (NT && !std::is_same_v<decltype(zmm_of(f)), NoZmm>) j = align64_ne<AS, BS>(o, a, b, va, vb, j, n, f);
+      j = binary_zmm_ne<AS, BS, NT>(o, a, b, j, n, zmm_of(f));  // Note [bfloat16 rows in zmm]
       j = binary_pairs_ne<AS, BS, NT>(o, a, b, va, vb, j, n, f);  // Note [bfloat16 rows by vcvtneps2bf16]
     }
 #endif
@@ -298,7 +322,9 @@ void unary_vloop(T* o, const T* a, int64_t n, const F& f) {
   if constexpr (std::is_same_v<T, BFloat16>) {  // 16 at a time: Note [bfloat16 pairs of vectors]
 #ifdef SB_HAVE_AVX512
     if (use_avx512_bf16()) {
-      if constexpr (!NT) j = unary_zmm_ne<AS>(o, a, j, n, zmm_of(f));  // Note [bfloat16 rows in zmm]
+      if constexpr (NT && !std::is_same_v<decltype(zmm_of(f)), NoZmm>)
+        j = align64_ne<AS, true>(o, a, a, va, va, j, n, [&](auto x, auto) { return f(x); });
+      j = unary_zmm_ne<AS, NT>(o, a, j, n, zmm_of(f));  // Note [bfloat16 rows in zmm]
       j = unary_pairs_ne<AS, NT>(o, a, va, j, n, f);  // Note [bfloat16 rows by vcvtneps2bf16]
     }
 #endif
