@@ -415,6 +415,54 @@ TEST(Reduce, SumsAccumulateInBlocksWhateverTheStrides) {
   }
 }
 
+// Note [Short rows four at a time]: sums over unit-stride rows of 8-1024 elements, four
+// rows at a time and the rest one by one. Row counts that leave 0-3 rows over and split
+// over 2 threads; lengths around the vector steps (8 lanes, 16 per pair of registers,
+// bfloat16's 16-element loads) with and without a scalar tail, at the path's limit and
+// past it; rows starting off any alignment (the Offset layout) and a kept range of two
+// dims that do not coalesce (a slice of the middle dim), so that a group of four crosses
+// from one outer index to the next. A NaN or an infinity in a vector part or a tail
+// reaches its own row's sum only.
+TEST(Reduce, ShortRowsFourAtATime) {
+  uint64_t seed = 500;
+  for (DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16})
+    for (int64_t n : {7, 8, 9, 16, 17, 23, 32, 45, 100, 256, 1024, 1025})
+      for (int64_t k : {1, 4, 7, 13}) {
+        const std::string what = std::string(dtype_name(dt)) + " rows " + std::to_string(k) + " x " + std::to_string(n);
+        check_case(make_values({k, n}, ++seed, dt, dt == DType::Float16 ? 0.2 : 1.0), {-1}, false,
+                   {Layout::Contiguous, Layout::Offset}, what, false);
+        if (HasFatalFailure()) return;
+        // kept dims (4, 3) with strides (6 (n + 5), n + 5): no coalescing
+        const Tensor big = make_values({4, 6, n + 5}, ++seed, dt, dt == DType::Float16 ? 0.2 : 1.0);
+        const Tensor x = big.slice(1, 1, 4).slice(2, 0, n);
+        const std::vector<double> ref = reference(ReduceOp::Sum, x, {false, false, true}, 0);
+        for (const test::Modes& m : test::available_modes({{1, SimdLevel::AVX2}, {2, SimdLevel::AVX2}})) {
+          test::ModeGuard g(m);
+          Tensor out = empty({4, 3}, dt).transpose(0, 1).transpose(0, 1);
+          test::poison(out);
+          sum_out(out, x, {2});
+          ASSERT_TRUE(test::all_close(out, ref, test::default_atol(dt), test::default_rtol(dt)))
+              << what << ", a slice of the middle dim, " << m.threads << " threads";
+        }
+      }
+  Scope scope;
+  set_simd_level(SimdLevel::AVX2);
+  for (DType dt : {DType::Float32, DType::BFloat16}) {
+    std::vector<double> v(8 * 45, 1.0);
+    v[2 * 45 + 44] = NAN;       // row 2, in the scalar tail
+    v[3 * 45 + 3] = INFINITY;   // row 3, in the vector part
+    v[5 * 45 + 20] = -INFINITY; // row 5
+    const Tensor r = sum(from_vector(v, {8, 45}).to(dt), {1});
+    for (int64_t i = 0; i < 8; ++i) {
+      const double got = r.get({i});
+      if (i == 2) EXPECT_TRUE(std::isnan(got)) << dtype_name(dt);
+      else if (i == 3) EXPECT_EQ(got, INFINITY) << dtype_name(dt);
+      else if (i == 5) EXPECT_EQ(got, -INFINITY) << dtype_name(dt);
+      else EXPECT_EQ(got, 45.0) << dtype_name(dt) << " row " << i;
+    }
+  }
+}
+
 TEST(Reduce, NanPropagatesThroughMaxSumAndVar) {
   Scope scope;
   for (DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16}) {

@@ -158,10 +158,23 @@ void run_horizontal(const typename V::T* x, const ReducePlan& g, typename V::A* 
   };
   const int nt = get_num_threads();
   const bool split = K < 4 * nt && R >= 2 * kGrainSize && nt > 1;
+  // Note [Short rows four at a time]: sums of unit-stride rows of W to kShortRow elements
+  constexpr bool kRows4 = std::is_same_v<Op, OpSum> && std::is_same_v<A, double> && V::W > 1;
+  const bool rows4 = kRows4 && nd == 1 && si == 1 && R >= V::W && R <= kShortRow;
   if (!split) {
     parallel_for(0, K, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(R, 1)), [&](int64_t b, int64_t e) {
       Walker w(g.ks, g.kst, b);
-      for (int64_t k = b; k < e; ++k, w.next()) {
+      int64_t k = b;
+#ifdef SB_HAVE_AVX2
+      if constexpr (kRows4) {
+        for (; rows4 && k + 4 <= e; k += 4) {
+          const typename V::T* p[4];
+          for (int r = 0; r < 4; ++r, w.next()) p[r] = x + w.off;
+          h_sum_rows4<V>(p, R, res + k);
+        }
+      }
+#endif
+      for (; k < e; ++k, w.next()) {
         A acc[N];
         Op::sinit(acc);
         reduce(x + w.off, 0, R, acc);

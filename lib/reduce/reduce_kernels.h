@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 
 #ifdef SB_HAVE_AVX2
 #include <immintrin.h>
@@ -256,6 +257,68 @@ void h_kernel(const typename V::T* p, int64_t n, int64_t s, double m, Sink& sink
     sink.add(t[0]);
   }
 }
+
+// Note [Short rows four at a time]
+// A sum over many unit-stride rows of at most kShortRow elements (x.sum(-1) of a 512 x
+// 256 x) paid per row, through h_kernel, about as much for its call, its registers and
+// its horizontal sum in double as for its loads. Such rows go four at a time: two float
+// accumulators a row (eight chains in all), the four rows' lanes summed in double
+// together (hsum4: a conversion, a transposing add, one store), then each row's scalar
+// tail in double. A bfloat16 row takes 16 elements per 32-byte load, the even ones
+// shifted up and the odd ones masked (no widening shuffle; a sum does not care which
+// lane holds which element). The accuracy is h_kernel's: float lanes over one block of
+// at most kFlushElems, then double; the lanes' order differs, so the last bits may.
+constexpr int64_t kShortRow = 1024;
+
+#ifdef SB_HAVE_AVX2
+// Lane r of the result: the sum, in double, of the lanes of v[r] (r < 4).
+inline __m256d hsum4(const __m256d* v) {
+  const __m256d t01 = _mm256_hadd_pd(v[0], v[1]), t23 = _mm256_hadd_pd(v[2], v[3]);  // [0, 1, 0, 1], [2, 3, 2, 3]
+  return _mm256_add_pd(_mm256_permute2f128_pd(t01, t23, 0x20), _mm256_permute2f128_pd(t01, t23, 0x31));
+}
+inline __m256d hsum4(const __m256* v) {
+  __m256d s[4];
+  for (int r = 0; r < 4; ++r)
+    s[r] = _mm256_add_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(v[r])), _mm256_cvtps_pd(_mm256_extractf128_ps(v[r], 1)));
+  return hsum4(s);
+}
+
+// out[r] = sum of p[r][0 .. n) (r < 4), n <= kShortRow; V a vector path (W > 1).
+template <class V>
+void h_sum_rows4(const typename V::T* const* p, int64_t n, double* out) {
+  using T = typename V::T;
+  using R = typename V::R;
+  constexpr int W = V::W;
+  R a[4][2];
+  for (auto& c : a) c[0] = c[1] = V::zero();
+  int64_t i = 0;
+  for (; i + 2 * W <= n; i += 2 * W)
+    for (int r = 0; r < 4; ++r) {
+      if constexpr (std::is_same_v<T, BFloat16>) {  // 16 elements: even ones shifted up, odd ones masked
+        const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p[r] + i));
+        a[r][0] = V::add(a[r][0], _mm256_castsi256_ps(_mm256_slli_epi32(x, 16)));
+        a[r][1] = V::add(a[r][1], _mm256_castsi256_ps(_mm256_and_si256(x, _mm256_set1_epi32(static_cast<int>(0xFFFF0000u)))));
+      } else {
+        a[r][0] = V::add(a[r][0], V::load(p[r] + i));
+        a[r][1] = V::add(a[r][1], V::load(p[r] + i + W));
+      }
+    }
+  if (i + W <= n) {
+    for (int r = 0; r < 4; ++r) a[r][0] = V::add(a[r][0], V::load(p[r] + i));
+    i += W;
+  }
+  R s[4];
+  for (int r = 0; r < 4; ++r) s[r] = V::add(a[r][0], a[r][1]);
+  __m256d sum = hsum4(s);
+  if (i < n) {  // the tails, added in registers: a scalar reload of the stored sums stalls
+    double t[4] = {0, 0, 0, 0};
+    for (int r = 0; r < 4; ++r)
+      for (int64_t j = i; j < n; ++j) t[r] += to_acc<double>(p[r][j]);
+    sum = _mm256_add_pd(sum, _mm256_setr_pd(t[0], t[1], t[2], t[3]));
+  }
+  _mm256_storeu_pd(out, sum);
+}
+#endif
 
 // buf[q*kColumns + j] (q < N, j < L) combined with rows base + off[r], r < nr.
 template <class V, class Op>
