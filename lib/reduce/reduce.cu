@@ -222,9 +222,16 @@ __global__ void reduce_warp_rows_kernel(T* out, const T* x, OffsetCalc<2> kept, 
 // on 132 SMs, one 4-byte load in flight per thread. Now a block takes kColWidth adjacent
 // outputs (one coalesced row segment per warp) and kColWarps warps, each warp every
 // kColWarps-th row of the block's range, kColUnroll rows in flight per thread; the
-// warps meet in shared memory. Where the output blocks are fewer than 8 per SM, the
+// warps meet in shared memory. Where the output blocks do not fill the device, the
 // rows are split over blockIdx.y as well (at least kColMinRows rows a split) and
 // reduce_finalize_kernel combines the splits of each output in order (deterministic).
+//
+// Note [Column splits in one wave]
+// The splits make at most as many blocks as the device holds at once (the kernel's
+// occupancy times the SMs), the split count rounded down: every block reads the same
+// number of rows, so a second wave of a few blocks would read its rows with a few SMs'
+// loads in flight, at a fraction of the bandwidth, after the rest are done. Rounding up
+// to 8 blocks an SM (1152 blocks for a 4096-column sum on 132 SMs) left such a tail.
 constexpr int kColWidth = 32, kColWarps = 8, kColUnroll = 8;
 constexpr int64_t kColMinRows = 256;
 
@@ -326,9 +333,17 @@ void reduce(ReduceOp op, const Tensor& out, const Tensor& x, const Shape& dims, 
       reduce_thread_kernel<scalar_t><<<grid_for(O, dev), kThreads>>>(po, px, kept, red, O, R, op, correction);
       SB_CUDA_LAUNCH_CHECK();
     } else if (!use_block) {  // Note [Column reductions]
-      const int64_t col_blocks = (O + kColWidth - 1) / kColWidth, want = 8LL * sms;
+      const int64_t col_blocks = (O + kColWidth - 1) / kColWidth;
+      int resident = 0;  // Note [Column splits in one wave]
+      if (linear)
+        SB_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, reduce_column_kernel<scalar_t, true>,
+                                                                    kColWidth * kColWarps, 0));
+      else
+        SB_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, reduce_column_kernel<scalar_t, false>,
+                                                                    kColWidth * kColWarps, 0));
+      const int64_t slots = static_cast<int64_t>(std::max(resident, 1)) * sms;
       int64_t splits = 1;
-      if (col_blocks < want) splits = std::min<int64_t>({(want + col_blocks - 1) / col_blocks, R / kColMinRows, 65535});
+      if (col_blocks < slots) splits = std::min<int64_t>({slots / col_blocks, R / kColMinRows, 65535});
       splits = std::max<int64_t>(splits, 1);
       const int64_t chunk = (R + splits - 1) / splits;
       splits = (R + chunk - 1) / chunk;
