@@ -446,6 +446,45 @@ TEST(Reduce, ShortRowsFourAtATime) {
         }
       }
   Scope scope;
+  // var: rows of 1e4 + randn, rows 1 and 6 with their first 8 elements 300 std away (the
+  // centre far from the mean: h_var_run's guard sends those rows to two passes, a shifted
+  // one-pass sum would lose 5 digits in float32), rows 3 constant (variance exactly 0)
+  for (DType dt : {DType::Float32, DType::Float64})
+    for (int64_t n : {9, 100, 1000}) {
+      std::vector<double> v = randn({8, n}, 91, DType::Float64).to_vector();
+      for (int64_t r = 0; r < 8; ++r)
+        for (int64_t i = 0; i < n; ++i) {
+          double& e = v[r * n + i];
+          e = r == 3 ? 1e4 : e + 1e4 + ((r == 1 || r == 6) && i < 8 ? 300.0 : 0.0);
+        }
+      const Tensor x = from_vector(v, {8, n}).to(dt);
+      for (ReduceOp op : {ReduceOp::Var, ReduceOp::Std}) {
+        const std::vector<double> ref = reference(op, x, {false, true}, 1);
+        for (const test::Modes& m : test::available_modes({{1, SimdLevel::AVX2}, {2, SimdLevel::AVX2}})) {
+          test::ModeGuard g(m);
+          const Tensor r = op == ReduceOp::Var ? var(x, {1}) : std(x, {1});
+          EXPECT_TRUE(test::all_close(r, ref, 0, dt == DType::Float32 ? 1e-5 : 1e-12))
+              << reduce_op_name(op) << " " << dtype_name(dt) << " rows of " << n << ", " << m.threads << " threads";
+          EXPECT_EQ(r.get({3}), 0.0) << reduce_op_name(op) << " " << dtype_name(dt) << " constant row of " << n;
+        }
+      }
+    }
+  // bfloat16 rows whose sums are exact in float (-1 and 64 alternating, so every lane's
+  // deviations and squares are exact): var is the float64 one rounded once, bit for bit.
+  // Any stray bits in a lane (the odd elements' mask) move it by a percent.
+  for (int64_t n : {64, 100, 1000}) {
+    std::vector<double> v(8 * n);
+    for (int64_t i = 0; i < 8 * n; ++i) v[i] = (i % n) % 2 ? 64.0 : -1.0;
+    const Tensor x = from_vector(v, {8, n}).to(DType::BFloat16);
+    const std::vector<double> ref = reference(ReduceOp::Var, x, {false, true}, 1);
+    for (const test::Modes& m : test::available_modes({{1, SimdLevel::AVX2}, {2, SimdLevel::AVX2}})) {
+      test::ModeGuard g(m);
+      const Tensor r = var(x, {1});
+      for (int64_t k = 0; k < 8; ++k)
+        EXPECT_EQ(r.get({k}), static_cast<double>(BFloat16(static_cast<float>(ref[k]))))
+            << "bf16 var, rows of " << n << ", row " << k << ", " << m.threads << " threads";
+    }
+  }
   set_simd_level(SimdLevel::AVX2);
   for (DType dt : {DType::Float32, DType::BFloat16}) {
     std::vector<double> v(8 * 45, 1.0);

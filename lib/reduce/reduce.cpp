@@ -158,8 +158,9 @@ void run_horizontal(const typename V::T* x, const ReducePlan& g, typename V::A* 
   };
   const int nt = get_num_threads();
   const bool split = K < 4 * nt && R >= 2 * kGrainSize && nt > 1;
-  // Note [Short rows four at a time]: sums of unit-stride rows of W to kShortRow elements
-  constexpr bool kRows4 = std::is_same_v<Op, OpSum> && std::is_same_v<A, double> && V::W > 1;
+  // Note [Short rows four at a time]: sums and var of unit-stride rows of W to kShortRow elements
+  constexpr bool kRows4 = (std::is_same_v<Op, OpSum> || std::is_same_v<Op, OpVar>) && std::is_same_v<A, double> &&
+                          V::W > 1;
   const bool rows4 = kRows4 && nd == 1 && si == 1 && R >= V::W && R <= kShortRow;
   if (!split) {
     parallel_for(0, K, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(R, 1)), [&](int64_t b, int64_t e) {
@@ -170,7 +171,24 @@ void run_horizontal(const typename V::T* x, const ReducePlan& g, typename V::A* 
         for (; rows4 && k + 4 <= e; k += 4) {
           const typename V::T* p[4];
           for (int r = 0; r < 4; ++r, w.next()) p[r] = x + w.off;
-          h_sum_rows4<V>(p, R, res + k);
+          if constexpr (std::is_same_v<Op, OpSum>) {
+            h_sum_rows4<V>(p, R, res + k);
+          } else {  // h_var_run's one block per row: its centre, its guard, its merge
+            typename V::Acc c[4];
+            for (int r = 0; r < 4; ++r) c[r] = run_centre<V>(p[r], R);
+            double s1[4], s2[4];
+            h_sqdev_rows4<V>(p, R, c, s1, s2);
+            const A nA = static_cast<A>(R);
+            for (int r = 0; r < 4; ++r) {
+              A acc[N];
+              Op::sinit(acc);
+              if (2 * s1[r] * s1[r] / nA <= s2[r] && s2[r] <= std::numeric_limits<A>::max())
+                merge_block<A>(acc, nA, static_cast<A>(c[r]), s2[r], s1[r]);
+              else
+                h_var_run<V>(p[r], R, acc);  // two passes for this row
+              for (int q = 0; q < N; ++q) res[q * K + k + r] = acc[q];
+            }
+          }
         }
       }
 #endif

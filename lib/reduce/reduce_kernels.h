@@ -258,6 +258,18 @@ void h_kernel(const typename V::T* p, int64_t n, int64_t s, double m, Sink& sink
   }
 }
 
+// The first centre of a unit-stride run of n >= 1 elements (Note [One read for var]):
+// the mean of its first 8 elements (a pairwise sum times 1/8, exact for a constant
+// run), or its first element.
+template <class V>
+typename V::Acc run_centre(const typename V::T* p, int64_t n) {
+  using Acc = typename V::Acc;
+  auto at = [&](int64_t i) { return to_acc<Acc>(p[i]); };
+  return n >= 8 ? static_cast<Acc>(((at(0) + at(1)) + (at(2) + at(3))) + ((at(4) + at(5)) + (at(6) + at(7)))) *
+                      static_cast<Acc>(0.125)
+                : at(0);
+}
+
 // Note [Short rows four at a time]
 // A sum over many unit-stride rows of at most kShortRow elements (x.sum(-1) of a 512 x
 // 256 x) paid per row, through h_kernel, about as much for its call, its registers and
@@ -268,6 +280,9 @@ void h_kernel(const typename V::T* p, int64_t n, int64_t s, double m, Sink& sink
 // shifted up and the odd ones masked (no widening shuffle; a sum does not care which
 // lane holds which element). The accuracy is h_kernel's: float lanes over one block of
 // at most kFlushElems, then double; the lanes' order differs, so the last bits may.
+// var takes h_var_run's one block per row the same way (h_sqdev_rows4: four rows'
+// shifted sums in one loop), each row then through h_var_run's guard and merge, a row
+// the guard does not trust through h_var_run itself.
 constexpr int64_t kShortRow = 1024;
 
 #ifdef SB_HAVE_AVX2
@@ -317,6 +332,52 @@ void h_sum_rows4(const typename V::T* const* p, int64_t n, double* out) {
     sum = _mm256_add_pd(sum, _mm256_setr_pd(t[0], t[1], t[2], t[3]));
   }
   _mm256_storeu_pd(out, sum);
+}
+#endif
+
+#ifdef SB_HAVE_AVX2
+// Note [Short rows four at a time], var: h_var_run's one block for four rows of n
+// elements (W <= n <= kShortRow < kVarRunBlock), each around its own centre c[r] (the
+// run_centre): s[r] = sum(x - c[r]) and q[r] =
+// sum((x - c[r])^2), float lanes summed in double together, the tails in double. The
+// caller applies h_var_run's guard to each row and merges it (merge_block).
+template <class V>
+void h_sqdev_rows4(const typename V::T* const* p, int64_t n, const typename V::Acc* c, double* s, double* q) {
+  using R = typename V::R;
+  constexpr int W = V::W;
+  using T = typename V::T;
+  R a[4], b[4], m[4];
+  for (int r = 0; r < 4; ++r) a[r] = b[r] = V::zero(), m[r] = V::set1(static_cast<double>(c[r]));
+  auto step = [&](int r, R x) {
+    const R d = V::sub(x, m[r]);
+    b[r] = V::fmadd(d, d, b[r]);
+    a[r] = V::add(a[r], d);
+  };
+  int64_t i = 0;
+  if constexpr (std::is_same_v<T, BFloat16>) {  // 16 elements a load: even ones shifted up, odd ones masked
+    for (; i + 2 * W <= n; i += 2 * W)
+      for (int r = 0; r < 4; ++r) {
+        const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p[r] + i));
+        step(r, _mm256_castsi256_ps(_mm256_slli_epi32(x, 16)));
+        step(r, _mm256_castsi256_ps(_mm256_and_si256(x, _mm256_set1_epi32(static_cast<int>(0xFFFF0000u)))));
+      }
+  }
+  for (; i + W <= n; i += W)
+    for (int r = 0; r < 4; ++r) step(r, V::load(p[r] + i));
+  __m256d sv = hsum4(a), qv = hsum4(b);
+  if (i < n) {  // the tails, in double, added in registers (a reload of the stores stalls)
+    double ts[4] = {0, 0, 0, 0}, tq[4] = {0, 0, 0, 0};
+    for (int r = 0; r < 4; ++r)
+      for (int64_t j = i; j < n; ++j) {
+        const double d = to_acc<double>(p[r][j]) - static_cast<double>(c[r]);
+        ts[r] += d;
+        tq[r] += d * d;
+      }
+    sv = _mm256_add_pd(sv, _mm256_setr_pd(ts[0], ts[1], ts[2], ts[3]));
+    qv = _mm256_add_pd(qv, _mm256_setr_pd(tq[0], tq[1], tq[2], tq[3]));
+  }
+  _mm256_storeu_pd(s, sv);
+  _mm256_storeu_pd(q, qv);
 }
 #endif
 
@@ -372,10 +433,7 @@ void h_var_run(const typename V::T* p, int64_t n, typename V::A* acc) {
   using A = typename V::A;
   using Acc = typename V::Acc;
   if (n <= 0) return;
-  auto at = [&](int64_t i) { return to_acc<Acc>(p[i]); };
-  Acc c = n >= 8 ? static_cast<Acc>(((at(0) + at(1)) + (at(2) + at(3))) + ((at(4) + at(5)) + (at(6) + at(7)))) *
-                       static_cast<Acc>(0.125)
-                 : at(0);
+  Acc c = run_centre<V>(p, n);
   for (int64_t b = 0; b < n; b += kVarRunBlock) {
     const int64_t nb = std::min(kVarRunBlock, n - b);
     const typename V::T* cur = p + b;
