@@ -422,7 +422,7 @@ TEST(Reduce, SumsAccumulateInBlocksWhateverTheStrides) {
 // past it; rows starting off any alignment (the Offset layout) and a kept range of two
 // dims that do not coalesce (a slice of the middle dim), so that a group of four crosses
 // from one outer index to the next. A NaN or an infinity in a vector part or a tail
-// reaches its own row's sum only.
+// reaches its own row's sum and max only.
 TEST(Reduce, ShortRowsFourAtATime) {
   uint64_t seed = 500;
   for (DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16})
@@ -498,6 +498,13 @@ TEST(Reduce, ShortRowsFourAtATime) {
       else if (i == 3) EXPECT_EQ(got, INFINITY) << dtype_name(dt);
       else if (i == 5) EXPECT_EQ(got, -INFINITY) << dtype_name(dt);
       else EXPECT_EQ(got, 45.0) << dtype_name(dt) << " row " << i;
+    }
+    const Tensor mx = max(from_vector(v, {8, 45}).to(dt), {1});
+    for (int64_t i = 0; i < 8; ++i) {
+      const double got = mx.get({i});
+      if (i == 2) EXPECT_TRUE(std::isnan(got)) << dtype_name(dt) << " max";
+      else if (i == 3) EXPECT_EQ(got, INFINITY) << dtype_name(dt) << " max";
+      else EXPECT_EQ(got, 1.0) << dtype_name(dt) << " max, row " << i;
     }
   }
 }

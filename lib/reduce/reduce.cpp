@@ -158,9 +158,9 @@ void run_horizontal(const typename V::T* x, const ReducePlan& g, typename V::A* 
   };
   const int nt = get_num_threads();
   const bool split = K < 4 * nt && R >= 2 * kGrainSize && nt > 1;
-  // Note [Short rows four at a time]: sums and var of unit-stride rows of W to kShortRow elements
-  constexpr bool kRows4 = (std::is_same_v<Op, OpSum> || std::is_same_v<Op, OpVar>) && std::is_same_v<A, double> &&
-                          V::W > 1;
+  // Note [Short rows four at a time]: sum, max and var of unit-stride rows of W to kShortRow elements
+  constexpr bool kRows4 = (std::is_same_v<Op, OpSum> || std::is_same_v<Op, OpMax> || std::is_same_v<Op, OpVar>) &&
+                          std::is_same_v<A, double> && V::W > 1;
   const bool rows4 = kRows4 && nd == 1 && si == 1 && R >= V::W && R <= kShortRow;
   if (!split) {
     parallel_for(0, K, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(R, 1)), [&](int64_t b, int64_t e) {
@@ -173,6 +173,8 @@ void run_horizontal(const typename V::T* x, const ReducePlan& g, typename V::A* 
           for (int r = 0; r < 4; ++r, w.next()) p[r] = x + w.off;
           if constexpr (std::is_same_v<Op, OpSum>) {
             h_sum_rows4<V>(p, R, res + k);
+          } else if constexpr (std::is_same_v<Op, OpMax>) {
+            h_max_rows4<V>(p, R, res + k);
           } else {  // h_var_run's one block per row: its centre, its guard, its merge
             typename V::Acc c[4];
             for (int r = 0; r < 4; ++r) c[r] = run_centre<V>(p[r], R);

@@ -280,7 +280,8 @@ typename V::Acc run_centre(const typename V::T* p, int64_t n) {
 // shifted up and the odd ones masked (no widening shuffle; a sum does not care which
 // lane holds which element). The accuracy is h_kernel's: float lanes over one block of
 // at most kFlushElems, then double; the lanes' order differs, so the last bits may.
-// var takes h_var_run's one block per row the same way (h_sqdev_rows4: four rows'
+// max takes the same loop with its NaN-propagating max (h_max_rows4), each row's lanes
+// folded in registers. var takes h_var_run's one block per row the same way (h_sqdev_rows4: four rows'
 // shifted sums in one loop), each row then through h_var_run's guard and merge, a row
 // the guard does not trust through h_var_run itself.
 constexpr int64_t kShortRow = 1024;
@@ -332,6 +333,53 @@ void h_sum_rows4(const typename V::T* const* p, int64_t n, double* out) {
     sum = _mm256_add_pd(sum, _mm256_setr_pd(t[0], t[1], t[2], t[3]));
   }
   _mm256_storeu_pd(out, sum);
+}
+#endif
+
+#ifdef SB_HAVE_AVX2
+// Note [Short rows four at a time], max: out[r] = max of p[r][0 .. n) (r < 4), NaN if any
+// element is NaN; the lanes folded in registers by halves (a NaN in either half stays).
+inline double hmax_in_registers(__m256 m) {
+  using L = vec::Vec<float>;
+  m = L::max_nan(m, _mm256_permute2f128_ps(m, m, 1));
+  m = L::max_nan(m, _mm256_permute_ps(m, 0x4E));
+  m = L::max_nan(m, _mm256_permute_ps(m, 0xB1));
+  return static_cast<double>(_mm256_cvtss_f32(m));
+}
+inline double hmax_in_registers(__m256d m) {
+  using L = vec::Vec<double>;
+  m = L::max_nan(m, _mm256_permute2f128_pd(m, m, 1));
+  m = L::max_nan(m, _mm256_permute_pd(m, 0x5));
+  return _mm256_cvtsd_f64(m);
+}
+template <class V>
+void h_max_rows4(const typename V::T* const* p, int64_t n, double* out) {
+  using T = typename V::T;
+  using R = typename V::R;
+  constexpr int W = V::W;
+  R a[4][2];
+  for (auto& c : a) c[0] = c[1] = V::lowest();
+  int64_t i = 0;
+  for (; i + 2 * W <= n; i += 2 * W)
+    for (int r = 0; r < 4; ++r) {
+      if constexpr (std::is_same_v<T, BFloat16>) {  // 16 elements: even ones shifted up, odd ones masked
+        const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p[r] + i));
+        a[r][0] = V::max_nan(a[r][0], _mm256_castsi256_ps(_mm256_slli_epi32(x, 16)));
+        a[r][1] = V::max_nan(a[r][1], _mm256_castsi256_ps(_mm256_and_si256(x, _mm256_set1_epi32(static_cast<int>(0xFFFF0000u)))));
+      } else {
+        a[r][0] = V::max_nan(a[r][0], V::load(p[r] + i));
+        a[r][1] = V::max_nan(a[r][1], V::load(p[r] + i + W));
+      }
+    }
+  if (i + W <= n) {
+    for (int r = 0; r < 4; ++r) a[r][0] = V::max_nan(a[r][0], V::load(p[r] + i));
+    i += W;
+  }
+  for (int r = 0; r < 4; ++r) {
+    double m = hmax_in_registers(V::max_nan(a[r][0], a[r][1]));
+    for (int64_t j = i; j < n; ++j) m = nanmax<double>(m, to_acc<double>(p[r][j]));
+    out[r] = m;
+  }
 }
 #endif
 
