@@ -299,30 +299,39 @@ inline __m256d hsum4(const __m256* v) {
   return hsum4(s);
 }
 
-// out[r] = sum of p[r][0 .. n) (r < 4), n <= kShortRow; V a vector path (W > 1).
-template <class V>
-void h_sum_rows4(const typename V::T* const* p, int64_t n, double* out) {
-  using T = typename V::T;
-  using R = typename V::R;
+// The vector part the short-row kernels share: f(r, c, x) for each register x of row r's
+// elements (r < 4), in two chains c, and one more register f(r, 0, x) where W elements
+// remain; a bfloat16 row 16 elements a load, even ones shifted up (chain 0), odd ones
+// masked (chain 1). Returns the first element left to the scalar tail.
+template <class V, class F>
+int64_t rows4_vectors(const typename V::T* const* p, int64_t n, const F& f) {
   constexpr int W = V::W;
-  R a[4][2];
-  for (auto& c : a) c[0] = c[1] = V::zero();
   int64_t i = 0;
   for (; i + 2 * W <= n; i += 2 * W)
     for (int r = 0; r < 4; ++r) {
-      if constexpr (std::is_same_v<T, BFloat16>) {  // 16 elements: even ones shifted up, odd ones masked
+      if constexpr (std::is_same_v<typename V::T, BFloat16>) {
         const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p[r] + i));
-        a[r][0] = V::add(a[r][0], _mm256_castsi256_ps(_mm256_slli_epi32(x, 16)));
-        a[r][1] = V::add(a[r][1], _mm256_castsi256_ps(_mm256_and_si256(x, _mm256_set1_epi32(static_cast<int>(0xFFFF0000u)))));
+        f(r, 0, _mm256_castsi256_ps(_mm256_slli_epi32(x, 16)));
+        f(r, 1, _mm256_castsi256_ps(_mm256_and_si256(x, _mm256_set1_epi32(static_cast<int>(0xFFFF0000u)))));
       } else {
-        a[r][0] = V::add(a[r][0], V::load(p[r] + i));
-        a[r][1] = V::add(a[r][1], V::load(p[r] + i + W));
+        f(r, 0, V::load(p[r] + i));
+        f(r, 1, V::load(p[r] + i + W));
       }
     }
   if (i + W <= n) {
-    for (int r = 0; r < 4; ++r) a[r][0] = V::add(a[r][0], V::load(p[r] + i));
+    for (int r = 0; r < 4; ++r) f(r, 0, V::load(p[r] + i));
     i += W;
   }
+  return i;
+}
+
+// out[r] = sum of p[r][0 .. n) (r < 4), n <= kShortRow; V a vector path (W > 1).
+template <class V>
+void h_sum_rows4(const typename V::T* const* p, int64_t n, double* out) {
+  using R = typename V::R;
+  R a[4][2];
+  for (auto& c : a) c[0] = c[1] = V::zero();
+  const int64_t i = rows4_vectors<V>(p, n, [&](int r, int c, R x) { a[r][c] = V::add(a[r][c], x); });
   R s[4];
   for (int r = 0; r < 4; ++r) s[r] = V::add(a[r][0], a[r][1]);
   __m256d sum = hsum4(s);
@@ -354,27 +363,10 @@ inline double hmax_in_registers(__m256d m) {
 }
 template <class V>
 void h_max_rows4(const typename V::T* const* p, int64_t n, double* out) {
-  using T = typename V::T;
   using R = typename V::R;
-  constexpr int W = V::W;
   R a[4][2];
   for (auto& c : a) c[0] = c[1] = V::lowest();
-  int64_t i = 0;
-  for (; i + 2 * W <= n; i += 2 * W)
-    for (int r = 0; r < 4; ++r) {
-      if constexpr (std::is_same_v<T, BFloat16>) {  // 16 elements: even ones shifted up, odd ones masked
-        const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p[r] + i));
-        a[r][0] = V::max_nan(a[r][0], _mm256_castsi256_ps(_mm256_slli_epi32(x, 16)));
-        a[r][1] = V::max_nan(a[r][1], _mm256_castsi256_ps(_mm256_and_si256(x, _mm256_set1_epi32(static_cast<int>(0xFFFF0000u)))));
-      } else {
-        a[r][0] = V::max_nan(a[r][0], V::load(p[r] + i));
-        a[r][1] = V::max_nan(a[r][1], V::load(p[r] + i + W));
-      }
-    }
-  if (i + W <= n) {
-    for (int r = 0; r < 4; ++r) a[r][0] = V::max_nan(a[r][0], V::load(p[r] + i));
-    i += W;
-  }
+  const int64_t i = rows4_vectors<V>(p, n, [&](int r, int c, R x) { a[r][c] = V::max_nan(a[r][c], x); });
   for (int r = 0; r < 4; ++r) {
     double m = hmax_in_registers(V::max_nan(a[r][0], a[r][1]));
     for (int64_t j = i; j < n; ++j) m = nanmax<double>(m, to_acc<double>(p[r][j]));
@@ -392,26 +384,13 @@ void h_max_rows4(const typename V::T* const* p, int64_t n, double* out) {
 template <class V>
 void h_sqdev_rows4(const typename V::T* const* p, int64_t n, const typename V::Acc* c, double* s, double* q) {
   using R = typename V::R;
-  constexpr int W = V::W;
-  using T = typename V::T;
   R a[4], b[4], m[4];
   for (int r = 0; r < 4; ++r) a[r] = b[r] = V::zero(), m[r] = V::set1(static_cast<double>(c[r]));
-  auto step = [&](int r, R x) {
+  const int64_t i = rows4_vectors<V>(p, n, [&](int r, int, R x) {
     const R d = V::sub(x, m[r]);
     b[r] = V::fmadd(d, d, b[r]);
     a[r] = V::add(a[r], d);
-  };
-  int64_t i = 0;
-  if constexpr (std::is_same_v<T, BFloat16>) {  // 16 elements a load: even ones shifted up, odd ones masked
-    for (; i + 2 * W <= n; i += 2 * W)
-      for (int r = 0; r < 4; ++r) {
-        const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p[r] + i));
-        step(r, _mm256_castsi256_ps(_mm256_slli_epi32(x, 16)));
-        step(r, _mm256_castsi256_ps(_mm256_and_si256(x, _mm256_set1_epi32(static_cast<int>(0xFFFF0000u)))));
-      }
-  }
-  for (; i + W <= n; i += W)
-    for (int r = 0; r < 4; ++r) step(r, V::load(p[r] + i));
+  });
   __m256d sv = hsum4(a), qv = hsum4(b);
   if (i < n) {  // the tails, in double, added in registers (a reload of the stores stalls)
     double ts[4] = {0, 0, 0, 0}, tq[4] = {0, 0, 0, 0};
