@@ -281,9 +281,10 @@ typename V::Acc run_centre(const typename V::T* p, int64_t n) {
 // lane holds which element). The accuracy is h_kernel's: float lanes over one block of
 // at most kFlushElems, then double; the lanes' order differs, so the last bits may.
 // max takes the same loop with its NaN-propagating max (h_max_rows4), each row's lanes
-// folded in registers. var takes h_var_run's one block per row the same way (h_sqdev_rows4: four rows'
-// shifted sums in one loop), each row then through h_var_run's guard and merge, a row
-// the guard does not trust through h_var_run itself.
+// folded in registers. var takes h_var_run's one block per row the same way
+// (h_sqdev_rows4: four rows' shifted sums in one loop, one pair of accumulators a row,
+// as AVX2's 16 registers hold), each row then through h_var_run's guard and merge, a
+// row the guard does not trust through h_var_run itself.
 constexpr int64_t kShortRow = 1024;
 
 #ifdef SB_HAVE_AVX2
@@ -343,9 +344,7 @@ void h_sum_rows4(const typename V::T* const* p, int64_t n, double* out) {
   }
   _mm256_storeu_pd(out, sum);
 }
-#endif
 
-#ifdef SB_HAVE_AVX2
 // Note [Short rows four at a time], max: out[r] = max of p[r][0 .. n) (r < 4), NaN if any
 // element is NaN; the lanes folded in registers by halves (a NaN in either half stays).
 inline double hmax_in_registers(__m256 m) {
@@ -373,14 +372,12 @@ void h_max_rows4(const typename V::T* const* p, int64_t n, double* out) {
     out[r] = m;
   }
 }
-#endif
 
-#ifdef SB_HAVE_AVX2
 // Note [Short rows four at a time], var: h_var_run's one block for four rows of n
-// elements (W <= n <= kShortRow < kVarRunBlock), each around its own centre c[r] (the
-// run_centre): s[r] = sum(x - c[r]) and q[r] =
-// sum((x - c[r])^2), float lanes summed in double together, the tails in double. The
-// caller applies h_var_run's guard to each row and merges it (merge_block).
+// elements (W <= n <= kShortRow < kVarRunBlock), each around its own centre c[r]
+// (run_centre): s[r] = sum(x - c[r]) and q[r] = sum((x - c[r])^2), float lanes summed in
+// double together, the tails in double. The caller applies h_var_run's guard to each
+// row and merges it (merge_block).
 template <class V>
 void h_sqdev_rows4(const typename V::T* const* p, int64_t n, const typename V::Acc* c, double* s, double* q) {
   using R = typename V::R;
