@@ -129,12 +129,25 @@ struct F32Lanes {
     _mm256_store_ps(t, v);
     return ((double(t[0]) + t[1]) + (double(t[2]) + t[3])) + ((double(t[4]) + t[5]) + (double(t[6]) + t[7]));
   }
+  // folded by halves in registers (max_nan both ways keeps a NaN of either half): the
+  // lanes stored and compared one by one took 1.27x the time of a 512 x 256 row max
+  // (docs/notes/copy-reduce.md)
   static double hmax(V v) {
-    alignas(32) float t[8];
-    _mm256_store_ps(t, v);
-    double m = t[0];
-    for (int i = 1; i < 8; ++i) m = nanmax<double>(m, t[i]);
-    return m;
+    v = max_nan(v, _mm256_permute2f128_ps(v, v, 1));
+    v = max_nan(v, _mm256_permute_ps(v, 0x4E));
+    v = max_nan(v, _mm256_permute_ps(v, 0xB1));
+    return static_cast<double>(_mm256_cvtss_f32(v));
+  }
+  // lane r of the result: the lanes of v[r] (r < 4) summed in double, the four at once
+  static __m256d hsum4(const V* v) {
+    __m256d s[4];
+    for (int r = 0; r < 4; ++r)
+      s[r] = _mm256_add_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(v[r])), _mm256_cvtps_pd(_mm256_extractf128_ps(v[r], 1)));
+    return hsum4_pd(s);
+  }
+  static __m256d hsum4_pd(const __m256d* v) {  // the same over double lanes
+    const __m256d t01 = _mm256_hadd_pd(v[0], v[1]), t23 = _mm256_hadd_pd(v[2], v[3]);  // [0, 1, 0, 1], [2, 3, 2, 3]
+    return _mm256_add_pd(_mm256_permute2f128_pd(t01, t23, 0x20), _mm256_permute2f128_pd(t01, t23, 0x31));
   }
   // Note [Row-kernel lanes]
   // What normalize's row kernels (elementwise/normalize_rows.h) add to the lane
@@ -362,11 +375,12 @@ template <> struct Vec<double> {
     _mm256_store_pd(t, v);
     return (t[0] + t[1]) + (t[2] + t[3]);
   }
-  static double hmax(V v) {
-    alignas(32) double t[4];
-    _mm256_store_pd(t, v);
-    return nanmax(nanmax(nanmax(t[0], t[1]), t[2]), t[3]);
+  static double hmax(V v) {  // folded in registers, as F32Lanes::hmax
+    v = max_nan(v, _mm256_permute2f128_pd(v, v, 1));
+    v = max_nan(v, _mm256_permute_pd(v, 0x5));
+    return _mm256_cvtsd_f64(v);
   }
+  static __m256d hsum4(const V* v) { return F32Lanes::hsum4_pd(v); }  // F32Lanes::hsum4's
 #ifdef SB_HAVE_AVX512
   __attribute__((target("avx512f,avx512vl"), always_inline)) static V masked_load(const double* p, unsigned m) {
     return _mm256_maskz_loadu_pd(static_cast<__mmask8>(m), p);
@@ -518,6 +532,7 @@ struct Simd {
   static R max_nan(R a, R x) { return L::max_nan(a, x); }
   static double hsum(R a) { return L::hsum(a); }
   static double hmax(R a) { return L::hmax(a); }
+  static __m256d hsum4(const R* a) { return L::hsum4(a); }
 };
 #undef SB_VEC_INLINE
 #endif

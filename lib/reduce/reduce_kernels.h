@@ -275,35 +275,22 @@ typename V::Acc run_centre(const typename V::T* p, int64_t n) {
 // 256 x) paid per row, through h_kernel, about as much for its call, its registers and
 // its horizontal sum in double as for its loads. Such rows go four at a time: two float
 // accumulators a row (eight chains in all), the four rows' lanes summed in double
-// together (hsum4: a conversion, a transposing add, one store), then each row's scalar
-// tail in double. A bfloat16 row takes 16 elements per 32-byte load, the even ones
-// shifted up and the odd ones masked (no widening shuffle; a sum does not care which
-// lane holds which element). The accuracy is h_kernel's: float lanes over one block of
-// at most kFlushElems, then double; the lanes' order differs, so the last bits may.
-// max takes the same loop with its NaN-propagating max (h_max_rows4), each row's lanes
-// folded in registers. var takes h_var_run's one block per row the same way
+// together (vec's hsum4: a conversion, a transposing add, one store), then each row's
+// scalar tail in double. A bfloat16 row takes 16 elements per 32-byte load (load2: a
+// sum does not care which lane holds which element). The accuracy is h_kernel's: float
+// lanes over one block of at most kFlushElems, then double; the lanes' order differs,
+// so the last bits may. max takes the same loop with its NaN-propagating max
+// (h_max_rows4) and each row's hmax. var takes h_var_run's one block per row the same way
 // (h_sqdev_rows4: four rows' shifted sums in one loop, one pair of accumulators a row,
 // as AVX2's 16 registers hold), each row then through h_var_run's guard and merge, a
 // row the guard does not trust through h_var_run itself.
 constexpr int64_t kShortRow = 1024;
 
 #ifdef SB_HAVE_AVX2
-// Lane r of the result: the sum, in double, of the lanes of v[r] (r < 4).
-inline __m256d hsum4(const __m256d* v) {
-  const __m256d t01 = _mm256_hadd_pd(v[0], v[1]), t23 = _mm256_hadd_pd(v[2], v[3]);  // [0, 1, 0, 1], [2, 3, 2, 3]
-  return _mm256_add_pd(_mm256_permute2f128_pd(t01, t23, 0x20), _mm256_permute2f128_pd(t01, t23, 0x31));
-}
-inline __m256d hsum4(const __m256* v) {
-  __m256d s[4];
-  for (int r = 0; r < 4; ++r)
-    s[r] = _mm256_add_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(v[r])), _mm256_cvtps_pd(_mm256_extractf128_ps(v[r], 1)));
-  return hsum4(s);
-}
-
 // The vector part the short-row kernels share: f(r, c, x) for each register x of row r's
 // elements (r < 4), in two chains c, and one more register f(r, 0, x) where W elements
-// remain; a bfloat16 row 16 elements a load, even ones shifted up (chain 0), odd ones
-// masked (chain 1). Returns the first element left to the scalar tail.
+// remain; a bfloat16 row 16 elements a load (Vec<BFloat16>::load2, Note [bfloat16
+// pairs of vectors]). Returns the first element left to the scalar tail.
 template <class V, class F>
 int64_t rows4_vectors(const typename V::T* const* p, int64_t n, const F& f) {
   constexpr int W = V::W;
@@ -311,9 +298,10 @@ int64_t rows4_vectors(const typename V::T* const* p, int64_t n, const F& f) {
   for (; i + 2 * W <= n; i += 2 * W)
     for (int r = 0; r < 4; ++r) {
       if constexpr (std::is_same_v<typename V::T, BFloat16>) {
-        const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p[r] + i));
-        f(r, 0, _mm256_castsi256_ps(_mm256_slli_epi32(x, 16)));
-        f(r, 1, _mm256_castsi256_ps(_mm256_and_si256(x, _mm256_set1_epi32(static_cast<int>(0xFFFF0000u)))));
+        typename V::R lo, hi;
+        vec::Vec<BFloat16>::load2(p[r] + i, lo, hi);
+        f(r, 0, lo);
+        f(r, 1, hi);
       } else {
         f(r, 0, V::load(p[r] + i));
         f(r, 1, V::load(p[r] + i + W));
@@ -335,7 +323,7 @@ void h_sum_rows4(const typename V::T* const* p, int64_t n, double* out) {
   const int64_t i = rows4_vectors<V>(p, n, [&](int r, int c, R x) { a[r][c] = V::add(a[r][c], x); });
   R s[4];
   for (int r = 0; r < 4; ++r) s[r] = V::add(a[r][0], a[r][1]);
-  __m256d sum = hsum4(s);
+  __m256d sum = V::hsum4(s);
   if (i < n) {  // the tails, added in registers: a scalar reload of the stored sums stalls
     double t[4] = {0, 0, 0, 0};
     for (int r = 0; r < 4; ++r)
@@ -346,20 +334,7 @@ void h_sum_rows4(const typename V::T* const* p, int64_t n, double* out) {
 }
 
 // Note [Short rows four at a time], max: out[r] = max of p[r][0 .. n) (r < 4), NaN if any
-// element is NaN; the lanes folded in registers by halves (a NaN in either half stays).
-inline double hmax_in_registers(__m256 m) {
-  using L = vec::Vec<float>;
-  m = L::max_nan(m, _mm256_permute2f128_ps(m, m, 1));
-  m = L::max_nan(m, _mm256_permute_ps(m, 0x4E));
-  m = L::max_nan(m, _mm256_permute_ps(m, 0xB1));
-  return static_cast<double>(_mm256_cvtss_f32(m));
-}
-inline double hmax_in_registers(__m256d m) {
-  using L = vec::Vec<double>;
-  m = L::max_nan(m, _mm256_permute2f128_pd(m, m, 1));
-  m = L::max_nan(m, _mm256_permute_pd(m, 0x5));
-  return _mm256_cvtsd_f64(m);
-}
+// element is NaN.
 template <class V>
 void h_max_rows4(const typename V::T* const* p, int64_t n, double* out) {
   using R = typename V::R;
@@ -367,7 +342,7 @@ void h_max_rows4(const typename V::T* const* p, int64_t n, double* out) {
   for (auto& c : a) c[0] = c[1] = V::lowest();
   const int64_t i = rows4_vectors<V>(p, n, [&](int r, int c, R x) { a[r][c] = V::max_nan(a[r][c], x); });
   for (int r = 0; r < 4; ++r) {
-    double m = hmax_in_registers(V::max_nan(a[r][0], a[r][1]));
+    double m = V::hmax(V::max_nan(a[r][0], a[r][1]));
     for (int64_t j = i; j < n; ++j) m = nanmax<double>(m, to_acc<double>(p[r][j]));
     out[r] = m;
   }
@@ -388,7 +363,7 @@ void h_sqdev_rows4(const typename V::T* const* p, int64_t n, const typename V::A
     b[r] = V::fmadd(d, d, b[r]);
     a[r] = V::add(a[r], d);
   });
-  __m256d sv = hsum4(a), qv = hsum4(b);
+  __m256d sv = V::hsum4(a), qv = V::hsum4(b);
   if (i < n) {  // the tails, in double, added in registers (a reload of the stores stalls)
     double ts[4] = {0, 0, 0, 0}, tq[4] = {0, 0, 0, 0};
     for (int r = 0; r < 4; ++r)
