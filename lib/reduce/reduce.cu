@@ -26,6 +26,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <mutex>
+#include <vector>
 
 #include "cuda/cuda_backend.h"
 #include "cuda/kernel_util.cuh"
@@ -270,6 +272,22 @@ __global__ void reduce_column_kernel(const T* x, OffsetCalc<2> kept, OffsetCalc<
   }
 }
 
+// Blocks of reduce_column_kernel<T, kLinear> an SM of device `dev` holds at once (Note
+// [Column splits in one wave]), asked of the runtime once per device and kernel: the
+// query costs microseconds, as much as a few percent of a 64 MiB column sum.
+template <typename T, bool kLinear>
+int column_blocks_per_sm(int dev) {
+  static std::mutex mu;
+  static std::vector<int> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  if (cache.empty()) cache.assign(static_cast<size_t>(std::max(device_count(), 1)), 0);
+  int& c = cache[static_cast<size_t>(dev)];
+  if (c == 0)
+    SB_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&c, reduce_column_kernel<T, kLinear>,
+                                                                kColWidth * kColWarps, 0));
+  return std::max(c, 1);
+}
+
 // Adds (or maxes) the splits of each output in order; writes the mean (var stage 1)
 // or the final value.
 template <typename T>
@@ -334,14 +352,9 @@ void reduce(ReduceOp op, const Tensor& out, const Tensor& x, const Shape& dims, 
       SB_CUDA_LAUNCH_CHECK();
     } else if (!use_block) {  // Note [Column reductions]
       const int64_t col_blocks = (O + kColWidth - 1) / kColWidth;
-      int resident = 0;  // Note [Column splits in one wave]
-      if (linear)
-        SB_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, reduce_column_kernel<scalar_t, true>,
-                                                                    kColWidth * kColWarps, 0));
-      else
-        SB_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, reduce_column_kernel<scalar_t, false>,
-                                                                    kColWidth * kColWarps, 0));
-      const int64_t slots = static_cast<int64_t>(std::max(resident, 1)) * sms;
+      const int resident = linear ? column_blocks_per_sm<scalar_t, true>(dev)  // Note [Column splits in one wave]
+                                  : column_blocks_per_sm<scalar_t, false>(dev);
+      const int64_t slots = static_cast<int64_t>(resident) * sms;
       int64_t splits = 1;
       if (col_blocks < slots) splits = std::min<int64_t>({slots / col_blocks, R / kColMinRows, 65535});
       splits = std::max<int64_t>(splits, 1);
