@@ -62,7 +62,7 @@ from . import results as sb
 from .common import AHEAD  # the Summary's 5% line
 
 SKIP_OPS = ("overhead", "reuse_experiment")  # no kernel time to compare
-SKIP_FAMILIES = ("alloc", "transfer", "baseline", "views")
+SKIP_FAMILIES = ("baseline", "views")  # no peer twins: the ceilings, the views' bytes
 DEFAULT_ROUNDS = {"smoke": (1, 1), "quick": (3, 7), "full": (3, 9)}  # min, max
 DEFAULT_BUDGET = {"smoke": 0, "quick": 120, "full": 0}  # seconds; 0: none
 DEFAULT_MIN_TIME = {"smoke": 0.002, "quick": 0.05, "full": 0.1}  # seconds per side and round
@@ -221,6 +221,8 @@ class PeerServers:
         proc, d = self.procs[lib], os.path.join(tmp, f"peer_{lib}")
         os.makedirs(d, exist_ok=True)
         req = {"filter": name_regex(names, "$"), "threads": sorted(int(t) for t in threads), "out_dir": d}
+        if any("/alloc:cudamalloc/" in n or n.endswith("/alloc:cudamalloc") for n in names):
+            req["nocache"] = True  # torch's cudaMalloc rows: its child without the cache
         try:
             proc.stdin.write(json.dumps(req) + "\n")
             proc.stdin.flush()

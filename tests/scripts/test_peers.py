@@ -320,6 +320,35 @@ class NoLibrary(unittest.TestCase):
             log.seek(0)
             self.assertEqual(rc, 0, log.read()[-2000:])
 
+    def test_serve_asks_the_no_cache_child_when_told(self):
+        """A request with "nocache" has torch's child without its CUDA cache measure the
+        filter too (its `alloc:cudamalloc` rows; none on a machine without a GPU), and
+        the answer holds the regular child's rows as before."""
+        if BENCH is None:
+            self.skipTest(NEED_BENCH)
+        if not HAVE["torch"]:
+            self.skipTest("torch does not import")
+        with tempfile.TemporaryDirectory() as tmp, tempfile.TemporaryFile("w+") as log, subprocess.Popen(
+                [sys.executable, PEERS, "--serve", "--bench-dir", BENCH, "--matrix", "smoke", "--libs", "torch",
+                 "--machine", MACHINE, "--repetitions", "1"],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True) as proc:
+            filt = "^alloc/op:alloc_free/"
+            proc.stdin.write(json.dumps({"filter": filt, "threads": [1], "out_dir": tmp, "nocache": True}) + "\n")
+            proc.stdin.flush()
+            self.assertEqual(proc.stdout.readline().strip(), "done")
+            with open(os.path.join(tmp, "peers_torch.json")) as f:
+                names = [e["name"] for e in json.load(f)["benchmarks"]]
+            self.assertTrue([n for n in names if n.startswith(
+                "alloc/op:alloc_free/impl:torch/device:cpu/threads:1/alloc:system/")], names)
+            self.assertEqual(len([n for n in names if n.startswith("peers/")]),
+                             len({n for n in names if n.startswith("peers/")}))  # not twice
+            proc.stdin.close()
+            rc = proc.wait(timeout=120)
+            log.seek(0)
+            text = log.read()
+            self.assertEqual(rc, 0, text[-2000:])
+            self.assertEqual(text.count("torch threads:1: a no-op Python call"), 2, text[-2000:])
+
     def test_bad_arguments(self):
         p = run_peers("--out-dir", "/nonexistent-dir-sb", "--filter", "(", timeout=60)
         self.assertEqual(p.returncode, 2)

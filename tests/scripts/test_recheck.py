@@ -69,6 +69,8 @@ else:  # peers.py --serve: one request per line, "done" after each (Note [Peer r
     lib = args[args.index("--libs") + 1]
     for line in sys.stdin:
         req = json.loads(line)
+        with open(log + ".requests", "a") as f:
+            f.write(line)
         call(req["filter"], os.path.join(req["out_dir"], "peers_%s.json" % lib), "/real_time", False)
         print("done", flush=True)
 '''
@@ -171,6 +173,30 @@ class RecheckTest(unittest.TestCase):
                          [case("mul", "torch"), case("loop", "torch"), case("add", "torch")])
         p = self.recheck("--rounds", "1", "--band", "3", "--max-cases", "0")
         self.assertEqual([c["b"] for c in self.result()["cases"]], [case("mul", "torch"), case("loop", "torch")])
+
+    def test_allocator_rows_are_peer_rows_too(self):
+        # the Summary's peer line counts the alloc family's peer rows, so the re-check
+        # takes them as any other: torch's plain CPU allocator 0.8x ours, its cudaMalloc
+        # rows (a child without its cache, asked for with "nocache") 0.5x
+        cpu = "alloc/op:alloc_free/impl:{}/device:cpu/threads:1/alloc:system/size:4096"
+        gpu = "alloc/op:alloc_free/impl:{}/device:cuda:0/alloc:cudamalloc/size:1073741824"
+        self.write("alloc.json", gbench("alloc", {cpu.format("ours"): 1000, gpu.format("ours"): 1000}))
+        sbtest.edit(os.path.join(self.json_dir, "peers_torch.json"), lambda d: d["benchmarks"].extend(
+            gbench("peers_torch", {cpu.format("torch"): 800, gpu.format("torch"): 500},
+                   suffix="/real_time")["benchmarks"]))
+        self.fake("ours", {cpu.format("ours"): [100] * 4, gpu.format("ours"): [100] * 4},
+                  os.path.join(self.bench_dir, "bench_alloc"))
+        self.canned_peer.update({cpu.format("torch"): [80] * 2, gpu.format("torch"): [50] * 2})
+        self.peers = self.fake("peer", self.canned_peer, self.peers)
+        p = self.recheck("--rounds", "2")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        got = {c["b"]: c["ratio"]["median"] for c in self.result()["cases"]}
+        self.assertAlmostEqual(got[cpu.format("torch")], 0.8)
+        self.assertAlmostEqual(got[gpu.format("torch")], 0.5)
+        with open(self.log + ".requests") as f:
+            reqs = [json.loads(line) for line in f]
+        self.assertEqual(len(reqs), 2)  # one per round, every peer row in it
+        self.assertTrue(all(r.get("nocache") for r in reqs))
 
     def test_runs_go_back_to_the_binary_that_wrote_them(self):
         # e.g. GPU rows of family elementwise come from bench_elementwise_cuda

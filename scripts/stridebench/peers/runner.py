@@ -471,8 +471,33 @@ def parent(args):
 # was most of a round's set-up (docs/notes/bench.md). Smaller ones are made anew in each
 # request, as a fresh runner would: they live in the caches, where their place in memory
 # can move a row's time, and ours get a fresh place each round too. EOF on stdin ends
-# them all. The cudaMalloc child (torch's CUDA allocator rows) is not served: the
-# re-check skips the allocator family.
+# them all. torch's CUDA allocator rows without its cache (`alloc:cudamalloc`) come from
+# a child of their own (PYTORCH_NO_CUDA_MEMORY_CACHING=1, as without --serve): a request
+# with "nocache": true starts it (once) and has it measure the filter too.
+def _serve_one(children, key, args, plan_dir, filt, nocache, entries, ctx):
+    """One request to the child `key` (lib, threads, nocache), started at its first
+    request; its rows merged into entries and ctx -> False (and the error line printed)
+    when the child failed."""
+    lib, th, _ = key
+    proc = children.get(key)
+    if proc is None:
+        cmd, env = _child_cmd(args, lib, th, plan_dir, nocache=nocache)
+        proc = children[key] = subprocess.Popen(
+            cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "child.json")
+        proc.stdin.write(json.dumps({"filter": filt, "out": out}) + "\n")
+        proc.stdin.flush()
+        if proc.stdout.readline().strip() != "done":
+            rc = proc.wait()
+            why = "does not import" if rc == EXIT_NO_LIBRARY else f"failed (exit {rc})"
+            print(f"error: the {lib} threads:{th}{' (no cache)' if nocache else ''} child {why}", flush=True)
+            return False
+        with open(out) as f:
+            _merge(json.load(f), nocache, entries, ctx)
+    return True
+
+
 def serve(args, libs, ours_ctx, plan_dir):
     children, ended = {}, False
     try:
@@ -482,22 +507,13 @@ def serve(args, libs, ours_ctx, plan_dir):
                 entries, ctx = [], {}
                 threads_list = sorted(req["threads"])
                 for th in threads_list:
-                    proc = children.get((lib, th))
-                    if proc is None:
-                        cmd, env = _child_cmd(args, lib, th, plan_dir)
-                        proc = children[(lib, th)] = subprocess.Popen(
-                            cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-                    with tempfile.TemporaryDirectory() as tmp:
-                        out = os.path.join(tmp, "child.json")
-                        proc.stdin.write(json.dumps({"filter": req["filter"], "out": out}) + "\n")
-                        proc.stdin.flush()
-                        if proc.stdout.readline().strip() != "done":
-                            rc = proc.wait()
-                            why = "does not import" if rc == EXIT_NO_LIBRARY else f"failed (exit {rc})"
-                            print(f"error: the {lib} threads:{th} child {why}", flush=True)
-                            return 1
-                        with open(out) as f:
-                            _merge(json.load(f), False, entries, ctx)
+                    if not _serve_one(children, (lib, th, False), args, plan_dir, req["filter"], False,
+                                      entries, ctx):
+                        return 1
+                if lib == "torch" and req.get("nocache") and not args.no_cuda:
+                    if not _serve_one(children, (lib, 1, True), args, plan_dir, req["filter"], True,
+                                      entries, ctx):
+                        return 1
                 _write(args, lib, os.path.join(req["out_dir"], f"peers_{lib}.json"), entries, ctx,
                        threads_list, ours_ctx)
             print("done", flush=True)
