@@ -135,6 +135,12 @@ void check_case(const Tensor& vals, const Shape& dims, bool keepdim, const std::
   if (is_floating(dt)) ops.insert(ops.end(), {ReduceOp::Mean, ReduceOp::Var, ReduceOp::Std});
   bool has_zero = false;
   for (int64_t i = 0; i < nd; ++i) has_zero = has_zero || (red[i] && vals.sizes()[i] == 0);
+  // AVX-512 where the build and CPU have it, for the dtypes that have kernels there
+  // (Note [Short rows in zmm]: float, float16, bfloat16)
+  std::vector<SimdLevel> levels = {SimdLevel::AVX2, SimdLevel::Scalar};
+  if (compiled_simd_level() == SimdLevel::AVX512 &&
+      (dt == DType::Float32 || dt == DType::Float16 || dt == DType::BFloat16))
+    levels.insert(levels.begin(), SimdLevel::AVX512);
   for (ReduceOp op : ops) {
     if (op == ReduceOp::Max && has_zero) continue;  // an error, tested below
     const bool vs = op == ReduceOp::Var || op == ReduceOp::Std;
@@ -146,7 +152,7 @@ void check_case(const Tensor& vals, const Shape& dims, bool keepdim, const std::
         const std::vector<double>& ref = refs[l == Layout::Expanded];
         const Tensor x = test::with_layout(vals, l);
         for (int threads : {1, 2})
-          for (SimdLevel level : {SimdLevel::AVX2, SimdLevel::Scalar}) {
+          for (SimdLevel level : levels) {
             set_num_threads(threads);
             set_simd_level(level);
             const std::string where = label + " " + reduce_op_name(op) + " corr " + std::to_string(corr) + " " +
@@ -415,6 +421,12 @@ TEST(Reduce, SumsAccumulateInBlocksWhateverTheStrides) {
   }
 }
 
+// The modes of the short-row kernels: AVX-512 (Note [Short rows in zmm]) and AVX2, 1
+// and 2 threads, as available.
+std::vector<test::Modes> short_row_modes() {
+  return test::available_modes({{1, SimdLevel::AVX512}, {2, SimdLevel::AVX512}, {1, SimdLevel::AVX2}, {2, SimdLevel::AVX2}});
+}
+
 // Note [Short rows four at a time]: sums over unit-stride rows of 8-1024 elements, four
 // rows at a time and the rest one by one. Row counts that leave 0-3 rows over and split
 // over 2 threads; lengths around the vector steps (8 lanes, 16 per pair of registers,
@@ -436,7 +448,7 @@ TEST(Reduce, ShortRowsFourAtATime) {
         const Tensor big = make_values({4, 6, n + 5}, ++seed, dt, dt == DType::Float16 ? 0.2 : 1.0);
         const Tensor x = big.slice(1, 1, 4).slice(2, 0, n);
         const std::vector<double> ref = reference(ReduceOp::Sum, x, {false, false, true}, 0);
-        for (const test::Modes& m : test::available_modes({{1, SimdLevel::AVX2}, {2, SimdLevel::AVX2}})) {
+        for (const test::Modes& m : short_row_modes()) {
           test::ModeGuard g(m);
           Tensor out = empty({4, 3}, dt).transpose(0, 1).transpose(0, 1);
           test::poison(out);
@@ -460,7 +472,7 @@ TEST(Reduce, ShortRowsFourAtATime) {
       const Tensor x = from_vector(v, {8, n}).to(dt);
       for (ReduceOp op : {ReduceOp::Var, ReduceOp::Std}) {
         const std::vector<double> ref = reference(op, x, {false, true}, 1);
-        for (const test::Modes& m : test::available_modes({{1, SimdLevel::AVX2}, {2, SimdLevel::AVX2}})) {
+        for (const test::Modes& m : short_row_modes()) {
           test::ModeGuard g(m);
           const Tensor r = op == ReduceOp::Var ? var(x, {1}) : std(x, {1});
           EXPECT_TRUE(test::all_close(r, ref, 0, dt == DType::Float32 ? 1e-5 : 1e-12))
@@ -477,7 +489,7 @@ TEST(Reduce, ShortRowsFourAtATime) {
     for (int64_t i = 0; i < 8 * n; ++i) v[i] = (i % n) % 2 ? 64.0 : -1.0;
     const Tensor x = from_vector(v, {8, n}).to(DType::BFloat16);
     const std::vector<double> ref = reference(ReduceOp::Var, x, {false, true}, 1);
-    for (const test::Modes& m : test::available_modes({{1, SimdLevel::AVX2}, {2, SimdLevel::AVX2}})) {
+    for (const test::Modes& m : short_row_modes()) {
       test::ModeGuard g(m);
       const Tensor r = var(x, {1});
       for (int64_t k = 0; k < 8; ++k)
@@ -485,28 +497,45 @@ TEST(Reduce, ShortRowsFourAtATime) {
             << "bf16 var, rows of " << n << ", row " << k << ", " << m.threads << " threads";
     }
   }
-  set_simd_level(SimdLevel::AVX2);
-  for (DType dt : {DType::Float32, DType::BFloat16}) {
-    std::vector<double> v(8 * 45, 1.0);
-    v[2 * 45 + 44] = NAN;       // row 2, in the scalar tail
-    v[3 * 45 + 3] = INFINITY;   // row 3, in the vector part
-    v[5 * 45 + 20] = -INFINITY; // row 5
-    const Tensor r = sum(from_vector(v, {8, 45}).to(dt), {1});
-    for (int64_t i = 0; i < 8; ++i) {
-      const double got = r.get({i});
-      if (i == 2) EXPECT_TRUE(std::isnan(got)) << dtype_name(dt);
-      else if (i == 3) EXPECT_EQ(got, INFINITY) << dtype_name(dt);
-      else if (i == 5) EXPECT_EQ(got, -INFINITY) << dtype_name(dt);
-      else EXPECT_EQ(got, 45.0) << dtype_name(dt) << " row " << i;
+  // negative rows with tails of every length below a step: a lane off the row must not
+  // count as 0 in a max (nor a NaN or an infinity elsewhere in the row)
+  for (DType dt : {DType::Float32, DType::Float16, DType::BFloat16})
+    for (int64_t n : {8, 17, 31, 33, 45, 63, 100}) {
+      std::vector<double> v = rand({8, n}, 700 + n, DType::Float64).to_vector();
+      for (double& e : v) e = -1.0 - e;
+      const Tensor x = from_vector(v, {8, n}).to(dt);
+      const std::vector<double> ref = reference(ReduceOp::Max, x, {false, true}, 0);
+      for (const test::Modes& m : short_row_modes()) {
+        test::ModeGuard g(m);
+        EXPECT_TRUE(test::all_close(max(x, {1}), ref, 0, 0))
+            << dtype_name(dt) << " max of negative rows of " << n << ", " << simd_level_name(m.simd);
+      }
     }
-    const Tensor mx = max(from_vector(v, {8, 45}).to(dt), {1});
-    for (int64_t i = 0; i < 8; ++i) {
-      const double got = mx.get({i});
-      if (i == 2) EXPECT_TRUE(std::isnan(got)) << dtype_name(dt) << " max";
-      else if (i == 3) EXPECT_EQ(got, INFINITY) << dtype_name(dt) << " max";
-      else EXPECT_EQ(got, 1.0) << dtype_name(dt) << " max, row " << i;
+  for (const test::Modes& mode : short_row_modes())
+    for (DType dt : {DType::Float32, DType::BFloat16}) {
+      test::ModeGuard g(mode);
+      const std::string what = std::string(dtype_name(dt)) + ", " + simd_level_name(mode.simd);
+      std::vector<double> v(8 * 45, 1.0);
+      v[2 * 45 + 44] = NAN;        // row 2, in the tail
+      v[3 * 45 + 3] = INFINITY;    // row 3, in the vector part
+      v[5 * 45 + 20] = -INFINITY;  // row 5
+      v[6 * 45 + 10] = NAN;        // row 6, in the vector part
+      const Tensor r = sum(from_vector(v, {8, 45}).to(dt), {1});
+      for (int64_t i = 0; i < 8; ++i) {
+        const double got = r.get({i});
+        if (i == 2 || i == 6) EXPECT_TRUE(std::isnan(got)) << what << " row " << i;
+        else if (i == 3) EXPECT_EQ(got, INFINITY) << what;
+        else if (i == 5) EXPECT_EQ(got, -INFINITY) << what;
+        else EXPECT_EQ(got, 45.0) << what << " row " << i;
+      }
+      const Tensor mx = max(from_vector(v, {8, 45}).to(dt), {1});
+      for (int64_t i = 0; i < 8; ++i) {
+        const double got = mx.get({i});
+        if (i == 2 || i == 6) EXPECT_TRUE(std::isnan(got)) << what << " max, row " << i;
+        else if (i == 3) EXPECT_EQ(got, INFINITY) << what << " max";
+        else EXPECT_EQ(got, 1.0) << what << " max, row " << i;
+      }
     }
-  }
 }
 
 TEST(Reduce, NanPropagatesThroughMaxSumAndVar) {

@@ -168,12 +168,24 @@ void run_horizontal(const typename V::T* x, const ReducePlan& g, typename V::A* 
       int64_t k = b;
 #ifdef SB_HAVE_AVX2
       if constexpr (kRows4) {
+#ifdef SB_HAVE_AVX512
+        // Note [Short rows in zmm]: max
+        constexpr bool kZmm = std::is_same_v<Op, OpMax> && !std::is_same_v<typename V::T, double>;
+        const bool zmm = kZmm && use_avx512();
+#endif
         for (; rows4 && k + 4 <= e; k += 4) {
           const typename V::T* p[4];
           for (int r = 0; r < 4; ++r, w.next()) p[r] = x + w.off;
           if constexpr (std::is_same_v<Op, OpSum>) {
             h_sum_rows4<V>(p, R, res + k);
           } else if constexpr (std::is_same_v<Op, OpMax>) {
+#ifdef SB_HAVE_AVX512
+            if constexpr (kZmm)
+              if (zmm) {
+                h_max_rows4_zmm(p, R, res + k);
+                continue;
+              }
+#endif
             h_max_rows4<V>(p, R, res + k);
           } else {  // h_var_run's one block per row: its centre, its guard, its merge
             typename V::Acc c[4];

@@ -380,6 +380,95 @@ void h_sqdev_rows4(const typename V::T* const* p, int64_t n, const typename V::A
 }
 #endif
 
+#ifdef SB_HAVE_AVX512
+// Note [Short rows in zmm]
+// On a CPU of the AVX512 level (use_avx512()) the short-row max of float, float16 and
+// bfloat16 takes zmm registers: 32 elements of a row per step (two float registers; a
+// bfloat16 row as one 64-byte load split into its even and odd elements), two chains a
+// row as before. A row's last < 32 elements go 16 at a time through AVX-512's masked
+// loads in element order, the lanes off the row set to -inf, so no scalar tail is left.
+// The halves of each row's registers are then folded (max_nan) into one AVX2 register
+// and the rest is the AVX2 kernel's (hmax). The sums and var keep the AVX2 loop: the
+// same zmm loop summed rows of 1024 faster but rows of 100 and 256 slower, and var's
+// (two accumulator pairs a row) was slower (docs/notes/copy-reduce.md, "Short rows in
+// zmm"). Separate functions under their own target, so the AVX2 kernels' code stays as
+// it was.
+#define SB_RZMM __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw")))
+#define SB_RZMM_INLINE __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw"), always_inline))
+
+template <typename T> struct RowZmm;
+template <> struct RowZmm<float> {
+  SB_RZMM_INLINE static void load32(const float* p, __m512& a, __m512& b) {
+    a = _mm512_loadu_ps(p);
+    b = _mm512_loadu_ps(p + 16);
+  }
+  SB_RZMM_INLINE static __m512 maskz_load16(__mmask16 m, const float* p) { return _mm512_maskz_loadu_ps(m, p); }
+};
+template <> struct RowZmm<Half> {
+  SB_RZMM_INLINE static void load32(const Half* p, __m512& a, __m512& b) {
+    a = _mm512_maskz_cvtph_ps(0xFFFF, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    b = _mm512_maskz_cvtph_ps(0xFFFF, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 16)));
+  }
+  SB_RZMM_INLINE static __m512 maskz_load16(__mmask16 m, const Half* p) {
+    return _mm512_maskz_cvtph_ps(0xFFFF, _mm256_maskz_loadu_epi16(m, p));
+  }
+};
+template <> struct RowZmm<BFloat16> {
+  SB_RZMM_INLINE static void load32(const BFloat16* p, __m512& a, __m512& b) {  // evens, odds
+    const __m512i raw = _mm512_loadu_si512(p);
+    a = _mm512_castsi512_ps(_mm512_maskz_slli_epi32(0xFFFF, raw, 16));
+    b = _mm512_castsi512_ps(_mm512_and_si512(raw, _mm512_set1_epi32(static_cast<int>(0xFFFF0000u))));
+  }
+  SB_RZMM_INLINE static __m512 maskz_load16(__mmask16 m, const BFloat16* p) {
+    return _mm512_castsi512_ps(
+        _mm512_maskz_slli_epi32(0xFFFF, _mm512_maskz_cvtepu16_epi32(0xFFFF, _mm256_maskz_loadu_epi16(m, p)), 16));
+  }
+};
+
+SB_RZMM_INLINE inline __m512 max_nan512(__m512 a, __m512 x) {  // F32Lanes::max_nan's rule
+  const __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
+  return _mm512_mask_mov_ps(_mm512_maskz_max_ps(0xFFFF, x, a), nan, x);
+}
+SB_RZMM_INLINE inline __m256 zmm_half(__m512 v, int h) {  // masked: see vec.h's fold_halves
+  const __m512d d = _mm512_castps_pd(v);
+  return _mm256_castpd_ps(h ? _mm512_mask_extractf64x4_pd(_mm256_setzero_pd(), 0xF, d, 1)
+                            : _mm512_mask_extractf64x4_pd(_mm256_setzero_pd(), 0xF, d, 0));
+}
+SB_RZMM_INLINE inline __m256 fold_max(__m512 v) { return vec::F32Lanes::max_nan(zmm_half(v, 0), zmm_half(v, 1)); }
+// f(r, c, x, m) for the registers of four rows' n elements: 32 a step (two registers,
+// chains c = 0 and 1, m all lanes), then the rest 16 at a time (chain 0, m the lanes on
+// the row, the others zero).
+template <typename T, class F>
+SB_RZMM_INLINE inline void rows4_zmm(const T* const* p, int64_t n, F&& f) {
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32)
+    for (int r = 0; r < 4; ++r) {
+      __m512 a, b;
+      RowZmm<T>::load32(p[r] + i, a, b);
+      f(r, 0, a, __mmask16(0xFFFF));
+      f(r, 1, b, __mmask16(0xFFFF));
+    }
+  for (; i < n; i += 16) {
+    const __mmask16 m = static_cast<__mmask16>(n - i >= 16 ? 0xFFFF : (1u << (n - i)) - 1);
+    for (int r = 0; r < 4; ++r) f(r, 0, RowZmm<T>::maskz_load16(m, p[r] + i), m);
+  }
+}
+
+template <typename T>
+SB_RZMM void h_max_rows4_zmm(const T* const* p, int64_t n, double* out) {
+  const __m512 lowest = _mm512_set1_ps(-INFINITY);
+  __m512 a[4][2];
+  for (auto& c : a) c[0] = c[1] = lowest;
+  rows4_zmm(p, n, [&](int r, int c, __m512 x, __mmask16 m) SB_RZMM_INLINE {
+    a[r][c] = max_nan512(a[r][c], _mm512_mask_mov_ps(lowest, m, x));
+  });
+  for (int r = 0; r < 4; ++r) out[r] = vec::F32Lanes::hmax(fold_max(max_nan512(a[r][0], a[r][1])));
+}
+
+#undef SB_RZMM_INLINE
+#undef SB_RZMM
+#endif
+
 // buf[q*kColumns + j] (q < N, j < L) combined with rows base + off[r], r < nr.
 template <class V, class Op>
 void v_kernel(const typename V::T* base, const int64_t* off, int64_t nr, int64_t L, typename V::Acc* buf) {
