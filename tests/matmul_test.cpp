@@ -249,6 +249,54 @@ TEST(Gemm, EpilogueAlphaBetaBiasRelu) {
   }
 }
 
+// Note [Narrow GEMMs]: 33 <= N <= 64 and M >= 64 with unit-stride rows of A and C take
+// the unpacked-A path on the AVX512 level (both panel counts, NP = 3 and 4, and their
+// row tiles of 8 and 6; rows left over for the zero-padded tail; K up to the path's
+// limit and past it), every other level and stride the packed one; the results must be
+// the same. A's rows stepped (a_rs > K), B row-major or transposed, C's rows stepped
+// with the gap between them poisoned and left as it was, and every part of the
+// epilogue; a NaN row of A stays a NaN row of C through the relu.
+TEST(Gemm, NarrowShapesFromUnpackedRows) {
+  std::mt19937_64 rng(11);
+  const int64_t Ns[] = {33, 40, 48, 49, 57, 64};
+  for (int trial = 0; trial < 12; ++trial) {
+    const int64_t N = Ns[trial % 6], M = 64 + rng() % 200;
+    const int64_t K = trial == 10 ? detail::kNarrowMaxK : trial == 11 ? detail::kNarrowMaxK + 1 : 1 + rng() % 700;
+    const int64_t lda = K + 3, ldc = N + 5;
+    Tensor abuf = randn({M, lda}, rng());
+    if (trial % 3 == 0)
+      for (int64_t k = 0; k < K; ++k) abuf.data<float>()[7 * lda + k] = NAN;  // row 7 of C
+    const Tensor a = abuf.slice(1, 0, K).contiguous();
+    const bool bt = trial % 2 == 1;
+    const Tensor b = randn({K, N}, rng()), b_t = b.t().contiguous();  // b_t: B^T stored row-major
+    const Tensor c0 = randn({M, N}, rng()), bias = randn({2 * std::max(M, N)}, rng());
+    GemmEpilogue ep;
+    ep.alpha = trial % 4 == 2 ? 0.5f : 1.0f;
+    ep.beta = trial % 4 == 1 ? 0.75f : 0.0f;
+    ep.bias = trial % 3 != 1 ? bias.data<float>() : nullptr;
+    ep.bias_stride = 1 + trial % 2;
+    ep.bias_per_row = trial % 5 == 0;
+    ep.relu = trial % 3 == 0 || trial % 4 == 3;
+    const std::vector<double> ref = ref_epilogue(ref_matmul(a, b), c0.to_vector(), bias.to_vector(), ep, M, N);
+    const std::string what = "M " + std::to_string(M) + " N " + std::to_string(N) + " K " + std::to_string(K) +
+                             (bt ? ", B transposed" : "") + ", trial " + std::to_string(trial);
+    for (const Modes& m : kModes) {
+      ModeGuard g(m);
+      Tensor cbuf = full({M, ldc}, 0.0);
+      test::poison(cbuf);
+      Tensor c = cbuf.slice(1, 0, N);
+      if (ep.beta != 0.0f) c.copy_(c0);
+      gemm(M, N, K, abuf.data<float>(), lda, 1, bt ? b_t.data<float>() : b.data<float>(), bt ? 1 : N, bt ? K : 1,
+           c.data<float>(), ldc, 1, ep);
+      ASSERT_TRUE(test::all_close(c, ref, 2e-6 * (K + 1), 1e-5))
+          << what << ", " << simd_level_name(m.simd) << ", " << m.threads << " threads";
+      const std::vector<double> gap = test::naive_values(cbuf.slice(1, N, ldc));
+      ASSERT_TRUE(std::all_of(gap.begin(), gap.end(), [](double v) { return std::isnan(v); }))
+          << what << ": the gap between C's rows was written";
+    }
+  }
+}
+
 // Note [Fused relu and NaN]: a NaN row of A and a NaN bias element give NaN rows and
 // columns of C through the relu, at every SIMD level, for float32 (the AVX-512, AVX2 and
 // scalar epilogues; full and ragged tiles), bfloat16 with a float32 and a bfloat16 C
@@ -391,6 +439,23 @@ TEST(Matmul, AllocatesOnlyResultPlusDocumentedWorkspace) {
     const int64_t peak_oop = al->stats().peak_allocated_bytes - base2;
     EXPECT_LE(peak_oop, static_cast<int64_t>(cpu_caching_round_size(ws) + cpu_caching_round_size(M * N * 4)) + 64);
     EXPECT_EQ(al->stats().allocated_bytes - base2, static_cast<int64_t>(cpu_caching_round_size(M * N * 4)));
+    // Note [Narrow GEMMs]: a narrow shape takes the larger of its two paths' workspaces,
+    // whichever path A's strides take (row-major: unpacked on the AVX512 level; a
+    // transposed view: packed)
+    {
+      const int64_t Mn = 300, Nn = 64, Kn = 200;
+      const Tensor an = randn({Mn, Kn}, 5), an_t = randn({Kn, Mn}, 6).t(), bn = randn({Kn, Nn}, 7);
+      const size_t wsn = gemm_workspace_bytes(Mn, Nn, Kn);
+      for (const Tensor& x : {an, an_t}) {
+        Tensor outn = empty({Mn, Nn});
+        al->reset_peak_stats();
+        const int64_t b0 = al->stats().allocated_bytes;
+        matmul_out(outn, x, bn);
+        const int64_t pk = al->stats().peak_allocated_bytes - b0;
+        EXPECT_LE(pk, static_cast<int64_t>(cpu_caching_round_size(wsn)) + 64) << "narrow, a_cs " << x.stride(1);
+        EXPECT_GE(pk, static_cast<int64_t>(wsn)) << "narrow, a_cs " << x.stride(1);
+      }
+    }
     // bfloat16, both packings: a K over one KC block (of the pairs' twice as deep one too),
     // so the partial sums' buffer is in the workspace
     const int64_t K16 = 2 * detail::kc_block() + 8;

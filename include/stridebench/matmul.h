@@ -9,11 +9,13 @@
 //   gemm(...)               the raw entry: C = alpha*A*B + beta*C (+bias, relu), operands
 //                           given by pointer and (row, column) strides in elements.
 // Dtypes float32 (our packed GEMM, AVX2+FMA 6x16 or AVX-512 16x16 micro-kernel, or the
-// scalar one), float64 (the same blocking with a 4x8 plain-C micro-kernel) and bfloat16
-// (float32 accumulation, the result rounded once; AVX512_BF16 vdpbf16ps where the CPU
-// has it, else the float32 kernels on operands widened while packing). Operands of any strides
-// are packed straight from their strides: a transposed, column-major or stepped operand
-// costs its packing, never a copy first. Cost: 2*M*N*K flop; A, B read ~once, C written once.
+// scalar one; a product of 33-64 columns with unit-stride rows of A and C on AVX-512
+// reads A unpacked: Note [Narrow GEMMs] in lib/matmul/gemm_impl.h), float64 (the same
+// blocking with a 4x8 plain-C micro-kernel) and bfloat16 (float32 accumulation, the
+// result rounded once; AVX512_BF16 vdpbf16ps where the CPU has it, else the float32
+// kernels on operands widened while packing). Operands of any strides are packed
+// straight from their strides: a transposed, column-major or stepped operand costs its
+// packing, never a copy first. Cost: 2*M*N*K flop; A, B read ~once, C written once.
 // CUDA operands go to sb::cuda::matmul (cuBLAS) after the same checks, which on CUDA
 // also accept float16 (PyTorch 1.13's CPU matmul has no float16 either).
 #pragma once
@@ -58,7 +60,8 @@ void gemm(int64_t M, int64_t N, int64_t K, const double* a, int64_t a_rs, int64_
           int64_t b_rs, int64_t b_cs, double* c, int64_t c_rs, int64_t c_cs, const GemmEpilogueT<double>& ep = {});
 
 // Note [GEMM workspace]: bytes of packing buffers one gemm call of this size takes from
-// cpu_allocator() (one KCxNC block of B plus one MCxKC block of A per thread), for
+// cpu_allocator() (one KCxNC block of B plus one MCxKC block of A per thread; for a
+// float32 shape of Note [Narrow GEMMs], the larger of that and the narrow path's), for
 // `threads` threads (default: the current OpenMP team size).
 size_t gemm_workspace_bytes(int64_t M, int64_t N, int64_t K, DType dtype = DType::Float32, int threads = 0);
 

@@ -229,11 +229,49 @@ inline int64_t thread_ws_elems(const GemmPlan& p) { return round_up(p.kc * p.nc,
 // The bfloat16 GEMM's workspace (gemm_bf16.cpp), with a bfloat16 or a float32 C.
 size_t gemm_bf16_workspace_bytes(int64_t M, int64_t N, int64_t K, int nt, bool c_bf16);
 
+// Note [Narrow GEMMs]
+// A float32 GEMM with 32 < N <= 64 and many rows (the im2col GEMM of a conv to 64
+// channels, 25088x576x64) spent a third of its time packing A: each packed element feeds
+// only N/16 FMA instructions, so the Goto nest's A packing (a transpose into MR-row
+// panels, one read from memory and one write) cost half as much time as the FMAs it
+// feeds, and with K split into KC blocks C went through the caches once per block. On
+// the AVX512 level such a GEMM with unit-stride rows of A (a_cs == 1) and of C takes
+// its own path instead (gemm_narrow_f32): B packed once, whole K deep and 16 NP columns
+// wide (NP = 3 or 4 panels, zero-padded, at most 2048 x 64 floats: in L2), and MR x
+// 16 NP tiles (8 x 48, 6 x 64: 24 zmm accumulators) that broadcast A straight from its
+// rows over all of K, each row prefetched 64 elements ahead every 16 k steps (without,
+// the hardware's prefetch alone, it ran slower): A is read once, from memory, while the
+// FMAs run, and C is written once. The last M % MR rows go through a zero-padded
+// copy. Rows are split between threads in whole tiles. Its workspace (packed B plus
+// each thread's tail rows) and the Goto nest's are reported as the larger of the two
+// for such a shape (gemm_workspace_bytes), whichever path the strides take, and both
+// paths allocate exactly that.
+constexpr int64_t kNarrowMinN = 33, kNarrowMaxN = 64, kNarrowMinM = 64, kNarrowMaxK = 2048;
+inline bool narrow_shape(int64_t M, int64_t N, int64_t K) {
+  return use_avx512() && N >= kNarrowMinN && N <= kNarrowMaxN && M >= kNarrowMinM && K >= 1 && K <= kNarrowMaxK;
+}
+inline int narrow_panels(int64_t N) { return static_cast<int>((N + 15) / 16); }
+inline int narrow_mr(int64_t N) { return narrow_panels(N) == 3 ? 8 : 6; }
+inline int narrow_team(int64_t M, int64_t N, int nt) {
+  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(nt, (M + narrow_mr(N) - 1) / narrow_mr(N))));
+}
+inline int64_t narrow_ws_elems(int64_t M, int64_t N, int64_t K, int nt) {
+  return round_up(K * 16 * narrow_panels(N), 16) + narrow_team(M, N, nt) * round_up(narrow_mr(N) * K, 16);
+}
+// C = A B (+ the epilogue) through Note [Narrow GEMMs] when the shape and strides allow;
+// false (nothing done) otherwise. ws_elems: the workspace to allocate (floats).
+bool gemm_narrow_f32(int64_t M, int64_t N, int64_t K, const float* a, int64_t a_rs, int64_t a_cs, const float* b,
+                     int64_t b_rs, int64_t b_cs, float* c, int64_t c_rs, int64_t c_cs, const GemmEpilogue& ep,
+                     int64_t ws_elems);
+
 template <typename T>
 size_t gemm_workspace_bytes_t(int64_t M, int64_t N, int64_t K, int nt) {
   if (M <= 0 || N <= 0 || K <= 0) return 0;
   const GemmPlan p = plan_gemm<T>(M, N, K, nt, tile_mr<T>());
-  return sizeof(T) * static_cast<size_t>(p.team * thread_ws_elems(p));
+  int64_t elems = p.team * thread_ws_elems(p);
+  if (std::is_same<T, float>::value && narrow_shape(M, N, K))
+    elems = std::max(elems, narrow_ws_elems(M, N, K, nt));
+  return sizeof(T) * static_cast<size_t>(elems);
 }
 
 // One thread's stripe of C, rows [m0, m1) x columns [n0, n1), through Goto's loop nest:

@@ -391,6 +391,95 @@ template void pack_b_strided<float, kNRf, BFloat16>(float*, const BFloat16*, int
 template void pack_b_strided<double, kNRd, double>(double*, const double*, int64_t, int64_t, int64_t, int64_t, int64_t,
                                                    int64_t);
 
+#if defined(SB_HAVE_AVX2) && defined(SB_HAVE_AVX512)
+// Note [Narrow GEMMs]: an MR x 16 NP tile of C over all K, A broadcast from its MR rows
+// (lda apart, unit stride along k), B packed [K][16 NP]; the NP panels of the tile into
+// tile (panel q at tile + q * MR * 16, ld 16).
+template <int MR, int NP>
+__attribute__((target("avx512f"))) static void narrow_tile(int64_t K, const float* a, int64_t lda, const float* b,
+                                                          float* tile) {
+  __m512 acc[MR * NP];
+#pragma GCC unroll 24
+  for (int r = 0; r < MR * NP; ++r) acc[r] = _mm512_setzero_ps();
+  const float* row[MR];
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r) row[r] = a + r * lda;
+  for (int64_t k0 = 0; k0 < K; k0 += 16) {
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; ++r) _mm_prefetch(reinterpret_cast<const char*>(row[r] + k0 + 64), _MM_HINT_T0);
+    const int64_t k1 = std::min<int64_t>(K, k0 + 16);
+    for (int64_t k = k0; k < k1; ++k) {
+      const float* bk = b + k * 16 * NP;
+      __m512 bv[NP];
+#pragma GCC unroll 4
+      for (int q = 0; q < NP; ++q) bv[q] = _mm512_load_ps(bk + 16 * q);
+#pragma GCC unroll 8
+      for (int r = 0; r < MR; ++r) {
+        const __m512 av = _mm512_set1_ps(row[r][k]);
+#pragma GCC unroll 4
+        for (int q = 0; q < NP; ++q) acc[r * NP + q] = _mm512_fmadd_ps(av, bv[q], acc[r * NP + q]);
+      }
+    }
+  }
+#pragma GCC unroll 4
+  for (int q = 0; q < NP; ++q) {
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; ++r) _mm512_store_ps(tile + (q * MR + r) * kNRf, acc[r * NP + q]);
+  }
+}
+
+template <int MR, int NP>
+static void narrow_rows(int64_t m0, int64_t m1, int64_t N, int64_t K, const float* a, int64_t a_rs, const float* bp,
+                        float* tail, float* c, int64_t c_rs, const GemmEpilogue& ep) {
+  alignas(64) float tile[MR * 16 * NP];
+  for (int64_t i = m0; i < m1; i += MR) {
+    const int mr = static_cast<int>(std::min<int64_t>(MR, m1 - i));
+    if (mr == MR) {
+      narrow_tile<MR, NP>(K, a + i * a_rs, a_rs, bp, tile);
+    } else {  // the last rows, zero-padded to a whole tile
+      for (int r = 0; r < MR; ++r)
+        if (r < mr) std::memcpy(tail + r * K, a + (i + r) * a_rs, K * sizeof(float));
+        else std::memset(tail + r * K, 0, K * sizeof(float));
+      narrow_tile<MR, NP>(K, tail, K, bp, tile);
+    }
+    for (int q = 0; q < NP; ++q)
+      store_tile<float, kNRf>(tile + q * MR * kNRf, c + i * c_rs + q * kNRf, c_rs, 1, mr,
+                              static_cast<int>(std::min<int64_t>(kNRf, N - q * kNRf)), ep, true, true, i, q * kNRf);
+  }
+}
+
+bool gemm_narrow_f32(int64_t M, int64_t N, int64_t K, const float* a, int64_t a_rs, int64_t a_cs, const float* b,
+                     int64_t b_rs, int64_t b_cs, float* c, int64_t c_rs, int64_t c_cs, const GemmEpilogue& ep,
+                     int64_t ws_elems) {
+  if (!narrow_shape(M, N, K) || a_cs != 1 || c_cs != 1) return false;
+  const int NP = narrow_panels(N), MR = narrow_mr(N), W = 16 * NP;
+  const int team = narrow_team(M, N, team_size());
+  Workspace ws(sizeof(float) * static_cast<size_t>(ws_elems));
+  float* bp = ws.as<float>();
+  float* tails = bp + round_up(K * W, 16);
+  for (int64_t k = 0; k < K; ++k) {  // B packed [K][W], the columns past N zero
+    float* d = bp + k * W;
+    const float* src = b + k * b_rs;
+    if (b_cs == 1) std::memcpy(d, src, N * sizeof(float));
+    else for (int64_t j = 0; j < N; ++j) d[j] = src[j * b_cs];
+    for (int64_t j = N; j < W; ++j) d[j] = 0.0f;
+  }
+  const int64_t tiles = (M + MR - 1) / MR, per = (tiles + team - 1) / team;
+  run_team(team, [&](int t) {
+    const int64_t m0 = std::min(M, t * per * MR), m1 = std::min(M, (t + 1) * per * MR);
+    float* tail = tails + t * round_up(MR * K, 16);
+    if (NP == 3) narrow_rows<8, 3>(m0, m1, N, K, a, a_rs, bp, tail, c, c_rs, ep);
+    else narrow_rows<6, 4>(m0, m1, N, K, a, a_rs, bp, tail, c, c_rs, ep);
+  });
+  return true;
+}
+#else
+bool gemm_narrow_f32(int64_t, int64_t, int64_t, const float*, int64_t, int64_t, const float*, int64_t, int64_t, float*,
+                     int64_t, int64_t, const GemmEpilogue&, int64_t) {
+  return false;
+}
+#endif
+
 // T the compute type; A stored as SA and B as SB (T, or float16 widened while packing).
 template <typename T, typename SB, typename SA = T>
 static void gemm_strided(int64_t M, int64_t N, int64_t K, const SA* a, int64_t a_rs, int64_t a_cs, const SB* b,
@@ -407,6 +496,11 @@ static void gemm_strided(int64_t M, int64_t N, int64_t K, const SA* a, int64_t a
       gemm_strided<T, T>(N, M, K, b, b_cs, b_rs, a, a_cs, a_rs, c, c_cs, c_rs, ept);
       return;
     }
+  }
+  if constexpr (std::is_same<T, float>::value && std::is_same<SA, float>::value && std::is_same<SB, float>::value) {
+    if (gemm_narrow_f32(M, N, K, a, a_rs, a_cs, b, b_rs, b_cs, c, c_rs, c_cs, ep,
+                        static_cast<int64_t>(gemm_workspace_bytes_t<float>(M, N, K, team_size()) / sizeof(float))))
+      return;  // Note [Narrow GEMMs]
   }
   gemm_driver<T>(
       M, N, K,
