@@ -231,10 +231,10 @@ size_t gemm_bf16_workspace_bytes(int64_t M, int64_t N, int64_t K, int nt, bool c
 
 // Note [Narrow GEMMs]
 // A float32 GEMM with 32 < N <= 64 and many rows (the im2col GEMM of a conv to 64
-// channels, 25088x576x64) spent a third of its time packing A: each packed element feeds
-// only N/16 FMA instructions, so the Goto nest's A packing (a transpose into MR-row
-// panels, one read from memory and one write) cost half as much time as the FMAs it
-// feeds, and with K split into KC blocks C went through the caches once per block. On
+// channels, 25088x576x64) spends much of its time packing A in the Goto nest: each
+// packed element feeds only N/16 FMA instructions, so the packing (a transpose into
+// MR-row panels, one read from memory and one write) weighs heavily beside the FMAs it
+// feeds, and with K split into KC blocks C goes through the caches once per block. On
 // the AVX512 level such a GEMM with unit-stride rows of A (a_cs == 1) and of C takes
 // its own path instead (gemm_narrow_f32): B packed once, whole K deep and 16 NP columns
 // wide (NP = 3 or 4 panels, zero-padded, at most 2048 x 64 floats: in L2), and MR x

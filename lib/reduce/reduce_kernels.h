@@ -388,9 +388,8 @@ void h_sqdev_rows4(const typename V::T* const* p, int64_t n, const typename V::A
 // row as before. A row's last < 32 elements go 16 at a time through AVX-512's masked
 // loads in element order, the lanes off the row set to -inf, so no scalar tail is left.
 // The halves of each row's registers are then folded (max_nan) into one AVX2 register
-// and the rest is the AVX2 kernel's (hmax). The sums and var keep the AVX2 loop: the
-// same zmm loop summed rows of 1024 faster but rows of 100 and 256 slower, and var's
-// (two accumulator pairs a row) was slower (docs/notes/copy-reduce.md, "Short rows in
+// and the rest is the AVX2 kernel's (hmax). The sums and var keep the AVX2 loop, which
+// the zmm one did not beat on their rows (docs/notes/copy-reduce.md, "Short rows in
 // zmm"). Separate functions under their own target, so the AVX2 kernels' code stays as
 // it was.
 #define SB_RZMM __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw")))
@@ -471,12 +470,11 @@ SB_RZMM void h_max_rows4_zmm(const T* const* p, int64_t n, double* out) {
 
 // Note [Prefetched 2-byte rows]
 // The vertical kernel's kVRows rows are as many sequential streams. Rows of float16 and
-// bfloat16 from memory advance half as many bytes per step as float32 ones, and the
-// hardware prefetchers alone kept a bfloat16 sum over the outer dim of a 16384 x 8192
-// tensor at 0.61-0.64 of the float32 time (0.5 is the same rate). Such rows are
-// prefetched kVPrefetch16 elements (2 KiB) ahead, once per 64-byte line; float32 rows are
-// not, where the same prefetch made those sums slower (docs/notes/copy-reduce.md,
-// "Prefetched 2-byte rows").
+// bfloat16 from memory advance half as many bytes per step as float32 ones, and with the
+// hardware prefetchers alone a bfloat16 sum over the outer dim of a DRAM-size tensor
+// read memory well below the float32 sum's rate. Such rows are prefetched kVPrefetch16
+// elements (2 KiB) ahead, once per 64-byte line; float32 rows are not, where the same
+// prefetch made those sums slower (docs/notes/copy-reduce.md, "Prefetched 2-byte rows").
 constexpr int64_t kVPrefetch16 = 1024;
 
 // buf[q*kColumns + j] (q < N, j < L) combined with rows base + off[r], r < nr.
