@@ -249,19 +249,19 @@ TEST(Gemm, EpilogueAlphaBetaBiasRelu) {
   }
 }
 
-// Note [Narrow GEMMs]: 33 <= N <= 64 and M >= 64 with unit-stride rows of A and C take
-// the unpacked-A path on the AVX512 level (both panel counts, NP = 3 and 4, and their
-// row tiles of 8 and 6; rows left over for the zero-padded tail; K up to the path's
+// Note [Narrow GEMMs]: N <= 64 and M >= 64 with unit-stride rows of A and C take the
+// unpacked-A path on the AVX512 level (every panel count, NP = 1-4, and their row tiles
+// of 8, 12, 8 and 6; rows left over for the zero-padded tail; K up to the path's
 // limit and past it), every other level and stride the packed one; the results must be
 // the same. A's rows stepped (a_rs > K), B row-major or transposed, C's rows stepped
 // with the gap between them poisoned and left as it was, and every part of the
 // epilogue; a NaN row of A stays a NaN row of C through the relu.
 TEST(Gemm, NarrowShapesFromUnpackedRows) {
   std::mt19937_64 rng(11);
-  const int64_t Ns[] = {33, 40, 48, 49, 57, 64};
-  for (int trial = 0; trial < 12; ++trial) {
-    const int64_t N = Ns[trial % 6], M = 64 + rng() % 200;
-    const int64_t K = trial == 10 ? detail::kNarrowMaxK : trial == 11 ? detail::kNarrowMaxK + 1 : 1 + rng() % 700;
+  const int64_t Ns[] = {1, 7, 16, 17, 31, 32, 33, 40, 48, 49, 57, 64};
+  for (int trial = 0; trial < 24; ++trial) {
+    const int64_t N = Ns[trial % 12], M = 64 + rng() % 200;
+    const int64_t K = trial == 22 ? detail::kNarrowMaxK : trial == 23 ? detail::kNarrowMaxK + 1 : 1 + rng() % 700;
     const int64_t lda = K + 3, ldc = N + 5;
     Tensor abuf = randn({M, lda}, rng());
     if (trial % 3 == 0)

@@ -230,28 +230,31 @@ inline int64_t thread_ws_elems(const GemmPlan& p) { return round_up(p.kc * p.nc,
 size_t gemm_bf16_workspace_bytes(int64_t M, int64_t N, int64_t K, int nt, bool c_bf16);
 
 // Note [Narrow GEMMs]
-// A float32 GEMM with 32 < N <= 64 and many rows (the im2col GEMM of a conv to 64
+// A float32 GEMM of at most 64 columns and many rows (the im2col GEMM of a conv to 16-64
 // channels, 25088x576x64) spends much of its time packing A in the Goto nest: each
-// packed element feeds only N/16 FMA instructions, so the packing (a transpose into
-// MR-row panels, one read from memory and one write) weighs heavily beside the FMAs it
-// feeds, and with K split into KC blocks C goes through the caches once per block. On
-// the AVX512 level such a GEMM with unit-stride rows of A (a_cs == 1) and of C takes
-// its own path instead (gemm_narrow_f32): B packed once, whole K deep and 16 NP columns
-// wide (NP = 3 or 4 panels, zero-padded, at most 2048 x 64 floats: in L2), and MR x
-// 16 NP tiles (8 x 48, 6 x 64: 24 zmm accumulators) that broadcast A straight from its
-// rows over all of K, each row prefetched 64 elements ahead every 16 k steps (without,
-// the hardware's prefetch alone, it ran slower): A is read once, from memory, while the
-// FMAs run, and C is written once. The last M % MR rows go through a zero-padded
-// copy. Rows are split between threads in whole tiles. Its workspace (packed B plus
-// each thread's tail rows) and the Goto nest's are reported as the larger of the two
-// for such a shape (gemm_workspace_bytes), whichever path the strides take, and both
-// paths allocate exactly that.
-constexpr int64_t kNarrowMinN = 33, kNarrowMaxN = 64, kNarrowMinM = 64, kNarrowMaxK = 2048;
+// packed element feeds only ceil(N/16) FMA instructions, so the packing (a transpose
+// into MR-row panels, one read from memory and one write) weighs heavily beside the
+// FMAs it feeds, and with K split into KC blocks C goes through the caches once per
+// block. On the AVX512 level such a GEMM with unit-stride rows of A (a_cs == 1) and of C
+// takes its own path instead (gemm_narrow_f32): B packed once, whole K deep and 16 NP
+// columns wide (NP = 1-4 panels, zero-padded, at most 2048 x 64 floats: in L2), and MR x
+// 16 NP tiles (8 x 16, 12 x 32, 8 x 48, 6 x 64) that broadcast A straight from its rows
+// over all of K, each row prefetched 64 elements ahead every 16 k steps (without, the
+// hardware's prefetch alone, it ran slower): A is read once, from memory, while the FMAs
+// run, and C is written once. The last M % MR rows go through a zero-padded copy. Rows
+// are split between threads in whole tiles. Its workspace (packed B plus each thread's
+// tail rows) and the Goto nest's are reported as the larger of the two for such a shape
+// (gemm_workspace_bytes), whichever path the strides take, and both paths allocate
+// exactly that.
+constexpr int64_t kNarrowMaxN = 64, kNarrowMinM = 64, kNarrowMaxK = 2048;
 inline bool narrow_shape(int64_t M, int64_t N, int64_t K) {
-  return use_avx512() && N >= kNarrowMinN && N <= kNarrowMaxN && M >= kNarrowMinM && K >= 1 && K <= kNarrowMaxK;
+  return use_avx512() && N >= 1 && N <= kNarrowMaxN && M >= kNarrowMinM && K >= 1 && K <= kNarrowMaxK;
 }
 inline int narrow_panels(int64_t N) { return static_cast<int>((N + 15) / 16); }
-inline int narrow_mr(int64_t N) { return narrow_panels(N) == 3 ? 8 : 6; }
+inline int narrow_mr(int64_t N) {  // 8, 24, 24 and 24 zmm accumulators
+  const int np = narrow_panels(N);
+  return np == 1 ? 8 : np == 2 ? 12 : np == 3 ? 8 : 6;
+}
 inline int narrow_team(int64_t M, int64_t N, int nt) {
   return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(nt, (M + narrow_mr(N) - 1) / narrow_mr(N))));
 }

@@ -402,10 +402,10 @@ __attribute__((target("avx512f"))) static void narrow_tile(int64_t K, const floa
 #pragma GCC unroll 24
   for (int r = 0; r < MR * NP; ++r) acc[r] = _mm512_setzero_ps();
   const float* row[MR];
-#pragma GCC unroll 8
+#pragma GCC unroll 16
   for (int r = 0; r < MR; ++r) row[r] = a + r * lda;
   for (int64_t k0 = 0; k0 < K; k0 += 16) {
-#pragma GCC unroll 8
+#pragma GCC unroll 16
     for (int r = 0; r < MR; ++r) _mm_prefetch(reinterpret_cast<const char*>(row[r] + k0 + 64), _MM_HINT_T0);
     const int64_t k1 = std::min<int64_t>(K, k0 + 16);
     for (int64_t k = k0; k < k1; ++k) {
@@ -413,7 +413,7 @@ __attribute__((target("avx512f"))) static void narrow_tile(int64_t K, const floa
       __m512 bv[NP];
 #pragma GCC unroll 4
       for (int q = 0; q < NP; ++q) bv[q] = _mm512_load_ps(bk + 16 * q);
-#pragma GCC unroll 8
+#pragma GCC unroll 16
       for (int r = 0; r < MR; ++r) {
         const __m512 av = _mm512_set1_ps(row[r][k]);
 #pragma GCC unroll 4
@@ -423,7 +423,7 @@ __attribute__((target("avx512f"))) static void narrow_tile(int64_t K, const floa
   }
 #pragma GCC unroll 4
   for (int q = 0; q < NP; ++q) {
-#pragma GCC unroll 8
+#pragma GCC unroll 16
     for (int r = 0; r < MR; ++r) _mm512_store_ps(tile + (q * MR + r) * kNRf, acc[r * NP + q]);
   }
 }
@@ -468,7 +468,9 @@ bool gemm_narrow_f32(int64_t M, int64_t N, int64_t K, const float* a, int64_t a_
   run_team(team, [&](int t) {
     const int64_t m0 = std::min(M, t * per * MR), m1 = std::min(M, (t + 1) * per * MR);
     float* tail = tails + t * round_up(MR * K, 16);
-    if (NP == 3) narrow_rows<8, 3>(m0, m1, N, K, a, a_rs, bp, tail, c, c_rs, ep);
+    if (NP == 1) narrow_rows<8, 1>(m0, m1, N, K, a, a_rs, bp, tail, c, c_rs, ep);
+    else if (NP == 2) narrow_rows<12, 2>(m0, m1, N, K, a, a_rs, bp, tail, c, c_rs, ep);
+    else if (NP == 3) narrow_rows<8, 3>(m0, m1, N, K, a, a_rs, bp, tail, c, c_rs, ep);
     else narrow_rows<6, 4>(m0, m1, N, K, a, a_rs, bp, tail, c, c_rs, ep);
   });
   return true;
