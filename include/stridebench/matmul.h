@@ -9,13 +9,13 @@
 //   gemm(...)               the raw entry: C = alpha*A*B + beta*C (+bias, relu), operands
 //                           given by pointer and (row, column) strides in elements.
 // Dtypes float32 (our packed GEMM, AVX2+FMA 6x16 or AVX-512 16x16 micro-kernel, or the
-// scalar one; a product of 33-64 columns with unit-stride rows of A and C on AVX-512
-// reads A unpacked: Note [Narrow GEMMs] in lib/matmul/gemm_impl.h), float64 (the same
-// blocking with a 4x8 plain-C micro-kernel) and bfloat16 (float32 accumulation, the
-// result rounded once; AVX512_BF16 vdpbf16ps where the CPU has it, else the float32
-// kernels on operands widened while packing). Operands of any strides are packed
-// straight from their strides: a transposed, column-major or stepped operand costs its
-// packing, never a copy first. Cost: 2*M*N*K flop; A, B read ~once, C written once.
+// scalar one; on AVX-512 a product of at most 64 columns and 64 or more rows, with
+// unit-stride rows of A and C, reads A unpacked: Note [Narrow GEMMs] in
+// lib/matmul/gemm_impl.h), float64 (the same blocking with a 4x8 plain-C micro-kernel)
+// and bfloat16 (float32 accumulation, the result rounded once; AVX512_BF16 vdpbf16ps
+// where the CPU has it, else the float32 kernels on operands widened while packing).
+// Operands of any strides are packed straight from their strides: a transposed,
+// column-major or stepped operand costs its packing, never a copy first. Cost: 2*M*N*K flop; A, B read ~once, C written once.
 // CUDA operands go to sb::cuda::matmul (cuBLAS) after the same checks, which on CUDA
 // also accept float16 (PyTorch 1.13's CPU matmul has no float16 either).
 #pragma once
