@@ -251,10 +251,8 @@ inline bool narrow_shape(int64_t M, int64_t N, int64_t K) {
   return use_avx512() && N >= 1 && N <= kNarrowMaxN && M >= kNarrowMinM && K >= 1 && K <= kNarrowMaxK;
 }
 inline int narrow_panels(int64_t N) { return static_cast<int>((N + 15) / 16); }
-inline int narrow_mr(int64_t N) {  // 8, 24, 24 and 24 zmm accumulators
-  const int np = narrow_panels(N);
-  return np == 1 ? 8 : np == 2 ? 12 : np == 3 ? 8 : 6;
-}
+constexpr int kNarrowMR[5] = {0, 8, 12, 8, 6};  // rows a tile, by panels: 8, 24, 24, 24 accumulators
+inline int narrow_mr(int64_t N) { return kNarrowMR[narrow_panels(N)]; }
 inline int narrow_team(int64_t M, int64_t N, int nt) {
   return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(nt, (M + narrow_mr(N) - 1) / narrow_mr(N))));
 }
@@ -262,10 +260,9 @@ inline int64_t narrow_ws_elems(int64_t M, int64_t N, int64_t K, int nt) {
   return round_up(K * 16 * narrow_panels(N), 16) + narrow_team(M, N, nt) * round_up(narrow_mr(N) * K, 16);
 }
 // C = A B (+ the epilogue) through Note [Narrow GEMMs] when the shape and strides allow;
-// false (nothing done) otherwise. ws_elems: the workspace to allocate (floats).
+// false (nothing done) otherwise.
 bool gemm_narrow_f32(int64_t M, int64_t N, int64_t K, const float* a, int64_t a_rs, int64_t a_cs, const float* b,
-                     int64_t b_rs, int64_t b_cs, float* c, int64_t c_rs, int64_t c_cs, const GemmEpilogue& ep,
-                     int64_t ws_elems);
+                     int64_t b_rs, int64_t b_cs, float* c, int64_t c_rs, int64_t c_cs, const GemmEpilogue& ep);
 
 template <typename T>
 size_t gemm_workspace_bytes_t(int64_t M, int64_t N, int64_t K, int nt) {

@@ -449,12 +449,11 @@ static void narrow_rows(int64_t m0, int64_t m1, int64_t N, int64_t K, const floa
 }
 
 bool gemm_narrow_f32(int64_t M, int64_t N, int64_t K, const float* a, int64_t a_rs, int64_t a_cs, const float* b,
-                     int64_t b_rs, int64_t b_cs, float* c, int64_t c_rs, int64_t c_cs, const GemmEpilogue& ep,
-                     int64_t ws_elems) {
+                     int64_t b_rs, int64_t b_cs, float* c, int64_t c_rs, int64_t c_cs, const GemmEpilogue& ep) {
   if (!narrow_shape(M, N, K) || a_cs != 1 || c_cs != 1) return false;
   const int NP = narrow_panels(N), MR = narrow_mr(N), W = 16 * NP;
   const int team = narrow_team(M, N, team_size());
-  Workspace ws(sizeof(float) * static_cast<size_t>(ws_elems));
+  Workspace ws(gemm_workspace_bytes_t<float>(M, N, K, team_size()));  // Note [GEMM workspace]
   float* bp = ws.as<float>();
   float* tails = bp + round_up(K * W, 16);
   for (int64_t k = 0; k < K; ++k) {  // B packed [K][W], the columns past N zero
@@ -468,16 +467,16 @@ bool gemm_narrow_f32(int64_t M, int64_t N, int64_t K, const float* a, int64_t a_
   run_team(team, [&](int t) {
     const int64_t m0 = std::min(M, t * per * MR), m1 = std::min(M, (t + 1) * per * MR);
     float* tail = tails + t * round_up(MR * K, 16);
-    if (NP == 1) narrow_rows<8, 1>(m0, m1, N, K, a, a_rs, bp, tail, c, c_rs, ep);
-    else if (NP == 2) narrow_rows<12, 2>(m0, m1, N, K, a, a_rs, bp, tail, c, c_rs, ep);
-    else if (NP == 3) narrow_rows<8, 3>(m0, m1, N, K, a, a_rs, bp, tail, c, c_rs, ep);
-    else narrow_rows<6, 4>(m0, m1, N, K, a, a_rs, bp, tail, c, c_rs, ep);
+    if (NP == 1) narrow_rows<kNarrowMR[1], 1>(m0, m1, N, K, a, a_rs, bp, tail, c, c_rs, ep);
+    else if (NP == 2) narrow_rows<kNarrowMR[2], 2>(m0, m1, N, K, a, a_rs, bp, tail, c, c_rs, ep);
+    else if (NP == 3) narrow_rows<kNarrowMR[3], 3>(m0, m1, N, K, a, a_rs, bp, tail, c, c_rs, ep);
+    else narrow_rows<kNarrowMR[4], 4>(m0, m1, N, K, a, a_rs, bp, tail, c, c_rs, ep);
   });
   return true;
 }
 #else
 bool gemm_narrow_f32(int64_t, int64_t, int64_t, const float*, int64_t, int64_t, const float*, int64_t, int64_t, float*,
-                     int64_t, int64_t, const GemmEpilogue&, int64_t) {
+                     int64_t, int64_t, const GemmEpilogue&) {
   return false;
 }
 #endif
@@ -500,9 +499,7 @@ static void gemm_strided(int64_t M, int64_t N, int64_t K, const SA* a, int64_t a
     }
   }
   if constexpr (std::is_same<T, float>::value && std::is_same<SA, float>::value && std::is_same<SB, float>::value) {
-    if (gemm_narrow_f32(M, N, K, a, a_rs, a_cs, b, b_rs, b_cs, c, c_rs, c_cs, ep,
-                        static_cast<int64_t>(gemm_workspace_bytes_t<float>(M, N, K, team_size()) / sizeof(float))))
-      return;  // Note [Narrow GEMMs]
+    if (gemm_narrow_f32(M, N, K, a, a_rs, a_cs, b, b_rs, b_cs, c, c_rs, c_cs, ep)) return;  // Note [Narrow GEMMs]
   }
   gemm_driver<T>(
       M, N, K,
