@@ -224,9 +224,10 @@ TEST(Conv2d, AllocatesOnlyResultPlusWorkspace) {
       int64_t ws = 0;
       if (m.simd == SimdLevel::AVX512) {
         // direct kernel: weights packed for 64 channels and a padded bias; NCHW also
-        // stages one image channels-last (Note [NCHW through the channels-last kernel];
-        // its output-row buffer is per thread, outside the allocator)
-        ws = (64 * K + 64 + (cl ? 0 : 16 * 12 * 12)) * 4;
+        // stages an image's rows channels-last per thread, rows of 12 x 16 floats padded
+        // by 16 (Note [NCHW through the channels-last kernel]; its output-row buffer is
+        // per thread, outside the allocator)
+        ws = (64 * K + 64 + (cl ? 0 : get_num_threads() * 12 * (12 * 16 + 16))) * 4;
       } else {
         // a GEMM's packing buffers per thread plus the weight offset table
         const int64_t M = cl ? 4 * 144 : 32, N = cl ? 32 : 144;

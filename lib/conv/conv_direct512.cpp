@@ -1,7 +1,7 @@
 // conv_direct512.cpp — conv2d's direct AVX-512 kernel: channels-last x read in place,
 // 6 pixels x 64 output channels of accumulators per tile (Note [Direct AVX-512 conv]);
-// NCHW x staged through a channels-last buffer per (image, group) (Note [NCHW through
-// the channels-last kernel]). Needs out dense in x's layout.
+// NCHW x staged through a per-thread channels-last buffer, each row just before it is
+// read (Note [NCHW through the channels-last kernel]). Needs out dense in x's layout.
 //
 // Note [Direct AVX-512 conv]: the implicit-GEMM paths pack every im2col element once
 // and use it for only O_g/16 micro-tiles; at 64 output channels perf put the packing at
@@ -17,21 +17,27 @@
 // broadcasts per (c, tap)) was slower: row loads split across cache lines and 16
 // broadcasts per load tie up the load ports (docs/notes/gemm.md).
 //
-// Note [NCHW through the channels-last kernel]: each (image, group) of an NCHW x is
-// first transposed into a channels-last buffer (H rows of W*C_g floats, 0.8 MB at
-// 64x56x56, about L2; a row padded to an odd number of cache lines, so that a transposed
-// x, staged one input column at a time down all H rows, does not write its rows into the
-// same few L1 sets, as 56 rows of 64x56 floats did), then its output rows run exactly as
-// NHWC ones do (interior tiles of 6 pixels, edge columns through edges()), in blocks of
-// at most kRowsTile rows (as many blocks as a multiple of the threads, of near-equal
-// height) into a per-thread channels-last buffer (6*OW*O_g floats, 86 KB), which one
-// transpose_tile_f32 writes into the NCHW output. The staging prefetches the next row's C_g short runs (too many
-// streams for the hardware prefetchers), and each block prefetches its output lines for
-// writing while its rows compute. A zero-padded buffer and scattered output stores were
-// slower (docs/notes/gemm.md, NCHW conv2d on the AMD EPYC VM).
+// Note [NCHW through the channels-last kernel]: the rows of an NCHW x are first
+// transposed into a channels-last buffer (rows of W*C_g floats, no zero padding; a row
+// padded to an odd number of cache lines, so that a transposed x, staged one input column
+// at a time down the rows, does not write its rows into the same few L1 sets, as 56 rows
+// of 64x56 floats did), then its output rows run exactly as NHWC ones do (interior tiles
+// of 6 pixels, edge columns through edges()). The work is one parallel loop over units of
+// (image, group, block of at most kRowsTile output rows; as many blocks per image as a
+// multiple of the threads, of near-equal height). Each thread stages, into its own
+// buffer, the input rows of its blocks just before the block reads them (a transposed x:
+// all of the thread's rows of the image at once, column by column), so there is no
+// barrier between staging and compute and a staged row is read while it is in L1/L2;
+// rows on a boundary between two threads' blocks are staged by both. A block computes
+// into a per-thread channels-last buffer (6*OW*O_g floats, 86 KB), which one
+// transpose_tile_f32 writes into the NCHW output. The staging prefetches the next row's
+// C_g short runs (too many streams for the hardware prefetchers), and each block
+// prefetches its output lines while its rows compute. A zero-padded buffer and scattered
+// output stores were slower (docs/notes/gemm.md, NCHW conv2d on the AMD EPYC VM).
 #include <immintrin.h>
 
 #include <algorithm>
+#include <atomic>
 #include <vector>
 
 #include "conv/conv_impl.h"
@@ -244,16 +250,16 @@ void conv_direct512(const ConvShape& g, const Tensor& out, const Tensor& x, cons
   const int T = static_cast<int>(g.KH * g.KW);
   const int64_t nblk = (g.Og + kCoTile - 1) / kCoTile, ogp = nblk * kCoTile;
   // workspace: packed weights [group][block][tap][c][64] and padded bias [group][ogp];
-  // NCHW also one (image, group) of x channels-last
+  // NCHW also the rows of one (image, group) of x channels-last per thread
   const int64_t wsz = g.G * ogp * g.Cg * T + g.G * ogp;
   // staged floats per input row: an odd number of cache lines where W*C_g is a whole even
   // number (Note [NCHW through the channels-last kernel])
   const int64_t rowlen = g.W * g.Cg + (g.W * g.Cg % 32 == 0 ? 16 : 0);
-  const int64_t stage = nhwc ? 0 : g.H * rowlen;
-  detail::Workspace ws(static_cast<size_t>(wsz + stage) * sizeof(float));
+  const int64_t stage = nhwc ? 0 : g.H * rowlen;  // per thread
+  detail::Workspace ws(static_cast<size_t>(wsz + stage * get_num_threads()) * sizeof(float));
   float* wpk = ws.as<float>();
   float* bpad = wpk + g.G * ogp * g.Cg * T;
-  float* xs = wpk + wsz;
+  float* xstage = wpk + wsz;
   const float* wsrc = w.data<float>();
   const int64_t wo = w.stride(0), wc = w.stride(1), wh = w.stride(2), ww = w.stride(3);
   // (nested kh, kw loops: the repack runs on every call, and t / KW, t % KW per element
@@ -297,78 +303,103 @@ void conv_direct512(const ConvShape& g, const Tensor& out, const Tensor& x, cons
     });
     return;
   }
-  // NCHW (Note [NCHW through the channels-last kernel]): per (image, group), stage x
-  // channels-last without the conv's zero padding, then per block of output rows compute into a
-  // per-thread channels-last buffer and transpose it into the NCHW output.
+  // NCHW (Note [NCHW through the channels-last kernel]): units of (image, group, block of
+  // output rows); each thread stages the input rows its blocks read into its own
+  // channels-last buffer, then computes the block into a channels-last buffer and
+  // transposes it into the NCHW output.
   // blocks of at most kRowsTile output rows, as many as a multiple of the threads and of
   // near-equal height (56 rows on 2 threads: 10 blocks of 5-6 rows, not 9 x 6 + 2)
   const int64_t nthr = get_num_threads();
   const int64_t nrb = std::min(g.OH, ((g.OH + kRowsTile - 1) / kRowsTile + nthr - 1) / nthr * nthr);
-  for (int64_t n = 0; n < g.N; ++n)
-    for (int64_t grp = 0; grp < g.G; ++grp) {
+  const bool by_column = xh == 1 && xw != 1;  // a transposed x
+  // input rows [h0, h1) of x's (image, group) at xg into d: d[h*rowlen + iw*Cg + c] = x[c, h, iw]
+  auto stage_rows = [&](float* d, const float* xg, int64_t h0, int64_t h1) {
+    if (by_column) {  // per input column, (h, c) is a transpose with unit h stride
+      for (int64_t iw = 0; iw < g.W; ++iw) {
+        if (iw + 1 < g.W)  // as below
+          for (int64_t c = 0; c < g.Cg; ++c)
+            for (int64_t l = 0; l < (h1 - h0) * 4; l += 64) __builtin_prefetch(xg + c * xc + (iw + 1) * xw + h0 + l / 4, 0, 1);
+        detail::transpose_tile_f32(d + h0 * rowlen + iw * g.Cg, rowlen, xg + iw * xw + h0, xc, h1 - h0, g.Cg);
+      }
+      return;
+    }
+    alignas(64) float tmp[8 * 256];
+    const int64_t span = ((g.W - 1) * xw + 1) * 4;  // bytes of a row's run in one channel (strides >= 0)
+    for (int64_t h = h0; h < h1; ++h) {
+      float* dr = d + h * rowlen;
+      // the next row's Cg short runs, at any column stride: too many streams for the
+      // hardware prefetchers (the thread's next block stages it, if not this one)
+      if (h + 1 < g.H)
+        for (int64_t c = 0; c < g.Cg; ++c) {
+          const char* r = reinterpret_cast<const char*>(xg + c * xc + (h + 1) * xh);
+          for (int64_t l = 0; l < span; l += 64) __builtin_prefetch(r + l, 0, 1);
+        }
+      if (xw == 1) {
+        detail::transpose_tile_f32(dr, g.Cg, xg + h * xh, xc, g.W, g.Cg);  // dr[iw*Cg + c] = x[c, h, iw]
+        continue;
+      }
+      // any strides: gather 8 channels x 256 pixels of the row contiguous, then
+      // transpose; stride 2 (every other column) by even/odd splits, whose loads stop
+      // at the run's last element
+      for (int64_t c0 = 0; c0 < g.Cg; c0 += 8)
+        for (int64_t w0 = 0; w0 < g.W; w0 += 256) {
+          const int64_t nc = std::min<int64_t>(8, g.Cg - c0), nw = std::min<int64_t>(256, g.W - w0);
+          for (int64_t j = 0; j < nc; ++j) {
+            const float* src = xg + (c0 + j) * xc + h * xh + w0 * xw;
+            int64_t i = 0;
+            if (xw == 2)
+              for (; i + 9 <= nw; i += 8)
+                _mm256_store_ps(tmp + j * 256 + i,
+                                detail::even8_f32(_mm256_loadu_ps(src + 2 * i), _mm256_loadu_ps(src + 2 * i + 8)));
+            for (; i < nw; ++i) tmp[j * 256 + i] = src[i * xw];
+          }
+          detail::transpose_tile_f32(dr + w0 * g.Cg + c0, g.Cg, tmp, 256, nw, nc);
+        }
+    }
+  };
+  const int64_t units = g.N * g.G * nrb;
+  std::atomic<int64_t> next_slot{0};
+  parallel_for(0, units, 1, [&](int64_t u0, int64_t u1) {
+    float* xs = xstage + next_slot.fetch_add(1) * stage;  // this thread's staged rows
+    static thread_local std::vector<float> obuf;  // kRowsTile output rows, channels-last
+    const int64_t tohs = g.OW * g.Og;
+    if (obuf.size() < static_cast<size_t>(kRowsTile * tohs)) obuf.resize(static_cast<size_t>(kRowsTile * tohs));
+    float* t = obuf.data();
+    int64_t staged_ng = -1, staged_hi = 0;  // rows [.., staged_hi) of (image, group) staged_ng are in xs
+    for (int64_t u = u0; u < u1; ++u) {
+      const int64_t ng = u / nrb, rb = u % nrb, n = ng / g.G, grp = ng % g.G;
+      const int64_t oh0 = rb * g.OH / nrb, oh1 = (rb + 1) * g.OH / nrb;
       const float* xg = xp + n * xn + grp * g.Cg * xc;
-      if (xh == 1 && xw != 1) {  // a transposed x: per input column, (h, c) is a transpose with unit h stride
-        parallel_for(0, g.W, 1, [&](int64_t w0, int64_t w1) {
-          for (int64_t iw = w0; iw < w1; ++iw) {  // staged[h*rowlen + iw*Cg + c] = x[c, h, iw]
-            if (iw + 1 < w1)  // as below
-              for (int64_t c = 0; c < g.Cg; ++c)
-                for (int64_t l = 0; l < g.H * 4; l += 64) __builtin_prefetch(xg + c * xc + (iw + 1) * xw + l / 4, 0, 1);
-            detail::transpose_tile_f32(xs + iw * g.Cg, rowlen, xg + iw * xw, xc, g.H, g.Cg);
-          }
-        });
-      } else {
-        parallel_for(0, g.H, 1, [&](int64_t h0, int64_t h1) {
-          alignas(64) float tmp[8 * 256];
-          for (int64_t h = h0; h < h1; ++h) {
-            float* d = xs + h * rowlen;
-            if (xw == 1) {
-              if (h + 1 < h1)  // the next row's Cg short runs: too many streams for the hardware prefetchers
-                for (int64_t c = 0; c < g.Cg; ++c)
-                  for (int64_t l = 0; l < g.W * 4; l += 64) __builtin_prefetch(xg + c * xc + (h + 1) * xh + l / 4, 0, 1);
-              detail::transpose_tile_f32(d, g.Cg, xg + h * xh, xc, g.W, g.Cg);  // d[iw*Cg + c] = x[c, h, iw]
-              continue;
-            }
-            // any strides: gather 8 channels x 256 pixels of the row contiguous, then
-            // transpose; stride 2 (every other column) by even/odd splits, whose loads stop
-            // at the run's last element
-            for (int64_t c0 = 0; c0 < g.Cg; c0 += 8)
-              for (int64_t w0 = 0; w0 < g.W; w0 += 256) {
-                const int64_t nc = std::min<int64_t>(8, g.Cg - c0), nw = std::min<int64_t>(256, g.W - w0);
-                for (int64_t j = 0; j < nc; ++j) {
-                  const float* src = xg + (c0 + j) * xc + h * xh + w0 * xw;
-                  int64_t i = 0;
-                  if (xw == 2)
-                    for (; i + 9 <= nw; i += 8)
-                      _mm256_store_ps(tmp + j * 256 + i,
-                                      detail::even8_f32(_mm256_loadu_ps(src + 2 * i), _mm256_loadu_ps(src + 2 * i + 8)));
-                  for (; i < nw; ++i) tmp[j * 256 + i] = src[i * xw];
-                }
-                detail::transpose_tile_f32(d + w0 * g.Cg + c0, g.Cg, tmp, 256, nw, nc);
-              }
-          }
-        });
+      // the input rows this block reads
+      const int64_t lo = std::max<int64_t>(0, oh0 * g.s - g.p);
+      const int64_t hi = std::min(g.H, (oh1 - 1) * g.s - g.p + (g.KH - 1) * g.d + 1);
+      if (ng != staged_ng) {
+        staged_ng = ng;
+        staged_hi = 0;
+        if (by_column) {  // every row the thread's blocks of this (image, group) read, in one pass
+          const int64_t last = std::min(u1, (ng + 1) * nrb) - 1 - ng * nrb;
+          const int64_t ohl = (last + 1) * g.OH / nrb;
+          staged_hi = std::min(g.H, (ohl - 1) * g.s - g.p + (g.KH - 1) * g.d + 1);
+          if (lo < staged_hi) stage_rows(xs, xg, lo, staged_hi);
+        }
+      }
+      if (std::max(lo, staged_hi) < hi) {
+        stage_rows(xs, xg, std::max(lo, staged_hi), hi);
+        staged_hi = hi;
       }
       float* og = op + n * on + grp * g.Og * oc;
-      parallel_for(0, nrb, 1, [&](int64_t b0, int64_t e0) {
-        static thread_local std::vector<float> obuf;  // kRowsTile output rows, channels-last
-        const int64_t tohs = g.OW * g.Og;
-        if (obuf.size() < static_cast<size_t>(kRowsTile * tohs)) obuf.resize(static_cast<size_t>(kRowsTile * tohs));
-        float* t = obuf.data();
-        for (int64_t rb = b0; rb < e0; ++rb) {
-          const int64_t oh0 = rb * g.OH / nrb, oh1 = (rb + 1) * g.OH / nrb;
-          const int64_t run = (oh1 - oh0) * g.OW * 4;  // bytes of each channel's output run
-          for (int64_t oh = oh0; oh < oh1; ++oh) {
-            // the block's output lines, a share per row, for writing (their RFOs off the transpose's path)
-            for (int64_t c = (oh - oh0) * g.Og / (oh1 - oh0); c < (oh + 1 - oh0) * g.Og / (oh1 - oh0); ++c)
-              for (int64_t l = 0; l < run; l += 64) __builtin_prefetch(og + c * oc + oh0 * ohs + l / 4, 1, 1);
-            row(xs, rowlen, g.Cg, t + (oh - oh0) * tohs, g.Og, grp, oh);
-          }
-          row.edges(xs, rowlen, g.Cg, t, g.Og, tohs, grp, oh0, oh1, oh0);
-          // out[c, oh0 + i] = t[i*Og + c] for the (oh1 - oh0) * OW pixels of the block
-          detail::transpose_tile_f32(og + oh0 * ohs, oc, t, g.Og, g.Og, (oh1 - oh0) * g.OW);
-        }
-      });
+      const int64_t run = (oh1 - oh0) * g.OW * 4;  // bytes of each channel's output run
+      for (int64_t oh = oh0; oh < oh1; ++oh) {
+        // the block's output lines, a share per row, for writing (their RFOs off the transpose's path)
+        for (int64_t c = (oh - oh0) * g.Og / (oh1 - oh0); c < (oh + 1 - oh0) * g.Og / (oh1 - oh0); ++c)
+          for (int64_t l = 0; l < run; l += 64) __builtin_prefetch(og + c * oc + oh0 * ohs + l / 4, 1, 1);
+        row(xs, rowlen, g.Cg, t + (oh - oh0) * tohs, g.Og, grp, oh);
+      }
+      row.edges(xs, rowlen, g.Cg, t, g.Og, tohs, grp, oh0, oh1, oh0);
+      // out[c, oh0 + i] = t[i*Og + c] for the (oh1 - oh0) * OW pixels of the block
+      detail::transpose_tile_f32(og + oh0 * ohs, oc, t, g.Og, g.Og, (oh1 - oh0) * g.OW);
     }
+  });
 }
 #else
 bool direct_ok(const ConvShape&, const Tensor&, bool) { return false; }
