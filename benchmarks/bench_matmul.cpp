@@ -30,6 +30,7 @@
 // reads A and writes its copy: + 2 x A). 1024^3: 2.1 GFLOP, C 4 MiB, working set
 // 12 MiB (regime LLC).
 #include <cmath>
+#include <cstring>
 #include <memory>
 
 #include "bench_common.h"
@@ -39,6 +40,7 @@
 
 #ifdef SB_HAVE_OPENBLAS
 #include <cblas.h>
+#include <unistd.h>  // environ
 #endif
 
 namespace sb::bench {
@@ -173,6 +175,13 @@ void register_family() {
       }
 #ifdef SB_HAVE_OPENBLAS
   benchmark::AddCustomContext("sb_openblas_core", openblas_get_corename());
+  // OPENBLAS_* variables of the environment (OPENBLAS_CORETYPE forces a kernel set,
+  // OPENBLAS_L2_SIZE the blocking): what the peer's rows, and NumPy's and PyTorch's
+  // GEMMs through the same library, ran under. "" when none is set.
+  std::string openblas_env;
+  for (char** e = environ; *e; ++e)
+    if (std::strncmp(*e, "OPENBLAS_", 9) == 0) openblas_env += (openblas_env.empty() ? "" : " ") + std::string(*e);
+  benchmark::AddCustomContext("sb_openblas_env", openblas_env);
   for (int64_t n : sizes)
     for (int t : thread_counts())
       for (Layout l : {Layout::Contiguous, Layout::Transposed, Layout::Sliced, Layout::ColumnMajor})

@@ -449,7 +449,7 @@ MACHINE_KEYS = ("sb_cpu_model", "sb_cpu_family", "sb_cpu_model_number", "sb_core
                 "sb_compiler", "sb_flags", "sb_openmp", "sb_gpu_name", "sb_gpu_memory",
                 "sb_gpu_sms", "sb_gpu_sm_clock_max_mhz", "sb_gpu_sm_clock_mhz", "sb_gpu_temp_c",
                 "sb_gpu_power_w", "sb_cuda_driver", "sb_cuda_runtime", "sb_torch_version",
-                "sb_numpy_version", "sb_openblas_core", "sb_git_revision", "sb_date",
+                "sb_numpy_version", "sb_openblas_core", "sb_openblas_env", "sb_git_revision", "sb_date",
                 "sb_matrix")
 
 

@@ -547,6 +547,16 @@ class TablesTest(unittest.TestCase):
                       "peers' 4 kernel rows reach a median 79% of their ceiling (lowest 62%: torch contiguous "
                       "add inplace f32 4096x4096 8 threads", text)
 
+    def test_machine_table_names_the_openblas_environment(self):
+        """OPENBLAS_* variables that bench_matmul ran under are in the machine table: they
+        choose the kernels and blocking of OpenBLAS's rows and of NumPy's and PyTorch's GEMMs."""
+        self.assertNotIn("| openblas_env |", self.render())
+        sbtest.edit(os.path.join(self.raw, "bench_matmul.json"), lambda d: d["context"].update(
+            sb_openblas_core="Haswell", sb_openblas_env="OPENBLAS_CORETYPE=Haswell OPENBLAS_L2_SIZE=512"))
+        text = self.render()
+        self.assertIn("| openblas_core | Haswell |", text)
+        self.assertIn("| openblas_env | OPENBLAS_CORETYPE=Haswell OPENBLAS_L2_SIZE=512 |", text)
+
     def test_views_table_names_the_threads(self):
         # a 1-thread twin of a views row: the two rows differ by their threads column
         def add_one_thread(doc):
