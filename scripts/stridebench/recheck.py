@@ -68,6 +68,7 @@ DEFAULT_BUDGET = {"smoke": 0, "quick": 120, "full": 0}  # seconds; 0: none
 DEFAULT_MIN_TIME = {"smoke": 0.002, "quick": 0.05, "full": 0.1}  # seconds per side and round
 STYLE_FAMILIES = ("elementwise", "copy", "reduce", "matmul", "conv")  # summary.SUMMARY_FAMILIES
 PEER_LIBS = ("torch", "numpy")  # measured by scripts/peers.py
+OURS_LIST = "ours_list.cases"  # in the JSON dir: peers.py --ours-list (not *.json: collect reads those)
 OTHER_IMPLS = PEER_LIBS + ("openblas",)  # openblas: inside bench_matmul, after ours
 
 
@@ -451,9 +452,9 @@ def run_rounds(cases, rs, args, matrix, machine, min_time, min_rounds, max_round
     why = [None] * len(cases)
     open_ = list(range(len(cases)))
     t_start = time.perf_counter()
-    # the peer runner lists our cases once (it takes seconds), into this file
-    keep = tempfile.TemporaryDirectory(prefix="sb-recheck-list-")
-    args.ours_list = os.path.join(keep.name, "ours.json")
+    # the peer runner lists our cases (it takes seconds) into this file, or reads the list
+    # the peers' first pass kept there from the same binaries (`ninja benchmark`)
+    args.ours_list = os.path.join(args.json_dir, OURS_LIST)
     cuda = any("/device:cuda" in r.name for o, p, _, _ in cases for r in (o, p) if who(r, rs)[0] == "peer")
     peers = PeerServers(args, matrix, machine, min_time, cuda)
     try:
@@ -461,7 +462,6 @@ def run_rounds(cases, rs, args, matrix, machine, min_time, min_rounds, max_round
                                   budget, t_start)
     finally:
         peers.close()
-        keep.cleanup()
     return status, {"rounds": rounds, "why": why, "stopped": stopped}, time.perf_counter() - t_start
 
 

@@ -66,6 +66,8 @@ if kind == "ours":
     call(filt, out, "/min_time:0.020/repeats:3/real_time", True)
 else:  # peers.py --serve: one request per line, "done" after each (Note [Peer runner serving the re-check])
     assert "--serve" in args
+    with open(log + ".argv", "a") as f:
+        f.write(json.dumps(args) + "\n")
     lib = args[args.index("--libs") + 1]
     for line in sys.stdin:
         req = json.loads(line)
@@ -157,6 +159,16 @@ class RecheckTest(unittest.TestCase):
         self.assertEqual([k for k, _ in calls], ["ours", "peer", "peer", "ours", "ours", "peer"])
         self.assertEqual(calls[0][1], sorted([case("add", "ours"), case("mul", "ours"), case("loop", "ours")]))
         self.assertEqual(calls[1][1], sorted([case("add", "torch"), case("mul", "torch"), case("loop", "torch")]))
+
+    def test_the_peer_runner_keeps_its_listing_of_our_cases_in_the_json_dir(self):
+        """The peer runner lists our cases into (or reads them from) JSON_DIR/ours_list.cases,
+        where the peers' first pass of `ninja benchmark` keeps the same listing."""
+        p = self.recheck("--rounds", "1")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(self.log + ".argv") as f:
+            argvs = [json.loads(line) for line in f]
+        self.assertEqual(len(argvs), 1)
+        self.assertEqual(argvs[0][argvs[0].index("--ours-list") + 1], os.path.join(self.json_dir, "ours_list.cases"))
 
     def test_band_and_max_cases(self):
         # the peer-ahead rows always (closest first), then ours-ahead rows within the band
