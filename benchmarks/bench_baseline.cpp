@@ -26,7 +26,7 @@
 //          the CPU has AVX-512F, else 8 (AVX2). dtype:i8: u8 x s8 multiply-adds into
 //          int32 (AVX-512 VNNI, else AVX-512BW, else AVX2), 2 ops per multiply-add.
 //          dtype:bf16: bfloat16 pair dot products into float32 (AVX512_BF16 vdpbf16ps,
-//          32 multiply-adds per instruction), 2 flop per multiply-add; registered only
+//          32 multiply-adds per instruction, 24 accumulators), 2 flop per multiply-add; registered only
 //          where the CPU has it: elsewhere the bfloat16 GEMM runs the float32 kernels
 //          and the tables hold it to the float32 peak. The ISA used is in the context
 //          as sb_peak_isa (bf16:none where there is no such row). These are the machine's
@@ -361,18 +361,24 @@ __attribute__((target("avx2"))) int32_t i8_chain_avx2() {
 }
 
 // ---- bfloat16 dot-product peak (the bf16 matmul rows' ceiling) ----
-constexpr int64_t kBf16Steps = 1 << 14;
+// 24 chains, as many accumulators as the bf16 GEMM's 12x32 tile keeps (Note [Wide tile] in
+// matmul/gemm_impl.h):
+// vdpbf16ps is slower than an FMA to its result on some cores, and 12 chains left the
+// AMD EPYC family-26 VM's probe at 1.72x the float32 peak where its GEMM ran 1.81x
+// (docs/notes/gemm.md, "The bf16 peak's chains").
+constexpr int kBf16Acc = 24;
+constexpr int64_t kBf16Steps = 1 << 13;
 
 __attribute__((target("avx512f,avx512bf16"))) float bf16_chain_avx512() {
   const __m512bh a = (__m512bh)_mm512_set1_epi32(0x3f803f80), b = (__m512bh)_mm512_set1_epi32(0x3a803a80);  // 1, 2^-10
-  __m512 acc[kFmaAcc];
-  for (int j = 0; j < kFmaAcc; ++j) acc[j] = _mm512_set1_ps(0.1f * j);
+  __m512 acc[kBf16Acc];
+  for (int j = 0; j < kBf16Acc; ++j) acc[j] = _mm512_set1_ps(0.1f * j);
   for (int64_t k = 0; k < kBf16Steps; ++k) {
-#pragma GCC unroll 12
-    for (int j = 0; j < kFmaAcc; ++j) acc[j] = _mm512_dpbf16_ps(acc[j], a, b);
+#pragma GCC unroll 24
+    for (int j = 0; j < kBf16Acc; ++j) acc[j] = _mm512_dpbf16_ps(acc[j], a, b);
   }
   __m512 s = acc[0];
-  for (int j = 1; j < kFmaAcc; ++j) s = _mm512_add_ps(s, acc[j]);
+  for (int j = 1; j < kBf16Acc; ++j) s = _mm512_add_ps(s, acc[j]);
   alignas(64) float out[16];
   _mm512_store_ps(out, s);
   return out[0] + out[15];
@@ -445,7 +451,7 @@ void run_bf16(benchmark::State& st, int threads) {
     });
   }
   benchmark::DoNotOptimize(sink.load());
-  set_work(st, 0, static_cast<int64_t>(threads) * kBf16Steps * kFmaAcc * p.bf16_width * 2);
+  set_work(st, 0, static_cast<int64_t>(threads) * kBf16Steps * kBf16Acc * p.bf16_width * 2);
 }
 
 void run_i8(benchmark::State& st, int threads) {
