@@ -198,12 +198,31 @@ std::string RunName::shape_key(const Shape& s) {
 
 // ------------------------------------------------------------------ registration
 
+namespace {
+// Note [One warm-up per run]: the run whose function was called last, and whether the
+// current call directly follows a call of that same run.
+const void* g_last_run = nullptr;
+bool g_repeat_call = false;
+AllocCount g_last_allocs;
+}  // namespace
+
+bool repeat_call() { return g_repeat_call; }
+
+AllocCount warm_up(const std::function<void()>& f) {
+  if (!g_repeat_call) g_last_allocs = measure_allocs(f);
+  return g_last_allocs;
+}
+
 benchmark::internal::Benchmark* add_guarded(const std::string& name, BenchFn fn) {
-  return benchmark::RegisterBenchmark(name.c_str(), [fn](benchmark::State& st) {
+  auto id = std::make_shared<char>();  // the run's identity: the address of this byte
+  return benchmark::RegisterBenchmark(name.c_str(), [fn, id](benchmark::State& st) {
+    g_repeat_call = g_last_run == id.get();
+    g_last_run = id.get();
     try {
       fn(st);
     } catch (const std::exception& e) {
       g_run_failed = true;
+      g_last_run = nullptr;  // the next call, of whatever run, warms up again
       st.SkipWithError(e.what());
     }
   });

@@ -13,7 +13,8 @@
 //                 (SetBytesProcessed) and `flops_per_second` (a rate over real time).
 //   set_regime    SetLabel("regime:L1|L2|LLC|DRAM") from the working set.
 //   measure_allocs  `peak_alloc_bytes` / `allocs_per_iter`: one representative call,
-//                 run OUTSIDE the timed loop (see its comment).
+//                 run OUTSIDE the timed loop (see its comment); warm_up: the same,
+//                 once per run rather than per repetition (Note [One warm-up per run]).
 //   ThreadScope   sb::set_num_threads for one run, restored after.
 //   machine()     CPU model, cores, caches, SIMD level, compiler and flags, OpenMP,
 //                 GPU (gpu_info(), bench_gpu.cpp), git revision, date; the
@@ -169,6 +170,18 @@ struct AllocCount {
 };
 AllocCount measure_allocs(const std::function<void()>& f);
 void set_alloc_counters(benchmark::State& st, const AllocCount& a);  // peak_alloc_bytes, allocs_per_iter
+
+// Note [One warm-up per run]: Google Benchmark calls a run's function once per
+// repetition, and once more per step of its first repetition's iteration search; the
+// run's inputs stay pooled between the calls. warm_up(f) is measure_allocs(f) on the
+// first call of a run, and on any call that follows another run's (the re-check
+// interleaves runs at random); a call that directly follows a call of the same run
+// returns the first call's counts without calling f: the caches and the allocator are
+// as that call's timed loop left them, as a warm-up would leave them. A DRAM-size
+// row's warm-up costs as much as its one timed iteration, so this halves those rows'
+// untimed time (docs/notes/bench.md). repeat_call(): whether this call is such a one.
+AllocCount warm_up(const std::function<void()>& f);
+bool repeat_call();
 
 // ---- cache regimes ----
 // Where `working_set_bytes` (inputs plus outputs, as laid out in memory) fits with

@@ -110,8 +110,8 @@ void run_case(benchmark::State& st, const Case& k) {
 
   std::optional<CpuAllocatorGuard> system;
   if (c.style == Style::OutofplaceSystem) system.emplace(AllocatorKind::System);
-  const AllocCount allocs = measure_allocs(call);  // first call: also the warm-up
-  if (c.style == Style::Inplace && c.op == EwOp::Add) call();  // undo the add_: a is back
+  const AllocCount allocs = warm_up(call);  // first call: also the warm-up (Note [One warm-up per run])
+  if (c.style == Style::Inplace && c.op == EwOp::Add && !repeat_call()) call();  // undo the warm-up's add_
   for (auto _ : st) {
     call();
     benchmark::ClobberMemory();

@@ -124,7 +124,7 @@ void run_case(benchmark::State& st, const Case& c) {
 
   std::optional<CpuAllocatorGuard> system;
   if (c.style == Style::OutofplaceSystem) system.emplace(AllocatorKind::System);
-  const AllocCount allocs = measure_allocs(call);  // first call: also the warm-up
+  const AllocCount allocs = warm_up(call);  // first call: also the warm-up (Note [One warm-up per run])
   if (c.openblas && !*c.checked) {  // the cblas arguments describe our operands: same C as ours
     const double err = relative_error(out, matmul(a, b));
     SB_CHECK(err < 1e-4, "matmul bench: openblas ", layout_name(c.layout), " differs from ours by ", err);

@@ -57,7 +57,7 @@ void run_case(benchmark::State& st, const Case& c, std::shared_ptr<Net>& net, do
     err = relative_error(net->forward(input_of(md, c.precision)), md.ref);
   }
   const Tensor& x = input_of(md, c.precision);
-  const AllocCount allocs = measure_allocs([&] { Tensor y = net->forward(x); });  // also the warm-up
+  const AllocCount allocs = warm_up([&] { Tensor y = net->forward(x); });  // also the warm-up (Note [One warm-up per run])
   for (auto _ : st) {
     Tensor y = net->forward(x);
     benchmark::DoNotOptimize(y);

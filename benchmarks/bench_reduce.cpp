@@ -48,7 +48,7 @@ void run_case(benchmark::State& st, const Case& k) {
     Tensor y = cases::reduce_call(k.c, x);
     benchmark::DoNotOptimize(y);
   };
-  const AllocCount allocs = measure_allocs(call);  // also the warm-up
+  const AllocCount allocs = warm_up(call);  // also the warm-up (Note [One warm-up per run])
   for (auto _ : st) call();
   const int64_t out_bytes = (k.c.inner ? k.shape[0] : k.shape[1]) * static_cast<int64_t>(dtype_size(k.dtype));
   set_work(st, distinct_bytes(x) + out_bytes, (k.c.op == ReduceOp::Var ? 4 : 1) * x.numel());

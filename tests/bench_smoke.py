@@ -184,6 +184,37 @@ def check_run_overrides(exe, json_dir):
             raise Fail(f"{exe} {bad}: exit {p.returncode}, {p.stderr[-300:]!r}")
 
 
+def check_one_warm_up_per_run(exe, json_dir):
+    """Note [One warm-up per run] (bench_common.h): a repetition that follows one of the
+    same run reuses its allocation counts, any other call measures its own. In order and
+    with Google Benchmark's random interleaving (the re-check's), each run reports the
+    same counts in every repetition, the same in both orders, and the counts its style
+    implies: no allocation for out= and in-place, at least one out of place."""
+    counts = []
+    for extra in ([], ["--benchmark_enable_random_interleaving=true"]):
+        out = os.path.join(os.path.dirname(json_dir), "warm_up.json")  # collect reads json_dir
+        p = subprocess.run([exe, "--sb_matrix=smoke", "--sb_repetitions=3", "--benchmark_out=" + out,
+                            "--benchmark_out_format=json", *extra], capture_output=True, text=True)
+        if p.returncode != 0:
+            raise Fail(f"{exe} --sb_repetitions=3 {' '.join(extra)} exited {p.returncode}: {p.stderr[-500:]}")
+        with open(out) as f:
+            its = [b for b in json.load(f)["benchmarks"] if b.get("run_type") == "iteration"]
+        by = {}
+        for b in its:
+            by.setdefault(b["run_name"], set()).add((b["allocs_per_iter"], b["peak_alloc_bytes"]))
+        for name, c in by.items():
+            if len(c) != 1:
+                raise Fail(f"{exe} {' '.join(extra)}: {name}: allocation counts differ between repetitions: {sorted(c)}")
+            allocs = next(iter(c))[0]
+            if ("/style:out/" in name or "/style:inplace/" in name) and allocs != 0 or \
+                    "/style:outofplace" in name and allocs < 1:
+                raise Fail(f"{exe} {' '.join(extra)}: {name}: allocs_per_iter {allocs}")
+        counts.append({n: next(iter(c)) for n, c in by.items()})
+    if counts[0] != counts[1]:
+        diff = sorted(n for n in counts[0] if counts[0][n] != counts[1].get(n))
+        raise Fail(f"{exe}: allocation counts differ between run orders: {diff[:4]}")
+
+
 def recheck(py, script, json_dir, benches):
     """scripts/recheck --pair on two runs of the first CPU family, one round, through the
     real binary (Google Benchmark's own regex engine takes the exact-name filter):
@@ -238,6 +269,9 @@ def main():
             print(f"   {n} entries, machine {slug}" + (f" (every run: {NO_DEVICE})" if no_device else ""))
             if no_device:
                 gpu_only.append(os.path.basename(out))
+        ew = [e for e in a.benches if os.path.basename(e) == "bench_elementwise"]
+        if ew:
+            check_one_warm_up_per_run(ew[0], json_dir)
         views = [e for e in a.benches if os.path.basename(e) == "bench_views"]
         if views:  # its cases take microseconds
             check_progress_of_aggregates(views[0], json_dir)
