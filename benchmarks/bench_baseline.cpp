@@ -362,9 +362,8 @@ __attribute__((target("avx2"))) int32_t i8_chain_avx2() {
 
 // ---- bfloat16 dot-product peak (the bf16 matmul rows' ceiling) ----
 // 24 chains, as many accumulators as the bf16 GEMM's 12x32 tile keeps (Note [Wide tile] in
-// matmul/gemm_impl.h):
-// vdpbf16ps is slower than an FMA to its result on some cores, and 12 chains left the
-// AMD EPYC family-26 VM's probe at 1.72x the float32 peak where its GEMM ran 1.81x
+// matmul/gemm_impl.h): vdpbf16ps takes longer than an FMA to its result on some cores,
+// where 12 chains left the probe below the GEMM it is the ceiling of
 // (docs/notes/gemm.md, "The bf16 peak's chains").
 constexpr int kBf16Acc = 24;
 constexpr int64_t kBf16Steps = 1 << 13;
