@@ -273,12 +273,28 @@ void ukernel_bf16_pairs_scalar(int64_t ks, const uint32_t* a, const uint32_t* b,
 // the sums of the earlier KC blocks.
 void store_tile_bf16(const float* tile, float* acc, int64_t acc_ld, BFloat16* c, int64_t c_rs, int64_t c_cs, int mr,
                      int nr, const GemmEpilogue& ep, bool first, bool last, int64_t i0, int64_t j0) {
+#ifdef SB_HAVE_AVX2
+  // Full 16-column rows of a row-major C in two 8-float vectors: the 16x16 tiles' case
+  // (Linear's bias and the MLP's relu included); the rest element by element below.
+  const bool vec_rows = nr == 16 && c_cs == 1 && use_avx2();
+  __m256 cb0 = _mm256_setzero_ps(), cb1 = _mm256_setzero_ps();
+  const bool col_bias = vec_rows && last && ep.bias && !ep.bias_per_row;
+  if (col_bias && ep.bias_stride == 1) {
+    cb0 = _mm256_loadu_ps(ep.bias + j0);
+    cb1 = _mm256_loadu_ps(ep.bias + j0 + 8);
+  } else if (col_bias) {
+    alignas(32) float tmp[16];
+    for (int q = 0; q < 16; ++q) tmp[q] = ep.bias[(j0 + q) * ep.bias_stride];
+    cb0 = _mm256_load_ps(tmp);
+    cb1 = _mm256_load_ps(tmp + 8);
+  }
+#endif
   for (int r = 0; r < mr; ++r) {
     const float* t = tile + r * 16;
     float* ar = acc + r * acc_ld;
     BFloat16* cr = c + r * c_rs;
 #ifdef SB_HAVE_AVX2
-    if (nr == 16 && c_cs == 1 && use_avx2() && !ep.bias && ep.beta == 0.0f) {  // matmul's case
+    if (vec_rows) {
       using L = vec::Vec<BFloat16>;
       __m256 v0 = _mm256_load_ps(t), v1 = _mm256_load_ps(t + 8);
       if (!first) {
@@ -293,6 +309,19 @@ void store_tile_bf16(const float* tile, float* acc, int64_t acc_ld, BFloat16* c,
       const __m256 alpha = _mm256_set1_ps(ep.alpha);
       v0 = _mm256_mul_ps(v0, alpha);
       v1 = _mm256_mul_ps(v1, alpha);
+      if (ep.beta != 0.0f) {
+        const __m256 beta = _mm256_set1_ps(ep.beta);
+        v0 = _mm256_add_ps(v0, _mm256_mul_ps(beta, L::load(cr)));
+        v1 = _mm256_add_ps(v1, _mm256_mul_ps(beta, L::load(cr + 8)));
+      }
+      if (col_bias) {
+        v0 = _mm256_add_ps(v0, cb0);
+        v1 = _mm256_add_ps(v1, cb1);
+      } else if (ep.bias) {
+        const __m256 rb = _mm256_set1_ps(ep.bias[(i0 + r) * ep.bias_stride]);
+        v0 = _mm256_add_ps(v0, rb);
+        v1 = _mm256_add_ps(v1, rb);
+      }
       if (ep.relu) {
         v0 = _mm256_max_ps(_mm256_setzero_ps(), v0);  // NaN stays (Note [Fused relu and NaN])
         v1 = _mm256_max_ps(_mm256_setzero_ps(), v1);
