@@ -20,8 +20,6 @@
 // bounce buffer (about half the PCIe rate); from pinned memory (pinned_empty) it is
 // DMA at the link rate, and to_async overlaps it with other work.
 #include <atomic>
-#include <mutex>
-#include <vector>
 
 #include "cuda/cuda_backend.h"
 #include "cuda/kernel_util.cuh"
@@ -29,13 +27,11 @@
 namespace sb::cuda {
 
 int sm_count(int device) {
-  static std::mutex mu;
-  static std::vector<int> cache;
-  std::lock_guard<std::mutex> lock(mu);
-  if (cache.empty()) cache.assign(static_cast<size_t>(std::max(device_count(), 1)), 0);
-  int& c = cache[static_cast<size_t>(device)];
-  if (c == 0) SB_CUDA_CHECK(cudaDeviceGetAttribute(&c, cudaDevAttrMultiProcessorCount, device));
-  return c;
+  return per_device_once(device, [](int d) {
+    int c = 0;
+    SB_CUDA_CHECK(cudaDeviceGetAttribute(&c, cudaDevAttrMultiProcessorCount, d));
+    return c;
+  });
 }
 
 namespace {

@@ -19,10 +19,13 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <mutex>
 #include <type_traits>
+#include <vector>
 
 #include "core/dim_plan.h"
 #include "stridebench/tensor.h"
+#include "cuda/cuda_backend.h"
 #include "cuda/cuda_check.h"
 
 namespace sb::cuda {
@@ -227,7 +230,21 @@ TileWalk<N> tile_walk(const OffsetCalc<N>& it, int64_t tile_rows, int64_t tile_c
 
 // ---------------------------------------------------------------- launch helpers
 
-int sm_count(int device);  // cached per device (copy.cu)
+// One int per device, asked of the runtime on first use: device attributes and occupancy
+// queries cost microseconds, a few percent of a small kernel's time. Each Query type (each
+// lambda) has its own cache. A query that gives 0 is asked again next time.
+template <typename Query>
+int per_device_once(int device, Query query) {
+  static std::mutex mu;
+  static std::vector<int> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  if (cache.empty()) cache.assign(static_cast<size_t>(std::max(device_count(), 1)), 0);
+  int& c = cache[static_cast<size_t>(device)];
+  if (c == 0) c = query(device);
+  return c;
+}
+
+int sm_count(int device);  // copy.cu
 
 // Blocks for a grid-stride loop over `work` items of kThreads per block: enough to
 // fill the device (32 blocks per SM), never more than the work needs.

@@ -26,8 +26,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <mutex>
-#include <vector>
 
 #include "cuda/cuda_backend.h"
 #include "cuda/kernel_util.cuh"
@@ -274,17 +272,16 @@ __global__ void reduce_column_kernel(const T* x, OffsetCalc<2> kept, OffsetCalc<
 
 // Blocks of reduce_column_kernel<T, kLinear> an SM of device `dev` holds at once (Note
 // [Column splits in one wave]), asked of the runtime once per device and kernel: the
-// query costs microseconds, as much as a few percent of a 64 MiB column sum.
+// query costs microseconds, as much as a few percent of a 64 MiB column sum. The query
+// reads the current device: the caller's DeviceGuard has made it `dev`.
 template <typename T, bool kLinear>
 int column_blocks_per_sm(int dev) {
-  static std::mutex mu;
-  static std::vector<int> cache;
-  std::lock_guard<std::mutex> lock(mu);
-  if (cache.empty()) cache.assign(static_cast<size_t>(std::max(device_count(), 1)), 0);
-  int& c = cache[static_cast<size_t>(dev)];
-  if (c == 0)
-    SB_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&c, reduce_column_kernel<T, kLinear>,
+  const int c = per_device_once(dev, [](int) {
+    int n = 0;
+    SB_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, reduce_column_kernel<T, kLinear>,
                                                                 kColWidth * kColWarps, 0));
+    return n;
+  });
   return std::max(c, 1);
 }
 
