@@ -185,7 +185,7 @@ __attribute__((noinline)) void block_pipeline(E* d, int64_t ld, const E* bc, int
   static_assert(kFillsPerRow * kBlockA == kB / 8 * (kBlockA / 8), "whole fills per drained row");
 #ifdef SB_HAVE_AVX512
   if constexpr (sizeof(E) == 2) {
-    if (na8 == kBlockA && ng == kB / 8 && nan8 == kBlockA && ngn == kB / 8 && use_avx512() && cpu_tuning().zmm16)
+    if (na8 == kBlockA && ng == kB / 8 && nan8 == kBlockA && ngn == kB / 8 && use_avx512() && cpu_tuning().zmm16_fill)
       return block_pipeline_u16_512(d, ld, bc, bn, sn, sB);
   }
 #endif

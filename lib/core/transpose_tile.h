@@ -353,8 +353,10 @@ inline void stream_copy(char* d, const char* s, int64_t n) {
 // fastest, so the 32 source rows of a B tile are read start to end while each dst line
 // is written once (docs/notes/copy-reduce.md, zmm 2-byte tiles). Taken where the
 // design's tuning says so (cpu_tuning().zmm16, Note [Tuning by microarchitecture]):
-// Zen 5, where they were measured, with full-width 512-bit shuffles; Zen 4 splits those
-// in two halves and Sapphire Rapids was not measured, so both keep the 128-bit rows.
+// Zen 5 and Zen 4, where they were measured faster (Zen 4 splits 512-bit shuffles in
+// halves and still gains); Sapphire Rapids was not measured and keeps the 128-bit rows.
+// The pipelined blocks' fill through zmm tiles is a flag of its own (zmm16_fill): on
+// Zen 4 the 4096² bf16 transpose took longer with it, so only Zen 5 takes it.
 __attribute__((target("avx512f,avx512bw"), always_inline)) inline __m512i load4_u16(const uint16_t* s, int64_t step) {
   __m512i z = _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s)));
   z = _mm512_inserti32x4(z, _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + step)), 1);
