@@ -276,12 +276,16 @@ __attribute__((noinline)) bool periodic_rows(RowBlockFn fn, const void* kp, char
 }
 
 // Note [Transposed row blocks], the staged form: the block's inputs that run along its
-// rows (|s1| < |s|) are copied, kStageElems elements at a time (whole rows where they
+// rows (|s1| < |s|) are copied, stage_elems() elements at a time (whole rows where they
 // fit), into L1 buffers (stage_tile: AVX2 tile transposes for 2-, 4- and 8-byte elements
 // with s1 of one element, a scalar copy otherwise), and k runs on the staged rows, every
 // such input dense: in one call where the output and the other inputs hold whole rows
 // one after the other (or are scalars), else row by row.
+// 2-byte elements stage twice as many, the same 4 KiB as float32: 16 rows of a 64-wide
+// plane a step left each step's fixed cost on half the bytes (docs/notes/elementwise.md).
 constexpr int64_t kStageElems = 1024;
+template <typename T>
+constexpr int64_t stage_elems() { return sizeof(T) == 2 ? 2 * kStageElems : kStageElems; }
 
 template <int N, typename T, typename K>
 __attribute__((noinline)) bool staged_rows(const K& k, char* const* p, const int64_t* s, int64_t n, int64_t rows,
@@ -295,12 +299,13 @@ __attribute__((noinline)) bool staged_rows(const K& k, char* const* p, const int
     any = any || across[i];
   }
   if (!any) return false;
-  const int64_t mmax = std::min(n, kStageElems);            // columns per step
-  const int64_t gmax = std::max<int64_t>(1, kStageElems / mmax);  // rows per step
+  constexpr int64_t kElems = stage_elems<T>();
+  const int64_t mmax = std::min(n, kElems);                  // columns per step
+  const int64_t gmax = std::max<int64_t>(1, kElems / mmax);  // rows per step
   bool blocks = mmax == n && s[0] == es && s1[0] == n * es;
   for (int i = 1; i < N; ++i)
     if (!across[i]) blocks = blocks && ((s[i] == es && s1[i] == n * es) || (s[i] == 0 && s1[i] == 0));
-  alignas(64) unsigned char buf[N - 1][kStageElems * es];
+  alignas(64) unsigned char buf[N - 1][kElems * es];
   int64_t st[N];
   for (int i = 0; i < N; ++i) st[i] = across[i] ? es : s[i];
   char* q[N];
