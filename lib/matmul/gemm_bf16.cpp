@@ -277,17 +277,9 @@ void store_tile_bf16(const float* tile, float* acc, int64_t acc_ld, BFloat16* c,
   // Full 16-column rows of a row-major C in two 8-float vectors: the 16x16 tiles' case
   // (Linear's bias and the MLP's relu included); the rest element by element below.
   const bool vec_rows = nr == 16 && c_cs == 1 && use_avx2();
-  __m256 cb0 = _mm256_setzero_ps(), cb1 = _mm256_setzero_ps();
   const bool col_bias = vec_rows && last && ep.bias && !ep.bias_per_row;
-  if (col_bias && ep.bias_stride == 1) {
-    cb0 = _mm256_loadu_ps(ep.bias + j0);
-    cb1 = _mm256_loadu_ps(ep.bias + j0 + 8);
-  } else if (col_bias) {
-    alignas(32) float tmp[16];
-    for (int q = 0; q < 16; ++q) tmp[q] = ep.bias[(j0 + q) * ep.bias_stride];
-    cb0 = _mm256_load_ps(tmp);
-    cb1 = _mm256_load_ps(tmp + 8);
-  }
+  __m256 cb0, cb1;
+  col_bias_pair(ep, j0, col_bias, cb0, cb1);
 #endif
   for (int r = 0; r < mr; ++r) {
     const float* t = tile + r * 16;

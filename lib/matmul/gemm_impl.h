@@ -112,6 +112,24 @@ void ukernel_f32_wide_c(int64_t kc, const float* a, const float* b, float* c, in
 // tile. cpu_tuning().gemm_tile_cols picks it per design (16 or 32).
 inline bool wide_tile() { return use_avx512() && cpu_tuning().gemm_tile_cols == 32; }
 
+#ifdef SB_HAVE_AVX2
+// The per-column bias of a 16-column tile from column j0 as two 8-float vectors (the
+// AVX2 epilogues of store_tile and store_tile_bf16), any bias stride; zeros when `on`
+// is false.
+inline void col_bias_pair(const GemmEpilogue& ep, int64_t j0, bool on, __m256& b0, __m256& b1) {
+  b0 = b1 = _mm256_setzero_ps();
+  if (on && ep.bias_stride == 1) {
+    b0 = _mm256_loadu_ps(ep.bias + j0);
+    b1 = _mm256_loadu_ps(ep.bias + j0 + 8);
+  } else if (on) {
+    alignas(32) float tmp[16];
+    for (int q = 0; q < 16; ++q) tmp[q] = ep.bias[(j0 + q) * ep.bias_stride];
+    b0 = _mm256_load_ps(tmp);
+    b1 = _mm256_load_ps(tmp + 8);
+  }
+}
+#endif
+
 #if defined(SB_HAVE_AVX2) && defined(SB_HAVE_AVX512)
 // The per-column bias of a register tile's NP 16-column vectors from column j0, any
 // bias stride; zeros when `on` is false.

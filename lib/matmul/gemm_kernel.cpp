@@ -242,18 +242,8 @@ void store_tile(const T* tile, T* c, int64_t c_rs, int64_t c_cs, int mr, int nr,
       const bool read_c = !first || ep.beta != 0.0f;
       const __m256 cmul = first ? beta : _mm256_set1_ps(1.0f);
       const bool col_bias = last && ep.bias && !ep.bias_per_row;
-      __m256 bias0 = zero, bias1 = zero;
-      if (col_bias) {
-        if (ep.bias_stride == 1) {
-          bias0 = _mm256_loadu_ps(ep.bias + j0);
-          bias1 = _mm256_loadu_ps(ep.bias + j0 + 8);
-        } else {
-          alignas(32) float tmp[16];
-          for (int q = 0; q < 16; ++q) tmp[q] = ep.bias[(j0 + q) * ep.bias_stride];
-          bias0 = _mm256_load_ps(tmp);
-          bias1 = _mm256_load_ps(tmp + 8);
-        }
-      }
+      __m256 bias0, bias1;
+      col_bias_pair(ep, j0, col_bias, bias0, bias1);
       for (int r = 0; r < mr; ++r) {
         float* cr = c + r * c_rs;
         __m256 v0 = _mm256_mul_ps(alpha, _mm256_load_ps(tile + r * 16));
