@@ -41,14 +41,19 @@
 //
 // Working sets (float32, one array = n elements), fixed by name so runs compare across
 // machines; the regime label comes from this machine's caches (the in-place ops' working
-// set is their distinct arrays: 2 and 1, as the in-place kernel rows count theirs):
-//   L1 n = 2048 (triad 24 KiB), L2 n = 65536 (triad 768 KiB), LLC n = 1 Mi (triad
-//   12 MiB: an LLC of 24 MiB or more) and n = 8 Mi (triad 96 MiB: LLCs of 192 MiB or
-//   more; on a 32 MiB L3 it is a second DRAM row,
-//   partly served by the L3: the tables take the fastest row of a cache regime and the
-//   largest of DRAM), DRAM ~1 GiB per op (read n = 256 Mi, copy/scale n = 128 Mi, add/triad
-//   n = 96 Mi, add_inplace n = 96 Mi, scale_inplace n = 128 Mi): beyond any last-level
-//   cache up to 260 MiB, >= 3.9x this machine's (scale_inplace: 512 MiB, 1.9x).
+// set is their distinct arrays: 2 and 1, as the in-place kernel rows count theirs).
+// Note [A ladder of cache sizes]: in the caches n = 1 Ki, 2 Ki, 4 Ki, ... 128 Ki (add:
+// 12 KiB to 1.5 MiB), a doubling apart, so a cache-size row of any dtype finds a baseline
+// of its own regime within a factor of 1.41 of its bytes (the tables take the nearest:
+// docs/BENCHMARKS.md, Ceilings). One size per level does not do: which level holds it
+// depends on the machine, and on a 32 KiB L1d and 1 MiB L2 the single "L1" add fell in
+// the L2 regime and was every 1-thread L2 row's ceiling at L1 speed (docs/notes/bench.md).
+// Then LLC n = 1 Mi (triad 12 MiB: an LLC of 24 MiB or more) and n = 8 Mi (triad 96
+// MiB: LLCs of 192 MiB or more; on a 32 MiB L3 it is a second DRAM row, partly served by
+// the L3: the tables take the largest row of DRAM), DRAM ~1 GiB per op (read n = 256 Mi,
+// copy/scale n = 128 Mi, add/triad n = 96 Mi, add_inplace n = 96 Mi, scale_inplace n =
+// 128 Mi): beyond any last-level cache up to 260 MiB, >= 3.9x this machine's
+// (scale_inplace: 512 MiB, 1.9x).
 //   (A level counts when the working set fills at most half of it: bench_common.h.)
 // Arrays are re-initialised (a = 1, b = 2, c = 0) before each run's timed loop, so no
 // run sees values grown by earlier runs; within a run the inputs never change.
@@ -475,32 +480,36 @@ void run_i8(benchmark::State& st, int threads) {
 void register_family() {
   const PeakIsa isa = peak_isa();
   benchmark::AddCustomContext("sb_peak_isa", std::string("f32:") + isa.f32 + ",i8:" + isa.i8 + ",bf16:" + isa.bf16);
-  struct Regime {
-    const char* name;
+  struct Size {
+    bool cache;    // a cache size (Note [A ladder of cache sizes]): no streaming-store twins
     int64_t n[9];  // per op, in the order of Op: copy, scale, add, triad, read, add_inplace, scale_inplace,
                    // copy_nt, add_nt
   };
-  auto same = [](const char* name, int64_t n) { return Regime{name, {n, n, n, n, n, n, n, n, n}}; };
-  const std::vector<Regime> regimes =
-      smoke() ? std::vector<Regime>{same("L1", 1024), same("L2", 65536)}
-              : std::vector<Regime>{same("L1", 2048), same("L2", 65536), same("LLC", int64_t{1} << 20),
-                                    same("LLC", int64_t{8} << 20),
-                                    Regime{"DRAM",
-                                           {int64_t{128} << 20, int64_t{128} << 20, int64_t{96} << 20,
-                                            int64_t{96} << 20, int64_t{256} << 20, int64_t{96} << 20,
-                                            int64_t{128} << 20, int64_t{128} << 20, int64_t{96} << 20}}};
+  auto same = [](bool cache, int64_t n) { return Size{cache, {n, n, n, n, n, n, n, n, n}}; };
+  std::vector<Size> sizes;
+  if (smoke()) {
+    sizes = {same(false, 1024), same(false, 65536)};  // the streaming twins too, to test them
+  } else {
+    for (int64_t n : {1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072}) sizes.push_back(same(true, n));
+    sizes.push_back(same(false, int64_t{1} << 20));
+    sizes.push_back(same(false, int64_t{8} << 20));
+    sizes.push_back(Size{false,
+                         {int64_t{128} << 20, int64_t{128} << 20, int64_t{96} << 20, int64_t{96} << 20,
+                          int64_t{256} << 20, int64_t{96} << 20, int64_t{128} << 20, int64_t{128} << 20,
+                          int64_t{96} << 20}});
+  }
   // read first: it needs the largest array a, so a is allocated once at its full size.
   std::vector<Op> ops = {Op::Read, Op::Copy, Op::Scale, Op::Add, Op::Triad, Op::AddInplace, Op::ScaleInplace};
 #ifdef SB_HAVE_AVX2
   if (use_avx2()) ops.insert(ops.end(), {Op::CopyNt, Op::AddNt});
 #endif
   for (int t : thread_counts()) {
-    for (const auto& r : regimes) {
+    for (const auto& size : sizes) {
       for (const Op op : ops) {
-        // streaming stores only where data comes from beyond the caches (and in smoke, to test them)
+        // streaming stores only where data comes from beyond the caches
         const bool nt_op = op == Op::CopyNt || op == Op::AddNt;
-        if (nt_op && !smoke() && (std::strcmp(r.name, "L1") == 0 || std::strcmp(r.name, "L2") == 0)) continue;
-        const int64_t n = r.n[static_cast<int>(op)];
+        if (nt_op && size.cache) continue;
+        const int64_t n = size.n[static_cast<int>(op)];
         add_run(RunName().op(op_name(op)).dtype(DType::Float32).shape({n}).threads(t),
                 [op, n, t](benchmark::State& st) { run_stream(st, op, n, t); });
       }
