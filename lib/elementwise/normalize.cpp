@@ -128,6 +128,40 @@ SB_ZMM void normalize_groups_16(const char* x, int64_t xr, char* out, int64_t or
   if (ng * 8 < rows)
     rows8_via_f32<T>(x + ng * 8 * xr, xr, out + ng * 8 * orow, orow, static_cast<int>(rows - ng * 8), n, eps);
 }
+
+// Note [16-bit rows from memory]: float16 and bfloat16 rows of kFusedMinN..kFusedMaxN
+// elements that come from memory take Note [Normalize rows in address order] on their
+// own bytes, as float32 rows do: per group of 8 rows its statistics loop, then its write,
+// widened as loaded and rounded as stored (Note [16-bit fused IO]). Streaming where the
+// output may stream and every out row is 64-byte aligned with n % 32 == 0 (whole 512-bit
+// pairs); else plain stores, as float32's misaligned rows (no partial lines). Through
+// the L1 buffer of Note [16-bit normalize rows through float32] each group was read from
+// memory by one conversion pass and written by another with the arithmetic in between,
+// and the demand stream paused for the whole group. The arithmetic and the one rounding
+// are the float32 in-order groups', so the bits are those of the float32 rows rounded.
+// Rows whose guard fails, and the last rows short of a group, go through the buffer
+// (rows8_via_f32, plain stores).
+template <typename T, bool NT>
+SB_ZMM void normalize_groups_in_order_16(const char* x, int64_t xr, char* out, int64_t orow, int64_t rows, int64_t n,
+                                         double eps) {
+  FusedSlots st;
+  const float e = static_cast<float>(eps);
+  const int64_t ng = rows / 8;
+  VZ::V s[8], q[8];
+  for (int64_t g = 0; g < ng; ++g) {
+    const char* xs = x + g * 8 * xr;
+    char* os = out + g * 8 * orow;
+    fused_shift<T>(st.shift[0], xs, xr);
+    fused_loop<true, false, false, T>(st.shift[0], nullptr, nullptr, s, q, xs, nullptr, nullptr, xr, orow, n);
+    if (fused_finish(st.shift[0], st.negmean[0], st.rstd[0], s, q, n, e))
+      fused_loop<false, true, NT, T>(nullptr, st.negmean[0], st.rstd[0], s, q, nullptr, xs, os, xr, orow, n);
+    else
+      rows8_via_f32<T>(xs, xr, os, orow, 8, n, eps);
+  }
+  if (ng * 8 < rows)
+    rows8_via_f32<T>(x + ng * 8 * xr, xr, out + ng * 8 * orow, orow, static_cast<int>(rows - ng * 8), n, eps);
+  if (NT) _mm_sfence();
+}
 #undef SB_ZMM
 #endif
 #endif
@@ -415,6 +449,17 @@ void normalize_strip(bool avx, bool nt, bool resident, char* const* p, const int
       // the float32 rows would take it; else the rows kernel, 8 rows at a time
       bool fused = false;
 #ifdef SB_HAVE_AVX512
+      if (vl && !resident && n >= kFusedMinN && n <= kFusedMaxN && rows >= 8 &&
+          (!std::is_same_v<T, BFloat16> || use_avx512_bf16())) {  // Note [16-bit rows from memory]
+        const bool nt32 = nt && n % 32 == 0 && s[0] % 64 == 0 && reinterpret_cast<uintptr_t>(p[0]) % 64 == 0;
+        if (nt32) {
+          normalize_groups_in_order_16<T, true>(p[1], s[1], p[0], s[0], rows, n, eps);
+          g_last_nt.store(true, std::memory_order_relaxed);
+        } else {
+          normalize_groups_in_order_16<T, false>(p[1], s[1], p[0], s[0], rows, n, eps);
+        }
+        return;
+      }
       fused = vl && resident && n >= kFusedMinN && n <= kFusedMaxN && rows >= 16;
       if (fused && !nt && (!std::is_same_v<T, BFloat16> || use_avx512_bf16()) && !stores_alias_loads(p[0], p[1])) {
         normalize_groups_16<T>(p[1], s[1], p[0], s[0], rows, n, eps);  // Note [16-bit fused groups]

@@ -367,12 +367,16 @@ struct FusedIO16 {
   SB_ZMM __attribute__((always_inline)) static void mask_store16(void* p, VZ::Mask m, __m256i v) {
     asm("vmovdqu16 %1, %0%{%2%}" : "+m"(*static_cast<__m256i*>(p)) : "v"(v), "Yk"(m));
   }
+  SB_ZMM __attribute__((always_inline)) static void stream16(void* p, __m256i v) {  // p 32-byte aligned
+    _mm256_stream_si256(static_cast<__m256i*>(p), v);
+  }
 };
 template <> struct FusedIO<Half> : FusedIO16 {
   SB_ZMM __attribute__((always_inline)) static VZ::V load(const Half* p) { return Vec<Half, 512>::load(p); }
   SB_ZMM __attribute__((always_inline)) static void store(Half* p, VZ::V v) {
     vec::Bits256::store(p, Vec<Half, 512>::narrow(v));
   }
+  SB_ZMM __attribute__((always_inline)) static void stream(Half* p, VZ::V v) { stream16(p, Vec<Half, 512>::narrow(v)); }
   SB_ZMM __attribute__((always_inline)) static VZ::V maskz_load(VZ::Mask m, const Half* p) {
     return _mm512_maskz_cvtph_ps(0xFFFF, maskz_load16(m, p));
   }
@@ -391,6 +395,7 @@ template <> struct FusedIO<BFloat16> : FusedIO16 {
   }
   SB_ZMM __attribute__((always_inline)) static VZ::V load(const BFloat16* p) { return widen(vec::Bits256::load(p)); }
   SB_ZMM __attribute__((always_inline)) static void store(BFloat16* p, VZ::V v) { vec::Bits256::store(p, narrow(v)); }
+  SB_ZMM __attribute__((always_inline)) static void stream(BFloat16* p, VZ::V v) { stream16(p, narrow(v)); }
   SB_ZMM __attribute__((always_inline)) static VZ::V maskz_load(VZ::Mask m, const BFloat16* p) {
     return widen(maskz_load16(m, p));
   }
@@ -401,8 +406,10 @@ template <> struct FusedIO<BFloat16> : FusedIO16 {
   // 512-bit load, the even elements as the low halves shifted up and the odd ones as the
   // high halves masked (2 instructions where two widenings take 4), both rounded by one
   // vcvtne2ps2bf16 (evens in the low 256 bits, odds in the high) and put back in order
-  // by one vpermw, one 512-bit store. The same arithmetic and rounding per element as
-  // 16 at a time, so the same bits; the statistics keep their order.
+  // by one vpermw, one 512-bit store (NT: streaming, o 64-byte aligned). The same
+  // arithmetic and rounding per element as 16 at a time, so the same bits; the
+  // statistics keep their order.
+  template <bool NT = false>
   SB_ZMM __attribute__((always_inline)) static void write_pair(BFloat16* o, const BFloat16* w, VZ::V m, VZ::V r) {
     alignas(64) static constexpr uint16_t kInterleave[32] = {0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,
                                                               21, 6, 22, 7, 23, 8, 24, 9, 25, 10, 26,
@@ -414,7 +421,8 @@ template <> struct FusedIO<BFloat16> : FusedIO16 {
     __m512i halves, inorder;
     asm("vcvtne2ps2bf16 %2, %1, %0" : "=v"(halves) : "v"(yo), "v"(ye));
     asm("vpermw %2, %1, %0" : "=v"(inorder) : "v"(_mm512_load_si512(kInterleave)), "v"(halves));
-    _mm512_storeu_si512(o, inorder);
+    if constexpr (NT) _mm512_stream_si512(reinterpret_cast<__m512i*>(o), inorder);
+    else _mm512_storeu_si512(o, inorder);
   }
 };
 
@@ -431,7 +439,8 @@ struct FusedSlots {
 // after another, not side by side: each row's sums are one short chain (the rows' chains
 // overlap out of order), and only one row's pointers and constants are live, where 8
 // rows side by side spilled GCC's row pointers and scales in the fused loop.
-// NTW: the write's whole vectors with streaming stores (64-byte aligned out rows).
+// NTW: the write's whole vectors with streaming stores (64-byte aligned out rows; the
+// tails, plain masked stores).
 // T: the rows' dtype; float16 and bfloat16 rows (Note [16-bit fused groups]) are widened
 // as they are loaded and rounded as they are stored (FusedIO, Note [16-bit fused IO]).
 template <bool STATS, bool WRITE, bool NTW = false, typename T = float>
@@ -464,7 +473,7 @@ SB_ZMM __attribute__((always_inline)) inline void fused_loop(const float* shift,
             qk = VZ::fma(d, d, qk);
           }
         }
-        IO::write_pair(ok + 16 * v, wk + 16 * v, mk, rk);
+        IO::template write_pair<NTW>(ok + 16 * v, wk + 16 * v, mk, rk);
       }
     }
     for (; v < nf; ++v) {
