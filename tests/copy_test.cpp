@@ -514,15 +514,17 @@ TEST(CopyFast, TwoByteTransposesBandsAndBlocks) {
 // Note [Direct small tiles] for 2-byte elements, with and without the zmm tiles (Note
 // [zmm 2-byte tiles]: Zen 5's tuning takes them on any AVX-512 CPU): L2-resident
 // transposes, whole 16 x 32 tiles, ragged edges along both dims, an outer dim, a
-// misaligned dst start; 1 and 2 threads, every SIMD level; the values exact and the
-// buffer around dst untouched.
+// misaligned dst start, and one copy past a 1 MiB L2 that does not stream (the zmm tiles
+// take it, source rows of 1100); 1 and 2 threads, every SIMD level; the values exact and
+// the buffer around dst untouched.
 TEST(CopyFast, TwoByteDirectTilesUnderEachTuning) {
   Scope scope;
   struct Case {
     Shape src_sizes;  // contiguous source, its last two dims transposed into dst
     int64_t pad;      // dst elements before the view
   };
-  const std::vector<Case> cases = {{{256, 256}, 0}, {{300, 37}, 0}, {{96, 64}, 1}, {{3, 40, 200}, 0}, {{33, 160}, 3}};
+  const std::vector<Case> cases = {{{256, 256}, 0}, {{300, 37}, 0}, {{96, 64}, 1}, {{3, 40, 200}, 0}, {{33, 160}, 3},
+                                   {{2, 300, 1100}, 5}};
   uint64_t seed = 970;
   under_each_tuning([&](const CpuTuning& now) {
     for (const Case& c : cases)

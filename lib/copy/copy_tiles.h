@@ -218,13 +218,18 @@ __attribute__((noinline)) void block_pipeline(E* d, int64_t ld, const E* bc, int
 // within one core's L2) go as 16 (A) x 32 (B) tiles of 8x8 transposes stored straight
 // into dst (the fastest tile shape in bare loops for 4-byte elements,
 // docs/notes/copy-reduce.md). Not taken when dst rows are a multiple of 2 KiB apart: a
-// tile's 16 dst rows then share one or two L1 sets; nor above the L2.
+// tile's 16 dst rows then share one or two L1 sets; nor above the L2 (but see below).
 // 4-byte tiles walk A fastest, in runs (Note [Direct tile runs]). 2-byte tiles walk B
 // fastest, one tile a call, so that two threads split the dst rows between them: split
 // by columns, as A-fastest tasks split, the second thread more than doubled the time of a
 // 256^2 bfloat16 transpose (docs/notes/copy-reduce.md). Where zmm 2-byte tiles run (Note
-// [zmm 2-byte tiles]) they walk A fastest in runs too: each dst row gets whole lines.
-constexpr int64_t kDirectA = 16, kDirectB = 32;
+// [zmm 2-byte tiles]) they walk A fastest in runs too: each dst row gets whole lines,
+// and they run past the L2 as well, in every copy that does not stream (last-level-cache
+// sizes), where source rows are kDirect16LlcMinA elements or longer: there the buffered
+// tiles' round trip costs as much as it does in L2; with source rows of 64 elements (NHWC
+// -> NCHW of 64 channels) two threads took longer than the buffered tiles
+// (docs/notes/copy-reduce.md, "zmm 2-byte tiles past the L2").
+constexpr int64_t kDirectA = 16, kDirectB = 32, kDirect16LlcMinA = 128;
 
 // Note [Streaming 2-byte tile runs]
 // 2-byte copies that stream, whose dst rows lie kBlockMinRowBytes or more apart and
@@ -350,8 +355,10 @@ int tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool nt) {
   }
   // Note [Direct small tiles]: L2-resident copies whose dst rows do not alias in L1
   const bool direct = simd && !nt && nA * nB * nouter * 4 <= cpu_caches().l2 && (dA * 4) % 2048 != 0;
-  const bool direct16 = lines16 || (sizeof(U) == 2 && use_avx2() && !nt && nA * nB * nouter * 2 <= cpu_caches().l2 &&
-                                     (dA * 2) % 2048 != 0);
+  // (2-byte zmm tiles also past the L2, where the copy does not stream: Note [Direct small tiles])
+  const bool direct16 = lines16 || (sizeof(U) == 2 && use_avx2() && !nt &&
+                                    (nA * nB * nouter * 2 <= cpu_caches().l2 || (zmm16 && nA >= kDirect16LlcMinA)) &&
+                                    (dA * 2) % 2048 != 0);
   const int64_t tA = blocks || blocks16 ? kBlockA : bands || bands16 ? kBandA : direct || direct16 ? kDirectA
                     : simd ? kTileA : simd_other ? kOtherA : tile,
                 tB = blocks ? kBlockB : blocks16 ? kBlock16B : bands ? tune.rows : bands16 ? kBand16Rows
