@@ -18,16 +18,24 @@ constexpr int64_t kTileA = 128, kTileB = 64;  // 4-byte elements: a 32 KiB buffe
 using F8 = vec::Vec<float>;
 
 // One tile row of nb 4-byte elements from the L1 buffer to memory: streaming stores
-// where 32-byte aligned (nt), else plain stores; scalar at the ragged ends.
+// for its whole 64-byte lines (nt; Note [Whole lines only] in core/transpose_tile.h),
+// plain stores for the rest; scalar at the ragged ends.
 void store_row_f32(float* d, const float* b, int64_t nb, bool nt) {
   int64_t j = 0;
   if (nt) {
-    while (j < nb && (reinterpret_cast<uintptr_t>(d + j) & 31)) {
+    while (j < nb && (reinterpret_cast<uintptr_t>(d + j) & 63)) {
       d[j] = b[j];
       ++j;
     }
-#pragma GCC unroll 4  // Note [Unrolled vector loops] (elementwise/strips.h)
-    for (; j + 8 <= nb; j += 8) F8::stream(d + j, F8::load(b + j));
+#pragma GCC unroll 2  // Note [Unrolled vector loops] (elementwise/strips.h)
+    for (; j + 16 <= nb; j += 16) {
+      F8::stream(d + j, F8::load(b + j));
+      F8::stream(d + j + 8, F8::load(b + j + 8));
+    }
+    if (j + 8 <= nb) {  // a partial last line: plain
+      F8::store(d + j, F8::load(b + j));
+      j += 8;
+    }
   } else {
 #pragma GCC unroll 4  // Note [Unrolled vector loops] (elementwise/strips.h)
     for (; j + 8 <= nb; j += 8) F8::store(d + j, F8::load(b + j));

@@ -32,10 +32,19 @@
 // stream_band_u16(dst, ld, src, sB, na): the 2-byte band, 32 source rows high, so that
 // each dst row again gets one whole 64-byte line per visit.
 //
-// stream_copy(d, s, n): n bytes from s to d with non-temporal 32-byte stores (plain
-// stores for the unaligned head and the tail); no fence: the caller issues
+// stream_copy(d, s, n): n bytes from s to d with non-temporal 32-byte stores, whole
+// 64-byte lines only (plain stores for the head up to the first line boundary and the
+// tail after the last whole line: Note [Whole lines only]); no fence: the caller issues
 // _mm_sfence once per thread after its last streaming store. Used for the copy's
 // memcpy/rows paths and the iterator's streamed output tiles.
+//
+// Note [Whole lines only]: a streaming store that leaves part of its 64-byte line
+// unwritten sends the line out partial, and a tile row whose other part of the line is
+// written later (by the next tile, in plain or streaming stores) costs a partial write to
+// memory each time: a transpose of 886² float32 with streaming tile rows of 256 bytes not
+// aligned to 64 took 10x the plain-store time on the Zen 4 VM (docs/notes/copy-reduce.md,
+// "Streaming stores in whole lines"). So every streaming path writes whole lines, and
+// the partial lines at a run's ends go through plain stores.
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -324,7 +333,7 @@ inline void stream_band_f32(float* dst, int64_t ld, const float* src, int64_t sB
 }
 
 inline void stream_copy(char* d, const char* s, int64_t n) {
-  const int64_t head = std::min<int64_t>(n, (32 - static_cast<int64_t>(reinterpret_cast<uintptr_t>(d) & 31)) & 31);
+  const int64_t head = std::min<int64_t>(n, (64 - static_cast<int64_t>(reinterpret_cast<uintptr_t>(d) & 63)) & 63);
   std::memcpy(d, s, static_cast<size_t>(head));
   int64_t i = head;
   for (; i + 128 <= n; i += 128) {
@@ -337,8 +346,11 @@ inline void stream_copy(char* d, const char* s, int64_t n) {
     _mm256_stream_si256(reinterpret_cast<__m256i*>(d + i + 64), c);
     _mm256_stream_si256(reinterpret_cast<__m256i*>(d + i + 96), e);
   }
-  for (; i + 32 <= n; i += 32)
+  for (; i + 64 <= n; i += 64) {
     _mm256_stream_si256(reinterpret_cast<__m256i*>(d + i), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i)));
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(d + i + 32),
+                        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i + 32)));
+  }
   std::memcpy(d + i, s + i, static_cast<size_t>(n - i));
 }
 
