@@ -560,6 +560,62 @@ TEST(CopyFast, TransposeBandsTakeOnlyTheirThreeShapes) {
   }
 }
 
+// Note [Dense copies in the last-level cache]: with a tuning that sets copy_nt_bytes, a
+// dense copy (Memcpy and Rows paths) between the streaming threshold and it keeps plain
+// stores, one above it streams; a transpose above the threshold streams as before; a
+// threshold a test sets applies to every path. Values exact, the bytes compared.
+TEST(CopyFast, DenseCopiesStreamAboveTheTuningsThreshold) {
+  Scope scope;
+  if (!use_avx2()) GTEST_SKIP() << "no streaming stores below AVX2";
+  const int64_t thr = nt_threshold_bytes();
+  CpuTuning t = cpu_tuning();
+  t.copy_nt_bytes = 2 * thr;
+  set_cpu_tuning(&t);
+  struct Restore {
+    ~Restore() { set_cpu_tuning(nullptr); }
+  } restore;
+  const auto same_bytes = [](const Tensor& a, const Tensor& b) {
+    return std::memcmp(a.contiguous().data_ptr(), b.contiguous().data_ptr(), a.nbytes()) == 0;
+  };
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    const std::string at = std::to_string(threads) + " threads";
+    const int64_t mid = 3 * thr / 2 / 4, high = 3 * thr / 4;  // float32 elements: 1.5x and 3x the threshold
+    for (int64_t n : {mid, high}) {
+      const bool want = n == high;
+      const Tensor src = randn({n}, 5, DType::Float32);
+      Tensor dst = empty({n}, DType::Float32);
+      dst.copy_(src);
+      EXPECT_EQ(last_copy_path(), CopyPath::Memcpy) << at;
+      EXPECT_EQ(last_copy_used_nt(), want) << n << " elements, " << at;
+      EXPECT_TRUE(same_bytes(dst, src)) << at;
+      // rows: every other 1 KiB row of a tensor twice as large
+      const Tensor wide = randn({n / 256, 512}, 6, DType::Float32);
+      const Tensor rows = wide.narrow(1, 0, 256);
+      Tensor rdst = empty({n / 256, 256}, DType::Float32);
+      rdst.copy_(rows);
+      EXPECT_EQ(last_copy_path(), CopyPath::Rows) << at;
+      EXPECT_EQ(last_copy_used_nt(), want) << n << " elements in rows, " << at;
+      EXPECT_TRUE(same_bytes(rdst, rows)) << at;
+    }
+    const int64_t side = 1024;  // a 4 MiB transpose above the threshold streams whatever copy_nt_bytes says
+    if (side * side * 4 > thr) {
+      const Tensor sq = randn({side, side}, 7, DType::Float32);
+      Tensor sqd = empty({side, side}, DType::Float32);
+      sqd.copy_(sq.t());
+      EXPECT_EQ(last_copy_path(), CopyPath::Tiled) << at;
+      EXPECT_TRUE(last_copy_used_nt()) << at;
+    }
+    set_nt_threshold_bytes(0);  // forced by a test: every path streams
+    const Tensor src = randn({mid}, 8, DType::Float32);
+    Tensor dst = empty({mid}, DType::Float32);
+    dst.copy_(src);
+    EXPECT_TRUE(last_copy_used_nt()) << at;
+    EXPECT_TRUE(same_bytes(dst, src)) << at;
+    set_nt_threshold_bytes(-1);
+  }
+}
+
 TEST(CopyFast, StreamingThresholdDefaultIsDetectedAndSettable) {
   Scope scope;
   // Note [Cache sizes]: what this core sees, from sysfs first (cpu_features.h)

@@ -80,10 +80,12 @@ struct CpuTuning {
   bool zmm16_fill = false;       // and the 2-byte pipelined blocks' fill through them
   int64_t group_bytes = 512 * 1024;  // elementwise staging: bytes per group of planes
   int group_min = 1;                 // and the fewest planes per group
+  int64_t copy_nt_bytes = 0;  // dense copies stream above max(this, the streaming threshold); 0: the
+                              // threshold alone (Note [Dense copies in the last-level cache], copy.cpp)
 };
 // The tuning for a core and its caches (pure; the basis says which row was taken).
 CpuTuning tuning_for(const CpuId& id, const CacheSizes& caches);
-// Applies "key=value,..." (kc, mc, nc, tile, bands, blocks, zmm16, zmm16fill, group, group_min) to t; false
+// Applies "key=value,..." (kc, mc, nc, tile, bands, blocks, zmm16, zmm16fill, group, group_min, copynt) to t; false
 // with *err naming the bad key or value, t unchanged.
 bool apply_tuning_spec(const char* spec, CpuTuning* t, std::string* err);
 // tuning_for(cpu_id(), cpu_caches()), then the SB_TUNING environment variable

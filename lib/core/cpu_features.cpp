@@ -222,6 +222,7 @@ CpuTuning tuning_for(const CpuId& id, const CacheSizes& caches) {
   switch (arch) {
     case CpuArch::Zen4:
       t = zen4_row();
+      t.copy_nt_bytes = caches.llc / 2;  // Note [Dense copies in the last-level cache]: measured on zen4 only
       t.basis = "measured on zen4";
       break;
     case CpuArch::Zen3:
@@ -290,12 +291,13 @@ bool apply_tuning_spec(const char* spec, CpuTuning* out, std::string* err) {
     else if (key == "zmm16fill") ok = ok && parse_i64(val, 0, 1, &x) && (t.zmm16_fill = x != 0, true);
     else if (key == "group") ok = ok && parse_i64(val, 4096, int64_t{1} << 30, &t.group_bytes);
     else if (key == "group_min") ok = ok && parse_i64(val, 1, 16, &x) && (t.group_min = static_cast<int>(x), true);
+    else if (key == "copynt") ok = ok && parse_i64(val, 0, int64_t{1} << 40, &t.copy_nt_bytes);
     else {
-      if (err) *err = "unknown key '" + key + "' (kc, mc, nc, tile, bands, blocks, zmm16, zmm16fill, group, group_min)";
+      if (err) *err = "unknown key '" + key + "' (kc, mc, nc, tile, bands, blocks, zmm16, zmm16fill, group, group_min, copynt)";
       return false;
     }
     if (!ok) {
-      if (err) *err = "bad value in '" + item + "' (kc 8-8192, mc and nc >= 1, tile 16 or 32, bands 16 or 32, blocks, zmm16 and zmm16fill 0 or 1, group >= 4096, group_min 1-16)";
+      if (err) *err = "bad value in '" + item + "' (kc 8-8192, mc and nc >= 1, tile 16 or 32, bands 16 or 32, blocks, zmm16 and zmm16fill 0 or 1, group >= 4096, group_min 1-16, copynt 0-2^40 bytes)";
       return false;
     }
   }
@@ -307,7 +309,8 @@ std::string describe_tuning(const CpuTuning& t) {
   return "kc=" + std::to_string(t.gemm_kc) + ",mc=" + std::to_string(t.gemm_mc) + ",nc=" + std::to_string(t.gemm_nc) +
          ",tile=" + std::to_string(t.gemm_tile_cols) + ",bands=" + std::to_string(t.transpose_band_rows) + ",blocks=" + (t.transpose_blocks ? "1" : "0") + ",zmm16=" + (t.zmm16 ? "1" : "0") +
          ",zmm16fill=" + (t.zmm16_fill ? "1" : "0") +
-         ",group=" + std::to_string(t.group_bytes) + ",group_min=" + std::to_string(t.group_min);
+         ",group=" + std::to_string(t.group_bytes) + ",group_min=" + std::to_string(t.group_min) +
+         ",copynt=" + std::to_string(t.copy_nt_bytes);
 }
 
 namespace {
