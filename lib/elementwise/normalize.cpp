@@ -140,7 +140,9 @@ SB_ZMM void normalize_groups_16(const char* x, int64_t xr, char* out, int64_t or
 // and the demand stream paused for the whole group. The arithmetic and the one rounding
 // are the float32 in-order groups', so the bits are those of the float32 rows rounded.
 // Rows whose guard fails, and the last rows short of a group, go through the buffer
-// (rows8_via_f32, plain stores).
+// (rows8_via_f32, plain stores). The group loop is normalize_groups_in_order_f32's
+// (normalize_memory.cpp) written out again, as normalize_groups_16 is
+// normalize_groups_f32's, so that the float32 instance keeps the code it was timed with.
 template <typename T, bool NT>
 SB_ZMM void normalize_groups_in_order_16(const char* x, int64_t xr, char* out, int64_t orow, int64_t rows, int64_t n,
                                          double eps) {
