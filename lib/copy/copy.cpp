@@ -108,12 +108,12 @@ bool want_nt(int64_t out_bytes) {
 
 // Note [Dense copies in the last-level cache]: a dense copy (the Memcpy and Rows paths)
 // whose output fits well inside the last-level cache ran faster with plain stores than
-// streaming on the Zen 4 VM, by 1.2-1.8x on 1 thread and up to 3x on 2 for 3-12 MiB
-// outputs (the transposes and elementwise outputs cross over lower), and PyTorch's
-// plain-store copy of a 6.4 MB tensor took half our time. Where the design's tuning says
-// so (cpu_tuning().copy_nt_bytes: Zen 4, half its LLC) dense copies stream only above
-// that; elsewhere, and wherever a test has set the threshold, above the streaming
-// threshold as every other path (docs/notes/copy-reduce.md, "Dense copies in the L3").
+// streaming on the Zen 4 VM, at outputs where the transposes and elementwise outputs
+// already gain from streaming, and PyTorch's plain-store copy there took half our time.
+// Where the design's tuning says so (cpu_tuning().copy_nt_bytes: Zen 4, half its LLC)
+// dense copies stream only above that; elsewhere, and wherever a test has set the
+// threshold, above the streaming threshold as every other path (docs/notes/copy-reduce.md,
+// "Dense copies in the L3").
 bool want_nt_dense(int64_t out_bytes) {
   const int64_t forced = g_nt_threshold.load(std::memory_order_relaxed);
   if (forced >= 0) return want_nt(out_bytes);

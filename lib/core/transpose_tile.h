@@ -39,12 +39,12 @@
 // memcpy/rows paths and the iterator's streamed output tiles.
 //
 // Note [Whole lines only]: a streaming store that leaves part of its 64-byte line
-// unwritten sends the line out partial, and a tile row whose other part of the line is
-// written later (by the next tile, in plain or streaming stores) costs a partial write to
-// memory each time: a transpose of 886² float32 with streaming tile rows of 256 bytes not
-// aligned to 64 took 10x the plain-store time on the Zen 4 VM (docs/notes/copy-reduce.md,
-// "Streaming stores in whole lines"). So every streaming path writes whole lines, and
-// the partial lines at a run's ends go through plain stores.
+// unwritten sends the line out partial, and where the rest of the line is written later
+// (by the next tile of a transpose whose dst rows are not line-aligned) every such line
+// costs a partial write to memory: such transposes took several times the plain-store
+// time (docs/notes/copy-reduce.md, "Streaming stores in whole lines"). So stream_copy,
+// the copy's tile rows and its blocks stream whole lines only, and the partial lines at
+// a run's ends go through plain stores.
 #pragma once
 #include <algorithm>
 #include <cstdint>
