@@ -546,6 +546,39 @@ TEST(CopyFast, TwoByteDirectTilesUnderEachTuning) {
   });
 }
 
+// Note [Direct small tiles] past the L2: copies above a 1 MiB L2 that do not stream,
+// source rows of 128 or more elements (4-byte elements, and 2-byte ones where the zmm
+// tiles run), ragged both ways, an outer dim, a misaligned dst start; every SIMD level
+// and thread count; the values exact and the buffer around dst untouched.
+TEST(CopyFast, DirectTilesPastTheL2) {
+  Scope scope;
+  struct Case {
+    Shape src_sizes;  // contiguous source, its last two dims transposed into dst
+    int64_t pad;      // dst elements before the view
+  };
+  const std::vector<Case> cases = {{{2, 300, 1100}, 5}, {{3, 130, 2000}, 0}};
+  uint64_t seed = 990;
+  for (const Case& c : cases)
+    for (DType dt : {DType::Float32, DType::Int32, DType::BFloat16})
+      for (const test::Modes& m : test::all_kernel_modes()) {
+        test::ModeGuard g(m);
+        const int64_t nd = static_cast<int64_t>(c.src_sizes.size());
+        const Tensor src = exact_values(c.src_sizes, ++seed, dt).transpose(nd - 2, nd - 1);
+        Tensor buf = empty({src.numel() + c.pad + 7}, dt);
+        test::poison(buf);
+        Tensor dst = buf.narrow(0, c.pad, src.numel()).view(src.sizes());
+        dst.copy_(src);
+        const std::string where = std::string(dtype_name(dt)) + " " + test::shape_str(c.src_sizes) + " pad " +
+                                  std::to_string(c.pad) + ", " + simd_level_name(m.simd) + ", " +
+                                  std::to_string(m.threads) + " threads";
+        ASSERT_EQ(static_cast<int64_t>(dst.nbytes()) > nt_threshold_bytes(), false) << where;  // plain stores
+        EXPECT_EQ(last_copy_path(), CopyPath::Tiled) << where;
+        EXPECT_FALSE(last_copy_used_nt()) << where;
+        ASSERT_TRUE(test::all_close(dst, test::naive_values(src), 0, 0)) << where;
+        ASSERT_TRUE(untouched_outside(dst)) << where;
+      }
+}
+
 TEST(CopyFast, TransposeBandsTakeOnlyTheirThreeShapes) {
   Scope scope;
   EXPECT_THROW(set_transpose_bands(24, true), Error);

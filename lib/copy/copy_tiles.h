@@ -231,13 +231,14 @@ __attribute__((noinline)) void block_pipeline(E* d, int64_t ld, const E* bc, int
 // fastest, one tile a call, so that two threads split the dst rows between them: split
 // by columns, as A-fastest tasks split, the second thread more than doubled the time of a
 // 256^2 bfloat16 transpose (docs/notes/copy-reduce.md). Where zmm 2-byte tiles run (Note
-// [zmm 2-byte tiles]) they walk A fastest in runs too: each dst row gets whole lines,
-// and they run past the L2 as well, in every copy that does not stream (last-level-cache
-// sizes), where source rows are kDirect16LlcMinA elements or longer: there the buffered
-// tiles' round trip costs as much as it does in L2; with source rows of 64 elements (NHWC
-// -> NCHW of 64 channels) two threads took longer than the buffered tiles
-// (docs/notes/copy-reduce.md, "zmm 2-byte tiles past the L2").
-constexpr int64_t kDirectA = 16, kDirectB = 32, kDirect16LlcMinA = 128;
+// [zmm 2-byte tiles]) they walk A fastest in runs too: each dst row gets whole lines.
+// Both run past the L2 as well, in every copy that does not stream (last-level-cache
+// sizes), where source rows are kDirectLlcMinA elements or longer (2-byte elements only
+// with the zmm tiles): there the buffered tiles' round trip costs as much as it does in
+// L2; with source rows of 64 elements (NHWC -> NCHW of 64 channels) two threads took
+// longer than the buffered tiles (docs/notes/copy-reduce.md, "zmm 2-byte tiles past the
+// L2" and "4-byte direct tiles past the L2").
+constexpr int64_t kDirectA = 16, kDirectB = 32, kDirectLlcMinA = 128;
 
 // Note [Streaming 2-byte tile runs]
 // 2-byte copies that stream, whose dst rows lie kBlockMinRowBytes or more apart and
@@ -362,10 +363,12 @@ int tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool nt) {
     bands16 = false;
   }
   // Note [Direct small tiles]: L2-resident copies whose dst rows do not alias in L1
-  const bool direct = simd && !nt && nA * nB * nouter * 4 <= cpu_caches().l2 && (dA * 4) % 2048 != 0;
-  // (2-byte zmm tiles also past the L2, where the copy does not stream: Note [Direct small tiles])
+  // (also past the L2 where the copy does not stream, for source rows of kDirectLlcMinA
+  // or more; 2-byte elements there with the zmm tiles only: Note [Direct small tiles])
+  const bool direct = simd && !nt && (nA * nB * nouter * 4 <= cpu_caches().l2 || nA >= kDirectLlcMinA) &&
+                      (dA * 4) % 2048 != 0;
   const bool direct16 = lines16 || (sizeof(U) == 2 && use_avx2() && !nt &&
-                                    (nA * nB * nouter * 2 <= cpu_caches().l2 || (zmm16 && nA >= kDirect16LlcMinA)) &&
+                                    (nA * nB * nouter * 2 <= cpu_caches().l2 || (zmm16 && nA >= kDirectLlcMinA)) &&
                                     (dA * 2) % 2048 != 0);
   const int64_t tA = blocks || blocks16 ? kBlockA : bands || bands16 ? kBandA : direct || direct16 ? kDirectA
                     : simd ? kTileA : simd_other ? kOtherA : tile,
