@@ -511,6 +511,18 @@ TEST(CopyFast, TwoByteTransposesBandsAndBlocks) {
   });
 }
 
+// A source of exact values with its last two dims transposed, copied into a window of a
+// poisoned buffer pad elements in (7 more after it): {src, dst}.
+std::pair<Tensor, Tensor> transpose_into_window(const Shape& src_sizes, int64_t pad, DType dt, uint64_t seed) {
+  const int64_t nd = static_cast<int64_t>(src_sizes.size());
+  const Tensor src = exact_values(src_sizes, seed, dt).transpose(nd - 2, nd - 1);
+  Tensor buf = empty({src.numel() + pad + 7}, dt);
+  test::poison(buf);
+  Tensor dst = buf.narrow(0, pad, src.numel()).view(src.sizes());
+  dst.copy_(src);
+  return {src, dst};
+}
+
 // Note [Direct small tiles] for 2-byte elements, with and without the zmm tiles (Note
 // [zmm 2-byte tiles]: Zen 5's tuning takes them on any AVX-512 CPU): L2-resident
 // transposes, whole 16 x 32 tiles, ragged edges along both dims, an outer dim, a
@@ -531,12 +543,7 @@ TEST(CopyFast, TwoByteDirectTilesUnderEachTuning) {
       for (DType dt : {DType::BFloat16, DType::Float16})
         for (const test::Modes& m : test::all_kernel_modes()) {
           test::ModeGuard g(m);
-          const int64_t nd = static_cast<int64_t>(c.src_sizes.size());
-          const Tensor src = exact_values(c.src_sizes, ++seed, dt).transpose(nd - 2, nd - 1);
-          Tensor buf = empty({src.numel() + c.pad + 7}, dt);
-          test::poison(buf);
-          Tensor dst = buf.narrow(0, c.pad, src.numel()).view(src.sizes());
-          dst.copy_(src);
+          const auto [src, dst] = transpose_into_window(c.src_sizes, c.pad, dt, ++seed);
           const std::string where = describe_tuning(now) + ": " + dtype_name(dt) + " " + test::shape_str(c.src_sizes) +
                                     " pad " + std::to_string(c.pad) + ", " + simd_level_name(m.simd) + ", " +
                                     std::to_string(m.threads) + " threads";
@@ -562,12 +569,7 @@ TEST(CopyFast, DirectTilesPastTheL2) {
     for (DType dt : {DType::Float32, DType::Int32, DType::BFloat16})
       for (const test::Modes& m : test::all_kernel_modes()) {
         test::ModeGuard g(m);
-        const int64_t nd = static_cast<int64_t>(c.src_sizes.size());
-        const Tensor src = exact_values(c.src_sizes, ++seed, dt).transpose(nd - 2, nd - 1);
-        Tensor buf = empty({src.numel() + c.pad + 7}, dt);
-        test::poison(buf);
-        Tensor dst = buf.narrow(0, c.pad, src.numel()).view(src.sizes());
-        dst.copy_(src);
+        const auto [src, dst] = transpose_into_window(c.src_sizes, c.pad, dt, ++seed);
         const std::string where = std::string(dtype_name(dt)) + " " + test::shape_str(c.src_sizes) + " pad " +
                                   std::to_string(c.pad) + ", " + simd_level_name(m.simd) + ", " +
                                   std::to_string(m.threads) + " threads";

@@ -367,16 +367,13 @@ struct FusedIO16 {
   SB_ZMM __attribute__((always_inline)) static void mask_store16(void* p, VZ::Mask m, __m256i v) {
     asm("vmovdqu16 %1, %0%{%2%}" : "+m"(*static_cast<__m256i*>(p)) : "v"(v), "Yk"(m));
   }
-  SB_ZMM __attribute__((always_inline)) static void stream16(void* p, __m256i v) {  // p 32-byte aligned
-    _mm256_stream_si256(static_cast<__m256i*>(p), v);
-  }
 };
 template <> struct FusedIO<Half> : FusedIO16 {
   SB_ZMM __attribute__((always_inline)) static VZ::V load(const Half* p) { return Vec<Half, 512>::load(p); }
   SB_ZMM __attribute__((always_inline)) static void store(Half* p, VZ::V v) {
     vec::Bits256::store(p, Vec<Half, 512>::narrow(v));
   }
-  SB_ZMM __attribute__((always_inline)) static void stream(Half* p, VZ::V v) { stream16(p, Vec<Half, 512>::narrow(v)); }
+  SB_ZMM __attribute__((always_inline)) static void stream(Half* p, VZ::V v) { vec::Bits256::stream(p, Vec<Half, 512>::narrow(v)); }
   SB_ZMM __attribute__((always_inline)) static VZ::V maskz_load(VZ::Mask m, const Half* p) {
     return _mm512_maskz_cvtph_ps(0xFFFF, maskz_load16(m, p));
   }
@@ -395,7 +392,7 @@ template <> struct FusedIO<BFloat16> : FusedIO16 {
   }
   SB_ZMM __attribute__((always_inline)) static VZ::V load(const BFloat16* p) { return widen(vec::Bits256::load(p)); }
   SB_ZMM __attribute__((always_inline)) static void store(BFloat16* p, VZ::V v) { vec::Bits256::store(p, narrow(v)); }
-  SB_ZMM __attribute__((always_inline)) static void stream(BFloat16* p, VZ::V v) { stream16(p, narrow(v)); }
+  SB_ZMM __attribute__((always_inline)) static void stream(BFloat16* p, VZ::V v) { vec::Bits256::stream(p, narrow(v)); }
   SB_ZMM __attribute__((always_inline)) static VZ::V maskz_load(VZ::Mask m, const BFloat16* p) {
     return widen(maskz_load16(m, p));
   }
