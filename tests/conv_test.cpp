@@ -340,6 +340,60 @@ TEST(Pool2d, NaNInputs) {
   }
 }
 
+// The NCHW rows 16 outputs at a time (Note [Pooling rows in zmm]) across several chunks:
+// widths around the chunk edges (31-34 and 63-66 columns: the third vector's one column
+// inside the row or past it), the pad column on the left, ragged right ends; NaNs at
+// the first, a chunk-edge and the last column. Every window the zmm kernel takes (3x3 /
+// 2, 2x2 / 2, 3x3 / 1, with and without padding), dense rows and rows of out every other
+// column of a poisoned buffer, every mode.
+TEST(Pool2d, RowsSixteenOutputsAtATime) {
+  std::mt19937_64 rng(29);
+  const int64_t kWin[5][3] = {{3, 2, 1}, {3, 2, 0}, {2, 2, 0}, {3, 1, 1}, {3, 1, 0}};
+  for (int64_t W : {31, 32, 33, 34, 47, 63, 64, 65, 66, 97, 130}) {
+    for (const auto& win : kWin) {
+      const int64_t k = win[0], s = win[1], pad = win[2], N = 1, C = 3, H = 3 + rng() % 5;
+      Tensor vx = randn({N, C, H, W}, rng());
+      float* p = vx.data<float>();
+      const int64_t nan_at[3] = {0, std::min<int64_t>(32, W - 1), W - 1};
+      for (int64_t c = 0; c < C; ++c) p[(c * H + c % H) * W + nan_at[c]] = NAN;
+      const Shape osz{N, C, (H + 2 * pad - k) / s + 1, (W + 2 * pad - k) / s + 1};
+      const std::vector<double> v = test::naive_values(vx);
+      for (bool is_max : {true, false}) {
+        const std::vector<double> ref = ref_pool(v, vx.sizes(), k, s, pad, is_max);
+        for (const Modes& m : kModes) {
+          ModeGuard g(m);
+          const std::string what = std::string(is_max ? "max" : "avg") + " k" + std::to_string(k) + " s" +
+                                   std::to_string(s) + " p" + std::to_string(pad) + " W " + std::to_string(W) +
+                                   " simd " + std::to_string(static_cast<int>(m.simd)) + " threads " +
+                                   std::to_string(m.threads);
+          const Pool2dParams pp{k, s, pad};
+          const Tensor out = is_max ? max_pool2d(vx, pp) : avg_pool2d(vx, pp);
+          ASSERT_EQ(out.sizes(), osz) << what;
+          ASSERT_TRUE(test::all_close(out, ref, 1e-6, 1e-6)) << what;
+          Tensor base = empty({osz[0], osz[1], osz[2], 2 * osz[3]});
+          test::poison(base);
+          Tensor dst = base.slice(3, 1, std::nullopt, 2);
+          if (is_max) max_pool2d_out(dst, vx, pp);
+          else avg_pool2d_out(dst, vx, pp);
+          ASSERT_TRUE(test::all_close(dst, ref, 1e-6, 1e-6)) << what << " out every other column";
+          for (double e : test::naive_values(base.slice(3, 0, std::nullopt, 2)))
+            ASSERT_TRUE(std::isnan(e)) << what << ": wrote between out's columns";
+          // dense rows of out with 16 poisoned columns after each: a chunk must not write
+          // past its row's end
+          Tensor wide = empty({osz[0], osz[1], osz[2], osz[3] + 16});
+          test::poison(wide);
+          Tensor rows = wide.slice(3, 0, osz[3]);
+          if (is_max) max_pool2d_out(rows, vx, pp);
+          else avg_pool2d_out(rows, vx, pp);
+          ASSERT_TRUE(test::all_close(rows, ref, 1e-6, 1e-6)) << what << " out rows in a wider buffer";
+          for (double e : test::naive_values(wide.slice(3, osz[3], std::nullopt)))
+            ASSERT_TRUE(std::isnan(e)) << what << ": wrote past out's rows";
+        }
+      }
+    }
+  }
+}
+
 // Bad inputs of both styles; a rejected out= call leaves out as it was.
 TEST(Pool2d, BadInputs) {
   const Tensor x = randn({1, 4, 5, 5}, 1);

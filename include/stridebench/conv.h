@@ -15,9 +15,11 @@
 //   max_pool2d_out / avg_pool2d_out    out= style: out of those sizes, float32, any
 //                                      non-overlapping strides, not overlapping x.
 //                                      (In place is impossible: the sizes change.)
-// Pooling loops (Note [Pooling kernels] in conv.cpp): per plane (a vertical pass into a
-// padded row buffer, then a horizontal pass at stride s, 8-wide for unit-stride rows and
-// s <= 2) unless x has channels innermost, then per output pixel with the window's
+// Pooling loops (Note [Pooling kernels] in pool.cpp): per plane (with AVX-512, rows of unit
+// stride and a 3x3 / 2, 2x2 / 2 or 3x3 / 1 window, 16 outputs of a row at a time in
+// registers, Note [Pooling rows in zmm]; else a vertical pass into a padded row buffer,
+// then a horizontal pass at stride s, 8-wide for unit-stride rows and s <= 2) unless x
+// has channels innermost, then per output pixel with the window's
 // channel runs reduced in registers; on CUDA one thread per output element through
 // both tensors' strides (Note [CUDA pooling] in conv.cu). Cost: x read once, out written
 // once.

@@ -35,7 +35,8 @@ namespace sb {
 //           per 16 floats), so tap j reads phase j % 2 at offset j / 2, a plain vector
 //           load. Other strides take a scalar horizontal pass. 3-row windows and the 3x3
 //           / 2 taps are unrolled: the loops over rows and taps with run-time trip
-//           counts made the NCHW benchmark row slower (docs/notes/conv.md).
+//           counts made the NCHW benchmark row slower (docs/notes/conv.md). With
+//           AVX-512 the common windows skip both passes (Note [Pooling rows in zmm]).
 //   pixels  (channels innermost in x: channels-last) per output pixel: the window's
 //           k x k channel runs are reduced in registers, 64 channels (8 vectors) at a
 //           time, then 8, then one.
@@ -202,6 +203,115 @@ void pool_planes(float* out, const int64_t* os, const float* x, const int64_t* x
   }
 }
 
+#if defined(SB_HAVE_AVX2) && defined(SB_HAVE_AVX512)
+// Note [Pooling rows in zmm]
+// With AVX-512, rows of x with unit stride, and a 3x3 / 2, 2x2 / 2 or 3x3 / 1 window (the
+// stride and window template arguments, so that the vectors stay in registers), the
+// planes order takes 16 outputs of a row at a time straight from x, in registers: each
+// of the window's rows loaded as two or three zmm of columns (masked:
+// pad columns and those past the row's end read as the identity, and a masked lane
+// never faults), reduced down the window's rows, then across the taps. Stride 2: the
+// even and odd columns (two vpermt2ps) are taps 0 and 1, the even ones moved one lane
+// along (valignd, the third vector's first column coming in) tap 2; stride 1: tap j is
+// the columns moved j lanes along (vpermt2ps). No row buffer and no phase split, about
+// a third of the AVX2 passes' instructions per output (docs/notes/conv.md). max is
+// NaN-propagating as the other loops: an ordered compare into a mask, then a masked max
+// that keeps the new element where it is NaN (acc stays NaN through maxps's rule). The
+// pixels order stays 8-wide: in zmm it was slower on Zen 4 (docs/notes/conv.md).
+#define SB_POOL512 __attribute__((target("avx2,fma,avx512f,avx512vl,avx512dq")))
+#define SB_POOL512_INLINE __attribute__((target("avx2,fma,avx512f,avx512vl,avx512dq"), always_inline))
+
+template <bool kMax>
+SB_POOL512_INLINE inline __m512 pool_comb16(__m512 acc, __m512 v) {
+  if constexpr (kMax) return _mm512_mask_max_ps(v, _mm512_cmp_ps_mask(v, v, _CMP_ORD_Q), v, acc);
+  else return _mm512_add_ps(acc, v);
+}
+
+// The lanes of 16 columns from c that lie in [0, W).
+inline unsigned pool_lanes16(int64_t c, int64_t W) {
+  const int64_t lo = std::max<int64_t>(0, -c), hi = std::min<int64_t>(16, W - c);
+  if (hi <= lo) return 0;
+  return (hi == 16 ? 0xFFFFu : (1u << hi) - 1) & ~((1u << lo) - 1);
+}
+
+template <bool kMax, int kS, int kK>
+SB_POOL512 void pool_planes512(float* out, const int64_t* os, const float* x, const int64_t* xs, const PoolShape& g,
+                               int64_t b, int64_t e) {
+  constexpr int kNv = kS == 2 && kK == 3 ? 3 : 2;  // column vectors a chunk reads
+  // the geometry in locals: the vector stores may alias anything, and would reload it
+  const int64_t C = g.C, H = g.H, OH = g.OH, OW = g.OW, pad = g.pad, nchunk = (OW + 15) / 16;
+  const int64_t xn = xs[0], xc = xs[1], xh = xs[2], on = os[0], oc = os[1], oh_ = os[2], ow_ = os[3];
+  // per chunk (at most 64: pool_planes512_for takes OW <= 1024): its first column and the
+  // lanes of its vectors inside the row
+  int64_t c0[64];
+  __mmask16 lanes[64][kNv];
+  for (int64_t q = 0; q < nchunk; ++q) {
+    c0[q] = q * 16 * kS - pad;
+    for (int v = 0; v < kNv; ++v) lanes[q][v] = static_cast<__mmask16>(pool_lanes16(c0[q] + 16 * v, g.W));
+    if (kNv == 3) lanes[q][2] &= 1;  // only the 33rd column
+  }
+  const __m512 id = _mm512_set1_ps(pool_init<kMax>());
+  const __m512 sc = _mm512_set1_ps(1.0f / static_cast<float>(kK * kK));
+  const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  const __m512i even = _mm512_add_epi32(iota, iota), odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+  const __m512i one = _mm512_add_epi32(iota, _mm512_set1_epi32(1)), two = _mm512_add_epi32(iota, _mm512_set1_epi32(2));
+  alignas(64) float t[16];
+  for (int64_t nc = b; nc < e; ++nc) {
+    const int64_t n = nc / C, c = nc % C;
+    const float* xpl = x + n * xn + c * xc;
+    float* opl = out + n * on + c * oc;
+    for (int64_t oh = 0; oh < OH; ++oh) {
+      const int64_t h0 = std::max<int64_t>(oh * kS - pad, 0), h1 = std::min<int64_t>(oh * kS - pad + kK, H);
+      const float* xrow = xpl + h0 * xh;
+      float* orow = opl + oh * oh_;
+      for (int64_t q = 0; q < nchunk; ++q) {
+        __mmask16 m[kNv];
+        for (int v = 0; v < kNv; ++v) m[v] = lanes[q][v];
+        const float* xr = xrow + c0[q];
+        __m512 a[kNv];
+        for (int v = 0; v < kNv; ++v) a[v] = _mm512_mask_loadu_ps(id, m[v], xr + 16 * v);
+        for (int64_t h = h0 + 1; h < h1; ++h) {
+          xr += xh;
+          for (int v = 0; v < kNv; ++v) a[v] = pool_comb16<kMax>(a[v], _mm512_mask_loadu_ps(id, m[v], xr + 16 * v));
+        }
+        __m512 r;
+        if constexpr (kS == 2) {
+          const __m512 ev = _mm512_permutex2var_ps(a[0], even, a[1]);
+          r = pool_comb16<kMax>(ev, _mm512_permutex2var_ps(a[0], odd, a[1]));
+          if constexpr (kK == 3)
+            r = pool_comb16<kMax>(
+                r, _mm512_castsi512_ps(_mm512_maskz_alignr_epi32(0xFFFF, _mm512_castps_si512(a[2]), _mm512_castps_si512(ev), 1)));
+        } else {
+          r = pool_comb16<kMax>(a[0], _mm512_permutex2var_ps(a[0], one, a[1]));
+          r = pool_comb16<kMax>(r, _mm512_permutex2var_ps(a[0], two, a[1]));
+        }
+        if (!kMax) r = _mm512_mul_ps(r, sc);
+        const int64_t o0 = q * 16, mo = std::min<int64_t>(16, OW - o0);
+        if (ow_ == 1 && mo == 16) {
+          _mm512_storeu_ps(orow + o0, r);
+        } else if (ow_ == 1) {
+          _mm512_mask_storeu_ps(orow + o0, static_cast<__mmask16>((1u << mo) - 1), r);
+        } else {
+          _mm512_store_ps(t, r);
+          for (int64_t i = 0; i < mo; ++i) orow[(o0 + i) * ow_] = t[i];
+        }
+      }
+    }
+  }
+}
+
+// The zmm rows' kernel for this window, or nullptr (Note [Pooling rows in zmm]).
+template <bool kMax>
+auto pool_planes512_for(const int64_t* xs, const PoolShape& g)
+    -> void (*)(float*, const int64_t*, const float*, const int64_t*, const PoolShape&, int64_t, int64_t) {
+  if (!use_avx512() || xs[3] != 1 || g.OW > 1024) return nullptr;
+  if (g.s == 2 && g.k == 3) return pool_planes512<kMax, 2, 3>;
+  if (g.s == 2 && g.k == 2) return pool_planes512<kMax, 2, 2>;
+  if (g.s == 1 && g.k == 3) return pool_planes512<kMax, 1, 3>;
+  return nullptr;
+}
+#endif
+
 #ifdef SB_HAVE_AVX2
 // V vectors of channels [c, c + 8V) of one output pixel; x points at channel c of the
 // window's first input pixel.
@@ -305,6 +415,12 @@ void pool_run(Tensor& out, const Tensor& x, const PoolShape& g, const char* name
     parallel_for(0, g.N * g.OH, grain, [&](int64_t b, int64_t e) { pool_pixels<kMax>(op, os, xp, xs, g, b, e, avx2); });
   } else {
     const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, g.H * g.W));
+#if defined(SB_HAVE_AVX2) && defined(SB_HAVE_AVX512)
+    if (const auto rows512 = pool_planes512_for<kMax>(xs, g)) {
+      parallel_for(0, g.N * g.C, grain, [&](int64_t b, int64_t e) { rows512(op, os, xp, xs, g, b, e); });
+      return;
+    }
+#endif
     parallel_for(0, g.N * g.C, grain, [&](int64_t b, int64_t e) { pool_planes<kMax>(op, os, xp, xs, g, b, e, avx2); });
   }
 }
