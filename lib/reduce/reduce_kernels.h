@@ -27,7 +27,7 @@ constexpr int64_t kFlushElems = 4096;  // elements per float32 accumulator run (
 constexpr int64_t kFlushRows = 1024;   // rows per float32 buffer run (vertical)
 constexpr int64_t kGroupRuns = 64;     // buffer runs per group (vertical; Note [Cascaded accumulation])
 constexpr int64_t kColumns = 8192;     // elements: width of one vertical task (Note [Vertical rows per pass])
-constexpr int kVRows = 8;              // input rows per buffer pass (vertical)
+constexpr int kVRows = 8;              // input rows per buffer pass (vertical; v_var_kernel's trees take 8)
 constexpr int64_t kRowBatch = 64;      // row offsets generated at a time
 
 using vec::nanmax;
@@ -560,6 +560,14 @@ void h_var_run(const typename V::T* p, int64_t n, typename V::A* acc) {
 
 // Note [One read for var], vertical: rows base + off[r] (r < nr), columns [0, L), y = x -
 // cb[j]; buf[j] and buf[kColumns + j] hold the run's mean of y and M2 over nrun rows.
+//
+// Note [Vertical var in trees]
+// A pass's block sum and its sum of squared deviations over kVRows rows were chains of
+// 8 dependent adds and 8 dependent FMAs a column vector, each chain waiting on the one
+// before, and the merge into buf after both: the vertical var of an L2-sized x took 2.5x
+// the vertical sum's time. As balanced trees (the squares two a step, one FMA on one
+// product) the two chains are 3 and 4 deep for the same values up to rounding order;
+// the last, shorter pass keeps the plain loops. Figures: docs/notes/copy-reduce.md.
 template <class V>
 void v_var_kernel(const typename V::T* base, const int64_t* off, int64_t nr, int64_t L, typename V::Acc* buf,
                   const typename V::Acc* cb, int64_t nrun) {
@@ -573,20 +581,32 @@ void v_var_kernel(const typename V::T* base, const int64_t* off, int64_t nr, int
     const double n = static_cast<double>(nrun + k);
     const double wd = k / n, cwd = static_cast<double>(nrun) * k / n, rkd = 1.0 / k;
     const R w = V::set1(wd), cw = V::set1(cwd), rk = V::set1(rkd);
-    auto block = [&](auto kc, int64_t j) {  // kc: the row count (compile-time when kVRows)
+    // kc: the row count, a std::integral_constant for a whole pass of kVRows rows, whose
+    // sums go as balanced trees (Note [Vertical var in trees]); an int for the last pass
+    auto block = [&](auto kc, int64_t j) {
+      constexpr bool kWhole = !std::is_same_v<decltype(kc), int>;
       const R c = V::loadacc(cb + j);
-      R y[kVRows];  // the first kc() are used
+      R y[kVRows];  // the first kc are used
       for (int u = 0; u < kVRows; ++u) y[u] = V::zero();
+      for (int u = 0; u < kc; ++u) y[u] = V::sub(V::load(p[u] + j), c);
       R sum = V::zero();
-      for (int u = 0; u < kc(); ++u) {
-        y[u] = V::sub(V::load(p[u] + j), c);
-        sum = V::add(sum, y[u]);
+      if constexpr (kWhole) {
+        sum = V::add(V::add(V::add(y[0], y[1]), V::add(y[2], y[3])), V::add(V::add(y[4], y[5]), V::add(y[6], y[7])));
+      } else {
+        for (int u = 0; u < kc; ++u) sum = V::add(sum, y[u]);
       }
       const R mb = V::fmadd(sum, rk, V::zero());
       R q = V::zero();
-      for (int u = 0; u < kc(); ++u) {
-        const R e = V::sub(y[u], mb);
-        q = V::fmadd(e, e, q);
+      if constexpr (kWhole) {
+        R e[kVRows], pr[kVRows / 2];
+        for (int u = 0; u < kVRows; ++u) e[u] = V::sub(y[u], mb);
+        for (int u = 0; u < kVRows / 2; ++u) pr[u] = V::fmadd(e[2 * u], e[2 * u], V::fmadd(e[2 * u + 1], e[2 * u + 1], V::zero()));
+        q = V::add(V::add(pr[0], pr[1]), V::add(pr[2], pr[3]));
+      } else {
+        for (int u = 0; u < kc; ++u) {
+          const R e = V::sub(y[u], mb);
+          q = V::fmadd(e, e, q);
+        }
       }
       const R mean = V::loadacc(buf + j), d = V::sub(mb, mean);
       V::storeacc(buf + j, V::fmadd(d, w, mean));
@@ -594,9 +614,9 @@ void v_var_kernel(const typename V::T* base, const int64_t* off, int64_t nr, int
     };
     int64_t j = 0;
     if (k == kVRows) {
-      for (; j + W <= L; j += W) block([] { return kVRows; }, j);
+      for (; j + W <= L; j += W) block(std::integral_constant<int, kVRows>{}, j);
     } else {
-      for (; j + W <= L; j += W) block([k] { return k; }, j);
+      for (; j + W <= L; j += W) block(k, j);
     }
     for (; j < L; ++j) {
       const Acc c = cb[j];
