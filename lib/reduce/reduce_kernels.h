@@ -562,12 +562,12 @@ void h_var_run(const typename V::T* p, int64_t n, typename V::A* acc) {
 // cb[j]; buf[j] and buf[kColumns + j] hold the run's mean of y and M2 over nrun rows.
 //
 // Note [Vertical var in trees]
-// A pass's block sum and its sum of squared deviations over kVRows rows were chains of
-// 8 dependent adds and 8 dependent FMAs a column vector, each chain waiting on the one
-// before, and the merge into buf after both: the vertical var of an L2-sized x took 2.5x
-// the vertical sum's time. As balanced trees (the squares two a step, one FMA on one
-// product) the two chains are 3 and 4 deep for the same values up to rounding order;
-// the last, shorter pass keeps the plain loops. Figures: docs/notes/copy-reduce.md.
+// A whole pass's block sum and sum of squared deviations over kVRows rows go as balanced
+// trees, 3 and 4 deep (the squares two a step: one FMA onto one product), the same
+// values up to rounding order; as chains of 8 dependent adds and 8 dependent FMAs a
+// column vector, the merge into buf waiting on both, the vertical var of an L2-sized x
+// took several times the vertical sum's time. The last, shorter pass keeps the plain
+// loops. Figures: docs/notes/copy-reduce.md.
 template <class V>
 void v_var_kernel(const typename V::T* base, const int64_t* off, int64_t nr, int64_t L, typename V::Acc* buf,
                   const typename V::Acc* cb, int64_t nrun) {
