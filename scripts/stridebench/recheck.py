@@ -32,6 +32,14 @@
 # that never settled says so ("settled": "max rounds" or "budget"); the tables mark it
 # noisy. The stopping idea is nvbench's (a noise criterion with a cap), applied per pair.
 #
+# Note [Re-check follow-ups]: the Summary quotes the costliest layout and style of each
+# family by the re-checked ratios, so when a re-check refutes the first pass's costliest
+# pair, the Summary moves to the next one, which the picks above never measured. After
+# the rounds, the layout and style picks are made again on the re-checked ratios, and
+# any pair they add gets rounds of its own (at least --min-rounds, past the budget if
+# need be: a pair is one call of our binary a round), up to kFollowUps times; such a
+# case records "follow_up": its step (1, 2, ...).
+#
 # Output: JSON_DIR/recheck.json (docs/BENCHMARKS.md, "Interleaved re-check"), which
 # collect keeps as raw/recheck.json and tables shows in the Peers table. The file is
 # rewritten on every run (with no cases when nothing was picked), so it never outlives
@@ -66,6 +74,7 @@ SKIP_FAMILIES = ("baseline", "views")  # no peer twins: the ceilings, the views'
 DEFAULT_ROUNDS = {"smoke": (1, 1), "quick": (3, 7), "full": (3, 9)}  # min, max
 DEFAULT_BUDGET = {"smoke": 0, "quick": 120, "full": 0}  # seconds; 0: none
 DEFAULT_MIN_TIME = {"smoke": 0.002, "quick": 0.05, "full": 0.1}  # seconds per side and round
+kFollowUps = 3  # Note [Re-check follow-ups]
 STYLE_FAMILIES = ("elementwise", "copy", "reduce", "matmul", "conv")  # summary.SUMMARY_FAMILIES
 PEER_LIBS = ("torch", "numpy")  # measured by scripts/peers.py
 OURS_LIST = "ours_list.cases"  # in the JSON dir: peers.py --ours-list (not *.json: collect reads those)
@@ -417,27 +426,67 @@ def main(argv):
         status, outcome, seconds = run_rounds(cases, rs, args, matrix, machine, min_time,
                                               min_rounds, max_rounds, budget)
         doc["context"]["stopped"] = outcome["stopped"]
+        doc["cases"] = [case_doc(c, outcome["rounds"][k], outcome["why"][k]) for k, c in enumerate(cases)]
+        if not args.pair and status == 0:
+            status, seconds = follow_ups(doc, cases, rs, args, matrix, machine, min_time, min_rounds,
+                                         max_rounds, budget, seconds)
         doc["context"]["seconds"] = round(seconds, 1)
-        for k, (o, p, x, pick) in enumerate(cases):
-            rounds_out = outcome["rounds"][k]
-            ratios = [r["b_ns"] / r["a_ns"] for r in rounds_out]
-            case = {"a": o.name, "b": p.name, "pick": pick, "first_pass": x, "rounds": rounds_out,
-                    "settled": outcome["why"][k]}
-            if ratios:
-                case["ratio"] = summary(ratios)
-                case["se"] = log_se(ratios)
-            doc["cases"].append(case)
-            if ratios:
-                say(f"{p.name}: first pass {x:.2f}x, interleaved {case['ratio']['median']:.2f}x "
-                    f"[{case['ratio']['min']:.2f}–{case['ratio']['max']:.2f}] in {len(ratios)} round(s), "
-                    f"{case['settled']}")
+        for c in doc["cases"]:
+            if c.get("ratio"):
+                say(f"{c['b']}: first pass {c['first_pass']:.2f}x, interleaved {c['ratio']['median']:.2f}x "
+                    f"[{c['ratio']['min']:.2f}–{c['ratio']['max']:.2f}] in {len(c['rounds'])} round(s), "
+                    f"{c['settled']}")
             else:
-                say(f"{p.name}: first pass {x:.2f}x, no round measured it")
+                say(f"{c['b']}: first pass {c['first_pass']:.2f}x, no round measured it")
     else:
         say(f"no peer row ahead of ours or within {args.band:g}x, and no layout or style pair: nothing to re-check")
     sb.atomic_write(out_path, json.dumps(doc, indent=1) + "\n")
     say(f"wrote {out_path}")
     return status
+
+
+def case_doc(c, rounds_out, why):
+    """One case of recheck.json from (a, b, first-pass ratio, pick), its rounds and why it stopped."""
+    o, p, x, pick = c[:4]
+    ratios = [r["b_ns"] / r["a_ns"] for r in rounds_out]
+    case = {"a": o.name, "b": p.name, "pick": pick, "first_pass": x, "rounds": rounds_out, "settled": why}
+    if ratios:
+        case["ratio"] = summary(ratios)
+        case["se"] = log_se(ratios)
+    return case
+
+
+def follow_ups(doc, cases, rs, args, matrix, machine, min_time, min_rounds, max_rounds, budget, seconds):
+    """Note [Re-check follow-ups]: the layout and style picks again on the re-checked
+    ratios of doc["cases"]; rounds for the pairs they add. Extends cases and doc["cases"]
+    -> (status, seconds in all)."""
+    status = 0
+    for step in range(1, kFollowUps + 1):
+        rs.set_recheck({"cases": doc["cases"]})  # time_ratio reads them now
+        have = {(c[0].name, c[1].name) for c in cases}
+        new = []
+        if args.layout_per_style:
+            new += [c + ("layout",) for c in pick_summary_layout_cases(rs)]
+        if not args.no_style:
+            new += [c + ("style",) for c in pick_style_cases(rs)]
+        new = [c for c in new if (c[0].name, c[1].name) not in have and (c[1].name, c[0].name) not in have]
+        if not new:
+            break
+        say(f"follow-up {step}: the Summary now quotes {len(new)} pair(s) not re-checked yet")
+        # the budget counts from now: the follow-ups get their minimum rounds whatever is left
+        status, outcome, spent = run_rounds(new, rs, args, matrix, machine, min_time, min_rounds, max_rounds,
+                                            max(budget - seconds, 1e-9) if budget else budget)
+        seconds += spent
+        for k, c in enumerate(new):
+            case = case_doc(c, outcome["rounds"][k], outcome["why"][k])
+            case["follow_up"] = step
+            doc["cases"].append(case)
+        cases += new
+        if status:
+            doc["context"]["stopped"] = outcome["stopped"]
+            break
+    rs.set_recheck(None)
+    return status, seconds
 
 
 def run_rounds(cases, rs, args, matrix, machine, min_time, min_rounds, max_rounds, budget):

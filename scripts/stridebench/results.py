@@ -301,6 +301,10 @@ class RunSet:
                 out.append(r)
         return out
 
+    def set_recheck(self, doc):
+        """Reads re-check cases from doc ({"cases": [...]}, as raw/recheck.json), or none."""
+        self.recheck, self._rechecked = doc, None
+
     def rechecked(self, a, b):
         """The case of raw/recheck.json that measured run b against run a in
         alternating rounds and has a ratio (b ÷ a), or None."""
