@@ -596,8 +596,9 @@ TEST(CopyFast, TransposeBandsTakeOnlyTheirThreeShapes) {
 }
 
 // Note [Dense copies in the last-level cache]: with a tuning that sets copy_nt_bytes, a
-// dense copy (Memcpy and Rows paths) between the streaming threshold and it keeps plain
-// stores, one above it streams; a transpose above the threshold streams as before; a
+// dense copy (Memcpy and Rows paths) between the streaming threshold and it (1.5 times
+// it on 2 threads) keeps plain stores, one above it streams; a transpose above the
+// threshold streams as before; a
 // threshold a test sets applies to every path. Values exact, the bytes compared.
 TEST(CopyFast, DenseCopiesStreamAboveTheTuningsThreshold) {
   Scope scope;
@@ -615,9 +616,11 @@ TEST(CopyFast, DenseCopiesStreamAboveTheTuningsThreshold) {
   for (int threads : {1, 2}) {
     set_num_threads(threads);
     const std::string at = std::to_string(threads) + " threads";
-    const int64_t mid = 3 * thr / 2 / 4, high = 3 * thr / 4;  // float32 elements: 1.5x and 3x the threshold
-    for (int64_t n : {mid, high}) {
-      const bool want = n == high;
+    // float32 elements: 1.5x, 2.5x and 4x the streaming threshold, against copy_nt_bytes at
+    // 2x: on 2 threads dense copies stream only above 1.5 copy_nt_bytes, 3x the threshold
+    const int64_t mid = 3 * thr / 2 / 4, between = 5 * thr / 2 / 4, high = 4 * thr / 4;
+    for (int64_t n : {mid, between, high}) {
+      const bool want = n == high || (n == between && threads == 1);
       const Tensor src = randn({n}, 5, DType::Float32);
       Tensor dst = empty({n}, DType::Float32);
       dst.copy_(src);

@@ -80,8 +80,9 @@ struct CpuTuning {
   bool zmm16_fill = false;       // and the 2-byte pipelined blocks' fill through them
   int64_t group_bytes = 512 * 1024;  // elementwise staging: bytes per group of planes
   int group_min = 1;                 // and the fewest planes per group
-  int64_t copy_nt_bytes = 0;  // dense copies stream above max(this, the streaming threshold); 0: the
-                              // threshold alone (Note [Dense copies in the last-level cache], copy.cpp)
+  int64_t copy_nt_bytes = 0;  // dense copies stream above max(this, the streaming threshold), 1.5x
+                              // this on 2+ threads; 0: the threshold alone (Note [Dense copies in
+                              // the last-level cache], copy.cpp)
 };
 // The tuning for a core and its caches (pure; the basis says which row was taken).
 CpuTuning tuning_for(const CpuId& id, const CacheSizes& caches);

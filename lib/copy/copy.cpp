@@ -111,13 +111,16 @@ bool want_nt(int64_t out_bytes) {
 // streaming on the Zen 4 VM, at outputs where the transposes and elementwise outputs
 // already gain from streaming, and PyTorch's plain-store copy there took half our time.
 // Where the design's tuning says so (cpu_tuning().copy_nt_bytes: Zen 4, half its LLC)
-// dense copies stream only above that; elsewhere, and wherever a test has set the
-// threshold, above the streaming threshold as every other path (docs/notes/copy-reduce.md,
-// "Dense copies in the L3").
+// dense copies stream only above that, and above 1.5 times that on 2 threads or more:
+// the two cores' plain stores kept a copy's output in the L3 past the size where one
+// core's no longer did (measured on 1 and 2 threads). Elsewhere, and wherever a test has
+// set the threshold, above the streaming threshold as every other path
+// (docs/notes/copy-reduce.md, "Dense copies in the L3").
 bool want_nt_dense(int64_t out_bytes) {
   const int64_t forced = g_nt_threshold.load(std::memory_order_relaxed);
   if (forced >= 0) return want_nt(out_bytes);
-  return want_nt(out_bytes) && out_bytes > cpu_tuning().copy_nt_bytes;
+  const int64_t plain = cpu_tuning().copy_nt_bytes;
+  return want_nt(out_bytes) && out_bytes > (get_num_threads() >= 2 ? plain + plain / 2 : plain);
 }
 
 template <typename D, typename S>
