@@ -132,6 +132,14 @@ class RecheckTest(unittest.TestCase):
         with open(self.log) as f:
             return [(line.split(" ", 1)[0], json.loads(line.split(" ", 1)[1])) for line in f]
 
+    def tables(self):
+        """collect on the JSON dir (no plots) -> the text of its TABLES.md."""
+        results = os.path.join(self.tmp, "results")
+        p = sbtest.run("collect", "--json-dir", self.json_dir, "--results", results, "--no-plots")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(os.path.join(results, SLUG, "TABLES.md"), encoding="utf-8") as f:
+            return f.read()
+
     def test_picks_every_peer_ahead_and_the_near_rows_and_alternates_the_programs(self):
         p = self.recheck("--rounds", "3")
         self.assertEqual(p.returncode, 0, p.stderr)
@@ -313,20 +321,23 @@ class RecheckTest(unittest.TestCase):
                                               case("add", "ours", layout="transposed")]))
         self.assertAlmostEqual(got[case("add", "ours", layout="transposed")]["ratio"]["median"], 2.0)
 
+    def transposed_then_sliced(self, first, twin, transposed, sliced, band):
+        """Our add out= transposed and sliced (first-pass times `first`) against the
+        contiguous twin, 3 rounds: the transposed row among the picks (our calls 0-5: a b,
+        b a, a b), the sliced one in a follow-up (calls 6-11, the same order); `twin`, the
+        twin's times in those 6 calls where it runs, then 100; the layout rows' times
+        where theirs run. -> the finished recheck."""
+        self.canned_ours[case("add", "ours")] = [twin[0], 0, 0, twin[1], twin[2], 0, 100, 0, 0, 100, 100, 0]
+        self.add_layout_rows({"transposed": first[0], "sliced": first[1]},
+                             {"transposed": [0, transposed[0], transposed[1], 0, 0, transposed[2]] + [0] * 6,
+                              "sliced": [0] * 6 + [0, sliced[0], sliced[1], 0, 0, sliced[2]]})
+        p = self.recheck("--rounds", "3", "--band", band, "--layout-per-style", "1", "--no-style")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return p
+
     def test_tables_use_the_interleaved_layout_ratio(self):
-        # our calls: rounds 1-3 a b, b a, a b (calls 0-5); then the follow-up's rounds for
-        # the sliced row (calls 6-11: a b, b a, a b)
-        self.canned_ours[case("add", "ours")] = [100, 0, 0, 110, 120, 0, 100, 0, 0, 100, 100, 0]
-        self.add_layout_rows({"transposed": 3300, "sliced": 1500},
-                             {"transposed": [0, 150, 160, 0, 0, 170] + [0] * 6,
-                              "sliced": [0] * 6 + [0, 130, 130, 0, 0, 130]})
-        p = self.recheck("--rounds", "3", "--band", "1.12", "--layout-per-style", "1", "--no-style")
-        self.assertEqual(p.returncode, 0, p.stderr)
-        results = os.path.join(self.tmp, "results")
-        p = sbtest.run("collect", "--json-dir", self.json_dir, "--results", results, "--no-plots")
-        self.assertEqual(p.returncode, 0, p.stderr)
-        with open(os.path.join(results, SLUG, "TABLES.md"), encoding="utf-8") as f:
-            text = f.read()
+        self.transposed_then_sliced((3300, 1500), (100, 110, 120), (150, 160, 170), (130, 130, 130), "1.12")
+        text = self.tables()
         # transposed: first pass 3.30x, interleaved 160/110 = 1.45x; then the sliced row
         # (first pass 1.50x, now the costliest) in a follow-up: 1.30x; transposed stays
         # the slowest layout of add
@@ -345,12 +356,7 @@ class RecheckTest(unittest.TestCase):
         # Note [Re-check follow-ups]: transposed 3.3x in the first pass, 1.1x alternating;
         # the Summary then quotes sliced (2.0x first pass), re-checked in follow-up 1 at
         # 1.6x, which stays the costliest: no second follow-up
-        self.canned_ours[case("add", "ours")] = [100, 0, 0, 100, 100, 0, 100, 0, 0, 100, 100, 0]
-        self.add_layout_rows({"transposed": 3300, "sliced": 2000},
-                             {"transposed": [0, 110, 110, 0, 0, 110] + [0] * 6,
-                              "sliced": [0] * 6 + [0, 160, 160, 0, 0, 160]})
-        p = self.recheck("--rounds", "3", "--band", "1.01", "--layout-per-style", "1", "--no-style")
-        self.assertEqual(p.returncode, 0, p.stderr)
+        p = self.transposed_then_sliced((3300, 2000), (100, 100, 100), (110, 110, 110), (160, 160, 160), "1.01")
         got = {c["b"]: c for c in self.result()["cases"] if c["pick"] == "layout"}
         tr, sl = case("add", "ours", layout="transposed"), case("add", "ours", layout="sliced")
         self.assertEqual(sorted(got), sorted([tr, sl]))
@@ -360,11 +366,7 @@ class RecheckTest(unittest.TestCase):
         self.assertAlmostEqual(got[sl]["ratio"]["median"], 1.6)
         self.assertIn("follow-up 1", p.stderr)
         self.assertNotIn("follow-up 2", p.stderr)
-        results = os.path.join(self.tmp, "results")
-        self.assertEqual(sbtest.run("collect", "--json-dir", self.json_dir, "--results", results,
-                                    "--no-plots").returncode, 0)
-        with open(os.path.join(results, SLUG, "TABLES.md"), encoding="utf-8") as f:
-            text = f.read()
+        text = self.tables()
         # the Summary's costliest layout of elementwise: sliced at its interleaved ratio,
         # not marked as unchecked
         row = next(line for line in text.splitlines() if line.startswith("| elementwise |"))
@@ -460,11 +462,7 @@ class RecheckTest(unittest.TestCase):
         # every side measured one repetition of the matrix's window, the same on both
         with open(self.log) as f:
             self.assertEqual(len(f.readlines()), 10)
-        results = os.path.join(self.tmp, "results")
-        self.assertEqual(sbtest.run("collect", "--json-dir", self.json_dir, "--results", results,
-                                    "--no-plots").returncode, 0)
-        with open(os.path.join(results, SLUG, "TABLES.md"), encoding="utf-8") as f:
-            text = f.read()
+        text = self.tables()
         self.assertIn("in 3 to 5 rounds, each case until the standard error of its log ratio was 2% or less", text)
         self.assertIn("| max rounds |", text)
         self.assertIn("| decided |", text)
@@ -498,11 +496,7 @@ class RecheckTest(unittest.TestCase):
         self.assertEqual((st["a"], st["b"]), (case("add", "ours"), case("add", "ours", "inplace")))
         self.assertAlmostEqual(st["first_pass"], 1.5)
         self.assertAlmostEqual(st["ratio"]["median"], 1.2)
-        results = os.path.join(self.tmp, "results")
-        self.assertEqual(sbtest.run("collect", "--json-dir", self.json_dir, "--results", results,
-                                    "--no-plots").returncode, 0)
-        with open(os.path.join(results, SLUG, "TABLES.md"), encoding="utf-8") as f:
-            text = f.read()
+        text = self.tables()
         # the Summary's costliest style takes the interleaved ratio; one round cannot settle
         row = next(line for line in text.splitlines() if line.startswith("| elementwise |"))
         self.assertIn("1.20x the out time (noisy: re-check unsettled)", row)
