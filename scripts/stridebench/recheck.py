@@ -37,7 +37,7 @@
 # pair, the Summary moves to the next one, which the picks above never measured. After
 # the rounds, the layout and style picks are made again on the re-checked ratios, and
 # any pair they add gets rounds of its own (at least --min-rounds, past the budget if
-# need be: a pair is one call of our binary a round), up to kFollowUps times; such a
+# need be: a pair is one call of our binary a round), up to FOLLOW_UPS times; such a
 # case records "follow_up": its step (1, 2, ...).
 #
 # Output: JSON_DIR/recheck.json (docs/BENCHMARKS.md, "Interleaved re-check"), which
@@ -74,7 +74,7 @@ SKIP_FAMILIES = ("baseline", "views")  # no peer twins: the ceilings, the views'
 DEFAULT_ROUNDS = {"smoke": (1, 1), "quick": (3, 7), "full": (3, 9)}  # min, max
 DEFAULT_BUDGET = {"smoke": 0, "quick": 120, "full": 0}  # seconds; 0: none
 DEFAULT_MIN_TIME = {"smoke": 0.002, "quick": 0.05, "full": 0.1}  # seconds per side and round
-kFollowUps = 3  # Note [Re-check follow-ups]
+FOLLOW_UPS = 3  # Note [Re-check follow-ups]
 STYLE_FAMILIES = ("elementwise", "copy", "reduce", "matmul", "conv")  # summary.SUMMARY_FAMILIES
 PEER_LIBS = ("torch", "numpy")  # measured by scripts/peers.py
 OURS_LIST = "ours_list.cases"  # in the JSON dir: peers.py --ours-list (not *.json: collect reads those)
@@ -461,7 +461,7 @@ def follow_ups(doc, cases, rs, args, matrix, machine, min_time, min_rounds, max_
     ratios of doc["cases"]; rounds for the pairs they add. Extends cases and doc["cases"]
     -> (status, seconds in all)."""
     status = 0
-    for step in range(1, kFollowUps + 1):
+    for step in range(1, FOLLOW_UPS + 1):
         rs.set_recheck({"cases": doc["cases"]})  # time_ratio reads them now
         have = {(c[0].name, c[1].name) for c in cases}
         new = []
