@@ -278,9 +278,10 @@ SB_POOL512 void pool_planes512(float* out, const int64_t* os, const float* x, co
         if constexpr (kS == 2) {
           const __m512 ev = _mm512_permutex2var_ps(a[0], even, a[1]);
           r = pool_comb16<kMax>(ev, _mm512_permutex2var_ps(a[0], odd, a[1]));
-          if constexpr (kK == 3)
-            r = pool_comb16<kMax>(
-                r, _mm512_castsi512_ps(_mm512_maskz_alignr_epi32(0xFFFF, _mm512_castps_si512(a[2]), _mm512_castps_si512(ev), 1)));
+          if constexpr (kK == 3) {  // the even columns one lane along, the 33rd coming in
+            const __m512i ev1 = _mm512_maskz_alignr_epi32(0xFFFF, _mm512_castps_si512(a[2]), _mm512_castps_si512(ev), 1);
+            r = pool_comb16<kMax>(r, _mm512_castsi512_ps(ev1));
+          }
         } else {
           r = pool_comb16<kMax>(a[0], _mm512_permutex2var_ps(a[0], one, a[1]));
           r = pool_comb16<kMax>(r, _mm512_permutex2var_ps(a[0], two, a[1]));

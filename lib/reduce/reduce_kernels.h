@@ -600,7 +600,8 @@ void v_var_kernel(const typename V::T* base, const int64_t* off, int64_t nr, int
       if constexpr (kWhole) {
         R e[kVRows], pr[kVRows / 2];
         for (int u = 0; u < kVRows; ++u) e[u] = V::sub(y[u], mb);
-        for (int u = 0; u < kVRows / 2; ++u) pr[u] = V::fmadd(e[2 * u], e[2 * u], V::fmadd(e[2 * u + 1], e[2 * u + 1], V::zero()));
+        for (int u = 0; u < kVRows / 2; ++u)
+          pr[u] = V::fmadd(e[2 * u], e[2 * u], V::fmadd(e[2 * u + 1], e[2 * u + 1], V::zero()));
         q = V::add(V::add(pr[0], pr[1]), V::add(pr[2], pr[3]));
       } else {
         for (int u = 0; u < kc; ++u) {
