@@ -193,16 +193,30 @@ void normalize_cols_f32(const char* x, int64_t xsd, char* out, int64_t ocs, int6
       VD::store_aligned(d + 8 * v + 4, VD::add(VD::load_aligned(d + 8 * v + 4), VD::widen_hi(acc[v])));
     }
   };
-  VF::V acc[NV], x0[NV];  // pass 1 sums x - x0, x0 = element 0 of each row (as Note [Short normalize rows])
+  // kU accumulators a vector of rows, element i into acc[i % kU]: with one, a pass over
+  // 16 rows (NV = 2) waited on two add or FMA chains, one step an element
+  // (Note [Normalize across adjacent rows])
+  constexpr int kU = NV >= 8 ? 1 : NV >= 4 ? 2 : 4;
+  VF::V acc[kU][NV], x0[NV];  // pass 1 sums x - x0, x0 = element 0 of each row (as Note [Short normalize rows])
   for (int v = 0; v < NV; ++v) x0[v] = load(reinterpret_cast<const float*>(x), v);
+  const auto flush_all = [&](double* d) {
+    for (int u = 0; u < kU; ++u) flush(acc[u], d);
+  };
   for (int64_t c = 0; c < n; c += kStatFlush) {
     const int64_t ce = std::min(n, c + kStatFlush);
-    for (int v = 0; v < NV; ++v) acc[v] = VF::zero();
-    for (int64_t i = c; i < ce; ++i) {
+    for (int u = 0; u < kU; ++u)
+      for (int v = 0; v < NV; ++v) acc[u][v] = VF::zero();
+    int64_t i = c;
+    for (; i + kU <= ce; i += kU)
+      for (int u = 0; u < kU; ++u) {
+        const float* xi = reinterpret_cast<const float*>(x + (i + u) * xsd);
+        for (int v = 0; v < NV; ++v) acc[u][v] = VF::add(acc[u][v], VF::sub(load(xi, v), x0[v]));
+      }
+    for (; i < ce; ++i) {
       const float* xi = reinterpret_cast<const float*>(x + i * xsd);
-      for (int v = 0; v < NV; ++v) acc[v] = VF::add(acc[v], VF::sub(load(xi, v), x0[v]));
+      for (int v = 0; v < NV; ++v) acc[0][v] = VF::add(acc[0][v], VF::sub(load(xi, v), x0[v]));
     }
-    flush(acc, sum);
+    flush_all(sum);
   }
   alignas(32) float first[8 * NV];
   for (int v = 0; v < NV; ++v) VF::store_aligned(first + 8 * v, x0[v]);
@@ -211,15 +225,25 @@ void normalize_cols_f32(const char* x, int64_t xsd, char* out, int64_t ocs, int6
   for (int v = 0; v < NV; ++v) mv[v] = VF::load_aligned(mean + 8 * v);
   for (int64_t c = 0; c < n; c += kStatFlush) {
     const int64_t ce = std::min(n, c + kStatFlush);
-    for (int v = 0; v < NV; ++v) acc[v] = VF::zero();
-    for (int64_t i = c; i < ce; ++i) {
+    for (int u = 0; u < kU; ++u)
+      for (int v = 0; v < NV; ++v) acc[u][v] = VF::zero();
+    int64_t i = c;
+    for (; i + kU <= ce; i += kU)
+      for (int u = 0; u < kU; ++u) {
+        const float* xi = reinterpret_cast<const float*>(x + (i + u) * xsd);
+        for (int v = 0; v < NV; ++v) {
+          const VF::V d = VF::sub(load(xi, v), mv[v]);
+          acc[u][v] = VF::fma(d, d, acc[u][v]);
+        }
+      }
+    for (; i < ce; ++i) {
       const float* xi = reinterpret_cast<const float*>(x + i * xsd);
       for (int v = 0; v < NV; ++v) {
         const VF::V d = VF::sub(load(xi, v), mv[v]);
-        acc[v] = VF::fma(d, d, acc[v]);
+        acc[0][v] = VF::fma(d, d, acc[0][v]);
       }
     }
-    flush(acc, sq);
+    flush_all(sq);
   }
   // masked lanes loaded 0 and subtracted their mean 0: their rstd is never stored
   const VD::V rn = VD::set1(1.0 / static_cast<double>(n)), ev = VD::set1(eps), one = VD::set1(1.0);
