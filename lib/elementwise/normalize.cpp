@@ -199,52 +199,35 @@ void normalize_cols_f32(const char* x, int64_t xsd, char* out, int64_t ocs, int6
   constexpr int kU = NV >= 8 ? 1 : NV >= 4 ? 2 : 4;
   VF::V acc[kU][NV], x0[NV];  // pass 1 sums x - x0, x0 = element 0 of each row (as Note [Short normalize rows])
   for (int v = 0; v < NV; ++v) x0[v] = load(reinterpret_cast<const float*>(x), v);
-  const auto flush_all = [&](double* d) {
-    for (int u = 0; u < kU; ++u) flush(acc[u], d);
-  };
-  for (int64_t c = 0; c < n; c += kStatFlush) {
-    const int64_t ce = std::min(n, c + kStatFlush);
-    for (int u = 0; u < kU; ++u)
-      for (int v = 0; v < NV; ++v) acc[u][v] = VF::zero();
-    int64_t i = c;
-    for (; i + kU <= ce; i += kU)
-      for (int u = 0; u < kU; ++u) {
-        const float* xi = reinterpret_cast<const float*>(x + (i + u) * xsd);
-        for (int v = 0; v < NV; ++v) acc[u][v] = VF::add(acc[u][v], VF::sub(load(xi, v), x0[v]));
+  // one statistics pass: acc = step(acc, element, v) over the n elements, flushed to d
+  const auto stat_pass = [&](double* d, auto step) {
+    for (int64_t c = 0; c < n; c += kStatFlush) {
+      const int64_t ce = std::min(n, c + kStatFlush);
+      for (int u = 0; u < kU; ++u)
+        for (int v = 0; v < NV; ++v) acc[u][v] = VF::zero();
+      int64_t i = c;
+      for (; i + kU <= ce; i += kU)
+        for (int u = 0; u < kU; ++u) {
+          const float* xi = reinterpret_cast<const float*>(x + (i + u) * xsd);
+          for (int v = 0; v < NV; ++v) acc[u][v] = step(acc[u][v], load(xi, v), v);
+        }
+      for (; i < ce; ++i) {
+        const float* xi = reinterpret_cast<const float*>(x + i * xsd);
+        for (int v = 0; v < NV; ++v) acc[0][v] = step(acc[0][v], load(xi, v), v);
       }
-    for (; i < ce; ++i) {
-      const float* xi = reinterpret_cast<const float*>(x + i * xsd);
-      for (int v = 0; v < NV; ++v) acc[0][v] = VF::add(acc[0][v], VF::sub(load(xi, v), x0[v]));
+      for (int u = 0; u < kU; ++u) flush(acc[u], d);
     }
-    flush_all(sum);
-  }
+  };
+  stat_pass(sum, [&](VF::V a, VF::V e, int v) { return VF::add(a, VF::sub(e, x0[v])); });
   alignas(32) float first[8 * NV];
   for (int v = 0; v < NV; ++v) VF::store_aligned(first + 8 * v, x0[v]);
   for (int k = 0; k < 8 * NV; ++k) mean[k] = static_cast<float>(first[k] + sum[k] / static_cast<double>(n));
   VF::V mv[NV];
   for (int v = 0; v < NV; ++v) mv[v] = VF::load_aligned(mean + 8 * v);
-  for (int64_t c = 0; c < n; c += kStatFlush) {
-    const int64_t ce = std::min(n, c + kStatFlush);
-    for (int u = 0; u < kU; ++u)
-      for (int v = 0; v < NV; ++v) acc[u][v] = VF::zero();
-    int64_t i = c;
-    for (; i + kU <= ce; i += kU)
-      for (int u = 0; u < kU; ++u) {
-        const float* xi = reinterpret_cast<const float*>(x + (i + u) * xsd);
-        for (int v = 0; v < NV; ++v) {
-          const VF::V d = VF::sub(load(xi, v), mv[v]);
-          acc[u][v] = VF::fma(d, d, acc[u][v]);
-        }
-      }
-    for (; i < ce; ++i) {
-      const float* xi = reinterpret_cast<const float*>(x + i * xsd);
-      for (int v = 0; v < NV; ++v) {
-        const VF::V d = VF::sub(load(xi, v), mv[v]);
-        acc[0][v] = VF::fma(d, d, acc[0][v]);
-      }
-    }
-    flush_all(sq);
-  }
+  stat_pass(sq, [&](VF::V a, VF::V e, int v) {
+    const VF::V dv = VF::sub(e, mv[v]);
+    return VF::fma(dv, dv, a);
+  });
   // masked lanes loaded 0 and subtracted their mean 0: their rstd is never stored
   const VD::V rn = VD::set1(1.0 / static_cast<double>(n)), ev = VD::set1(eps), one = VD::set1(1.0);
   for (int k = 0; k < 8 * NV; k += 4)
