@@ -497,6 +497,25 @@ TEST(Reduce, ShortRowsFourAtATime) {
             << "bf16 var, rows of " << n << ", row " << k << ", " << m.threads << " threads";
     }
   }
+  // bfloat16 rows with subnormal elements (Note [bfloat16 sums by dot products]): where
+  // the sum takes vdpbf16ps they read as zero, so the sum may differ from float64's by
+  // 2^-126 per element and no more; rows of 1 + subnormals sum to n exactly on any path
+  for (int64_t n : {40, 256}) {
+    std::vector<double> v(8 * n);
+    for (int64_t i = 0; i < 8 * n; ++i) v[i] = std::ldexp(1.0 + (i % 7) / 8.0, -127 - static_cast<int>(i % 5));
+    for (int64_t i = 4 * n; i < 8 * n; i += 2) v[i] = 1.0;  // rows 4-7: ones and subnormals alternating
+    const Tensor x = from_vector(v, {8, n}).to(DType::BFloat16);
+    const std::vector<double> ref = reference(ReduceOp::Sum, x, {false, true}, 0);
+    for (const test::Modes& m : short_row_modes()) {
+      test::ModeGuard g(m);
+      const Tensor r = sum(x, {1});
+      for (int64_t k = 0; k < 8; ++k) {
+        const double got = r.get({k});
+        if (k < 4) EXPECT_LE(std::abs(got - ref[k]), n * std::ldexp(1.0, -126)) << "bf16 subnormal row " << k << " of " << n;
+        else EXPECT_EQ(got, static_cast<double>(n / 2)) << "bf16 row " << k << " of " << n;
+      }
+    }
+  }
   // negative rows with tails of every length below a step: a lane off the row must not
   // count as 0 in a max (nor a NaN or an infinity elsewhere in the row)
   for (DType dt : {DType::Float32, DType::Float16, DType::BFloat16})

@@ -172,11 +172,19 @@ void run_horizontal(const typename V::T* x, const ReducePlan& g, typename V::A* 
         // Note [Short rows in zmm]: max
         constexpr bool kZmm = std::is_same_v<Op, OpMax> && !std::is_same_v<typename V::T, double>;
         const bool zmm = kZmm && use_avx512();
+        const bool dp16 = std::is_same_v<typename V::T, BFloat16> && use_avx512_bf16();
 #endif
         for (; rows4 && k + 4 <= e; k += 4) {
           const typename V::T* p[4];
           for (int r = 0; r < 4; ++r, w.next()) p[r] = x + w.off;
           if constexpr (std::is_same_v<Op, OpSum>) {
+#ifdef SB_HAVE_AVX512
+            if constexpr (std::is_same_v<typename V::T, BFloat16>)
+              if (dp16) {  // Note [bfloat16 sums by dot products]
+                h_sum_rows4_dp(p, R, res + k);
+                continue;
+              }
+#endif
             h_sum_rows4<V>(p, R, res + k);
           } else if constexpr (std::is_same_v<Op, OpMax>) {
 #ifdef SB_HAVE_AVX512
