@@ -260,6 +260,9 @@ void run_vertical(const typename V::T* x, const ReducePlan& g, typename V::A* re
   const int64_t lk = g.ks[nk - 1];
   const Shape kos(g.ks.begin(), g.ks.end() - 1), kost(g.kst.begin(), g.kst.end() - 1);
   const int64_t nc = (lk + kColumns - 1) / kColumns, tasks = (K / lk) * nc;
+#ifdef SB_HAVE_AVX512
+  const bool dp16 = std::is_same_v<typename V::T, BFloat16> && V::W > 1 && use_avx512_bf16();
+#endif
   // combine rows [rb, re) of column task t into out (laid out like res)
   auto task = [&](int64_t t, int64_t rb, int64_t re, A* out) {
     if (rb >= re) return;
@@ -336,7 +339,15 @@ void run_vertical(const typename V::T* x, const ReducePlan& g, typename V::A* re
         v_var_kernel<V>(base, off, n, L, buf, cb, nrun);
         nrun += n;
       } else {
-        v_kernel<V, Op>(base, off, n, L, buf);
+        bool done = false;
+#ifdef SB_HAVE_AVX512
+        if constexpr (std::is_same_v<Op, OpSum> && std::is_same_v<typename V::T, BFloat16> && V::W > 1)
+          if (dp16) {  // Note [bfloat16 column sums by dot products]
+            v_sum_bf16_dp(base, off, n, L, buf);
+            done = true;
+          }
+#endif
+        if (!done) v_kernel<V, Op>(base, off, n, L, buf);
       }
       r += n;
       if ((since += n) >= kFlushRows && r < re) {

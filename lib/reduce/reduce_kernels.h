@@ -566,6 +566,61 @@ void v_kernel(const typename V::T* base, const int64_t* off, int64_t nr, int64_t
   }
 }
 
+#ifdef SB_HAVE_AVX512
+// Note [bfloat16 column sums by dot products]
+// v_kernel's sum for bfloat16 rows on a CPU with AVX512_BF16: two rows' 32 columns
+// interleaved by one unpack each way (low and high four words of each 128-bit lane)
+// and added into float lanes by vdpbf16ps against ones, eight rows a pass as v_kernel's.
+// The AVX2 loop widened each row's 8 columns by a shuffle of its own, which bound it.
+// The accumulators hold a block's columns in the unpacks' order (lo: 0-3, 8-11, 16-19,
+// 24-27; hi: the other four of each eight), so buf, in column order, goes in and out
+// through two permutes each, four a block of 32 columns per pass of 8 rows. Ragged
+// ends through masked loads (zero words) and stores; an odd row pairs with zeros.
+// Subnormal inputs read as zero, as in Note [bfloat16 sums by dot products].
+#define SB_VDP __attribute__((target("avx2,fma,avx512f,avx512vl,avx512bw,avx512bf16")))
+#define SB_VDP_INLINE __attribute__((target("avx2,fma,avx512f,avx512vl,avx512bw,avx512bf16"), always_inline))
+template <class K>
+SB_VDP_INLINE inline void v_sum_bf16_block(const BFloat16* const* p, K k, int64_t j, __mmask32 m, float* buf) {
+  const __m512bh one = (__m512bh)_mm512_set1_epi16(0x3F80);  // bfloat16 1.0
+  const __m512i to_lo = _mm512_setr_epi32(0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27);
+  const __m512i to_hi = _mm512_setr_epi32(4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
+  const __m512i to_c0 = _mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 4, 5, 6, 7, 20, 21, 22, 23);
+  const __m512i to_c1 = _mm512_setr_epi32(8, 9, 10, 11, 24, 25, 26, 27, 12, 13, 14, 15, 28, 29, 30, 31);
+  const __mmask16 m0 = static_cast<__mmask16>(m), m1 = static_cast<__mmask16>(m >> 16);
+  const __m512 c0 = _mm512_maskz_loadu_ps(m0, buf + j), c1 = _mm512_maskz_loadu_ps(m1, buf + j + 16);
+  __m512 lo = _mm512_permutex2var_ps(c0, to_lo, c1), hi = _mm512_permutex2var_ps(c0, to_hi, c1);
+  for (int u = 0; u < k; u += 2) {  // k a constant: unrolled
+    const __m512i x0 = _mm512_maskz_loadu_epi16(m, p[u] + j);
+    const __m512i x1 = u + 1 < k ? _mm512_maskz_loadu_epi16(m, p[u + 1] + j) : _mm512_setzero_si512();
+    lo = _mm512_dpbf16_ps(lo, (__m512bh)_mm512_unpacklo_epi16(x0, x1), one);
+    hi = _mm512_dpbf16_ps(hi, (__m512bh)_mm512_unpackhi_epi16(x0, x1), one);
+  }
+  _mm512_mask_storeu_ps(buf + j, m0, _mm512_permutex2var_ps(lo, to_c0, hi));
+  _mm512_mask_storeu_ps(buf + j + 16, m1, _mm512_permutex2var_ps(lo, to_c1, hi));
+}
+
+// buf[j] (j < L) plus the rows base + off[r], r < nr (v_kernel's OpSum, bfloat16)
+SB_VDP void v_sum_bf16_dp(const BFloat16* base, const int64_t* off, int64_t nr, int64_t L, float* buf) {
+  for (int64_t r = 0; r < nr; r += kVRows) {
+    const int64_t k = std::min<int64_t>(kVRows, nr - r);
+    const BFloat16* p[kVRows];
+    for (int u = 0; u < kVRows; ++u) p[u] = base + off[r + std::min<int64_t>(u, k - 1)];
+    auto pass = [&](auto kk) SB_VDP_INLINE {
+      int64_t j = 0;
+      for (; j + 32 <= L; j += 32) {
+        for (int u = 0; u < kVRows; ++u) __builtin_prefetch(p[u] + j + kVPrefetch16, 0, 3);  // Note [Prefetched 2-byte rows]
+        v_sum_bf16_block(p, kk, j, ~__mmask32(0), buf);
+      }
+      if (j < L) v_sum_bf16_block(p, kk, j, (__mmask32(1) << (L - j)) - 1, buf);
+    };
+    if (k == kVRows) pass(std::integral_constant<int, kVRows>{});
+    else pass(static_cast<int>(k));
+  }
+}
+#undef SB_VDP_INLINE
+#undef SB_VDP
+#endif
+
 // Note [One read for var], a unit-stride run p[0, n): blocks of kVarRunBlock elements,
 // each in one pass of shifted sums S = sum(x - c), Q = sum((x - c)^2), c the previous
 // block's mean rounded to Acc (the first block's: the mean of its first 8 elements, a
