@@ -557,6 +557,50 @@ TEST(Reduce, ShortRowsFourAtATime) {
     }
 }
 
+// Notes [bfloat16 sums by dot products] and [bfloat16 column sums by dot products]: the
+// bf16 sums of unit-stride runs (a whole tensor, rows past the short-row length) and of
+// columns, lengths around every step of those loops (32-element loads, 128 a step of
+// the four chains, kFlushElems blocks; 32-column blocks, 8 rows a pass, an odd row),
+// misaligned by one element. Small integers make every float sum exact, so each path
+// must give the float64 sum itself.
+TEST(Reduce, BFloat16SumsEveryLengthOfEachLoop) {
+  auto values = [](int64_t n) {
+    std::vector<double> v(n + 1);
+    for (int64_t i = 0; i <= n; ++i) v[i] = static_cast<double>((i * 5) % 7) - 3.0;
+    return v;
+  };
+  auto exact = [](const std::vector<double>& v, int64_t b, int64_t e, int64_t step) {
+    double t = 0;
+    for (int64_t i = b; i < e; i += step) t += v[i];
+    return t;
+  };
+  for (const test::Modes& m : short_row_modes()) {
+    test::ModeGuard g(m);
+    const std::string mode = std::string(simd_level_name(m.simd)) + ", " + std::to_string(m.threads) + " threads";
+    for (int64_t n : {1, 31, 32, 33, 100, 127, 128, 129, 1023, 1025, 1100, 4095, 4096, 4097, 4193, 4223, 10000, 12401}) {
+      const std::vector<double> v = values(n);
+      const Tensor x = from_vector(v, {n + 1}).to(DType::BFloat16).slice(0, 1, n + 1);  // off 64-byte alignment
+      EXPECT_EQ(sum(x).to(DType::Float32).item(), exact(v, 1, n + 1, 1)) << "bf16 sum of " << n << ", " << mode;
+      if (n > 1024) {  // rows past the short-row kernel
+        const Tensor rows = from_vector(values(3 * n), {3 * n + 1}).to(DType::BFloat16).slice(0, 1, 3 * n + 1).view({3, n});
+        const std::vector<double> w = values(3 * n);
+        const Tensor r = sum(rows, {1});
+        for (int64_t k = 0; k < 3; ++k)
+          EXPECT_EQ(r.get({k}), exact(w, 1 + k * n, 1 + (k + 1) * n, 1)) << "bf16 row " << k << " of " << n << ", " << mode;
+      }
+    }
+    for (int64_t rows : {1, 2, 7, 9, 37})
+      for (int64_t cols : {1, 31, 32, 33, 100, 127, 129}) {
+        const std::vector<double> v = values(rows * cols);
+        const Tensor x = from_vector(v, {rows * cols + 1}).to(DType::BFloat16).slice(0, 1, rows * cols + 1).view({rows, cols});
+        const Tensor r = sum(x, {0});
+        for (int64_t j = 0; j < cols; ++j)
+          EXPECT_EQ(r.get({j}), exact(v, 1 + j, 1 + rows * cols, cols))
+              << "bf16 column " << j << " of " << rows << " x " << cols << ", " << mode;
+      }
+  }
+}
+
 TEST(Reduce, NanPropagatesThroughMaxSumAndVar) {
   Scope scope;
   for (DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16}) {

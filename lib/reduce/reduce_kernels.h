@@ -204,12 +204,55 @@ struct DirectSink {
   void add(const A* part) { Op::scombine(out, part); }
 };
 
+#ifdef SB_HAVE_AVX512
+// Note [bfloat16 sums by dot products], a unit-stride run of any length (h_kernel's
+// OpSum): blocks of kFlushElems elements, four chains of 16 float lanes, 128 elements
+// a step, the block's end through one masked load a chain; each block's lanes summed in
+// double into the sink.
+#define SB_HDP __attribute__((target("avx2,fma,avx512f,avx512vl,avx512bw,avx512bf16")))
+template <class Sink>
+SB_HDP void h_sum_run_dp(const BFloat16* p, int64_t n, Sink& sink) {
+  const __m512bh one = (__m512bh)_mm512_set1_epi16(0x3F80);  // bfloat16 1.0
+  for (int64_t i = 0; i < n;) {
+    const int64_t end = std::min(n, i + kFlushElems);
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    for (; i + 128 <= end; i += 128) {
+      a0 = _mm512_dpbf16_ps(a0, (__m512bh)_mm512_loadu_si512(p + i), one);
+      a1 = _mm512_dpbf16_ps(a1, (__m512bh)_mm512_loadu_si512(p + i + 32), one);
+      a2 = _mm512_dpbf16_ps(a2, (__m512bh)_mm512_loadu_si512(p + i + 64), one);
+      a3 = _mm512_dpbf16_ps(a3, (__m512bh)_mm512_loadu_si512(p + i + 96), one);
+    }
+    auto step = [&](__m512 a) SB_HDP {  // the next <= 32 elements, zeros past end
+      const int64_t c = std::min<int64_t>(32, end - i);
+      const __mmask32 m = c == 32 ? ~__mmask32(0) : (__mmask32(1) << c) - 1;
+      a = _mm512_dpbf16_ps(a, (__m512bh)_mm512_maskz_loadu_epi16(m, p + i), one);
+      i += c;
+      return a;
+    };
+    if (i < end) a0 = step(a0);
+    if (i < end) a1 = step(a1);
+    if (i < end) a2 = step(a2);
+    if (i < end) a3 = step(a3);
+    const __m512d t = _mm512_castps_pd(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
+    const __m256 lo = _mm256_castpd_ps(_mm512_mask_extractf64x4_pd(_mm256_setzero_pd(), 0xF, t, 0));
+    const __m256 hi = _mm256_castpd_ps(_mm512_mask_extractf64x4_pd(_mm256_setzero_pd(), 0xF, t, 1));
+    const double part = vec::F32Lanes::hsum(_mm256_add_ps(lo, hi));
+    sink.add(&part);
+  }
+}
+#undef SB_HDP
+#endif
+
 template <class V, class Op, class Sink>
 void h_kernel(const typename V::T* p, int64_t n, int64_t s, double m, Sink& sink) {
   using A = typename V::A;
   using R = typename V::R;
   constexpr int W = V::W, N = Op::N;
   int64_t i = 0;
+#ifdef SB_HAVE_AVX512
+  if constexpr (std::is_same_v<Op, OpSum> && std::is_same_v<typename V::T, BFloat16> && W > 1)
+    if (s == 1 && use_avx512_bf16()) return h_sum_run_dp(p, n, sink);  // Note [bfloat16 sums by dot products]
+#endif
   if (s == 1 && W > 1) {
     const R mv = V::set1(m);
     while (n - i >= W) {  // runs of at most kFlushElems in the register type
@@ -465,14 +508,15 @@ SB_RZMM void h_max_rows4_zmm(const T* const* p, int64_t n, double* out) {
 }
 
 // Note [bfloat16 sums by dot products]
-// A bfloat16 short-row sum on a CPU with AVX512_BF16 (use_avx512_bf16()) takes
-// vdpbf16ps against a register of ones: 32 elements of a row an instruction, each float
-// lane adding its pair of elements (x * 1 is exact), where the AVX2 loop widens 16
-// elements by two unpacks and adds them by two more instructions. Rows go four at a
-// time, two chains a row as in Note [Short rows four at a time]; the last < 32 elements
-// of a row through a masked load whose other words are zero, so no scalar tail. A lane
-// sums at most kShortRow / 16 elements in float32 before the rows' lanes go into double
-// (hsum4), so the accuracy is that of the AVX2 loop. vdpbf16ps reads bfloat16
+// A bfloat16 sum of unit-stride rows on a CPU with AVX512_BF16 (use_avx512_bf16())
+// takes vdpbf16ps against a register of ones: 32 elements of a row an instruction, each
+// float lane adding its pair of elements (x * 1 is exact), where the AVX2 loop widens
+// 16 elements by two unpacks and adds them by two more instructions. Short rows go four
+// at a time, two chains a row as in Note [Short rows four at a time] (h_sum_rows4_dp);
+// longer runs in h_kernel's blocks of kFlushElems, four chains (h_sum_run_dp). The last
+// < 32 elements go through a masked load whose other words are zero, so no scalar
+// tail. A lane sums at most kShortRow / 16 (short rows) or kFlushElems / 64 elements in
+// float32 before the lanes go into double, fewer than the AVX2 loop's. vdpbf16ps reads bfloat16
 // subnormals as zero (DAZ) and flushes a subnormal float32 partial sum (FTZ), as the
 // bf16 GEMM on the same instruction does: the sum differs from the AVX2 loop's by at
 // most 2^-126 per element (Note [bfloat16 NaN and subnormals]); NaN and infinity
