@@ -601,6 +601,41 @@ TEST(Reduce, BFloat16SumsEveryLengthOfEachLoop) {
   }
 }
 
+// Note [bfloat16 moments by dot products]: bf16 var of short rows from sums around 0
+// where every row of a group of four allows it (rows around 0, rows of |x|: a mean 0.8
+// standard deviations from 0), else through run_centre; every row must match float64
+// to bf16's tolerance, at every level.
+TEST(Reduce, BFloat16VarAroundZeroOrItsCentre) {
+  // rows 0-3 (one group) around 0 or |x|; the other groups each hold a row the sums
+  // around 0 cannot take: 100 + 3 randn (5, 14), 2^20 but one 2^20 + 2^13 (6), a NaN
+  // (9), an infinity (10)
+  for (int64_t n : {20, 45, 64, 256, 1000}) {
+    std::vector<double> v = randn({16, n}, 900 + n, DType::Float64).to_vector();
+    for (int64_t r = 0; r < 16; ++r)
+      for (int64_t i = 0; i < n; ++i) {
+        double& e = v[r * n + i];
+        if (r == 1 || r == 2 || r == 13) e = std::fabs(e);
+        if (r == 5 || r == 14) e = 100.0 + 3.0 * e;
+        if (r == 6) e = i == 5 ? 1048576.0 + 8192.0 : 1048576.0;
+        if (r == 9 && i == n / 2) e = NAN;
+        if (r == 10 && i == n - 1) e = INFINITY;
+      }
+    const Tensor x = from_vector(v, {16, n}).to(DType::BFloat16);
+    const std::vector<double> ref = reference(ReduceOp::Var, x, {false, true}, 1);
+    for (const test::Modes& m : short_row_modes()) {
+      test::ModeGuard g(m);
+      const Tensor r = var(x, {1});
+      for (int64_t k = 0; k < 16; ++k) {
+        const double got = r.get({k});
+        const std::string what = "bf16 var row " + std::to_string(k) + " of " + std::to_string(n) + ", " +
+                                 simd_level_name(m.simd) + ", " + std::to_string(m.threads) + " threads";
+        if (k == 9 || k == 10) EXPECT_TRUE(std::isnan(got)) << what << ": " << got;
+        else EXPECT_NEAR(got, ref[k], 8e-3 * ref[k]) << what;
+      }
+    }
+  }
+}
+
 TEST(Reduce, NanPropagatesThroughMaxSumAndVar) {
   Scope scope;
   for (DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16}) {

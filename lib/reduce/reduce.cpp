@@ -173,6 +173,7 @@ void run_horizontal(const typename V::T* x, const ReducePlan& g, typename V::A* 
         constexpr bool kZmm = std::is_same_v<Op, OpMax> && !std::is_same_v<typename V::T, double>;
         const bool zmm = kZmm && use_avx512();
         const bool dp16 = std::is_same_v<typename V::T, BFloat16> && use_avx512_bf16();
+        int dp_skip = 0;  // var: groups left before the moments by dot products are tried again
 #endif
         for (; rows4 && k + 4 <= e; k += 4) {
           const typename V::T* p[4];
@@ -196,11 +197,31 @@ void run_horizontal(const typename V::T* x, const ReducePlan& g, typename V::A* 
 #endif
             h_max_rows4<V>(p, R, res + k);
           } else {  // h_var_run's one block per row: its centre, its guard, its merge
+            const A nA = static_cast<A>(R);
+#ifdef SB_HAVE_AVX512
+            if constexpr (std::is_same_v<typename V::T, BFloat16>)
+              if (dp16 && dp_skip-- <= 0) {  // Note [bfloat16 moments by dot products]: around 0, where all four rows allow it
+                double s1[4], s2[4];
+                h_moments_rows4_dp(p, R, s1, s2);
+                auto near = [nA](double s1, double s2) {  // sum(x^2) <= 16 M2; false for a NaN or an infinity
+                  return s2 <= std::numeric_limits<A>::max() && s2 <= 16 * (s2 - s1 * (s1 / nA));
+                };
+                if (near(s1[0], s2[0]) && near(s1[1], s2[1]) && near(s1[2], s2[2]) && near(s1[3], s2[3])) {
+                  for (int r = 0; r < 4; ++r) {
+                    A acc[N];
+                    Op::sinit(acc);
+                    merge_block<A>(acc, nA, A(0), s2[r], s1[r]);
+                    for (int q = 0; q < N; ++q) res[q * K + k + r] = acc[q];
+                  }
+                  continue;
+                }
+                dp_skip = kDpRetry;  // rows near each other are alike: try again after kDpRetry groups
+              }
+#endif
             typename V::Acc c[4];
             for (int r = 0; r < 4; ++r) c[r] = run_centre<V>(p[r], R);
             double s1[4], s2[4];
             h_sqdev_rows4<V>(p, R, c, s1, s2);
-            const A nA = static_cast<A>(R);
             for (int r = 0; r < 4; ++r) {
               A acc[N];
               Op::sinit(acc);
