@@ -25,7 +25,7 @@ struct Im2colNchw {
   int64_t xc, xh, xw;
   void operator()(float* dst, int64_t p0, int64_t kc, int64_t j0, int64_t nc) const {
     const ConvShape& G = *g;
-    const int64_t khw = G.KH * G.KW;
+    [[maybe_unused]] const int64_t khw = G.KH * G.KW;
     const bool avx2 = use_avx2();
     (void)avx2;
 #ifdef SB_HAVE_AVX2

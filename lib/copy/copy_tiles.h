@@ -331,7 +331,7 @@ int tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool nt) {
   // stride apart (4096 bfloat16 = 8 KiB) share their L1 sets: every read missed
   // (docs/notes/copy-reduce.md, Transposes of 2- and 8-byte elements).
   const bool simd_other = (sizeof(U) == 2 || sizeof(U) == 8) && use_avx2();
-  constexpr int64_t kOtherA = sizeof(U) == 8 ? 64 : 128, kOtherB = sizeof(U) == 8 ? 64 : 128;  // 32 KiB
+  [[maybe_unused]] constexpr int64_t kOtherA = sizeof(U) == 8 ? 64 : 128, kOtherB = sizeof(U) == 8 ? 64 : 128;  // 32 KiB
   const int64_t tile = std::clamp<int64_t>(kTileBytes / static_cast<int64_t>(sizeof(U)), 32, 64);  // scalar tiles
   const int64_t nA = p.size[a], nB = p.size[last], dA = p.dst[a], sB = p.src[last];
   Plan outer;  // the other dims
@@ -343,6 +343,7 @@ int tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool nt) {
     }
   const int64_t nouter = std::accumulate(outer.size.begin(), outer.size.end(), int64_t{1}, std::multiplies<>());
   bool bands = false, bands16 = false, blocks16 = false;  // Note [Transpose bands]: 4-byte, 2-byte elements
+  bool lines16 = false;  // Note [Streaming 2-byte tile runs]
 #ifdef SB_HAVE_AVX2
   bands = simd && nt && nB >= 16 && dA % 16 == 0 && reinterpret_cast<uintptr_t>(d) % 64 == 0;
   bands16 = sizeof(U) == 2 && use_avx2() && nt && nB >= kBand16Rows && dA % 32 == 0 &&
@@ -356,7 +357,6 @@ int tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool nt) {
   // Note [Streaming 2-byte tile runs]: where 2-byte dst rows lie far apart and the
   // source rows are too short for blocks
   const bool zmm16 = use_avx512() && cpu_tuning().zmm16;
-  bool lines16 = false;
   if (bands16 && dA * 2 >= kBlockMinRowBytes) {  // 2-byte dst rows far apart: blocks, zmm tile runs or the buffered tiles
     blocks16 = transpose_bands(nA, dA * 2).rows == kBlockB;
     lines16 = !blocks16 && zmm16 && nA >= kDirectA;

@@ -62,7 +62,8 @@ inline void interleave16(uint32_t* d, __m256i x0, __m256i x1) {
 // dst[panel][p][r] = (A(i0 + panel*MR + r, p0 + 2p), A(.., p0 + 2p + 1)), zero past mc and kc.
 void pack_a_pairs(uint32_t* dst, const BFloat16* a, int64_t rs, int64_t cs, int64_t i0, int64_t mc, int64_t p0,
                   int64_t kc, int MR) {
-  const int64_t ks = (kc + 1) / 2, full = kc / 2;
+  const int64_t ks = (kc + 1) / 2;
+  [[maybe_unused]] const int64_t full = kc / 2;  // pair steps with both elements (the fast paths)
   for (int64_t ip = 0; ip < mc; ip += MR, dst += MR * ks) {
     const int mr = static_cast<int>(std::min<int64_t>(MR, mc - ip));
     const BFloat16* a0 = a + (i0 + ip) * rs + p0 * cs;
@@ -91,7 +92,8 @@ void pack_a_pairs(uint32_t* dst, const BFloat16* a, int64_t rs, int64_t cs, int6
 // dst[panel][p][c] = (B(p0 + 2p, j0 + panel*16 + c), B(p0 + 2p + 1, ..)), zero past nc and kc.
 void pack_b_pairs(uint32_t* dst, const BFloat16* b, int64_t rs, int64_t cs, int64_t p0, int64_t kc, int64_t j0,
                   int64_t nc) {
-  const int64_t ks = (kc + 1) / 2, full = kc / 2;
+  const int64_t ks = (kc + 1) / 2;
+  [[maybe_unused]] const int64_t full = kc / 2;  // pair steps with both elements (the fast paths)
   for (int64_t jp = 0; jp < nc; jp += kNRp, dst += kNRp * ks) {
     const int nr = static_cast<int>(std::min<int64_t>(kNRp, nc - jp));
     const BFloat16* b0 = b + p0 * rs + (j0 + jp) * cs;

@@ -161,7 +161,7 @@ void run_horizontal(const typename V::T* x, const ReducePlan& g, typename V::A* 
   // Note [Short rows four at a time]: sum, max and var of unit-stride rows of W to kShortRow elements
   constexpr bool kRows4 = (std::is_same_v<Op, OpSum> || std::is_same_v<Op, OpMax> || std::is_same_v<Op, OpVar>) &&
                           std::is_same_v<A, double> && V::W > 1;
-  const bool rows4 = kRows4 && nd == 1 && si == 1 && R >= V::W && R <= kShortRow;
+  [[maybe_unused]] const bool rows4 = kRows4 && nd == 1 && si == 1 && R >= V::W && R <= kShortRow;
   if (!split) {
     parallel_for(0, K, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(R, 1)), [&](int64_t b, int64_t e) {
       Walker w(g.ks, g.kst, b);
