@@ -200,7 +200,8 @@ void run_horizontal(const typename V::T* x, const ReducePlan& g, typename V::A* 
             const A nA = static_cast<A>(R);
 #ifdef SB_HAVE_AVX512
             if constexpr (std::is_same_v<typename V::T, BFloat16>)
-              if (dp16 && dp_skip-- <= 0) {  // Note [bfloat16 moments by dot products]: around 0, where all four rows allow it
+              // Note [bfloat16 moments by dot products]: around 0, where all four rows allow it
+              if (dp16 && dp_skip-- <= 0) {
                 double s1[4], s2[4];
                 h_moments_rows4_dp(p, R, s1, s2);
                 auto near = [nA](double s1, double s2) {  // sum(x^2) <= 16 M2; false for a NaN or an infinity

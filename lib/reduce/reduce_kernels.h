@@ -233,10 +233,8 @@ SB_HDP void h_sum_run_dp(const BFloat16* p, int64_t n, Sink& sink) {
     if (i < end) a1 = step(a1);
     if (i < end) a2 = step(a2);
     if (i < end) a3 = step(a3);
-    const __m512d t = _mm512_castps_pd(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
-    const __m256 lo = _mm256_castpd_ps(_mm512_mask_extractf64x4_pd(_mm256_setzero_pd(), 0xF, t, 0));
-    const __m256 hi = _mm256_castpd_ps(_mm512_mask_extractf64x4_pd(_mm256_setzero_pd(), 0xF, t, 1));
-    const double part = vec::F32Lanes::hsum(_mm256_add_ps(lo, hi));
+    const __m512 t = _mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3));
+    const double part = vec::F32Lanes::hsum(vec::fold_halves(t));
     sink.add(&part);
   }
 }
@@ -433,8 +431,8 @@ void h_sqdev_rows4(const typename V::T* const* p, int64_t n, const typename V::A
 // The halves of each row's registers are then folded (max_nan) into one AVX2 register
 // and the rest is the AVX2 kernel's (hmax). The sums and var keep the AVX2 loop, which
 // the zmm one did not beat on their rows (docs/notes/copy-reduce.md, "Short rows in
-// zmm"), but for the bfloat16 sum by dot products (below). Separate functions under their own target, so the AVX2 kernels' code stays as
-// it was.
+// zmm"), but for bfloat16 by dot products (below). Separate functions under their own
+// target, so the AVX2 kernels' code stays as it was.
 #define SB_RZMM __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw")))
 #define SB_RZMM_INLINE __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw"), always_inline))
 
@@ -515,12 +513,12 @@ SB_RZMM void h_max_rows4_zmm(const T* const* p, int64_t n, double* out) {
 // at a time, two chains a row as in Note [Short rows four at a time] (h_sum_rows4_dp);
 // longer runs in h_kernel's blocks of kFlushElems, four chains (h_sum_run_dp). The last
 // < 32 elements go through a masked load whose other words are zero, so no scalar
-// tail. A lane sums at most kShortRow / 16 (short rows) or kFlushElems / 64 elements in
-// float32 before the lanes go into double, fewer than the AVX2 loop's. vdpbf16ps reads bfloat16
-// subnormals as zero (DAZ) and flushes a subnormal float32 partial sum (FTZ), as the
-// bf16 GEMM on the same instruction does: the sum differs from the AVX2 loop's by at
-// most 2^-126 per element (Note [bfloat16 NaN and subnormals]); NaN and infinity
-// propagate as in any float sum.
+// tail. A lane sums at most kShortRow / 16 (short rows) or kFlushElems / 64 elements
+// in float32 before the lanes go into double, fewer than the AVX2 loop's. vdpbf16ps
+// reads bfloat16 subnormals as zero (DAZ) and flushes a subnormal float32 partial sum
+// (FTZ), as the bf16 GEMM on the same instruction does: the sum differs from the AVX2
+// loop's by at most 2^-126 per element (Note [bfloat16 NaN and subnormals]); NaN and
+// infinity propagate as in any float sum.
 #define SB_RDP_INLINE __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512bf16"), always_inline))
 __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512bf16"))) void h_sum_rows4_dp(
     const BFloat16* const* p, int64_t n, double* out) {
@@ -550,10 +548,7 @@ __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512bf16"))) vo
     };
     b0 = dpm(b0, p0 + i), b1 = dpm(b1, p1 + i), b2 = dpm(b2, p2 + i), b3 = dpm(b3, p3 + i);
   }
-  auto fold = [](__m512 a, __m512 b) SB_RDP_INLINE {
-    const __m512 t = _mm512_add_ps(a, b);
-    return _mm256_add_ps(zmm_half(t, 0), zmm_half(t, 1));
-  };
+  auto fold = [](__m512 a, __m512 b) SB_RDP_INLINE { return vec::fold_halves(_mm512_add_ps(a, b)); };
   const __m256 s[4] = {fold(a0, b0), fold(a1, b1), fold(a2, b2), fold(a3, b3)};
   _mm256_storeu_pd(out, vec::F32Lanes::hsum4(s));
 }
@@ -567,9 +562,10 @@ __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512bf16"))) vo
 // group of four rows this way only where every row has Q <= 16 M2 (a mean within 3.9
 // standard deviations of 0) and Q finite: M2 within 2^-14 of itself, below the 2^-9 of
 // the bfloat16 result's rounding. Other groups, and rows with a NaN or an infinity, take
-// the run_centre path, and the next kDpRetry groups go there without trying: a tensor's
-// rows tend to be alike, and a group tried in vain costs the sums twice. Squares below 2^-126 and subnormal inputs read as zero (as in
-// Note [bfloat16 sums by dot products]): M2 differs by at most 2^-126 per element.
+// the run_centre path, and the next kDpRetry groups go there without trying: a
+// tensor's rows tend to be alike, and a group tried in vain costs the sums twice.
+// Squares below 2^-126 and subnormal inputs read as zero (as in Note [bfloat16 sums by
+// dot products]): M2 differs by at most 2^-126 per element.
 constexpr int kDpRetry = 32;
 __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512bf16"))) void h_moments_rows4_dp(
     const BFloat16* const* p, int64_t n, double* s, double* q) {
@@ -594,8 +590,9 @@ __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512bf16"))) vo
     step(s2, q2, _mm512_maskz_loadu_epi16(m, p2 + i));
     step(s3, q3, _mm512_maskz_loadu_epi16(m, p3 + i));
   }
-  auto half = [](__m512 a) SB_RDP_INLINE { return _mm256_add_ps(zmm_half(a, 0), zmm_half(a, 1)); };
-  const __m256 sv[4] = {half(s0), half(s1), half(s2), half(s3)}, qv[4] = {half(q0), half(q1), half(q2), half(q3)};
+  using vec::fold_halves;
+  const __m256 sv[4] = {fold_halves(s0), fold_halves(s1), fold_halves(s2), fold_halves(s3)},
+               qv[4] = {fold_halves(q0), fold_halves(q1), fold_halves(q2), fold_halves(q3)};
   _mm256_storeu_pd(s, vec::F32Lanes::hsum4(sv));
   _mm256_storeu_pd(q, vec::F32Lanes::hsum4(qv));
 }
@@ -694,7 +691,8 @@ SB_VDP void v_sum_bf16_dp(const BFloat16* base, const int64_t* off, int64_t nr, 
     auto pass = [&](auto kk) SB_VDP_INLINE {
       int64_t j = 0;
       for (; j + 32 <= L; j += 32) {
-        for (int u = 0; u < kVRows; ++u) __builtin_prefetch(p[u] + j + kVPrefetch16, 0, 3);  // Note [Prefetched 2-byte rows]
+        // Note [Prefetched 2-byte rows]
+        for (int u = 0; u < kVRows; ++u) __builtin_prefetch(p[u] + j + kVPrefetch16, 0, 3);
         v_sum_bf16_block(p, kk, j, ~__mmask32(0), buf);
       }
       if (j < L) v_sum_bf16_block(p, kk, j, (__mmask32(1) << (L - j)) - 1, buf);
