@@ -854,6 +854,91 @@ TEST(Elementwise, StreamedBfloat16RowsFromEveryLinePosition) {
   set_nt_threshold_bytes(-1);
 }
 
+// Note [bfloat16 sign ops on bits]: relu, neg and abs of every bfloat16 bit pattern
+// (subnormals, both zeros, infinities, quiet and signalling NaNs of either sign), exact to
+// the bit at every level: a NaN keeps its sign and payload with the quiet bit set (the
+// documented narrowing), every other value is its own bits with the sign zeroed, flipped
+// or cleared. Outputs out=, in place, out of place and streamed from each of 10 offsets,
+// rows cut at lengths ending in every part of a 32-lane step; a stride-0 input too.
+TEST(Elementwise, Bfloat16SignOpsOnEveryBitPattern) {
+  auto is_nan = [](uint16_t v) { return (v & 0x7FFF) > 0x7F80; };
+  auto want = [&](int op, uint16_t v) -> uint16_t {
+    uint16_t r = v;
+    if (op == 0) r = is_nan(v) || !(v & 0x8000) || v == 0x8000 ? v : 0;  // relu
+    if (op == 1) r = static_cast<uint16_t>(v ^ 0x8000);  // neg
+    if (op == 2) r = static_cast<uint16_t>(v & 0x7FFF);  // abs
+    return is_nan(v) ? static_cast<uint16_t>(r | 0x40) : r;
+  };
+  const char* names[] = {"relu", "neg", "abs"};
+  auto run_out = [](int op, Tensor& o, const Tensor& x) {
+    if (op == 0) relu_out(o, x);
+    if (op == 1) neg_out(o, x);
+    if (op == 2) abs_out(o, x);
+  };
+  auto run_new = [](int op, const Tensor& x) { return op == 0 ? relu(x) : op == 1 ? neg(x) : abs(x); };
+  auto run_inplace = [](int op, Tensor& x) {
+    if (op == 0) x.relu_();
+    if (op == 1) x.neg_();
+    if (op == 2) x.abs_();
+  };
+  const int64_t n = 65536;
+  Tensor all = empty({n}, DType::BFloat16);
+  for (int64_t i = 0; i < n; ++i) all.data<BFloat16>()[i].bits = static_cast<uint16_t>(i * 40503 % 65536);  // a permutation
+  auto expect_bits = [&](const std::string& what, int op, const Tensor& out, const Tensor& in) {
+    const int64_t m = out.numel();
+    ASSERT_TRUE(out.is_contiguous() && (in.is_contiguous() || in.stride(0) == 0));
+    const BFloat16* o = out.data<BFloat16>();
+    const BFloat16* x = in.data<BFloat16>();
+    int bad = 0;
+    for (int64_t i = 0; i < m && bad < 5; ++i) {
+      const uint16_t v = x[in.stride(0) == 0 ? 0 : i].bits;
+      if (o[i].bits != want(op, v)) {
+        ++bad;
+        ADD_FAILURE() << what << " " << names[op] << " of 0x" << std::hex << v << ": 0x" << o[i].bits << ", want 0x"
+                      << want(op, v) << std::dec << " (element " << i << " of " << m << ")";
+      }
+    }
+  };
+  for (int64_t threshold : {int64_t(-1), int64_t(0)}) {
+    set_nt_threshold_bytes(threshold);
+    for_each_config([&](const std::string& cfg0) {
+      const std::string cfg = cfg0 + (threshold == 0 ? ", streamed" : "");
+      for (int op = 0; op < 3; ++op) {
+        Tensor o = empty({n}, DType::BFloat16);
+        test::poison(o);
+        run_out(op, o, all);
+        expect_bits(cfg + ", out=", op, o, all);
+        expect_bits(cfg + ", new", op, run_new(op, all), all);
+        Tensor x = all.clone();
+        run_inplace(op, x);
+        expect_bits(cfg + ", in place", op, x, all);
+        std::mt19937_64 rng(7 + op);
+        for (int64_t off = 0; off < 10; ++off)
+          for (int64_t len : {1, 7, 31, 32, 33, 63, 64, 95, 200}) {
+            const int64_t start = static_cast<int64_t>(rng() % 60000);
+            const Tensor in = all.slice(0, start, start + len);
+            Tensor buf = empty({len + off + 9}, DType::BFloat16);
+            test::poison(buf);
+            const std::vector<double> before = buf.to_vector();
+            Tensor out = buf.slice(0, off, off + len);
+            run_out(op, out, in);
+            const std::string what = cfg + ", length " + std::to_string(len) + ", offset " + std::to_string(off);
+            expect_bits(what, op, out, in);
+            const std::vector<double> after = buf.to_vector();
+            for (int64_t i = 0; i < len + off + 9; ++i)
+              if (i < off || i >= off + len) ASSERT_TRUE(std::memcmp(&after[i], &before[i], 8) == 0) << what << " cell " << i;
+            const Tensor one = all.slice(0, start, start + 1).expand({len});  // stride 0
+            Tensor o1 = empty({len}, DType::BFloat16);
+            test::poison(o1);
+            run_out(op, o1, one);
+            expect_bits(what + ", stride-0 input", op, o1, one);
+          }
+      }
+    });
+  }
+  set_nt_threshold_bytes(-1);
+}
+
 // Note [Row blocks] and Note [Streaming strips]: outputs walked as many short strips (a
 // broadcast over rows, rows of a padded or stepped input, broadcasts over 4 dims where
 // the rows carry into dim 2), row lengths around the vector width, enough rows that 2

@@ -141,6 +141,20 @@ struct ZmmBinaryScalar {
 };
 template <UnaryOp OP>
 struct ZmmUnary {
+  // The same ops on 32 bfloat16 lanes of bits (Note [bfloat16 sign ops on bits] in strips.h).
+  static constexpr bool kBits16 = OP == UnaryOp::Relu || OP == UnaryOp::Neg || OP == UnaryOp::Abs;
+  __attribute__((target("avx512f,avx512bw"), always_inline)) __m512i bits16(__m512i v) const {
+    const __m512i sign = _mm512_set1_epi16(static_cast<short>(0x8000));
+    __m512i r = v;
+    if constexpr (OP == UnaryOp::Neg) r = _mm512_xor_si512(v, sign);
+    if constexpr (OP == UnaryOp::Abs) r = _mm512_maskz_andnot_epi32(0xFFFF, sign, v);
+    // relu keeps +0 .. +NaN, -0 and the negative NaNs: v - 1 >= -128 as int16
+    if constexpr (OP == UnaryOp::Relu)
+      r = _mm512_maskz_mov_epi16(_mm512_cmpgt_epi16_mask(_mm512_sub_epi16(v, _mm512_set1_epi16(1)), _mm512_set1_epi16(-129)), v);
+    // a NaN (|v| > 0x7F80, i.e. 2v > 0xFF00 unsigned) gets its quiet bit
+    const __mmask32 nan = _mm512_cmpgt_epu16_mask(_mm512_add_epi16(v, v), _mm512_set1_epi16(static_cast<short>(0xFF00)));
+    return _mm512_mask_mov_epi16(r, nan, _mm512_or_si512(r, _mm512_set1_epi16(0x40)));
+  }
   SB_ZMM __m512 operator()(__m512 x) const {
     if constexpr (OP == UnaryOp::Neg || OP == UnaryOp::Abs) {  // the sign bit flipped or cleared
       const __m512i sign = _mm512_set1_epi32(static_cast<int>(0x80000000u)), v = _mm512_castps_si512(x);
