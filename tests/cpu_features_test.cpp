@@ -102,11 +102,16 @@ TEST(CpuTuning, RowsPerDesign) {
   EXPECT_EQ(zen4.copy_nt_bytes, 16 << 20);
   EXPECT_EQ(zen5.copy_nt_bytes, 0);
   EXPECT_EQ(spr.copy_nt_bytes, 0);
+  // Note [Grain in bytes]: measured on Zen 4 (32768, in elements) and Zen 5 (65536, in bytes)
+  EXPECT_EQ(zen4.grain16, 32768);
+  EXPECT_EQ(zen5.grain16, 65536);
+  EXPECT_EQ(spr.grain16, 65536);
   CpuTuning zen4_row = zen4;
   zen4_row.copy_nt_bytes = 0;
   CpuTuning zen5_as_zen4 = zen5;
   zen5_as_zen4.gemm_tile_cols = 16;
   zen5_as_zen4.zmm16_fill = false;
+  zen5_as_zen4.grain16 = 32768;
   EXPECT_EQ(describe_tuning(zen5_as_zen4), describe_tuning(zen4_row));
   EXPECT_NE(zen5.basis.find("measured on zen5"), std::string::npos) << zen5.basis;
   // a design nobody measured takes its nearest measured row and says so
@@ -147,8 +152,8 @@ TEST(CpuTuning, UnknownDesignSizedFromCaches) {
 TEST(CpuTuning, SpecRoundTripsAndRefusesBadInput) {
   CpuTuning t = tuning_for(id_of(CpuVendor::AMD, 25, 17), {});
   std::string err;
-  ASSERT_TRUE(apply_tuning_spec("kc=384,mc=96,nc=2048,tile=32,bands=32,blocks=0,zmm16=0,zmm16fill=1,group=131072,group_min=2,copynt=8388608", &t, &err)) << err;
-  EXPECT_EQ(describe_tuning(t), "kc=384,mc=96,nc=2048,tile=32,bands=32,blocks=0,zmm16=0,zmm16fill=1,group=131072,group_min=2,copynt=8388608");
+  ASSERT_TRUE(apply_tuning_spec("kc=384,mc=96,nc=2048,tile=32,bands=32,blocks=0,zmm16=0,zmm16fill=1,group=131072,group_min=2,copynt=8388608,grain16=4096", &t, &err)) << err;
+  EXPECT_EQ(describe_tuning(t), "kc=384,mc=96,nc=2048,tile=32,bands=32,blocks=0,zmm16=0,zmm16fill=1,group=131072,group_min=2,copynt=8388608,grain16=4096");
   CpuTuning u = tuning_for(id_of(CpuVendor::Intel, 6, 143), {});
   ASSERT_TRUE(apply_tuning_spec(describe_tuning(t).c_str(), &u, &err)) << err;
   EXPECT_EQ(describe_tuning(u), describe_tuning(t));
@@ -157,7 +162,7 @@ TEST(CpuTuning, SpecRoundTripsAndRefusesBadInput) {
   EXPECT_EQ(u.gemm_kc, 200);
   const std::string before = describe_tuning(u);
   for (const char* bad : {"kc=4", "kc=abc", "kc=", "kc", "mc=0", "bands=24", "blocks=2", "group=10",
-                          "group_min=17", "nc=-5", "kc=300,bands=8", "tile=24", "tile=0", "tiles=16", "zmm16=2", "zmm16=", "zmm16fill=-1", "zmm16fil=1",
+                          "group_min=17", "nc=-5", "kc=300,bands=8", "tile=24", "tile=0", "tiles=16", "zmm16=2", "zmm16=", "zmm16fill=-1", "zmm16fil=1", "grain16=0", "grain16=x",
                           "copynt=-1", "copynt=1x", "copynt="}) {
     err.clear();
     EXPECT_FALSE(apply_tuning_spec(bad, &u, &err)) << bad;

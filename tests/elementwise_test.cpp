@@ -854,6 +854,42 @@ TEST(Elementwise, StreamedBfloat16RowsFromEveryLinePosition) {
   set_nt_threshold_bytes(-1);
 }
 
+// Note [Grain in bytes]: the 2-byte loops take the design's grain16, the others 128 KiB
+// of their element type. A grain of 1000 splits a 5000-element float16 or bfloat16 add
+// over both threads mid-row (every level), whose results must not change.
+TEST(Elementwise, TwoByteGrainComesFromTheTuning) {
+  struct Restore {
+    ~Restore() { set_cpu_tuning(nullptr); }
+  } restore;
+  for (int64_t g16 : {int64_t(1000), int64_t(32768), int64_t(65536)}) {
+    CpuTuning t = cpu_tuning();
+    t.grain16 = g16;
+    set_cpu_tuning(&t);
+    for_each_config([&](const std::string& cfg) {
+      for (DType dt : {DType::Float16, DType::BFloat16, DType::Float32, DType::Float64}) {
+        const int64_t n = 5000;
+        const Tensor x = values({1, n}, 3, dt).reshape({n});
+        const Tensor y = values({1, n}, 4, dt, /*positive=*/true).reshape({n});
+        const std::vector<double> xr = x.to_vector(), yr = y.to_vector();
+        std::vector<double> ref(n);
+        for (int64_t i = 0; i < n; ++i) ref[i] = xr[i] + yr[i];
+        Tensor o = empty({n}, dt);
+        test::poison(o);
+        add_out(o, x, y);
+        const std::string what = cfg + ", " + dtype_name(dt) + ", grain16 " + std::to_string(g16);
+        const int64_t want = dt == DType::Float32 ? 32768 : dt == DType::Float64 ? 16384 : g16;
+        EXPECT_EQ(last_elementwise_grain(), want) << what;
+        ASSERT_TRUE(test::all_close(o, round_to(ref, dt), atol(dt), rtol(dt))) << what;
+        const Tensor r = relu(x);
+        EXPECT_EQ(last_elementwise_grain(), want) << what << " relu";
+        std::vector<double> rr(n);
+        for (int64_t i = 0; i < n; ++i) rr[i] = std::max(xr[i], 0.0);
+        ASSERT_TRUE(test::all_close(r, rr, atol(dt), rtol(dt))) << what << " relu";
+      }
+    });
+  }
+}
+
 // Note [bfloat16 sign ops on bits]: relu, neg and abs of every bfloat16 bit pattern
 // (subnormals, both zeros, infinities, quiet and signalling NaNs of either sign), exact to
 // the bit at every level: a NaN keeps its sign and payload with the quiet bit set (the
@@ -925,8 +961,10 @@ TEST(Elementwise, Bfloat16SignOpsOnEveryBitPattern) {
             const std::string what = cfg + ", length " + std::to_string(len) + ", offset " + std::to_string(off);
             expect_bits(what, op, out, in);
             const std::vector<double> after = buf.to_vector();
-            for (int64_t i = 0; i < len + off + 9; ++i)
-              if (i < off || i >= off + len) ASSERT_TRUE(std::memcmp(&after[i], &before[i], 8) == 0) << what << " cell " << i;
+            for (int64_t i = 0; i < len + off + 9; ++i) {
+              if (i >= off && i < off + len) continue;
+              ASSERT_TRUE(std::memcmp(&after[i], &before[i], 8) == 0) << what << " cell " << i;
+            }
             const Tensor one = all.slice(0, start, start + 1).expand({len});  // stride 0
             Tensor o1 = empty({len}, DType::BFloat16);
             test::poison(o1);

@@ -83,10 +83,12 @@ struct CpuTuning {
   int64_t copy_nt_bytes = 0;  // dense copies stream above max(this, the streaming threshold), 1.5x
                               // this on 2+ threads; 0: the threshold alone (Note [Dense copies in
                               // the last-level cache], copy.cpp)
+  int64_t grain16 = 65536;  // elements: the grain of the 2-byte elementwise loops (Note [Grain in bytes])
 };
 // The tuning for a core and its caches (pure; the basis says which row was taken).
 CpuTuning tuning_for(const CpuId& id, const CacheSizes& caches);
-// Applies "key=value,..." (kc, mc, nc, tile, bands, blocks, zmm16, zmm16fill, group, group_min, copynt) to t; false
+// Applies "key=value,..." (kc, mc, nc, tile, bands, blocks, zmm16, zmm16fill, group, group_min, copynt,
+// grain16) to t; false
 // with *err naming the bad key or value, t unchanged.
 bool apply_tuning_spec(const char* spec, CpuTuning* t, std::string* err);
 // tuning_for(cpu_id(), cpu_caches()), then the SB_TUNING environment variable

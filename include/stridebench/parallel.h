@@ -16,11 +16,14 @@ constexpr int64_t kGrainSize = 32768;  // elements: below this, one thread does 
 // Note [Grain in bytes]
 // PyTorch's grain, 32768 elements, sizes a thread's share of a memory-bound loop for
 // 4-byte elements: 128 KiB. The elementwise loops take it in bytes of their element
-// type: a 2-byte loop waits for the same 128 KiB before a second thread joins, an
-// 8-byte one splits at the same bytes. A fork and join cost the same whatever the
-// dtype, and the work of a chunk is its bytes; with the grain in elements, a bfloat16
-// row of 64 K elements (128 KiB) split in two and paid the fork for half the work of
-// the float32 row beside it (docs/notes/elementwise.md).
+// type (grain_of), except the 2-byte ones, whose grain the core design's tuning sets
+// (CpuTuning::grain16; the loops call ew_grain in elementwise.cpp). A 2-byte loop moves
+// half the bytes of a float32 one per element but, bound by its conversions at cache
+// sizes, costs about as many instructions per element: whether a second thread pays
+// for itself at 64 K elements is the machine's. Zen 5 (measured): 65536, 128 KiB, as
+// float32, since there a fork and join cost about the work of the float32 row beside it.
+// Zen 4 (measured): 32768, PyTorch's grain in elements; the bf16 add rows of 64 K
+// elements on 2 threads took 0.66-0.72x the one-thread time (docs/notes/elementwise.md).
 template <typename T>
 constexpr int64_t grain_of() {
   return std::max<int64_t>(1, kGrainSize * 4 / static_cast<int64_t>(sizeof(T)));

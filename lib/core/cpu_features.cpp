@@ -152,6 +152,7 @@ CpuTuning zen4_row() {
                    // not the pipelined blocks' fill through them (zmm16_fill), slower there
   t.group_bytes = 512 * 1024;
   t.group_min = 1;
+  t.grain16 = 32768;  // Note [Grain in bytes]: PyTorch's grain in elements, the 2-byte loops bound by instructions
   return t;
 }
 CpuTuning sapphire_rapids_row() {
@@ -233,6 +234,7 @@ CpuTuning tuning_for(const CpuId& id, const CacheSizes& caches) {
       t = zen4_row();
       t.gemm_tile_cols = 32;  // Note [Wide tile]: full-width 512-bit FMA pipes
       t.zmm16_fill = true;    // Note [zmm 2-byte tiles]: full-width 512-bit shuffles
+      t.grain16 = 65536;      // Note [Grain in bytes]: a second thread joins at 128 KiB
       t.basis = "measured on zen5 (the tile and the zmm 2-byte tiles; the blocks zen4's, level there)";
       break;
     case CpuArch::Zen: case CpuArch::Zen2:
@@ -292,12 +294,13 @@ bool apply_tuning_spec(const char* spec, CpuTuning* out, std::string* err) {
     else if (key == "group") ok = ok && parse_i64(val, 4096, int64_t{1} << 30, &t.group_bytes);
     else if (key == "group_min") ok = ok && parse_i64(val, 1, 16, &x) && (t.group_min = static_cast<int>(x), true);
     else if (key == "copynt") ok = ok && parse_i64(val, 0, int64_t{1} << 40, &t.copy_nt_bytes);
+    else if (key == "grain16") ok = ok && parse_i64(val, 1, int64_t{1} << 40, &t.grain16);
     else {
-      if (err) *err = "unknown key '" + key + "' (kc, mc, nc, tile, bands, blocks, zmm16, zmm16fill, group, group_min, copynt)";
+      if (err) *err = "unknown key '" + key + "' (kc, mc, nc, tile, bands, blocks, zmm16, zmm16fill, group, group_min, copynt, grain16)";
       return false;
     }
     if (!ok) {
-      if (err) *err = "bad value in '" + item + "' (kc 8-8192, mc and nc >= 1, tile 16 or 32, bands 16 or 32, blocks, zmm16 and zmm16fill 0 or 1, group >= 4096, group_min 1-16, copynt 0-2^40 bytes)";
+      if (err) *err = "bad value in '" + item + "' (kc 8-8192, mc and nc >= 1, tile 16 or 32, bands 16 or 32, blocks, zmm16 and zmm16fill 0 or 1, group >= 4096, group_min 1-16, copynt 0-2^40 bytes, grain16 1-2^40 elements)";
       return false;
     }
   }
@@ -310,7 +313,7 @@ std::string describe_tuning(const CpuTuning& t) {
          ",tile=" + std::to_string(t.gemm_tile_cols) + ",bands=" + std::to_string(t.transpose_band_rows) + ",blocks=" + (t.transpose_blocks ? "1" : "0") + ",zmm16=" + (t.zmm16 ? "1" : "0") +
          ",zmm16fill=" + (t.zmm16_fill ? "1" : "0") +
          ",group=" + std::to_string(t.group_bytes) + ",group_min=" + std::to_string(t.group_min) +
-         ",copynt=" + std::to_string(t.copy_nt_bytes);
+         ",copynt=" + std::to_string(t.copy_nt_bytes) + ",grain16=" + std::to_string(t.grain16);
 }
 
 namespace {

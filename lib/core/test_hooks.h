@@ -35,6 +35,8 @@ void set_nt_threshold_bytes(int64_t bytes);
 // normalize outputs]: a dense output above nt_threshold_bytes() that is not also an
 // input).
 bool last_elementwise_used_nt();
+// The grain, in elements, of the last CPU binary/unary call's loop (Note [Grain in bytes]).
+int64_t last_elementwise_grain();
 
 // The bfloat16 GEMM's packing (gemm_bf16.cpp): -1 automatic (pairs along k where the CPU
 // has AVX512_BF16, else widened to float32); 1 the pairs, through vdpbf16ps or, on a CPU

@@ -387,6 +387,17 @@ bool last_elementwise_used_nt() { return g_last_nt.load(std::memory_order_relaxe
 
 namespace {
 
+std::atomic<int64_t> g_last_grain{0};
+
+// The grain of an elementwise loop over T (Note [Grain in bytes]): the design's for
+// 2-byte elements, 128 KiB of T for the rest.
+template <typename T>
+int64_t ew_grain() {
+  const int64_t g = sizeof(T) == 2 ? cpu_tuning().grain16 : grain_of<T>();
+  g_last_grain.store(g, std::memory_order_relaxed);
+  return g;
+}
+
 void run_binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b) {
   if (out.numel() == 0) return;
   if (!out.device().is_cpu()) {
@@ -401,7 +412,7 @@ void run_binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b
   const bool nt = stream_output(avx, it, out, {&a, &b});
   SB_DISPATCH_EW(out.dtype(), SB_BINARY_OP_CASES(op, {
     const Strip<scalar_t, 3, BinaryFn<OP>> k{avx, nt, {}};
-    it.for_each(strip_kernel<3, scalar_t>(k), grain_of<scalar_t>(), nt);  // Note [Grain in bytes]
+    it.for_each(strip_kernel<3, scalar_t>(k), ew_grain<scalar_t>(), nt);  // Note [Grain in bytes]
   }));
 }
 
@@ -421,7 +432,7 @@ void run_binary_scalar(BinaryOp op, const Tensor& out, const Tensor& a, double b
     using A = acc_t<scalar_t>;
     const BinaryScalarFn<OP, A> f{static_cast<A>(b)};
     const Strip<scalar_t, 2, BinaryScalarFn<OP, A>> k{avx, nt, f};
-    it.for_each(strip_kernel<2, scalar_t>(k), grain_of<scalar_t>(), nt);  // Note [Grain in bytes]
+    it.for_each(strip_kernel<2, scalar_t>(k), ew_grain<scalar_t>(), nt);  // Note [Grain in bytes]
   }));
 }
 
@@ -439,7 +450,7 @@ void run_unary(UnaryOp op, const Tensor& out, const Tensor& a) {
   const bool nt = stream_output(avx, it, out, {&a});
   SB_DISPATCH_EW(out.dtype(), SB_UNARY_OP_CASES(op, {
     const Strip<scalar_t, 2, UnaryFn<OP>> k{avx, nt, {}};
-    it.for_each(strip_kernel<2, scalar_t>(k), grain_of<scalar_t>(), nt);  // Note [Grain in bytes]
+    it.for_each(strip_kernel<2, scalar_t>(k), ew_grain<scalar_t>(), nt);  // Note [Grain in bytes]
   }));
 }
 
@@ -450,6 +461,8 @@ void check_int_scalar(const char* name, DType dt, double b) {
 }
 
 }  // namespace
+
+int64_t last_elementwise_grain() { return g_last_grain.load(std::memory_order_relaxed); }
 
 // ---------------------------------------------------------------- public entry points
 
