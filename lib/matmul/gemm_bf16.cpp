@@ -104,7 +104,16 @@ void pack_b_pairs(uint32_t* dst, const BFloat16* b, int64_t rs, int64_t cs, int6
         interleave16(dst + done * kNRp, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b0 + 2 * done * rs)),
                      _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b0 + (2 * done + 1) * rs)));
     } else if (rs == 1 && cs % 2 == 0 && word_aligned(b0)) {  // columns: the pairs are 32-bit words
-      transpose_tile_f32(reinterpret_cast<float*>(dst), kNRp, reinterpret_cast<const float*>(b0), cs / 2, full, nr);
+      float* d = reinterpret_cast<float*>(dst);
+      const float* s = reinterpret_cast<const float*>(b0);
+      const int64_t sB = cs / 2;
+      int64_t i = 0;
+      if (nr == kNRp)  // both 8x8 halves of each 8 pair steps together: each 64-byte panel row written at once
+        for (; i + 8 <= full; i += 8) {
+          tile8x8_f32(d + i * kNRp, kNRp, s + i, sB);
+          tile8x8_f32(d + i * kNRp + 8, kNRp, s + 8 * sB + i, sB);
+        }
+      transpose_tile_f32(d + i * kNRp, kNRp, s + i, sB, full - i, nr);
       done = full;
     }
 #endif
@@ -173,19 +182,19 @@ __attribute__((target("avx512f,avx512bf16"))) void ukernel_bf16_wide(int64_t ks,
   else two ? pair_steps<kMRw, 2>(ks, a, b, bp, tile) : pair_steps<kMRw, 1>(ks, a, b, 0, tile);
 }
 
-// The full wide tile straight into C (unit column stride), as the float32 one goes
-// (Note [Fused C store]: C's rows prefetched while the k loop runs). A float32 C takes
+// A full tile straight into C (unit column stride), as the float32 ones go (Note
+// [Fused C store]: C's rows prefetched while the k loop runs): the wide 12x32 tile
+// (MR 12, NP 2) or the 16x16 one (MR 16, NP 1). A float32 C takes
 // the whole epilogue. A bfloat16 C (fused_c: beta 0) adds the partial sums of the
 // earlier KC blocks from part (ld part_ld) and, before the last block, leaves its sums
 // there (Note [bfloat16 C]); on the last, alpha, bias and relu, rounded once.
-template <typename SC>
-__attribute__((target("avx512f,avx512bf16"))) void ukernel_bf16_wide_c(int64_t ks, const uint32_t* a,
+template <typename SC, int MR, int NP>
+__attribute__((target("avx512f,avx512bf16"))) void ukernel_bf16_c(int64_t ks, const uint32_t* a,
                                                                         const uint32_t* b, SC* c, int64_t c_rs,
                                                                         float* part, int64_t part_ld,
                                                                         const GemmEpilogue& ep, bool first, bool last,
                                                                         int64_t i0, int64_t j0) {
   constexpr bool kBf16C = std::is_same<SC, BFloat16>::value;
-  constexpr int MR = kMRw, NP = 2;
   constexpr int64_t kTail = 24;  // pair steps left when C is pulled into L1
   __m512 acc[MR * NP];
   // the lines this tile's store reads or writes: C's row (64 bytes of bfloat16, 128 of
@@ -244,9 +253,9 @@ void ukernel_bf16_avx512(int64_t, const uint32_t*, const uint32_t*, float*) {
 void ukernel_bf16_wide(int64_t, const uint32_t*, const uint32_t*, bool, int, float*) {
   SB_INTERNAL_ASSERT(false, "the bfloat16 pair kernel needs an AVX-512 build");
 }
-template <typename SC>
-void ukernel_bf16_wide_c(int64_t, const uint32_t*, const uint32_t*, SC*, int64_t, float*, int64_t, const GemmEpilogue&,
-                         bool, bool, int64_t, int64_t) {
+template <typename SC, int MR, int NP>
+void ukernel_bf16_c(int64_t, const uint32_t*, const uint32_t*, SC*, int64_t, float*, int64_t, const GemmEpilogue&,
+                    bool, bool, int64_t, int64_t) {
   SB_INTERNAL_ASSERT(false, "the bfloat16 pair kernel needs an AVX-512 build");
 }
 #endif
@@ -390,7 +399,7 @@ void gemm_bf16_driver(int64_t M, int64_t N, int64_t K, const BFloat16* a, int64_
   Workspace ws(sizeof(float) * static_cast<size_t>(p.team * w.per_thread()));
   const int MR = pairs ? pair_mr() : tile_mr<float>(), NRs = tile_cols<float>(MR);
   const bool avx512 = use_avx512(), avx2 = use_avx2(), wide = MR == kMRw;
-  // ukernel_bf16_wide_c's cases: C with unit column stride; a bfloat16 C without beta
+  // ukernel_bf16_c's cases: C with unit column stride; a bfloat16 C without beta
   const bool fused_c = c_cs == 1 && (!kBf16C || ep.beta == 0.0f);
   run_team(p.team, [&](int t) {
     float* base = ws.as<float>() + static_cast<int64_t>(t) * w.per_thread();
@@ -423,9 +432,10 @@ void gemm_bf16_driver(int64_t M, int64_t N, int64_t K, const BFloat16* a, int64_
           [&](const uint32_t* ap, const uint32_t* bp, int64_t kc, int64_t i, int64_t j, int mr, int nr, bool first,
               bool last) {
             const int64_t ks = (kc + 1) / 2;
-            if (hw_pairs && wide && fused_c && mr == MR && nr == kNRw) {
-              ukernel_bf16_wide_c<SC>(ks, ap, bp, c + i * c_rs + j, c_rs, kBf16C ? part_at(i, j) : nullptr, w.acc_ld, ep,
-                                      first, last, i, j);
+            if (hw_pairs && fused_c && mr == MR && nr == (wide ? kNRw : kNRp)) {
+              float* part = kBf16C ? part_at(i, j) : nullptr;
+              if (wide) ukernel_bf16_c<SC, kMRw, 2>(ks, ap, bp, c + i * c_rs + j, c_rs, part, w.acc_ld, ep, first, last, i, j);
+              else ukernel_bf16_c<SC, kMRp, 1>(ks, ap, bp, c + i * c_rs + j, c_rs, part, w.acc_ld, ep, first, last, i, j);
               return;
             }
             if (hw_pairs && wide) ukernel_bf16_wide(ks, ap, bp, nr > kNRp, mr, tile);
