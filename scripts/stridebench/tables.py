@@ -126,6 +126,46 @@ def t_precision(rs, dev):
          "weight bytes", "weights vs fp32", "rel. error", "% ceiling"], rows)
 
 
+def t_precision_memory(rs, dev):
+    """Our memory-bound rows (elementwise, copy, reduce) measured in float32 and in a
+    16-bit dtype, each at its % of its own ceiling. A 16-bit row moves half the bytes of
+    its float32 twin, so the same % is the same use of the machine; the points between
+    the two are what the narrower dtype costs beyond its bytes (issue #51's yardstick:
+    within 5 points)."""
+    rows, per = [], {}
+    runs = rs.select(("elementwise", "copy", "reduce"), device=dev, impl="ours")
+    for group in sb.group_by(runs, "dtype").values():
+        by = {r["dtype"]: r for r in group}
+        f32 = by.get("f32")
+        c32 = sb.ceiling(rs, f32) if f32 else None
+        if not c32:
+            continue
+        for d in ("bf16", "f16"):
+            r = by.get(d)
+            c = sb.ceiling(rs, r) if r else None
+            if not c:
+                continue
+            pts = c[2] - c32[2]
+            rows.append([r["op"], r.get("layout", "—"), r.get("style", "—"), shape_of(r),
+                         r.get("threads", "—"), r.regime or "—", fmt_tm(f32), f"{c32[2]:.0f}%", d,
+                         fmt_tm(r), f"{c[2]:.0f}%", f"{pts:+.0f}", fmt_x(r.median / f32.median)])
+            per.setdefault(d, []).append((pts, r, c[2], c32[2]))
+    if not rows:
+        return None
+    keys = ("layout", "op", "style", "shape", "dim", "threads")
+    parts = []
+    for d, v in per.items():
+        near = sum(abs(p) <= 5 for p, *_ in v)
+        ahead = sum(p > 5 for p, *_ in v)
+        worst = min(v, key=lambda x: x[0])
+        parts.append(f"{d}: {near} of {len(v)} rows within 5 points of float32's % of ceiling and {ahead} "
+                     f"ahead by more; furthest behind: {sb.describe(worst[1], keys)}, {worst[2]:.0f}% "
+                     f"against {worst[3]:.0f}%")
+    return "; ".join(parts), md_table(
+        ["op", "layout", "style", "shape", "threads", "regime", "f32 time", "f32 % ceiling", "dtype",
+         "time", "% ceiling", "points vs f32", "time vs f32"], rows)
+
+
 def t_channels_last(rs, dev):
     runs = rs.select("conv", device=dev, impl="ours", layout=("contiguous", "channels_last"),
                      op=lambda v: v != "matmul")  # the conv family's GEMM reference row
@@ -433,6 +473,8 @@ TABLES = [
     ("In-place vs out-of-place", "no rows with a `style` of inplace, out, outofplace "
      "or outofplace_system", t_styles),
     ("Precision and quantization", "no `quant` rows", t_precision),
+    ("Precision of memory-bound rows", "no `elementwise`, `copy` or `reduce` rows of ours in "
+     "float32 and a 16-bit dtype", t_precision_memory),
     ("Channels-last", "no `conv` rows and no `layout:channels_last` rows",
      t_channels_last),
     ("Views vs copies", "no `views` rows", t_views),

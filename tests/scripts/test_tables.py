@@ -523,7 +523,7 @@ class TablesTest(unittest.TestCase):
     def test_every_table_and_the_layout_ratio(self):
         text = self.render()
         for title in ("Memory layout", "In-place vs out-of-place", "Precision and "
-                      "quantization", "Channels-last", "Views vs copies", "Allocator",
+                      "quantization", "Precision of memory-bound rows", "Channels-last", "Views vs copies", "Allocator",
                       "Host to device", "Roofline", "Claims", "Peers"):
             self.assertIn(f"\n## {title}\n", text)
         self.assertIn("half the range", text)  # the spread is defined in the header
@@ -704,6 +704,35 @@ class TablesTest(unittest.TestCase):
         after = claims(text)["P3"]
         self.assertEqual(after[1], before[1])  # the verdict is fp16's alone
         self.assertIn("bf16 (not judged):", after[0])
+
+    def test_precision_of_memory_bound_rows(self):
+        """bf16 twins of ours f32 adds, half the bytes: the contiguous one in half the
+        time (the same % of its ceiling), the transposed one in 0.8x (behind by 3/8 of
+        f32's 57%). The table gives each pair's points and time ratio; the reading counts
+        them and names the furthest behind."""
+        ew = os.path.join(self.raw, "bench_elementwise.json")
+        twin = {"dtype:f32": "dtype:bf16"}
+        for layout, t in (("contiguous", 0.5), ("transposed", 0.8)):
+            self.assertTrue(sbtest.add_twins(
+                ew, lambda n, l=layout: f"op:add/impl:ours/device:cpu/layout:{l}/style:out/dtype:f32/" in n,
+                twin, {"real_time": t, "cpu_time": t, "bytes": 0.5}))
+        text = self.render()
+        sec = text[text.index("## Precision of memory-bound rows"):]
+        sec = sec[:sec.index("\n## ", 5)]
+        rows = {l.split("|")[2].strip(): l for l in sec.splitlines() if l.startswith("| add |")}
+        self.assertEqual(set(rows), {"contiguous", "transposed"}, sec)
+        self.assertIn("| 57% | bf16 |", rows["transposed"])
+        self.assertIn("| 35% | -21 | 0.80x |", rows["transposed"])
+        self.assertIn("| +0 | 0.50x |", rows["contiguous"])
+        self.assertIn("bf16: 1 of 2 rows within 5 points of float32's % of ceiling and 0 ahead by more; "
+                      "furthest behind: transposed add out 4096x4096 8 threads, 35% against 57%", sec)
+        # a run without 16-bit rows says so
+        res = sbtest.results_dir(self.tmp.name, name="plain")
+        p = sbtest.run("tables", res)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(os.path.join(res, "TABLES.md"), encoding="utf-8") as f:
+            self.assertIn("## Precision of memory-bound rows\n\nNot measured: no `elementwise`, `copy` or "
+                          "`reduce` rows of ours in float32 and a 16-bit dtype.", f.read())
 
     def test_channels_last_and_l5_per_precision_on_a_gpu(self):
         """GPU conv2d rows in four precisions: the Channels-last reading and the L5
