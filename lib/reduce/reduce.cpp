@@ -37,6 +37,7 @@
 #endif
 
 #include "core/convert.h"
+#include "copy/copy.h"
 #include "stridebench/cpu_features.h"
 #include "core/dim_plan.h"
 #include "reduce/reduce_kernels.h"
@@ -285,6 +286,8 @@ void run_vertical(const typename V::T* x, const ReducePlan& g, typename V::A* re
 #ifdef SB_HAVE_AVX512
   const bool dp16 = std::is_same_v<typename V::T, BFloat16> && V::W > 1 && use_avx512_bf16();
 #endif
+  // x from memory, not the caches (Note [Prefetched 2-byte rows])
+  const bool far = R * K * static_cast<int64_t>(sizeof(typename V::T)) > nt_threshold_bytes();
   // combine rows [rb, re) of column task t into out (laid out like res)
   auto task = [&](int64_t t, int64_t rb, int64_t re, A* out) {
     if (rb >= re) return;
@@ -365,11 +368,19 @@ void run_vertical(const typename V::T* x, const ReducePlan& g, typename V::A* re
 #ifdef SB_HAVE_AVX512
         if constexpr (std::is_same_v<Op, OpSum> && std::is_same_v<typename V::T, BFloat16> && V::W > 1)
           if (dp16) {  // Note [bfloat16 column sums by dot products]
-            v_sum_bf16_dp(base, off, n, L, buf);
+            if (far) v_sum_bf16_dp<true>(base, off, n, L, buf);
+            else v_sum_bf16_dp<false>(base, off, n, L, buf);
             done = true;
           }
 #endif
-        if (!done) v_kernel<V, Op>(base, off, n, L, buf);
+        if (!done) {
+          if constexpr (sizeof(typename V::T) == 2) {
+            if (far) v_kernel<V, Op, true>(base, off, n, L, buf);
+            else v_kernel<V, Op>(base, off, n, L, buf);
+          } else {
+            v_kernel<V, Op>(base, off, n, L, buf);
+          }
+        }
       }
       r += n;
       if ((since += n) >= kFlushRows && r < re) {

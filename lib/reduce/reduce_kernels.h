@@ -609,10 +609,20 @@ __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512bf16"))) vo
 // read memory well below the float32 sum's rate. Such rows are prefetched kVPrefetch16
 // elements (2 KiB) ahead, once per 64-byte line; float32 rows are not, where the same
 // prefetch made those sums slower (docs/notes/copy-reduce.md, "Prefetched 2-byte rows").
+// Where x is larger than the streaming threshold (from memory: `far`) the prefetch goes
+// to L2 (prefetcht1), which keeps more lines in flight than L1's miss buffers; an x in
+// the caches takes it into L1 (prefetcht0), warming the lines of the rows a few passes
+// on.
 constexpr int64_t kVPrefetch16 = 1024;
+template <bool FAR, class T>
+inline void prefetch_row16(const T* p) {
+  if constexpr (FAR) __builtin_prefetch(p, 0, 2);
+  else __builtin_prefetch(p, 0, 3);
+}
 
 // buf[q*kColumns + j] (q < N, j < L) combined with rows base + off[r], r < nr.
-template <class V, class Op>
+// FAR: x from memory (Note [Prefetched 2-byte rows]).
+template <class V, class Op, bool FAR = false>
 void v_kernel(const typename V::T* base, const int64_t* off, int64_t nr, int64_t L, typename V::Acc* buf) {
   using R = typename V::R;
   using Acc = typename V::Acc;
@@ -626,7 +636,7 @@ void v_kernel(const typename V::T* base, const int64_t* off, int64_t nr, int64_t
     for (; j + W <= L; j += W) {
       if constexpr (sizeof(typename V::T) == 2 && W > 1) {  // Note [Prefetched 2-byte rows]
         if ((j & (32 - 1)) == 0)
-          for (int u = 0; u < kVRows; ++u) __builtin_prefetch(p[u] + j + kVPrefetch16, 0, 3);
+          for (int u = 0; u < kVRows; ++u) prefetch_row16<FAR>(p[u] + j + kVPrefetch16);
       }
       R a[N];
       for (int q = 0; q < N; ++q) a[q] = V::loadacc(buf + q * kColumns + j);
@@ -683,6 +693,7 @@ SB_VDP_INLINE inline void v_sum_bf16_block(const BFloat16* const* p, K k, int64_
 }
 
 // buf[j] (j < L) plus the rows base + off[r], r < nr (v_kernel's OpSum, bfloat16)
+template <bool FAR>
 SB_VDP void v_sum_bf16_dp(const BFloat16* base, const int64_t* off, int64_t nr, int64_t L, float* buf) {
   for (int64_t r = 0; r < nr; r += kVRows) {
     const int64_t k = std::min<int64_t>(kVRows, nr - r);
@@ -692,7 +703,7 @@ SB_VDP void v_sum_bf16_dp(const BFloat16* base, const int64_t* off, int64_t nr, 
       int64_t j = 0;
       for (; j + 32 <= L; j += 32) {
         // Note [Prefetched 2-byte rows]
-        for (int u = 0; u < kVRows; ++u) __builtin_prefetch(p[u] + j + kVPrefetch16, 0, 3);
+        for (int u = 0; u < kVRows; ++u) prefetch_row16<FAR>(p[u] + j + kVPrefetch16);
         v_sum_bf16_block(p, kk, j, ~__mmask32(0), buf);
       }
       if (j < L) v_sum_bf16_block(p, kk, j, (__mmask32(1) << (L - j)) - 1, buf);
