@@ -636,6 +636,46 @@ TEST(Reduce, BFloat16VarAroundZeroOrItsCentre) {
   }
 }
 
+// Note [bfloat16 moments by dot products] in h_var_run's blocks (kVarRunBlock elements):
+// rows longer than the short-row path, each block around 0 or not. Row 0 around 0, its
+// last element 30; row 1 100 + 3 randn (every block shifted); row 2 around 0 but its
+// third block at 100 + 3 randn, and from kDpRetry blocks on around 0 by dot products
+// again (the longest rows); row 3 a NaN in its third block (its second where it has
+// two), row 4 an infinity in its last; row 5 |randn| (mean 0.8, within the bound). Rows
+// and one row as a single run; lengths with and without a partial last block, whose
+// tail (8, 17 elements) goes through the masked step.
+TEST(Reduce, BFloat16VarOfLongRunsBlockByBlock) {
+  for (int64_t n : {int64_t(4096), int64_t(5000), int64_t(2048 * 36 + 17)}) {
+    std::vector<double> v = randn({6, n}, 950 + n, DType::Float64).to_vector();
+    for (int64_t r = 0; r < 6; ++r)
+      for (int64_t i = 0; i < n; ++i) {
+        double& e = v[r * n + i];
+        const int64_t block = i / 2048;
+        if (r == 1 || (r == 2 && block == 2)) e = 100.0 + 3.0 * e;
+        if (r == 3 && i == std::min<int64_t>(2 * 2048 + 5, n - 3)) e = NAN;
+        if (r == 4 && i == n - 1) e = INFINITY;
+        if (r == 5) e = std::fabs(e);
+        if (r == 0 && i == n - 1) e = 30.0;  // a tenth of the row's variance in its last element
+      }
+    const Tensor x = from_vector(v, {6, n}).to(DType::BFloat16);
+    const std::vector<double> ref = reference(ReduceOp::Var, x, {false, true}, 1);
+    const std::vector<double> whole = reference(ReduceOp::Var, x.slice(0, 0, 1).reshape({n}), {true}, 1);
+    for (const test::Modes& m : short_row_modes()) {
+      test::ModeGuard g(m);
+      const std::string mode = std::string(simd_level_name(m.simd)) + ", " + std::to_string(m.threads) + " threads";
+      const Tensor r = var(x, {1});
+      for (int64_t k = 0; k < 6; ++k) {
+        const double got = r.get({k});
+        const std::string what = "bf16 var row " + std::to_string(k) + " of " + std::to_string(n) + ", " + mode;
+        if (k == 3 || k == 4) EXPECT_TRUE(std::isnan(got)) << what << ": " << got;
+        else EXPECT_NEAR(got, ref[k], 8e-3 * ref[k]) << what;
+      }
+      const double one = var(x.slice(0, 0, 1).reshape({n})).get({});
+      EXPECT_NEAR(one, whole[0], 8e-3 * whole[0]) << "bf16 var of one run of " << n << ", " << mode;
+    }
+  }
+}
+
 TEST(Reduce, NanPropagatesThroughMaxSumAndVar) {
   Scope scope;
   for (DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16}) {

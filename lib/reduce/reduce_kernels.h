@@ -597,6 +597,30 @@ __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512bf16"))) vo
   _mm256_storeu_pd(q, vec::F32Lanes::hsum4(qv));
 }
 
+// The same S and Q of one unit-stride run of n <= kVarRunBlock elements (h_var_run's
+// blocks: 64 adds a lane at most, as above), two chains each.
+__attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512bf16"))) void h_moments_run_dp(
+    const BFloat16* p, int64_t n, double* s, double* q) {
+  const __m512bh one = (__m512bh)_mm512_set1_epi16(0x3F80);  // bfloat16 1.0
+  __m512 s0 = _mm512_setzero_ps(), s1 = s0, q0 = s0, q1 = s0;
+  auto step = [one](__m512& sa, __m512& qa, __m512i x) SB_RDP_INLINE {
+    sa = _mm512_dpbf16_ps(sa, (__m512bh)x, one);
+    qa = _mm512_dpbf16_ps(qa, (__m512bh)x, (__m512bh)x);
+  };
+  int64_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    step(s0, q0, _mm512_loadu_si512(p + i));
+    step(s1, q1, _mm512_loadu_si512(p + i + 32));
+  }
+  for (; i < n; i += 32) {  // the words past the run read as zero
+    const __mmask32 m = n - i >= 32 ? ~__mmask32(0) : (__mmask32(1) << (n - i)) - 1;
+    step(s0, q0, _mm512_maskz_loadu_epi16(m, p + i));
+  }
+  using vec::fold_halves;
+  *s = vec::F32Lanes::hsum(fold_halves(_mm512_add_ps(s0, s1)));
+  *q = vec::F32Lanes::hsum(fold_halves(_mm512_add_ps(q0, q1)));
+}
+
 #undef SB_RDP_INLINE
 #undef SB_RZMM_INLINE
 #undef SB_RZMM
@@ -735,10 +759,30 @@ void h_var_run(const typename V::T* p, int64_t n, typename V::A* acc) {
   using Acc = typename V::Acc;
   if (n <= 0) return;
   Acc c = run_centre<V>(p, n);
+#ifdef SB_HAVE_AVX512
+  // Note [bfloat16 moments by dot products], a block at a time: S and Q around 0 where
+  // the block allows it, else its shifted sums; after a block that does not, the next
+  // kDpRetry go straight to the shifted sums
+  [[maybe_unused]] const bool dp16 = std::is_same_v<typename V::T, BFloat16> && V::W > 1 && use_avx512_bf16();
+  [[maybe_unused]] int dp_skip = 0;
+#endif
   for (int64_t b = 0; b < n; b += kVarRunBlock) {
     const int64_t nb = std::min(kVarRunBlock, n - b);
     const typename V::T* cur = p + b;
     const A nbA = static_cast<A>(nb);
+#ifdef SB_HAVE_AVX512
+    if constexpr (std::is_same_v<typename V::T, BFloat16> && V::W > 1)
+      if (dp16 && dp_skip-- <= 0) {
+        double s1, s2;
+        h_moments_run_dp(cur, nb, &s1, &s2);
+        if (s2 <= std::numeric_limits<A>::max() && s2 <= 16 * (s2 - s1 * (s1 / nbA))) {  // sum(x^2) <= 16 M2
+          merge_block<A>(acc, nbA, A(0), s2, s1);
+          c = static_cast<Acc>(s1 / nbA);  // the next block's shift, should it need one: this block's mean
+          continue;
+        }
+        dp_skip = kDpRetry;
+      }
+#endif
     // the sums of (x - m)^2 and x - m over the block: h_kernel's OpSqDev (sq[0], sq[1])
     auto moments = [&](Acc m, A* sq) {
       sq[0] = sq[1] = 0;
