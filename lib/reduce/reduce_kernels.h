@@ -554,10 +554,11 @@ __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512bf16"))) vo
 }
 
 // Note [bfloat16 moments by dot products]
-// var of short bfloat16 rows with AVX512_BF16: per row S = sum(x) (vdpbf16ps against
-// ones) and Q = sum(x^2) (vdpbf16ps of x with itself: a bfloat16 square is exact in
-// float32), 32 elements an instruction each, four rows at a time, no centre to find
-// first; M2 = Q - S^2 / n in double. Q's float32 rounding (at most 2^-24 of Q per add, 64
+// var of short bfloat16 rows with AVX512_BF16 (and of h_var_run's blocks of longer
+// unit-stride runs, h_moments_run_dp, a block standing for a row): per row S = sum(x)
+// (vdpbf16ps against ones) and Q = sum(x^2) (vdpbf16ps of x with itself: a bfloat16
+// square is exact in float32), 32 elements an instruction each, four rows at a time, no
+// centre to find first; M2 = Q - S^2 / n in double. Q's float32 rounding (at most 2^-24 of Q per add, 64
 // adds a lane at most) then errs by Q / M2 times that in M2, so the caller takes a
 // group of four rows this way only where every row has Q <= 16 M2 (a mean within 3.9
 // standard deviations of 0) and Q finite: M2 within 2^-14 of itself, below the 2^-9 of
