@@ -87,9 +87,9 @@ struct CpuTuning {
 };
 // The tuning for a core and its caches (pure; the basis says which row was taken).
 CpuTuning tuning_for(const CpuId& id, const CacheSizes& caches);
-// Applies "key=value,..." (kc, mc, nc, tile, bands, blocks, zmm16, zmm16fill, group, group_min, copynt,
-// grain16) to t; false
-// with *err naming the bad key or value, t unchanged.
+// Applies "key=value,..." (kc, mc, nc, tile, bands, blocks, zmm16, zmm16fill, group,
+// group_min, copynt, grain16) to t; false with *err naming the bad key or value, t
+// unchanged.
 bool apply_tuning_spec(const char* spec, CpuTuning* t, std::string* err);
 // tuning_for(cpu_id(), cpu_caches()), then the SB_TUNING environment variable
 // (throws sb::Error naming it when malformed). Read once; tests may swap it (test_hooks.h).

@@ -184,16 +184,15 @@ __attribute__((target("avx512f,avx512bf16"))) void ukernel_bf16_wide(int64_t ks,
 
 // A full tile straight into C (unit column stride), as the float32 ones go (Note
 // [Fused C store]: C's rows prefetched while the k loop runs): the wide 12x32 tile
-// (MR 12, NP 2) or the 16x16 one (MR 16, NP 1). A float32 C takes
-// the whole epilogue. A bfloat16 C (fused_c: beta 0) adds the partial sums of the
-// earlier KC blocks from part (ld part_ld) and, before the last block, leaves its sums
-// there (Note [bfloat16 C]); on the last, alpha, bias and relu, rounded once.
+// (MR 12, NP 2) or the 16x16 one (MR 16, NP 1). A float32 C takes the whole epilogue.
+// A bfloat16 C (fused_c: beta 0) adds the partial sums of the earlier KC blocks from
+// part (ld part_ld) and, before the last block, leaves its sums there (Note [bfloat16
+// C]); on the last, alpha, bias and relu, rounded once.
 template <typename SC, int MR, int NP>
-__attribute__((target("avx512f,avx512bf16"))) void ukernel_bf16_c(int64_t ks, const uint32_t* a,
-                                                                        const uint32_t* b, SC* c, int64_t c_rs,
-                                                                        float* part, int64_t part_ld,
-                                                                        const GemmEpilogue& ep, bool first, bool last,
-                                                                        int64_t i0, int64_t j0) {
+__attribute__((target("avx512f,avx512bf16"))) void ukernel_bf16_c(int64_t ks, const uint32_t* a, const uint32_t* b,
+                                                                   SC* c, int64_t c_rs, float* part, int64_t part_ld,
+                                                                   const GemmEpilogue& ep, bool first, bool last,
+                                                                   int64_t i0, int64_t j0) {
   constexpr bool kBf16C = std::is_same<SC, BFloat16>::value;
   constexpr int64_t kTail = 24;  // pair steps left when C is pulled into L1
   __m512 acc[MR * NP];
