@@ -149,10 +149,13 @@ struct ZmmUnary {
     if constexpr (OP == UnaryOp::Neg) r = _mm512_xor_si512(v, sign);
     if constexpr (OP == UnaryOp::Abs) r = _mm512_maskz_andnot_epi32(0xFFFF, sign, v);
     // relu keeps +0 .. +NaN, -0 and the negative NaNs: v - 1 >= -128 as int16
-    if constexpr (OP == UnaryOp::Relu)
-      r = _mm512_maskz_mov_epi16(_mm512_cmpgt_epi16_mask(_mm512_sub_epi16(v, _mm512_set1_epi16(1)), _mm512_set1_epi16(-129)), v);
+    if constexpr (OP == UnaryOp::Relu) {
+      const __m512i v1 = _mm512_sub_epi16(v, _mm512_set1_epi16(1));
+      r = _mm512_maskz_mov_epi16(_mm512_cmpgt_epi16_mask(v1, _mm512_set1_epi16(-129)), v);
+    }
     // a NaN (|v| > 0x7F80, i.e. 2v > 0xFF00 unsigned) gets its quiet bit
-    const __mmask32 nan = _mm512_cmpgt_epu16_mask(_mm512_add_epi16(v, v), _mm512_set1_epi16(static_cast<short>(0xFF00)));
+    const __m512i twice = _mm512_add_epi16(v, v);
+    const __mmask32 nan = _mm512_cmpgt_epu16_mask(twice, _mm512_set1_epi16(static_cast<short>(0xFF00)));
     return _mm512_mask_mov_epi16(r, nan, _mm512_or_si512(r, _mm512_set1_epi16(0x40)));
   }
   SB_ZMM __m512 operator()(__m512 x) const {

@@ -558,15 +558,15 @@ __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512bf16"))) vo
 // unit-stride runs, h_moments_run_dp, a block standing for a row): per row S = sum(x)
 // (vdpbf16ps against ones) and Q = sum(x^2) (vdpbf16ps of x with itself: a bfloat16
 // square is exact in float32), 32 elements an instruction each, four rows at a time, no
-// centre to find first; M2 = Q - S^2 / n in double. Q's float32 rounding (at most 2^-24 of Q per add, 64
-// adds a lane at most) then errs by Q / M2 times that in M2, so the caller takes a
-// group of four rows this way only where every row has Q <= 16 M2 (a mean within 3.9
-// standard deviations of 0) and Q finite: M2 within 2^-14 of itself, below the 2^-9 of
-// the bfloat16 result's rounding. Other groups, and rows with a NaN or an infinity, take
-// the run_centre path, and the next kDpRetry groups go there without trying: a
-// tensor's rows tend to be alike, and a group tried in vain costs the sums twice.
-// Squares below 2^-126 and subnormal inputs read as zero (as in Note [bfloat16 sums by
-// dot products]): M2 differs by at most 2^-126 per element.
+// centre to find first; M2 = Q - S^2 / n in double. Q's float32 rounding (at most 2^-24
+// of Q per add, 64 adds a lane at most) then errs by Q / M2 times that in M2, so the
+// caller takes a group of four rows this way only where every row has Q <= 16 M2 (a
+// mean within 3.9 standard deviations of 0) and Q finite: M2 within 2^-14 of itself,
+// below the 2^-9 of the bfloat16 result's rounding. Other groups, and rows with a NaN or
+// an infinity, take the run_centre path, and the next kDpRetry groups go there without
+// trying: a tensor's rows tend to be alike, and a group tried in vain costs the sums
+// twice. Squares below 2^-126 and subnormal inputs read as zero (as in Note [bfloat16
+// sums by dot products]): M2 differs by at most 2^-126 per element.
 constexpr int kDpRetry = 32;
 __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512bf16"))) void h_moments_rows4_dp(
     const BFloat16* const* p, int64_t n, double* s, double* q) {
