@@ -568,15 +568,17 @@ __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512bf16"))) vo
 // twice. Squares below 2^-126 and subnormal inputs read as zero (as in Note [bfloat16
 // sums by dot products]): M2 differs by at most 2^-126 per element.
 constexpr int kDpRetry = 32;
+// S += x (against ones) and Q += x^2, 32 bfloat16 elements.
+SB_RDP_INLINE inline void moments_dp_step(__m512bh one, __m512& sa, __m512& qa, __m512i x) {
+  sa = _mm512_dpbf16_ps(sa, (__m512bh)x, one);
+  qa = _mm512_dpbf16_ps(qa, (__m512bh)x, (__m512bh)x);
+}
 __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512bf16"))) void h_moments_rows4_dp(
     const BFloat16* const* p, int64_t n, double* s, double* q) {
   const __m512bh one = (__m512bh)_mm512_set1_epi16(0x3F80);  // bfloat16 1.0
   const BFloat16 *p0 = p[0], *p1 = p[1], *p2 = p[2], *p3 = p[3];
   __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0, q0 = s0, q1 = s0, q2 = s0, q3 = s0;
-  auto step = [one](__m512& sa, __m512& qa, __m512i x) SB_RDP_INLINE {
-    sa = _mm512_dpbf16_ps(sa, (__m512bh)x, one);
-    qa = _mm512_dpbf16_ps(qa, (__m512bh)x, (__m512bh)x);
-  };
+  auto step = [one](__m512& sa, __m512& qa, __m512i x) SB_RDP_INLINE { moments_dp_step(one, sa, qa, x); };
   int64_t i = 0;
   for (; i + 32 <= n; i += 32) {
     step(s0, q0, _mm512_loadu_si512(p0 + i));
@@ -604,10 +606,7 @@ __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512bf16"))) vo
     const BFloat16* p, int64_t n, double* s, double* q) {
   const __m512bh one = (__m512bh)_mm512_set1_epi16(0x3F80);  // bfloat16 1.0
   __m512 s0 = _mm512_setzero_ps(), s1 = s0, q0 = s0, q1 = s0;
-  auto step = [one](__m512& sa, __m512& qa, __m512i x) SB_RDP_INLINE {
-    sa = _mm512_dpbf16_ps(sa, (__m512bh)x, one);
-    qa = _mm512_dpbf16_ps(qa, (__m512bh)x, (__m512bh)x);
-  };
+  auto step = [one](__m512& sa, __m512& qa, __m512i x) SB_RDP_INLINE { moments_dp_step(one, sa, qa, x); };
   int64_t i = 0;
   for (; i + 64 <= n; i += 64) {
     step(s0, q0, _mm512_loadu_si512(p + i));
