@@ -28,6 +28,23 @@ def _flag(out, dev, found, worst_first, fmt, head, tail):
     out.append(f"`{dev}`: {len(found)} {head} ({names}): {tail}")
 
 
+def faster_than_memory(rs, dev):
+    """(% ceiling, run) of our memory-bound rows on `dev` that move at least 8x the
+    last-level cache (no cache can carry them) above 130% of their DRAM ceiling: the row
+    and the baseline saw different memory bandwidth (other tenants). A table that counts
+    % ceilings leaves these out."""
+    llc = last_level_cache_bytes(rs) if dev == "cpu" else None
+    fast = []
+    for r in rs.select(device=dev, impl="ours") if llc else []:
+        kind = ceiling_kind(r)
+        if not kind or kind[1] != "bytes" or r.regime != "DRAM" or (r.counters.get("bytes") or 0) < 8 * llc:
+            continue
+        c = ceiling(rs, r)
+        if c and c[2] > 130:
+            fast.append((c[2], r))
+    return fast
+
+
 def run_checks(rs):
     """Warnings about baseline rows that contradict each other, i.e. the machine was
     busy with other work while they ran: an N-thread FLOP peak below 0.75·N times the
@@ -88,16 +105,7 @@ def run_checks(rs):
         # cache can carry them) against their DRAM ceiling: above 130% the row and the
         # ceiling saw different memory bandwidth (on a shared machine other tenants' load
         # comes and goes: a 768 MiB out-of-place add on 2 threads once read 184%)
-        llc = last_level_cache_bytes(rs) if dev == "cpu" else None
-        fast = []
-        for r in rs.select(device=dev, impl="ours") if llc else []:
-            kind = ceiling_kind(r)
-            if not kind or kind[1] != "bytes" or r.regime != "DRAM" or (r.counters.get("bytes") or 0) < 8 * llc:
-                continue
-            c = ceiling(rs, r)
-            if c and c[2] > 130:
-                fast.append((c[2], r))
-        _flag(out, dev, fast, "high", lambda p: f"{p:.0f}%",
+        _flag(out, dev, faster_than_memory(rs, dev), "high", lambda p: f"{p:.0f}%",
               "of our memory-bound rows moving at least 8x the last-level cache read above 130% of their "
               "DRAM ceiling",
               "the memory bandwidth changed between the baseline and those rows (other tenants); their % "

@@ -734,6 +734,37 @@ class TablesTest(unittest.TestCase):
             self.assertIn("## Precision of memory-bound rows\n\nNot measured: no `elementwise`, `copy` or "
                           "`reduce` rows of ours in float32 and a 16-bit dtype.", f.read())
 
+    def test_precision_of_memory_bound_rows_leaves_out_rows_faster_than_the_memory(self):
+        """A pair whose float32 row the run checks found faster than the memory (it and
+        the baseline saw two bandwidths) is shown marked and is neither counted nor
+        named furthest behind, as a 2-thread DRAM add on a shared VM once was."""
+        ew = os.path.join(self.raw, "bench_elementwise.json")
+        twin = {"dtype:f32": "dtype:bf16"}
+        for layout, t in (("contiguous", 0.5), ("transposed", 0.8)):
+            self.assertTrue(sbtest.add_twins(
+                ew, lambda n, l=layout: f"op:add/impl:ours/device:cpu/layout:{l}/style:out/dtype:f32/" in n,
+                twin, {"real_time": t, "cpu_time": t, "bytes": 0.5}))
+
+        def small_llc(doc):  # 192 MiB is then 12x the last-level cache; the bf16 twin's 96 MiB is 6x
+            doc["context"]["sb_caches"] = "L1d:49152,L2:2097152,L3:16777216"
+        for f in os.listdir(self.raw):
+            if f.startswith("bench_"):
+                sbtest.edit(os.path.join(self.raw, f), small_llc)
+        row = "elementwise/op:add/impl:ours/device:cpu/layout:contiguous/style:out/dtype:f32/shape:4096x4096/threads:8"
+        sbtest.edit(ew, lambda doc: [e.update(real_time=e["real_time"] * 0.5) or e.pop("bytes_per_second", None)
+                                     for e in doc["benchmarks"] if (e.get("run_name") or e["name"]).startswith(row + "/")])
+        text = self.render()
+        self.assertIn(f"`{row}` 183%", text)  # the run check names it
+        sec = text[text.index("## Precision of memory-bound rows"):]
+        sec = sec[:sec.index("\n## ", 5)]
+        rows = {l.split("|")[2].strip(): l for l in sec.splitlines() if l.startswith("| add |")}
+        self.assertIn("| 183% | bf16 |", rows["contiguous"])
+        self.assertIn("| -92 (run check) | 1.00x |", rows["contiguous"])
+        self.assertIn("| -21 | 0.80x |", rows["transposed"])
+        self.assertIn("bf16: 0 of 1 rows within 5 points of float32's % of ceiling and 0 ahead by more; "
+                      "furthest behind: transposed add out 4096x4096 8 threads, 35% against 57%; 1 more marked "
+                      "(run check) and not counted", sec)
+
     def test_channels_last_and_l5_per_precision_on_a_gpu(self):
         """GPU conv2d rows in four precisions: the Channels-last reading and the L5
         verdict name each device and precision (NHWC slower in f32 on the GPU, faster in
