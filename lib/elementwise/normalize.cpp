@@ -442,10 +442,10 @@ void normalize_strip(bool avx, bool nt, bool resident, char* const* p, const int
   // kStatFlush elements, dense along dim, are widened into an L1 buffer of float32
   // (copy.h convert_unit_stride: F16C, or bfloat16 shifts), 8 rows at a time, or as many
   // as it holds where float32 rows would take Note [Fused normalize groups] (those rows
-  // take Note [16-bit fused groups] instead, with no buffer, unless they stream, their
-  // stores would alias their loads, or bfloat16 lacks AVX512_BF16); normalized there in
-  // place by the kernel the float32 rows would take, and rounded back into out (streaming
-  // under the same rule as the other rows). The numerics are float32's (that kernel's
+  // take Note [16-bit fused groups] instead, with no buffer, at every offset of out from
+  // x (Note [Fused groups and 4K aliasing]), unless they stream or bfloat16 lacks
+  // AVX512_BF16); normalized there in place by the kernel the float32 rows would take,
+  // and rounded back into out (streaming under the same rule as the other rows). The numerics are float32's (that kernel's
   // statistics, the float32 arithmetic of the write), one rounding on the store.
   // The generic path below is several times slower per element (docs/notes/elementwise.md,
   // bfloat16 on an AVX2 core).
@@ -470,7 +470,7 @@ void normalize_strip(bool avx, bool nt, bool resident, char* const* p, const int
         return;
       }
       fused = vl && resident && n >= kFusedMinN && n <= kFusedMaxN && rows >= 16;
-      if (fused && !nt && (!std::is_same_v<T, BFloat16> || use_avx512_bf16()) && !stores_alias_loads(p[0], p[1])) {
+      if (fused && !nt && (!std::is_same_v<T, BFloat16> || use_avx512_bf16())) {
         normalize_groups_16<T>(p[1], s[1], p[0], s[0], rows, n, eps);  // Note [16-bit fused groups]
         return;
       }
