@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 #include <thread>
 
 #include "stridebench/tensor.h"
@@ -71,11 +72,38 @@ TEST(CachingAllocator, LargeBlocksAlignedForHugePages) {
     EXPECT_EQ(s1.allocated_bytes - before.allocated_bytes, static_cast<int64_t>(cls)) << n;
     f.a->deallocate(p, n);
   }
-  // below 2 MiB: the plain 64-byte alignment
+  // below 2 MiB: on a page (Note [Blocks on pages])
   void* q = f.a->allocate(size_t{1} << 20);
   ASSERT_NE(q, nullptr);
-  EXPECT_EQ(reinterpret_cast<uintptr_t>(q) % kCpuAlignment, 0u);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(q) % 4096, 0u);
   f.a->deallocate(q, size_t{1} << 20);
+}
+
+// Note [Blocks on pages]: every block of a page or more starts on a page, so blocks
+// allocated one after another (x, then out) share their address modulo 4 KiB; smaller
+// blocks keep the 64-byte alignment and their class's size.
+TEST(CachingAllocator, BlocksOfAPageOrMoreStartOnAPage) {
+  Fresh f;
+  std::vector<std::pair<void*, size_t>> held;
+  for (size_t n : {size_t{4096}, size_t{4097}, size_t{5000}, size_t{65536}, size_t{128} << 10, (size_t{128} << 10) + 64,
+                   size_t{256} << 10, size_t{1} << 20, (size_t{2} << 20) - 64})
+    for (int k = 0; k < 3; ++k) {
+      const AllocatorStats before = f.a->stats();
+      void* p = f.a->allocate(n);
+      ASSERT_NE(p, nullptr);
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 4096, 0u) << n << " bytes, block " << k;
+      std::memset(p, 3, n);
+      EXPECT_EQ(f.a->stats().reserved_bytes - before.reserved_bytes, static_cast<int64_t>(cpu_caching_round_size(n)))
+          << n << ": the statistics count the size class, not the page rounding";
+      held.emplace_back(p, n);
+    }
+  for (size_t n : {size_t{64}, size_t{1000}, size_t{4032}}) {
+    void* p = f.a->allocate(n);
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % kCpuAlignment, 0u) << n;
+    held.emplace_back(p, n);
+  }
+  for (auto& [p, n] : held) f.a->deallocate(p, n);
 }
 
 TEST(CachingAllocator, ReusesFreedBlockOfSameClass) {
