@@ -334,8 +334,8 @@ inline void normalize_rows8_f32(bool vl, const char* x, int64_t xr, char* out, i
 // which the offset barely moves (docs/notes/elementwise.md). Those calls take the rows
 // kernel. In place (offset 0) and every other offset keep the fused loop; with different
 // row strides in x and out the offset of the first rows decides. 16-bit rows keep the
-// fused loop at those offsets too: it loses 2-15% there, where their other kernel (the
-// widening buffer and the rows kernel) takes 1.2-1.7x its time.
+// fused loop at those offsets too: it loses a little there, less than their other kernel
+// (the widening buffer and the rows kernel) costs (docs/notes/elementwise.md).
 constexpr int64_t kFusedMinN = 16, kFusedMaxN = 256;
 
 constexpr uintptr_t kAliasLo = 32, kAliasHi = 128;  // bytes; Note [Fused groups and 4K aliasing]
