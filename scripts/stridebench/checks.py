@@ -51,8 +51,9 @@ def run_checks(rs):
     1-thread one (another tenant shared the cores), or a last-level-cache ceiling 10% below
     the DRAM one for the same op and threads (the shared cache was contended); then
     kernel rows that contradict the baseline: our compute rows that did not speed up
-    with threads or read above 105% of the FLOP peak, and our memory-bound rows far
-    beyond the caches above 130% of their DRAM ceiling. The % ceiling of rows that use such a baseline reads high."""
+    with threads or read above 105% of the FLOP peak, our memory-bound rows that took
+    over 1.5x their 1-thread time on N threads, and our memory-bound rows far beyond the
+    caches above 130% of their DRAM ceiling. The % ceiling of rows that use such a baseline reads high."""
     out = []
     for dev in sorted({b["device"] for b in rs.select("baseline")}):
         peaks = {}
@@ -89,6 +90,23 @@ def run_checks(rs):
         _flag(out, dev, slow, "low", lambda x: f"{x:.2f}x",
               "of our compute rows ran less than 0.65 N times as fast on N threads as on one",
               "the other core was busy while they ran; read their times and peer ratios with care, "
+              "or re-check them (`scripts/recheck --pair`)")
+        # our memory-bound rows against their 1-thread twins: with the work split by a
+        # grain that keeps each thread's share worth its start, N threads take at most
+        # about the 1-thread time; over 1.5x it, a core was busy while the row ran (a
+        # shared VM's second vCPU, whose other tenant comes and goes)
+        stalled = []
+        for r in rs.select(device=dev, impl="ours"):
+            t = int(r["threads"]) if r["threads"] else 1
+            kind = ceiling_kind(r)
+            if t == 1 or not kind or kind[1] != "bytes":
+                continue
+            one = rs.like(r, threads="1")
+            if one and one.median and r.median and r.median > 1.5 * one.median:
+                stalled.append((r.median / one.median, r))
+        _flag(out, dev, stalled, "high", lambda x: f"{x:.2f}x",
+              "of our memory-bound rows took over 1.5x their 1-thread time on N threads",
+              "a core was busy while they ran; read their times, % ceiling and peer ratios with care, "
               "or re-check them (`scripts/recheck --pair`)")
         # our compute rows against their FLOP peak: no kernel outruns the hardware, so a row
         # above 105% of it means the peak was measured low (the baseline ran while the core

@@ -541,7 +541,8 @@ def render(rs):
                 + (f", temperature {min(temps):.0f}-{max(temps):.0f} °C" if temps else "") + ".", ""]
     checks = sb.run_checks(rs)
     out += ["Run checks (baseline rows that contradict each other, compute rows that did not "
-            "speed up with threads, or memory-bound rows faster than the memory, mean the machine "
+            "speed up with threads, memory-bound rows slowed down by them, or memory-bound rows "
+            "faster than the memory, mean the machine "
             "was busy, or its other tenants' load changed, while they ran): " +
             ("none failed." if not checks else ""), ""]
     out += [f"- {c}" for c in checks] + ([""] if checks else [])

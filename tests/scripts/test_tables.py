@@ -389,6 +389,38 @@ class LoadTest(unittest.TestCase):
             if "threads:1" in (e.get("run_name") or e["name"]) and "impl:ours" in e["name"]])
         self.assertEqual(sb.run_checks(sb.load_results(res)), [])
 
+    def test_run_checks_flag_memory_rows_slower_on_more_threads(self):
+        # a 1-thread twin of an 8-thread add at half its time: 8 threads took 2x the
+        # 1-thread time, so a core was busy; at 0.8x (1.25x) it is not flagged
+        res = sbtest.results_dir(tempfile.mkdtemp())
+        row = "elementwise/op:add/impl:ours/device:cpu/layout:contiguous/style:out/dtype:f32/shape:4096x4096/threads:8"
+        path = os.path.join(res, "raw", "bench_elementwise.json")
+
+        def twin(f):
+            def fn(doc):
+                doc["benchmarks"] = [e for e in doc["benchmarks"]
+                                     if "threads:1/" not in (e.get("run_name") or e["name"]) + "/"]
+                extra = []
+                for e in doc["benchmarks"]:
+                    if (e.get("run_name") or e["name"]).startswith(row + "/"):
+                        c = json.loads(json.dumps(e))
+                        for k in ("name", "run_name"):
+                            if k in c:
+                                c[k] = c[k].replace("threads:8", "threads:1")
+                        c["real_time"] *= f
+                        c.pop("bytes_per_second", None)
+                        extra.append(c)
+                self.assertTrue(extra)
+                doc["benchmarks"] += extra
+            return fn
+        sbtest.edit(path, twin(0.5))
+        checks = sb.run_checks(sb.load_results(res))
+        self.assertEqual(len(checks), 1, checks)
+        self.assertIn(f"1 of our memory-bound rows took over 1.5x their 1-thread time on N threads (`{row}` 2.00x)",
+                      checks[0])
+        sbtest.edit(path, twin(0.8))
+        self.assertEqual(sb.run_checks(sb.load_results(res)), [])
+
     def _scale_row(self, row, f, rate_key):
         """An edit for sbtest.edit: the run `row`'s times x f, its stale rate counter dropped."""
         def fn(doc):
