@@ -360,13 +360,11 @@ class LoadTest(unittest.TestCase):
             text = f.read()
         self.assertIn("- `cpu`: the 8-thread FLOP peak is only 2.00x", text)
 
-    def test_run_checks_flag_contended_compute_rows(self):
-        # a 1-thread twin of an 8-thread matmul row that is only 2x slower: 8 threads ran
-        # 2x (< 0.65 x 8): the other cores were busy
-        res = sbtest.results_dir(tempfile.mkdtemp())
-        row = "matmul/op:matmul/impl:ours/device:cpu/layout:contiguous/style:out/dtype:f32/shape:1024x1024/threads:8"
-
+    def _one_thread_twin(self, row, f):
+        """An edit for sbtest.edit: the 8-thread run `row`'s twin on 1 thread at f times its
+        time (its stale rate counter dropped), in place of every 1-thread run before it."""
         def fn(doc):
+            doc["benchmarks"] = [e for e in doc["benchmarks"] if "threads:1/" not in (e.get("run_name") or e["name"]) + "/"]
             extra = []
             for e in doc["benchmarks"]:
                 if (e.get("run_name") or e["name"]).startswith(row + "/"):
@@ -374,52 +372,41 @@ class LoadTest(unittest.TestCase):
                     for k in ("name", "run_name"):
                         if k in c:
                             c[k] = c[k].replace("threads:8", "threads:1")
-                    c["real_time"] *= 2
+                    c["real_time"] *= f
+                    c.pop("bytes_per_second", None)
                     extra.append(c)
             self.assertTrue(extra)
             doc["benchmarks"] += extra
-        sbtest.edit(os.path.join(res, "raw", "bench_matmul.json"), fn)
+        return fn
+
+    def _check_one_thread_twins(self, file, row, flagged, quiet, message):
+        """The run checks of a result whose `row` has a 1-thread twin at `flagged` times its
+        time (one check: message, then the row and its ratio) and at `quiet` times (none)."""
+        res = sbtest.results_dir(tempfile.mkdtemp())
+        path = os.path.join(res, "raw", file)
+        sbtest.edit(path, self._one_thread_twin(row, flagged))
         checks = sb.run_checks(sb.load_results(res))
         self.assertEqual(len(checks), 1, checks)
-        self.assertIn("1 of our compute rows ran less than 0.65 N times as fast on N threads", checks[0])
-        self.assertIn(f"`{row}` 2.00x", checks[0])
-        # 6x on 8 threads (0.75 N) is not flagged
-        sbtest.edit(os.path.join(res, "raw", "bench_matmul.json"), lambda d: [
-            e.update(real_time=e["real_time"] * 3) for e in d["benchmarks"]
-            if "threads:1" in (e.get("run_name") or e["name"]) and "impl:ours" in e["name"]])
+        self.assertIn(message, checks[0])
+        self.assertIn(f"`{row}` {max(flagged, 1 / flagged):.2f}x", checks[0])
+        sbtest.edit(path, self._one_thread_twin(row, quiet))
         self.assertEqual(sb.run_checks(sb.load_results(res)), [])
+
+    def test_run_checks_flag_contended_compute_rows(self):
+        # a 1-thread twin of an 8-thread matmul row that is only 2x slower: 8 threads ran
+        # 2x (< 0.65 x 8): the other cores were busy; 6x (0.75 N) is not flagged
+        self._check_one_thread_twins(
+            "bench_matmul.json",
+            "matmul/op:matmul/impl:ours/device:cpu/layout:contiguous/style:out/dtype:f32/shape:1024x1024/threads:8",
+            2, 6, "1 of our compute rows ran less than 0.65 N times as fast on N threads")
 
     def test_run_checks_flag_memory_rows_slower_on_more_threads(self):
         # a 1-thread twin of an 8-thread add at half its time: 8 threads took 2x the
         # 1-thread time, so a core was busy; at 0.8x (1.25x) it is not flagged
-        res = sbtest.results_dir(tempfile.mkdtemp())
-        row = "elementwise/op:add/impl:ours/device:cpu/layout:contiguous/style:out/dtype:f32/shape:4096x4096/threads:8"
-        path = os.path.join(res, "raw", "bench_elementwise.json")
-
-        def twin(f):
-            def fn(doc):
-                doc["benchmarks"] = [e for e in doc["benchmarks"]
-                                     if "threads:1/" not in (e.get("run_name") or e["name"]) + "/"]
-                extra = []
-                for e in doc["benchmarks"]:
-                    if (e.get("run_name") or e["name"]).startswith(row + "/"):
-                        c = json.loads(json.dumps(e))
-                        for k in ("name", "run_name"):
-                            if k in c:
-                                c[k] = c[k].replace("threads:8", "threads:1")
-                        c["real_time"] *= f
-                        c.pop("bytes_per_second", None)
-                        extra.append(c)
-                self.assertTrue(extra)
-                doc["benchmarks"] += extra
-            return fn
-        sbtest.edit(path, twin(0.5))
-        checks = sb.run_checks(sb.load_results(res))
-        self.assertEqual(len(checks), 1, checks)
-        self.assertIn(f"1 of our memory-bound rows took over 1.5x their 1-thread time on N threads (`{row}` 2.00x)",
-                      checks[0])
-        sbtest.edit(path, twin(0.8))
-        self.assertEqual(sb.run_checks(sb.load_results(res)), [])
+        self._check_one_thread_twins(
+            "bench_elementwise.json",
+            "elementwise/op:add/impl:ours/device:cpu/layout:contiguous/style:out/dtype:f32/shape:4096x4096/threads:8",
+            0.5, 0.8, "1 of our memory-bound rows took over 1.5x their 1-thread time on N threads")
 
     def _scale_row(self, row, f, rate_key):
         """An edit for sbtest.edit: the run `row`'s times x f, its stale rate counter dropped."""
@@ -737,17 +724,22 @@ class TablesTest(unittest.TestCase):
         self.assertEqual(after[1], before[1])  # the verdict is fp16's alone
         self.assertIn("bf16 (not judged):", after[0])
 
+    def _bf16_add_twins(self):
+        """bf16 twins of ours f32 add out= rows, half the bytes: the contiguous one in half
+        the time, the transposed one in 0.8x. Returns the elementwise file's path."""
+        ew = os.path.join(self.raw, "bench_elementwise.json")
+        for layout, t in (("contiguous", 0.5), ("transposed", 0.8)):
+            self.assertTrue(sbtest.add_twins(
+                ew, lambda n, l=layout: f"op:add/impl:ours/device:cpu/layout:{l}/style:out/dtype:f32/" in n,
+                {"dtype:f32": "dtype:bf16"}, {"real_time": t, "cpu_time": t, "bytes": 0.5}))
+        return ew
+
     def test_precision_of_memory_bound_rows(self):
         """bf16 twins of ours f32 adds, half the bytes: the contiguous one in half the
         time (the same % of its ceiling), the transposed one in 0.8x (behind by 3/8 of
         f32's 57%). The table gives each pair's points and time ratio; the reading counts
         them and names the furthest behind."""
-        ew = os.path.join(self.raw, "bench_elementwise.json")
-        twin = {"dtype:f32": "dtype:bf16"}
-        for layout, t in (("contiguous", 0.5), ("transposed", 0.8)):
-            self.assertTrue(sbtest.add_twins(
-                ew, lambda n, l=layout: f"op:add/impl:ours/device:cpu/layout:{l}/style:out/dtype:f32/" in n,
-                twin, {"real_time": t, "cpu_time": t, "bytes": 0.5}))
+        ew = self._bf16_add_twins()
         text = self.render()
         sec = text[text.index("## Precision of memory-bound rows"):]
         sec = sec[:sec.index("\n## ", 5)]
@@ -770,12 +762,7 @@ class TablesTest(unittest.TestCase):
         """A pair whose float32 row the run checks found faster than the memory (it and
         the baseline saw two bandwidths) is shown marked and is neither counted nor
         named furthest behind, as a 2-thread DRAM add on a shared VM once was."""
-        ew = os.path.join(self.raw, "bench_elementwise.json")
-        twin = {"dtype:f32": "dtype:bf16"}
-        for layout, t in (("contiguous", 0.5), ("transposed", 0.8)):
-            self.assertTrue(sbtest.add_twins(
-                ew, lambda n, l=layout: f"op:add/impl:ours/device:cpu/layout:{l}/style:out/dtype:f32/" in n,
-                twin, {"real_time": t, "cpu_time": t, "bytes": 0.5}))
+        ew = self._bf16_add_twins()
 
         def small_llc(doc):  # 192 MiB is then 12x the last-level cache; the bf16 twin's 96 MiB is 6x
             doc["context"]["sb_caches"] = "L1d:49152,L2:2097152,L3:16777216"
