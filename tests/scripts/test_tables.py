@@ -739,7 +739,7 @@ class TablesTest(unittest.TestCase):
         time (the same % of its ceiling), the transposed one in 0.8x (behind by 3/8 of
         f32's 57%). The table gives each pair's points and time ratio; the reading counts
         them and names the furthest behind."""
-        ew = self._bf16_add_twins()
+        self._bf16_add_twins()
         text = self.render()
         sec = text[text.index("## Precision of memory-bound rows"):]
         sec = sec[:sec.index("\n## ", 5)]
