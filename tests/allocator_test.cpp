@@ -79,15 +79,17 @@ TEST(CachingAllocator, LargeBlocksAlignedForHugePages) {
   f.a->deallocate(q, size_t{1} << 20);
 }
 
-// Note [Blocks on pages]: every block of a page or more starts on a page, so blocks
-// allocated one after another (x, then out) share their address modulo 4 KiB; smaller
-// blocks keep the 64-byte alignment and their class's size.
-TEST(CachingAllocator, BlocksOfAPageOrMoreStartOnAPage) {
+// Note [Blocks on pages]: every block whose class is a whole number of pages starts on a
+// page, so blocks allocated one after another (x, then out) share their address modulo
+// 4 KiB; the other classes (below 16 KiB) keep the 64-byte alignment, and every block
+// takes its class's size in the statistics.
+TEST(CachingAllocator, BlocksOfWholePagesStartOnAPage) {
   Fresh f;
   std::vector<std::pair<void*, size_t>> held;
-  for (size_t n : {size_t{4096}, size_t{4097}, size_t{5000}, size_t{65536}, size_t{128} << 10, (size_t{128} << 10) + 64,
-                   size_t{256} << 10, size_t{1} << 20, (size_t{2} << 20) - 64})
+  for (size_t n : {size_t{4096}, size_t{8000}, size_t{12288}, size_t{16385}, size_t{65536}, size_t{128} << 10,
+                   (size_t{128} << 10) + 64, size_t{256} << 10, size_t{1} << 20, (size_t{2} << 20) - 64})
     for (int k = 0; k < 3; ++k) {
+      ASSERT_EQ(cpu_caching_round_size(n) % 4096, 0u) << n;
       const AllocatorStats before = f.a->stats();
       void* p = f.a->allocate(n);
       ASSERT_NE(p, nullptr);
@@ -97,10 +99,12 @@ TEST(CachingAllocator, BlocksOfAPageOrMoreStartOnAPage) {
           << n << ": the statistics count the size class, not the page rounding";
       held.emplace_back(p, n);
     }
-  for (size_t n : {size_t{64}, size_t{1000}, size_t{4032}}) {
+  for (size_t n : {size_t{64}, size_t{1000}, size_t{4032}, size_t{4097}, size_t{6000}, size_t{10000}}) {
+    ASSERT_NE(cpu_caching_round_size(n) % 4096, 0u) << n;
     void* p = f.a->allocate(n);
     ASSERT_NE(p, nullptr);
     EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % kCpuAlignment, 0u) << n;
+    std::memset(p, 5, n);
     held.emplace_back(p, n);
   }
   for (auto& [p, n] : held) f.a->deallocate(p, n);

@@ -20,8 +20,11 @@
 //    allocator, so every "% of ceiling" compares like with like. SB_CPU_HUGEPAGES=0 in
 //    the environment turns it off (read once). The system allocator stays plain
 //    aligned_alloc: it stands for what a framework without a cache does.
-//  - Note [Blocks on pages]: a block of 4 KiB or more starts on a 4 KiB boundary, as
-//    the large size classes of jemalloc and tcmalloc do. Every such tensor's data then
+//  - Note [Blocks on pages]: a block whose size class is a whole number of 4 KiB pages
+//    (every class from 16 KiB up, and 4, 8 and 12 KiB) starts on a page, as the large
+//    size classes of jemalloc and tcmalloc do; the classes between keep the 64-byte
+//    alignment, so that no block takes more memory than its class, which the
+//    statistics count. Every such tensor's data then
 //    has the same address modulo 4 KiB, and no kernel's stores to one operand alias its
 //    loads from another in the low 12 bits the core compares first ("4K aliasing").
 //    With the plain 64-byte alignment, glibc put a block allocated right after another
@@ -68,7 +71,7 @@ constexpr size_t kPage = 4096;
 
 // Note [Huge pages]: large caching-allocator blocks start on a 2 MiB boundary and ask
 // for transparent huge pages; the block size (and so every statistic) is unchanged.
-// Note [Blocks on pages]: the other blocks of a page or more start on a page.
+// Note [Blocks on pages]: the other blocks of whole pages start on a page.
 void* large_block_alloc(size_t nbytes) {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
   if (nbytes >= kHugePage && huge_pages_enabled()) {
@@ -78,7 +81,7 @@ void* large_block_alloc(size_t nbytes) {
     return p;
   }
 #endif
-  if (nbytes >= kPage) return std::aligned_alloc(kPage, (nbytes + kPage - 1) / kPage * kPage);
+  if (nbytes % kPage == 0) return std::aligned_alloc(kPage, nbytes);
   return system_aligned_alloc(nbytes);
 }
 
