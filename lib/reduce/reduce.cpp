@@ -166,6 +166,8 @@ void run_horizontal(const typename V::T* x, const ReducePlan& g, typename V::A* 
   if (!split) {
     parallel_for(0, K, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(R, 1)), [&](int64_t b, int64_t e) {
       Walker w(g.ks, g.kst, b);
+      // kept elements along one dim: their rows one stride apart, no Walker step a row
+      const int64_t ks1 = g.ks.size() == 1 ? g.kst[0] : 0;
       int64_t k = b;
 #ifdef SB_HAVE_AVX2
       if constexpr (kRows4) {
@@ -178,7 +180,11 @@ void run_horizontal(const typename V::T* x, const ReducePlan& g, typename V::A* 
 #endif
         for (; rows4 && k + 4 <= e; k += 4) {
           const typename V::T* p[4];
-          for (int r = 0; r < 4; ++r, w.next()) p[r] = x + w.off;
+          if (ks1) {
+            for (int r = 0; r < 4; ++r) p[r] = x + (k + r) * ks1;
+          } else {
+            for (int r = 0; r < 4; ++r, w.next()) p[r] = x + w.off;
+          }
           if constexpr (std::is_same_v<Op, OpSum>) {
 #ifdef SB_HAVE_AVX512
             if constexpr (std::is_same_v<typename V::T, BFloat16>)
@@ -237,10 +243,15 @@ void run_horizontal(const typename V::T* x, const ReducePlan& g, typename V::A* 
         }
       }
 #endif
-      for (; k < e; ++k, w.next()) {
+      for (; k < e; ++k) {
         A acc[N];
         Op::sinit(acc);
-        reduce(x + w.off, 0, R, acc);
+        if (ks1) {
+          reduce(x + k * ks1, 0, R, acc);
+        } else {
+          reduce(x + w.off, 0, R, acc);
+          w.next();
+        }
         for (int q = 0; q < N; ++q) res[q * K + k] = acc[q];
       }
     });
