@@ -445,8 +445,9 @@ void normalize_strip(bool avx, bool nt, bool resident, char* const* p, const int
   // take Note [16-bit fused groups] instead, with no buffer, at every offset of out from
   // x (Note [Fused groups and 4K aliasing]), unless they stream or bfloat16 lacks
   // AVX512_BF16); normalized there in place by the kernel the float32 rows would take,
-  // and rounded back into out (streaming under the same rule as the other rows). The numerics are float32's (that kernel's
-  // statistics, the float32 arithmetic of the write), one rounding on the store.
+  // and rounded back into out (streaming under the same rule as the other rows). The
+  // numerics are float32's (that kernel's statistics, the float32 arithmetic of the
+  // write), one rounding on the store.
   // The generic path below is several times slower per element (docs/notes/elementwise.md,
   // bfloat16 on an AVX2 core).
   if constexpr (kIs16Bit<T>) {

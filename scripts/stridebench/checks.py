@@ -31,8 +31,7 @@ def _flag(out, dev, found, worst_first, fmt, head, tail):
 def faster_than_memory(rs, dev):
     """(% ceiling, run) of our memory-bound rows on `dev` that move at least 8x the
     last-level cache (no cache can carry them) above 130% of their DRAM ceiling: the row
-    and the baseline saw different memory bandwidth (other tenants). A table that counts
-    % ceilings leaves these out."""
+    and the baseline saw different memory bandwidth (other tenants)."""
     llc = last_level_cache_bytes(rs) if dev == "cpu" else None
     fast = []
     for r in rs.select(device=dev, impl="ours") if llc else []:
@@ -43,6 +42,30 @@ def faster_than_memory(rs, dev):
         if c and c[2] > 130:
             fast.append((c[2], r))
     return fast
+
+
+def slower_on_more_threads(rs, dev):
+    """(ratio, run) of our memory-bound rows on `dev` that took over 1.5x their 1-thread
+    twin's time on N threads: with the work split by a grain that keeps each thread's
+    share worth its start, N threads take at most about the 1-thread time, so a core was
+    busy while the row ran (a shared VM's second vCPU, whose other tenant comes and goes)."""
+    stalled = []
+    for r in rs.select(device=dev, impl="ours"):
+        t = int(r["threads"]) if r["threads"] else 1
+        kind = ceiling_kind(r)
+        if t == 1 or not kind or kind[1] != "bytes":
+            continue
+        one = rs.like(r, threads="1")
+        if one and one.median and r.median and r.median > 1.5 * one.median:
+            stalled.append((r.median / one.median, r))
+    return stalled
+
+
+def distrusted(rs, dev):
+    """Names of our memory-bound rows on `dev` that a run check distrusts (faster than
+    the memory, or slowed down by a busy core): a table that counts % ceilings leaves
+    them out."""
+    return {r.name for _, r in faster_than_memory(rs, dev) + slower_on_more_threads(rs, dev)}
 
 
 def run_checks(rs):
@@ -91,20 +114,8 @@ def run_checks(rs):
               "of our compute rows ran less than 0.65 N times as fast on N threads as on one",
               "the other core was busy while they ran; read their times and peer ratios with care, "
               "or re-check them (`scripts/recheck --pair`)")
-        # our memory-bound rows against their 1-thread twins: with the work split by a
-        # grain that keeps each thread's share worth its start, N threads take at most
-        # about the 1-thread time; over 1.5x it, a core was busy while the row ran (a
-        # shared VM's second vCPU, whose other tenant comes and goes)
-        stalled = []
-        for r in rs.select(device=dev, impl="ours"):
-            t = int(r["threads"]) if r["threads"] else 1
-            kind = ceiling_kind(r)
-            if t == 1 or not kind or kind[1] != "bytes":
-                continue
-            one = rs.like(r, threads="1")
-            if one and one.median and r.median and r.median > 1.5 * one.median:
-                stalled.append((r.median / one.median, r))
-        _flag(out, dev, stalled, "high", lambda x: f"{x:.2f}x",
+        # our memory-bound rows against their 1-thread twins
+        _flag(out, dev, slower_on_more_threads(rs, dev), "high", lambda x: f"{x:.2f}x",
               "of our memory-bound rows took over 1.5x their 1-thread time on N threads",
               "a core was busy while they ran; read their times, % ceiling and peer ratios with care, "
               "or re-check them (`scripts/recheck --pair`)")

@@ -134,9 +134,10 @@ def t_precision_memory(rs, dev):
     the two are what the narrower dtype costs beyond its bytes (issue #51's yardstick:
     within 5 points)."""
     rows, per, left_out = [], {}, {}
-    # a pair with a row the run checks found faster than the memory is shown, marked,
-    # and left out of the counts: its points compare two moments of the memory
-    flagged = {r.name for _, r in ck.faster_than_memory(rs, dev)}
+    # a pair with a row the run checks distrust (faster than the memory, or slowed by a
+    # busy core) is shown, marked, and left out of the counts: its points compare two
+    # states of the machine
+    flagged = ck.distrusted(rs, dev)
     runs = rs.select(("elementwise", "copy", "reduce"), device=dev, impl="ours")
     for group in sb.group_by(runs, "dtype").values():
         by = {r["dtype"]: r for r in group}
@@ -173,8 +174,8 @@ def t_precision_memory(rs, dev):
             part += (f"; furthest behind: {sb.describe(worst[1], keys)}, {worst[2]:.0f}% "
                      f"against {worst[3]:.0f}%")
         if left_out.get(d):
-            part += (f"; {left_out[d]} more marked (run check) and not counted: the run checks found "
-                     "one of the pair faster than the memory")
+            part += (f"; {left_out[d]} more marked (run check) and not counted: the run checks "
+                     "distrust one of the pair")
         parts.append(part)
     return "; ".join(parts), md_table(
         ["op", "layout", "style", "shape", "threads", "regime", "f32 time", "f32 % ceiling", "dtype",

@@ -784,6 +784,23 @@ class TablesTest(unittest.TestCase):
                       "furthest behind: transposed add out 4096x4096 8 threads, 35% against 57%; 1 more marked "
                       "(run check) and not counted", sec)
 
+    def test_precision_of_memory_bound_rows_leaves_out_rows_slowed_by_a_busy_core(self):
+        """A pair whose bf16 row took 2x its 1-thread twin's time on 8 threads (a busy
+        core, by the run checks) is shown marked and not counted either."""
+        ew = self._bf16_add_twins()
+        self.assertTrue(sbtest.add_twins(
+            ew, lambda n: "op:add/impl:ours/device:cpu/layout:transposed/style:out/dtype:bf16/" in n,
+            {"threads:8": "threads:1"}, {"real_time": 0.5, "cpu_time": 0.5}))
+        text = self.render()
+        sec = text[text.index("## Precision of memory-bound rows"):]
+        sec = sec[:sec.index("\n## ", 5)]
+        rows = {l.split("|")[2].strip(): l for l in sec.splitlines() if l.startswith("| add |")}
+        self.assertIn("| -21 (run check) | 0.80x |", rows["transposed"])
+        self.assertIn("| +0 | 0.50x |", rows["contiguous"])
+        self.assertIn("bf16: 1 of 1 rows within 5 points of float32's % of ceiling and 0 ahead by more; "
+                      "furthest behind: contiguous add out 4096x4096 8 threads", sec)
+        self.assertIn("1 more marked (run check) and not counted", sec)
+
     def test_channels_last_and_l5_per_precision_on_a_gpu(self):
         """GPU conv2d rows in four precisions: the Channels-last reading and the L5
         verdict name each device and precision (NHWC slower in f32 on the GPU, faster in
