@@ -233,6 +233,55 @@ TEST(Reduce, LargeShapesTakeEveryPath) {
     }
 }
 
+// Inputs whose dims the planner cannot merge (each stepped, or cut short): three and
+// more reduced dims outside the innermost (the horizontal driver's walk over them, in
+// one run and in the split over threads), three and more kept dims (the vertical
+// driver's outer kept dims, write_out's walk), results through out='s strides too.
+TEST(Reduce, DimsThatDoNotMergeAnywhere) {
+  Scope scope;
+  struct Case {
+    Shape base;  // stepped by 2 in the dims of `steps`, the last dim cut to `last`
+    std::vector<int64_t> steps;
+    int64_t last;
+    std::vector<Shape> dim_sets;
+  };
+  const std::vector<Case> cases = {
+      // every dim stepped: 3x4x5x6x7, the innermost stride 2
+      {{6, 8, 10, 12, 14}, {0, 1, 2, 3, 4}, 7, {{}, {0, 1, 2}, {0, 2, 4}, {1, 2, 3, 4}, {0, 1, 3}, {4}, {0, 1, 2, 3}}},
+      // unit-stride rows of 7 in rows of 9: 3x4x5x6x7
+      {{6, 8, 10, 6, 9}, {0, 1, 2}, 7, {{}, {0, 1, 2, 3}, {1, 2, 3, 4}, {0, 2, 4}, {3, 4}, {0, 1, 2}, {1, 3}, {0, 2}}},
+      // 720 K elements in five dims that do not merge: the reduced range split over threads
+      {{6, 6, 80, 40, 64}, {0, 1, 2}, 50, {{}, {0, 1, 2, 3}}},
+  };
+  for (const Case& c : cases)
+    for (DType dt : {DType::Float32, DType::BFloat16}) {
+      Tensor x = make_values(c.base, 77, dt);
+      for (int64_t d : c.steps) x = x.slice(d, 0, std::nullopt, 2);
+      x = x.narrow(4, 0, c.last);
+      for (const Shape& dims : c.dim_sets) {
+        const std::vector<bool> red = reduced_mask(x.dim(), dims);
+        for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Max, ReduceOp::Var}) {
+          const std::vector<double> ref = reference(op, x, red, 1);
+          for (int threads : {1, 2})
+            for (bool keepdim : {false, true}) {
+              set_num_threads(threads);
+              const std::string where = std::string(reduce_op_name(op)) + " " + dtype_name(dt) + " sizes " +
+                                        ::testing::PrintToString(x.sizes()) + " strides " +
+                                        ::testing::PrintToString(x.strides()) + " dims " +
+                                        ::testing::PrintToString(dims) + " threads " + std::to_string(threads) +
+                                        " keepdim " + std::to_string(keepdim);
+              const Tensor r = run_op(op, x, dims, 1, keepdim);
+              ASSERT_TRUE(all_close(r, ref, test::default_atol(dt), test::default_rtol(dt))) << where;
+              Tensor out = test::with_layout(zeros(r.sizes(), dt), Layout::Transposed);
+              test::poison(out);
+              run_out(op, out, x, dims, 1, keepdim);
+              ASSERT_TRUE(all_close(out, ref, test::default_atol(dt), test::default_rtol(dt))) << where << " out=";
+            }
+        }
+      }
+    }
+}
+
 // 1e4 + randn: a one-pass E[x^2] - E[x]^2 in float32 would lose every digit. 3000 x 37
 // over dim 0 takes the vertical kernel's vector columns, its 8-row register blocks and
 // its float32 runs (> kFlushRows); with its first row 60 std away from the rest, the

@@ -48,8 +48,10 @@ DimPlan plan_dims(const int64_t* sizes, int64_t ndim, const int64_t* const* stri
   for (int64_t d = 0; d < ndim; ++d)
     if (sizes[d] != 1) kept.push_back(d);
   const int64_t nk = static_cast<int64_t>(kept.size());
-  SmallVec<int64_t, DimPlan::kInlineDims> ksizes(static_cast<size_t>(nk));
-  SmallVec<DimPlan::Strides, DimPlan::kInlineDims> kstrides(static_cast<size_t>(nk));
+  SmallVec<int64_t, DimPlan::kInlineDims> ksizes;
+  SmallVec<DimPlan::Strides, DimPlan::kInlineDims> kstrides;
+  ksizes.resize_for_overwrite(static_cast<size_t>(nk));
+  kstrides.resize_for_overwrite(static_cast<size_t>(nk));
   for (int64_t k = 0; k < nk; ++k) {
     ksizes[k] = sizes[kept[k]];
     DimPlan::Strides s{};
@@ -57,10 +59,12 @@ DimPlan plan_dims(const int64_t* sizes, int64_t ndim, const int64_t* const* stri
     kstrides[k] = s;
   }
   // 2. order fastest first
-  SmallVec<int64_t, DimPlan::kInlineDims> perm(static_cast<size_t>(nk));
+  SmallVec<int64_t, DimPlan::kInlineDims> perm;
+  perm.resize_for_overwrite(static_cast<size_t>(nk));
   {
     const int64_t* kst[DimPlan::kMaxOperands];
-    SmallVec<int64_t, DimPlan::kInlineDims * DimPlan::kMaxOperands> flat(static_cast<size_t>(nk * nops));
+    SmallVec<int64_t, DimPlan::kInlineDims * DimPlan::kMaxOperands> flat;
+    flat.resize_for_overwrite(static_cast<size_t>(nk * nops));
     for (int i = 0; i < nops; ++i) {
       for (int64_t k = 0; k < nk; ++k) flat[i * nk + k] = kstrides[k][i];
       kst[i] = flat.data() + i * nk;

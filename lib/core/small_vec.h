@@ -7,6 +7,7 @@
 #include <array>
 #include <cstddef>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace sb {
@@ -16,8 +17,28 @@ class SmallVec {
   static_assert(std::is_trivially_copyable_v<T>, "SmallVec holds plain values");
 
  public:
-  SmallVec() = default;
+  // The inline slots past size() are never read, so they are left uninitialized and
+  // copies take size() elements: zeroing all N slots at each construction was the
+  // largest part of plan_dims's own cost (docs/notes/copy-reduce.md, "No allocation in
+  // the reduce driver").
+  SmallVec() {}
   explicit SmallVec(size_t n, const T& v = T()) { resize(n, v); }
+  SmallVec(const SmallVec& o) { copy_from(o); }
+  SmallVec(SmallVec&& o) noexcept { move_from(o); }
+  SmallVec& operator=(const SmallVec& o) {
+    if (this != &o) {
+      clear();
+      copy_from(o);
+    }
+    return *this;
+  }
+  SmallVec& operator=(SmallVec&& o) noexcept {
+    if (this != &o) {
+      clear();
+      move_from(o);
+    }
+    return *this;
+  }
 
   size_t size() const { return n_; }
   bool empty() const { return n_ == 0; }
@@ -50,6 +71,12 @@ class SmallVec {
     }
     n_ = n;
   }
+  // n elements, the inline ones left as they are, for a caller that writes them all
+  void resize_for_overwrite(size_t n) {
+    if (n > static_cast<size_t>(N)) to_heap();
+    if (heap_mode_) heap_.resize(n);
+    n_ = n;
+  }
   void assign(size_t n, const T& v) {
     n_ = 0;
     heap_.clear();
@@ -58,12 +85,36 @@ class SmallVec {
   }
 
  private:
+  void clear() {
+    n_ = 0;
+    heap_.clear();
+    heap_mode_ = false;
+  }
+  void copy_from(const SmallVec& o) {
+    if (o.heap_mode_) {
+      heap_ = o.heap_;
+      heap_mode_ = true;
+    } else {
+      for (size_t i = 0; i < o.n_; ++i) inline_[i] = o.inline_[i];
+    }
+    n_ = o.n_;
+  }
+  void move_from(SmallVec& o) {
+    if (o.heap_mode_) {
+      heap_ = std::move(o.heap_);
+      heap_mode_ = true;
+    } else {
+      for (size_t i = 0; i < o.n_; ++i) inline_[i] = o.inline_[i];
+    }
+    n_ = o.n_;
+    o.clear();
+  }
   void to_heap() {
     if (heap_mode_) return;
     heap_.assign(inline_.begin(), inline_.begin() + n_);
     heap_mode_ = true;
   }
-  std::array<T, N> inline_{};
+  std::array<T, N> inline_;  // [0, n_) only
   std::vector<T> heap_;
   size_t n_ = 0;
   bool heap_mode_ = false;

@@ -37,9 +37,10 @@
 #endif
 
 #include "core/convert.h"
+#include "core/dim_plan.h"
+#include "core/small_vec.h"
 #include "copy/copy.h"
 #include "stridebench/cpu_features.h"
-#include "core/dim_plan.h"
 #include "reduce/reduce_kernels.h"
 #include "stridebench/parallel.h"
 
@@ -53,52 +54,72 @@ namespace {
 
 // ---------------------------------------------------------------- geometry
 
+// Note [No allocation in the reduce driver]
+// A small reduction's time is as much its driver's as its kernel's: with the plan's
+// dim lists, the walkers' indices and the flags as std::vectors, each call made a
+// malloc/free pair per list. The plan and the per-call lists are SmallVecs (inline up to
+// DimPlan::kInlineDims dims), the CPU path reads out's strides without an unsqueezed
+// Tensor, and the accumulators live in a per-thread buffer (AccBuffer). What still
+// allocates: the result sizes and tensor of an out-of-place call, more accumulators
+// than AccBuffer keeps, and the split paths' partial results (docs/notes/copy-reduce.md).
+using Dims = SmallVec<int64_t, DimPlan::kInlineDims>;
+using DimFlags = SmallVec<uint8_t, DimPlan::kInlineDims>;  // std::vector<bool> has no data()
+
 struct ReducePlan {
-  Shape ks, kst, kost;  // kept dims: sizes, input strides, out strides (inner last)
-  Shape rs, rst;        // reduced dims: sizes, input strides (inner last)
+  Dims ks, kst, kost;  // kept dims: sizes, input strides, out strides (inner last)
+  Dims rs, rst;        // reduced dims: sizes, input strides (inner last)
   int64_t K = 1, R = 1;
 };
 
 // The kept dims planned over (x, out) and the reduced dims over x alone (Note [One
 // dimension planner], core/dim_plan.h), each turned slowest first; no dims: one element.
-ReducePlan make_reduce_plan(const Tensor& x, const Tensor& out_k, const std::vector<bool>& red) {
+// ost: out's strides aligned with x's dims (any value at a reduced dim).
+ReducePlan make_reduce_plan(const Tensor& x, const int64_t* ost, const DimFlags& red) {
   ReducePlan g;
-  Shape ksizes = x.sizes(), rsizes = x.sizes();
-  for (int64_t i = 0; i < x.dim(); ++i) {
-    (red[i] ? ksizes : rsizes)[i] = 1;
+  const int64_t nd = x.dim();
+  Dims ksizes(static_cast<size_t>(nd)), rsizes(static_cast<size_t>(nd));
+  for (int64_t i = 0; i < nd; ++i) {
+    ksizes[i] = red[i] ? 1 : x.sizes()[i];
+    rsizes[i] = red[i] ? x.sizes()[i] : 1;
     (red[i] ? g.R : g.K) *= x.sizes()[i];
   }
-  const DimPlan kp = plan_dims(ksizes, {&x.strides(), &out_k.strides()});
+  const int64_t* const kst[2] = {x.strides().data(), ost};
+  const DimPlan kp = plan_dims(ksizes.data(), nd, kst, 2);
   for (int d = kp.ndim() - 1; d >= 0; --d) {
     g.ks.push_back(kp.sizes[d]);
     g.kst.push_back(kp.strides[d][0]);
     g.kost.push_back(kp.strides[d][1]);
   }
-  const DimPlan rp = plan_dims(rsizes, {&x.strides()});
+  const DimPlan rp = plan_dims(rsizes.data(), nd, kst, 1);
   for (int d = rp.ndim() - 1; d >= 0; --d) {
     g.rs.push_back(rp.sizes[d]);
     g.rst.push_back(rp.strides[d][0]);
   }
-  if (g.ks.empty()) g.ks = {1}, g.kst = {0}, g.kost = {0};
-  if (g.rs.empty()) g.rs = {1}, g.rst = {0};
+  if (g.ks.empty()) g.ks.push_back(1), g.kst.push_back(0), g.kost.push_back(0);
+  if (g.rs.empty()) g.rs.push_back(1), g.rst.push_back(0);
   return g;
 }
 
-// Offsets of successive row-major indices over (sizes, strides), from `begin`.
+// Offsets of successive row-major indices over the first nd of (sizes, strides), from
+// `begin`.
 struct Walker {
-  const Shape& s;
-  const Shape& st;
-  Shape idx;
+  const int64_t* s;
+  const int64_t* st;
+  int64_t nd;
+  Dims idx;
   int64_t off = 0;
-  Walker(const Shape& sizes, const Shape& strides, int64_t begin) : s(sizes), st(strides), idx(sizes.size(), 0) {
-    for (int64_t k = static_cast<int64_t>(s.size()) - 1; k >= 0; --k) {
+  Walker(const Dims& sizes, const Dims& strides, int64_t begin)
+      : Walker(sizes, strides, static_cast<int64_t>(sizes.size()), begin) {}
+  Walker(const Dims& sizes, const Dims& strides, int64_t n, int64_t begin)
+      : s(sizes.data()), st(strides.data()), nd(n), idx(static_cast<size_t>(n), 0) {
+    for (int64_t k = nd - 1; k >= 0; --k) {
       idx[k] = begin % s[k];
       begin /= s[k];
       off += idx[k] * st[k];
     }
   }
   void next() {
-    for (int64_t k = static_cast<int64_t>(s.size()) - 1; k >= 0; --k) {
+    for (int64_t k = nd - 1; k >= 0; --k) {
       if (++idx[k] < s[k]) {
         off += st[k];
         return;
@@ -118,18 +139,17 @@ void run_horizontal(const typename V::T* x, const ReducePlan& g, typename V::A* 
   constexpr int N = Op::N;
   const int64_t K = g.K, R = g.R, nd = static_cast<int64_t>(g.rs.size());
   const int64_t li = g.rs[nd - 1], si = g.rst[nd - 1];
-  const Shape ros(g.rs.begin(), g.rs.end() - 1), rost(g.rst.begin(), g.rst.end() - 1);
   // reduce flat R indices [rb, re) of the kept element at xk into acc, by the op of opv
   auto reduce_range = [&](auto opv, const typename V::T* xk, int64_t rb, int64_t re, double m, A* acc) {
     if (rb >= re) return;
     using O = decltype(opv);
     if (re - rb <= kFlushElems && rb % li + (re - rb) <= li) {  // one run of one block at most
       DirectSink<O, A> direct{acc};
-      return h_kernel<V, O>(xk + (rb / li == 0 ? 0 : Walker(ros, rost, rb / li).off) + rb % li * si, re - rb, si, m,
+      return h_kernel<V, O>(xk + (rb / li == 0 ? 0 : Walker(g.rs, g.rst, nd - 1, rb / li).off) + rb % li * si, re - rb, si, m,
                             direct);
     }
     Cascade<O, A> sink;  // Note [Cascaded accumulation]
-    Walker w(ros, rost, rb / li);
+    Walker w(g.rs, g.rst, nd - 1, rb / li);
     int64_t ii = rb % li;
     while (rb < re) {
       const int64_t seg = std::min(li - ii, re - rb);
@@ -292,7 +312,6 @@ void run_vertical(const typename V::T* x, const ReducePlan& g, typename V::A* re
   constexpr int N = Op::N;
   const int64_t K = g.K, R = g.R, nk = static_cast<int64_t>(g.ks.size());
   const int64_t lk = g.ks[nk - 1];
-  const Shape kos(g.ks.begin(), g.ks.end() - 1), kost(g.kst.begin(), g.kst.end() - 1);
   const int64_t nc = (lk + kColumns - 1) / kColumns, tasks = (K / lk) * nc;
 #ifdef SB_HAVE_AVX512
   const bool dp16 = std::is_same_v<typename V::T, BFloat16> && V::W > 1 && use_avx512_bf16();
@@ -303,7 +322,7 @@ void run_vertical(const typename V::T* x, const ReducePlan& g, typename V::A* re
   auto task = [&](int64_t t, int64_t rb, int64_t re, A* out) {
     if (rb >= re) return;
     const int64_t ko = t / nc, c = t % nc, j0 = c * kColumns, L = std::min(kColumns, lk - j0);
-    const typename V::T* base = x + Walker(kos, kost, ko).off + j0;
+    const typename V::T* base = x + Walker(g.ks, g.kst, nk - 1, ko).off + j0;
     const int64_t k0 = ko * lk + j0;
     // the buffers per thread, not on the stack: N * kColumns accumulators are 192 KiB
     // for a float64 var, a large frame for a worker thread. var: buf = the run's mean of
@@ -433,10 +452,36 @@ void run_vertical(const typename V::T* x, const ReducePlan& g, typename V::A* re
     }
 }
 
+// The accumulators of one call: up to kKept of them in a buffer that the thread keeps
+// for its next call, more in one of their own (Note [No allocation in the reduce driver]).
+// One AccBuffer of a type at a time on a thread: reduce_float's.
+template <class A>
+class AccBuffer {
+ public:
+  static constexpr size_t kKept = 4096;
+  void resize(size_t n) {
+    if (n <= kKept) {
+      static thread_local std::vector<A> kept;
+      if (kept.empty()) kept.resize(kKept);
+      p_ = kept.data();
+    } else {
+      own_.resize(n);
+      p_ = own_.data();
+    }
+  }
+  A* data() { return p_; }
+  A& operator[](int64_t i) { return p_[i]; }
+  const A& operator[](int64_t i) const { return p_[i]; }
+
+ private:
+  A* p_ = nullptr;
+  std::vector<A> own_;
+};
+
 template <class V, class Op>
-void run(const typename V::T* x, const ReducePlan& g, std::vector<typename V::A>& res) {
+void run(const typename V::T* x, const ReducePlan& g, AccBuffer<typename V::A>& res) {
   constexpr int N = Op::N;
-  res.assign(static_cast<size_t>(g.K * N), 0);
+  res.resize(static_cast<size_t>(g.K * N));
   for (int64_t k = 0; k < g.K; ++k) {
     typename V::A a[N];
     Op::sinit(a);
@@ -454,8 +499,8 @@ void run(const typename V::T* x, const ReducePlan& g, std::vector<typename V::A>
 // the odometer and one scalar rounding per value (docs/notes/copy-reduce.md, "Dense
 // results eight at a time").
 template <typename T, typename F>
-void write_out(const Tensor& out_k, const ReducePlan& g, const F& f) {
-  T* o = static_cast<T*>(out_k.data_ptr());
+void write_out(void* out, const ReducePlan& g, const F& f) {
+  T* o = static_cast<T*>(out);
 #ifdef SB_HAVE_AVX2
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, BFloat16>) {
     if (g.ks.size() == 1 && g.kost[0] == 1 && use_avx2()) {
@@ -479,10 +524,10 @@ void write_out(const Tensor& out_k, const ReducePlan& g, const F& f) {
 }
 
 template <typename T, class VS, class VV>
-void reduce_float(ReduceOp op, const Tensor& out_k, const Tensor& x, const ReducePlan& g, int64_t correction, bool simd) {
+void reduce_float(ReduceOp op, void* out_k, const Tensor& x, const ReducePlan& g, int64_t correction, bool simd) {
   const T* xp = static_cast<const T*>(x.data_ptr());
   const double n = static_cast<double>(g.R);
-  std::vector<double> res;
+  AccBuffer<double> res;
   auto run_op = [&](auto opv) {
     using Op = decltype(opv);
     if (simd) run<VV, Op>(xp, g, res);
@@ -508,7 +553,7 @@ void reduce_float(ReduceOp op, const Tensor& out_k, const Tensor& x, const Reduc
   });
 }
 
-void reduce_cpu(ReduceOp op, const Tensor& out_k, const Tensor& x, const ReducePlan& g, int64_t correction) {
+void reduce_cpu(ReduceOp op, void* out_k, const Tensor& x, const ReducePlan& g, int64_t correction) {
   const bool simd = use_avx2();
   (void)simd;  // unused without SB_HAVE_AVX2
   switch (x.dtype()) {
@@ -533,11 +578,11 @@ void reduce_cpu(ReduceOp op, const Tensor& out_k, const Tensor& x, const ReduceP
     case DType::Int32: {
       const int32_t* xp = x.data<int32_t>();
       if (op == ReduceOp::Sum) {
-        std::vector<int64_t> res;
+        AccBuffer<int64_t> res;
         run<vec::Scalar<int32_t, int64_t>, OpSum>(xp, g, res);
         return write_out<int32_t>(out_k, g, [&](int64_t k) { return static_cast<int32_t>(res[k]); });
       }
-      std::vector<double> res;  // max: int32 is exact in double
+      AccBuffer<double> res;  // max: int32 is exact in double
       run<vec::Scalar<int32_t, double>, OpMax>(xp, g, res);
       return write_out<int32_t>(out_k, g, [&](int64_t k) { return static_cast<int32_t>(res[k]); });
     }
@@ -547,7 +592,7 @@ void reduce_cpu(ReduceOp op, const Tensor& out_k, const Tensor& x, const ReduceP
 
 // ---------------------------------------------------------------- the public ops
 
-Shape result_sizes(const Tensor& x, const std::vector<bool>& red, bool keepdim) {
+Shape result_sizes(const Tensor& x, const DimFlags& red, bool keepdim) {
   Shape s;
   for (int64_t i = 0; i < x.dim(); ++i) {
     if (!red[i]) s.push_back(x.sizes()[i]);
@@ -567,15 +612,15 @@ void reduce_impl(ReduceOp op, Tensor& out, bool have_out, const Tensor& x, const
   SB_CHECK(is_floating(dt) || op == ReduceOp::Sum || op == ReduceOp::Max, name,
            ": expected a floating dtype (float32, float64, float16, bfloat16), got ", dt);
   const int64_t nd = x.dim();
-  std::vector<bool> red(static_cast<size_t>(nd), dims.empty());
-  std::vector<bool> seen(static_cast<size_t>(std::max<int64_t>(nd, 1)), false);
+  DimFlags red(static_cast<size_t>(nd), dims.empty());
+  DimFlags seen(static_cast<size_t>(std::max<int64_t>(nd, 1)), false);
   for (int64_t d : dims) {
     const int64_t w = wrap_dim(d, nd, name);
     SB_CHECK(!seen[w], name, ": dim ", w, " appears more than once in dims ", dims);
     seen[w] = true;
     if (nd > 0) red[w] = true;
   }
-  Shape sorted;
+  Dims sorted;
   for (int64_t i = 0; i < nd; ++i)
     if (red[i]) sorted.push_back(i);
   if (op == ReduceOp::Max)
@@ -595,18 +640,24 @@ void reduce_impl(ReduceOp op, Tensor& out, bool have_out, const Tensor& x, const
   } else {
     out = empty(rsizes, dt, x.device());
   }
-  Tensor out_k = out;
-  if (!keepdim)
-    for (int64_t d : sorted) out_k = out_k.unsqueeze(d);
   if (x.device().is_cuda()) {
 #ifdef SB_WITH_CUDA
-    cuda::reduce(op, out_k, x, sorted, correction);
+    Tensor out_k = out;
+    if (!keepdim)
+      for (int64_t d : sorted) out_k = out_k.unsqueeze(d);
+    cuda::reduce(op, out_k, x, Shape(sorted.begin(), sorted.end()), correction);
     return;
 #else
     SB_CHECK(false, name, ": input on ", x.device(), " needs CUDA, and stridebench was built without it");
 #endif
   }
-  reduce_cpu(op, out_k, x, make_reduce_plan(x, out_k, red), correction);
+  // out's strides at x's dims; a reduced dim's entry is never read (its size is 1 in the plan)
+  Dims ost(static_cast<size_t>(nd), 0);
+  for (int64_t i = 0, j = 0; i < nd; ++i) {
+    if (keepdim) ost[i] = out.strides()[i];
+    else if (!red[i]) ost[i] = out.strides()[j++];
+  }
+  reduce_cpu(op, out.data_ptr(), x, make_reduce_plan(x, ost.data(), red), correction);
 }
 
 Tensor reduce_new(ReduceOp op, const Tensor& x, const Shape& dims, int64_t correction, bool keepdim) {
