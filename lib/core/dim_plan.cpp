@@ -107,12 +107,14 @@ Shape broadcast_strides(const Tensor& t, const Shape& sizes) {
   return st;
 }
 
-Shape output_strides_like(const Shape& sizes, const std::vector<const Shape*>& input_strides) {
+Shape output_strides_like(const Shape& sizes, const Shape* const* input_strides, int n) {
+  SB_INTERNAL_ASSERT(n >= 1 && n <= DimPlan::kMaxOperands, "output_strides_like: ", n, " inputs");
   const int64_t nd = static_cast<int64_t>(sizes.size());
-  Shape perm(sizes.size());
-  std::vector<const int64_t*> st;
-  for (const Shape* s : input_strides) st.push_back(s->data());
-  order_fastest_first(sizes.data(), nd, st.data(), static_cast<int>(st.size()), perm.data());
+  SmallVec<int64_t, DimPlan::kInlineDims> perm;
+  perm.resize_for_overwrite(sizes.size());
+  const int64_t* st[DimPlan::kMaxOperands];
+  for (int i = 0; i < n; ++i) st[i] = input_strides[i]->data();
+  order_fastest_first(sizes.data(), nd, st, n, perm.data());
   Shape out(sizes.size());
   int64_t z = 1;
   for (int64_t d : perm) {
@@ -120,6 +122,10 @@ Shape output_strides_like(const Shape& sizes, const std::vector<const Shape*>& i
     z *= std::max<int64_t>(sizes[d], 1);
   }
   return out;
+}
+
+Shape output_strides_like(const Shape& sizes, std::initializer_list<const Shape*> input_strides) {
+  return output_strides_like(sizes, input_strides.begin(), static_cast<int>(input_strides.size()));
 }
 
 }  // namespace sb

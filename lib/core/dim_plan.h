@@ -61,6 +61,7 @@ Shape broadcast_strides(const Tensor& t, const Shape& sizes);
 // PyTorch's output layout for an op over inputs of `sizes` (each input's strides
 // already broadcast): dense strides in the order step 2 gives the inputs, so
 // channels-last in gives channels-last out, and a.t() + b a column-major result.
-Shape output_strides_like(const Shape& sizes, const std::vector<const Shape*>& input_strides);
+Shape output_strides_like(const Shape& sizes, const Shape* const* input_strides, int n);
+Shape output_strides_like(const Shape& sizes, std::initializer_list<const Shape*> input_strides);
 
 }  // namespace sb

@@ -163,10 +163,13 @@ bool may_stream(bool avx, const Tensor& out, std::initializer_list<const Tensor*
 }
 
 // The output of an op over `inputs` (already of `sizes`), laid out as PyTorch lays it.
-Tensor new_output(const Shape& sizes, const std::vector<const Tensor*>& inputs) {
-  std::vector<const Shape*> st;
-  for (const Tensor* t : inputs) st.push_back(&t->strides());
-  return empty_strided(sizes, output_strides_like(sizes, st), inputs[0]->dtype(), inputs[0]->device());
+Tensor new_output(const Shape& sizes, std::initializer_list<const Tensor*> inputs) {
+  SB_INTERNAL_ASSERT(inputs.size() <= DimPlan::kMaxOperands, "new_output: ", inputs.size(), " inputs");
+  const Shape* st[DimPlan::kMaxOperands];
+  int n = 0;
+  for (const Tensor* t : inputs) st[n++] = &t->strides();
+  return empty_strided(sizes, output_strides_like(sizes, st, n), (*inputs.begin())->dtype(),
+                       (*inputs.begin())->device());
 }
 
 }  // namespace ew
@@ -506,6 +509,11 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
   check_inputs(name, a, b);
   check_dtype(name, a.dtype(), op == BinaryOp::Div);
   const Shape sizes = broadcast_shapes(a.sizes(), b.sizes(), name);
+  if (a.sizes() == sizes && b.sizes() == sizes) {  // nothing to broadcast: no expanded copies (per-call cost)
+    Tensor out = new_output(sizes, {&a, &b});
+    run_binary(op, out, a, b);
+    return out;
+  }
   const Tensor ea = a.expand(sizes), eb = b.expand(sizes);
   Tensor out = new_output(sizes, {&ea, &eb});
   run_binary(op, out, ea, eb);

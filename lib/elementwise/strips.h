@@ -884,6 +884,6 @@ bool check_out(const char* name, const Tensor& out, const Shape& sizes, DType dt
 // Note [Streaming elementwise outputs]: the call-wide rule.
 bool may_stream(bool avx, const Tensor& out, std::initializer_list<const Tensor*> ins);
 // The output of an op over `inputs` (already of `sizes`), laid out as PyTorch lays it.
-Tensor new_output(const Shape& sizes, const std::vector<const Tensor*>& inputs);
+Tensor new_output(const Shape& sizes, std::initializer_list<const Tensor*> inputs);
 
 }  // namespace sb::ew
