@@ -3,8 +3,10 @@
 // PyTorch decides), reshape's view-or-copy rule, dtype/device basics.
 #include "stridebench/tensor.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <numeric>
 #include <optional>
 #include <random>
 
@@ -452,6 +454,68 @@ TEST(Tensor, ToDtypeConvertsAndKeepsLayout) {
 
 // to() keeps a dense tensor's strides (MemoryFormat::Preserve), as PyTorch does; a
 // non-dense one gets its suggested format.
+// is_non_overlapping_and_dense against its definition: with elements, their offsets are
+// exactly 0 .. numel - 1; without, PyTorch's rule (dims of size 0 or 1 ignored, the rest
+// sorted by stride must be dense). Strides dense in a random order of the dims, some
+// then stretched, repeated or zeroed.
+TEST(Tensor, NonOverlappingAndDenseMatchesItsDefinition) {
+  std::mt19937_64 rng(5);
+  int dense_seen = 0, not_dense_seen = 0;
+  for (int trial = 0; trial < 4000; ++trial) {
+    const size_t nd = rng() % 6;
+    Shape sizes(nd), strides(nd), order(nd);
+    for (size_t d = 0; d < nd; ++d) sizes[d] = static_cast<int64_t>(rng() % 8 == 0 ? rng() % 2 : 1 + rng() % 4);
+    std::iota(order.begin(), order.end(), 0);
+    std::shuffle(order.begin(), order.end(), rng);
+    int64_t z = 1;
+    for (int64_t d : order) {
+      strides[d] = z;
+      z *= std::max<int64_t>(sizes[d], 1);
+    }
+    if (nd > 0 && rng() % 3 == 0) {
+      const size_t d = rng() % nd;
+      const int kind = static_cast<int>(rng() % 3);
+      strides[d] = kind == 0 ? 2 * strides[d] + 1 : kind == 1 ? strides[(d + 1) % nd] : 0;
+    }
+    int64_t numel = 1;
+    for (int64_t s : sizes) numel *= s;
+    bool want;
+    if (numel > 0) {
+      std::vector<int64_t> offs;
+      Shape idx(nd, 0);
+      for (int64_t i = 0; i < numel; ++i) {
+        int64_t o = 0;
+        for (size_t d = 0; d < nd; ++d) o += idx[d] * strides[d];
+        offs.push_back(o);
+        for (size_t d = nd; d-- > 0;) {
+          if (++idx[d] < sizes[d]) break;
+          idx[d] = 0;
+        }
+      }
+      std::sort(offs.begin(), offs.end());
+      want = true;
+      for (int64_t i = 0; i < numel; ++i) want = want && offs[i] == i;
+    } else {
+      std::vector<size_t> perm(nd);
+      std::iota(perm.begin(), perm.end(), 0);
+      std::stable_sort(perm.begin(), perm.end(), [&](size_t a, size_t b) {
+        return sizes[a] >= 2 && (sizes[b] < 2 || strides[a] < strides[b]);
+      });
+      want = true;
+      int64_t require = 1;
+      for (size_t i = 0; i < nd && sizes[perm[i]] >= 2 && want; ++i) {
+        want = strides[perm[i]] == require;
+        require *= sizes[perm[i]];
+      }
+    }
+    (want ? dense_seen : not_dense_seen)++;
+    EXPECT_EQ(is_non_overlapping_and_dense(sizes, strides), want)
+        << "sizes " << ::testing::PrintToString(sizes) << " strides " << ::testing::PrintToString(strides);
+  }
+  EXPECT_GT(dense_seen, 500);
+  EXPECT_GT(not_dense_seen, 500);
+}
+
 TEST(Tensor, ToKeepsDenseStrides) {
   const Tensor t = arange(20).view({4, 5}).t();  // integers: exact in every dtype
   for (DType dt : {DType::Float64, DType::Float16, DType::BFloat16, DType::Int32}) {

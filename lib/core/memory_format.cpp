@@ -2,6 +2,8 @@
 // Note [Ambiguous channels-last strides]). Each rule is PyTorch's, written anew.
 #include "stridebench/memory_format.h"
 
+#include "core/small_vec.h"
+
 #include <algorithm>
 #include <numeric>
 
@@ -115,14 +117,27 @@ Shape dense_strides_like(const Shape& sizes, const Shape& strides) {
 bool is_non_overlapping_and_dense(const Shape& sizes, const Shape& strides) {
   const size_t n = sizes.size();
   if (n == 1) return sizes[0] < 2 || strides[0] == 1;
-  std::vector<size_t> perm(n);
-  std::iota(perm.begin(), perm.end(), 0);
-  // sort dims by stride, size-1 dims last (they do not matter)
-  std::stable_sort(perm.begin(), perm.end(), [&](size_t a, size_t b) {
+  // the common case first, without the sort: dense in row-major order (strides grow
+  // from the last dim, size-0/1 dims skipped), which the sorted order below would be
+  int64_t z = 1;
+  bool row_major = true;
+  for (size_t d = n; d-- > 0 && row_major;) {
+    if (sizes[d] < 2) continue;
+    row_major = strides[d] == z;
+    z *= sizes[d];
+  }
+  if (row_major) return true;
+  // sort dims by stride, size-0/1 dims last (they do not matter): a stable insertion
+  // sort, no allocation up to eight dims
+  SmallVec<size_t, 8> perm;
+  for (size_t i = 0; i < n; ++i) perm.push_back(i);
+  auto before = [&](size_t a, size_t b) {
     if (sizes[a] < 2) return false;
     if (sizes[b] < 2) return true;
     return strides[a] < strides[b];
-  });
+  };
+  for (size_t i = 1; i < n; ++i)
+    for (size_t j = i; j > 0 && before(perm[j], perm[j - 1]); --j) std::swap(perm[j], perm[j - 1]);
   int64_t require = 1;
   for (size_t i = 0; i < n; ++i) {
     const int64_t s = sizes[perm[i]];
