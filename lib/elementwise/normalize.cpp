@@ -12,6 +12,7 @@
 #include "stridebench/cpu_features.h"
 #include "elementwise/strips.h"
 #include "elementwise/normalize_rows.h"
+#include "core/small_vec.h"
 #include "elementwise/iterator.h"
 #include "core/transpose_tile.h"
 #include "copy/copy.h"
@@ -613,8 +614,17 @@ void run_normalize(const Tensor& out, const Tensor& x, int64_t dim, double eps) 
   const int64_t n = x1.size(d);
   const int64_t xsd = x1.stride(d) * static_cast<int64_t>(x1.element_size());
   const int64_t osd = o1.stride(d) * static_cast<int64_t>(o1.element_size());
-  // no Tiled path: the kernels read row elements at p[1] + i * xsd, beyond the strip
-  const StridedIter it = StridedIter::from_tensors({o1.select(d, 0), x1.select(d, 0)}, /*tiles=*/false);
+  // The rows: out and x with `dim` left out, as select(d, 0) would give them, without
+  // building those views (per-call cost). No Tiled path: the kernels read row elements
+  // at p[1] + i * xsd, beyond the strip.
+  Shape rsizes;
+  SmallVec<int64_t, 8> ost, xst;
+  for (int64_t i = 0; i < o1.dim(); ++i)
+    if (i != d) rsizes.push_back(o1.size(i)), ost.push_back(o1.stride(i)), xst.push_back(x1.stride(i));
+  const StridedIter::Operand ops[2] = {
+      {static_cast<char*>(o1.data_ptr()), ost.data(), static_cast<int64_t>(o1.element_size())},
+      {static_cast<char*>(x1.data_ptr()), xst.data(), static_cast<int64_t>(x1.element_size())}};
+  const StridedIter it(rsizes, ops, 2, /*tiles=*/false);
   const bool avx = use_avx2();
   const bool nt = may_stream(avx, out, {&x});
   const bool resident = x.numel() * static_cast<int64_t>(x.element_size()) <= nt_threshold_bytes();
