@@ -56,6 +56,7 @@
 #include "core/convert.h"
 #include "stridebench/cpu_features.h"
 #include "core/dim_plan.h"
+#include "core/small_vec.h"
 #include "stridebench/parallel.h"
 #include "core/scratch.h"
 #include "core/transpose_tile.h"
@@ -158,8 +159,12 @@ void copy_loop(const Tensor& dst, const Tensor& src) {
 
 // The walk of Note [One dimension planner] (core/dim_plan.h) over (dst, src), slowest
 // first: dst's fastest dim last. Strides in elements; no dims: one element.
+// Dim lists inline (no allocation up to DimPlan::kInlineDims dims; Note [No allocation
+// in the reduce driver], the same per-call cost)
+using Dims = SmallVec<int64_t, DimPlan::kInlineDims>;
+
 struct Plan {
-  Shape size, dst, src;
+  Dims size, dst, src;
   int64_t ndim() const { return static_cast<int64_t>(size.size()); }
 };
 
@@ -175,7 +180,7 @@ Plan make_plan(const Shape& sizes, const Shape& dst_st, const Shape& src_st) {
 }
 
 // Offsets (in elements) of outer index `o` over dims [0, n) of the plan, row-major.
-inline void unravel_offsets(const Plan& p, int64_t n, int64_t o, int64_t& doff, int64_t& soff, Shape& idx) {
+inline void unravel_offsets(const Plan& p, int64_t n, int64_t o, int64_t& doff, int64_t& soff, Dims& idx) {
   doff = soff = 0;
   for (int64_t k = n - 1; k >= 0; --k) {
     idx[k] = o % p.size[k];
@@ -185,7 +190,7 @@ inline void unravel_offsets(const Plan& p, int64_t n, int64_t o, int64_t& doff, 
   }
 }
 
-inline void step_offsets(const Plan& p, int64_t n, int64_t& doff, int64_t& soff, Shape& idx) {
+inline void step_offsets(const Plan& p, int64_t n, int64_t& doff, int64_t& soff, Dims& idx) {
   for (int64_t k = n - 1; k >= 0; --k) {
     if (++idx[k] < p.size[k]) {
       doff += p.dst[k];
@@ -231,7 +236,7 @@ void rows_path(char* d, const char* s, const Plan& p, int64_t esz, bool nt) {
   const int64_t n = p.ndim() - 1, inner = p.size[n], rows = std::accumulate(p.size.begin(), p.size.end() - 1,
                                                                              int64_t{1}, std::multiplies<>());
   parallel_for(0, rows, std::max<int64_t>(1, kGrainSize / inner), [&](int64_t b, int64_t e) {
-    Shape idx(std::max<int64_t>(n, 1));
+    Dims idx(static_cast<size_t>(std::max<int64_t>(n, 1)));
     int64_t doff, soff;
     unravel_offsets(p, n, b, doff, soff, idx);
     for (int64_t r = b; r < e; ++r) {
@@ -338,7 +343,7 @@ void strided_rows(D* d, const S* s, const Plan& p, bool nt = false) {
   const int64_t n = p.ndim() - 1, inner = p.size[n], ds = p.dst[n], ss = p.src[n];
   const int64_t rows = std::accumulate(p.size.begin(), p.size.end() - 1, int64_t{1}, std::multiplies<>());
   parallel_for(0, rows, std::max<int64_t>(1, kGrainSize / inner), [&](int64_t b, int64_t e) {
-    Shape idx(std::max<int64_t>(n, 1));
+    Dims idx(static_cast<size_t>(std::max<int64_t>(n, 1)));
     int64_t doff, soff;
     unravel_offsets(p, n, b, doff, soff, idx);
     for (int64_t r = b; r < e; ++r) {
@@ -436,9 +441,9 @@ void copy_kernel(const Tensor& dst, const Tensor& src) {
   // Tensor::copy_ decides overlap (Note [Overlap from strides]): src is dst itself or disjoint from it
   Plan p = make_plan(dst.sizes(), dst.strides(), broadcast_strides(src, dst.sizes()));
   if (p.size.empty()) {  // one element
-    p.size = {1};
-    p.dst = {1};
-    p.src = {1};
+    p.size.push_back(1);
+    p.dst.push_back(1);
+    p.src.push_back(1);
   }
   char* d = static_cast<char*>(dst.data_ptr());
   const char* s = static_cast<const char*>(src.data_ptr());
@@ -553,7 +558,7 @@ void fill_kernel(const Tensor& t, double value) {
     return record(CopyPath::Fill, nt);
   }
   Plan p = make_plan(t.sizes(), t.strides(), Shape(t.dim(), 0));
-  if (p.size.empty()) p = Plan{{1}, {1}, {0}};
+  if (p.size.empty()) p.size.push_back(1), p.dst.push_back(1), p.src.push_back(0);
   dispatch_size(esz, [&](auto u) {
     using U = decltype(u);
     U v;

@@ -385,7 +385,7 @@ int tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool nt) {
   const int64_t ta = (nA + tA - 1) / tA, tb = (nB + tB - 1) / tB;
   const int64_t tasks = nouter * ta * tb;
   parallel_for(0, tasks, std::max<int64_t>(1, kGrainSize / (tA * tB)), [&](int64_t b, int64_t e) {
-    Shape idx(std::max<int64_t>(no, 1));
+    Dims idx(static_cast<size_t>(std::max<int64_t>(no, 1)));
 #ifdef SB_HAVE_AVX2
     alignas(64) float buf[kTileA * kTileB];  // one 4-byte tile (or a band's ragged edge)
 #endif
