@@ -236,7 +236,8 @@ TEST(Reduce, LargeShapesTakeEveryPath) {
 // Inputs whose dims the planner cannot merge (each stepped, or cut short): three and
 // more reduced dims outside the innermost (the horizontal driver's walk over them, in
 // one run and in the split over threads), three and more kept dims (the vertical
-// driver's outer kept dims, write_out's walk), results through out='s strides too.
+// driver's outer kept dims, write_out's walk), results through out='s strides too; at
+// every SIMD level on 1 and 2 threads.
 TEST(Reduce, DimsThatDoNotMergeAnywhere) {
   Scope scope;
   struct Case {
@@ -262,14 +263,14 @@ TEST(Reduce, DimsThatDoNotMergeAnywhere) {
         const std::vector<bool> red = reduced_mask(x.dim(), dims);
         for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Max, ReduceOp::Var}) {
           const std::vector<double> ref = reference(op, x, red, 1);
-          for (int threads : {1, 2})
+          for (const test::Modes& m : test::all_kernel_modes())
             for (bool keepdim : {false, true}) {
-              set_num_threads(threads);
+              test::ModeGuard guard(m);
               const std::string where = std::string(reduce_op_name(op)) + " " + dtype_name(dt) + " sizes " +
                                         ::testing::PrintToString(x.sizes()) + " strides " +
                                         ::testing::PrintToString(x.strides()) + " dims " +
-                                        ::testing::PrintToString(dims) + " threads " + std::to_string(threads) +
-                                        " keepdim " + std::to_string(keepdim);
+                                        ::testing::PrintToString(dims) + " threads " + std::to_string(m.threads) +
+                                        " " + simd_level_name(m.simd) + " keepdim " + std::to_string(keepdim);
               const Tensor r = run_op(op, x, dims, 1, keepdim);
               ASSERT_TRUE(all_close(r, ref, test::default_atol(dt), test::default_rtol(dt))) << where;
               Tensor out = test::with_layout(zeros(r.sizes(), dt), Layout::Transposed);
