@@ -316,6 +316,9 @@ void run_vertical(const typename V::T* x, const ReducePlan& g, typename V::A* re
 #ifdef SB_HAVE_AVX512
   const bool dp16 = std::is_same_v<typename V::T, BFloat16> && V::W > 1 && use_avx512_bf16();
 #endif
+#ifdef SB_HAVE_AVX512
+  const bool zvar = use_avx512();  // Note [Vertical var in zmm]
+#endif
   // x from memory, not the caches (Note [Prefetched 2-byte rows])
   const bool far = R * K * static_cast<int64_t>(sizeof(typename V::T)) > nt_threshold_bytes();
   // combine rows [rb, re) of column task t into out (laid out like res)
@@ -391,7 +394,13 @@ void run_vertical(const typename V::T* x, const ReducePlan& g, typename V::A* re
       const int64_t n = std::min(kRowBatch, re - r);
       for (int64_t i = 0; i < n; ++i, w.next()) off[i] = w.off;
       if constexpr (Op::kChan) {
-        v_var_kernel<V>(base, off, n, L, buf, cb, nrun);
+#ifdef SB_HAVE_AVX512
+        if constexpr ((std::is_same_v<typename V::T, float> || std::is_same_v<typename V::T, BFloat16>) && V::W > 1) {
+          if (zvar) v_var_kernel_zmm<typename V::T>(base, off, n, L, buf, cb, nrun);
+          else v_var_kernel<V>(base, off, n, L, buf, cb, nrun);
+        } else
+#endif
+          v_var_kernel<V>(base, off, n, L, buf, cb, nrun);
         nrun += n;
       } else {
         bool done = false;

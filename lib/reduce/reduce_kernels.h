@@ -879,5 +879,85 @@ void v_var_kernel(const typename V::T* base, const int64_t* off, int64_t nr, int
   }
 }
 
+#ifdef SB_HAVE_AVX512
+// Note [Vertical var in zmm]
+// v_var_kernel's passes over 16 columns a register, for float and bfloat16 where the
+// level is AVX512: the same trees and float32 arithmetic per column as the 8-column
+// kernel (the columns past the last whole 16 take the same scalar tail, which sums in
+// row order). The kernel is bound by its float arithmetic, not the memory
+// (docs/notes/copy-reduce.md, "bfloat16 columns even and odd in the vertical var"):
+// half as many instructions per column take less time even where a 512-bit operation
+// issues in two halves.
+#define SB_VZ __attribute__((target("avx2,fma,avx512f,avx512vl,avx512bw")))
+#define SB_VZ_INLINE __attribute__((target("avx2,fma,avx512f,avx512vl,avx512bw"), always_inline))
+template <typename T>
+SB_VZ void v_var_kernel_zmm(const T* base, const int64_t* off, int64_t nr, int64_t L, float* buf, const float* cb,
+                             int64_t nrun) {
+  using Z = vec::Vec<float, 512>;
+  using In = vec::Vec<T, 512>;
+  using R = __m512;
+  constexpr int W = 16;
+  for (int64_t r = 0; r < nr; r += kVRows) {
+    const int k = static_cast<int>(std::min<int64_t>(kVRows, nr - r));
+    const T* p[kVRows];
+    for (int u = 0; u < kVRows; ++u) p[u] = base + off[r + std::min(u, k - 1)];
+    const double n = static_cast<double>(nrun + k);
+    const double wd = k / n, cwd = static_cast<double>(nrun) * k / n, rkd = 1.0 / k;
+    const R w = Z::set1(static_cast<float>(wd)), cw = Z::set1(static_cast<float>(cwd)),
+            rk = Z::set1(static_cast<float>(rkd));
+    auto block = [&](auto kc, int64_t j) SB_VZ_INLINE {
+      constexpr bool kWhole = !std::is_same_v<decltype(kc), int>;
+      const R c = Z::load(cb + j);
+      R y[kVRows];
+      for (int u = 0; u < kVRows; ++u) y[u] = Z::zero();
+      for (int u = 0; u < kc; ++u) y[u] = Z::sub(In::load(p[u] + j), c);
+      R sum = Z::zero();
+      if constexpr (kWhole) {
+        sum = Z::add(Z::add(Z::add(y[0], y[1]), Z::add(y[2], y[3])), Z::add(Z::add(y[4], y[5]), Z::add(y[6], y[7])));
+      } else {
+        for (int u = 0; u < kc; ++u) sum = Z::add(sum, y[u]);
+      }
+      const R mb = Z::fma(sum, rk, Z::zero());
+      R q = Z::zero();
+      if constexpr (kWhole) {
+        R e[kVRows], pr[kVRows / 2];
+        for (int u = 0; u < kVRows; ++u) e[u] = Z::sub(y[u], mb);
+        for (int u = 0; u < kVRows / 2; ++u)
+          pr[u] = Z::fma(e[2 * u], e[2 * u], Z::fma(e[2 * u + 1], e[2 * u + 1], Z::zero()));
+        q = Z::add(Z::add(pr[0], pr[1]), Z::add(pr[2], pr[3]));
+      } else {
+        for (int u = 0; u < kc; ++u) {
+          const R e = Z::sub(y[u], mb);
+          q = Z::fma(e, e, q);
+        }
+      }
+      const R mean = Z::load(buf + j), d = Z::sub(mb, mean);
+      Z::store(buf + j, Z::fma(d, w, mean));
+      Z::store(buf + kColumns + j, Z::add(Z::load(buf + kColumns + j), Z::fma(Z::fma(d, d, Z::zero()), cw, q)));
+    };
+    int64_t j = 0;
+    if (k == kVRows) {
+      for (; j + W <= L; j += W) block(std::integral_constant<int, kVRows>{}, j);
+    } else {
+      for (; j + W <= L; j += W) block(k, j);
+    }
+    for (; j < L; ++j) {
+      const float c = cb[j];
+      float y[kVRows], sum = 0;
+      for (int u = 0; u < k; ++u) sum += (y[u] = to_acc<float>(p[u][j]) - c);
+      const float mb = sum * static_cast<float>(rkd);
+      float q = 0;
+      for (int u = 0; u < k; ++u) q += (y[u] - mb) * (y[u] - mb);
+      const float d = mb - buf[j];
+      buf[j] += d * static_cast<float>(wd);
+      buf[kColumns + j] += q + d * d * static_cast<float>(cwd);
+    }
+    nrun += k;
+  }
+}
+#undef SB_VZ_INLINE
+#undef SB_VZ
+#endif
+
 }  // namespace
 }  // namespace sb
