@@ -887,7 +887,9 @@ void v_var_kernel(const typename V::T* base, const int64_t* off, int64_t nr, int
 // row order). The kernel is bound by its float arithmetic, not the memory
 // (docs/notes/copy-reduce.md, "bfloat16 columns even and odd in the vertical var"):
 // half as many instructions per column take less time even where a 512-bit operation
-// issues in two halves.
+// issues in two halves. It is v_var_kernel's body again under the AVX-512 target: the
+// one template over a zmm traits type would need that target on the AVX2 instantiation
+// too, where the compiler may then emit AVX-512 instructions.
 #define SB_VZ __attribute__((target("avx2,fma,avx512f,avx512vl,avx512bw")))
 #define SB_VZ_INLINE __attribute__((target("avx2,fma,avx512f,avx512vl,avx512bw"), always_inline))
 template <typename T>
