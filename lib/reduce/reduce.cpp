@@ -41,6 +41,7 @@
 #include "core/small_vec.h"
 #include "copy/copy.h"
 #include "stridebench/cpu_features.h"
+#include "reduce/reduce_columns.h"
 #include "reduce/reduce_kernels.h"
 #include "stridebench/parallel.h"
 

@@ -1,0 +1,285 @@
+// reduce_columns.h — the CPU reductions' vertical kernels, over a block of rows whose
+// kept dim is unit-stride (v_kernel, the bfloat16 column sums by dot products, the
+// vertical var in ymm and zmm), included by reduce.cpp only, after reduce_kernels.h
+// (the ops, the constants and the traits they use).
+#pragma once
+#include "reduce/reduce_kernels.h"
+
+// An unnamed namespace in a header, as reduce_kernels.h's: a single includer.
+namespace sb {
+namespace {
+
+// Note [Prefetched 2-byte rows]
+// The vertical kernel's kVRows rows are as many sequential streams. Rows of float16 and
+// bfloat16 from memory advance half as many bytes per step as float32 ones, and with the
+// hardware prefetchers alone a bfloat16 sum over the outer dim of a DRAM-size tensor
+// read memory well below the float32 sum's rate. Such rows are prefetched kVPrefetch16
+// elements (2 KiB) ahead, once per 64-byte line; float32 rows are not, where the same
+// prefetch made those sums slower (docs/notes/copy-reduce.md, "Prefetched 2-byte rows").
+// Where x is larger than the streaming threshold (from memory: `far`) the prefetch goes
+// to L2 (prefetcht1), which keeps more lines in flight than L1's miss buffers; an x in
+// the caches takes it into L1 (prefetcht0), warming the lines of the rows a few passes
+// on.
+constexpr int64_t kVPrefetch16 = 1024;
+template <bool FAR, class T>
+inline void prefetch_row16(const T* p) {
+  if constexpr (FAR) __builtin_prefetch(p, 0, 2);
+  else __builtin_prefetch(p, 0, 3);
+}
+
+// buf[q*kColumns + j] (q < N, j < L) combined with rows base + off[r], r < nr.
+// FAR: x from memory (Note [Prefetched 2-byte rows]).
+template <class V, class Op, bool FAR = false>
+void v_kernel(const typename V::T* base, const int64_t* off, int64_t nr, int64_t L, typename V::Acc* buf) {
+  using R = typename V::R;
+  using Acc = typename V::Acc;
+  constexpr int W = V::W, N = Op::N;
+  int64_t r = 0;
+  for (; r < nr; r += kVRows) {
+    const int64_t k = std::min<int64_t>(kVRows, nr - r);
+    const typename V::T* p[kVRows];
+    for (int u = 0; u < kVRows; ++u) p[u] = base + off[r + std::min<int64_t>(u, k - 1)];
+    int64_t j = 0;
+    for (; j + W <= L; j += W) {
+      if constexpr (sizeof(typename V::T) == 2 && W > 1) {  // Note [Prefetched 2-byte rows]
+        if ((j & (32 - 1)) == 0)
+          for (int u = 0; u < kVRows; ++u) prefetch_row16<FAR>(p[u] + j + kVPrefetch16);
+      }
+      R a[N];
+      for (int q = 0; q < N; ++q) a[q] = V::loadacc(buf + q * kColumns + j);
+      const R m = V::zero();
+      Op::template step<V>(a, V::load(p[0] + j), m);
+      if (k == kVRows) {
+        for (int u = 1; u < kVRows; ++u) Op::template step<V>(a, V::load(p[u] + j), m);  // unrolled: constant trip count
+      } else {
+        for (int u = 1; u < k; ++u) Op::template step<V>(a, V::load(p[u] + j), m);
+      }
+      for (int q = 0; q < N; ++q) V::storeacc(buf + q * kColumns + j, a[q]);
+    }
+    for (; j < L; ++j) {
+      Acc a[N];
+      for (int q = 0; q < N; ++q) a[q] = buf[q * kColumns + j];
+      const Acc m = Acc(0);
+      for (int u = 0; u < k; ++u) Op::sstep(a, to_acc<Acc>(p[u][j]), m);
+      for (int q = 0; q < N; ++q) buf[q * kColumns + j] = a[q];
+    }
+  }
+}
+
+#ifdef SB_HAVE_AVX512
+// Note [bfloat16 column sums by dot products]
+// v_kernel's sum for bfloat16 rows on a CPU with AVX512_BF16: two rows' 32 columns
+// interleaved by one unpack each way (low and high four words of each 128-bit lane)
+// and added into float lanes by vdpbf16ps against ones, eight rows a pass as v_kernel's.
+// The AVX2 loop widened each row's 8 columns by a shuffle of its own, which bound it.
+// The accumulators hold a block's columns in the unpacks' order (lo: 0-3, 8-11, 16-19,
+// 24-27; hi: the other four of each eight), so buf, in column order, goes in and out
+// through two permutes each, four a block of 32 columns per pass of 8 rows. Ragged
+// ends through masked loads (zero words) and stores; an odd row pairs with zeros.
+// Subnormal inputs read as zero, as in Note [bfloat16 sums by dot products].
+#define SB_VDP __attribute__((target("avx2,fma,avx512f,avx512vl,avx512bw,avx512bf16")))
+#define SB_VDP_INLINE __attribute__((target("avx2,fma,avx512f,avx512vl,avx512bw,avx512bf16"), always_inline))
+template <class K>
+SB_VDP_INLINE inline void v_sum_bf16_block(const BFloat16* const* p, K k, int64_t j, __mmask32 m, float* buf) {
+  const __m512bh one = (__m512bh)_mm512_set1_epi16(0x3F80);  // bfloat16 1.0
+  const __m512i to_lo = _mm512_setr_epi32(0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27);
+  const __m512i to_hi = _mm512_setr_epi32(4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
+  const __m512i to_c0 = _mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 4, 5, 6, 7, 20, 21, 22, 23);
+  const __m512i to_c1 = _mm512_setr_epi32(8, 9, 10, 11, 24, 25, 26, 27, 12, 13, 14, 15, 28, 29, 30, 31);
+  const __mmask16 m0 = static_cast<__mmask16>(m), m1 = static_cast<__mmask16>(m >> 16);
+  const __m512 c0 = _mm512_maskz_loadu_ps(m0, buf + j), c1 = _mm512_maskz_loadu_ps(m1, buf + j + 16);
+  __m512 lo = _mm512_permutex2var_ps(c0, to_lo, c1), hi = _mm512_permutex2var_ps(c0, to_hi, c1);
+  for (int u = 0; u < k; u += 2) {  // k a constant: unrolled
+    const __m512i x0 = _mm512_maskz_loadu_epi16(m, p[u] + j);
+    const __m512i x1 = u + 1 < k ? _mm512_maskz_loadu_epi16(m, p[u + 1] + j) : _mm512_setzero_si512();
+    lo = _mm512_dpbf16_ps(lo, (__m512bh)_mm512_unpacklo_epi16(x0, x1), one);
+    hi = _mm512_dpbf16_ps(hi, (__m512bh)_mm512_unpackhi_epi16(x0, x1), one);
+  }
+  _mm512_mask_storeu_ps(buf + j, m0, _mm512_permutex2var_ps(lo, to_c0, hi));
+  _mm512_mask_storeu_ps(buf + j + 16, m1, _mm512_permutex2var_ps(lo, to_c1, hi));
+}
+
+// buf[j] (j < L) plus the rows base + off[r], r < nr (v_kernel's OpSum, bfloat16)
+template <bool FAR>
+SB_VDP void v_sum_bf16_dp(const BFloat16* base, const int64_t* off, int64_t nr, int64_t L, float* buf) {
+  for (int64_t r = 0; r < nr; r += kVRows) {
+    const int64_t k = std::min<int64_t>(kVRows, nr - r);
+    const BFloat16* p[kVRows];
+    for (int u = 0; u < kVRows; ++u) p[u] = base + off[r + std::min<int64_t>(u, k - 1)];
+    auto pass = [&](auto kk) SB_VDP_INLINE {
+      int64_t j = 0;
+      for (; j + 32 <= L; j += 32) {
+        // Note [Prefetched 2-byte rows]
+        for (int u = 0; u < kVRows; ++u) prefetch_row16<FAR>(p[u] + j + kVPrefetch16);
+        v_sum_bf16_block(p, kk, j, ~__mmask32(0), buf);
+      }
+      if (j < L) v_sum_bf16_block(p, kk, j, (__mmask32(1) << (L - j)) - 1, buf);
+    };
+    if (k == kVRows) pass(std::integral_constant<int, kVRows>{});
+    else pass(static_cast<int>(k));
+  }
+}
+#undef SB_VDP_INLINE
+#undef SB_VDP
+#endif
+
+// Note [One read for var], vertical: rows base + off[r] (r < nr), columns [0, L), y = x -
+// cb[j]; buf[j] and buf[kColumns + j] hold the run's mean of y and M2 over nrun rows.
+//
+// Note [Vertical var in trees]
+// A whole pass's block sum and sum of squared deviations over kVRows rows go as balanced
+// trees, 3 and 4 deep (the squares two a step: one FMA onto one product), the same
+// values up to rounding order; as chains of 8 dependent adds and 8 dependent FMAs a
+// column vector, the merge into buf waiting on both, the vertical var of an L2-sized x
+// took several times the vertical sum's time. The last, shorter pass keeps the plain
+// loops. Figures: docs/notes/copy-reduce.md.
+template <class V>
+void v_var_kernel(const typename V::T* base, const int64_t* off, int64_t nr, int64_t L, typename V::Acc* buf,
+                  const typename V::Acc* cb, int64_t nrun) {
+  using R = typename V::R;
+  using Acc = typename V::Acc;
+  constexpr int W = V::W;
+  for (int64_t r = 0; r < nr; r += kVRows) {
+    const int k = static_cast<int>(std::min<int64_t>(kVRows, nr - r));
+    const typename V::T* p[kVRows];
+    for (int u = 0; u < kVRows; ++u) p[u] = base + off[r + std::min(u, k - 1)];
+    const double n = static_cast<double>(nrun + k);
+    const double wd = k / n, cwd = static_cast<double>(nrun) * k / n, rkd = 1.0 / k;
+    const R w = V::set1(wd), cw = V::set1(cwd), rk = V::set1(rkd);
+    // kc: the row count, a std::integral_constant for a whole pass of kVRows rows, whose
+    // sums go as balanced trees (Note [Vertical var in trees]); an int for the last pass
+    auto block = [&](auto kc, int64_t j) {
+      constexpr bool kWhole = !std::is_same_v<decltype(kc), int>;
+      const R c = V::loadacc(cb + j);
+      R y[kVRows];  // the first kc are used
+      for (int u = 0; u < kVRows; ++u) y[u] = V::zero();
+      for (int u = 0; u < kc; ++u) y[u] = V::sub(V::load(p[u] + j), c);
+      R sum = V::zero();
+      if constexpr (kWhole) {
+        sum = V::add(V::add(V::add(y[0], y[1]), V::add(y[2], y[3])), V::add(V::add(y[4], y[5]), V::add(y[6], y[7])));
+      } else {
+        for (int u = 0; u < kc; ++u) sum = V::add(sum, y[u]);
+      }
+      const R mb = V::fmadd(sum, rk, V::zero());
+      R q = V::zero();
+      if constexpr (kWhole) {
+        R e[kVRows], pr[kVRows / 2];
+        for (int u = 0; u < kVRows; ++u) e[u] = V::sub(y[u], mb);
+        for (int u = 0; u < kVRows / 2; ++u)
+          pr[u] = V::fmadd(e[2 * u], e[2 * u], V::fmadd(e[2 * u + 1], e[2 * u + 1], V::zero()));
+        q = V::add(V::add(pr[0], pr[1]), V::add(pr[2], pr[3]));
+      } else {
+        for (int u = 0; u < kc; ++u) {
+          const R e = V::sub(y[u], mb);
+          q = V::fmadd(e, e, q);
+        }
+      }
+      const R mean = V::loadacc(buf + j), d = V::sub(mb, mean);
+      V::storeacc(buf + j, V::fmadd(d, w, mean));
+      V::storeacc(buf + kColumns + j, V::add(V::loadacc(buf + kColumns + j), V::fmadd(V::fmadd(d, d, V::zero()), cw, q)));
+    };
+    int64_t j = 0;
+    if (k == kVRows) {
+      for (; j + W <= L; j += W) block(std::integral_constant<int, kVRows>{}, j);
+    } else {
+      for (; j + W <= L; j += W) block(k, j);
+    }
+    for (; j < L; ++j) {
+      const Acc c = cb[j];
+      Acc y[kVRows], sum = 0;
+      for (int u = 0; u < k; ++u) sum += (y[u] = to_acc<Acc>(p[u][j]) - c);
+      const Acc mb = sum * static_cast<Acc>(rkd);
+      Acc q = 0;
+      for (int u = 0; u < k; ++u) q += (y[u] - mb) * (y[u] - mb);
+      const Acc d = mb - buf[j];
+      buf[j] += d * static_cast<Acc>(wd);
+      buf[kColumns + j] += q + d * d * static_cast<Acc>(cwd);
+    }
+    nrun += k;
+  }
+}
+
+#ifdef SB_HAVE_AVX512
+// Note [Vertical var in zmm]
+// v_var_kernel's passes over 16 columns a register, for float and bfloat16 where the
+// level is AVX512: the same trees and float32 arithmetic per column as the 8-column
+// kernel (the columns past the last whole 16 take the same scalar tail, which sums in
+// row order). The kernel is bound by its float arithmetic, not the memory
+// (docs/notes/copy-reduce.md, "bfloat16 columns even and odd in the vertical var"):
+// half as many instructions per column take less time even where a 512-bit operation
+// issues in two halves. It is v_var_kernel's body again under the AVX-512 target: the
+// one template over a zmm traits type would need that target on the AVX2 instantiation
+// too, where the compiler may then emit AVX-512 instructions.
+#define SB_VZ __attribute__((target("avx2,fma,avx512f,avx512vl,avx512bw")))
+#define SB_VZ_INLINE __attribute__((target("avx2,fma,avx512f,avx512vl,avx512bw"), always_inline))
+template <typename T>
+SB_VZ void v_var_kernel_zmm(const T* base, const int64_t* off, int64_t nr, int64_t L, float* buf, const float* cb,
+                             int64_t nrun) {
+  using Z = vec::Vec<float, 512>;
+  using In = vec::Vec<T, 512>;
+  using R = __m512;
+  constexpr int W = 16;
+  for (int64_t r = 0; r < nr; r += kVRows) {
+    const int k = static_cast<int>(std::min<int64_t>(kVRows, nr - r));
+    const T* p[kVRows];
+    for (int u = 0; u < kVRows; ++u) p[u] = base + off[r + std::min(u, k - 1)];
+    const double n = static_cast<double>(nrun + k);
+    const double wd = k / n, cwd = static_cast<double>(nrun) * k / n, rkd = 1.0 / k;
+    const R w = Z::set1(static_cast<float>(wd)), cw = Z::set1(static_cast<float>(cwd)),
+            rk = Z::set1(static_cast<float>(rkd));
+    auto block = [&](auto kc, int64_t j) SB_VZ_INLINE {
+      constexpr bool kWhole = !std::is_same_v<decltype(kc), int>;
+      const R c = Z::load(cb + j);
+      R y[kVRows];
+      for (int u = 0; u < kVRows; ++u) y[u] = Z::zero();
+      for (int u = 0; u < kc; ++u) y[u] = Z::sub(In::load(p[u] + j), c);
+      R sum = Z::zero();
+      if constexpr (kWhole) {
+        sum = Z::add(Z::add(Z::add(y[0], y[1]), Z::add(y[2], y[3])), Z::add(Z::add(y[4], y[5]), Z::add(y[6], y[7])));
+      } else {
+        for (int u = 0; u < kc; ++u) sum = Z::add(sum, y[u]);
+      }
+      const R mb = Z::fma(sum, rk, Z::zero());
+      R q = Z::zero();
+      if constexpr (kWhole) {
+        R e[kVRows], pr[kVRows / 2];
+        for (int u = 0; u < kVRows; ++u) e[u] = Z::sub(y[u], mb);
+        for (int u = 0; u < kVRows / 2; ++u)
+          pr[u] = Z::fma(e[2 * u], e[2 * u], Z::fma(e[2 * u + 1], e[2 * u + 1], Z::zero()));
+        q = Z::add(Z::add(pr[0], pr[1]), Z::add(pr[2], pr[3]));
+      } else {
+        for (int u = 0; u < kc; ++u) {
+          const R e = Z::sub(y[u], mb);
+          q = Z::fma(e, e, q);
+        }
+      }
+      const R mean = Z::load(buf + j), d = Z::sub(mb, mean);
+      Z::store(buf + j, Z::fma(d, w, mean));
+      Z::store(buf + kColumns + j, Z::add(Z::load(buf + kColumns + j), Z::fma(Z::fma(d, d, Z::zero()), cw, q)));
+    };
+    int64_t j = 0;
+    if (k == kVRows) {
+      for (; j + W <= L; j += W) block(std::integral_constant<int, kVRows>{}, j);
+    } else {
+      for (; j + W <= L; j += W) block(k, j);
+    }
+    for (; j < L; ++j) {
+      const float c = cb[j];
+      float y[kVRows], sum = 0;
+      for (int u = 0; u < k; ++u) sum += (y[u] = to_acc<float>(p[u][j]) - c);
+      const float mb = sum * static_cast<float>(rkd);
+      float q = 0;
+      for (int u = 0; u < k; ++u) q += (y[u] - mb) * (y[u] - mb);
+      const float d = mb - buf[j];
+      buf[j] += d * static_cast<float>(wd);
+      buf[kColumns + j] += q + d * d * static_cast<float>(cwd);
+    }
+    nrun += k;
+  }
+}
+#undef SB_VZ_INLINE
+#undef SB_VZ
+#endif
+
+}  // namespace
+}  // namespace sb
