@@ -78,9 +78,7 @@ class SmallVec {
     n_ = n;
   }
   void assign(size_t n, const T& v) {
-    n_ = 0;
-    heap_.clear();
-    heap_mode_ = false;
+    clear();
     resize(n, v);
   }
 

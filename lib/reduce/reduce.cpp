@@ -84,14 +84,14 @@ ReducePlan make_reduce_plan(const Tensor& x, const int64_t* ost, const DimFlags&
     rsizes[i] = red[i] ? x.sizes()[i] : 1;
     (red[i] ? g.R : g.K) *= x.sizes()[i];
   }
-  const int64_t* const kst[2] = {x.strides().data(), ost};
-  const DimPlan kp = plan_dims(ksizes.data(), nd, kst, 2);
+  const int64_t* const st[2] = {x.strides().data(), ost};  // x's alone for the reduced dims
+  const DimPlan kp = plan_dims(ksizes.data(), nd, st, 2);
   for (int d = kp.ndim() - 1; d >= 0; --d) {
     g.ks.push_back(kp.sizes[d]);
     g.kst.push_back(kp.strides[d][0]);
     g.kost.push_back(kp.strides[d][1]);
   }
-  const DimPlan rp = plan_dims(rsizes.data(), nd, kst, 1);
+  const DimPlan rp = plan_dims(rsizes.data(), nd, st, 1);
   for (int d = rp.ndim() - 1; d >= 0; --d) {
     g.rs.push_back(rp.sizes[d]);
     g.rst.push_back(rp.strides[d][0]);
@@ -146,8 +146,8 @@ void run_horizontal(const typename V::T* x, const ReducePlan& g, typename V::A* 
     using O = decltype(opv);
     if (re - rb <= kFlushElems && rb % li + (re - rb) <= li) {  // one run of one block at most
       DirectSink<O, A> direct{acc};
-      return h_kernel<V, O>(xk + (rb / li == 0 ? 0 : Walker(g.rs, g.rst, nd - 1, rb / li).off) + rb % li * si, re - rb, si, m,
-                            direct);
+      const int64_t outer = rb / li == 0 ? 0 : Walker(g.rs, g.rst, nd - 1, rb / li).off;
+      return h_kernel<V, O>(xk + outer + rb % li * si, re - rb, si, m, direct);
     }
     Cascade<O, A> sink;  // Note [Cascaded accumulation]
     Walker w(g.rs, g.rst, nd - 1, rb / li);
@@ -316,8 +316,6 @@ void run_vertical(const typename V::T* x, const ReducePlan& g, typename V::A* re
   const int64_t nc = (lk + kColumns - 1) / kColumns, tasks = (K / lk) * nc;
 #ifdef SB_HAVE_AVX512
   const bool dp16 = std::is_same_v<typename V::T, BFloat16> && V::W > 1 && use_avx512_bf16();
-#endif
-#ifdef SB_HAVE_AVX512
   const bool zvar = use_avx512();  // Note [Vertical var in zmm]
 #endif
   // x from memory, not the caches (Note [Prefetched 2-byte rows])
