@@ -44,6 +44,12 @@
 #             swapped every round; JSON as ab/<name>.<old|new>.<round>.json, compared at
 #             home with `scripts/abtest --from-json` (the same ratios as abtest's runs);
 #             SB_GPU_AB_FILTER, a --benchmark_filter regex, keeps the rows a change touched
+#   profile   Nsight Compute's full set on a few rows (SB_GPU_PROFILE: entries
+#             "binary|benchmark filter|kernel regex" separated by ';'): one launch of the
+#             kernel each, after SB_GPU_PROFILE_SKIP (default 3) warm-up launches, clocks
+#             left alone; the text report as profile/<binary>.<n>.txt. Firecracker
+#             machines only: on gVisor ncu cannot read the counters (the device tool's
+#             KINDS.md)
 # SB_GPU_REHEARSAL=1 needs no GPU: the tests run (their GPU cases skip), the benchmarks
 # are listed (--benchmark_list_tests), a missing compute-sanitizer is reported, not
 # fatal, and peers only checks that its script starts (tests/scripts/test_gpu_scripts.py).
@@ -186,6 +192,11 @@ if want cputests; then
   cbudget=${SB_GPU_CPU_BUDGET:-90}
   cstart=$SECONDS
   for t in ${SB_GPU_CPU_TESTS:-matmul_test normalize_test elementwise_test differential_test copy_test quant_test conv_test reduce_test}; do
+    if [[ ! -x $bin/$t ]]; then
+      say "cpu test $t: not in .devcarry/bin"
+      status=1
+      continue
+    fi
     left=$((cbudget - (SECONDS - cstart)))
     if ((left <= 0)); then
       say "cpu test $t: not run (SB_GPU_CPU_BUDGET spent)"
@@ -298,6 +309,41 @@ if want recheck; then
   fi
   [[ $rc -eq 0 ]] || status=1
   pack recheck
+fi
+# ---- Nsight Compute on named rows
+if want profile; then
+  IFS=';' read -ra entries <<< "${SB_GPU_PROFILE:-}"
+  if [[ ${#entries[@]} -eq 0 ]]; then
+    say "profile: SB_GPU_PROFILE names no row (binary|benchmark filter|kernel regex;...)"
+    status=1
+  elif [[ $rehearsal != 1 ]] && ! command -v ncu >/dev/null; then
+    say "profile: ncu not found on PATH or under /usr/local/cuda*/bin"
+    status=1
+  else
+    mkdir -p "$OUT/profile"
+    n=0
+    for e in "${entries[@]}"; do
+      IFS='|' read -r b filt kre <<< "$e"
+      n=$((n + 1))
+      if [[ ! -x $bin/$b || -z $filt || -z $kre ]]; then
+        say "profile $n: '$e' is not binary|benchmark filter|kernel regex of a binary in .devcarry/bin"
+        status=1
+        continue
+      fi
+      if [[ $rehearsal == 1 ]]; then
+        say "profile $n ($b, $kre): rehearsal, not run"
+        continue
+      fi
+      rep=$OUT/profile/$b.$n.txt
+      echo "# $b --benchmark_filter='$filt', kernel regex '$kre'" > "$rep"
+      bounded "$(step_time 120)" ncu --clock-control none --set full --launch-skip "${SB_GPU_PROFILE_SKIP:-3}" \
+        --launch-count 1 -k "regex:$kre" "$bin/$b" --benchmark_filter="$filt" --sb_repetitions=1 >> "$rep" 2>&1
+      rc=$?
+      say "profile $n ($b, $kre): rc=$rc$([[ $rc == 124 ]] && echo ' (timed out)') $(grep -c 'Section: ' "$rep") sections"
+      [[ $rc -eq 0 ]] || status=1
+    done
+  fi
+  pack profile
 fi
 # ---- old against new, alternating
 if want ab; then

@@ -127,6 +127,26 @@ class GpuRehearsal(unittest.TestCase):
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("cpu test quant_test: not run (SB_GPU_CPU_BUDGET spent)", read(os.path.join(out2, "summary.txt")))
 
+    def test_profile_step_checks_its_entries(self):
+        out = os.path.join(self.tmp, "out-profile")
+        r = self.run_gpu(out, SB_GPU_STEPS="profile",
+                         SB_GPU_PROFILE="bench_reduce_cuda|reduce/.*dim:outer|reduce_column;bench_nothing|x|y;bench_copy_cuda|copy/")
+        self.assertNotEqual(r.returncode, 0)  # the second and third entries are malformed
+        summary = read(os.path.join(out, "summary.txt"))
+        self.assertIn("profile 1 (bench_reduce_cuda, reduce_column): rehearsal, not run", summary)
+        self.assertIn("profile 2: 'bench_nothing|x|y' is not binary|benchmark filter|kernel regex", summary)
+        self.assertIn("profile 3: 'bench_copy_cuda|copy/' is not", summary)
+        out2 = os.path.join(self.tmp, "out-profile-none")
+        r = self.run_gpu(out2, SB_GPU_STEPS="profile")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("profile: SB_GPU_PROFILE names no row", read(os.path.join(out2, "summary.txt")))
+
+    def test_unknown_cpu_test_binary_is_named(self):
+        out = os.path.join(self.tmp, "out-cpu-unknown")
+        r = self.run_gpu(out, SB_GPU_STEPS="cputests", SB_GPU_CPU_TESTS="reduce")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("cpu test reduce: not in .devcarry/bin", read(os.path.join(out, "summary.txt")))
+
     def test_payload_unpacks_through_python_where_the_image_has_no_xz(self):
         carry = os.path.join(self.tmp, "carry-noxz")
         os.makedirs(carry)
