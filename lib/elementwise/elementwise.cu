@@ -346,29 +346,17 @@ __global__ void __launch_bounds__(32 * kTileRows, kTiledBlocksPerSm)
 // where it runs along j (else two elements), one word of out stored. Needs: out and
 // each staged input aligned to the word, with every stride but their unit one even; a
 // pair cut by the tile's edge (an odd row or column count) moves one element.
-// Elsewhere, and for 1- and 8-byte elements, the element tile runs. The word store is
-// an explicit one (PairWord::store, __stwb): with a plain store of the word beside the
-// cut pair's store of its low element, nvcc stored the low element in both branches and
-// the high one alone, two 4-byte stores a lane for float32, each warp store spanning
-// 256 bytes to fill half of them (Nsight Compute: 8.4 million excess sectors in the
-// transposed add of 64x64x128x128, a quarter of its traffic).
+// Elsewhere, and for 1- and 8-byte elements, the element tile runs. Blocks an SM asked
+// of nvcc: four for 2-byte pairs (61-64 registers, a 4-byte spill in two variants),
+// three for 4-byte ones (64-80 registers; at four, 8-byte words spilled 132-256 bytes).
+// The word store is an explicit one (PairWord::store, __stwb): with a plain store of the
+// word beside the cut pair's store of its low element, nvcc stored the low element in
+// both branches and the high one alone, two 4-byte stores a lane for float32.
 //
-// Note [One wait a tile]
-// A block holds one tile (the grid is the tiles), so its time is the latency of its
-// loads, and the SM's rate the bytes its resident blocks keep in flight. The unstaged
-// input does not depend on the shared tile, so its words are loaded together with the
-// staged input's, before the barrier: a tile waits for memory once, not twice (staged,
-// then unstaged), with twice the bytes in flight a block. Its words stay in registers
-// across the barrier, and every variant fits without spilling in the blocks an SM that
-// tiled_pairs_blocks asks of nvcc (2-byte pairs four, 4-byte pairs three, float32 with
-// one input four; -Xptxas -v in docs/notes/cuda.md). In place stays safe: each thread
-// still reads its elements of out before it writes them.
+// The staged words are loaded and the barrier passed before the unstaged input's words
+// are: loading both before the barrier (one wait a tile, twice the bytes in flight a
+// block) was slower on an H200 (docs/notes/cuda.md, "Seventh device run").
 constexpr int kPairT = 64, kPairWords = kPairT / 2;
-
-template <typename T, int NIN>
-constexpr int tiled_pairs_blocks() {
-  return sizeof(T) == 2 || (NIN == 1 && std::is_same_v<T, float>) ? 4 : 3;
-}
 
 template <int kBytes> struct PairWord;  // E: an element's bits, W: two of them
 template <> struct PairWord<2> {
@@ -413,7 +401,7 @@ __device__ __forceinline__ E to_bits(T v) {
 }
 
 template <typename T, int NIN, unsigned kStaged>
-__global__ void __launch_bounds__(32 * kTileRows, tiled_pairs_blocks<T, NIN>())
+__global__ void __launch_bounds__(32 * kTileRows, sizeof(T) == 2 ? 4 : 3)
     tiled_pairs_kernel(T* out, Ptrs2 in, TileWalk<NIN + 1> walk, TileStrides<NIN + 1> st, int code, acc_t<T> s,
                        bool u_words) {
   using P = PairWord<sizeof(T)>;
@@ -428,24 +416,6 @@ __global__ void __launch_bounds__(32 * kTileRows, tiled_pairs_blocks<T, NIN>())
   walk.template each<kPairT, kPairT>([&](const int64_t (&off)[NIN + 1], int64_t i0, int64_t j0) {
     const int ni = static_cast<int>(min(static_cast<int64_t>(kPairT), walk.rows - i0));
     const int nj = static_cast<int>(min(static_cast<int64_t>(kPairT), walk.cols - j0));
-    // rows r = ty + 8 k, word tx: columns (2 tx, 2 tx + 1) of the compute phase; the
-    // unstaged input's words loaded first, with the staged ones (Note [One wait a tile])
-    const int so = st.i[0], lj = 2 * tx;
-    const bool j_in = lj < nj, j_pair = lj + 1 < nj;
-    int ui = 0, uj = 0;
-    const E* d = unstaged_at<kU, E>(in, off, st, i0, j0, ty, lj, ui, uj);
-    [[maybe_unused]] W u[kR];
-    if constexpr (kU >= 0) {
-#pragma unroll
-      for (int k = 0; k < kR; ++k) {
-        u[k] = W{};
-        if (ty + kTileRows * k < ni && j_in) {
-          const E* q = d + kTileRows * k * ui;
-          if (u_words && j_pair) u[k] = *reinterpret_cast<const W*>(q);
-          else u[k] = P::make(q[0], j_pair ? q[uj] : E{0});
-        }
-      }
-    }
     // the staged inputs: words (li, li + 1) of columns lj = 2 w and lj + 1, li = 2 tx
     const int li = 2 * tx;
 #pragma unroll
@@ -469,10 +439,26 @@ __global__ void __launch_bounds__(32 * kTileRows, tiled_pairs_blocks<T, NIN>())
       }
     }
     __syncthreads();
-    // the op and the stores; out may be the unstaged input (in place), whose words
-    // this thread has already read
+    // rows r = ty + 8 k, word tx: columns (2 tx, 2 tx + 1); the unstaged input's words
+    // loaded first (out may be that input, in place), then the op and the stores
+    const int so = st.i[0], lj = 2 * tx;
+    const bool j_in = lj < nj, j_pair = lj + 1 < nj;
     E* o = reinterpret_cast<E*>(out) + off[0] + i0 * so + j0 + ty * so + lj;
+    int ui = 0, uj = 0;
+    const E* d = unstaged_at<kU, E>(in, off, st, i0, j0, ty, lj, ui, uj);
     with_code<NIN>(code, [&](auto op) {
+      [[maybe_unused]] W u[kR];
+      if constexpr (kU >= 0) {
+#pragma unroll
+        for (int k = 0; k < kR; ++k) {
+          u[k] = W{};
+          if (ty + kTileRows * k < ni && j_in) {
+            const E* q = d + kTileRows * k * ui;
+            if (u_words && j_pair) u[k] = *reinterpret_cast<const W*>(q);
+            else u[k] = P::make(q[0], j_pair ? q[uj] : E{0});
+          }
+        }
+      }
 #pragma unroll
       for (int k = 0; k < kR; ++k) {
         const int r = ty + kTileRows * k;

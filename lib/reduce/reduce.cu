@@ -221,7 +221,7 @@ __global__ void reduce_warp_rows_kernel(T* out, const T* x, OffsetCalc<2> kept, 
 // dim:outer) used one thread per output walking its R rows: 4096 outputs are 16 blocks
 // on 132 SMs, one 4-byte load in flight per thread. Now a block takes kColWidth adjacent
 // outputs (one coalesced row segment per warp) and kColWarps warps, each warp every
-// kColWarps-th row of the block's range, kColUnroll rows in flight per thread; the
+// kColWarps-th row of the block's range, col_unroll rows in flight per thread; the
 // warps meet in shared memory. Where the output blocks do not fill the device, the
 // rows are split over blockIdx.y as well (at least kColMinRows rows a split) and
 // reduce_finalize_kernel combines the splits of each output in order (deterministic).
@@ -232,7 +232,15 @@ __global__ void reduce_warp_rows_kernel(T* out, const T* x, OffsetCalc<2> kept, 
 // number of rows, so a second wave of a few blocks would read its rows with a few SMs'
 // loads in flight, at a fraction of the bandwidth, after the rest are done. Rounding up
 // to 8 blocks an SM (1152 blocks for a 4096-column sum on 132 SMs) left such a tail.
-constexpr int kColWidth = 32, kColWarps = 8, kColUnroll = 8;
+//
+// Rows in flight a thread: 16 for 2-byte elements, whose warp loads are 64 bytes, and 8
+// for wider ones, where 16 did not pay (docs/notes/cuda.md, "Seventh device run"). The
+// values wait in T and become double at the add.
+constexpr int kColWidth = 32, kColWarps = 8;
+template <typename T>
+constexpr int col_unroll() {
+  return sizeof(T) == 2 ? 16 : 8;
+}
 constexpr int64_t kColMinRows = 256;
 
 // partial[o * splits + s]: the reduction of rows [s*chunk, (s+1)*chunk) of output o.
@@ -251,13 +259,14 @@ __global__ void reduce_column_kernel(const T* x, OffsetCalc<2> kept, OffsetCalc<
     const double m = mode == kSqDev ? mean[o] : 0.0;
     const int64_t r0 = s * chunk, r1 = r0 + chunk < R ? r0 + chunk : R;
     int64_t r = r0 + row;
-    for (; r + (kColUnroll - 1) * kColWarps < r1; r += kColUnroll * kColWarps) {
-      double v[kColUnroll];
+    constexpr int kU = col_unroll<T>();
+    for (; r + (kU - 1) * kColWarps < r1; r += kU * kColWarps) {
+      T v[kU];
 #pragma unroll
-      for (int u = 0; u < kColUnroll; ++u)  // the loads first: kColUnroll in flight
-        v[u] = cvt<double>(xs[red_offset<kLinear>(red, rstride, r + u * kColWarps)]);
+      for (int u = 0; u < kU; ++u)  // the loads first: kU in flight
+        v[u] = xs[red_offset<kLinear>(red, rstride, r + u * kColWarps)];
 #pragma unroll
-      for (int u = 0; u < kColUnroll; ++u) acc = combine(mode, acc, prep(mode, v[u], m));
+      for (int u = 0; u < kU; ++u) acc = combine(mode, acc, prep(mode, cvt<double>(v[u]), m));
     }
     for (; r < r1; r += kColWarps)
       acc = combine(mode, acc, prep(mode, cvt<double>(xs[red_offset<kLinear>(red, rstride, r)]), m));
