@@ -58,6 +58,22 @@ if [[ -n ${SB_GPU_OLD:-} ]]; then  # an earlier build's bench binaries, for gpu_
   echo "carry old: $(ls "$stage/old" | tr '\n' ' ')"
   parts+=(old)
 fi
+if [[ -n ${SB_GPU_VARIANTS:-} ]]; then  # "A=dir B=dir": variant builds for gpu_run.sh's variants step
+  for v in $SB_GPU_VARIANTS; do
+    name=${v%%=*}
+    dir=${v#*=}
+    [[ $name =~ ^[A-Za-z0-9_-]+$ && $name != "$v" && -d $dir ]] ||
+      { echo "gpu_prepare: SB_GPU_VARIANTS entry '$v' is not NAME=<dir of binaries>" >&2; exit 1; }
+    mkdir -p "$stage/var/$name"
+    for b in "${bins[@]}"; do
+      n=$(basename "$b")
+      [[ -x $dir/$n ]] && cp "$dir/$n" "$stage/var/$name/"
+    done
+    [[ -n $(ls "$stage/var/$name") ]] || { echo "gpu_prepare: no binary of this build in $dir" >&2; exit 1; }
+    echo "carry variant $name: $(ls "$stage/var/$name" | tr '\n' ' ')"
+  done
+  parts+=(var)
+fi
 # xz with a dictionary larger than the whole tar: every binary links lib/cuda statically
 # and holds the same fatbin, which a dictionary spanning all of them stores once (gzip's
 # 32 KiB window stores it once per binary; docs/GPU.md gives the sizes)

@@ -44,6 +44,12 @@
 #             swapped every round; JSON as ab/<name>.<old|new>.<round>.json, compared at
 #             home with `scripts/abtest --from-json` (the same ratios as abtest's runs);
 #             SB_GPU_AB_FILTER, a --benchmark_filter regex, keeps the rows a change touched
+#   variants  each variant build of .devcarry/var/<name>/ (gpu_prepare.sh with
+#             SB_GPU_VARIANTS="<name>=<dir> ..."): the CUDA cases of its test binaries,
+#             then each of its bench binaries alternating with the namesake in bin/ as
+#             the ab step does (SB_GPU_AB_ROUNDS, SB_GPU_AB_FILTER); JSON as
+#             variants/<name>/<binary>.<old|new>.<round>.json, old being this build, so
+#             `scripts/abtest --from-json` gives variant ÷ build per row
 #   profile   Nsight Compute's full set on a few rows (SB_GPU_PROFILE: entries
 #             "binary|benchmark filter|kernel regex" separated by ';'): one launch of the
 #             kernel each, after SB_GPU_PROFILE_SKIP (default 3) warm-up launches, clocks
@@ -345,6 +351,53 @@ if want profile; then
   fi
   pack profile
 fi
+# ---- variant builds against this one, alternating
+# alternate NAME OLD_EXE NEW_EXE OUTDIR: SB_GPU_AB_ROUNDS rounds, the order swapped
+# every round, JSON as OUTDIR/NAME.<old|new>.<round>.json (the ab step's form)
+alternate() {
+  local name=$1 old=$2 new=$3 dir=$4 r side exe rc
+  for ((r = 1; r <= ${SB_GPU_AB_ROUNDS:-3}; ++r)); do
+    for side in $( ((r % 2)) && echo "old new" || echo "new old"); do
+      exe=$old
+      [[ $side == new ]] && exe=$new
+      if [[ $rehearsal == 1 ]]; then
+        bounded "$(step_time 60)" "$exe" --benchmark_list_tests > "$dir/$name.$side.$r.list" 2>&1
+      else
+        bounded "$(step_time 300)" "$exe" --benchmark_out="$dir/$name.$side.$r.json" \
+          --benchmark_out_format=json --benchmark_filter="${SB_GPU_AB_FILTER:-.}" > /dev/null 2>> "$dir/$name.log"
+      fi
+      rc=$?
+      [[ $rc -eq 0 ]] || { say "alternate $dir/$name $side round $r: rc=$rc"; status=1; }
+    done
+  done
+}
+if want variants; then
+  if [[ ! -d $here/var ]]; then
+    say "variants: no .devcarry/var (gpu_prepare.sh with SB_GPU_VARIANTS=\"<name>=<dir> ...\")"
+    status=1
+  else
+    for vdir in "$here"/var/*/; do
+      v=$(basename "$vdir")
+      mkdir -p "$OUT/variants/$v"
+      for t in "$vdir"*_test; do
+        [[ -x $t ]] || continue
+        tn=$(basename "$t")
+        SB_CUDNN_AUTOTUNE=0 bounded "$(step_time 120)" "$t" --gtest_filter="$gpu_cases" > "$OUT/variants/$v/$tn.log" 2>&1
+        rc=$?
+        say "variant $v test $tn: rc=$rc $(gtest_counts "$OUT/variants/$v/$tn.log")"
+        [[ $rc -eq 0 ]] || status=1
+      done
+      for b in "$vdir"bench_*; do
+        [[ -x $b ]] || continue
+        bn=$(basename "$b")
+        [[ -x $bin/$bn ]] || { say "variant $v: $bn has no namesake in bin/"; status=1; continue; }
+        alternate "$bn" "$bin/$bn" "$b" "$OUT/variants/$v"
+        say "variant $v $bn: ${SB_GPU_AB_ROUNDS:-3} rounds"
+      done
+    done
+  fi
+  pack variants
+fi
 # ---- old against new, alternating
 if want ab; then
   if [[ ! -d $here/old ]]; then
@@ -352,25 +405,9 @@ if want ab; then
     status=1
   else
     mkdir -p "$OUT/ab"
-    rounds=${SB_GPU_AB_ROUNDS:-3}
     for b in $(cd "$here/old" && ls); do
-      for ((r = 1; r <= rounds; ++r)); do
-        order="old new"
-        ((r % 2 == 0)) && order="new old"
-        for side in $order; do
-          exe=$here/old/$b
-          [[ $side == new ]] && exe=$bin/$b
-          if [[ $rehearsal == 1 ]]; then
-            bounded "$(step_time 60)" "$exe" --benchmark_list_tests > "$OUT/ab/$b.$side.$r.list" 2>&1
-          else
-            bounded "$(step_time 300)" "$exe" --benchmark_out="$OUT/ab/$b.$side.$r.json" \
-              --benchmark_out_format=json --benchmark_filter="${SB_GPU_AB_FILTER:-.}" > /dev/null 2>> "$OUT/ab/$b.log"
-          fi
-          rc=$?
-          [[ $rc -eq 0 ]] || { say "ab $b $side round $r: rc=$rc"; status=1; }
-        done
-      done
-      say "ab $b: $rounds rounds"
+      alternate "$b" "$here/old/$b" "$bin/$b" "$OUT/ab"
+      say "ab $b: ${SB_GPU_AB_ROUNDS:-3} rounds"
     done
   fi
   pack ab

@@ -41,8 +41,12 @@ SUFFIX = re.compile(r"/(min_time|repeats|iterations|threads_gb):[^/]*|/(real|pro
 
 
 def medians(path):
-    """Median real time per run name of one Google Benchmark JSON (iterations only)."""
+    """Median real time per run name of one Google Benchmark JSON (iterations only).
+    An empty file is a binary whose filter matched no run (Google Benchmark then writes
+    nothing): no rows."""
     try:
+        if os.path.getsize(path) == 0:
+            return {}
         with open(path) as f:
             d = json.load(f)
     except (OSError, ValueError) as e:

@@ -128,6 +128,16 @@ class AbtestTest(unittest.TestCase):
         self.assertIn("round 2 lacks its new run", p.stderr)
         p = sbtest.run("abtest", "--from-json", d, "--families", "conv")
         self.assertEqual(p.returncode, 2)
+        # a binary whose filter matched no run writes an empty file: it adds no row
+        with open(os.path.join(d, "bench_reduce_cuda.new.2.json"), "w") as f:
+            json.dump({"context": {}, "benchmarks": []}, f)
+        for side in ("old", "new"):
+            for rnd in (1, 2, 3):
+                open(os.path.join(d, f"bench_copy_cuda.{side}.{rnd}.json"), "w").close()
+        p = sbtest.run("abtest", "--from-json", d)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("(bench_copy_cuda, bench_reduce_cuda)", p.stdout)
+        self.assertIn("| `r/x` | 1.550 | 1.500-1.600 | slower |", p.stdout)
 
 if __name__ == "__main__":
     unittest.main()

@@ -197,6 +197,33 @@ class GpuRehearsal(unittest.TestCase):
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("ab: no .devcarry/old", read(os.path.join(out2, "summary.txt")))
 
+    def test_variants_step_alternates_each_variant_with_this_build(self):
+        var = os.path.join(self.tmp, "varbin")
+        os.makedirs(var)
+        for b in ("benchmarks/bench_reduce_cuda", "tests/quant_test"):
+            shutil.copy(os.path.join(BUILD, b), var)
+        carry = os.path.join(self.tmp, "devcarry-var")
+        prep = lambda v: subprocess.run(["bash", os.path.join(ROOT, "scripts", "gpu_prepare.sh"), BUILD, carry],
+                                        capture_output=True, text=True, timeout=300,
+                                        env=dict(os.environ, SB_GPU_VARIANTS=v))
+        p = prep(f"B2={var}")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("carry variant B2: bench_reduce_cuda quant_test", p.stdout)
+        out = os.path.join(self.tmp, "out-var")
+        r = subprocess.run(["bash", os.path.join(carry, "gpu_run.sh")], capture_output=True, text=True, timeout=300,
+                           env=dict(os.environ, OUT=out, SB_GPU_REHEARSAL="1", SB_GPU_ROOT=ROOT,
+                                    SB_GPU_STEPS="variants", SB_GPU_AB_ROUNDS="2", SB_GPU_PACK="0"))
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        summary = read(os.path.join(out, "summary.txt"))
+        self.assertIn("variant B2 test quant_test: rc=0", summary)
+        self.assertIn("variant B2 bench_reduce_cuda: 2 rounds", summary)
+        self.assertEqual(sorted(f for f in os.listdir(os.path.join(out, "variants", "B2")) if f.endswith(".list")),
+                         sorted(f"bench_reduce_cuda.{side}.{n}.list" for n in (1, 2) for side in ("new", "old")))
+        # an entry that is not NAME=<dir> stops the packing
+        p = prep(var)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("is not NAME=<dir of binaries>", p.stderr)
+
 
 if __name__ == "__main__":
     unittest.main()
