@@ -1026,6 +1026,61 @@ TEST(CudaReduce, BackendRejectsHostTensorsBeforeAnyWork) {
   test::expect_msg([&] { cuda::reduce(ReduceOp::Sum, out, a, {0}, 1); }, "expected CUDA tensors, got one on cpu");
   EXPECT_EQ(out.to_vector(), std::vector<double>(3, 7.0));
 }
+
+// Note [Column pairs]: sums over an outer dim of 2-byte outputs on aligned words take
+// the pairs kernel, every op, both 2-byte dtypes: 1040 outputs (the last block partly
+// empty), 1000 rows (a ragged unroll in each split). Where the pairs do not line up
+// (1041 outputs; x one element into its buffer; rows 1041 elements apart) and for
+// float32, the element column kernel runs. A NaN at an even and at an odd column of a
+// max reaches those outputs alone (the low and high halves of a word).
+TEST(CudaReduce, TwoByteOuterColumnsTakePairs) {
+  const Device dev = Device::cuda(0);
+  SB_SKIP_WITHOUT_DEVICE(dev);
+  const Shape s = {1000, 1040};
+  for (const DType dt : {DType::Float16, DType::BFloat16}) {
+    for (const ReduceOp op : {ReduceOp::Sum, ReduceOp::Mean, ReduceOp::Max, ReduceOp::Var, ReduceOp::Std}) {
+      cuda::reset_reduce_path_counts();
+      expect_reduce_matches(dev, op, dt, s, Layout::Contiguous, {0}, 61);
+      EXPECT_EQ(cuda::reduce_path_counts().column_pairs, 1) << reduce_op_name(op) << " " << dtype_name(dt);
+      EXPECT_EQ(cuda::reduce_path_counts().column, 0) << reduce_op_name(op) << " " << dtype_name(dt);
+    }
+  }
+  cuda::reset_reduce_path_counts();
+  expect_reduce_matches(dev, ReduceOp::Sum, DType::BFloat16, {1000, 1041}, Layout::Contiguous, {0}, 62);
+  expect_reduce_matches(dev, ReduceOp::Sum, DType::Float32, s, Layout::Contiguous, {0}, 63);
+  EXPECT_EQ(cuda::reduce_path_counts().column, 2);
+  const DType bf = DType::BFloat16;
+  const auto vx = test::stored(test::random_values(s, 64, bf, -1, 1, false), s, bf);
+  {  // x one element into its buffer: words split across outputs
+    const Tensor buf = test::on_device(dev, std::vector<double>(1000 * 1040 + 1, 0.0), {1000 * 1040 + 1}, bf,
+                                       Layout::Contiguous);
+    Tensor x = buf.as_strided(s, {1040, 1}, 1);
+    x.copy_(test::on_device(dev, vx, s, bf, Layout::Contiguous));
+    Tensor out = test::poisoned_on(dev, {1, 1040}, bf, Layout::Contiguous);
+    reduce_keepdim_out(ReduceOp::Sum, out, x, {0}, 1);
+    expect_reduction(out, ReduceOp::Sum, bf, vx, s, {0}, "bf16 sum, x one element in");
+  }
+  {  // rows 1041 elements apart: every other row starts mid-word
+    const Tensor buf = test::on_device(dev, std::vector<double>(1000 * 1041, 0.0), {1000 * 1041}, bf,
+                                       Layout::Contiguous);
+    Tensor x = buf.as_strided(s, {1041, 1}, 0);
+    x.copy_(test::on_device(dev, vx, s, bf, Layout::Contiguous));
+    Tensor out = test::poisoned_on(dev, {1, 1040}, bf, Layout::Contiguous);
+    reduce_keepdim_out(ReduceOp::Sum, out, x, {0}, 1);
+    expect_reduction(out, ReduceOp::Sum, bf, vx, s, {0}, "bf16 sum, rows 1041 apart");
+  }
+  EXPECT_EQ(cuda::reduce_path_counts().column, 4);
+  EXPECT_EQ(cuda::reduce_path_counts().column_pairs, 0);
+  std::vector<double> vn = vx;  // NaN at (700, 13) and (300, 14)
+  vn[700 * 1040 + 13] = NAN;
+  vn[300 * 1040 + 14] = NAN;
+  const Tensor xn = test::on_device(dev, vn, s, bf, Layout::Contiguous);
+  Tensor mx = test::poisoned_on(dev, {1, 1040}, bf, Layout::Contiguous);
+  reduce_keepdim_out(ReduceOp::Max, mx, xn, {0}, 1);
+  const std::vector<double> got = test::naive_values(mx);
+  for (int64_t j = 0; j < 1040; ++j) EXPECT_EQ(std::isnan(got[j]), j == 13 || j == 14) << "column " << j;
+  EXPECT_EQ(cuda::reduce_path_counts().column_pairs, 1);
+}
 #endif  // SB_WITH_CUDA
 
 }  // namespace

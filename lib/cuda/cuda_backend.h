@@ -105,6 +105,12 @@ void reset_elementwise_path_counts();
 // ---- reductions (lib/reduce/reduce.cu) ----
 // out has x's sizes with the reduced dims (sorted, unique) set to 1 (keepdim form).
 void reduce(ReduceOp op, const Tensor& out, const Tensor& x, const Shape& dims, int64_t correction);
+struct ReducePathCounts {    // reduce() calls of the column kernels since the last reset
+  int64_t column = 0;        // outputs innermost, a lane an output
+  int64_t column_pairs = 0;  // 2-byte outputs on aligned words, a lane two (Note [Column pairs])
+};
+ReducePathCounts reduce_path_counts();
+void reset_reduce_path_counts();
 // ---- conv2d (lib/conv/conv.cu) ----
 // out [N, O, OH, OW], any non-overlapping strides, = conv2d(x, w) + bias (undefined:
 // none), relu when asked: im2col and cuBLAS in x's memory format, through a temporary

@@ -16,7 +16,8 @@
 //           for every op (Note [Rows per warp])
 //   column  the other cases with R >= kColMinRows (dim:outer): 32 adjacent outputs x 8
 //           warps of rows per block, rows split over blocks where outputs are few
-//           (Note [Column reductions]), splits combined in order
+//           (Note [Column reductions]), splits combined in order; 2-byte outputs that
+//           lie in aligned pairs, two a lane (Note [Column pairs])
 //   thread  short reductions (R < kColMinRows) that the block kernel does not take:
 //           one thread per output walks its R elements.
 // Accumulation in double for every dtype (max compares in double too; NaN
@@ -24,6 +25,7 @@
 // PyTorch's divisor max(0, R - correction). Cost: one read of x (var/std: two), one
 // write of out.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 
@@ -35,6 +37,8 @@ namespace sb::cuda {
 namespace {
 
 enum Mode : int { kSum = 0, kMax = 1, kSqDev = 2 };
+
+std::atomic<int64_t> g_column{0}, g_column_pairs{0};
 
 __device__ __forceinline__ double combine(int mode, double acc, double v) {
   return mode == kMax ? nan_max(acc, v) : acc + v;
@@ -279,6 +283,73 @@ __global__ void reduce_column_kernel(const T* x, OffsetCalc<2> kept, OffsetCalc<
   }
 }
 
+// Note [Column pairs]
+// The column kernel reads one element a lane a row: 64 bytes a warp load for 2-byte
+// elements, half of float32's 128, and at the same loads in flight a bf16 outer sum
+// read far less of the read ceiling than float32's (docs/notes/cuda.md, "Column
+// pairs"). Where x's outputs lie in pairs on 4-byte words (the kept dims one dim of x
+// stride 1, an even output count, the reduced dims linear at an even stride, x 4-byte
+// aligned), a lane
+// takes two adjacent outputs and loads their word: 128 bytes a warp load, 64 outputs a
+// block, the block grid, rows in flight and one-wave splits as float32's. Each output's
+// rows are added in the column kernel's order (warp w: rows w, w + 8, ... of a split;
+// the warps in order; the splits in order by reduce_finalize_kernel): deterministic,
+// though the split count, from this kernel's blocks and occupancy, may differ from the
+// element kernel's. (A lane of 16 bytes, 8 outputs, was slower where the columns were
+// few: docs/notes/cuda.md, "Vector column reductions".)
+template <typename T>
+__device__ __forceinline__ double half_of_word(uint32_t w, int k) {
+  const unsigned short b = static_cast<unsigned short>(w >> (16 * k));
+  if constexpr (std::is_same_v<T, __half>) return cvt<double>(__ushort_as_half(b));
+  else return cvt<double>(__ushort_as_bfloat16(b));
+}
+
+// partial[o * splits + s] for outputs o = 2 (32 blockIdx.x + lane) and o + 1; x + o is
+// 4-byte aligned and rstride even (Note [Column pairs]).
+template <typename T>
+__global__ void reduce_column_pairs_kernel(const T* x, int64_t rstride, int64_t O, int64_t R, int64_t splits,
+                                           int64_t chunk, int mode, const double* mean, double* partial) {
+  static_assert(sizeof(T) == 2, "pairs of 2-byte elements");
+  __shared__ double acc_s[kColWarps][2 * kColWidth + 1];
+  const int lane = threadIdx.x, row = threadIdx.y;
+  const int64_t o = 2 * (static_cast<int64_t>(blockIdx.x) * kColWidth + lane), s = blockIdx.y;
+  double a0 = mode == kMax ? -INFINITY : 0.0, a1 = a0;
+  if (o < O) {  // O is even: o + 1 < O too
+    const double m0 = mode == kSqDev ? mean[o] : 0.0, m1 = mode == kSqDev ? mean[o + 1] : 0.0;
+    const uint32_t* xs = reinterpret_cast<const uint32_t*>(x + o);
+    const int64_t ws = rstride / 2;  // words a row
+    const int64_t r0 = s * chunk, r1 = r0 + chunk < R ? r0 + chunk : R;
+    int64_t r = r0 + row;
+    constexpr int kU = col_unroll<float>();  // 4-byte loads, as float32's
+    for (; r + (kU - 1) * kColWarps < r1; r += kU * kColWarps) {
+      uint32_t v[kU];
+#pragma unroll
+      for (int u = 0; u < kU; ++u) v[u] = xs[(r + u * kColWarps) * ws];  // the loads first: kU in flight
+#pragma unroll
+      for (int u = 0; u < kU; ++u) {
+        a0 = combine(mode, a0, prep(mode, half_of_word<T>(v[u], 0), m0));
+        a1 = combine(mode, a1, prep(mode, half_of_word<T>(v[u], 1), m1));
+      }
+    }
+    for (; r < r1; r += kColWarps) {
+      const uint32_t v = xs[r * ws];
+      a0 = combine(mode, a0, prep(mode, half_of_word<T>(v, 0), m0));
+      a1 = combine(mode, a1, prep(mode, half_of_word<T>(v, 1), m1));
+    }
+  }
+  acc_s[row][2 * lane] = a0;
+  acc_s[row][2 * lane + 1] = a1;
+  __syncthreads();
+  if (row == 0 && o < O) {
+    for (int k = 1; k < kColWarps; ++k) {
+      a0 = combine(mode, a0, acc_s[k][2 * lane]);
+      a1 = combine(mode, a1, acc_s[k][2 * lane + 1]);
+    }
+    partial[o * splits + s] = a0;
+    partial[(o + 1) * splits + s] = a1;
+  }
+}
+
 // Blocks of reduce_column_kernel<T, kLinear> an SM of device `dev` holds at once (Note
 // [Column splits in one wave]), asked of the runtime once per device and kernel: the
 // query costs microseconds, as much as a few percent of a 64 MiB column sum. The query
@@ -288,6 +359,16 @@ int column_blocks_per_sm(int dev) {
   const int c = per_device_once(dev, [](int) {
     int n = 0;
     SB_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, reduce_column_kernel<T, kLinear>,
+                                                                kColWidth * kColWarps, 0));
+    return n;
+  });
+  return std::max(c, 1);
+}
+template <typename T>
+int column_pairs_blocks_per_sm(int dev) {  // the same for reduce_column_pairs_kernel<T>
+  const int c = per_device_once(dev, [](int) {
+    int n = 0;
+    SB_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, reduce_column_pairs_kernel<T>,
                                                                 kColWidth * kColWarps, 0));
     return n;
   });
@@ -316,6 +397,12 @@ __global__ void reduce_finalize_kernel(T* out, OffsetCalc<2> kept, const double*
 
 
 }  // namespace
+
+ReducePathCounts reduce_path_counts() { return {g_column.load(), g_column_pairs.load()}; }
+void reset_reduce_path_counts() {
+  g_column = 0;
+  g_column_pairs = 0;
+}
 
 void reduce(ReduceOp op, const Tensor& out, const Tensor& x, const Shape& dims, int64_t correction) {
   const char* name = reduce_op_name(op);
@@ -357,9 +444,17 @@ void reduce(ReduceOp op, const Tensor& out, const Tensor& x, const Shape& dims, 
       reduce_thread_kernel<scalar_t><<<grid_for(O, dev), kThreads>>>(po, px, kept, red, O, R, op, correction);
       SB_CUDA_LAUNCH_CHECK();
     } else if (!use_block) {  // Note [Column reductions]
-      const int64_t col_blocks = (O + kColWidth - 1) / kColWidth;
-      const int resident = linear ? column_blocks_per_sm<scalar_t, true>(dev)  // Note [Column splits in one wave]
-                                  : column_blocks_per_sm<scalar_t, false>(dev);
+      // Note [Column pairs]: x + off of output o is x + o, every row on a 4-byte word
+      const bool pairs = sizeof(scalar_t) == 2 && linear && kept.ndim == 1 && kept.strides[1][0] == 1 && O % 2 == 0 &&
+                         rstride % 2 == 0 && reinterpret_cast<uintptr_t>(px) % 4 == 0;
+      const int64_t per_block = pairs ? 2 * kColWidth : kColWidth;
+      const int64_t col_blocks = (O + per_block - 1) / per_block;
+      int resident = 0;  // Note [Column splits in one wave]
+      if constexpr (sizeof(scalar_t) == 2) {
+        if (pairs) resident = column_pairs_blocks_per_sm<scalar_t>(dev);
+      }
+      if (!pairs)
+        resident = linear ? column_blocks_per_sm<scalar_t, true>(dev) : column_blocks_per_sm<scalar_t, false>(dev);
       const int64_t slots = static_cast<int64_t>(resident) * sms;
       int64_t splits = 1;
       if (col_blocks < slots) splits = std::min<int64_t>({slots / col_blocks, R / kColMinRows, 65535});
@@ -371,7 +466,14 @@ void reduce(ReduceOp op, const Tensor& out, const Tensor& x, const Shape& dims, 
       Tensor partial = empty({O * splits}, DType::Float64, out.device());
       double* pp = partial.data<double>();
       const int mode = op == ReduceOp::Max ? kMax : kSum;
+      ++(pairs ? g_column_pairs : g_column);
       auto column = [&](int md, const double* mean) {
+        if constexpr (sizeof(scalar_t) == 2) {
+          if (pairs) {
+            reduce_column_pairs_kernel<scalar_t><<<grid, block>>>(px, rstride, O, R, splits, chunk, md, mean, pp);
+            return;
+          }
+        }
         if (linear)
           reduce_column_kernel<scalar_t, true><<<grid, block>>>(px, kept, red, rstride, O, R, splits, chunk, md, mean, pp);
         else
