@@ -1051,24 +1051,18 @@ TEST(CudaReduce, TwoByteOuterColumnsTakePairs) {
   EXPECT_EQ(cuda::reduce_path_counts().column, 2);
   const DType bf = DType::BFloat16;
   const auto vx = test::stored(test::random_values(s, 64, bf, -1, 1, false), s, bf);
-  {  // x one element into its buffer: words split across outputs
-    const Tensor buf = test::on_device(dev, std::vector<double>(1000 * 1040 + 1, 0.0), {1000 * 1040 + 1}, bf,
-                                       Layout::Contiguous);
-    Tensor x = buf.as_strided(s, {1040, 1}, 1);
+  // x as rows `row` elements apart from element `start` of a zeroed buffer
+  auto sum_strided = [&](int64_t row, int64_t start, const char* what) {
+    const int64_t n = 999 * row + 1040 + start;
+    const Tensor buf = test::on_device(dev, std::vector<double>(n, 0.0), {n}, bf, Layout::Contiguous);
+    Tensor x = buf.as_strided(s, {row, 1}, start);
     x.copy_(test::on_device(dev, vx, s, bf, Layout::Contiguous));
     Tensor out = test::poisoned_on(dev, {1, 1040}, bf, Layout::Contiguous);
     reduce_keepdim_out(ReduceOp::Sum, out, x, {0}, 1);
-    expect_reduction(out, ReduceOp::Sum, bf, vx, s, {0}, "bf16 sum, x one element in");
-  }
-  {  // rows 1041 elements apart: every other row starts mid-word
-    const Tensor buf = test::on_device(dev, std::vector<double>(1000 * 1041, 0.0), {1000 * 1041}, bf,
-                                       Layout::Contiguous);
-    Tensor x = buf.as_strided(s, {1041, 1}, 0);
-    x.copy_(test::on_device(dev, vx, s, bf, Layout::Contiguous));
-    Tensor out = test::poisoned_on(dev, {1, 1040}, bf, Layout::Contiguous);
-    reduce_keepdim_out(ReduceOp::Sum, out, x, {0}, 1);
-    expect_reduction(out, ReduceOp::Sum, bf, vx, s, {0}, "bf16 sum, rows 1041 apart");
-  }
+    expect_reduction(out, ReduceOp::Sum, bf, vx, s, {0}, what);
+  };
+  sum_strided(1040, 1, "bf16 sum, x one element in: words split across outputs");
+  sum_strided(1041, 0, "bf16 sum, rows 1041 apart: every other row starts mid-word");
   EXPECT_EQ(cuda::reduce_path_counts().column, 4);
   EXPECT_EQ(cuda::reduce_path_counts().column_pairs, 0);
   std::vector<double> vn = vx;  // NaN at (700, 13) and (300, 14)
