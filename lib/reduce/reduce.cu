@@ -289,9 +289,9 @@ __global__ void reduce_column_kernel(const T* x, OffsetCalc<2> kept, OffsetCalc<
 // read far less of the read ceiling than float32's (docs/notes/cuda.md, "Column
 // pairs"). Where x's outputs lie in pairs on 4-byte words (the kept dims one dim of x
 // stride 1, an even output count, the reduced dims linear at an even stride, x 4-byte
-// aligned), a lane
-// takes two adjacent outputs and loads their word: 128 bytes a warp load, 64 outputs a
-// block, the block grid, rows in flight and one-wave splits as float32's. Each output's
+// aligned), a lane takes two adjacent outputs and loads their word: 128 bytes a warp
+// load, 64 outputs a block, the block grid, rows in flight and one-wave splits as
+// float32's. Each output's
 // rows are added in the column kernel's order (warp w: rows w, w + 8, ... of a split;
 // the warps in order; the splits in order by reduce_finalize_kernel): deterministic,
 // though the split count, from this kernel's blocks and occupancy, may differ from the
