@@ -1,7 +1,9 @@
 # common: what the tables, the claims and the Summary share: the "not measured" mark,
 # the layout, style and precision names they group by, spans of ratios, the re-check's
-# ratio with its range. Standard library only.
-from .results import fmt_bytes, fmt_x
+# ratio with its range, the 16-bit rows' pairs with their float32 twins. Standard
+# library only.
+from . import checks
+from .results import ceiling, fmt_bytes, fmt_x, group_by
 
 NM = "not measured"
 AHEAD = 1.05  # a peer "faster than ours by 5% or more": the Summary's line, which recheck settles against
@@ -36,6 +38,44 @@ def fmt_recheck(c):
     x = c["ratio"]
     text = f"{fmt_x(x['median'])} [{span([x['min'], x['max']])}]"
     return text + " (noisy)" if c.get("settled") in UNSETTLED else text
+
+
+PRECISION_FAMILIES = ("elementwise", "copy", "reduce")  # the memory-bound rows
+HALF_DTYPES = ("bf16", "f16")
+YARDSTICK = 5  # points of % ceiling a 16-bit row may trail its float32 twin (issue #51)
+
+
+def precision_pairs(rs, dev):
+    """(float32 run, 16-bit run, f32 % ceiling, 16-bit % ceiling, distrusted) for each
+    memory-bound row of ours on dev measured in float32 and in a 16-bit dtype, both with
+    a ceiling. distrusted: a run check distrusts one of the two (checks.distrusted), so
+    their points compare two states of the machine."""
+    flagged = checks.distrusted(rs, dev)
+    out = []
+    for group in group_by(rs.select(PRECISION_FAMILIES, device=dev, impl="ours"), "dtype").values():
+        by = {r["dtype"]: r for r in group}
+        f32 = by.get("f32")
+        c32 = ceiling(rs, f32) if f32 else None
+        if not c32:
+            continue
+        for d in HALF_DTYPES:
+            r = by.get(d)
+            c = ceiling(rs, r) if r else None
+            if c:
+                out.append((f32, r, c32[2], c[2], f32.name in flagged or r.name in flagged))
+    return out
+
+
+def precision_points(rs, f32, r, p32, p):
+    """(points of r's % ceiling against its float32 twin's, the re-check case or None).
+    Where raw/recheck.json measured the pair alternating, r's % is its first pass's
+    scaled by the first pass's time ratio over the interleaved one: float32's first-pass
+    % stays the anchor, and the minutes between the two rows' first passes (a shared
+    VM's memory bandwidth moves with them) drop out."""
+    c = rs.rechecked(f32, r)
+    if c:
+        p = p * (r.median / f32.median) / c["ratio"]["median"]
+    return p - p32, c
 
 
 def reuse(rs, dev, alloc=None):

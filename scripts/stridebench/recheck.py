@@ -16,6 +16,11 @@
 #           Summary family the costliest layout the Summary quotes;
 #   style:  per device and Summary family, the costliest style of ours against the
 #           fastest style of the same case (the Summary's "costliest style");
+#   precision: per device, every 16-bit row of ours whose % of ceiling trails its
+#           float32 twin's by more than the yardstick (5 points) in the first pass,
+#           against that twin: the pairs the Precision of memory-bound rows table
+#           counts against the yardstick (common.precision_points). Pairs a run check
+#           distrusts are left out, as the table leaves them out of its counts;
 # then runs rounds; each round runs our binary on the open cases' rows (one repetition
 # of --min-time seconds) and asks the peer runner, which stays up between rounds
 # (PeerServers), for theirs (the same), in alternating order
@@ -28,7 +33,7 @@
 # mean lies wholly on one side of the Summary's line (the peer 5% or more ahead), so
 # more rounds could not change what the Summary says. The others run on, up to
 # --max-rounds, and the whole step stops starting rounds once --budget seconds are
-# spent (quick: 120, so that the quick matrix stays near 8 minutes on 2 cores). A case
+# spent (quick: 150, so that the quick matrix stays near 8 minutes on 2 cores). A case
 # that never settled says so ("settled": "max rounds" or "budget"); the tables mark it
 # noisy. The stopping idea is nvbench's (a noise criterion with a cap), applied per pair.
 #
@@ -48,7 +53,7 @@
 #   scripts/recheck --json-dir BUILD/bench-json --bench-dir BUILD/benchmarks
 #                   [--rounds N | --min-rounds N --max-rounds N] [--target SE] [--budget S]
 #                   [--min-time S] [--band X] [--max-cases N] [--layout-per-style N]
-#                   [--peers-script PATH] [--pair OURS_RUN PEER_RUN]... [--out FILE]
+#                   [--no-style] [--no-precision] [--peers-script PATH] [--pair OURS_RUN PEER_RUN]... [--out FILE]
 #   --rounds N runs every case exactly N rounds (no early stop). --pair (repeatable)
 #   re-checks the given runs instead of the picks; either name may be any run of our
 #   binaries or of the peer runner, e.g. two of ours to compare thread counts or a
@@ -68,11 +73,12 @@ import time
 
 from . import results as sb
 from .common import AHEAD  # the Summary's 5% line
+from .common import YARDSTICK, precision_pairs
 
 SKIP_OPS = ("overhead", "reuse_experiment")  # no kernel time to compare
 SKIP_FAMILIES = ("baseline", "views")  # no peer twins: the ceilings, the views' bytes
 DEFAULT_ROUNDS = {"smoke": (1, 1), "quick": (3, 7), "full": (3, 9)}  # min, max
-DEFAULT_BUDGET = {"smoke": 0, "quick": 120, "full": 0}  # seconds; 0: none
+DEFAULT_BUDGET = {"smoke": 0, "quick": 150, "full": 0}  # seconds; 0: none
 DEFAULT_MIN_TIME = {"smoke": 0.002, "quick": 0.05, "full": 0.1}  # seconds per side and round
 FOLLOW_UPS = 3  # Note [Re-check follow-ups]
 STYLE_FAMILIES = ("elementwise", "copy", "reduce", "matmul", "conv")  # summary.SUMMARY_FAMILIES
@@ -165,6 +171,18 @@ def pick_summary_layout_cases(rs):
             best = summary.costliest_layout(rs, fam, dev)
             if best:
                 out.append((best[1], best[0], best[2]))
+    return out
+
+
+def pick_precision_cases(rs):
+    """(float32 twin, 16-bit row, first-pass time ratio) per device for each 16-bit row
+    of ours more than YARDSTICK points of % ceiling behind its twin in the first pass
+    (tables.t_precision_memory counts these against the yardstick)."""
+    out = []
+    for dev in sb.devices(rs.all()):
+        for f32, r, p32, p, bad in precision_pairs(rs, dev):
+            if not bad and p - p32 < -YARDSTICK:
+                out.append((f32, r, r.median / f32.median))
     return out
 
 
@@ -343,7 +361,7 @@ def main(argv):
                     help="a case stops when the standard error of its mean log ratio is at most this (default 0.02)")
     ap.add_argument("--budget", type=float,
                     help="seconds after which no new round starts, once every case has its minimum "
-                         "(default: quick 120, smoke and full none; 0: none)")
+                         "(default: quick 150, smoke and full none; 0: none)")
     ap.add_argument("--min-time", type=float, help="seconds each side measures per round (default: "
                                                    "smoke 0.002, quick 0.05, full 0.1)")
     ap.add_argument("--band", type=float, default=1.25,
@@ -353,6 +371,8 @@ def main(argv):
                     help="re-check, per device, op and style, the N layout rows furthest from "
                          "their contiguous twin (default 1; 0: none)")
     ap.add_argument("--no-style", action="store_true", help="skip the costliest-style pairs")
+    ap.add_argument("--no-precision", action="store_true",
+                    help="skip the 16-bit rows behind their float32 twins by more than 5 points")
     ap.add_argument("--peers-script", default=os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "peers.py"))
     ap.add_argument("--pair", nargs=2, action="append", metavar=("A", "B"),
                     help="re-check run B against run A (repeatable); replaces the picks")
@@ -407,6 +427,10 @@ def main(argv):
             if not args.no_style:
                 have = {(c[0].name, c[1].name) for c in cases}
                 cases += [c + ("style",) for c in pick_style_cases(rs) if (c[0].name, c[1].name) not in have]
+            if not args.no_precision:
+                have = {(c[0].name, c[1].name) for c in cases}
+                cases += [c + ("precision",) for c in pick_precision_cases(rs)
+                          if (c[0].name, c[1].name) not in have]
     except sb.InputError as e:
         print(f"recheck: error: {e}", file=sys.stderr)
         return 2
@@ -417,6 +441,7 @@ def main(argv):
                        "band": args.band, "selection": "pairs" if args.pair else "picks",
                        "layout_per_style": 0 if args.pair else args.layout_per_style,
                        "style": not args.pair and not args.no_style,
+                       "precision": not args.pair and not args.no_precision,
                        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")},
            "cases": []}
     if os.path.exists(out_path):  # a run that dies half-way must not leave the last run's file
@@ -439,7 +464,8 @@ def main(argv):
             else:
                 say(f"{c['b']}: first pass {c['first_pass']:.2f}x, no round measured it")
     else:
-        say(f"no peer row ahead of ours or within {args.band:g}x, and no layout or style pair: nothing to re-check")
+        say(f"no peer row ahead of ours or within {args.band:g}x, and no layout, style or precision pair: "
+            "nothing to re-check")
     sb.atomic_write(out_path, json.dumps(doc, indent=1) + "\n")
     say(f"wrote {out_path}")
     return status

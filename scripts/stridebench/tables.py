@@ -14,11 +14,11 @@ import os
 import statistics
 import sys
 
-from . import checks as ck
 from . import claims as cl
 from . import results as sb
 from . import summary as sm
-from .common import NM, PRECISIONS, REUSE_STEPS, STYLES, bandwidth, count, fmt_recheck, shape_of, span
+from .common import (NM, PRECISIONS, REUSE_STEPS, STYLES, YARDSTICK, bandwidth, count, fmt_recheck,
+                     precision_pairs, precision_points, shape_of, span)
 from .results import fmt_bytes, fmt_time, fmt_tm, fmt_x, md_table
 
 # ---------------------------------------------------------------- tables
@@ -132,54 +132,47 @@ def t_precision_memory(rs, dev):
     16-bit dtype, each at its % of its own ceiling. A 16-bit row moves half the bytes of
     its float32 twin, so the same % is the same use of the machine; the points between
     the two are what the narrower dtype costs beyond its bytes (issue #51's yardstick:
-    within 5 points)."""
+    within 5 points). Where the re-check measured a pair alternating, its points use the
+    interleaved time ratio (common.precision_points)."""
     rows, per, left_out = [], {}, {}
     # a pair with a row the run checks distrust (faster than the memory, or slowed by a
     # busy core) is shown, marked, and left out of the counts: its points compare two
     # states of the machine
-    flagged = ck.distrusted(rs, dev)
-    runs = rs.select(("elementwise", "copy", "reduce"), device=dev, impl="ours")
-    for group in sb.group_by(runs, "dtype").values():
-        by = {r["dtype"]: r for r in group}
-        f32 = by.get("f32")
-        c32 = sb.ceiling(rs, f32) if f32 else None
-        if not c32:
-            continue
-        for d in ("bf16", "f16"):
-            r = by.get(d)
-            c = sb.ceiling(rs, r) if r else None
-            if not c:
-                continue
-            pts = c[2] - c32[2]
-            bad = f32.name in flagged or r.name in flagged
-            rows.append([r["op"], r.get("layout", "—"), r.get("style", "—"), shape_of(r),
-                         r.get("threads", "—"), r.regime or "—", fmt_tm(f32), f"{c32[2]:.0f}%", d,
-                         fmt_tm(r), f"{c[2]:.0f}%", f"{pts:+.0f}" + (" (run check)" if bad else ""),
-                         fmt_x(r.median / f32.median)])
-            if bad:
-                left_out[d] = left_out.get(d, 0) + 1
-            else:
-                per.setdefault(d, []).append((pts, r, c[2], c32[2]))
+    for f32, r, p32, p, bad in precision_pairs(rs, dev):
+        d = r["dtype"]
+        pts, c = precision_points(rs, f32, r, p32, p)
+        rows.append([r["op"], r.get("layout", "—"), r.get("style", "—"), shape_of(r),
+                     r.get("threads", "—"), r.regime or "—", fmt_tm(f32), f"{p32:.0f}%", d,
+                     fmt_tm(r), f"{p:.0f}%", f"{pts:+.0f}" + (" (run check)" if bad else ""),
+                     fmt_x(r.median / f32.median), fmt_recheck(c) if c else "—"])
+        if bad:
+            left_out[d] = left_out.get(d, 0) + 1
+        else:
+            per.setdefault(d, []).append((pts, r, p32, c))
     if not rows:
         return None
     keys = ("layout", "op", "style", "shape", "dim", "threads")
     parts = []
     for d in dict.fromkeys(list(per) + list(left_out)):
         v = per.get(d, [])
-        near = sum(abs(p) <= 5 for p, *_ in v)
-        ahead = sum(p > 5 for p, *_ in v)
-        part = f"{d}: {near} of {len(v)} rows within 5 points of float32's % of ceiling and {ahead} ahead by more"
+        near = sum(abs(x[0]) <= YARDSTICK for x in v)
+        ahead = sum(x[0] > YARDSTICK for x in v)
+        part = (f"{d}: {near} of {len(v)} rows within {YARDSTICK} points of float32's % of ceiling "
+                f"and {ahead} ahead by more")
+        checked = sum(x[3] is not None for x in v)
+        if checked:
+            part += f" ({checked} of them by their interleaved time ratio)"
         if v:
-            worst = min(v, key=lambda x: x[0])
-            part += (f"; furthest behind: {sb.describe(worst[1], keys)}, {worst[2]:.0f}% "
-                     f"against {worst[3]:.0f}%")
+            pts, r, p32, c = min(v, key=lambda x: x[0])
+            part += (f"; furthest behind: {sb.describe(r, keys)}, {p32 + pts:.0f}% against {p32:.0f}%"
+                     + (f" ({fmt_recheck(c)} float32's time interleaved)" if c else ""))
         if left_out.get(d):
             part += (f"; {left_out[d]} more marked (run check) and not counted: the run checks "
                      "distrust one of the pair")
         parts.append(part)
     return "; ".join(parts), md_table(
         ["op", "layout", "style", "shape", "threads", "regime", "f32 time", "f32 % ceiling", "dtype",
-         "time", "% ceiling", "points vs f32", "time vs f32"], rows)
+         "time", "% ceiling", "points vs f32", "time vs f32", "interleaved time vs f32"], rows)
 
 
 def t_channels_last(rs, dev):
@@ -480,6 +473,10 @@ def selection_text(ctx):
     if ctx.get("style"):
         text += (", and per device and family the costliest style of ours against the fastest style of its "
                  "case (pick: style; the Summary's costliest style)")
+    if ctx.get("precision"):
+        text += (", and per device each 16-bit row of ours more than 5 points of % ceiling behind its float32 "
+                 "twin in the first pass, against that twin (pick: precision; the Precision of memory-bound "
+                 "rows table counts their points by the interleaved ratio)")
     return text
 
 

@@ -374,6 +374,44 @@ class RecheckTest(unittest.TestCase):
         self.assertIn("0.62x", row)
         self.assertNotIn("not re-checked", row)
 
+    def test_16_bit_rows_behind_their_float32_twin_are_rechecked_against_it(self):
+        """The fixture machine's baseline and elementwise rows with bf16 twins of our f32
+        adds (half the bytes): the contiguous one in half the time (level in % of
+        ceiling: not picked), the transposed one in 0.8x (21 points behind: picked,
+        against its f32 twin, in two invocations of the one binary a round)."""
+        for f in os.listdir(self.json_dir):
+            os.unlink(os.path.join(self.json_dir, f))
+        for f in ("bench_baseline.json", "bench_elementwise.json"):
+            shutil.copy(sbtest.fixture("machine-a", f), os.path.join(self.json_dir, f))
+        ew = os.path.join(self.json_dir, "bench_elementwise.json")
+        twin = "elementwise/op:add/impl:ours/device:cpu/layout:{}/style:out/dtype:{}/shape:4096x4096/threads:8"
+        for layout, t in (("contiguous", 0.5), ("transposed", 0.8)):
+            self.assertTrue(sbtest.add_twins(
+                ew, lambda n, l=layout: n.startswith(twin.format(l, "f32") + "/"),
+                {"dtype:f32": "dtype:bf16"}, {"real_time": t, "cpu_time": t, "bytes": 0.5}))
+        a, b = twin.format("transposed", "f32"), twin.format("transposed", "bf16")
+        # calls 0-5: round 1 a b, round 2 b a, round 3 a b
+        self.fake("ours", {a: [100, 0, 0, 100, 110, 0], b: [0, 48, 50, 0, 0, 60]},
+                  os.path.join(self.bench_dir, "bench_elementwise"))
+        p = self.recheck("--rounds", "3", "--layout-per-style", "0", "--no-style")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        doc = self.result()
+        self.assertTrue(doc["context"]["precision"])
+        [c] = doc["cases"]
+        self.assertEqual((c["pick"], c["a"], c["b"]), ("precision", a, b))
+        self.assertAlmostEqual(c["first_pass"], 0.8)
+        self.assertEqual([(r["a_ns"], r["b_ns"], r["first"]) for r in c["rounds"]],
+                         [(100, 48, "a"), (100, 50, "b"), (110, 60, "a")])
+        self.assertAlmostEqual(c["ratio"]["median"], 0.5)
+        self.assertEqual(self.calls(), [("ours", [a]), ("ours", [b]), ("ours", [b]), ("ours", [a]),
+                                        ("ours", [a]), ("ours", [b])])
+        # --no-precision: nothing to re-check
+        os.unlink(self.log)
+        p = self.recheck("--rounds", "3", "--layout-per-style", "0", "--no-style", "--no-precision")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(self.result()["cases"], [])
+        self.assertFalse(self.result()["context"]["precision"])
+
     def test_bad_input_changes_nothing(self):
         old = {"context": {}, "cases": []}
         self.write("recheck.json", old)

@@ -758,6 +758,29 @@ class TablesTest(unittest.TestCase):
             self.assertIn("## Precision of memory-bound rows\n\nNot measured: no `elementwise`, `copy` or "
                           "`reduce` rows of ours in float32 and a 16-bit dtype.", f.read())
 
+    def test_precision_of_memory_bound_rows_take_the_interleaved_ratio(self):
+        """A pair the re-check measured alternating: the transposed bf16 add at 0.8x its
+        twin's time in the first pass, 0.5x interleaved. Its points come from the
+        interleaved ratio (35% x 0.8 / 0.5 = 57%: level with f32's 57%), the row shows
+        that ratio with its range, and the reading counts it within 5 points, saying
+        how many pairs it read that way."""
+        self._bf16_add_twins()
+        twin = "elementwise/op:add/impl:ours/device:cpu/layout:transposed/style:out/dtype:{}/shape:4096x4096/threads:8"
+        case = {"a": twin.format("f32"), "b": twin.format("bf16"), "pick": "precision", "first_pass": 0.8,
+                "rounds": [{"a_ns": 100.0, "b_ns": b, "first": f} for b, f in ((48.0, "a"), (50.0, "b"), (53.0, "a"))],
+                "ratio": {"median": 0.5, "min": 0.48, "max": 0.53}, "se": 0.03, "settled": "noise"}
+        with open(os.path.join(self.raw, "recheck.json"), "w") as f:
+            json.dump({"context": {"sb_matrix": "quick", "selection": "picks", "precision": True}, "cases": [case]}, f)
+        text = self.render()
+        sec = text[text.index("## Precision of memory-bound rows"):]
+        sec = sec[:sec.index("\n## ", 5)]
+        rows = {l.split("|")[2].strip(): l for l in sec.splitlines() if l.startswith("| add |")}
+        self.assertIn("| 35% | +0 | 0.80x | 0.50x [0.48x–0.53x] |", rows["transposed"])
+        self.assertIn("| +0 | 0.50x | — |", rows["contiguous"])
+        self.assertIn("bf16: 2 of 2 rows within 5 points of float32's % of ceiling and 0 ahead by more "
+                      "(1 of them by their interleaved time ratio)", sec)
+        self.assertIn("pick: precision", text[text.index("## Interleaved re-check"):])
+
     def test_precision_of_memory_bound_rows_leaves_out_rows_faster_than_the_memory(self):
         """A pair whose float32 row the run checks found faster than the memory (it and
         the baseline saw two bandwidths) is shown marked and is neither counted nor
