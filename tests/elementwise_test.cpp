@@ -1521,7 +1521,11 @@ TEST(CudaElementwise, MismatchedLayoutsTakeTheTiledPath) {
 // keeping the strides even, the unstaged input as pairs, a row broadcast (unstaged) and a
 // column broadcast (staged, stride 0 along j), in place on the unstaged input, both
 // inputs staged, NCHW beside NHWC, and a transposed input one element into its buffer
-// (misaligned: the element tile). The padding around out stays poisoned.
+// (misaligned: the element tile). One-input launches of 2-byte elements take tiles of
+// 128 rows (Note [Two-half 2-byte tiles]): a unary op on 199 rows along the staged input
+// (a whole tile, then 71 rows: a pair cut in the second half) and an NCHW -> NHWC unary
+// op over 260 rows (three tiles, the last of 4 rows). The padding around out stays
+// poisoned.
 TEST(CudaElementwise, AlignedTilesMovePairs) {
   const Device dev = Device::cuda(0);
   SB_SKIP_WITHOUT_DEVICE(dev);
@@ -1638,6 +1642,22 @@ TEST(CudaElementwise, AlignedTilesMovePairs) {
     std::vector<double> r4(v4.size());
     for (size_t i = 0; i < r4.size(); ++i) r4[i] = v4[i] - w4[i];
     check(o, r4, true, "NCHW - NHWC");
+
+    const Shape u = {70, 199};  // out transposed: the tile's rows run along the 199
+    const auto vu = test::stored(test::random_values(u, 49, dt, lo, hi, false), u, dt);
+    o = poisoned(u, transposed(u, 2, 0));
+    cuda::unary(UnaryOp::Neg, o.view, put(vu, u, rows_padded(u, 1)));
+    std::vector<double> ru(vu.size());
+    for (size_t i = 0; i < ru.size(); ++i) ru[i] = -vu[i];
+    check(o, ru, true, "neg of 70 x 199 into a transposed out");
+
+    const Shape y4 = {2, 6, 20, 13};  // NCHW -> NHWC: the tile's rows run along H x W = 260
+    const auto vy4 = test::stored(test::random_values(y4, 50, dt, lo, hi, false), y4, dt);
+    o = poisoned(y4, cases::placement(Layout::ChannelsLast, y4));
+    cuda::unary(UnaryOp::Relu, o.view, test::on_device(dev, vy4, y4, dt, Layout::Contiguous));
+    std::vector<double> ry(vy4.size());
+    for (size_t i = 0; i < ry.size(); ++i) ry[i] = std::max(vy4[i], 0.0);
+    check(o, ry, true, "relu of NCHW 2x6x20x13 into NHWC");
   }
 }
 

@@ -349,6 +349,16 @@ __global__ void __launch_bounds__(32 * kTileRows, kTiledBlocksPerSm)
 // Elsewhere, and for 1- and 8-byte elements, the element tile runs. Blocks an SM asked
 // of nvcc: four for 2-byte pairs (61-64 registers, a 4-byte spill in two variants),
 // three for 4-byte ones (64-80 registers; at four, 8-byte words spilled 132-256 bytes).
+//
+// Note [Two-half 2-byte tiles]: a thread of a 64 x 64 tile keeps 16 elements an operand
+// in flight, 32 bytes of 2-byte ones against float32's 64, and the tiled kernels wait
+// on their loads (docs/notes/cuda.md, "Seventh device run"). A one-input 2-byte launch
+// (a unary op into a transposed out, NCHW into NHWC) therefore takes tiles of kHalves =
+// 2 halves of 64 rows, 128 x 64: each thread stages both halves' words before the
+// barrier and computes 16 rows, float32's bytes in flight, at float32's three blocks an
+// SM, without a spill. Two-input 2-byte tiles of 128 rows spilled at three or four
+// blocks an SM (docs/notes/cuda.md, "Word tiles and 16 KiB 2-byte tiles") and stay at
+// 64 rows.
 // The word store is an explicit one (PairWord::store, __stwb): with a plain store of the
 // word beside the cut pair's store of its low element, nvcc stored the low element in
 // both branches and the high one alone, two 4-byte stores a lane for float32.
@@ -357,6 +367,11 @@ __global__ void __launch_bounds__(32 * kTileRows, kTiledBlocksPerSm)
 // are: loading both before the barrier (one wait a tile, twice the bytes in flight a
 // block) was slower on an H200 (docs/notes/cuda.md, "Seventh device run").
 constexpr int kPairT = 64, kPairWords = kPairT / 2;
+
+template <typename T, int NIN>
+constexpr int pair_halves() {  // Note [Two-half 2-byte tiles]
+  return sizeof(T) == 2 && NIN == 1 ? 2 : 1;
+}
 
 template <int kBytes> struct PairWord;  // E: an element's bits, W: two of them
 template <> struct PairWord<2> {
@@ -401,7 +416,7 @@ __device__ __forceinline__ E to_bits(T v) {
 }
 
 template <typename T, int NIN, unsigned kStaged>
-__global__ void __launch_bounds__(32 * kTileRows, sizeof(T) == 2 ? 4 : 3)
+__global__ void __launch_bounds__(32 * kTileRows, sizeof(T) == 2 && pair_halves<T, NIN>() == 1 ? 4 : 3)
     tiled_pairs_kernel(T* out, Ptrs2 in, TileWalk<NIN + 1> walk, TileStrides<NIN + 1> st, int code, acc_t<T> s,
                        bool u_words) {
   using P = PairWord<sizeof(T)>;
@@ -410,32 +425,37 @@ __global__ void __launch_bounds__(32 * kTileRows, sizeof(T) == 2 ? 4 : 3)
   using A = acc_t<T>;
   constexpr int kSlots = kStaged == 3u ? 2 : 1;
   constexpr int kU = NIN == 2 && kStaged != 3u ? (kStaged == 1u ? 1 : 0) : -1;  // the unstaged input, if any
-  constexpr int kR = kPairT / kTileRows;
-  __shared__ W tile[kSlots][kPairT][kPairWords];
+  constexpr int kHalves = pair_halves<T, NIN>(), kTi = kHalves * kPairT;  // Note [Two-half 2-byte tiles]
+  constexpr int kR = kTi / kTileRows;
+  __shared__ W tile[kSlots][kTi][kPairWords];
   const int tx = threadIdx.x, ty = threadIdx.y;
-  walk.template each<kPairT, kPairT>([&](const int64_t (&off)[NIN + 1], int64_t i0, int64_t j0) {
-    const int ni = static_cast<int>(min(static_cast<int64_t>(kPairT), walk.rows - i0));
+  walk.template each<kTi, kPairT>([&](const int64_t (&off)[NIN + 1], int64_t i0, int64_t j0) {
+    const int ni = static_cast<int>(min(static_cast<int64_t>(kTi), walk.rows - i0));
     const int nj = static_cast<int>(min(static_cast<int64_t>(kPairT), walk.cols - j0));
-    // the staged inputs: words (li, li + 1) of columns lj = 2 w and lj + 1, li = 2 tx
-    const int li = 2 * tx;
+    // the staged inputs: words (li, li + 1) of columns lj = 2 w and lj + 1, li = 2 tx +
+    // 64 h in half h
 #pragma unroll
     for (int k = 0; k < NIN; ++k) {
       if (!(kStaged & (1u << k))) continue;
       const int slot = kStaged == 3u ? k : 0;
       const int sj = st.j[k + 1];
-      const E* p = static_cast<const E*>(in.p[k]) + off[k + 1] + i0 + j0 * sj + li;
 #pragma unroll
-      for (int q = 0; q < kPairWords / kTileRows; ++q) {
-        const int w = ty + kTileRows * q, lj = 2 * w;
-        const E* pw = p + lj * sj;
-        W w0{}, w1{};
-        if (li < ni) {
-          const bool pair = li + 1 < ni;
-          if (lj < nj) w0 = pair ? *reinterpret_cast<const W*>(pw) : P::make(pw[0], 0);
-          if (lj + 1 < nj) w1 = pair ? *reinterpret_cast<const W*>(pw + sj) : P::make(pw[sj], 0);
+      for (int h = 0; h < kHalves; ++h) {
+        const int li = 2 * tx + kPairT * h;
+        const E* p = static_cast<const E*>(in.p[k]) + off[k + 1] + i0 + j0 * sj + li;
+#pragma unroll
+        for (int q = 0; q < kPairWords / kTileRows; ++q) {
+          const int w = ty + kTileRows * q, lj = 2 * w;
+          const E* pw = p + lj * sj;
+          W w0{}, w1{};
+          if (li < ni) {
+            const bool pair = li + 1 < ni;
+            if (lj < nj) w0 = pair ? *reinterpret_cast<const W*>(pw) : P::make(pw[0], 0);
+            if (lj + 1 < nj) w1 = pair ? *reinterpret_cast<const W*>(pw + sj) : P::make(pw[sj], 0);
+          }
+          const int col = (w + tx) % kPairWords;  // rows li and li + 1: (w + r / 2) % 32, r / 2 = tx + 32 h
+          P::rows(w0, w1, tile[slot][li][col], tile[slot][li + 1][col]);
         }
-        const int col = (w + tx) % kPairWords;  // rows li and li + 1: r / 2 = tx
-        P::rows(w0, w1, tile[slot][li][col], tile[slot][li + 1][col]);
       }
     }
     __syncthreads();
@@ -525,7 +545,7 @@ void launch_tiled(T* o, const Ptrs2& p, const OffsetCalc<NIN + 1>& it, unsigned 
   const TileWalk<NIN + 1> walk = tile_walk(it, kT, kT);  // Note [Batched tile walks]
   const dim3 grid = walk.grid(), block(32, kTileRows);
   if constexpr (sizeof(T) == 2 || sizeof(T) == 4) {
-    static_assert(kT == kPairT, "the paired tile walks the element tile's grid");
+    static_assert(kT == kPairT, "the paired tile is the element tile's width");
     bool pairs = words_aligned(o, it, 0, nd - 1, sizeof(T));
     for (int k = 0; k < NIN; ++k)
       if (staged & (1u << k)) pairs = pairs && words_aligned(p.p[k], it, k + 1, nd - 2, sizeof(T));
@@ -536,7 +556,9 @@ void launch_tiled(T* o, const Ptrs2& p, const OffsetCalc<NIN + 1>& it, unsigned 
         u_words = it.strides[u + 1][nd - 1] == 1 && words_aligned(p.p[u], it, u + 1, nd - 1, sizeof(T));
       }
       if constexpr (NIN == 1) {
-        tiled_pairs_kernel<T, 1, 1u><<<grid, block>>>(o, p, walk, st, code, s, u_words);
+        // 128-row tiles for 2-byte elements (Note [Two-half 2-byte tiles])
+        const TileWalk<2> wp = tile_walk(it, kPairT * pair_halves<T, 1>(), kPairT);
+        tiled_pairs_kernel<T, 1, 1u><<<wp.grid(), block>>>(o, p, wp, st, code, s, u_words);
       } else if (staged == 1u) {
         tiled_pairs_kernel<T, 2, 1u><<<grid, block>>>(o, p, walk, st, code, s, u_words);
       } else if (staged == 2u) {
@@ -580,7 +602,8 @@ void launch(const char* op, const Tensor& out, const Tensor* const (&in)[NIN], F
   const auto unit = [&](int a) { return it.ndim == 0 || it.strides[a][0] == 1; };
   bool vec = it.ndim <= 1 && unit(0) && reinterpret_cast<uintptr_t>(o) % 16 == 0;
   for (int k = 0; k < NIN; ++k) vec = vec && unit(k + 1) && reinterpret_cast<uintptr_t>(p.p[k]) % 16 == 0;
-  const unsigned staged = vec ? 0u : staged_inputs(it, tile_edge<T>());
+  // the longest tile edge (Note [Two-half 2-byte tiles]), so that its offsets fit an int
+  const unsigned staged = vec ? 0u : staged_inputs(it, std::max(tile_edge<T>(), kPairT * pair_halves<T, 1>()));
   if (vec) {
     vectorized_kernel<T, NIN><<<vectorized_blocks<T>(n), kVecThreads>>>(o, p, n, f);
     SB_CUDA_LAUNCH_CHECK();
