@@ -555,16 +555,17 @@ void launch_tiled(T* o, const Ptrs2& p, const OffsetCalc<NIN + 1>& it, unsigned 
         const int u = staged == 1u ? 1 : 0;
         u_words = it.strides[u + 1][nd - 1] == 1 && words_aligned(p.p[u], it, u + 1, nd - 1, sizeof(T));
       }
+      // the paired tile's rows: 128 for one-input 2-byte launches (Note [Two-half 2-byte tiles])
+      const TileWalk<NIN + 1> wp = tile_walk(it, kPairT * pair_halves<T, NIN>(), kPairT);
+      const dim3 gp = wp.grid();
       if constexpr (NIN == 1) {
-        // 128-row tiles for 2-byte elements (Note [Two-half 2-byte tiles])
-        const TileWalk<2> wp = tile_walk(it, kPairT * pair_halves<T, 1>(), kPairT);
-        tiled_pairs_kernel<T, 1, 1u><<<wp.grid(), block>>>(o, p, wp, st, code, s, u_words);
+        tiled_pairs_kernel<T, 1, 1u><<<gp, block>>>(o, p, wp, st, code, s, u_words);
       } else if (staged == 1u) {
-        tiled_pairs_kernel<T, 2, 1u><<<grid, block>>>(o, p, walk, st, code, s, u_words);
+        tiled_pairs_kernel<T, 2, 1u><<<gp, block>>>(o, p, wp, st, code, s, u_words);
       } else if (staged == 2u) {
-        tiled_pairs_kernel<T, 2, 2u><<<grid, block>>>(o, p, walk, st, code, s, u_words);
+        tiled_pairs_kernel<T, 2, 2u><<<gp, block>>>(o, p, wp, st, code, s, u_words);
       } else {
-        tiled_pairs_kernel<T, 2, 3u><<<grid, block>>>(o, p, walk, st, code, s, u_words);
+        tiled_pairs_kernel<T, 2, 3u><<<gp, block>>>(o, p, wp, st, code, s, u_words);
       }
       SB_CUDA_LAUNCH_CHECK();
       ++g_tiled_pairs;
@@ -603,7 +604,7 @@ void launch(const char* op, const Tensor& out, const Tensor* const (&in)[NIN], F
   bool vec = it.ndim <= 1 && unit(0) && reinterpret_cast<uintptr_t>(o) % 16 == 0;
   for (int k = 0; k < NIN; ++k) vec = vec && unit(k + 1) && reinterpret_cast<uintptr_t>(p.p[k]) % 16 == 0;
   // the longest tile edge (Note [Two-half 2-byte tiles]), so that its offsets fit an int
-  const unsigned staged = vec ? 0u : staged_inputs(it, std::max(tile_edge<T>(), kPairT * pair_halves<T, 1>()));
+  const unsigned staged = vec ? 0u : staged_inputs(it, std::max(tile_edge<T>(), kPairT * pair_halves<T, NIN>()));
   if (vec) {
     vectorized_kernel<T, NIN><<<vectorized_blocks<T>(n), kVecThreads>>>(o, p, n, f);
     SB_CUDA_LAUNCH_CHECK();
