@@ -227,3 +227,32 @@ class GpuRehearsal(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class GpuVariantInput(unittest.TestCase):
+    """scripts/gpu_variant.sh refuses bad input with one message and exit 2, before it
+    creates a worktree or a folder (building a variant needs a CUDA build and minutes:
+    docs/GPU.md gives the run)."""
+
+    def run_variant(self, *args):
+        tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, tmp, ignore_errors=True)
+        env = dict(os.environ, VARIANTS=os.path.join(tmp, "v"), BUILD=BUILD or os.path.join(tmp, "nobuild"))
+        p = subprocess.run(["bash", os.path.join(ROOT, "scripts", "gpu_variant.sh"), *args],
+                           capture_output=True, text=True, env=env, timeout=60)
+        self.assertFalse(os.path.exists(os.path.join(tmp, "v")), p.stderr)
+        return p
+
+    def test_bad_input_creates_nothing(self):
+        for args, says in ((("B", "HEAD"), "usage"), (("B C", "HEAD", "x"), "NAME"),
+                           (("B", "no-such-revision", "x"), "REV 'no-such-revision'")):
+            p = self.run_variant(*args)
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertIn(says, p.stderr)
+            self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
+        p = self.run_variant("B", "HEAD", "tests/no_such_test")
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertTrue("TARGET 'tests/no_such_test'" in p.stderr or "not a configured build folder" in p.stderr,
+                        p.stderr)
+        worktrees = subprocess.run(["git", "-C", ROOT, "worktree", "list"], capture_output=True, text=True).stdout
+        self.assertNotIn("sb-variants", worktrees)
