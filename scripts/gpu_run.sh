@@ -37,7 +37,11 @@
 #             on noise]): every row where PyTorch was ahead in the first pass and those
 #             where ours was ahead by under 5%, at most SB_GPU_RECHECK_CASES (default
 #             20), until SB_GPU_RECHECK_BUDGET seconds (default 60); recheck.json goes
-#             beside the benchmark JSON at home (collect keeps it as raw/recheck.json)
+#             beside the benchmark JSON at home (collect keeps it as raw/recheck.json).
+#             The 16-bit rows behind their float32 twins (pick: precision) only with
+#             SB_GPU_RECHECK_PRECISION=1: a dedicated GPU does not drift between a
+#             pair's rows as a shared VM's memory does, and their minimum rounds would
+#             run past the step's time
 #   ab        old against new: each binary of .devcarry/old/ (gpu_prepare.sh with
 #             SB_GPU_OLD=<dir of an earlier build's bench_* binaries>) and its namesake
 #             in bin/, alternating, SB_GPU_AB_ROUNDS rounds (default 3), the order
@@ -309,7 +313,8 @@ if want recheck; then
     # the budget stops new rounds; a started round (a few seconds) may run past it
     bounded "$(step_time $((rbudget + 60)))" python3 "$root/scripts/recheck" --json-dir "$here/json" \
       --bench-dir "$bin" --peers-script "$root/scripts/peers.py" --budget "$rbudget" --band 1.05 \
-      --max-cases "${SB_GPU_RECHECK_CASES:-20}" --out "$OUT/recheck.json" > "$OUT/recheck.log" 2>&1
+      --max-cases "${SB_GPU_RECHECK_CASES:-20}" $([[ ${SB_GPU_RECHECK_PRECISION:-0} == 1 ]] || echo --no-precision) \
+      --out "$OUT/recheck.json" > "$OUT/recheck.log" 2>&1
     rc=$?
     say "recheck: rc=$rc$([[ $rc == 124 ]] && echo ' (timed out)') $(tail -1 "$OUT/recheck.log")"
   fi
