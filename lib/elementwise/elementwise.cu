@@ -373,6 +373,11 @@ constexpr int pair_halves() {  // Note [Two-half 2-byte tiles]
   return sizeof(T) == 2 && NIN == 1 ? 2 : 1;
 }
 
+template <typename T, int NIN>
+constexpr int tiled_pairs_blocks() {  // blocks an SM asked of nvcc (Note [Paired elementwise tiles])
+  return sizeof(T) == 2 && pair_halves<T, NIN>() == 1 ? 4 : 3;
+}
+
 template <int kBytes> struct PairWord;  // E: an element's bits, W: two of them
 template <> struct PairWord<2> {
   using E = uint16_t;
@@ -416,7 +421,7 @@ __device__ __forceinline__ E to_bits(T v) {
 }
 
 template <typename T, int NIN, unsigned kStaged>
-__global__ void __launch_bounds__(32 * kTileRows, sizeof(T) == 2 && pair_halves<T, NIN>() == 1 ? 4 : 3)
+__global__ void __launch_bounds__(32 * kTileRows, tiled_pairs_blocks<T, NIN>())
     tiled_pairs_kernel(T* out, Ptrs2 in, TileWalk<NIN + 1> walk, TileStrides<NIN + 1> st, int code, acc_t<T> s,
                        bool u_words) {
   using P = PairWord<sizeof(T)>;
@@ -542,8 +547,7 @@ void launch_tiled(T* o, const Ptrs2& p, const OffsetCalc<NIN + 1>& it, unsigned 
     st.i[a] = static_cast<int>(it.strides[a][nd - 2]);  // fits: staged_inputs
     st.j[a] = static_cast<int>(it.strides[a][nd - 1]);
   }
-  const TileWalk<NIN + 1> walk = tile_walk(it, kT, kT);  // Note [Batched tile walks]
-  const dim3 grid = walk.grid(), block(32, kTileRows);
+  const dim3 block(32, kTileRows);
   if constexpr (sizeof(T) == 2 || sizeof(T) == 4) {
     static_assert(kT == kPairT, "the paired tile is the element tile's width");
     bool pairs = words_aligned(o, it, 0, nd - 1, sizeof(T));
@@ -556,7 +560,7 @@ void launch_tiled(T* o, const Ptrs2& p, const OffsetCalc<NIN + 1>& it, unsigned 
         u_words = it.strides[u + 1][nd - 1] == 1 && words_aligned(p.p[u], it, u + 1, nd - 1, sizeof(T));
       }
       // the paired tile's rows: 128 for one-input 2-byte launches (Note [Two-half 2-byte tiles])
-      const TileWalk<NIN + 1> wp = tile_walk(it, kPairT * pair_halves<T, NIN>(), kPairT);
+      const TileWalk<NIN + 1> wp = tile_walk(it, kPairT * pair_halves<T, NIN>(), kPairT);  // Note [Batched tile walks]
       const dim3 gp = wp.grid();
       if constexpr (NIN == 1) {
         tiled_pairs_kernel<T, 1, 1u><<<gp, block>>>(o, p, wp, st, code, s, u_words);
@@ -572,6 +576,8 @@ void launch_tiled(T* o, const Ptrs2& p, const OffsetCalc<NIN + 1>& it, unsigned 
       return;
     }
   }
+  const TileWalk<NIN + 1> walk = tile_walk(it, kT, kT);  // Note [Batched tile walks]
+  const dim3 grid = walk.grid();
   if constexpr (NIN == 1) {
     tiled_kernel<T, 1, 1u><<<grid, block>>>(o, p, walk, st, code, s);
   } else if (staged == 1u) {

@@ -72,8 +72,7 @@ import tempfile
 import time
 
 from . import results as sb
-from .common import AHEAD  # the Summary's 5% line
-from .common import YARDSTICK, precision_pairs
+from .common import AHEAD, YARDSTICK, precision_pairs  # AHEAD: the Summary's 5% line
 
 SKIP_OPS = ("overhead", "reuse_experiment")  # no kernel time to compare
 SKIP_FAMILIES = ("baseline", "views")  # no peer twins: the ceilings, the views' bytes
