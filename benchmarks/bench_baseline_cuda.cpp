@@ -126,6 +126,11 @@ const bool registered = [] {
       const cuda::StreamOp o = op;
       add_gpu_row(name, [o, n](benchmark::State& st) { bm_stream(st, o, n); });
     }
+  // The read at 64 MiB, the size of a 4096 x 4096 float32 reduction: not a ceiling (a
+  // DRAM row takes the largest size's), the rate our read kernel itself reaches there,
+  // its fixed cost a call included (Note [Last split finishes] in lib/reduce/reduce.cu).
+  add_gpu_row("baseline/op:read/impl:ours/device:cuda:0/dtype:f32/shape:" + std::to_string(int64_t{16} << 20),
+              [](benchmark::State& st) { bm_stream(st, cuda::StreamOp::Read, int64_t{16} << 20); });
   struct Type {
     DType dt;
     bool tf32;

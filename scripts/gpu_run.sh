@@ -241,7 +241,7 @@ if want sanitize && command -v compute-sanitizer >/dev/null; then
   # binary:filter, each filter naming the tests of that binary whose kernels use shared
   # memory; a filter that runs no test is an error (a renamed or moved test)
   for tf in copy_test:'*NchwNhwcAndLastTwoDimsTransposed/cuda0:CudaCopy.TwoByteTransposesMoveAlignedPairs' \
-            reduce_test:'*LargeInnerOuterAndErrors/cuda0:CudaReduce.TwoByteOuterColumnsTakePairs' \
+            reduce_test:'*LargeInnerOuterAndErrors/cuda0:CudaReduce.TwoByteOuterColumnsTakePairs:CudaReduce.SplitsFinishInTheirLastBlock' \
             normalize_test:'*NormalizeOnDevice.*/cuda0' \
             elementwise_test:'CudaElementwise.MismatchedLayoutsTakeTheTiledPath:CudaElementwise.AlignedTilesMovePairs'; do
     t=${tf%%:*}

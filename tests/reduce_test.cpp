@@ -959,7 +959,7 @@ TEST_P(ReduceOnDevice, ColumnAndBlockPathsEveryLayout) {
 TEST_P(ReduceOnDevice, LargeInnerOuterAndErrors) {
   const Device dev = GetParam();
   SB_SKIP_WITHOUT_DEVICE(dev);
-  // 1 output of 2^20 + 3 elements: split over many blocks, then the finalize kernel.
+  // 1 output of 2^20 + 3 elements: split over many blocks, the last of which finishes it.
   for (Shape s : {Shape{(1 << 20) + 3}, Shape{5000, 3}, Shape{3, 70001}}) {
     const auto v = test::stored(test::random_values(s, 12, DType::Float32, -1, 1, false), s, DType::Float32);
     Tensor x = test::host_tensor(v, s, DType::Float32).to(dev);
@@ -1074,6 +1074,51 @@ TEST(CudaReduce, TwoByteOuterColumnsTakePairs) {
   const std::vector<double> got = test::naive_values(mx);
   for (int64_t j = 0; j < 1040; ++j) EXPECT_EQ(std::isnan(got[j]), j == 13 || j == 14) << "column " << j;
   EXPECT_EQ(cuda::reduce_path_counts().column_pairs, 1);
+}
+
+// Note [Last split finishes]: reductions split over several blocks (the column kernels
+// where the outputs are few, the block kernel's long rows) write their outputs from the
+// last split's block, with no finalize launch, and leave the counters at zero: each
+// reduction runs twice into a poisoned out, contiguous and stepped, and must match both
+// times (a counter left at its split count would leave the second out poisoned). Every
+// op the dtype takes; the column kernel (float32, int32, 3000 rows: at least two splits
+// on any device) and its pairs (bf16); the block kernel on one row of 2^20 + 3 and on
+// three of 70001; and the one-split launches of var, whose first pass writes the means
+// itself (a column kernel of 1250 blocks, 40000 rows; rows of 5000 in the block kernel).
+TEST(CudaReduce, SplitsFinishInTheirLastBlock) {
+  const Device dev = Device::cuda(0);
+  SB_SKIP_WITHOUT_DEVICE(dev);
+  struct Case {
+    Shape s, dims;
+    DType dt;
+  };
+  const Case cases[] = {{{3000, 1030}, {0}, DType::Float32}, {{3000, 1030}, {0}, DType::Int32},
+                        {{3000, 1040}, {0}, DType::BFloat16}, {{(1 << 20) + 3}, {0}, DType::Float32},
+                        {{3, 70001}, {1}, DType::Float64},    {{300, 40000}, {0}, DType::Float32},
+                        {{50, 5000}, {1}, DType::Float32}};
+  uint64_t seed = 70;
+  for (const Case& c : cases) {
+    Shape keep = c.s;
+    for (int64_t d : c.dims) keep[d] = 1;
+    const bool fp = is_floating(c.dt);
+    const auto vx = test::stored(test::random_values(c.s, seed++, c.dt, fp ? -1 : -50, fp ? 1 : 50, false), c.s, c.dt);
+    const Tensor x = test::on_device(dev, vx, c.s, c.dt, Layout::Contiguous);
+    for (const ReduceOp op : {ReduceOp::Sum, ReduceOp::Mean, ReduceOp::Max, ReduceOp::Var, ReduceOp::Std}) {
+      if (!fp && op != ReduceOp::Sum && op != ReduceOp::Max) continue;
+      for (const Layout ol : {Layout::Contiguous, Layout::Sliced}) {
+        cuda::reset_reduce_path_counts();
+        for (int rep = 0; rep < 2; ++rep) {
+          Tensor out = test::poisoned_on(dev, keep, c.dt, ol);
+          reduce_keepdim_out(op, out, x, c.dims, 1);
+          expect_reduction(out, op, c.dt, vx, c.s, c.dims,
+                           std::string(reduce_op_name(op)) + " " + dtype_name(c.dt) + " sizes " + test::shape_str(c.s) +
+                               " dims " + test::shape_str(c.dims) + " out " + test::layout_name(ol) + " call " +
+                               std::to_string(rep + 1));
+        }
+        EXPECT_EQ(cuda::reduce_path_counts().finalize, 0) << reduce_op_name(op) << " " << test::shape_str(c.s);
+      }
+    }
+  }
 }
 #endif  // SB_WITH_CUDA
 

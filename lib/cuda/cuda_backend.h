@@ -105,9 +105,12 @@ void reset_elementwise_path_counts();
 // ---- reductions (lib/reduce/reduce.cu) ----
 // out has x's sizes with the reduced dims (sorted, unique) set to 1 (keepdim form).
 void reduce(ReduceOp op, const Tensor& out, const Tensor& x, const Shape& dims, int64_t correction);
-struct ReducePathCounts {    // reduce() calls of the column kernels since the last reset
+// reduce() calls of the column kernels, and launches of the finalize kernel (none where
+// the last split's block finishes: Note [Last split finishes]), since the last reset.
+struct ReducePathCounts {
   int64_t column = 0;        // outputs innermost, a lane an output
   int64_t column_pairs = 0;  // 2-byte outputs on aligned words, a lane two (Note [Column pairs])
+  int64_t finalize = 0;      // reduce_finalize_kernel launches
 };
 ReducePathCounts reduce_path_counts();
 void reset_reduce_path_counts();

@@ -7,8 +7,8 @@
 //           then a block reduction (warp shuffles, one double per warp in shared
 //           memory). Taken when the reduced dims are innermost in memory (coalesced
 //           reads), or when there are too few outputs to fill the device; R is then
-//           split over several blocks and a finalize kernel adds the partials in a
-//           fixed order (deterministic).
+//           split over several blocks and the last of them adds the partials in a
+//           fixed order (deterministic; Note [Last split finishes]).
 //           Note [One launch for whole rows]: with one block per whole row and one
 //           pass (sum, mean, max), the block writes its output itself: no partials,
 //           no finalize launch, whose gap weighed a few percent of a 64 MiB sum.
@@ -16,7 +16,8 @@
 //           for every op (Note [Rows per warp])
 //   column  the other cases with R >= kColMinRows (dim:outer): 32 adjacent outputs x 8
 //           warps of rows per block, rows split over blocks where outputs are few
-//           (Note [Column reductions]), splits combined in order; 2-byte outputs that
+//           (Note [Column reductions]), splits combined in order by the last split's
+//           block (Note [Last split finishes]); 2-byte outputs that
 //           lie in aligned pairs, two a lane (Note [Column pairs])
 //   thread  short reductions (R < kColMinRows) that the block kernel does not take:
 //           one thread per output walks its R elements.
@@ -28,6 +29,8 @@
 #include <atomic>
 #include <cmath>
 #include <limits>
+#include <mutex>
+#include <vector>
 
 #include "cuda/cuda_backend.h"
 #include "cuda/kernel_util.cuh"
@@ -38,7 +41,7 @@ namespace {
 
 enum Mode : int { kSum = 0, kMax = 1, kSqDev = 2 };
 
-std::atomic<int64_t> g_column{0}, g_column_pairs{0};
+std::atomic<int64_t> g_column{0}, g_column_pairs{0}, g_finalize{0};
 
 __device__ __forceinline__ double combine(int mode, double acc, double v) {
   return mode == kMax ? nan_max(acc, v) : acc + v;
@@ -74,6 +77,82 @@ __device__ __forceinline__ int64_t red_offset(const OffsetCalc<1>& red, int64_t 
 }
 
 __device__ __forceinline__ double prep(int mode, double v, double m) { return mode == kSqDev ? (v - m) * (v - m) : v; }
+
+// Note [Last split finishes]
+// A reduction split over several blocks (the column kernels' blockIdx.y, the block
+// kernel's splits of long rows) left its partials to reduce_finalize_kernel, a second,
+// dependent launch, a tenth of a 64 MiB column sum's time (docs/notes/cuda.md, "Last
+// split finishes"). Now each block, once its partials are written, counts itself on its
+// group's counter (a column block, or an output of the block kernel); the block that
+// brings the count to `splits` adds the group's partials in split order, as the
+// finalize kernel does (the same bits), writes the outputs (or var's means) and sets
+// the counter back to 0. The counters are one zeroed buffer per device, kept between
+// calls (split_counters): every kernel of ours runs on the legacy default stream, so no
+// two reductions hold them at once, and each launch leaves them zero. Groups beyond the
+// buffer take the finalize launch. The partials are read through L2 (__ldcg): another
+// SM wrote them.
+__device__ __forceinline__ bool last_split(int* counter, int64_t splits) {
+  __shared__ int is_last;
+  __threadfence();  // this block's partials, visible before its count
+  __syncthreads();
+  if (threadIdx.x == 0 && threadIdx.y == 0) {
+    is_last = atomicAdd(counter, 1) + 1 == splits;
+    if (is_last) *counter = 0;  // every split has counted: the next launch starts at 0
+  }
+  __syncthreads();
+  if (is_last) __threadfence();
+  return is_last;
+}
+
+// Output o from its partial s (every split combined, in order): the final value into
+// out[out_off], or the mean into mean_out[o] (var's first pass).
+template <typename T>
+__device__ __forceinline__ void store_reduced(T* out, int64_t out_off, double* mean_out, int64_t o, double s,
+                                              ReduceOp op, int64_t R, int64_t correction) {
+  if (mean_out) mean_out[o] = s / static_cast<double>(R);
+  else out[out_off] = cvt<T>(finish(op, s, R, correction));
+}
+
+// The splits of output o combined in order, from the identity (every path's order);
+// kLoads loads in flight before their adds, which keep that order. (The pairs kernel
+// takes 1: with 4, its two outputs took it from 40 registers to 50, six blocks an SM to
+// four.)
+template <int kLoads = 4>
+__device__ __forceinline__ double combine_splits(const double* partial, int64_t o, int64_t splits, ReduceOp op) {
+  const int mode = op == ReduceOp::Max ? kMax : kSum;
+  const double* p = partial + o * splits;
+  double s = mode == kMax ? -INFINITY : 0.0;
+  int64_t k = 0;
+  if constexpr (kLoads > 1) {
+    for (; k + kLoads <= splits; k += kLoads) {
+      double v[kLoads];
+#pragma unroll
+      for (int u = 0; u < kLoads; ++u) v[u] = __ldcg(p + k + u);
+#pragma unroll
+      for (int u = 0; u < kLoads; ++u) s = combine(mode, s, v[u]);
+    }
+  }
+  for (; k < splits; ++k) s = combine(mode, s, __ldcg(p + k));
+  return s;
+}
+
+// One split's partial as combine_splits would finish it.
+__device__ __forceinline__ double one_split(double acc, ReduceOp op) {
+  return op == ReduceOp::Max ? combine(kMax, -INFINITY, acc) : combine(kSum, 0.0, acc);
+}
+
+// Where the outputs go once the splits are in (Note [Last split finishes]). With
+// `finish` the kernel writes them: at once where there is one split, else the last
+// split's block, counting on `counters`; without it the finalize kernel does.
+template <typename T>
+struct SplitsOut {
+  T* out = nullptr;
+  double* mean_out = nullptr;
+  int* counters = nullptr;
+  bool finish = false;
+  ReduceOp op = ReduceOp::Sum;
+  int64_t correction = 0;
+};
 
 // This thread's share of the contiguous elements p[0, n): 16-byte loads between a
 // scalar head (up to the first 16-byte boundary) and a scalar tail; elements
@@ -141,12 +220,15 @@ __global__ void reduce_thread_kernel(T* out, const T* x, OffsetCalc<2> kept, Off
 }
 
 // partial[w] for w = o * splits + s: the reduction of elements [s*chunk, (s+1)*chunk) of output o.
-// With `out` given (one split, one pass: Note [One launch for whole rows]) the block
-// writes the output's final value instead, and no partial is kept.
-template <typename T, bool kLinear>
+// With `direct` (one split, one pass: Note [One launch for whole rows]) the block
+// writes the output's final value into so.out instead, and no partial is kept. kFused
+// (Note [Last split finishes]): so.finish, the outputs written here. The whole-row
+// launches keep the instance without that code: 48 registers against 64, five blocks an
+// SM against four (the split launches are sized for four).
+template <typename T, bool kLinear, bool kFused>
 __global__ void reduce_block_kernel(const T* x, OffsetCalc<2> kept, OffsetCalc<1> red, int64_t rstride, int64_t O,
                                     int64_t R, int64_t splits, int64_t chunk, int mode, const double* mean,
-                                    double* partial, T* out, ReduceOp op, int64_t correction) {
+                                    double* partial, bool direct, SplitsOut<T> so) {
   __shared__ double warp_acc[kThreads / kWarp];
   const double identity = mode == kMax ? -INFINITY : 0.0;
   const int tid = threadIdx.x, lane = tid % kWarp, wid = tid / kWarp, nwarps = blockDim.x / kWarp;
@@ -179,10 +261,16 @@ __global__ void reduce_block_kernel(const T* x, OffsetCalc<2> kept, OffsetCalc<1
       acc = lane < nwarps ? warp_acc[lane] : identity;
       acc = mode == kMax ? warp_max(acc) : warp_sum(acc);
       if (lane == 0) {
-        if (out) out[off[0]] = cvt<T>(finish(op, acc, R, correction));
-        else partial[w] = acc;
+        if (!kFused && direct)
+          so.out[off[0]] = cvt<T>(finish(so.op, acc, R, so.correction));
+        else if (kFused && splits == 1)
+          store_reduced(so.out, off[0], so.mean_out, o, one_split(acc, so.op), so.op, R, so.correction);
+        else
+          partial[w] = acc;
       }
     }
+    if (kFused && splits > 1 && last_split(so.counters + o, splits) && tid == 0)
+      store_reduced(so.out, off[0], so.mean_out, o, combine_splits(partial, o, splits, so.op), so.op, R, so.correction);
     __syncthreads();  // warp_acc is rewritten by the next iteration
   }
 }
@@ -227,8 +315,9 @@ __global__ void reduce_warp_rows_kernel(T* out, const T* x, OffsetCalc<2> kept, 
 // outputs (one coalesced row segment per warp) and kColWarps warps, each warp every
 // kColWarps-th row of the block's range, col_unroll rows in flight per thread; the
 // warps meet in shared memory. Where the output blocks do not fill the device, the
-// rows are split over blockIdx.y as well (at least kColMinRows rows a split) and
-// reduce_finalize_kernel combines the splits of each output in order (deterministic).
+// rows are split over blockIdx.y as well (at least kColMinRows rows a split) and the
+// last split's block combines the splits of each output in order (deterministic; Note
+// [Last split finishes]).
 //
 // Note [Column splits in one wave]
 // The splits make at most as many blocks as the device holds at once (the kernel's
@@ -248,10 +337,11 @@ constexpr int col_unroll() {
 constexpr int64_t kColMinRows = 256;
 
 // partial[o * splits + s]: the reduction of rows [s*chunk, (s+1)*chunk) of output o.
+// With so.finish (Note [Last split finishes]) the outputs are written here.
 template <typename T, bool kLinear>
 __global__ void reduce_column_kernel(const T* x, OffsetCalc<2> kept, OffsetCalc<1> red, int64_t rstride, int64_t O,
                                      int64_t R, int64_t splits, int64_t chunk, int mode, const double* mean,
-                                     double* partial) {
+                                     double* partial, SplitsOut<T> so) {
   __shared__ double acc_s[kColWarps][kColWidth + 1];
   const int lane = threadIdx.x, row = threadIdx.y;
   const int64_t o = static_cast<int64_t>(blockIdx.x) * kColWidth + lane, s = blockIdx.y;
@@ -279,7 +369,18 @@ __global__ void reduce_column_kernel(const T* x, OffsetCalc<2> kept, OffsetCalc<
   __syncthreads();
   if (row == 0 && o < O) {
     for (int k = 1; k < kColWarps; ++k) acc = combine(mode, acc, acc_s[k][lane]);
-    partial[o * splits + s] = acc;
+    if (so.finish && splits == 1) {
+      int64_t off[2];
+      kept.get(o, off);
+      store_reduced(so.out, off[0], so.mean_out, o, one_split(acc, so.op), so.op, R, so.correction);
+    } else {
+      partial[o * splits + s] = acc;
+    }
+  }
+  if (so.finish && splits > 1 && last_split(so.counters + blockIdx.x, splits) && row == 0 && o < O) {
+    int64_t off[2];
+    kept.get(o, off);
+    store_reduced(so.out, off[0], so.mean_out, o, combine_splits(partial, o, splits, so.op), so.op, R, so.correction);
   }
 }
 
@@ -293,7 +394,7 @@ __global__ void reduce_column_kernel(const T* x, OffsetCalc<2> kept, OffsetCalc<
 // load, 64 outputs a block, the block grid, rows in flight and one-wave splits as
 // float32's. Each output's
 // rows are added in the column kernel's order (warp w: rows w, w + 8, ... of a split;
-// the warps in order; the splits in order by reduce_finalize_kernel): deterministic,
+// the warps in order; the splits in order by the last split's block): deterministic,
 // though the split count, from this kernel's blocks and occupancy, may differ from the
 // element kernel's. (A lane of 16 bytes, 8 outputs, was slower where the columns were
 // few: docs/notes/cuda.md, "Vector column reductions".)
@@ -306,9 +407,11 @@ __device__ __forceinline__ double half_of_word(uint32_t w, int k) {
 
 // partial[o * splits + s] for outputs o = 2 (32 blockIdx.x + lane) and o + 1; x + o is
 // 4-byte aligned and rstride even (Note [Column pairs]).
+// out_stride: out's stride along its one kept dim.
 template <typename T>
 __global__ void reduce_column_pairs_kernel(const T* x, int64_t rstride, int64_t O, int64_t R, int64_t splits,
-                                           int64_t chunk, int mode, const double* mean, double* partial) {
+                                           int64_t chunk, int mode, const double* mean, double* partial,
+                                           int64_t out_stride, SplitsOut<T> so) {
   static_assert(sizeof(T) == 2, "pairs of 2-byte elements");
   __shared__ double acc_s[kColWarps][2 * kColWidth + 1];
   const int lane = threadIdx.x, row = threadIdx.y;
@@ -345,8 +448,18 @@ __global__ void reduce_column_pairs_kernel(const T* x, int64_t rstride, int64_t 
       a0 = combine(mode, a0, acc_s[k][2 * lane]);
       a1 = combine(mode, a1, acc_s[k][2 * lane + 1]);
     }
-    partial[o * splits + s] = a0;
-    partial[(o + 1) * splits + s] = a1;
+    if (so.finish && splits == 1) {
+      store_reduced(so.out, o * out_stride, so.mean_out, o, one_split(a0, so.op), so.op, R, so.correction);
+      store_reduced(so.out, (o + 1) * out_stride, so.mean_out, o + 1, one_split(a1, so.op), so.op, R, so.correction);
+    } else {
+      partial[o * splits + s] = a0;
+      partial[(o + 1) * splits + s] = a1;
+    }
+  }
+  if (so.finish && splits > 1 && last_split(so.counters + blockIdx.x, splits) && row == 0 && o < O) {
+    for (int k = 0; k < 2; ++k)
+      store_reduced(so.out, (o + k) * out_stride, so.mean_out, o + k, combine_splits<1>(partial, o + k, splits, so.op),
+                    so.op, R, so.correction);
   }
 }
 
@@ -381,27 +494,51 @@ template <typename T>
 __global__ void reduce_finalize_kernel(T* out, OffsetCalc<2> kept, const double* partial, int64_t O, int64_t splits,
                                        int64_t R, ReduceOp op, int64_t correction, double* mean_out) {
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  const int mode = op == ReduceOp::Max ? kMax : kSum;
   for (int64_t o = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; o < O; o += step) {
-    double s = mode == kMax ? -INFINITY : 0.0;
-    for (int64_t k = 0; k < splits; ++k) s = combine(mode, s, partial[o * splits + k]);
-    if (mean_out) {
-      mean_out[o] = s / static_cast<double>(R);
-    } else {
-      int64_t off[2];
-      kept.get(o, off);
-      out[off[0]] = cvt<T>(finish(op, s, R, correction));
-    }
+    int64_t off[2] = {0, 0};
+    if (!mean_out) kept.get(o, off);
+    store_reduced(out, off[0], mean_out, o, combine_splits(partial, o, splits, op), op, R, correction);
   }
 }
 
 
+// The counters of Note [Last split finishes]: kSplitCounters zeroed ints a device,
+// allocated on first use and kept for the process (as the allocators are); null where n
+// groups would not fit, and the caller takes the finalize launch. Splits are only made
+// where the blocks are fewer than the device holds at once (column kernels) or the
+// outputs fewer than 4 an SM (block kernel), so n stays far below it.
+constexpr int64_t kSplitCounters = 8192;
+int* split_counters(int dev, int64_t n) {
+  if (n > kSplitCounters) return nullptr;
+  static std::mutex mu;
+  static std::vector<int*> bufs;
+  std::lock_guard<std::mutex> lock(mu);
+  if (bufs.empty()) bufs.assign(static_cast<size_t>(std::max(device_count(), 1)), nullptr);
+  int*& b = bufs[static_cast<size_t>(dev)];
+  if (!b) {
+    SB_CUDA_CHECK(cudaMalloc(&b, kSplitCounters * sizeof(int)));
+    SB_CUDA_CHECK(cudaMemset(b, 0, kSplitCounters * sizeof(int)));  // on the default stream, before any reduction
+  }
+  return b;
+}
+
+// reduce_finalize_kernel: the splits of O outputs combined, where the kernels that made
+// them did not (Note [Last split finishes]).
+template <typename T>
+void finalize_splits(T* out, const OffsetCalc<2>& kept, const double* partial, int64_t O, int64_t splits, int64_t R,
+                     ReduceOp op, int64_t correction, double* mean_out, int dev) {
+  reduce_finalize_kernel<T><<<grid_for(O, dev), kThreads>>>(out, kept, partial, O, splits, R, op, correction, mean_out);
+  SB_CUDA_LAUNCH_CHECK();
+  ++g_finalize;
+}
+
 }  // namespace
 
-ReducePathCounts reduce_path_counts() { return {g_column.load(), g_column_pairs.load()}; }
+ReducePathCounts reduce_path_counts() { return {g_column.load(), g_column_pairs.load(), g_finalize.load()}; }
 void reset_reduce_path_counts() {
   g_column = 0;
   g_column_pairs = 0;
+  g_finalize = 0;
 }
 
 void reduce(ReduceOp op, const Tensor& out, const Tensor& x, const Shape& dims, int64_t correction) {
@@ -463,38 +600,45 @@ void reduce(ReduceOp op, const Tensor& out, const Tensor& x, const Shape& dims, 
       splits = (R + chunk - 1) / chunk;
       SB_CHECK(col_blocks <= INT32_MAX, name, " (CUDA): ", O, " outputs exceed the column kernel's grid");
       const dim3 grid(static_cast<unsigned>(col_blocks), static_cast<unsigned>(splits)), block(kColWidth, kColWarps);
-      Tensor partial = empty({O * splits}, DType::Float64, out.device());
-      double* pp = partial.data<double>();
+      int* counters = splits > 1 ? split_counters(dev, col_blocks) : nullptr;  // Note [Last split finishes]
+      const bool fused = splits == 1 || counters;
+      const bool need_partial = splits > 1 || !fused;
+      Tensor partial = need_partial ? empty({O * splits}, DType::Float64, out.device()) : Tensor();
+      double* pp = need_partial ? partial.data<double>() : nullptr;
       const int mode = op == ReduceOp::Max ? kMax : kSum;
+      const int64_t out_stride = kept.ndim == 1 ? kept.strides[0][0] : 0;  // the pairs kernel's one kept dim
       ++(pairs ? g_column_pairs : g_column);
-      auto column = [&](int md, const double* mean) {
+      auto column = [&](int md, const double* mean, double* mean_out) {
+        const SplitsOut<scalar_t> so{mean_out ? nullptr : po, mean_out, counters, fused, op, correction};
         if constexpr (sizeof(scalar_t) == 2) {
           if (pairs) {
-            reduce_column_pairs_kernel<scalar_t><<<grid, block>>>(px, rstride, O, R, splits, chunk, md, mean, pp);
+            reduce_column_pairs_kernel<scalar_t>
+                <<<grid, block>>>(px, rstride, O, R, splits, chunk, md, mean, pp, out_stride, so);
             return;
           }
         }
         if (linear)
-          reduce_column_kernel<scalar_t, true><<<grid, block>>>(px, kept, red, rstride, O, R, splits, chunk, md, mean, pp);
+          reduce_column_kernel<scalar_t, true>
+              <<<grid, block>>>(px, kept, red, rstride, O, R, splits, chunk, md, mean, pp, so);
         else
-          reduce_column_kernel<scalar_t, false><<<grid, block>>>(px, kept, red, rstride, O, R, splits, chunk, md, mean, pp);
+          reduce_column_kernel<scalar_t, false>
+              <<<grid, block>>>(px, kept, red, rstride, O, R, splits, chunk, md, mean, pp, so);
+      };
+      auto finalize = [&](double* mean_out) {
+        if (!fused) finalize_splits(po, kept, pp, O, splits, R, op, correction, mean_out, dev);
       };
       if (op == ReduceOp::Var || op == ReduceOp::Std) {
         Tensor mean = empty({O}, DType::Float64, out.device());
-        column(mode, nullptr);
+        column(mode, nullptr, mean.data<double>());
         SB_CUDA_LAUNCH_CHECK();
-        reduce_finalize_kernel<scalar_t><<<grid_for(O, dev), kThreads>>>(po, kept, pp, O, splits, R, op, correction,
-                                                                         mean.data<double>());
-        SB_CUDA_LAUNCH_CHECK();
-        column(kSqDev, mean.data<double>());
+        finalize(mean.data<double>());
+        column(kSqDev, mean.data<double>(), nullptr);
         SB_CUDA_LAUNCH_CHECK();
       } else {
-        column(mode, nullptr);
+        column(mode, nullptr, nullptr);
         SB_CUDA_LAUNCH_CHECK();
       }
-      reduce_finalize_kernel<scalar_t><<<grid_for(O, dev), kThreads>>>(po, kept, pp, O, splits, R, op, correction,
-                                                                       nullptr);
-      SB_CUDA_LAUNCH_CHECK();
+      finalize(nullptr);
     } else if (linear && rstride == 1 && O >= kWarpRowsPerSm * sms && R <= kWarpRowMax) {  // Note [Rows per warp]
       const int64_t warps = kThreads / kWarp;
       const unsigned blocks = static_cast<unsigned>(std::min<int64_t>((O + warps - 1) / warps, 8LL * sms));
@@ -511,32 +655,32 @@ void reduce(ReduceOp op, const Tensor& out, const Tensor& x, const Shape& dims, 
       Tensor mean;
       const int mode = op == ReduceOp::Max ? kMax : kSum;
       const bool two_pass = op == ReduceOp::Var || op == ReduceOp::Std;
-      // Note [One launch for whole rows]
+      // Note [One launch for whole rows], Note [Last split finishes]
       const bool direct = splits == 1 && !two_pass;
-      Tensor partial = direct ? Tensor() : empty({O * splits}, DType::Float64, out.device());
-      double* pp = direct ? nullptr : partial.data<double>();
-      auto block_pass = [&](int md, const double* mean, scalar_t* direct_out) {
-        if (linear)
-          reduce_block_kernel<scalar_t, true><<<blocks, threads>>>(px, kept, red, rstride, O, R, splits, chunk, md, mean,
-                                                                   pp, direct_out, op, correction);
-        else
-          reduce_block_kernel<scalar_t, false><<<blocks, threads>>>(px, kept, red, rstride, O, R, splits, chunk, md, mean,
-                                                                    pp, direct_out, op, correction);
+      int* counters = splits > 1 ? split_counters(dev, O) : nullptr;
+      const bool fused = !direct && (splits == 1 || counters);
+      const bool need_partial = splits > 1 || !(direct || fused);
+      Tensor partial = need_partial ? empty({O * splits}, DType::Float64, out.device()) : Tensor();
+      double* pp = need_partial ? partial.data<double>() : nullptr;
+      auto block_pass = [&](int md, const double* mean, double* mean_out) {
+        const SplitsOut<scalar_t> so{mean_out ? nullptr : po, mean_out, counters, fused, op, correction};
+        auto* k = linear ? (fused ? reduce_block_kernel<scalar_t, true, true> : reduce_block_kernel<scalar_t, true, false>)
+                         : (fused ? reduce_block_kernel<scalar_t, false, true> : reduce_block_kernel<scalar_t, false, false>);
+        k<<<blocks, threads>>>(px, kept, red, rstride, O, R, splits, chunk, md, mean, pp, direct, so);
       };
-      block_pass(mode, nullptr, direct ? po : nullptr);
+      auto finalize = [&](double* mean_out) {
+        if (!fused) finalize_splits(po, kept, pp, O, splits, R, op, correction, mean_out, dev);
+      };
+      if (two_pass) mean = empty({O}, DType::Float64, out.device());
+      block_pass(mode, nullptr, two_pass ? mean.data<double>() : nullptr);
       SB_CUDA_LAUNCH_CHECK();
       if (direct) return;
       if (two_pass) {
-        mean = empty({O}, DType::Float64, out.device());
-        reduce_finalize_kernel<scalar_t><<<grid_for(O, dev), kThreads>>>(po, kept, pp, O, splits, R, op, correction,
-                                                                         mean.data<double>());
-        SB_CUDA_LAUNCH_CHECK();
+        finalize(mean.data<double>());
         block_pass(kSqDev, mean.data<double>(), nullptr);
         SB_CUDA_LAUNCH_CHECK();
       }
-      reduce_finalize_kernel<scalar_t><<<grid_for(O, dev), kThreads>>>(po, kept, pp, O, splits, R, op, correction,
-                                                                       nullptr);
-      SB_CUDA_LAUNCH_CHECK();
+      finalize(nullptr);
     }
   });
 }
