@@ -1085,17 +1085,20 @@ TEST(CudaReduce, TwoByteOuterColumnsTakePairs) {
 // on any device) and its pairs (bf16); the block kernel on one row of 2^20 + 3 and on
 // three of 70001; and the one-split launches of var, whose first pass writes the means
 // itself (a column kernel of 1250 blocks, 40000 rows; rows of 5000 in the block kernel).
+// Each output is also the finalize launch's, bit for bit (set_reduce_last_split: the
+// split cases then launch it, the one-split ones need none).
 TEST(CudaReduce, SplitsFinishInTheirLastBlock) {
   const Device dev = Device::cuda(0);
   SB_SKIP_WITHOUT_DEVICE(dev);
   struct Case {
     Shape s, dims;
     DType dt;
+    bool split;  // more than one split
   };
-  const Case cases[] = {{{3000, 1030}, {0}, DType::Float32}, {{3000, 1030}, {0}, DType::Int32},
-                        {{3000, 1040}, {0}, DType::BFloat16}, {{(1 << 20) + 3}, {0}, DType::Float32},
-                        {{3, 70001}, {1}, DType::Float64},    {{300, 40000}, {0}, DType::Float32},
-                        {{50, 5000}, {1}, DType::Float32}};
+  const Case cases[] = {{{3000, 1030}, {0}, DType::Float32, true},  {{3000, 1030}, {0}, DType::Int32, true},
+                        {{3000, 1040}, {0}, DType::BFloat16, true}, {{(1 << 20) + 3}, {0}, DType::Float32, true},
+                        {{3, 70001}, {1}, DType::Float64, true},    {{300, 40000}, {0}, DType::Float32, false},
+                        {{50, 5000}, {1}, DType::Float32, false}};
   uint64_t seed = 70;
   for (const Case& c : cases) {
     Shape keep = c.s;
@@ -1105,18 +1108,32 @@ TEST(CudaReduce, SplitsFinishInTheirLastBlock) {
     const Tensor x = test::on_device(dev, vx, c.s, c.dt, Layout::Contiguous);
     for (const ReduceOp op : {ReduceOp::Sum, ReduceOp::Mean, ReduceOp::Max, ReduceOp::Var, ReduceOp::Std}) {
       if (!fp && op != ReduceOp::Sum && op != ReduceOp::Max) continue;
+      const std::string what = std::string(reduce_op_name(op)) + " " + dtype_name(c.dt) + " sizes " +
+                               test::shape_str(c.s) + " dims " + test::shape_str(c.dims);
+      std::vector<double> fused;
       for (const Layout ol : {Layout::Contiguous, Layout::Sliced}) {
         cuda::reset_reduce_path_counts();
         for (int rep = 0; rep < 2; ++rep) {
           Tensor out = test::poisoned_on(dev, keep, c.dt, ol);
           reduce_keepdim_out(op, out, x, c.dims, 1);
           expect_reduction(out, op, c.dt, vx, c.s, c.dims,
-                           std::string(reduce_op_name(op)) + " " + dtype_name(c.dt) + " sizes " + test::shape_str(c.s) +
-                               " dims " + test::shape_str(c.dims) + " out " + test::layout_name(ol) + " call " +
-                               std::to_string(rep + 1));
+                           what + " out " + test::layout_name(ol) + " call " + std::to_string(rep + 1));
+          fused = test::naive_values(out);
         }
-        EXPECT_EQ(cuda::reduce_path_counts().finalize, 0) << reduce_op_name(op) << " " << test::shape_str(c.s);
+        EXPECT_EQ(cuda::reduce_path_counts().finalize, 0) << what;
       }
+      cuda::set_reduce_last_split(false);
+      cuda::reset_reduce_path_counts();
+      Tensor out = test::poisoned_on(dev, keep, c.dt, Layout::Contiguous);
+      reduce_keepdim_out(op, out, x, c.dims, 1);
+      cuda::set_reduce_last_split(true);
+      EXPECT_EQ(cuda::reduce_path_counts().finalize > 0, c.split) << what;
+      const std::vector<double> finalized = test::naive_values(out);
+      ASSERT_EQ(finalized.size(), fused.size()) << what;
+      for (size_t i = 0; i < fused.size(); ++i)
+        EXPECT_TRUE(fused[i] == finalized[i] || (std::isnan(fused[i]) && std::isnan(finalized[i])))
+            << what << ": output " << i << " " << fused[i] << " by the last split, " << finalized[i]
+            << " by the finalize launch";
     }
   }
 }

@@ -114,6 +114,9 @@ struct ReducePathCounts {
 };
 ReducePathCounts reduce_path_counts();
 void reset_reduce_path_counts();
+// Tests: false makes split reductions take the finalize launch, as where their counters
+// do not fit (Note [Last split finishes]); true, the default, the last split's block.
+void set_reduce_last_split(bool on);
 // ---- conv2d (lib/conv/conv.cu) ----
 // out [N, O, OH, OW], any non-overlapping strides, = conv2d(x, w) + bias (undefined:
 // none), relu when asked: im2col and cuBLAS in x's memory format, through a temporary

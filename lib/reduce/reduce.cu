@@ -42,6 +42,7 @@ namespace {
 enum Mode : int { kSum = 0, kMax = 1, kSqDev = 2 };
 
 std::atomic<int64_t> g_column{0}, g_column_pairs{0}, g_finalize{0};
+std::atomic<bool> g_last_split{true};  // set_reduce_last_split
 
 __device__ __forceinline__ double combine(int mode, double acc, double v) {
   return mode == kMax ? nan_max(acc, v) : acc + v;
@@ -509,7 +510,7 @@ __global__ void reduce_finalize_kernel(T* out, OffsetCalc<2> kept, const double*
 // outputs fewer than 4 an SM (block kernel), so n stays far below it.
 constexpr int64_t kSplitCounters = 8192;
 int* split_counters(int dev, int64_t n) {
-  if (n > kSplitCounters) return nullptr;
+  if (n > kSplitCounters || !g_last_split) return nullptr;
   static std::mutex mu;
   static std::vector<int*> bufs;
   std::lock_guard<std::mutex> lock(mu);
@@ -540,6 +541,7 @@ void reset_reduce_path_counts() {
   g_column_pairs = 0;
   g_finalize = 0;
 }
+void set_reduce_last_split(bool on) { g_last_split = on; }
 
 void reduce(ReduceOp op, const Tensor& out, const Tensor& x, const Shape& dims, int64_t correction) {
   const char* name = reduce_op_name(op);
