@@ -734,6 +734,13 @@ class TablesTest(unittest.TestCase):
                 {"dtype:f32": "dtype:bf16"}, {"real_time": t, "cpu_time": t, "bytes": 0.5}))
         return ew
 
+    @staticmethod
+    def _precision_add_rows(text):
+        """The Precision of memory-bound rows section of `text`, and its add rows by layout."""
+        sec = text[text.index("## Precision of memory-bound rows"):]
+        sec = sec[:sec.index("\n## ", 5)]
+        return sec, {l.split("|")[2].strip(): l for l in sec.splitlines() if l.startswith("| add |")}
+
     def test_precision_of_memory_bound_rows(self):
         """bf16 twins of ours f32 adds, half the bytes: the contiguous one in half the
         time (the same % of its ceiling), the transposed one in 0.8x (behind by 3/8 of
@@ -741,9 +748,7 @@ class TablesTest(unittest.TestCase):
         them and names the furthest behind."""
         self._bf16_add_twins()
         text = self.render()
-        sec = text[text.index("## Precision of memory-bound rows"):]
-        sec = sec[:sec.index("\n## ", 5)]
-        rows = {l.split("|")[2].strip(): l for l in sec.splitlines() if l.startswith("| add |")}
+        sec, rows = self._precision_add_rows(text)
         self.assertEqual(set(rows), {"contiguous", "transposed"}, sec)
         self.assertIn("| 57% | bf16 |", rows["transposed"])
         self.assertIn("| 35% | -21 | 0.80x |", rows["transposed"])
@@ -772,9 +777,7 @@ class TablesTest(unittest.TestCase):
         with open(os.path.join(self.raw, "recheck.json"), "w") as f:
             json.dump({"context": {"sb_matrix": "quick", "selection": "picks", "precision": True}, "cases": [case]}, f)
         text = self.render()
-        sec = text[text.index("## Precision of memory-bound rows"):]
-        sec = sec[:sec.index("\n## ", 5)]
-        rows = {l.split("|")[2].strip(): l for l in sec.splitlines() if l.startswith("| add |")}
+        sec, rows = self._precision_add_rows(text)
         self.assertIn("| 35% | +0 | 0.80x | 0.50x [0.48x–0.53x] |", rows["transposed"])
         self.assertIn("| +0 | 0.50x | — |", rows["contiguous"])
         self.assertIn("bf16: 2 of 2 rows within 5 points of float32's % of ceiling and 0 ahead by more "
@@ -797,9 +800,7 @@ class TablesTest(unittest.TestCase):
                                      for e in doc["benchmarks"] if (e.get("run_name") or e["name"]).startswith(row + "/")])
         text = self.render()
         self.assertIn(f"`{row}` 183%", text)  # the run check names it
-        sec = text[text.index("## Precision of memory-bound rows"):]
-        sec = sec[:sec.index("\n## ", 5)]
-        rows = {l.split("|")[2].strip(): l for l in sec.splitlines() if l.startswith("| add |")}
+        sec, rows = self._precision_add_rows(text)
         self.assertIn("| 183% | bf16 |", rows["contiguous"])
         self.assertIn("| -92 (run check) | 1.00x |", rows["contiguous"])
         self.assertIn("| -21 | 0.80x |", rows["transposed"])
@@ -815,9 +816,7 @@ class TablesTest(unittest.TestCase):
             ew, lambda n: "op:add/impl:ours/device:cpu/layout:transposed/style:out/dtype:bf16/" in n,
             {"threads:8": "threads:1"}, {"real_time": 0.5, "cpu_time": 0.5}))
         text = self.render()
-        sec = text[text.index("## Precision of memory-bound rows"):]
-        sec = sec[:sec.index("\n## ", 5)]
-        rows = {l.split("|")[2].strip(): l for l in sec.splitlines() if l.startswith("| add |")}
+        sec, rows = self._precision_add_rows(text)
         self.assertIn("| -21 (run check) | 0.80x |", rows["transposed"])
         self.assertIn("| +0 | 0.50x |", rows["contiguous"])
         self.assertIn("bf16: 1 of 1 rows within 5 points of float32's % of ceiling and 0 ahead by more; "
