@@ -57,9 +57,10 @@ double tol_for(DType dt, int64_t K) {
 }
 double rtol_for(DType dt) { return dt == DType::BFloat16 ? 8e-3 : 1e-5; }
 
-// bfloat16 runs both packings of its GEMM (test_hooks.h set_bf16_gemm_pairs): the pairs
-// of vdpbf16ps (its scalar stand-in on a CPU without AVX512_BF16) and the widened one.
-std::vector<int> pair_modes(DType dt) { return dt == DType::BFloat16 ? std::vector<int>{1, 0} : std::vector<int>{-1}; }
+// bfloat16 runs every packing of its GEMM (test_hooks.h set_bf16_gemm_pairs): the AMX
+// tiles and the pairs of vdpbf16ps (each its scalar stand-in on a CPU without the
+// instructions) and the widened one.
+std::vector<int> pair_modes(DType dt) { return dt == DType::BFloat16 ? std::vector<int>{2, 1, 0} : std::vector<int>{-1}; }
 struct PairsGuard {
   explicit PairsGuard(int mode) { set_bf16_gemm_pairs(mode); }
   ~PairsGuard() { set_bf16_gemm_pairs(-1); }
@@ -112,6 +113,8 @@ TEST(Matmul, ForcedBlockSizesOfAnyDesign) {
     t.gemm_kc = bl.kc;
     t.gemm_mc = bl.mc;
     t.gemm_nc = bl.nc;
+    t.gemm_amx_kc = std::max<int64_t>(32, bl.kc / 32 * 32);  // the tiles' blocks: whole chunks
+    t.gemm_amx_mc = bl.mc > 32 ? 64 : 32;
     set_cpu_tuning(&t);
     struct Restore {
       ~Restore() { set_cpu_tuning(nullptr); }

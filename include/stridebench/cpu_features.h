@@ -84,11 +84,14 @@ struct CpuTuning {
                               // this on 2+ threads; 0: the threshold alone (Note [Dense copies in
                               // the last-level cache], copy.cpp)
   int64_t grain16 = 65536;  // elements: the grain of the 2-byte elementwise loops (Note [Grain in bytes])
+  bool amx = true;          // the bfloat16 GEMM in AMX tiles where the CPU has them,
+  int64_t gemm_amx_kc = 256;  // with KC in k (a multiple of 32: whole tiles)
+  int64_t gemm_amx_mc = 32;   // and MC in rows (a multiple of 32)
 };
 // The tuning for a core and its caches (pure; the basis says which row was taken).
 CpuTuning tuning_for(const CpuId& id, const CacheSizes& caches);
 // Applies "key=value,..." (kc, mc, nc, tile, bands, blocks, zmm16, zmm16fill, group,
-// group_min, copynt, grain16) to t; false with *err naming the bad key or value, t
+// group_min, copynt, grain16, amx, amxkc, amxmc) to t; false with *err naming the bad key or value, t
 // unchanged.
 bool apply_tuning_spec(const char* spec, CpuTuning* t, std::string* err);
 // tuning_for(cpu_id(), cpu_caches()), then the SB_TUNING environment variable
@@ -122,5 +125,13 @@ inline bool use_avx512() {
 // run where use_avx512() and this hold, so SB_SIMD=avx2 turns them off with the rest.
 bool cpu_has_avx512_bf16();
 inline bool use_avx512_bf16() { return use_avx512() && cpu_has_avx512_bf16(); }
+
+// AMX-TILE and AMX-BF16 (tdpbf16ps: a 16x16 float32 tile += a 16x32 by 32x16 bfloat16
+// product) on the running CPU, with the tile state granted to this process (Linux
+// asks for it once: arch_prctl ARCH_REQ_XCOMP_PERM; false where it refuses). Read once.
+// The bfloat16 GEMM's tile kernel belongs to the AVX512 level, as the pair kernel does.
+// SB_TUNING=amx=0 turns it off (a sweep or an A/B without a rebuild).
+bool cpu_has_amx_bf16();
+bool use_amx_bf16();
 
 }  // namespace sb

@@ -6,6 +6,9 @@
 // that float32 and int8 are always compared on the same vector width.
 #include "stridebench/cpu_features.h"
 
+#ifdef __linux__
+#include <sys/syscall.h>
+#endif
 #include <unistd.h>
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -162,6 +165,8 @@ CpuTuning sapphire_rapids_row() {
   t.transpose_blocks = false;
   t.group_bytes = 128 * 1024;
   t.group_min = 2;
+  t.gemm_amx_kc = 256;  // Note [bfloat16 GEMM in AMX tiles]: an A panel and a B sliver in L1
+  t.gemm_amx_mc = 32;
   return t;
 }
 int64_t round_down(int64_t x, int64_t m) { return x / m * m; }
@@ -295,8 +300,11 @@ bool apply_tuning_spec(const char* spec, CpuTuning* out, std::string* err) {
     else if (key == "group_min") ok = ok && parse_i64(val, 1, 16, &x) && (t.group_min = static_cast<int>(x), true);
     else if (key == "copynt") ok = ok && parse_i64(val, 0, int64_t{1} << 40, &t.copy_nt_bytes);
     else if (key == "grain16") ok = ok && parse_i64(val, 1, int64_t{1} << 40, &t.grain16);
+    else if (key == "amx") ok = ok && parse_i64(val, 0, 1, &x) && (t.amx = x != 0, true);
+    else if (key == "amxkc") ok = ok && parse_i64(val, 32, 8192, &x) && x % 32 == 0 && (t.gemm_amx_kc = x, true);
+    else if (key == "amxmc") ok = ok && parse_i64(val, 32, 1 << 16, &x) && x % 32 == 0 && (t.gemm_amx_mc = x, true);
     else {
-      if (err) *err = "unknown key '" + key + "' (kc, mc, nc, tile, bands, blocks, zmm16, zmm16fill, group, group_min, copynt, grain16)";
+      if (err) *err = "unknown key '" + key + "' (kc, mc, nc, tile, bands, blocks, zmm16, zmm16fill, group, group_min, copynt, grain16, amx, amxkc, amxmc)";
       return false;
     }
     if (!ok) {
@@ -313,7 +321,9 @@ std::string describe_tuning(const CpuTuning& t) {
          ",tile=" + std::to_string(t.gemm_tile_cols) + ",bands=" + std::to_string(t.transpose_band_rows) + ",blocks=" + (t.transpose_blocks ? "1" : "0") + ",zmm16=" + (t.zmm16 ? "1" : "0") +
          ",zmm16fill=" + (t.zmm16_fill ? "1" : "0") +
          ",group=" + std::to_string(t.group_bytes) + ",group_min=" + std::to_string(t.group_min) +
-         ",copynt=" + std::to_string(t.copy_nt_bytes) + ",grain16=" + std::to_string(t.grain16);
+         ",copynt=" + std::to_string(t.copy_nt_bytes) + ",grain16=" + std::to_string(t.grain16) +
+         ",amx=" + (t.amx ? "1" : "0") + ",amxkc=" + std::to_string(t.gemm_amx_kc) +
+         ",amxmc=" + std::to_string(t.gemm_amx_mc);
 }
 
 namespace {
@@ -417,6 +427,32 @@ bool cpu_has_avx512_bf16() {
   }();
   return has;
 }
+
+bool cpu_has_amx_bf16() {
+  static const bool has = [] {
+#if defined(SB_HAVE_AMX) && defined(__linux__) && defined(__x86_64__)
+    // cpuid leaf 7, subleaf 0: EDX bit 22 AMX-BF16, bit 24 AMX-TILE; XCR0 bits 17 and 18:
+    // the OS saves the tile configuration and data. Linux then grants the tile data per
+    // process on request (arch/x86/include/uapi/asm/prctl.h: ARCH_REQ_XCOMP_PERM 0x1023,
+    // XFEATURE_XTILEDATA 18); without the grant the first tile load faults.
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    if (__get_cpuid_max(0, nullptr) < 7) return false;
+    __cpuid(1, a, b, c, d);
+    if ((c & (1u << 27)) == 0) return false;  // OSXSAVE: xgetbv may be read
+    __cpuid_count(7, 0, a, b, c, d);
+    if ((d & (1u << 22)) == 0 || (d & (1u << 24)) == 0) return false;
+    unsigned lo = 0, hi = 0;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    if ((lo & (3u << 17)) != (3u << 17)) return false;
+    return syscall(SYS_arch_prctl, 0x1023, 18) == 0;
+#else
+    return false;
+#endif
+  }();
+  return has;
+}
+
+bool use_amx_bf16() { return use_avx512() && cpu_has_amx_bf16() && cpu_tuning().amx; }
 
 const CacheSizes& cpu_caches() {
   static const CacheSizes c = read_caches();

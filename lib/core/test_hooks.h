@@ -38,10 +38,10 @@ bool last_elementwise_used_nt();
 // The grain, in elements, of the last CPU binary/unary call's loop (Note [Grain in bytes]).
 int64_t last_elementwise_grain();
 
-// The bfloat16 GEMM's packing (gemm_bf16.cpp): -1 automatic (pairs along k where the CPU
-// has AVX512_BF16, else widened to float32); 1 the pairs, through vdpbf16ps or, on a CPU
-// without it, the kernel's scalar stand-in, so that the pair packers and their driver
-// are tested on every CPU; 0 widened.
+// The bfloat16 GEMM's packing (gemm_bf16.cpp): -1 automatic (AMX tiles where the CPU has
+// AMX-BF16, pairs along k where it has AVX512_BF16, else widened to float32); 2 the tiles
+// and 1 the pairs, each through its instructions or, on a CPU without them, the kernel's
+// scalar stand-in, so that the packers and their driver are tested on every CPU; 0 widened.
 void set_bf16_gemm_pairs(int mode);
 
 // The tuning cpu_tuning() returns (Note [Tuning by microarchitecture]): t is used from

@@ -1,7 +1,9 @@
 // gemm_bf16.cpp — the bfloat16 GEMM: bfloat16 A and B, float32 accumulation, C in
 // bfloat16 (matmul) or float32 (Linear), on gemm_impl.h's loop nest (gemm_stripe).
 //
-//   pairs   where use_avx512_bf16(): A and B packed as bfloat16 pairs along k (one
+//   tiles   where use_amx_bf16(): 32x32 blocks of C in AMX tiles, tdpbf16ps (Note
+//           [bfloat16 GEMM in AMX tiles]).
+//   pairs   where use_avx512_bf16() otherwise: A and B packed as bfloat16 pairs along k (one
 //           32-bit word holds A(i, 2p), A(i, 2p+1); likewise B(2p, j), B(2p+1, j)), a
 //           16x16 float32 tile in 16 zmm accumulators, per pair step 1 load of B, 16
 //           broadcasts of A, 16 vdpbf16ps (512 MACs: twice the float32 kernel's per
@@ -38,11 +40,14 @@ constexpr int kMRp = 16, kNRp = 16;  // the pair kernel's tile (kMRw rows for th
 
 std::atomic<int> g_pairs_mode{-1};  // test_hooks.h set_bf16_gemm_pairs
 
-// The pair layout where the CPU has vdpbf16ps (or a test forces it: then its scalar
-// emulation runs where the CPU lacks it).
-bool use_pairs() {
+// The kernels, by what they pack: AMX tiles, vdpbf16ps pairs, or operands widened.
+enum class Bf16Path { Widened, Pairs, Tiles };
+// The tiles where the CPU has AMX, the pairs where it has vdpbf16ps (or a test forces
+// either: then its scalar stand-in runs where the CPU lacks it).
+Bf16Path bf16_path() {
   const int m = g_pairs_mode.load(std::memory_order_relaxed);
-  return m < 0 ? use_avx512_bf16() : m == 1;
+  if (m < 0) return use_amx_bf16() ? Bf16Path::Tiles : use_avx512_bf16() ? Bf16Path::Pairs : Bf16Path::Widened;
+  return m == 2 ? Bf16Path::Tiles : m == 1 ? Bf16Path::Pairs : Bf16Path::Widened;
 }
 
 inline uint32_t pair(BFloat16 lo, BFloat16 hi) { return static_cast<uint32_t>(lo.bits) | (static_cast<uint32_t>(hi.bits) << 16); }
@@ -89,12 +94,14 @@ void pack_a_pairs(uint32_t* dst, const BFloat16* a, int64_t rs, int64_t cs, int6
   }
 }
 
-// dst[panel][p][c] = (B(p0 + 2p, j0 + panel*16 + c), B(p0 + 2p + 1, ..)), zero past nc and kc.
+// dst[panel][p][c] = (B(p0 + 2p, j0 + panel*16 + c), B(p0 + 2p + 1, ..)), zero past nc and
+// kc; panels of max(ceil(kc / 2), kst) pair steps (the AMX tiles' whole chunks).
 void pack_b_pairs(uint32_t* dst, const BFloat16* b, int64_t rs, int64_t cs, int64_t p0, int64_t kc, int64_t j0,
-                  int64_t nc) {
+                  int64_t nc, int64_t kst = 0) {
   const int64_t ks = (kc + 1) / 2;
+  kst = std::max(ks, kst);
   [[maybe_unused]] const int64_t full = kc / 2;  // pair steps with both elements (the fast paths)
-  for (int64_t jp = 0; jp < nc; jp += kNRp, dst += kNRp * ks) {
+  for (int64_t jp = 0; jp < nc; jp += kNRp, dst += kNRp * kst) {
     const int nr = static_cast<int>(std::min<int64_t>(kNRp, nc - jp));
     const BFloat16* b0 = b + p0 * rs + (j0 + jp) * cs;
     int64_t done = 0;
@@ -125,7 +132,194 @@ void pack_b_pairs(uint32_t* dst, const BFloat16* b, int64_t rs, int64_t cs, int6
       }
       for (int q = nr; q < kNRp; ++q) d[q] = 0;
     }
+    std::memset(dst + kNRp * ks, 0, sizeof(uint32_t) * kNRp * (kst - ks));
   }
+}
+
+// Note [bfloat16 GEMM in AMX tiles]
+// Where the CPU has AMX-BF16 (use_amx_bf16), the bfloat16 GEMM runs in tile registers:
+// C in 32x32 blocks of four 16x16 float32 tiles (tmm0-3); per chunk of 16 pair steps
+// (32 k) two A tiles (tmm4-5: 16 rows x 16 pairs), two B tiles (tmm6-7: 16 pair steps x
+// 16 columns) and four tdpbf16ps, each 16x16x32 multiply-adds (16 cycles on Sapphire
+// Rapids: 1024 flop a cycle, eight times two vdpbf16ps pipes). Every tile is 1 KiB of
+// 64-byte rows:
+// - B's panels are the pair kernel's (pack_b_pairs): a panel row is one pair step of 16
+//   columns, as tdpbf16ps reads a B row;
+// - A's are packed row by row (pack_a_tiles): per 32-row panel, chunk by chunk, 32 rows
+//   of 16 pairs; the two halves are the A tiles.
+// The k steps are padded with zero pairs to whole chunks (gemm_stripe's KS), rows and
+// columns past C's edge are zero; a block of 16 rows or columns or fewer skips the other
+// half's tiles. tdpbf16ps rounds as vdpbf16ps does (each product exact, the pair's sum
+// and the accumulation in float32, subnormals flushed), so Note [bfloat16 NaN and
+// subnormals] holds as it is. A whole block of a bfloat16 C keeps its partial sums in
+// the tiles from one KC block to the next (stored to and loaded from the stripe's
+// float32 buffer, its rows padded off a 4 KiB stride) and leaves through a 32x32 float
+// buffer and the pair kernel's store (store_tile_bf16) after the last; edge blocks and a
+// float32 C take that way after every KC block. KC and MC are the tuning's own
+// (gemm_amx_kc, gemm_amx_mc): small enough that an A panel and a B sliver share L1,
+// where the tile loads keep up (docs/notes/gemm.md, "bfloat16 in AMX tiles"). A thread
+// loads the tile configuration once a GEMM and releases the tiles after its stripe.
+// Where the CPU has no AMX the test hook runs the same packing and nest through a scalar
+// stand-in (amx_block_scalar).
+constexpr int64_t kChunkSteps = 16;                   // pair steps per tile chunk (32 k)
+constexpr int64_t kChunkWords = kMRt * kChunkSteps;  // an A panel's words per chunk
+
+// dst[panel][c][r][q] = (A(i0 + 32 * panel + r, p0 + 2 * st), A(.., p0 + 2 * st + 1)) for
+// the step st = 16 * c + q;
+// zero past mc and kc, chunks up to ceil(ceil(kc / 2) / 16).
+void pack_a_tiles(uint32_t* dst, const BFloat16* a, int64_t rs, int64_t cs, int64_t i0, int64_t mc, int64_t p0,
+                  int64_t kc) {
+  const int64_t ks = (kc + 1) / 2, kst = round_up(ks, kChunkSteps);
+  [[maybe_unused]] const int64_t full = kc / 2;  // pair steps with both elements (the fast paths)
+  for (int64_t ip = 0; ip < mc; ip += kMRt, dst += kMRt * kst) {
+    const int mr = static_cast<int>(std::min<int64_t>(kMRt, mc - ip));
+    const BFloat16* a0 = a + (i0 + ip) * rs + p0 * cs;
+    int64_t done = 0;  // pair steps of rows < mr packed by a fast path
+#ifdef SB_HAVE_AVX2
+    if (cs == 1) {  // rows: a row's pairs are consecutive 32-bit words, 64 bytes a chunk
+      for (int r = 0; r < mr; ++r) {
+        const BFloat16* row = a0 + r * rs;
+        int64_t st = 0;
+        for (; st + kChunkSteps <= full; st += kChunkSteps) {
+          uint32_t* d = dst + st / kChunkSteps * kChunkWords + r * kChunkSteps;
+          _mm256_store_si256(reinterpret_cast<__m256i*>(d), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2 * st)));
+          _mm256_store_si256(reinterpret_cast<__m256i*>(d + 8), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2 * st + 16)));
+        }
+        if (st < full)
+          std::memcpy(dst + st / kChunkSteps * kChunkWords + r * kChunkSteps, row + 2 * st,
+                      sizeof(uint32_t) * static_cast<size_t>(full - st));
+      }
+      done = full;
+    } else if (rs == 1 && mr == kMRt) {  // columns: 16 rows of two columns interleaved a step, then transposed
+      alignas(32) uint32_t t[kChunkSteps * 16];
+      for (; done + kChunkSteps <= full; done += kChunkSteps)
+        for (int h = 0; h < 2; ++h) {
+          const BFloat16* col = a0 + h * 16 + 2 * done * cs;
+          for (int q = 0; q < kChunkSteps; ++q)
+            interleave16(t + q * 16, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(col + 2 * q * cs)),
+                         _mm256_loadu_si256(reinterpret_cast<const __m256i*>(col + (2 * q + 1) * cs)));
+          transpose_tile_f32(reinterpret_cast<float*>(dst + done / kChunkSteps * kChunkWords + h * 16 * kChunkSteps),
+                             kChunkSteps, reinterpret_cast<const float*>(t), 16, 16, kChunkSteps);
+        }
+    }
+#endif
+    for (int r = 0; r < kMRt; ++r)
+      for (int64_t st = r < mr ? done : 0; st < kst; ++st) {
+        uint32_t v = 0;
+        if (r < mr && st < ks) {
+          const BFloat16* e = a0 + r * rs + 2 * st * cs;
+          v = pair(e[0], 2 * st + 1 < kc ? e[cs] : BFloat16());
+        }
+        dst[st / kChunkSteps * kChunkWords + r * kChunkSteps + st % kChunkSteps] = v;
+      }
+  }
+}
+
+// A 32x32 block of C over nch chunks: its tiles start from in (row-major, ld in_ld: the
+// partial sums of the earlier KC blocks) or from zero, and go to out, tile (h, q) (rows
+// 16h.., columns 16q..) at out + 16 h out_ld + q out_q: row-major partial sums (out_q
+// 16), or the tile buffer the stores read (ld 16, the column halves 512 apart). two_a:
+// rows 16-31 exist; two_b: columns 16-31 (the panel at b + b_panel).
+struct TileIO {
+  const float* in;
+  int64_t in_ld;
+  float* out;
+  int64_t out_ld, out_q;
+};
+#ifdef SB_HAVE_AMX
+struct alignas(64) TileConfig {
+  uint8_t palette = 1, start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {};
+  uint8_t rows[16] = {};
+};
+__attribute__((target("amx-tile"))) void amx_begin() {
+  TileConfig cfg;
+  for (int t = 0; t < 8; ++t) cfg.colsb[t] = 64, cfg.rows[t] = 16;  // every tile 16 rows of 64 bytes
+  // GCC 12's _tile_loadconfig tells the compiler it reads 8 bytes of cfg, which lets it
+  // drop the stores above: the 64 bytes escape here first.
+  __asm__ volatile("" : : "r"(&cfg) : "memory");
+  _tile_loadconfig(&cfg);
+}
+__attribute__((target("amx-tile"))) void amx_end() { _tile_release(); }
+
+template <bool TwoA, bool TwoB>
+__attribute__((target("amx-tile,amx-bf16"))) void amx_block(int64_t nch, const uint32_t* a, const uint32_t* b,
+                                                           int64_t b_panel, const TileIO& io) {
+  // The tile intrinsics are asm statements that name no memory: the packed panels and
+  // the partial sums must be written before the loads, read after the stores.
+  __asm__ volatile("" ::: "memory");
+  if (io.in) {
+    const int64_t s = io.in_ld * 4, h1 = 16 * io.in_ld;
+    _tile_loadd(0, io.in, s);
+    if constexpr (TwoB) _tile_loadd(1, io.in + 16, s);
+    if constexpr (TwoA) _tile_loadd(2, io.in + h1, s);
+    if constexpr (TwoA && TwoB) _tile_loadd(3, io.in + h1 + 16, s);
+  } else {
+    _tile_zero(0);
+    if constexpr (TwoB) _tile_zero(1);
+    if constexpr (TwoA) _tile_zero(2);
+    if constexpr (TwoA && TwoB) _tile_zero(3);
+  }
+  for (int64_t c = 0; c < nch; ++c, a += kChunkWords, b += kChunkSteps * kNRp) {
+    _tile_loadd(4, a, 64);
+    _tile_loadd(6, b, 64);
+    _tile_dpbf16ps(0, 4, 6);
+    if constexpr (TwoB) {
+      _tile_loadd(7, b + b_panel, 64);
+      _tile_dpbf16ps(1, 4, 7);
+    }
+    if constexpr (TwoA) {
+      _tile_loadd(5, a + kChunkSteps * 16, 64);
+      _tile_dpbf16ps(2, 5, 6);
+      if constexpr (TwoB) _tile_dpbf16ps(3, 5, 7);
+    }
+  }
+  const int64_t s = io.out_ld * 4, h1 = 16 * io.out_ld;
+  _tile_stored(0, io.out, s);
+  if constexpr (TwoB) _tile_stored(1, io.out + io.out_q, s);
+  if constexpr (TwoA) _tile_stored(2, io.out + h1, s);
+  if constexpr (TwoA && TwoB) _tile_stored(3, io.out + h1 + io.out_q, s);
+  __asm__ volatile("" ::: "memory");
+}
+void amx_block_hw(int64_t nch, const uint32_t* a, const uint32_t* b, int64_t b_panel, bool two_a, bool two_b,
+                  const TileIO& io) {
+  if (two_a) two_b ? amx_block<true, true>(nch, a, b, b_panel, io) : amx_block<true, false>(nch, a, b, b_panel, io);
+  else two_b ? amx_block<false, true>(nch, a, b, b_panel, io) : amx_block<false, false>(nch, a, b, b_panel, io);
+}
+#else
+void amx_begin() { SB_INTERNAL_ASSERT(false, "the bfloat16 tile kernel needs an AMX build"); }
+void amx_end() {}
+void amx_block_hw(int64_t, const uint32_t*, const uint32_t*, int64_t, bool, bool, const TileIO&) {
+  SB_INTERNAL_ASSERT(false, "the bfloat16 tile kernel needs an AMX build");
+}
+#endif
+
+// tdpbf16ps in plain C on the same packed chunks (the tests' stand-in on a CPU without
+// AMX): per element, the low pair's product added first, then the high one's.
+void amx_block_scalar(int64_t nch, const uint32_t* a, const uint32_t* b, int64_t b_panel, bool two_a, bool two_b,
+                      const TileIO& io) {
+  auto lo = [](uint32_t w) { return BFloat16::to_float(static_cast<uint16_t>(w)); };
+  auto hi = [](uint32_t w) { return BFloat16::to_float(static_cast<uint16_t>(w >> 16)); };
+  for (int h = 0; h < (two_a ? 2 : 1); ++h)
+    for (int q = 0; q < (two_b ? 2 : 1); ++q) {
+      float acc[16][16] = {};
+      if (io.in)
+        for (int r = 0; r < 16; ++r)
+          for (int col = 0; col < 16; ++col) acc[r][col] = io.in[(h * 16 + r) * io.in_ld + q * 16 + col];
+      for (int64_t c = 0; c < nch; ++c)
+        for (int r = 0; r < 16; ++r)
+          for (int s = 0; s < kChunkSteps; ++s) {
+            const uint32_t x = a[c * kChunkWords + (h * 16 + r) * kChunkSteps + s];
+            const uint32_t* y = b + q * b_panel + (c * kChunkSteps + s) * kNRp;
+            for (int col = 0; col < 16; ++col) {
+              acc[r][col] += lo(x) * lo(y[col]);
+              acc[r][col] += hi(x) * hi(y[col]);
+            }
+          }
+      for (int r = 0; r < 16; ++r)
+        for (int col = 0; col < 16; ++col) io.out[(h * 16 + r) * io.out_ld + q * io.out_q + col] = acc[r][col];
+    }
 }
 
 #if defined(SB_HAVE_AVX2) && defined(SB_HAVE_AVX512)
@@ -352,9 +546,16 @@ void store_tile_bf16(const float* tile, float* acc, int64_t acc_ld, BFloat16* c,
 // The pair kernel's rows: the wide tile's where the design takes it (Note [Wide tile]).
 int pair_mr() { return wide_tile() ? kMRw : kMRp; }
 
-// The blocking of the bfloat16 GEMM: the float32 plan, with KC doubled for the pairs.
-GemmPlan plan_bf16(int64_t M, int64_t N, int64_t K, int nt, bool pairs) {
-  return plan_gemm<float>(M, N, K, nt, pairs ? pair_mr() : tile_mr<float>(), (pairs ? 2 : 1) * kc_block());
+int path_mr(Bf16Path path) {
+  return path == Bf16Path::Tiles ? kMRt : path == Bf16Path::Pairs ? pair_mr() : tile_mr<float>();
+}
+
+// The blocking of the bfloat16 GEMM: the float32 plan, with KC doubled for pairs and tiles.
+// The tiles take their own KC and MC (Note [bfloat16 GEMM in AMX tiles]).
+GemmPlan plan_bf16(int64_t M, int64_t N, int64_t K, int nt, Bf16Path path) {
+  if (path == Bf16Path::Tiles)
+    return plan_gemm<float>(M, N, K, nt, kMRt, cpu_tuning().gemm_amx_kc, cpu_tuning().gemm_amx_mc);
+  return plan_gemm<float>(M, N, K, nt, path_mr(path), (path == Bf16Path::Widened ? 1 : 2) * kc_block());
 }
 
 // Per thread: the packed B and A blocks (4-byte units: floats, or pairs), and for a
@@ -363,14 +564,16 @@ struct Bf16Workspace {
   int64_t b_elems, a_elems, acc_elems, acc_ld;
   int64_t per_thread() const { return b_elems + a_elems + acc_elems; }
 };
-Bf16Workspace bf16_workspace(const GemmPlan& p, int64_t M, int64_t K, bool pairs, bool c_bf16) {
-  const int64_t ks = pairs ? (p.kc + 1) / 2 : p.kc;
+Bf16Workspace bf16_workspace(const GemmPlan& p, int64_t M, int64_t K, Bf16Path path, bool c_bf16) {
+  const int64_t ks = path == Bf16Path::Tiles   ? round_up((p.kc + 1) / 2, kChunkSteps)
+                     : path == Bf16Path::Pairs ? (p.kc + 1) / 2
+                                               : p.kc;
   Bf16Workspace w;
   w.b_elems = round_up(ks * p.nc, 16);
   w.a_elems = round_up(p.mc * ks, 16);
   const int64_t rows = p.split_n ? M : p.chunk;
-  w.acc_ld = p.nc;
-  w.acc_elems = c_bf16 && K > p.kc ? round_up(rows * p.nc, 16) : 0;
+  w.acc_ld = p.nc + (path == Bf16Path::Tiles ? 16 : 0);  // tile rows not 4 KiB apart (one L1 set)
+  w.acc_elems = c_bf16 && K > p.kc ? round_up(rows * w.acc_ld, 16) : 0;
   return w;
 }
 
@@ -391,19 +594,20 @@ void gemm_bf16_driver(int64_t M, int64_t N, int64_t K, const BFloat16* a, int64_
       }
     return;
   }
-  const bool pairs = use_pairs(), hw_pairs = use_avx512_bf16();
+  const Bf16Path path = bf16_path();
+  const bool pairs = path == Bf16Path::Pairs, hw_pairs = use_avx512_bf16(), hw_tiles = use_amx_bf16();
   const int nt = team_size();
-  const GemmPlan p = plan_bf16(M, N, K, nt, pairs);
-  const Bf16Workspace w = bf16_workspace(p, M, K, pairs, kBf16C);
+  const GemmPlan p = plan_bf16(M, N, K, nt, path);
+  const Bf16Workspace w = bf16_workspace(p, M, K, path, kBf16C);
   Workspace ws(sizeof(float) * static_cast<size_t>(p.team * w.per_thread()));
-  const int MR = pairs ? pair_mr() : tile_mr<float>(), NRs = tile_cols<float>(MR);
+  const int MR = path_mr(path), NRs = tile_cols<float>(MR);
   const bool avx512 = use_avx512(), avx2 = use_avx2(), wide = MR == kMRw;
   // ukernel_bf16_c's cases: C with unit column stride; a bfloat16 C without beta
   const bool fused_c = c_cs == 1 && (!kBf16C || ep.beta == 0.0f);
   run_team(p.team, [&](int t) {
     float* base = ws.as<float>() + static_cast<int64_t>(t) * w.per_thread();
     float* acc = base + w.b_elems + w.a_elems;
-    alignas(64) float tile[kTileMax];
+    alignas(64) float tile[kMRt * kNRt];  // >= kTileMax
     const Stripe st = stripe_of(p, t, M, N);
     // C(i, j)'s place in the stripe's partial sums (Note [bfloat16 C])
     auto part_at = [&](int64_t i, int64_t j) { return acc + (i - st.m0) * w.acc_ld + (j - st.n0) % p.nc; };
@@ -421,6 +625,37 @@ void gemm_bf16_driver(int64_t M, int64_t N, int64_t K, const BFloat16* a, int64_
         }
       }
     };
+    if (path == Bf16Path::Tiles) {  // Note [bfloat16 GEMM in AMX tiles]
+      uint32_t* bbuf = reinterpret_cast<uint32_t*>(base);
+      uint32_t* abuf = bbuf + w.b_elems;
+      if (hw_tiles) amx_begin();
+      gemm_stripe<uint32_t, 2, kChunkSteps>(
+          p, MR, NRs, K, st.m0, st.m1, st.n0, st.n1, bbuf, abuf,
+          [&](uint32_t* d, int64_t i0, int64_t mc, int64_t p0, int64_t kc, int) { pack_a_tiles(d, a, a_rs, a_cs, i0, mc, p0, kc); },
+          [&](uint32_t* d, int64_t p0, int64_t kc, int64_t j0, int64_t nc) {
+            pack_b_pairs(d, b, b_rs, b_cs, p0, kc, j0, nc, round_up((kc + 1) / 2, kChunkSteps));
+          },
+          [&](const uint32_t* ap, const uint32_t* bp, int64_t kc, int64_t i, int64_t j, int mr, int nr, bool first,
+              bool last) {
+            const int64_t kst = round_up((kc + 1) / 2, kChunkSteps);
+            // a whole block of a bfloat16 C keeps its partial sums in the tiles between
+            // KC blocks (loaded from and stored to the stripe's buffer): the store runs
+            // once, on the last; the others go through the tile buffer and the store
+            TileIO io{nullptr, 0, tile, 16, kMRt * 16};
+            const bool direct = kBf16C && mr == kMRt && nr == kNRt;
+            if (direct) {
+              float* part = part_at(i, j);
+              if (!first) io.in = part, io.in_ld = w.acc_ld;
+              if (!last) io.out = part, io.out_ld = w.acc_ld, io.out_q = 16;
+            }
+            if (hw_tiles) amx_block_hw(kst / kChunkSteps, ap, bp, kNRp * kst, mr > 16, nr > 16, io);
+            else amx_block_scalar(kst / kChunkSteps, ap, bp, kNRp * kst, mr > 16, nr > 16, io);
+            if (!direct) store(i, j, mr, nr, first, last);
+            else if (last) store(i, j, mr, nr, true, true);
+          });
+      if (hw_tiles) amx_end();
+      return;
+    }
     if (pairs) {
       uint32_t* bbuf = reinterpret_cast<uint32_t*>(base);
       uint32_t* abuf = bbuf + w.b_elems;
@@ -481,16 +716,16 @@ void gemm_bf16_strided(int64_t M, int64_t N, int64_t K, const BFloat16* a, int64
 
 size_t gemm_bf16_workspace_bytes(int64_t M, int64_t N, int64_t K, int nt, bool c_bf16) {
   if (M <= 0 || N <= 0 || K <= 0) return 0;
-  const bool pairs = use_pairs();
-  const GemmPlan p = plan_bf16(M, N, K, nt, pairs);
-  return sizeof(float) * static_cast<size_t>(p.team * bf16_workspace(p, M, K, pairs, c_bf16).per_thread());
+  const Bf16Path path = bf16_path();
+  const GemmPlan p = plan_bf16(M, N, K, nt, path);
+  return sizeof(float) * static_cast<size_t>(p.team * bf16_workspace(p, M, K, path, c_bf16).per_thread());
 }
 
 }  // namespace sb::detail
 
 namespace sb {
 
-void set_bf16_gemm_pairs(int mode) { detail::g_pairs_mode.store(mode < 0 ? -1 : mode != 0); }
+void set_bf16_gemm_pairs(int mode) { detail::g_pairs_mode.store(mode < 0 ? -1 : mode > 2 ? 2 : mode); }
 
 void gemm(int64_t M, int64_t N, int64_t K, const BFloat16* a, int64_t a_rs, int64_t a_cs, const BFloat16* b,
           int64_t b_rs, int64_t b_cs, BFloat16* c, int64_t c_rs, int64_t c_cs, const GemmEpilogue& ep) {

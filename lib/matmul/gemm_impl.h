@@ -38,7 +38,8 @@ namespace sb::detail {
 constexpr int kMRf = 6, kNRf = 16;     // float32 register tile: 12 ymm accumulators (AVX2, scalar)
 constexpr int kMRf512 = 16;            // float32 AVX-512 tile 16x16: 16 zmm accumulators
 constexpr int kMRw = 12, kNRw = 32;    // the wide AVX-512 tile 12x32: 24 zmm accumulators
-constexpr int kMRmax = 16;             // the largest MR of any path
+constexpr int kMRt = 32, kNRt = 32;    // the bfloat16 AMX kernel: 2x2 tiles of 16x16 (its own tile buffer)
+constexpr int kMRmax = 16;             // the largest MR of the paths that use kTileMax
 constexpr int kTileMax = kMRw * kNRw;  // floats in the largest tile buffer (>= 16 x 16)
 constexpr int kMRd = 4, kNRd = 8;      // float64 tile (scalar/auto-vectorised path)
 // The block sizes KC, MC and NC come from cpu_tuning() (Note [Tuning by
@@ -195,7 +196,7 @@ inline int tile_mr() {
 // panels), else the B panel's NR.
 template <typename T>
 inline int tile_cols(int MR) {
-  return std::is_same<T, float>::value && MR == kMRw ? kNRw : Tile<T>::NR;
+  return std::is_same<T, float>::value && (MR == kMRw || MR == kMRt) ? (MR == kMRw ? kNRw : kNRt) : Tile<T>::NR;
 }
 
 inline int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
@@ -222,7 +223,7 @@ struct GemmPlan {
 };
 
 template <typename T>
-GemmPlan plan_gemm(int64_t M, int64_t N, int64_t K, int nt, int MR, int64_t kcb = kc_block()) {
+GemmPlan plan_gemm(int64_t M, int64_t N, int64_t K, int nt, int MR, int64_t kcb = kc_block(), int64_t mcb = 0) {
   const int NR = tile_cols<T>(MR);  // stripes and N blocks in whole tiles
   GemmPlan p;
   p.split_n = M <= N;
@@ -232,7 +233,7 @@ GemmPlan plan_gemm(int64_t M, int64_t N, int64_t K, int nt, int MR, int64_t kcb 
   const int64_t m_own = p.split_n ? M : p.chunk, n_own = p.split_n ? p.chunk : N;
   const int64_t kb = std::max<int64_t>(1, (K + kcb - 1) / kcb);  // balanced KC blocks: no short tail
   p.kc = std::max<int64_t>(1, (K + kb - 1) / kb);
-  const int64_t NC = cpu_tuning().gemm_nc, MC = cpu_tuning().gemm_mc;
+  const int64_t NC = cpu_tuning().gemm_nc, MC = mcb > 0 ? mcb : cpu_tuning().gemm_mc;
   const int64_t nb = std::max<int64_t>(1, (n_own + NC - 1) / NC);  // balanced N blocks
   p.nc = std::max<int64_t>(NR, round_up((n_own + nb - 1) / nb, NR));
   const int64_t mb = std::max<int64_t>(1, (m_own + MC - 1) / MC);  // balanced M blocks
@@ -297,16 +298,17 @@ size_t gemm_workspace_bytes_t(int64_t M, int64_t N, int64_t K, int nt) {
 // kc, MR), then tile(ap, bp, kc, i, j, mr, nr, first, last) for each MR x NR tile of C at
 // (i, j), ap and bp its packed micro-panels. A packed k step holds KP elements of k
 // (1; 2 for the bfloat16 pairs of vdpbf16ps), so a micro-panel of depth kc takes
-// ceil(kc / KP) steps of MR (NR) packed elements P. Every GEMM of the library runs this
-// nest; only its packers and tile function differ.
-template <typename P, int KP, typename PackA, typename PackB, typename TileFn>
+// ceil(kc / KP) steps of MR (NR) packed elements P, rounded up to a multiple of KS (the
+// AMX tiles' 16 steps; the packers write zeros there). Every GEMM of the library runs
+// this nest; only its packers and tile function differ.
+template <typename P, int KP, int KS = 1, typename PackA, typename PackB, typename TileFn>
 inline void gemm_stripe(const GemmPlan& p, int MR, int NR, int64_t K, int64_t m0, int64_t m1, int64_t n0, int64_t n1,
                         P* bbuf, P* abuf, const PackA& pack_a, const PackB& pack_b, const TileFn& tile) {
   for (int64_t jc = n0; jc < n1; jc += p.nc) {
     const int64_t nc = std::min(p.nc, n1 - jc);
     for (int64_t pc = 0; pc < K; pc += p.kc) {
       const int64_t kc = std::min(p.kc, K - pc);
-      const int64_t ks = (kc + KP - 1) / KP;  // packed k steps
+      const int64_t ks = ((kc + KP - 1) / KP + KS - 1) / KS * KS;  // packed k steps
       const bool first = pc == 0, last = pc + kc >= K;
       pack_b(bbuf, pc, kc, jc, nc);
       for (int64_t ic = m0; ic < m1; ic += p.mc) {
