@@ -25,7 +25,8 @@
 //          (FMA latency 4 cycles x 2 ports needs >= 8), no memory; 16 floats wide where
 //          the CPU has AVX-512F, else 8 (AVX2). dtype:i8: u8 x s8 multiply-adds into
 //          int32 (AVX-512 VNNI, else AVX-512BW, else AVX2), 2 ops per multiply-add.
-//          dtype:bf16: bfloat16 pair dot products into float32 (AVX512_BF16 vdpbf16ps,
+//          dtype:bf16: bfloat16 pair dot products into float32 (AMX tdpbf16ps where
+//          the CPU has AMX-BF16, four accumulator tiles; else AVX512_BF16 vdpbf16ps,
 //          32 multiply-adds per instruction, 24 accumulators), 2 flop per multiply-add; registered only
 //          where the CPU has it: elsewhere the bfloat16 GEMM runs the float32 kernels
 //          and the tables hold it to the float32 peak. The ISA used is in the context
@@ -388,6 +389,49 @@ __attribute__((target("avx512f,avx512bf16"))) float bf16_chain_avx512() {
   return out[0] + out[15];
 }
 
+// Where the CPU has AMX-BF16 (sb::cpu_has_amx_bf16) the bf16 peak is the tiles': four
+// accumulator tiles, each tdpbf16ps 16x16x32 multiply-adds, as the bf16 GEMM's 32x32
+// block issues them (Note [bfloat16 GEMM in AMX tiles] in matmul/gemm_bf16.cpp).
+constexpr int64_t kAmxSteps = 1 << 13;
+#ifdef SB_HAVE_AMX
+struct alignas(64) TileConfig {
+  uint8_t palette = 1, start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {};
+  uint8_t rows[16] = {};
+};
+__attribute__((target("amx-tile,amx-bf16"))) float bf16_chain_amx() {
+  TileConfig cfg;
+  for (int t = 0; t < 8; ++t) cfg.colsb[t] = 64, cfg.rows[t] = 16;
+  __asm__ volatile("" : : "r"(&cfg) : "memory");  // all 64 bytes written (see amx_begin)
+  _tile_loadconfig(&cfg);
+  alignas(64) uint32_t a[256], b[256];
+  alignas(64) float out[256];
+  for (int i = 0; i < 256; ++i) a[i] = 0x3f803f80, b[i] = 0x3a803a80;  // 1, 2^-10
+  __asm__ volatile("" : : "r"(a), "r"(b) : "memory");
+  _tile_loadd(4, a, 64);
+  _tile_loadd(5, a, 64);
+  _tile_loadd(6, b, 64);
+  _tile_loadd(7, b, 64);
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  for (int64_t k = 0; k < kAmxSteps; ++k) {
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(1, 4, 7);
+    _tile_dpbf16ps(2, 5, 6);
+    _tile_dpbf16ps(3, 5, 7);
+  }
+  _tile_stored(3, out, 64);
+  _tile_release();
+  __asm__ volatile("" : : "r"(out) : "memory");
+  return out[0] + out[255];
+}
+#else
+float bf16_chain_amx() { return 0; }
+#endif
+
 struct PeakIsa {
   const char* f32;
   const char* i8;
@@ -405,6 +449,7 @@ PeakIsa peak_isa() {
   if (__builtin_cpu_supports("avx512bw")) p.i8 = "avx512bw", p.i8_width = 64;
   if (__builtin_cpu_supports("avx512vnni")) p.i8 = "avx512vnni", p.i8_width = 64;
   if (__builtin_cpu_supports("avx512f") && sb::cpu_has_avx512_bf16()) p.bf16 = "avx512bf16", p.bf16_width = 32;
+  if (sb::cpu_has_amx_bf16()) p.bf16 = "amx-bf16", p.bf16_width = 16 * 16 * 32;
   return p;
 }
 
@@ -430,6 +475,7 @@ PeakIsa peak_isa() { return {"scalar", "none", 8, 0}; }
 float fma_best() { return fma_chain(); }
 int32_t i8_best() { return 0; }
 float bf16_chain_avx512() { return 0; }
+float bf16_chain_amx() { return 0; }
 #endif
 
 void run_fma(benchmark::State& st, int threads) {
@@ -448,14 +494,16 @@ void run_fma(benchmark::State& st, int threads) {
 void run_bf16(benchmark::State& st, int threads) {
   ThreadScope ts(threads);
   const PeakIsa p = peak_isa();
+  const bool amx = std::string(p.bf16) == "amx-bf16";
   std::atomic<float> sink{0};
   for (auto _ : st) {
     parallel_for(0, threads, 1, [&](int64_t lo, int64_t hi) {
-      for (int64_t i = lo; i < hi; ++i) sink.store(bf16_chain_avx512(), std::memory_order_relaxed);
+      for (int64_t i = lo; i < hi; ++i) sink.store(amx ? bf16_chain_amx() : bf16_chain_avx512(), std::memory_order_relaxed);
     });
   }
   benchmark::DoNotOptimize(sink.load());
-  set_work(st, 0, static_cast<int64_t>(threads) * kBf16Steps * kBf16Acc * p.bf16_width * 2);
+  // per step: 24 vdpbf16ps, or 4 tdpbf16ps
+  set_work(st, 0, static_cast<int64_t>(threads) * (amx ? kAmxSteps * 4 : kBf16Steps * kBf16Acc) * p.bf16_width * 2);
 }
 
 void run_i8(benchmark::State& st, int threads) {
