@@ -90,7 +90,9 @@ TEST(CpuTuning, RowsPerDesign) {
   EXPECT_EQ(zen5.arch, CpuArch::Zen5);
   EXPECT_EQ(zen5.gemm_tile_cols, 32);
   EXPECT_EQ(zen4.gemm_tile_cols, 16);
-  EXPECT_EQ(spr.gemm_tile_cols, 16);
+  EXPECT_EQ(spr.gemm_tile_cols, 32);  // measured on the Sapphire Rapids-class VM (docs/notes/gemm.md)
+  EXPECT_EQ(spr.gemm_amx_kc, 256);     // Note [bfloat16 GEMM in AMX tiles]
+  EXPECT_EQ(spr.gemm_amx_mc, 32);
   EXPECT_TRUE(zen5.zmm16);  // Note [zmm 2-byte tiles]: measured on Zen 5 and Zen 4
   EXPECT_TRUE(zen4.zmm16);
   EXPECT_FALSE(spr.zmm16);

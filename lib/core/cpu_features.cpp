@@ -161,6 +161,7 @@ CpuTuning zen4_row() {
 CpuTuning sapphire_rapids_row() {
   CpuTuning t;
   t.gemm_kc = 256;
+  t.gemm_tile_cols = 32;  // Note [Wide tile]: two full-width 512-bit FMA pipes, as Zen 5
   t.transpose_band_rows = 32;
   t.transpose_blocks = false;
   t.group_bytes = 128 * 1024;
