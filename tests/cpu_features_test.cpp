@@ -93,6 +93,9 @@ TEST(CpuTuning, RowsPerDesign) {
   EXPECT_EQ(spr.gemm_tile_cols, 32);  // measured on the Sapphire Rapids-class VM (docs/notes/gemm.md)
   EXPECT_EQ(spr.gemm_amx_kc, 256);     // Note [bfloat16 GEMM in AMX tiles]
   EXPECT_EQ(spr.gemm_amx_mc, 32);
+  EXPECT_FALSE(spr.bf16_dot_runs);  // the long bf16 sums widen there (docs/notes/copy-reduce.md)
+  EXPECT_TRUE(zen4.bf16_dot_runs);
+  EXPECT_TRUE(zen5.bf16_dot_runs);
   EXPECT_TRUE(zen5.zmm16);  // Note [zmm 2-byte tiles]: measured on Zen 5 and Zen 4
   EXPECT_TRUE(zen4.zmm16);
   EXPECT_FALSE(spr.zmm16);
@@ -154,8 +157,8 @@ TEST(CpuTuning, UnknownDesignSizedFromCaches) {
 TEST(CpuTuning, SpecRoundTripsAndRefusesBadInput) {
   CpuTuning t = tuning_for(id_of(CpuVendor::AMD, 25, 17), {});
   std::string err;
-  ASSERT_TRUE(apply_tuning_spec("kc=384,mc=96,nc=2048,tile=32,bands=32,blocks=0,zmm16=0,zmm16fill=1,group=131072,group_min=2,copynt=8388608,grain16=4096,amx=0,amxkc=512,amxmc=64", &t, &err)) << err;
-  EXPECT_EQ(describe_tuning(t), "kc=384,mc=96,nc=2048,tile=32,bands=32,blocks=0,zmm16=0,zmm16fill=1,group=131072,group_min=2,copynt=8388608,grain16=4096,amx=0,amxkc=512,amxmc=64");
+  ASSERT_TRUE(apply_tuning_spec("kc=384,mc=96,nc=2048,tile=32,bands=32,blocks=0,zmm16=0,zmm16fill=1,group=131072,group_min=2,copynt=8388608,grain16=4096,amx=0,amxkc=512,amxmc=64,dotruns=0", &t, &err)) << err;
+  EXPECT_EQ(describe_tuning(t), "kc=384,mc=96,nc=2048,tile=32,bands=32,blocks=0,zmm16=0,zmm16fill=1,group=131072,group_min=2,copynt=8388608,grain16=4096,amx=0,amxkc=512,amxmc=64,dotruns=0");
   CpuTuning u = tuning_for(id_of(CpuVendor::Intel, 6, 143), {});
   ASSERT_TRUE(apply_tuning_spec(describe_tuning(t).c_str(), &u, &err)) << err;
   EXPECT_EQ(describe_tuning(u), describe_tuning(t));
@@ -164,7 +167,7 @@ TEST(CpuTuning, SpecRoundTripsAndRefusesBadInput) {
   EXPECT_EQ(u.gemm_kc, 200);
   const std::string before = describe_tuning(u);
   for (const char* bad : {"kc=4", "kc=abc", "kc=", "kc", "mc=0", "bands=24", "blocks=2", "group=10",
-                          "group_min=17", "nc=-5", "kc=300,bands=8", "tile=24", "tile=0", "tiles=16", "zmm16=2", "zmm16=", "zmm16fill=-1", "zmm16fil=1", "grain16=0", "grain16=x", "amx=2", "amx=", "amxkc=48", "amxkc=16", "amxmc=40", "amxmc=0",
+                          "group_min=17", "nc=-5", "kc=300,bands=8", "tile=24", "tile=0", "tiles=16", "zmm16=2", "zmm16=", "zmm16fill=-1", "zmm16fil=1", "grain16=0", "grain16=x", "amx=2", "amx=", "amxkc=48", "amxkc=16", "amxmc=40", "amxmc=0", "dotruns=2",
                           "copynt=-1", "copynt=1x", "copynt="}) {
     err.clear();
     EXPECT_FALSE(apply_tuning_spec(bad, &u, &err)) << bad;

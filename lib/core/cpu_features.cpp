@@ -168,6 +168,7 @@ CpuTuning sapphire_rapids_row() {
   t.group_min = 2;
   t.gemm_amx_kc = 256;  // Note [bfloat16 GEMM in AMX tiles]: an A panel and a B sliver in L1
   t.gemm_amx_mc = 32;
+  t.bf16_dot_runs = false;  // Note [bfloat16 sums by dot products]: vdpbf16ps at half the FMA rate here
   return t;
 }
 int64_t round_down(int64_t x, int64_t m) { return x / m * m; }
@@ -304,8 +305,9 @@ bool apply_tuning_spec(const char* spec, CpuTuning* out, std::string* err) {
     else if (key == "amx") ok = ok && parse_i64(val, 0, 1, &x) && (t.amx = x != 0, true);
     else if (key == "amxkc") ok = ok && parse_i64(val, 32, 8192, &x) && x % 32 == 0 && (t.gemm_amx_kc = x, true);
     else if (key == "amxmc") ok = ok && parse_i64(val, 32, 1 << 16, &x) && x % 32 == 0 && (t.gemm_amx_mc = x, true);
+    else if (key == "dotruns") ok = ok && parse_i64(val, 0, 1, &x) && (t.bf16_dot_runs = x != 0, true);
     else {
-      if (err) *err = "unknown key '" + key + "' (kc, mc, nc, tile, bands, blocks, zmm16, zmm16fill, group, group_min, copynt, grain16, amx, amxkc, amxmc)";
+      if (err) *err = "unknown key '" + key + "' (kc, mc, nc, tile, bands, blocks, zmm16, zmm16fill, group, group_min, copynt, grain16, amx, amxkc, amxmc, dotruns)";
       return false;
     }
     if (!ok) {
@@ -324,7 +326,7 @@ std::string describe_tuning(const CpuTuning& t) {
          ",group=" + std::to_string(t.group_bytes) + ",group_min=" + std::to_string(t.group_min) +
          ",copynt=" + std::to_string(t.copy_nt_bytes) + ",grain16=" + std::to_string(t.grain16) +
          ",amx=" + (t.amx ? "1" : "0") + ",amxkc=" + std::to_string(t.gemm_amx_kc) +
-         ",amxmc=" + std::to_string(t.gemm_amx_mc);
+         ",amxmc=" + std::to_string(t.gemm_amx_mc) + ",dotruns=" + (t.bf16_dot_runs ? "1" : "0");
 }
 
 namespace {
@@ -454,6 +456,7 @@ bool cpu_has_amx_bf16() {
 }
 
 bool use_amx_bf16() { return use_avx512() && cpu_has_amx_bf16() && cpu_tuning().amx; }
+bool use_bf16_dot_runs() { return use_avx512_bf16() && cpu_tuning().bf16_dot_runs; }
 
 const CacheSizes& cpu_caches() {
   static const CacheSizes c = read_caches();

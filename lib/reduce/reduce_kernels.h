@@ -249,7 +249,7 @@ void h_kernel(const typename V::T* p, int64_t n, int64_t s, double m, Sink& sink
   int64_t i = 0;
 #ifdef SB_HAVE_AVX512
   if constexpr (std::is_same_v<Op, OpSum> && std::is_same_v<typename V::T, BFloat16> && W > 1)
-    if (s == 1 && use_avx512_bf16()) return h_sum_run_dp(p, n, sink);  // Note [bfloat16 sums by dot products]
+    if (s == 1 && use_bf16_dot_runs()) return h_sum_run_dp(p, n, sink);  // Note [bfloat16 sums by dot products]
 #endif
   if (s == 1 && W > 1) {
     const R mv = V::set1(m);
@@ -511,7 +511,10 @@ SB_RZMM void h_max_rows4_zmm(const T* const* p, int64_t n, double* out) {
 // float lane adding its pair of elements (x * 1 is exact), where the AVX2 loop widens
 // 16 elements by two unpacks and adds them by two more instructions. Short rows go four
 // at a time, two chains a row as in Note [Short rows four at a time] (h_sum_rows4_dp);
-// longer runs in h_kernel's blocks of kFlushElems, four chains (h_sum_run_dp). The last
+// longer runs in h_kernel's blocks of kFlushElems, four chains (h_sum_run_dp), where the
+// design's row takes them (use_bf16_dot_runs: on a core whose vdpbf16ps runs at half
+// the FMA rate the widening loop streams long rows faster; docs/notes/copy-reduce.md,
+// "bfloat16 dot products on the Sapphire Rapids-class VM"). The last
 // < 32 elements go through a masked load whose other words are zero, so no scalar
 // tail. A lane sums at most kShortRow / 16 (short rows) or kFlushElems / 64 elements
 // in float32 before the lanes go into double, fewer than the AVX2 loop's. vdpbf16ps
