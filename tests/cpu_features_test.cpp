@@ -110,7 +110,7 @@ TEST(CpuTuning, RowsPerDesign) {
   // Note [Grain in bytes]: measured on Zen 4 (32768, in elements) and Zen 5 (65536, in bytes)
   EXPECT_EQ(zen4.grain16, 32768);
   EXPECT_EQ(zen5.grain16, 65536);
-  EXPECT_EQ(spr.grain16, 65536);
+  EXPECT_EQ(spr.grain16, 32768);
   CpuTuning zen4_row = zen4;
   zen4_row.copy_nt_bytes = 0;
   CpuTuning zen5_as_zen4 = zen5;

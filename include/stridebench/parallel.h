@@ -22,8 +22,8 @@ constexpr int64_t kGrainSize = 32768;  // elements: below this, one thread does 
 // sizes, costs about as many instructions per element: whether a second thread pays
 // for itself at 64 K elements is the machine's. Zen 5: 65536, 128 KiB, as float32, since
 // there a fork and join cost about the work of the float32 row beside it. Zen 4: 32768,
-// PyTorch's grain in elements, where the 2-byte rows of 64 K elements ran faster split
-// (both measured: docs/notes/elementwise.md).
+// PyTorch's grain in elements, where the 2-byte rows of 64 K elements ran faster split;
+// Sapphire Rapids likewise (all three measured: docs/notes/elementwise.md).
 template <typename T>
 constexpr int64_t grain_of() {
   return std::max<int64_t>(1, kGrainSize * 4 / static_cast<int64_t>(sizeof(T)));

@@ -169,6 +169,7 @@ CpuTuning sapphire_rapids_row() {
   t.gemm_amx_kc = 256;  // Note [bfloat16 GEMM in AMX tiles]: an A panel and a B sliver in L1
   t.gemm_amx_mc = 32;
   t.bf16_dot_runs = false;  // Note [bfloat16 sums by dot products]: vdpbf16ps at half the FMA rate here
+  t.grain16 = 32768;        // Note [Grain in bytes]: as on Zen 4
   return t;
 }
 int64_t round_down(int64_t x, int64_t m) { return x / m * m; }
