@@ -35,7 +35,7 @@ def _machine_line(rs):
 
 def _ceiling_rows(rs, dev):
     """Per thread count: the memory ceilings per regime (the fastest copy-kind and the
-    read baseline) and the compute peaks."""
+    read baseline) and the compute peaks (float32, bfloat16, int8)."""
     base = rs.select("baseline", device=dev)
     rows = []
     for th in sorted({b.get("threads") for b in base if b.get("threads")}, key=int):
@@ -47,7 +47,7 @@ def _ceiling_rows(rs, dev):
                 c = [b for b in mine if b["op"] in ops and b.regime == regime and b.gbps()]
                 vals.append(f"{max(b.gbps() for b in c):.0f}" if c else "—")
             cells.append(" / ".join(vals))
-        for dtype in ("f32", "i8"):
+        for dtype in ("f32", "bf16", "i8"):
             c = [b for b in mine if b["op"] in ("fma_peak", "gemm_peak") and b.get("dtype", "f32") == dtype
                  and b.gflops()]
             cells.append(sb.fmt_rate(max(b.gflops() for b in c), "GFLOP/s") if c else "—")
@@ -209,7 +209,7 @@ def render_summary(d):
     if d["ceilings"]:
         out += ["Ceilings measured in this run, which every % ceiling divides by (copy and read "
                 "per regime L1 / L2 / LLC / DRAM, GB/s):", ""] + md_table(
-            ["device", "threads", "copy GB/s", "read GB/s", "f32 peak", "int8 peak"], d["ceilings"]) + [""]
+            ["device", "threads", "copy GB/s", "read GB/s", "f32 peak", "bf16 peak", "int8 peak"], d["ceilings"]) + [""]
     if d["families"]:
         out += ["What a layout or a style costs here, per family (the costliest case of ours; "
                 "details in Memory layout and In-place vs out-of-place):", ""] + md_table(

@@ -10,6 +10,7 @@ import unittest
 
 import sbtest
 from stridebench import results as sb
+from stridebench import summary
 
 ADD = "elementwise/op:add/impl:ours/device:cpu/layout:{}/style:{}/dtype:f32/shape:4096x4096/threads:8"
 MATMUL = "matmul/op:matmul/impl:ours/device:cpu/layout:{}/style:out/dtype:f32/shape:1024x1024/threads:8"
@@ -324,6 +325,13 @@ class LoadTest(unittest.TestCase):
             b, _, pct = sb.ceiling(rs, r)
             self.assertEqual(b["dtype"], "bf16")
             self.assertAlmostEqual(pct, 0.5 * sb.ceiling(rs, rs.like(r, dtype="f32"))[2], places=6)
+        # the Summary's ceilings give the bf16 peak beside the float32 one, "—" where none ran
+        ceil = summary._ceiling_rows(rs, "cpu")  # [device, threads, copy, read, f32, bf16, int8]
+        self.assertTrue(ceil)
+        for row in ceil:
+            self.assertNotIn(row[5], ("—", row[4]))
+        fresh = sb.load_results(sbtest.results_dir(tempfile.mkdtemp()))
+        self.assertEqual({row[5] for row in summary._ceiling_rows(fresh, "cpu")}, {"—"})
 
     def test_run_checks_flag_contradicting_baselines(self):
         self.assertEqual(sb.run_checks(self.all), [])  # the fixture machine was quiet
@@ -661,7 +669,7 @@ class TablesTest(unittest.TestCase):
         summ = text.split("\n## Summary\n")[1].split("\n## ")[0]
         self.assertLessEqual(len(summ.strip().splitlines()), 60, summ)
         self.assertIn("8 cores", summ)
-        self.assertIn("| device | threads | copy GB/s | read GB/s | f32 peak | int8 peak |", summ)
+        self.assertIn("| device | threads | copy GB/s | read GB/s | f32 peak | bf16 peak | int8 peak |", summ)
         self.assertRegex(summ, r"\| elementwise \(cpu\) \| add transposed 4096x4096, 8 thr \| 0\.62x \| 57% \|")
         self.assertIn("| matmul (cuda:0) | matmul transposed 4096x4096 | 0.99x |", summ)
         self.assertEqual(len(re.findall(r"^- \*\*[LSPMHV]\d\*\* ", summ, re.M)), 23)
