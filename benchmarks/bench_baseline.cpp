@@ -394,17 +394,8 @@ __attribute__((target("avx512f,avx512bf16"))) float bf16_chain_avx512() {
 // block issues them (Note [bfloat16 GEMM in AMX tiles] in matmul/gemm_bf16.cpp).
 constexpr int64_t kAmxSteps = 1 << 13;
 #ifdef SB_HAVE_AMX
-struct alignas(64) TileConfig {
-  uint8_t palette = 1, start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t colsb[16] = {};
-  uint8_t rows[16] = {};
-};
 __attribute__((target("amx-tile,amx-bf16"))) float bf16_chain_amx() {
-  TileConfig cfg;
-  for (int t = 0; t < 8; ++t) cfg.colsb[t] = 64, cfg.rows[t] = 16;
-  __asm__ volatile("" : : "r"(&cfg) : "memory");  // all 64 bytes written (see amx_begin)
-  _tile_loadconfig(&cfg);
+  sb::amx_tiles_begin();
   alignas(64) uint32_t a[256], b[256];
   alignas(64) float out[256];
   for (int i = 0; i < 256; ++i) a[i] = 0x3f803f80, b[i] = 0x3a803a80;  // 1, 2^-10
@@ -424,7 +415,7 @@ __attribute__((target("amx-tile,amx-bf16"))) float bf16_chain_amx() {
     _tile_dpbf16ps(3, 5, 7);
   }
   _tile_stored(3, out, 64);
-  _tile_release();
+  sb::amx_tiles_end();
   __asm__ volatile("" : : "r"(out) : "memory");
   return out[0] + out[255];
 }

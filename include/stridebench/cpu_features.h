@@ -137,5 +137,10 @@ bool use_bf16_dot_runs();
 // SB_TUNING=amx=0 turns it off (a sweep or an A/B without a rebuild).
 bool cpu_has_amx_bf16();
 bool use_amx_bf16();
+// The tile configuration of every AMX kernel of ours (palette 1; tiles 0-7, each 16 rows
+// of 64 bytes), loaded on the calling thread; amx_tiles_end() releases the tiles. Call
+// only where cpu_has_amx_bf16().
+void amx_tiles_begin();
+void amx_tiles_end();
 
 }  // namespace sb

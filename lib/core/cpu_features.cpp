@@ -457,6 +457,29 @@ bool cpu_has_amx_bf16() {
 }
 
 bool use_amx_bf16() { return use_avx512() && cpu_has_amx_bf16() && cpu_tuning().amx; }
+
+#ifdef SB_HAVE_AMX
+namespace {
+struct alignas(64) TileConfig {  // ldtilecfg's 64 bytes
+  uint8_t palette = 1, start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {};
+  uint8_t rows[16] = {};
+};
+}  // namespace
+__attribute__((target("amx-tile"))) void amx_tiles_begin() {
+  TileConfig cfg;
+  for (int t = 0; t < 8; ++t) cfg.colsb[t] = 64, cfg.rows[t] = 16;
+  // GCC 12's _tile_loadconfig tells the compiler it reads 8 bytes of cfg, which lets it
+  // drop the stores above: the 64 bytes escape here first.
+  __asm__ volatile("" : : "r"(&cfg) : "memory");
+  _tile_loadconfig(&cfg);
+}
+__attribute__((target("amx-tile"))) void amx_tiles_end() { _tile_release(); }
+#else
+void amx_tiles_begin() { SB_INTERNAL_ASSERT(false, "amx_tiles_begin: not an AMX build"); }
+void amx_tiles_end() {}
+#endif
 bool use_bf16_dot_runs() { return use_avx512_bf16() && cpu_tuning().bf16_dot_runs; }
 
 const CacheSizes& cpu_caches() {

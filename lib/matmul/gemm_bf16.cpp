@@ -227,22 +227,6 @@ struct TileIO {
   int64_t out_ld, out_q;
 };
 #ifdef SB_HAVE_AMX
-struct alignas(64) TileConfig {
-  uint8_t palette = 1, start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t colsb[16] = {};
-  uint8_t rows[16] = {};
-};
-__attribute__((target("amx-tile"))) void amx_begin() {
-  TileConfig cfg;
-  for (int t = 0; t < 8; ++t) cfg.colsb[t] = 64, cfg.rows[t] = 16;  // every tile 16 rows of 64 bytes
-  // GCC 12's _tile_loadconfig tells the compiler it reads 8 bytes of cfg, which lets it
-  // drop the stores above: the 64 bytes escape here first.
-  __asm__ volatile("" : : "r"(&cfg) : "memory");
-  _tile_loadconfig(&cfg);
-}
-__attribute__((target("amx-tile"))) void amx_end() { _tile_release(); }
-
 template <bool TwoA, bool TwoB>
 __attribute__((target("amx-tile,amx-bf16"))) void amx_block(int64_t nch, const uint32_t* a, const uint32_t* b,
                                                            int64_t b_panel, const TileIO& io) {
@@ -288,8 +272,6 @@ void amx_block_hw(int64_t nch, const uint32_t* a, const uint32_t* b, int64_t b_p
   else two_b ? amx_block<false, true>(nch, a, b, b_panel, io) : amx_block<false, false>(nch, a, b, b_panel, io);
 }
 #else
-void amx_begin() { SB_INTERNAL_ASSERT(false, "the bfloat16 tile kernel needs an AMX build"); }
-void amx_end() {}
 void amx_block_hw(int64_t, const uint32_t*, const uint32_t*, int64_t, bool, bool, const TileIO&) {
   SB_INTERNAL_ASSERT(false, "the bfloat16 tile kernel needs an AMX build");
 }
@@ -628,7 +610,7 @@ void gemm_bf16_driver(int64_t M, int64_t N, int64_t K, const BFloat16* a, int64_
     if (path == Bf16Path::Tiles) {  // Note [bfloat16 GEMM in AMX tiles]
       uint32_t* bbuf = reinterpret_cast<uint32_t*>(base);
       uint32_t* abuf = bbuf + w.b_elems;
-      if (hw_tiles) amx_begin();
+      if (hw_tiles) amx_tiles_begin();
       gemm_stripe<uint32_t, 2, kChunkSteps>(
           p, MR, NRs, K, st.m0, st.m1, st.n0, st.n1, bbuf, abuf,
           [&](uint32_t* d, int64_t i0, int64_t mc, int64_t p0, int64_t kc, int) { pack_a_tiles(d, a, a_rs, a_cs, i0, mc, p0, kc); },
@@ -653,7 +635,7 @@ void gemm_bf16_driver(int64_t M, int64_t N, int64_t K, const BFloat16* a, int64_
             if (!direct) store(i, j, mr, nr, first, last);
             else if (last) store(i, j, mr, nr, true, true);
           });
-      if (hw_tiles) amx_end();
+      if (hw_tiles) amx_tiles_end();
       return;
     }
     if (pairs) {
