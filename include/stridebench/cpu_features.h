@@ -5,7 +5,8 @@
 // it (the float32 and bfloat16 GEMM micro-kernels, the direct conv2d kernel, the int8
 // kernel, normalize's short-row kernels, the conversions between float32 and 16-bit types, and
 // the k-masked stores of elementwise outputs, Note [Masked stores] in strips.h); the
-// others keep their AVX2 path at this level.
+// others keep their AVX2 path at this level. The bfloat16 GEMM's AMX tiles belong to it
+// too, where the CPU has AMX-BF16 (use_amx_bf16 below).
 // AVX2 is chosen at build time (meson option `simd`, default: when the compiler and the
 // building CPU have it; see meson.build). The AVX-512 kernels are compiled with function
 // target attributes whenever the compiler supports them (SB_HAVE_AVX512) and taken only
