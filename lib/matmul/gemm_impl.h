@@ -192,11 +192,12 @@ inline int tile_mr() {
   if constexpr (std::is_same<T, float>::value) return use_avx512() ? (wide_tile() ? kMRw : kMRf512) : kMRf;
   return Tile<T>::MR;
 }
-// The columns one tile call covers for a tile of MR rows: 32 for the wide tile (two B
-// panels), else the B panel's NR.
+// The columns one tile call covers for a tile of MR rows: 32 for the wide tile and the
+// bfloat16 AMX block (two B panels), else the B panel's NR.
 template <typename T>
 inline int tile_cols(int MR) {
-  return std::is_same<T, float>::value && (MR == kMRw || MR == kMRt) ? (MR == kMRw ? kNRw : kNRt) : Tile<T>::NR;
+  if (!std::is_same<T, float>::value) return Tile<T>::NR;
+  return MR == kMRw ? kNRw : MR == kMRt ? kNRt : Tile<T>::NR;
 }
 
 inline int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
