@@ -455,10 +455,49 @@ void ukernel_bf16_pairs_scalar(int64_t ks, const uint32_t* a, const uint32_t* b,
   }
 }
 
+#if defined(SB_HAVE_AVX2) && defined(SB_HAVE_AVX512)
+// store_tile_bf16's full 16-column rows of a row-major C where the CPU has AVX512_BF16:
+// one vector a row, the epilogue in store_tile_bf16's order, rounded by vcvtneps2bf16 as
+// the pair kernel's fused store is (Note [bfloat16 NaN and subnormals]). The AMX blocks
+// leave through here; the AVX2 rounding (eight instructions per 8 values) took a sixth
+// of the bfloat16 Linear's time (docs/notes/gemm.md, "bfloat16 C by vcvtneps2bf16").
+__attribute__((target("avx512f,avx512bf16"))) void store_rows_bf16_512(const float* tile, float* acc, int64_t acc_ld,
+                                                                      BFloat16* c, int64_t c_rs, int mr,
+                                                                      const GemmEpilogue& ep, bool first, bool last,
+                                                                      int64_t i0, int64_t j0) {
+  const bool col_bias = last && ep.bias && !ep.bias_per_row, row_bias = last && ep.bias && ep.bias_per_row;
+  __m512 cb[1];
+  col_bias_vectors<1>(ep, j0, col_bias, cb);
+  const __m512 alpha = _mm512_set1_ps(ep.alpha), beta = _mm512_set1_ps(ep.beta), zero = _mm512_setzero_ps();
+  for (int r = 0; r < mr; ++r) {
+    __m512 v = _mm512_load_ps(tile + r * 16);
+    float* ar = acc + r * acc_ld;
+    if (!first) v = _mm512_add_ps(v, _mm512_loadu_ps(ar));
+    if (!last) {
+      _mm512_storeu_ps(ar, v);
+      continue;
+    }
+    BFloat16* cr = c + r * c_rs;
+    v = _mm512_mul_ps(v, alpha);
+    if (ep.beta != 0.0f) v = _mm512_add_ps(v, _mm512_mul_ps(beta, vec::Vec<BFloat16, 512>::load(cr)));
+    if (col_bias) v = _mm512_add_ps(v, cb[0]);
+    if (row_bias) v = _mm512_add_ps(v, _mm512_set1_ps(ep.bias[(i0 + r) * ep.bias_stride]));
+    if (ep.relu) v = _mm512_mask_max_ps(v, 0xFFFF, zero, v);  // NaN stays (Note [Fused relu and NaN])
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(cr), (__m256i)_mm512_cvtneps_pbh(v));
+  }
+}
+#endif
+
 // Note [bfloat16 C]: tile (mr x nr floats, ld 16) into a bfloat16 C; acc (ld acc_ld) holds
 // the sums of the earlier KC blocks.
 void store_tile_bf16(const float* tile, float* acc, int64_t acc_ld, BFloat16* c, int64_t c_rs, int64_t c_cs, int mr,
                      int nr, const GemmEpilogue& ep, bool first, bool last, int64_t i0, int64_t j0) {
+#if defined(SB_HAVE_AVX2) && defined(SB_HAVE_AVX512)
+  if (nr == 16 && c_cs == 1 && use_avx512_bf16()) {
+    store_rows_bf16_512(tile, acc, acc_ld, c, c_rs, mr, ep, first, last, i0, j0);
+    return;
+  }
+#endif
 #ifdef SB_HAVE_AVX2
   // Full 16-column rows of a row-major C in two 8-float vectors: the 16x16 tiles' case
   // (Linear's bias and the MLP's relu included); the rest element by element below.
