@@ -501,7 +501,7 @@ TEST(CopyFast, TwoByteTransposesBandsAndBlocks) {
           if (simd_level() >= SimdLevel::AVX2) {
             const int want = !c.far                                ? 32
                              : now.transpose_blocks && c.nA >= 1024 ? 64
-                             : now.zmm16 && use_avx512()           ? 16
+                             : now.zmm16 && c.nA >= now.zmm16_lines_min && use_avx512() ? 16
                                                                    : 0;
             EXPECT_EQ(last_copy_band_rows(), want) << where;
           }

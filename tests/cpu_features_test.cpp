@@ -98,7 +98,10 @@ TEST(CpuTuning, RowsPerDesign) {
   EXPECT_TRUE(zen5.bf16_dot_runs);
   EXPECT_TRUE(zen5.zmm16);  // Note [zmm 2-byte tiles]: measured on Zen 5 and Zen 4
   EXPECT_TRUE(zen4.zmm16);
-  EXPECT_FALSE(spr.zmm16);
+  EXPECT_TRUE(spr.zmm16);  // measured on the Sapphire Rapids-class VM (docs/notes/copy-reduce.md),
+  EXPECT_EQ(spr.zmm16_lines_min, 128);  // but its streaming runs for long source rows only
+  EXPECT_EQ(zen4.zmm16_lines_min, 16);
+  EXPECT_EQ(zen5.zmm16_lines_min, 16);
   EXPECT_TRUE(zen5.zmm16_fill);  // the blocks' fill through them: Zen 5 only
   EXPECT_FALSE(zen4.zmm16_fill);
   EXPECT_FALSE(spr.zmm16_fill);
@@ -157,8 +160,8 @@ TEST(CpuTuning, UnknownDesignSizedFromCaches) {
 TEST(CpuTuning, SpecRoundTripsAndRefusesBadInput) {
   CpuTuning t = tuning_for(id_of(CpuVendor::AMD, 25, 17), {});
   std::string err;
-  ASSERT_TRUE(apply_tuning_spec("kc=384,mc=96,nc=2048,tile=32,bands=32,blocks=0,zmm16=0,zmm16fill=1,group=131072,group_min=2,copynt=8388608,grain16=4096,amx=0,amxkc=512,amxmc=64,dotruns=0", &t, &err)) << err;
-  EXPECT_EQ(describe_tuning(t), "kc=384,mc=96,nc=2048,tile=32,bands=32,blocks=0,zmm16=0,zmm16fill=1,group=131072,group_min=2,copynt=8388608,grain16=4096,amx=0,amxkc=512,amxmc=64,dotruns=0");
+  ASSERT_TRUE(apply_tuning_spec("kc=384,mc=96,nc=2048,tile=32,bands=32,blocks=0,zmm16=0,zmm16fill=1,zmm16lines=256,group=131072,group_min=2,copynt=8388608,grain16=4096,amx=0,amxkc=512,amxmc=64,dotruns=0", &t, &err)) << err;
+  EXPECT_EQ(describe_tuning(t), "kc=384,mc=96,nc=2048,tile=32,bands=32,blocks=0,zmm16=0,zmm16fill=1,zmm16lines=256,group=131072,group_min=2,copynt=8388608,grain16=4096,amx=0,amxkc=512,amxmc=64,dotruns=0");
   CpuTuning u = tuning_for(id_of(CpuVendor::Intel, 6, 143), {});
   ASSERT_TRUE(apply_tuning_spec(describe_tuning(t).c_str(), &u, &err)) << err;
   EXPECT_EQ(describe_tuning(u), describe_tuning(t));
@@ -167,7 +170,7 @@ TEST(CpuTuning, SpecRoundTripsAndRefusesBadInput) {
   EXPECT_EQ(u.gemm_kc, 200);
   const std::string before = describe_tuning(u);
   for (const char* bad : {"kc=4", "kc=abc", "kc=", "kc", "mc=0", "bands=24", "blocks=2", "group=10",
-                          "group_min=17", "nc=-5", "kc=300,bands=8", "tile=24", "tile=0", "tiles=16", "zmm16=2", "zmm16=", "zmm16fill=-1", "zmm16fil=1", "grain16=0", "grain16=x", "amx=2", "amx=", "amxkc=48", "amxkc=16", "amxmc=40", "amxmc=0", "dotruns=2",
+                          "group_min=17", "nc=-5", "kc=300,bands=8", "tile=24", "tile=0", "tiles=16", "zmm16=2", "zmm16=", "zmm16fill=-1", "zmm16fil=1", "zmm16lines=8", "zmm16lines=", "grain16=0", "grain16=x", "amx=2", "amx=", "amxkc=48", "amxkc=16", "amxmc=40", "amxmc=0", "dotruns=2",
                           "copynt=-1", "copynt=1x", "copynt="}) {
     err.clear();
     EXPECT_FALSE(apply_tuning_spec(bad, &u, &err)) << bad;

@@ -79,6 +79,8 @@ struct CpuTuning {
   bool transpose_blocks = true;  // wide transposes as pipelined 64-row blocks
   bool zmm16 = false;            // 2-byte transposes through zmm tiles (Note [zmm 2-byte tiles])
   bool zmm16_fill = false;       // and the 2-byte pipelined blocks' fill through them
+  int64_t zmm16_lines_min = 16;  // and the streaming 2-byte tile runs, for source rows of at least
+                                 // this many elements (Note [Streaming 2-byte tile runs])
   int64_t group_bytes = 512 * 1024;  // elementwise staging: bytes per group of planes
   int group_min = 1;                 // and the fewest planes per group
   int64_t copy_nt_bytes = 0;  // dense copies stream above max(this, the streaming threshold), 1.5x
@@ -92,7 +94,7 @@ struct CpuTuning {
 };
 // The tuning for a core and its caches (pure; the basis says which row was taken).
 CpuTuning tuning_for(const CpuId& id, const CacheSizes& caches);
-// Applies "key=value,..." (kc, mc, nc, tile, bands, blocks, zmm16, zmm16fill, group,
+// Applies "key=value,..." (kc, mc, nc, tile, bands, blocks, zmm16, zmm16fill, zmm16lines, group,
 // group_min, copynt, grain16, amx, amxkc, amxmc, dotruns) to t; false with *err naming the bad key or value, t
 // unchanged.
 bool apply_tuning_spec(const char* spec, CpuTuning* t, std::string* err);

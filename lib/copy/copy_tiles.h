@@ -249,7 +249,11 @@ constexpr int64_t kDirectA = 16, kDirectB = 32, kDirectLlcMinA = 128;
 // dst row gets one whole 64-byte line per visit, written without a read for ownership,
 // and each B tile's source rows are read start to end. The dst alignment is the bands'
 // (dst rows 64-byte aligned); the whole 16 x 32 tiles stream, the edges (nA % 16 rows,
-// nB % 32 columns) are stored plainly, and a fence ends each thread's range.
+// nB % 32 columns) are stored plainly, and a fence ends each thread's range. The
+// design's tuning may keep the buffered tiles for short source rows while taking the zmm
+// tiles elsewhere (zmm16_lines_min): on the Sapphire Rapids-class VM the runs of 64-element
+// source rows took 1.29x the buffered tiles' time, those of 256 and 4096 0.73-0.90x
+// (docs/notes/copy-reduce.md, "zmm 2-byte tiles on the Sapphire Rapids-class VM").
 
 // Note [Direct tile runs]: the direct tiles of one (outer, B-tile) row, A from 0 to na,
 // in one call, whole 16 x 32 tiles with compile-time extents: locating every tile
@@ -359,7 +363,7 @@ int tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool nt) {
   const bool zmm16 = use_avx512() && cpu_tuning().zmm16;
   if (bands16 && dA * 2 >= kBlockMinRowBytes) {  // 2-byte dst rows far apart: blocks, zmm tile runs or the buffered tiles
     blocks16 = transpose_bands(nA, dA * 2).rows == kBlockB;
-    lines16 = !blocks16 && zmm16 && nA >= kDirectA;
+    lines16 = !blocks16 && zmm16 && nA >= std::max(kDirectA, cpu_tuning().zmm16_lines_min);
     bands16 = false;
   }
   // Note [Direct small tiles]: L2-resident copies whose dst rows do not alias in L1
@@ -377,13 +381,23 @@ int tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool nt) {
   // direct16 A-fastest only with zmm tiles (Note [zmm 2-byte tiles]): a run's dst writes
   // are whole 64-byte lines, so two threads on neighbouring B tiles share none
   const bool a_fastest = (bands && tune.source_rows_outer) || bands16 || blocks16 || direct || (direct16 && zmm16);
+  // Note [Runs split by dst rows]: where those dst rows are not whole lines (rows a
+  // multiple of 64 bytes apart, from a 64-byte boundary), neighbouring B tiles share a
+  // line in every row, and threads split by B tiles wrote the line at their border from
+  // both cores. Then A is cut into one part per thread, each part's runs done for every
+  // B tile before the next part: a thread writes whole dst rows.
+  bool whole_lines = reinterpret_cast<uintptr_t>(d) % 64 == 0 && (dA * 2) % 64 == 0;
+  for (int64_t st : outer.dst) whole_lines = whole_lines && (st * 2) % 64 == 0;
+  const int64_t parts = direct16 && zmm16 && !whole_lines && !in_parallel_region() ? get_num_threads() : 1;
 #else
   const int64_t tA = tile, tB = tile;
   const bool a_fastest = false;
+  const int64_t parts = 1;
 #endif
   const int64_t no = outer.ndim();
   const int64_t ta = (nA + tA - 1) / tA, tb = (nB + tB - 1) / tB;
-  const int64_t tasks = nouter * ta * tb;
+  const int64_t tap = a_fastest ? (ta + parts - 1) / parts : ta;  // A tiles of a part (tasks past ta: empty)
+  const int64_t tasks = nouter * (a_fastest ? parts * tap : ta) * tb;
   parallel_for(0, tasks, std::max<int64_t>(1, kGrainSize / (tA * tB)), [&](int64_t b, int64_t e) {
     Dims idx(static_cast<size_t>(std::max<int64_t>(no, 1)));
 #ifdef SB_HAVE_AVX2
@@ -391,8 +405,9 @@ int tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool nt) {
 #endif
     // task t -> its tile: dst and src corners, extent na x nb
     const auto locate = [&](int64_t t, int64_t& doff, int64_t& soff, int64_t& na, int64_t& nb) {
-      const int64_t o = t / (ta * tb);
-      const int64_t ia = a_fastest ? t % ta : (t / tb) % ta, ib = a_fastest ? (t / ta) % tb : t % tb;
+      const int64_t per_o = tasks / nouter, r = t % per_o, o = t / per_o;
+      const int64_t ia = a_fastest ? r / (tb * tap) * tap + r % tap : (r / tb) % ta,
+                    ib = a_fastest ? (r / tap) % tb : r % tb;
       unravel_offsets(outer, no, o, doff, soff, idx);
       const int64_t i0 = ia * tA, j0 = ib * tB;
       na = std::min(tA, nA - i0);
@@ -459,12 +474,14 @@ int tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool nt) {
     const auto run_direct = [&](auto zero) {
       using E = decltype(zero);
       for (int64_t t = b; t < e;) {
-        const int64_t ia = a_fastest ? t % ta : (t / tb) % ta;
-        const int64_t run = a_fastest ? std::min(ta - ia, e - t) : 1;  // A-fastest tiles are consecutive
-        int64_t doff, soff, na, nb;
-        locate(t, doff, soff, na, nb);
-        direct_tile_run<E>(reinterpret_cast<E*>(d + doff), dA, reinterpret_cast<const E*>(s + soff), sB,
-                           std::min(run * tA, nA - ia * tA), nb, zmm16, lines16);
+        const int64_t r = t % (tasks / nouter), ia = a_fastest ? r / (tb * tap) * tap + r % tap : (r / tb) % ta;
+        const int64_t run = a_fastest ? std::min(tap - r % tap, e - t) : 1;  // A-fastest tiles are consecutive
+        if (ia < ta) {  // a part's tasks past the last A tile are empty
+          int64_t doff, soff, na, nb;
+          locate(t, doff, soff, na, nb);
+          direct_tile_run<E>(reinterpret_cast<E*>(d + doff), dA, reinterpret_cast<const E*>(s + soff), sB,
+                             std::min(run * tA, nA - ia * tA), nb, zmm16, lines16);
+        }
         t += run;
       }
       fence(lines16);

@@ -164,6 +164,9 @@ CpuTuning sapphire_rapids_row() {
   t.gemm_tile_cols = 32;  // Note [Wide tile]: two full-width 512-bit FMA pipes, as Zen 5
   t.transpose_band_rows = 32;
   t.transpose_blocks = false;
+  t.zmm16 = true;              // Note [zmm 2-byte tiles]: the direct tiles and their runs, 0.60-0.90x there,
+  t.zmm16_lines_min = 128;     // the streaming runs of source rows under 128 elements not (NHWC -> NCHW
+                               // of 64 channels: 1.29x the buffered tiles' time)
   t.group_bytes = 128 * 1024;
   t.group_min = 2;
   t.gemm_amx_kc = 256;  // Note [bfloat16 GEMM in AMX tiles]: an A panel and a B sliver in L1
@@ -299,6 +302,7 @@ bool apply_tuning_spec(const char* spec, CpuTuning* out, std::string* err) {
     else if (key == "blocks") ok = ok && parse_i64(val, 0, 1, &x) && (t.transpose_blocks = x != 0, true);
     else if (key == "zmm16") ok = ok && parse_i64(val, 0, 1, &x) && (t.zmm16 = x != 0, true);
     else if (key == "zmm16fill") ok = ok && parse_i64(val, 0, 1, &x) && (t.zmm16_fill = x != 0, true);
+    else if (key == "zmm16lines") ok = ok && parse_i64(val, 16, int64_t{1} << 40, &t.zmm16_lines_min);
     else if (key == "group") ok = ok && parse_i64(val, 4096, int64_t{1} << 30, &t.group_bytes);
     else if (key == "group_min") ok = ok && parse_i64(val, 1, 16, &x) && (t.group_min = static_cast<int>(x), true);
     else if (key == "copynt") ok = ok && parse_i64(val, 0, int64_t{1} << 40, &t.copy_nt_bytes);
@@ -308,11 +312,11 @@ bool apply_tuning_spec(const char* spec, CpuTuning* out, std::string* err) {
     else if (key == "amxmc") ok = ok && parse_i64(val, 32, 1 << 16, &x) && x % 32 == 0 && (t.gemm_amx_mc = x, true);
     else if (key == "dotruns") ok = ok && parse_i64(val, 0, 1, &x) && (t.bf16_dot_runs = x != 0, true);
     else {
-      if (err) *err = "unknown key '" + key + "' (kc, mc, nc, tile, bands, blocks, zmm16, zmm16fill, group, group_min, copynt, grain16, amx, amxkc, amxmc, dotruns)";
+      if (err) *err = "unknown key '" + key + "' (kc, mc, nc, tile, bands, blocks, zmm16, zmm16fill, zmm16lines, group, group_min, copynt, grain16, amx, amxkc, amxmc, dotruns)";
       return false;
     }
     if (!ok) {
-      if (err) *err = "bad value in '" + item + "' (kc 8-8192, mc and nc >= 1, tile 16 or 32, bands 16 or 32, blocks, zmm16 and zmm16fill 0 or 1, group >= 4096, group_min 1-16, copynt 0-2^40 bytes, grain16 1-2^40 elements)";
+      if (err) *err = "bad value in '" + item + "' (kc 8-8192, mc and nc >= 1, tile 16 or 32, bands 16 or 32, blocks, zmm16 and zmm16fill 0 or 1, zmm16lines >= 16 elements, group >= 4096, group_min 1-16, copynt 0-2^40 bytes, grain16 1-2^40 elements)";
       return false;
     }
   }
@@ -323,7 +327,7 @@ bool apply_tuning_spec(const char* spec, CpuTuning* out, std::string* err) {
 std::string describe_tuning(const CpuTuning& t) {
   return "kc=" + std::to_string(t.gemm_kc) + ",mc=" + std::to_string(t.gemm_mc) + ",nc=" + std::to_string(t.gemm_nc) +
          ",tile=" + std::to_string(t.gemm_tile_cols) + ",bands=" + std::to_string(t.transpose_band_rows) + ",blocks=" + (t.transpose_blocks ? "1" : "0") + ",zmm16=" + (t.zmm16 ? "1" : "0") +
-         ",zmm16fill=" + (t.zmm16_fill ? "1" : "0") +
+         ",zmm16fill=" + (t.zmm16_fill ? "1" : "0") + ",zmm16lines=" + std::to_string(t.zmm16_lines_min) +
          ",group=" + std::to_string(t.group_bytes) + ",group_min=" + std::to_string(t.group_min) +
          ",copynt=" + std::to_string(t.copy_nt_bytes) + ",grain16=" + std::to_string(t.grain16) +
          ",amx=" + (t.amx ? "1" : "0") + ",amxkc=" + std::to_string(t.gemm_amx_kc) +
