@@ -93,9 +93,12 @@ TEST(CpuTuning, RowsPerDesign) {
   EXPECT_EQ(spr.gemm_tile_cols, 32);  // measured on the Sapphire Rapids-class VM (docs/notes/gemm.md)
   EXPECT_EQ(spr.gemm_amx_kc, 256);     // Note [bfloat16 GEMM in AMX tiles]
   EXPECT_EQ(spr.gemm_amx_mc, 32);
-  EXPECT_FALSE(spr.bf16_dot_runs);  // the long bf16 sums widen there (docs/notes/copy-reduce.md)
+  EXPECT_TRUE(spr.bf16_dot_runs);  // the long bf16 sums by dot products up to four L2s there,
+  EXPECT_EQ(spr.bf16_dot_runs_max, 4 << 20);  // widened beyond (docs/notes/copy-reduce.md)
   EXPECT_TRUE(zen4.bf16_dot_runs);
+  EXPECT_EQ(zen4.bf16_dot_runs_max, 0);
   EXPECT_TRUE(zen5.bf16_dot_runs);
+  EXPECT_EQ(zen5.bf16_dot_runs_max, 0);
   EXPECT_TRUE(zen5.zmm16);  // Note [zmm 2-byte tiles]: measured on Zen 5 and Zen 4
   EXPECT_TRUE(zen4.zmm16);
   EXPECT_TRUE(spr.zmm16);  // measured on the Sapphire Rapids-class VM (docs/notes/copy-reduce.md),
@@ -160,8 +163,8 @@ TEST(CpuTuning, UnknownDesignSizedFromCaches) {
 TEST(CpuTuning, SpecRoundTripsAndRefusesBadInput) {
   CpuTuning t = tuning_for(id_of(CpuVendor::AMD, 25, 17), {});
   std::string err;
-  ASSERT_TRUE(apply_tuning_spec("kc=384,mc=96,nc=2048,tile=32,bands=32,blocks=0,zmm16=0,zmm16fill=1,zmm16lines=256,group=131072,group_min=2,copynt=8388608,grain16=4096,amx=0,amxkc=512,amxmc=64,dotruns=0", &t, &err)) << err;
-  EXPECT_EQ(describe_tuning(t), "kc=384,mc=96,nc=2048,tile=32,bands=32,blocks=0,zmm16=0,zmm16fill=1,zmm16lines=256,group=131072,group_min=2,copynt=8388608,grain16=4096,amx=0,amxkc=512,amxmc=64,dotruns=0");
+  ASSERT_TRUE(apply_tuning_spec("kc=384,mc=96,nc=2048,tile=32,bands=32,blocks=0,zmm16=0,zmm16fill=1,zmm16lines=256,group=131072,group_min=2,copynt=8388608,grain16=4096,amx=0,amxkc=512,amxmc=64,dotruns=0,dotrunsmax=8388608", &t, &err)) << err;
+  EXPECT_EQ(describe_tuning(t), "kc=384,mc=96,nc=2048,tile=32,bands=32,blocks=0,zmm16=0,zmm16fill=1,zmm16lines=256,group=131072,group_min=2,copynt=8388608,grain16=4096,amx=0,amxkc=512,amxmc=64,dotruns=0,dotrunsmax=8388608");
   CpuTuning u = tuning_for(id_of(CpuVendor::Intel, 6, 143), {});
   ASSERT_TRUE(apply_tuning_spec(describe_tuning(t).c_str(), &u, &err)) << err;
   EXPECT_EQ(describe_tuning(u), describe_tuning(t));
@@ -170,7 +173,7 @@ TEST(CpuTuning, SpecRoundTripsAndRefusesBadInput) {
   EXPECT_EQ(u.gemm_kc, 200);
   const std::string before = describe_tuning(u);
   for (const char* bad : {"kc=4", "kc=abc", "kc=", "kc", "mc=0", "bands=24", "blocks=2", "group=10",
-                          "group_min=17", "nc=-5", "kc=300,bands=8", "tile=24", "tile=0", "tiles=16", "zmm16=2", "zmm16=", "zmm16fill=-1", "zmm16fil=1", "zmm16lines=8", "zmm16lines=", "grain16=0", "grain16=x", "amx=2", "amx=", "amxkc=48", "amxkc=16", "amxmc=40", "amxmc=0", "dotruns=2",
+                          "group_min=17", "nc=-5", "kc=300,bands=8", "tile=24", "tile=0", "tiles=16", "zmm16=2", "zmm16=", "zmm16fill=-1", "zmm16fil=1", "zmm16lines=8", "zmm16lines=", "grain16=0", "grain16=x", "amx=2", "amx=", "amxkc=48", "amxkc=16", "amxmc=40", "amxmc=0", "dotruns=2", "dotrunsmax=-1", "dotrunsmax=",
                           "copynt=-1", "copynt=1x", "copynt="}) {
     err.clear();
     EXPECT_FALSE(apply_tuning_spec(bad, &u, &err)) << bad;
@@ -183,6 +186,27 @@ TEST(CpuTuning, SpecRoundTripsAndRefusesBadInput) {
   EXPECT_NE(err.find("tile=24"), std::string::npos) << err;
   apply_tuning_spec("bands=24", &u, &err);
   EXPECT_NE(err.find("bands=24"), std::string::npos) << err;
+}
+
+// Note [bfloat16 sums by dot products]: the long runs by dot products where the tuning
+// takes them, up to its byte limit (none: 0); never without AVX512_BF16.
+TEST(CpuTuning, DotRunsUpToTheirLimit) {
+  struct Restore {
+    ~Restore() { set_cpu_tuning(nullptr); }
+  } restore;
+  CpuTuning t = tuning_for(id_of(CpuVendor::Intel, 6, 143), {48 << 10, 2 << 20, 480 << 20, 3});
+  ASSERT_EQ(t.bf16_dot_runs_max, 8 << 20);
+  set_cpu_tuning(&t);
+  const bool hw = use_avx512_bf16();
+  EXPECT_EQ(use_bf16_dot_runs(1), hw);
+  EXPECT_EQ(use_bf16_dot_runs(8 << 20), hw);
+  EXPECT_FALSE(use_bf16_dot_runs((8 << 20) + 1));
+  t.bf16_dot_runs_max = 0;
+  set_cpu_tuning(&t);
+  EXPECT_EQ(use_bf16_dot_runs(int64_t{1} << 40), hw);
+  t.bf16_dot_runs = false;
+  set_cpu_tuning(&t);
+  EXPECT_FALSE(use_bf16_dot_runs(1));
 }
 
 // SB_TUNING is read once per process, so each value runs in a child: this binary again,

@@ -90,12 +90,13 @@ struct CpuTuning {
   bool amx = true;          // the bfloat16 GEMM in AMX tiles where the CPU has them,
   int64_t gemm_amx_kc = 256;  // with KC in k (a multiple of 32: whole tiles)
   int64_t gemm_amx_mc = 32;   // and MC in rows (a multiple of 32)
-  bool bf16_dot_runs = true;  // long bfloat16 sums by vdpbf16ps (Note [bfloat16 sums by dot products])
+  bool bf16_dot_runs = true;  // long bfloat16 sums by vdpbf16ps (Note [bfloat16 sums by dot products]),
+  int64_t bf16_dot_runs_max = 0;  // for inputs of at most this many bytes (0: any size)
 };
 // The tuning for a core and its caches (pure; the basis says which row was taken).
 CpuTuning tuning_for(const CpuId& id, const CacheSizes& caches);
 // Applies "key=value,..." (kc, mc, nc, tile, bands, blocks, zmm16, zmm16fill, zmm16lines, group,
-// group_min, copynt, grain16, amx, amxkc, amxmc, dotruns) to t; false with *err naming the bad key or value, t
+// group_min, copynt, grain16, amx, amxkc, amxmc, dotruns, dotrunsmax) to t; false with *err naming the bad key or value, t
 // unchanged.
 bool apply_tuning_spec(const char* spec, CpuTuning* t, std::string* err);
 // tuning_for(cpu_id(), cpu_caches()), then the SB_TUNING environment variable
@@ -129,9 +130,10 @@ inline bool use_avx512() {
 // run where use_avx512() and this hold, so SB_SIMD=avx2 turns them off with the rest.
 bool cpu_has_avx512_bf16();
 inline bool use_avx512_bf16() { return use_avx512() && cpu_has_avx512_bf16(); }
-// The long-run bfloat16 sum by vdpbf16ps against ones, where the design's row takes it
-// (CpuTuning::bf16_dot_runs; Note [bfloat16 sums by dot products]).
-bool use_bf16_dot_runs();
+// The long-run bfloat16 sum by vdpbf16ps against ones, for a reduction of input_bytes,
+// where the design's row takes it (CpuTuning::bf16_dot_runs and bf16_dot_runs_max; Note
+// [bfloat16 sums by dot products]).
+bool use_bf16_dot_runs(int64_t input_bytes);
 
 // AMX-TILE and AMX-BF16 (tdpbf16ps: a 16x16 float32 tile += a 16x32 by 32x16 bfloat16
 // product) on the running CPU, with the tile state granted to this process (Linux

@@ -158,7 +158,7 @@ CpuTuning zen4_row() {
   t.grain16 = 32768;  // Note [Grain in bytes]: PyTorch's grain in elements, the 2-byte loops bound by instructions
   return t;
 }
-CpuTuning sapphire_rapids_row() {
+CpuTuning sapphire_rapids_row(const CacheSizes& caches) {
   CpuTuning t;
   t.gemm_kc = 256;
   t.gemm_tile_cols = 32;  // Note [Wide tile]: two full-width 512-bit FMA pipes, as Zen 5
@@ -171,7 +171,10 @@ CpuTuning sapphire_rapids_row() {
   t.group_min = 2;
   t.gemm_amx_kc = 256;  // Note [bfloat16 GEMM in AMX tiles]: an A panel and a B sliver in L1
   t.gemm_amx_mc = 32;
-  t.bf16_dot_runs = false;  // Note [bfloat16 sums by dot products]: vdpbf16ps at half the FMA rate here
+  // Note [bfloat16 sums by dot products]: vdpbf16ps runs at half the FMA rate here; its
+  // long runs gain in the caches (0.54-0.78x at 256 KiB-2 MiB), are level at 8-32 MiB and
+  // lose from memory (1.11-1.16x at 256 MiB): up to four L2s of input
+  t.bf16_dot_runs_max = 4 * (caches.l2 > 0 ? caches.l2 : int64_t{2} << 20);
   t.grain16 = 32768;        // Note [Grain in bytes]: as on Zen 4
   return t;
 }
@@ -253,11 +256,11 @@ CpuTuning tuning_for(const CpuId& id, const CacheSizes& caches) {
       t.basis = "zen4's row (not measured on " + name + ")";
       break;
     case CpuArch::SapphireRapids:
-      t = sapphire_rapids_row();
+      t = sapphire_rapids_row(caches);
       t.basis = "measured on sapphire-rapids";
       break;
     case CpuArch::SkylakeX: case CpuArch::IceLakeX: case CpuArch::GraniteRapids:
-      t = sapphire_rapids_row();
+      t = sapphire_rapids_row(caches);
       t.basis = "sapphire-rapids's row (not measured on " + name + ")";
       break;
     default: {
@@ -265,7 +268,7 @@ CpuTuning tuning_for(const CpuId& id, const CacheSizes& caches) {
       // defaults, cut down where the caches are smaller than the ones they were sized on.
       const CpuVendor v = id.vendor;
       if (v == CpuVendor::AMD || v == CpuVendor::Intel) {
-        t = v == CpuVendor::AMD ? zen4_row() : sapphire_rapids_row();
+        t = v == CpuVendor::AMD ? zen4_row() : sapphire_rapids_row(caches);
         t.basis = std::string(v == CpuVendor::AMD ? "zen4's" : "sapphire-rapids's") + " row (unknown design)";
         break;
       }
@@ -311,12 +314,13 @@ bool apply_tuning_spec(const char* spec, CpuTuning* out, std::string* err) {
     else if (key == "amxkc") ok = ok && parse_i64(val, 32, 8192, &x) && x % 32 == 0 && (t.gemm_amx_kc = x, true);
     else if (key == "amxmc") ok = ok && parse_i64(val, 32, 1 << 16, &x) && x % 32 == 0 && (t.gemm_amx_mc = x, true);
     else if (key == "dotruns") ok = ok && parse_i64(val, 0, 1, &x) && (t.bf16_dot_runs = x != 0, true);
+    else if (key == "dotrunsmax") ok = ok && parse_i64(val, 0, int64_t{1} << 50, &t.bf16_dot_runs_max);
     else {
-      if (err) *err = "unknown key '" + key + "' (kc, mc, nc, tile, bands, blocks, zmm16, zmm16fill, zmm16lines, group, group_min, copynt, grain16, amx, amxkc, amxmc, dotruns)";
+      if (err) *err = "unknown key '" + key + "' (kc, mc, nc, tile, bands, blocks, zmm16, zmm16fill, zmm16lines, group, group_min, copynt, grain16, amx, amxkc, amxmc, dotruns, dotrunsmax)";
       return false;
     }
     if (!ok) {
-      if (err) *err = "bad value in '" + item + "' (kc 8-8192, mc and nc >= 1, tile 16 or 32, bands 16 or 32, blocks, zmm16 and zmm16fill 0 or 1, zmm16lines >= 16 elements, group >= 4096, group_min 1-16, copynt 0-2^40 bytes, grain16 1-2^40 elements)";
+      if (err) *err = "bad value in '" + item + "' (kc 8-8192, mc and nc >= 1, tile 16 or 32, bands 16 or 32, blocks, zmm16 and zmm16fill 0 or 1, zmm16lines >= 16 elements, group >= 4096, group_min 1-16, copynt 0-2^40 bytes, grain16 1-2^40 elements, dotrunsmax 0-2^50 bytes)";
       return false;
     }
   }
@@ -331,7 +335,8 @@ std::string describe_tuning(const CpuTuning& t) {
          ",group=" + std::to_string(t.group_bytes) + ",group_min=" + std::to_string(t.group_min) +
          ",copynt=" + std::to_string(t.copy_nt_bytes) + ",grain16=" + std::to_string(t.grain16) +
          ",amx=" + (t.amx ? "1" : "0") + ",amxkc=" + std::to_string(t.gemm_amx_kc) +
-         ",amxmc=" + std::to_string(t.gemm_amx_mc) + ",dotruns=" + (t.bf16_dot_runs ? "1" : "0");
+         ",amxmc=" + std::to_string(t.gemm_amx_mc) + ",dotruns=" + (t.bf16_dot_runs ? "1" : "0") +
+         ",dotrunsmax=" + std::to_string(t.bf16_dot_runs_max);
 }
 
 namespace {
@@ -484,7 +489,10 @@ __attribute__((target("amx-tile"))) void amx_tiles_end() { _tile_release(); }
 void amx_tiles_begin() { SB_INTERNAL_ASSERT(false, "amx_tiles_begin: not an AMX build"); }
 void amx_tiles_end() {}
 #endif
-bool use_bf16_dot_runs() { return use_avx512_bf16() && cpu_tuning().bf16_dot_runs; }
+bool use_bf16_dot_runs(int64_t input_bytes) {
+  const CpuTuning& t = cpu_tuning();
+  return use_avx512_bf16() && t.bf16_dot_runs && (t.bf16_dot_runs_max == 0 || input_bytes <= t.bf16_dot_runs_max);
+}
 
 const CacheSizes& cpu_caches() {
   static const CacheSizes c = read_caches();

@@ -242,14 +242,14 @@ SB_HDP void h_sum_run_dp(const BFloat16* p, int64_t n, Sink& sink) {
 #endif
 
 template <class V, class Op, class Sink>
-void h_kernel(const typename V::T* p, int64_t n, int64_t s, double m, Sink& sink) {
+void h_kernel(const typename V::T* p, int64_t n, int64_t s, double m, Sink& sink, bool dp_runs) {
   using A = typename V::A;
   using R = typename V::R;
   constexpr int W = V::W, N = Op::N;
   int64_t i = 0;
 #ifdef SB_HAVE_AVX512
   if constexpr (std::is_same_v<Op, OpSum> && std::is_same_v<typename V::T, BFloat16> && W > 1)
-    if (s == 1 && use_bf16_dot_runs()) return h_sum_run_dp(p, n, sink);  // Note [bfloat16 sums by dot products]
+    if (s == 1 && dp_runs) return h_sum_run_dp(p, n, sink);  // Note [bfloat16 sums by dot products]
 #endif
   if (s == 1 && W > 1) {
     const R mv = V::set1(m);
@@ -512,8 +512,9 @@ SB_RZMM void h_max_rows4_zmm(const T* const* p, int64_t n, double* out) {
 // 16 elements by two unpacks and adds them by two more instructions. Short rows go four
 // at a time, two chains a row as in Note [Short rows four at a time] (h_sum_rows4_dp);
 // longer runs in h_kernel's blocks of kFlushElems, four chains (h_sum_run_dp), where the
-// design's row takes them (use_bf16_dot_runs: on a core whose vdpbf16ps runs at half
-// the FMA rate the widening loop streams long rows faster; docs/notes/copy-reduce.md,
+// design's row takes them for the reduction's input size (use_bf16_dot_runs: on a core
+// whose vdpbf16ps runs at half the FMA rate the widening loop streams rows from memory
+// faster, while the dot products still win in the caches; docs/notes/copy-reduce.md,
 // "bfloat16 dot products on the Sapphire Rapids-class VM"). The last
 // < 32 elements go through a masked load whose other words are zero, so no scalar
 // tail. A lane sums at most kShortRow / 16 (short rows) or kFlushElems / 64 elements
@@ -643,7 +644,7 @@ __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512bf16"))) vo
 constexpr int64_t kVarRunBlock = 2048;
 
 template <class V>
-void h_var_run(const typename V::T* p, int64_t n, typename V::A* acc) {
+void h_var_run(const typename V::T* p, int64_t n, typename V::A* acc, bool dp_runs) {
   using A = typename V::A;
   using Acc = typename V::Acc;
   if (n <= 0) return;
@@ -676,14 +677,14 @@ void h_var_run(const typename V::T* p, int64_t n, typename V::A* acc) {
     auto moments = [&](Acc m, A* sq) {
       sq[0] = sq[1] = 0;
       DirectSink<OpSqDev, A> sink{sq};
-      h_kernel<V, OpSqDev>(cur, nb, 1, static_cast<double>(m), sink);
+      h_kernel<V, OpSqDev>(cur, nb, 1, static_cast<double>(m), sink, dp_runs);
     };
     A sq[2];
     moments(c, sq);
     if (!(2 * sq[1] * sq[1] / nbA <= sq[0] && sq[0] <= std::numeric_limits<A>::max())) {  // two passes: the mean first
       A sum = 0;
       DirectSink<OpSum, A> sink{&sum};
-      h_kernel<V, OpSum>(cur, nb, 1, 0.0, sink);
+      h_kernel<V, OpSum>(cur, nb, 1, 0.0, sink, dp_runs);
       c = static_cast<Acc>(sum / nbA);
       moments(c, sq);
     }
