@@ -527,8 +527,11 @@ def run_rounds(cases, rs, args, matrix, machine, min_time, min_rounds, max_round
     open_ = list(range(len(cases)))
     t_start = time.perf_counter()
     # the peer runner lists our cases (it takes seconds) into this file, or reads the list
-    # the peers' first pass kept there from the same binaries (`ninja benchmark`)
-    args.ours_list = os.path.join(args.json_dir, OURS_LIST)
+    # the peers' first pass kept there from the same binaries (`ninja benchmark`); a JSON
+    # dir without one (a committed results folder) gets none: the list goes beside the
+    # binaries, so the results folder stays as it was
+    kept = os.path.join(args.json_dir, OURS_LIST)
+    args.ours_list = kept if os.path.exists(kept) else os.path.join(args.bench_dir, OURS_LIST)
     cuda = any("/device:cuda" in r.name for o, p, _, _ in cases for r in (o, p) if who(r, rs)[0] == "peer")
     peers = PeerServers(args, matrix, machine, min_time, cuda)
     try:

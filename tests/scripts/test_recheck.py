@@ -168,15 +168,26 @@ class RecheckTest(unittest.TestCase):
         self.assertEqual(calls[0][1], sorted([case("add", "ours"), case("mul", "ours"), case("loop", "ours")]))
         self.assertEqual(calls[1][1], sorted([case("add", "torch"), case("mul", "torch"), case("loop", "torch")]))
 
-    def test_the_peer_runner_keeps_its_listing_of_our_cases_in_the_json_dir(self):
-        """The peer runner lists our cases into (or reads them from) JSON_DIR/ours_list.cases,
-        where the peers' first pass of `ninja benchmark` keeps the same listing."""
-        p = self.recheck("--rounds", "1")
+    def test_the_peer_runner_reads_the_first_pass_listing_or_lists_beside_the_binaries(self):
+        """The peer runner reads our cases from JSON_DIR/ours_list.cases, where the peers'
+        first pass of `ninja benchmark` keeps the listing; a JSON dir without one (a
+        committed results folder) is left as it was: the listing goes into BENCH_DIR."""
+        def ours_list_arg():
+            with open(self.log + ".argv") as f:
+                argvs = [json.loads(line) for line in f]
+            os.remove(self.log + ".argv")
+            self.assertEqual(len(argvs), 1)
+            return argvs[0][argvs[0].index("--ours-list") + 1]
+        before = sorted(os.listdir(self.json_dir))
+        p = self.recheck("--rounds", "1", "--out", os.path.join(self.tmp, "out.json"))
         self.assertEqual(p.returncode, 0, p.stderr)
-        with open(self.log + ".argv") as f:
-            argvs = [json.loads(line) for line in f]
-        self.assertEqual(len(argvs), 1)
-        self.assertEqual(argvs[0][argvs[0].index("--ours-list") + 1], os.path.join(self.json_dir, "ours_list.cases"))
+        self.assertEqual(ours_list_arg(), os.path.join(self.bench_dir, "ours_list.cases"))
+        self.assertEqual(sorted(os.listdir(self.json_dir)), before)
+        with open(os.path.join(self.json_dir, "ours_list.cases"), "w") as f:
+            f.write("{}")
+        p = self.recheck("--rounds", "1", "--out", os.path.join(self.tmp, "out.json"))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(ours_list_arg(), os.path.join(self.json_dir, "ours_list.cases"))
 
     def test_band_and_max_cases(self):
         # the peer-ahead rows always (closest first), then ours-ahead rows within the band
