@@ -314,18 +314,35 @@ void run_vertical(const typename V::T* x, const ReducePlan& g, typename V::A* re
   using Acc = typename V::Acc;
   constexpr int N = Op::N;
   const int64_t K = g.K, R = g.R, nk = static_cast<int64_t>(g.ks.size());
-  const int64_t lk = g.ks[nk - 1];
-  const int64_t nc = (lk + kColumns - 1) / kColumns, tasks = (K / lk) * nc;
+  const int64_t lk = g.ks[nk - 1], groups = K / lk;
+  const int nt = get_num_threads();
+  // Note [Column tasks for every thread]: a vertical task is up to kColumns kept elements
+  // wide. Where there are fewer tasks than threads (a 512x256 input has one), the threads
+  // split the rows and combine their partial results after. For var that combine is a
+  // merge of (count, mean, M2) per kept element, serial, after an allocation: on 2
+  // threads it made an L2-size var slower than on 1. var's inputs that are large enough
+  // to split and come from the caches (not far) take narrower tasks instead, one per
+  // thread, at least kMinTaskColumns wide, in whole 16-element vectors; the rows are
+  // split only where the columns cannot be. Sums, narrower tasks and inputs from memory
+  // keep the row split: there the narrower tasks ran slower (docs/notes/copy-reduce.md,
+  // "Column tasks for var").
+  constexpr int64_t kMinTaskColumns = 256;
+  // x from memory, not the caches (Note [Prefetched 2-byte rows])
+  const bool far = R * K * static_cast<int64_t>(sizeof(typename V::T)) > nt_threshold_bytes();
+  int64_t cw = kColumns;
+  if (Op::kChan && !far && nt > 1 && groups < nt && R * K >= 4 * kGrainSize) {
+    const int64_t per = (nt + groups - 1) / groups;  // tasks a group needs
+    cw = std::min(kColumns, std::max(kMinTaskColumns, ((lk + per - 1) / per + 15) / 16 * 16));
+  }
+  const int64_t nc = (lk + cw - 1) / cw, tasks = groups * nc;
 #ifdef SB_HAVE_AVX512
   const bool dp16 = std::is_same_v<typename V::T, BFloat16> && V::W > 1 && use_avx512_bf16();
   const bool zvar = use_avx512();  // Note [Vertical var in zmm]
 #endif
-  // x from memory, not the caches (Note [Prefetched 2-byte rows])
-  const bool far = R * K * static_cast<int64_t>(sizeof(typename V::T)) > nt_threshold_bytes();
   // combine rows [rb, re) of column task t into out (laid out like res)
   auto task = [&](int64_t t, int64_t rb, int64_t re, A* out) {
     if (rb >= re) return;
-    const int64_t ko = t / nc, c = t % nc, j0 = c * kColumns, L = std::min(kColumns, lk - j0);
+    const int64_t ko = t / nc, c = t % nc, j0 = c * cw, L = std::min(cw, lk - j0);
     const typename V::T* base = x + Walker(g.ks, g.kst, nk - 1, ko).off + j0;
     const int64_t k0 = ko * lk + j0;
     // the buffers per thread, not on the stack: N * kColumns accumulators are 192 KiB
@@ -432,10 +449,9 @@ void run_vertical(const typename V::T* x, const ReducePlan& g, typename V::A* re
     flush(runs == 0);
     flush_group();
   };
-  const int nt = get_num_threads();
-  const bool split = tasks < 2 * nt && R >= 64 && R * K >= 4 * kGrainSize && nt > 1;
+  const bool split = (tasks < nt || (tasks < 2 * nt && tasks % nt != 0)) && R >= 64 && R * K >= 4 * kGrainSize && nt > 1;
   if (!split) {
-    const int64_t work = R * std::min(lk, kColumns);
+    const int64_t work = R * std::min(lk, cw);
     parallel_for(0, tasks, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(work, 1)), [&](int64_t b, int64_t e) {
       for (int64_t t = b; t < e; ++t) task(t, 0, R, res);
     });
