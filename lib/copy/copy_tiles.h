@@ -252,7 +252,7 @@ constexpr int64_t kDirectA = 16, kDirectB = 32, kDirectLlcMinA = 128;
 // nB % 32 columns) are stored plainly, and a fence ends each thread's range. The
 // design's tuning may keep the buffered tiles for short source rows while taking the zmm
 // tiles elsewhere (zmm16_lines_min): on the Sapphire Rapids-class VM the runs of 64-element
-// source rows took 1.29x the buffered tiles' time, those of 256 and 4096 0.73-0.90x
+// source rows were slower than the buffered tiles, those of 256 and 4096 faster
 // (docs/notes/copy-reduce.md, "zmm 2-byte tiles on the Sapphire Rapids-class VM").
 
 // Note [Direct tile runs]: the direct tiles of one (outer, B-tile) row, A from 0 to na,

@@ -164,16 +164,16 @@ CpuTuning sapphire_rapids_row(const CacheSizes& caches) {
   t.gemm_tile_cols = 32;  // Note [Wide tile]: two full-width 512-bit FMA pipes, as Zen 5
   t.transpose_band_rows = 32;
   t.transpose_blocks = false;
-  t.zmm16 = true;              // Note [zmm 2-byte tiles]: the direct tiles and their runs, 0.60-0.90x there,
-  t.zmm16_lines_min = 128;     // the streaming runs of source rows under 128 elements not (NHWC -> NCHW
-                               // of 64 channels: 1.29x the buffered tiles' time)
+  t.zmm16 = true;           // Note [zmm 2-byte tiles]: the direct tiles and their runs,
+  t.zmm16_lines_min = 128;  // the streaming runs only of source rows of 128 elements or more
+                            // (NHWC -> NCHW of 64 channels: slower than the buffered tiles here)
   t.group_bytes = 128 * 1024;
   t.group_min = 2;
   t.gemm_amx_kc = 256;  // Note [bfloat16 GEMM in AMX tiles]: an A panel and a B sliver in L1
   t.gemm_amx_mc = 32;
   // Note [bfloat16 sums by dot products]: vdpbf16ps runs at half the FMA rate here; its
-  // long runs gain in the caches (0.54-0.78x at 256 KiB-2 MiB), are level at 8-32 MiB and
-  // lose from memory (1.11-1.16x at 256 MiB): up to four L2s of input
+  // long runs gain in the caches, are level past them and lose from memory: up to four
+  // L2s of input (docs/notes/copy-reduce.md, "bfloat16 dot products by input size")
   t.bf16_dot_runs_max = 4 * (caches.l2 > 0 ? caches.l2 : int64_t{2} << 20);
   t.grain16 = 32768;        // Note [Grain in bytes]: as on Zen 4
   return t;

@@ -459,8 +459,8 @@ void ukernel_bf16_pairs_scalar(int64_t ks, const uint32_t* a, const uint32_t* b,
 // store_tile_bf16's full 16-column rows of a row-major C where the CPU has AVX512_BF16:
 // one vector a row, the epilogue in store_tile_bf16's order, rounded by vcvtneps2bf16 as
 // the pair kernel's fused store is (Note [bfloat16 NaN and subnormals]). The AMX blocks
-// leave through here; the AVX2 rounding (eight instructions per 8 values) took a sixth
-// of the bfloat16 Linear's time (docs/notes/gemm.md, "bfloat16 C by vcvtneps2bf16").
+// leave through here; the AVX2 rounding (eight instructions per 8 values) was a large
+// share of the bfloat16 Linear's time (docs/notes/gemm.md, "bfloat16 C by vcvtneps2bf16").
 __attribute__((target("avx512f,avx512bf16"))) void store_rows_bf16_512(const float* tile, float* acc, int64_t acc_ld,
                                                                       BFloat16* c, int64_t c_rs, int mr,
                                                                       const GemmEpilogue& ep, bool first, bool last,
