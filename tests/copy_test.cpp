@@ -917,6 +917,36 @@ TEST(CudaCopy, TwoByteTransposesMoveAlignedPairs) {
   }
 }
 
+// A 4-byte transpose of more 64 x 64 tiles than the device holds blocks (2 x 16 x 32 =
+// 1024 tiles, ragged in both dims), so that a block walks several tiles, whatever the
+// walk: every element lands once, the padding of a poisoned dst stays NaN.
+TEST(CudaCopy, FourByteTransposesWalkManyTilesABlock) {
+  const Device dev = Device::cuda(0);
+  SB_SKIP_WITHOUT_DEVICE(dev);
+  const int64_t B = 2, I = 1001, J = 1990, pitch = 1003, dpitch = J + 3;
+  const Shape sb = {B, J, pitch};
+  const std::vector<double> vs = test::stored(test::random_values(sb, 52, DType::Float32, -50, 50, false), sb, DType::Float32);
+  const Tensor src = test::host_tensor(vs, sb, DType::Float32).to(dev).narrow(2, 1, I).transpose(1, 2);
+  const Tensor dbuf = test::poisoned_on(dev, {B, I, dpitch}, DType::Float32, Layout::Contiguous);
+  Tensor dst = dbuf.narrow(2, 0, J);
+  for (int pass = 0; pass < 2; ++pass) {  // the second pass over a written dst: same bits
+    cuda::reset_copy_path_counts();
+    dst.copy_(src);
+    EXPECT_EQ(cuda::copy_path_counts().transpose, 1);
+    const std::vector<double> got = dbuf.to(Device::cpu()).to_vector();
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t i = 0; i < I; ++i)
+        for (int64_t j = 0; j < dpitch; ++j) {
+          const double g = got[static_cast<size_t>((b * I + i) * dpitch + j)];
+          if (j >= J) {
+            ASSERT_TRUE(std::isnan(g)) << "padding written at " << b << "," << i << "," << j;
+            continue;
+          }
+          ASSERT_EQ(g, vs[static_cast<size_t>((b * J + j) * pitch + 1 + i)]) << "pass " << pass << " at " << b << "," << i << "," << j;
+        }
+  }
+}
+
 TEST(CudaCopy, BackendRejectsHostTensorsBeforeAnyWork) {
   Tensor a = zeros({2, 3}), b = zeros({2, 3});
   EXPECT_THROW(cuda::fill(a, 1.0), Error);
