@@ -1661,6 +1661,54 @@ TEST(CudaElementwise, AlignedTilesMovePairs) {
   }
 }
 
+// Tiled launches of more tiles than the device holds blocks (2 x 1001 x 1990: 1024 tiles
+// of 64 x 64, ragged both ways), so that a block walks several tiles whatever the walk:
+// a transposed operand added into a contiguous out, the same in place on the unstaged
+// operand, and relu out= into a transposed out (its buffer's one element before the view
+// stays poisoned where misaligned), each element against float64, for the paired tiles
+// (2- and 4-byte) and the element tile (one element off the words).
+TEST(CudaElementwise, TiledOpsOverManyTiles) {
+  const Device dev = Device::cuda(0);
+  SB_SKIP_WITHOUT_DEVICE(dev);
+  const Shape s = {2, 1001, 1990};
+  for (const DType dt : {DType::Float32, DType::BFloat16, DType::Int32}) {
+    const double tol = dt == DType::BFloat16 ? 1e-2 : dt == DType::Float32 ? 1e-6 : 0;
+    const double lo = dt == DType::Int32 ? -50 : -1, hi = -lo;
+    const auto va = test::stored(test::random_values(s, 61, dt, lo, hi, false), s, dt);
+    const auto vb = test::stored(test::random_values(s, 62, dt, lo, hi, false), s, dt);
+    const Tensor a = test::on_device(dev, va, s, dt, Layout::Contiguous);
+    for (const bool aligned : {true, false}) {
+      const std::string what = std::string(dtype_name(dt)) + (aligned ? "" : ", misaligned");
+      cases::Placement pb = cases::placement(Layout::Transposed, s);
+      pb.offset = aligned ? 0 : 1;
+      const Tensor b = test::with_placement(test::on_device(dev, vb, s, dt, Layout::Contiguous), pb);
+      cuda::reset_elementwise_path_counts();
+      std::vector<double> ref(va.size());
+      Tensor out = test::poisoned_on(dev, s, dt, Layout::Contiguous);
+      cuda::binary(BinaryOp::Add, out, a, b);
+      for (size_t i = 0; i < ref.size(); ++i) ref[i] = va[i] + vb[i];
+      EXPECT_TRUE(all_close(out, ref, tol, tol)) << what << " a + b transposed";
+      Tensor ac = a.clone();  // in place on the unstaged operand
+      cuda::binary(BinaryOp::Mul, ac, ac, b);
+      for (size_t i = 0; i < ref.size(); ++i) ref[i] = va[i] * vb[i];
+      EXPECT_TRUE(all_close(ac, ref, tol, tol)) << what << " a *= b transposed";
+      const cases::Placed tout = cases::place(s, pb, dt, dev);  // out transposed: a is staged
+      test::poison(tout.buffer);
+      cuda::unary(UnaryOp::Relu, tout.view, a);
+      for (size_t i = 0; i < ref.size(); ++i) ref[i] = std::max(va[i], 0.0);
+      EXPECT_TRUE(all_close(tout.view, ref, tol, tol)) << what << " relu(a) into a transposed out";
+      const std::vector<double> all = test::naive_values(tout.buffer);
+      const auto kept = std::count_if(all.begin(), all.end(), [&](double x) {
+        return dt == DType::Int32 ? x == static_cast<double>(0x5A5A5A5A) : std::isnan(x);  // test::poison's values
+      });
+      EXPECT_EQ(kept, tout.buffer.numel() - tout.view.numel()) << what << ": written outside the out";
+      const cuda::ElementwisePathCounts n = cuda::elementwise_path_counts();
+      EXPECT_EQ(n.tiled, 3) << what;
+      EXPECT_EQ(n.tiled_pairs, aligned ? 3 : 0) << what;
+    }
+  }
+}
+
 // Note [Tiled kernel registers]: the tiled kernel indexes inside a tile in 32 bits, so an
 // operand whose strides would overflow them there takes the strided kernel instead.
 // b is a 6 x 4 transposed view with a column stride of 3 * 2^24 elements (a 64-wide tile
