@@ -229,6 +229,27 @@ if __name__ == "__main__":
     unittest.main()
 
 
+class GpuVariantPatches(unittest.TestCase):
+    """The variants waiting for a device (scripts/variants/*.patch, docs/GPU.md section 5)
+    apply to HEAD: a change to main that breaks one fails here, not in the device call."""
+
+    def test_every_variant_applies_to_head(self):
+        vdir = os.path.join(ROOT, "scripts", "variants")
+        patches = sorted(f for f in os.listdir(vdir) if f.endswith(".patch")) if os.path.isdir(vdir) else []
+        tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, tmp, ignore_errors=True)
+        env = dict(os.environ, GIT_INDEX_FILE=os.path.join(tmp, "index"))
+        subprocess.run(["git", "-C", ROOT, "read-tree", "HEAD"], env=env, check=True)
+        for f in patches:
+            p = subprocess.run(["git", "-C", ROOT, "apply", "--cached", "--check", os.path.join(vdir, f)],
+                               capture_output=True, text=True, env=env)
+            self.assertEqual(p.returncode, 0, f + ": " + p.stderr)
+        with open(os.path.join(ROOT, "docs", "GPU.md")) as g:
+            gpu = g.read()
+        for f in patches:  # each waits in section 5's call
+            self.assertIn("scripts/variants/" + f, gpu, f + " is not in docs/GPU.md's call")
+
+
 class GpuVariantInput(unittest.TestCase):
     """scripts/gpu_variant.sh refuses bad input with one message and exit 2, before it
     creates a worktree or a folder (building a variant needs a CUDA build and minutes:
@@ -246,6 +267,16 @@ class GpuVariantInput(unittest.TestCase):
     def test_bad_input_creates_nothing(self):
         for args, says in ((("B", "HEAD"), "usage"), (("B C", "HEAD", "x"), "NAME"),
                            (("B", "no-such-revision", "x"), "REV 'no-such-revision'")):
+            p = self.run_variant(*args)
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertIn(says, p.stderr)
+            self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
+        bad = os.path.join(tempfile.mkdtemp(), "bad.patch")
+        self.addCleanup(shutil.rmtree, os.path.dirname(bad), ignore_errors=True)
+        with open(bad, "w") as f:
+            f.write("--- a/lib/no_such_file.cu\n+++ b/lib/no_such_file.cu\n@@ -1 +1 @@\n-x\n+y\n")
+        for args, says in ((("B", "no_such.patch", "x"), "PATCH 'no_such.patch' is not a file"),
+                           (("B", bad, "x"), "does not apply to HEAD")):
             p = self.run_variant(*args)
             self.assertEqual(p.returncode, 2, p.stderr)
             self.assertIn(says, p.stderr)
