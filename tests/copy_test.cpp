@@ -349,7 +349,9 @@ TEST(CopyFast, EachPathIsTakenAndCorrect) {
             // streaming: byte copies and 2-, 4- and 8-byte tiles (Note [Tiles of 2- and
             // 8-byte elements]), AVX2 only, when forced
             const bool over = static_cast<int64_t>(dst.nbytes()) > nt_threshold_bytes();  // always at 0
-            const bool nt_expected = over && simd_level() >= SimdLevel::AVX2 &&
+            // (not the 2-byte bands where the tuning stores them plainly: Note [Transpose bands])
+            const bool plain16 = dtype_size(dt) == 2 && c.bands16 && !cpu_tuning().stream_bands16;
+            const bool nt_expected = over && simd_level() >= SimdLevel::AVX2 && !plain16 &&
                                      (c.path == CopyPath::Memcpy || c.path == CopyPath::Rows ||
                                       (c.path == CopyPath::Tiled && dtype_size(dt) != 1));
             EXPECT_EQ(last_copy_used_nt(), nt_expected) << where;
@@ -463,7 +465,7 @@ TEST(CopyFast, TransposeBandsAutomaticChoice) {
 }
 
 // The same choice for 2-byte elements: dst rows less than 4 KiB apart take 32-row bands
-// under every tuning; rows further apart take blocks of 128 source rows where the tuning
+// where the tuning streams them (stream_bands16), else plain stores; rows further apart take blocks of 128 source rows where the tuning
 // takes blocks (source rows of >= 1024 elements), else the streaming zmm tile runs where
 // the tuning takes zmm tiles on an AVX-512 CPU (Note [Streaming 2-byte tile runs]: 16
 // rows; source rows of 64 elements as in NHWC -> NCHW, and of 1000 with ragged edges
@@ -499,11 +501,12 @@ TEST(CopyFast, TwoByteTransposesBandsAndBlocks) {
                                     " x " + std::to_string(c.nB) + " into rows of " + std::to_string(c.dst_row) +
                                     ", threads " + std::to_string(threads);
           if (simd_level() >= SimdLevel::AVX2) {
-            const int want = !c.far                                ? 32
+            const int want = !c.far                                ? (now.stream_bands16 ? 32 : 0)
                              : now.transpose_blocks && c.nA >= 1024 ? 64
                              : now.zmm16 && c.nA >= now.zmm16_lines_min && use_avx512() ? 16
                                                                    : 0;
             EXPECT_EQ(last_copy_band_rows(), want) << where;
+            EXPECT_EQ(last_copy_used_nt(), c.far || now.stream_bands16) << where;  // near rows without bands: plain
           }
           ASSERT_TRUE(test::all_close(dst, test::naive_values(src), 0, 0)) << where;
           ASSERT_TRUE(untouched_outside(dst)) << where;

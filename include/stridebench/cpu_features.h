@@ -81,6 +81,8 @@ struct CpuTuning {
   bool zmm16_fill = false;       // and the 2-byte pipelined blocks' fill through them
   int64_t zmm16_lines_min = 16;  // and the streaming 2-byte tile runs, for source rows of at least
                                  // this many elements (Note [Streaming 2-byte tile runs])
+  bool stream_bands16 = true;    // 2-byte transposes into near dst rows: streaming bands, or plain
+                                 // stores (Note [Transpose bands])
   int64_t group_bytes = 512 * 1024;  // elementwise staging: bytes per group of planes
   int group_min = 1;                 // and the fewest planes per group
   int64_t copy_nt_bytes = 0;  // dense copies stream above max(this, the streaming threshold), 1.5x

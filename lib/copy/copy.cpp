@@ -472,7 +472,7 @@ void copy_kernel(const Tensor& dst, const Tensor& src) {
     for (int64_t k = 0; k < last; ++k)
       if (p.src[k] == 1) a = k;
     if (a >= 0) {
-      const bool tnt = nt && esz != 1;  // 1-byte tiles stay scalar, with plain stores
+      bool tnt = nt && esz != 1;  // 1-byte tiles stay scalar, with plain stores; tiled_path may clear it
       int bands = 0;
       dispatch_size(esz, [&](auto u) {
         using U = decltype(u);

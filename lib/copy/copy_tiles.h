@@ -74,7 +74,12 @@ void tile_scalar(U* dst, const U* src, int64_t na, int64_t nb, int64_t dA, int64
 // aligned, nB >= 32) where dst rows lie less than kBlockMinRowBytes apart (NCHW -> NHWC:
 // 128 bytes for 64 channels), where one line per visit comes close to sequential
 // writes; their ragged edges (nB % 32 columns, nA % 8 rows) go through the buffer with
-// plain stores. Rows further apart (a 4096^2 transpose: 8 KiB) keep the buffered tiles of
+// plain stores. Where the tuning says so (cpu_tuning().stream_bands16 false: Sapphire
+// Rapids' row) such copies do not stream at all and take the plain-store tiles (the zmm
+// direct runs or the buffered tiles): there the bands took longer than those at every
+// size measured, from inside the L2 to well past the streaming threshold, while the
+// other 2-byte transposes and every 4-byte one gained from streaming
+// (docs/notes/copy-reduce.md, "bf16 NCHW -> NHWC bands on the Sapphire Rapids-class VM"). Rows further apart (a 4096^2 transpose: 8 KiB) keep the buffered tiles of
 // Note [Tiles of 2- and 8-byte elements], whose 256-byte dst rows per visit beat the
 // bands there, as the pipelined blocks beat them for 4-byte elements (the comparison:
 // docs/notes/copy-reduce.md).
@@ -325,7 +330,7 @@ std::atomic<bool> g_band_outer{true};
 // Returns the streaming bands' rows (0: none; 64: pipelined blocks; 32: 2-byte bands;
 // 16: 4-byte bands, or 2-byte streaming tile runs).
 template <typename U>
-int tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool nt) {
+int tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool& nt) {
   const int64_t last = p.ndim() - 1;
   const bool simd = sizeof(U) == 4 && use_avx2();
   // Note [Tiles of 2- and 8-byte elements]: as the 4-byte tiles, transposed into the L1
@@ -365,6 +370,9 @@ int tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool nt) {
     blocks16 = transpose_bands(nA, dA * 2).rows == kBlockB;
     lines16 = !blocks16 && zmm16 && nA >= std::max(kDirectA, cpu_tuning().zmm16_lines_min);
     bands16 = false;
+  } else if (bands16 && !cpu_tuning().stream_bands16) {  // near dst rows with plain stores (Note [Transpose bands])
+    bands16 = false;
+    nt = false;
   }
   // Note [Direct small tiles]: L2-resident copies whose dst rows do not alias in L1
   // (also past the L2 where the copy does not stream, for source rows of kDirectLlcMinA
