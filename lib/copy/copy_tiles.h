@@ -79,7 +79,8 @@ void tile_scalar(U* dst, const U* src, int64_t na, int64_t nb, int64_t dA, int64
 // direct runs or the buffered tiles): there the bands took longer than those at every
 // size measured, from inside the L2 to well past the streaming threshold, while the
 // other 2-byte transposes and every 4-byte one gained from streaming
-// (docs/notes/copy-reduce.md, "bf16 NCHW -> NHWC bands on the Sapphire Rapids-class VM"). Rows further apart (a 4096^2 transpose: 8 KiB) keep the buffered tiles of
+// (docs/notes/copy-reduce.md, "bf16 NCHW -> NHWC bands on the Sapphire Rapids-class
+// VM"). Rows further apart (a 4096^2 transpose: 8 KiB) keep the buffered tiles of
 // Note [Tiles of 2- and 8-byte elements], whose 256-byte dst rows per visit beat the
 // bands there, as the pipelined blocks beat them for 4-byte elements (the comparison:
 // docs/notes/copy-reduce.md).
@@ -328,7 +329,8 @@ std::atomic<bool> g_band_outer{true};
 
 // Plan dims: B = last (dst stride 1), A = a (src stride 1); others loop outside.
 // Returns the streaming bands' rows (0: none; 64: pipelined blocks; 32: 2-byte bands;
-// 16: 4-byte bands, or 2-byte streaming tile runs).
+// 16: 4-byte bands, or 2-byte streaming tile runs). nt: whether the copy may stream, and
+// on return whether it did (Note [Transpose bands]: near 2-byte dst rows may not).
 template <typename U>
 int tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool& nt) {
   const int64_t last = p.ndim() - 1;
