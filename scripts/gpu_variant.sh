@@ -49,18 +49,16 @@ done
 tree=$vroot/$name.tree out=$vroot/$name
 [[ ! -e $tree && ! -e $out ]] || die "$tree or $out exists (git worktree remove $tree; rm -rf $out)"
 mkdir -p "$vroot"
+base=$(git rev-parse HEAD)
 git worktree add --detach --quiet "$tree" "$rev"
 [[ -z $patch ]] || git -C "$tree" apply "$patch"
 cp -a "$build" "$tree/build"
 # meson writes absolute paths into build.ninja; the copy must build the worktree's sources
 sed -i "s#$root/#$tree/#g" "$tree/build/build.ninja"
-# every source older than the copied outputs, then what REV changes against HEAD newer
+# every source older than the copied outputs, then what the variant changes against HEAD
+# newer (files a patch adds are new already)
 (cd "$tree" && git ls-files -z | xargs -0 touch -h -d 2020-01-01)
-if [[ -n $patch ]]; then
-  git -C "$tree" diff --name-only -z | (cd "$tree" && xargs -0 -r touch -h --)
-else
-  git diff --name-only -z HEAD "$rev" -- | (cd "$tree" && xargs -0 -r touch -h --)
-fi
+git -C "$tree" diff --name-only -z "$base" -- | (cd "$tree" && xargs -0 -r touch -h --)
 ninja -C "$tree/build" "$@"
 mkdir -p "$out"
 for t in "$@"; do cp "$tree/build/$t" "$out/"; done
