@@ -143,7 +143,28 @@ SB_ZMM void normalize_groups_16(const char* x, int64_t xr, char* out, int64_t or
 // Rows whose guard fails, and the last rows short of a group, go through the buffer
 // (rows8_via_f32, plain stores). The group loop is normalize_groups_in_order_f32's
 // (normalize_memory.cpp) written out again, as normalize_groups_16 is
-// normalize_groups_f32's, so that the float32 instance keeps the code it was timed with.
+// normalize_groups_f32's, so that the float32 instance keeps the code it was timed with;
+// unlike it, each group prefetches the next (Note [16-bit rows prefetch the next group]).
+//
+// Note [16-bit rows prefetch the next group]: per byte of memory a 16-bit row does twice
+// the float32 row's vector work (16 elements a vector, widened and rounded), so a group's
+// work in the caches comes near the time its bytes take from DRAM, and from DRAM the two
+// added up: the statistics pass stalls on its loads and the write pass loads nothing new.
+// A burst of software prefetches of the next group's lines into L1, between the
+// statistics pass and the write, keeps loads in flight through the write. One group
+// ahead; two or more ahead, into L2 only, before the statistics pass, or one line per
+// written pair across the write pass were each slower (docs/notes/elementwise.md). The
+// float32 rows, with half the work per byte, were slower with prefetches and take none.
+template <typename T>
+SB_ZMM __attribute__((always_inline)) inline void prefetch_group(const char* xs, int64_t xr, int64_t n) {
+  const uintptr_t bytes = static_cast<uintptr_t>(n) * sizeof(T);
+  for (int k = 0; k < 8; ++k) {
+    const uintptr_t row = reinterpret_cast<uintptr_t>(xs + k * xr);
+    for (uintptr_t line = row & ~uintptr_t{63}; line < row + bytes; line += 64)
+      _mm_prefetch(reinterpret_cast<const char*>(line), _MM_HINT_T0);
+  }
+}
+
 template <typename T, bool NT>
 SB_ZMM void normalize_groups_in_order_16(const char* x, int64_t xr, char* out, int64_t orow, int64_t rows, int64_t n,
                                          double eps) {
@@ -156,6 +177,7 @@ SB_ZMM void normalize_groups_in_order_16(const char* x, int64_t xr, char* out, i
     char* os = out + g * 8 * orow;
     fused_shift<T>(st.shift[0], xs, xr);
     fused_loop<true, false, false, T>(st.shift[0], nullptr, nullptr, s, q, xs, nullptr, nullptr, xr, orow, n);
+    if (g + 1 < ng) prefetch_group<T>(xs + 8 * xr, xr, n);  // Note [16-bit rows prefetch the next group]
     if (fused_finish(st.shift[0], st.negmean[0], st.rstd[0], s, q, n, e))
       fused_loop<false, true, NT, T>(nullptr, st.negmean[0], st.rstd[0], s, q, nullptr, xs, os, xr, orow, n);
     else
