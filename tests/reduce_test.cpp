@@ -607,12 +607,14 @@ TEST(Reduce, ShortRowsFourAtATime) {
     }
 }
 
-// Notes [bfloat16 sums by dot products] and [bfloat16 column sums by dot products]: the
-// bf16 sums of unit-stride runs (a whole tensor, rows past the short-row length) and of
-// columns, lengths around every step of those loops (32-element loads, 128 a step of
-// the four chains, kFlushElems blocks; 32-column blocks, 8 rows a pass, an odd row),
-// misaligned by one element. Small integers make every float sum exact, so each path
-// must give the float64 sum itself.
+// Notes [bfloat16 sums by dot products], [bfloat16 long sums in zmm] and [bfloat16
+// column sums by dot products]: the bf16 sums of unit-stride runs (a whole tensor, rows
+// past the short-row length) and of columns, lengths around every step of those loops
+// (32-element loads, 64 and 128 a step of the four chains, kFlushElems blocks; 32-column
+// blocks, 8 rows a pass, an odd row), misaligned by one element, with the long runs'
+// dot products on (where the CPU has them) and off (zmm at the AVX512 level, else the
+// widening loop). Small integers make every float sum exact, so each path must give the
+// float64 sum itself.
 TEST(Reduce, BFloat16SumsEveryLengthOfEachLoop) {
   auto values = [](int64_t n) {
     std::vector<double> v(n + 1);
@@ -624,10 +626,20 @@ TEST(Reduce, BFloat16SumsEveryLengthOfEachLoop) {
     for (int64_t i = b; i < e; i += step) t += v[i];
     return t;
   };
-  for (const test::Modes& m : short_row_modes()) {
+  struct Restore {
+    const CpuTuning* prev = cpu_tuning_override();
+    ~Restore() { set_cpu_tuning(prev); }
+  } restore;
+  CpuTuning tuning = cpu_tuning();
+  for (const test::Modes& m : short_row_modes())
+  for (bool dot_runs : {true, false}) {
     test::ModeGuard g(m);
-    const std::string mode = std::string(simd_level_name(m.simd)) + ", " + std::to_string(m.threads) + " threads";
-    for (int64_t n : {1, 31, 32, 33, 100, 127, 128, 129, 1023, 1025, 1100, 4095, 4096, 4097, 4193, 4223, 10000, 12401}) {
+    tuning.bf16_dot_runs = dot_runs;
+    set_cpu_tuning(&tuning);
+    const std::string mode = std::string(simd_level_name(m.simd)) + ", " + std::to_string(m.threads) + " threads, " +
+                             (dot_runs ? "dot" : "no dot") + " runs";
+    for (int64_t n : {1, 31, 32, 33, 63, 64, 65, 100, 127, 128, 129, 1023, 1025, 1100, 1151, 4095, 4096, 4097, 4193, 4223,
+                      10000, 12401}) {
       const std::vector<double> v = values(n);
       const Tensor x = from_vector(v, {n + 1}).to(DType::BFloat16).slice(0, 1, n + 1);  // off 64-byte alignment
       EXPECT_EQ(sum(x).to(DType::Float32).item(), exact(v, 1, n + 1, 1)) << "bf16 sum of " << n << ", " << mode;

@@ -141,7 +141,7 @@ void run_horizontal(const typename V::T* x, const ReducePlan& g, typename V::A* 
   const int64_t K = g.K, R = g.R, nd = static_cast<int64_t>(g.rs.size());
   const int64_t li = g.rs[nd - 1], si = g.rst[nd - 1];
   // Note [bfloat16 sums by dot products]: the long runs by vdpbf16ps, by the input's size
-  const bool dp_runs = use_bf16_dot_runs(K * R * static_cast<int64_t>(sizeof(typename V::T)));
+  const Bf16Runs runs = bf16_runs(K * R * static_cast<int64_t>(sizeof(typename V::T)));
   // reduce flat R indices [rb, re) of the kept element at xk into acc, by the op of opv
   auto reduce_range = [&](auto opv, const typename V::T* xk, int64_t rb, int64_t re, double m, A* acc) {
     if (rb >= re) return;
@@ -149,14 +149,14 @@ void run_horizontal(const typename V::T* x, const ReducePlan& g, typename V::A* 
     if (re - rb <= kFlushElems && rb % li + (re - rb) <= li) {  // one run of one block at most
       DirectSink<O, A> direct{acc};
       const int64_t outer = rb / li == 0 ? 0 : Walker(g.rs, g.rst, nd - 1, rb / li).off;
-      return h_kernel<V, O>(xk + outer + rb % li * si, re - rb, si, m, direct, dp_runs);
+      return h_kernel<V, O>(xk + outer + rb % li * si, re - rb, si, m, direct, runs);
     }
     Cascade<O, A> sink;  // Note [Cascaded accumulation]
     Walker w(g.rs, g.rst, nd - 1, rb / li);
     int64_t ii = rb % li;
     while (rb < re) {
       const int64_t seg = std::min(li - ii, re - rb);
-      h_kernel<V, O>(xk + w.off + ii * si, seg, si, m, sink, dp_runs);
+      h_kernel<V, O>(xk + w.off + ii * si, seg, si, m, sink, runs);
       rb += seg;
       ii = 0;
       w.next();
@@ -166,7 +166,7 @@ void run_horizontal(const typename V::T* x, const ReducePlan& g, typename V::A* 
   // Op's reduction of [rb, re): var's in two-pass blocks (Note [One read for var])
   auto reduce = [&](const typename V::T* xk, int64_t rb, int64_t re, A* acc) {
     if constexpr (Op::kChan) {
-      if (nd == 1 && si == 1) return h_var_run<V>(xk + rb, re - rb, acc, dp_runs);  // one unit-stride run
+      if (nd == 1 && si == 1) return h_var_run<V>(xk + rb, re - rb, acc, runs);  // one unit-stride run
       for (int64_t b = rb; b < re; b += kVarBlock) {
         const int64_t e = std::min(re, b + kVarBlock);
         const double nb = static_cast<double>(e - b);
@@ -259,7 +259,7 @@ void run_horizontal(const typename V::T* x, const ReducePlan& g, typename V::A* 
               if (2 * s1[r] * s1[r] / nA <= s2[r] && s2[r] <= std::numeric_limits<A>::max())
                 merge_block<A>(acc, nA, static_cast<A>(c[r]), s2[r], s1[r]);
               else
-                h_var_run<V>(p[r], R, acc, dp_runs);  // two passes for this row
+                h_var_run<V>(p[r], R, acc, runs);  // two passes for this row
               for (int q = 0; q < N; ++q) res[q * K + k + r] = acc[q];
             }
           }

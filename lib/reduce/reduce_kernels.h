@@ -28,6 +28,15 @@ constexpr int64_t kFlushRows = 1024;   // rows per float32 buffer run (vertical)
 constexpr int64_t kGroupRuns = 64;     // buffer runs per group (vertical; Note [Cascaded accumulation])
 constexpr int64_t kColumns = 8192;     // elements: width of one vertical task (Note [Vertical rows per pass])
 constexpr int kVRows = 8;              // input rows per buffer pass (vertical; v_var_kernel's trees take 8)
+
+// How a reduction's bfloat16 sums take their unit-stride runs in h_kernel: widened by the
+// AVX2 loop, by dot products (Note [bfloat16 sums by dot products]) or in zmm (Note
+// [bfloat16 long sums in zmm]); one choice per reduction, by its input's bytes.
+enum class Bf16Runs { Widen, Dot, Zmm };
+inline Bf16Runs bf16_runs(int64_t input_bytes) {
+  if (use_bf16_dot_runs(input_bytes)) return Bf16Runs::Dot;
+  return use_avx512() ? Bf16Runs::Zmm : Bf16Runs::Widen;
+}
 constexpr int64_t kRowBatch = 64;      // row offsets generated at a time
 
 using vec::nanmax;
@@ -238,18 +247,61 @@ SB_HDP void h_sum_run_dp(const BFloat16* p, int64_t n, Sink& sink) {
     sink.add(&part);
   }
 }
+
+// Note [bfloat16 long sums in zmm]: where the long runs do not take the dot products
+// (the design's row keeps them off for the input's size, or the CPU lacks AVX512_BF16)
+// but the level is AVX512, a bfloat16 unit-stride run is summed 64 elements a step in
+// zmm: two 512-bit loads, each split into its even elements (shifted up into the high
+// halves of the float lanes) and its odd ones (the high halves masked), four chains,
+// where the AVX2 loop widens 8 elements per load by vpmovzxwd and a shift. Per element
+// a third of the instructions, and per 64-byte line two loads instead of four: from
+// DRAM the widening loop read below float32's rate on the same core. Blocks of
+// kFlushElems as the other runs, the lanes of a block summed in double into the sink;
+// the block's end through 16-bit masked loads whose other words read as zero. Exact
+// widening, float32 adds in another order than the AVX2 loop's (the same tolerance);
+// subnormals are kept, unlike the dot products'.
+template <class Sink>
+__attribute__((target("avx2,fma,avx512f,avx512vl,avx512bw"))) void h_sum_run_zmm(const BFloat16* p, int64_t n,
+                                                                                Sink& sink) {
+  // maskz shifts under a full mask: GCC 12 warns of the plain shift's undefined source
+  const __m512i hi = _mm512_set1_epi32(static_cast<int>(0xFFFF0000u));
+  for (int64_t i = 0; i < n;) {
+    const int64_t end = std::min(n, i + kFlushElems);
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    for (; i + 64 <= end; i += 64) {
+      const __m512i r0 = _mm512_loadu_si512(p + i), r1 = _mm512_loadu_si512(p + i + 32);
+      a0 = _mm512_add_ps(a0, _mm512_castsi512_ps(_mm512_maskz_slli_epi32(0xFFFF, r0, 16)));
+      a1 = _mm512_add_ps(a1, _mm512_castsi512_ps(_mm512_and_si512(r0, hi)));
+      a2 = _mm512_add_ps(a2, _mm512_castsi512_ps(_mm512_maskz_slli_epi32(0xFFFF, r1, 16)));
+      a3 = _mm512_add_ps(a3, _mm512_castsi512_ps(_mm512_and_si512(r1, hi)));
+    }
+    while (i < end) {  // the block's last < 64 elements, 32 at a time
+      const int64_t c = std::min<int64_t>(32, end - i);
+      const __mmask32 m = c == 32 ? ~__mmask32(0) : (__mmask32(1) << c) - 1;
+      const __m512i r = _mm512_maskz_loadu_epi16(m, p + i);
+      a0 = _mm512_add_ps(a0, _mm512_castsi512_ps(_mm512_maskz_slli_epi32(0xFFFF, r, 16)));
+      a1 = _mm512_add_ps(a1, _mm512_castsi512_ps(_mm512_and_si512(r, hi)));
+      i += c;
+    }
+    const __m512 t = _mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3));
+    const double part = vec::F32Lanes::hsum(vec::fold_halves(t));
+    sink.add(&part);
+  }
+}
 #undef SB_HDP
 #endif
 
 template <class V, class Op, class Sink>
-void h_kernel(const typename V::T* p, int64_t n, int64_t s, double m, Sink& sink, bool dp_runs) {
+void h_kernel(const typename V::T* p, int64_t n, int64_t s, double m, Sink& sink, Bf16Runs runs) {
   using A = typename V::A;
   using R = typename V::R;
   constexpr int W = V::W, N = Op::N;
   int64_t i = 0;
 #ifdef SB_HAVE_AVX512
   if constexpr (std::is_same_v<Op, OpSum> && std::is_same_v<typename V::T, BFloat16> && W > 1)
-    if (s == 1 && dp_runs) return h_sum_run_dp(p, n, sink);  // Note [bfloat16 sums by dot products]
+    if (s == 1 && runs != Bf16Runs::Widen)
+      return runs == Bf16Runs::Dot ? h_sum_run_dp(p, n, sink)    // Note [bfloat16 sums by dot products]
+                                   : h_sum_run_zmm(p, n, sink);  // Note [bfloat16 long sums in zmm]
 #endif
   if (s == 1 && W > 1) {
     const R mv = V::set1(m);
@@ -513,9 +565,10 @@ SB_RZMM void h_max_rows4_zmm(const T* const* p, int64_t n, double* out) {
 // at a time, two chains a row as in Note [Short rows four at a time] (h_sum_rows4_dp);
 // longer runs in h_kernel's blocks of kFlushElems, four chains (h_sum_run_dp), where the
 // design's row takes them for the reduction's input size (use_bf16_dot_runs: on a core
-// whose vdpbf16ps runs at half the FMA rate the widening loop streams rows from memory
-// faster, while the dot products still win in the caches; docs/notes/copy-reduce.md,
-// "bfloat16 dot products on the Sapphire Rapids-class VM"). The last
+// whose vdpbf16ps runs at half the FMA rate the loops without them (Note [bfloat16 long
+// sums in zmm]) stream rows from memory faster, while the dot products still win in the
+// caches; docs/notes/copy-reduce.md, "bfloat16 dot products on the Sapphire Rapids-class
+// VM"). The last
 // < 32 elements go through a masked load whose other words are zero, so no scalar
 // tail. A lane sums at most kShortRow / 16 (short rows) or kFlushElems / 64 elements
 // in float32 before the lanes go into double, fewer than the AVX2 loop's. vdpbf16ps
@@ -644,7 +697,7 @@ __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512bf16"))) vo
 constexpr int64_t kVarRunBlock = 2048;
 
 template <class V>
-void h_var_run(const typename V::T* p, int64_t n, typename V::A* acc, bool dp_runs) {
+void h_var_run(const typename V::T* p, int64_t n, typename V::A* acc, Bf16Runs runs) {
   using A = typename V::A;
   using Acc = typename V::Acc;
   if (n <= 0) return;
@@ -677,14 +730,14 @@ void h_var_run(const typename V::T* p, int64_t n, typename V::A* acc, bool dp_ru
     auto moments = [&](Acc m, A* sq) {
       sq[0] = sq[1] = 0;
       DirectSink<OpSqDev, A> sink{sq};
-      h_kernel<V, OpSqDev>(cur, nb, 1, static_cast<double>(m), sink, dp_runs);
+      h_kernel<V, OpSqDev>(cur, nb, 1, static_cast<double>(m), sink, runs);
     };
     A sq[2];
     moments(c, sq);
     if (!(2 * sq[1] * sq[1] / nbA <= sq[0] && sq[0] <= std::numeric_limits<A>::max())) {  // two passes: the mean first
       A sum = 0;
       DirectSink<OpSum, A> sink{&sum};
-      h_kernel<V, OpSum>(cur, nb, 1, 0.0, sink, dp_runs);
+      h_kernel<V, OpSum>(cur, nb, 1, 0.0, sink, runs);
       c = static_cast<Acc>(sum / nbA);
       moments(c, sq);
     }
