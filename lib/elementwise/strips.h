@@ -41,6 +41,8 @@ template <typename T> constexpr bool kHasVec = std::is_same_v<T, float> || std::
 #ifdef SB_HAVE_AVX2
 using vec::Vec;  // loads, stores, streams, masked tails, stride-2 gathers (Note [One vector layer])
 
+constexpr int64_t kRowPrefetch = 2048;  // bytes ahead (Note [bfloat16 zmm rows prefetch])
+
 // Note [Streaming elementwise outputs]
 // A dense output larger than the streaming threshold (copy.h nt_threshold_bytes():
 // min(LLC, 2 x cores x L2)) that is not also an input goes out with non-temporal stores
@@ -186,7 +188,7 @@ SB_BF16_NE int64_t unary_pairs_ne(BFloat16* o, const BFloat16* a, V va, int64_t 
 // aligned, then streams each 32 results as one full line: through the pairs, a
 // DRAM-size row was bound by their instructions on one core (docs/notes/elementwise.md).
 // zmm_of of any other functor is NoZmm, and its loops start at the pairs.
-// Each step prefetches its inputs' lines kZmmPrefetch bytes ahead (Note [bfloat16 zmm
+// Each step prefetches its inputs' lines kRowPrefetch bytes ahead (Note [bfloat16 zmm
 // rows prefetch]).
 //
 // Note [bfloat16 zmm rows prefetch]: per byte the zmm loop does about three times the
@@ -195,7 +197,8 @@ SB_BF16_NE int64_t unary_pairs_ne(BFloat16* o, const BFloat16* a, V va, int64_t 
 // bytes added as 16-bit integers kept up with float32. A prefetcht0 of each input 2 KiB
 // ahead, one line a step, brings it to that rate; in the caches it is level, and past
 // the row's end it fetches at most 2 KiB that are not used (docs/notes/elementwise.md).
-constexpr int64_t kZmmPrefetch = 2048;  // bytes
+// float16's dense loops (vcvtph2ps, no zmm twin) fell behind the same way and take the
+// same prefetch, a line of each input per four vectors.
 struct NoZmm {};
 template <typename F>
 NoZmm zmm_of(const F&) {
@@ -243,8 +246,8 @@ SB_BF16_NE int64_t binary_zmm_ne(BFloat16* o, const BFloat16* a, const BFloat16*
     const __m512i order = interleave_halves();
 #pragma GCC unroll 2
     for (; j + 32 <= n; j += 32) {
-      if constexpr (!AS) _mm_prefetch(reinterpret_cast<const char*>(a + j) + kZmmPrefetch, _MM_HINT_T0);
-      if constexpr (!BS) _mm_prefetch(reinterpret_cast<const char*>(b + j) + kZmmPrefetch, _MM_HINT_T0);
+      if constexpr (!AS) _mm_prefetch(reinterpret_cast<const char*>(a + j) + kRowPrefetch, _MM_HINT_T0);
+      if constexpr (!BS) _mm_prefetch(reinterpret_cast<const char*>(b + j) + kRowPrefetch, _MM_HINT_T0);
       __m512 a0 = va, a1 = va, b0 = vb, b1 = vb;
       if constexpr (!AS) split_even_odd(a + j, a0, a1);
       if constexpr (!BS) split_even_odd(b + j, b0, b1);
@@ -263,7 +266,7 @@ SB_BF16_NE int64_t unary_zmm_ne(BFloat16* o, const BFloat16* a, int64_t j, int64
     const __m512i order = interleave_halves();
 #pragma GCC unroll 2
     for (; j + 32 <= n; j += 32) {
-      if constexpr (!AS) _mm_prefetch(reinterpret_cast<const char*>(a + j) + kZmmPrefetch, _MM_HINT_T0);
+      if constexpr (!AS) _mm_prefetch(reinterpret_cast<const char*>(a + j) + kRowPrefetch, _MM_HINT_T0);
       __m512 a0 = va, a1 = va;
       if constexpr (!AS) split_even_odd(a + j, a0, a1);
       const __m512i r = (__m512i)_mm512_cvtne2ps_pbh(z(a1), z(a0));
@@ -346,6 +349,18 @@ void binary_vloop(T* o, const T* a, const T* b, int64_t n, const F& f) {
       else L::store2(o + j, f(a0, b0), f(a1, b1));
     }
   }
+  if constexpr (std::is_same_v<T, Half>) {  // a line of each input a step, prefetched (Note [bfloat16 zmm rows prefetch])
+    for (; j + 4 * W <= n; j += 4 * W) {
+      if constexpr (!AS) _mm_prefetch(reinterpret_cast<const char*>(a + j) + kRowPrefetch, _MM_HINT_T0);
+      if constexpr (!BS) _mm_prefetch(reinterpret_cast<const char*>(b + j) + kRowPrefetch, _MM_HINT_T0);
+#pragma GCC unroll 4
+      for (int u = 0; u < 4 * W; u += W) {
+        const typename L::V r = f(AS ? va : L::load(a + j + u), BS ? vb : L::load(b + j + u));
+        if constexpr (NT) L::stream(o + j + u, r);
+        else L::store(o + j + u, r);
+      }
+    }
+  }
   if constexpr (NT) {
 #pragma GCC unroll 4  // Note [Unrolled vector loops]
     for (; j + W <= n; j += W) L::stream(o + j, f(AS ? va : L::load(a + j), BS ? vb : L::load(b + j)));
@@ -392,6 +407,17 @@ void unary_vloop(T* o, const T* a, int64_t n, const F& f) {
       if constexpr (!AS) L::load2(a + j, a0, a1);
       if constexpr (NT) L::stream2(o + j, f(a0), f(a1));
       else L::store2(o + j, f(a0), f(a1));
+    }
+  }
+  if constexpr (std::is_same_v<T, Half>) {  // a line of the input a step, prefetched (Note [bfloat16 zmm rows prefetch])
+    for (; j + 4 * W <= n; j += 4 * W) {
+      if constexpr (!AS) _mm_prefetch(reinterpret_cast<const char*>(a + j) + kRowPrefetch, _MM_HINT_T0);
+#pragma GCC unroll 4
+      for (int u = 0; u < 4 * W; u += W) {
+        const typename L::V r = f(AS ? va : L::load(a + j + u));
+        if constexpr (NT) L::stream(o + j + u, r);
+        else L::store(o + j + u, r);
+      }
     }
   }
   if constexpr (NT) {
