@@ -155,6 +155,8 @@ SB_ZMM void normalize_groups_16(const char* x, int64_t xr, char* out, int64_t or
 // ahead; two or more ahead, into L2 only, before the statistics pass, or one line per
 // written pair across the write pass were each slower (docs/notes/elementwise.md). The
 // float32 rows, with half the work per byte, were slower with prefetches and take none.
+// Where the design's tuning says so (CpuTuning::prefetch16, as Note [bfloat16 zmm rows
+// prefetch]).
 template <typename T>
 SB_ZMM __attribute__((always_inline)) inline void prefetch_group(const char* xs, int64_t xr, int64_t n) {
   const uintptr_t bytes = static_cast<uintptr_t>(n) * sizeof(T);
@@ -172,12 +174,13 @@ SB_ZMM void normalize_groups_in_order_16(const char* x, int64_t xr, char* out, i
   const float e = static_cast<float>(eps);
   const int64_t ng = rows / 8;
   VZ::V s[8], q[8];
+  const bool pf = cpu_tuning().prefetch16;
   for (int64_t g = 0; g < ng; ++g) {
     const char* xs = x + g * 8 * xr;
     char* os = out + g * 8 * orow;
     fused_shift<T>(st.shift[0], xs, xr);
     fused_loop<true, false, false, T>(st.shift[0], nullptr, nullptr, s, q, xs, nullptr, nullptr, xr, orow, n);
-    if (g + 1 < ng) prefetch_group<T>(xs + 8 * xr, xr, n);  // Note [16-bit rows prefetch the next group]
+    if (pf && g + 1 < ng) prefetch_group<T>(xs + 8 * xr, xr, n);  // Note [16-bit rows prefetch the next group]
     if (fused_finish(st.shift[0], st.negmean[0], st.rstd[0], s, q, n, e))
       fused_loop<false, true, NT, T>(nullptr, st.negmean[0], st.rstd[0], s, q, nullptr, xs, os, xr, orow, n);
     else

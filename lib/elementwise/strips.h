@@ -188,8 +188,8 @@ SB_BF16_NE int64_t unary_pairs_ne(BFloat16* o, const BFloat16* a, V va, int64_t 
 // aligned, then streams each 32 results as one full line: through the pairs, a
 // DRAM-size row was bound by their instructions on one core (docs/notes/elementwise.md).
 // zmm_of of any other functor is NoZmm, and its loops start at the pairs.
-// Each step prefetches its inputs' lines kRowPrefetch bytes ahead (Note [bfloat16 zmm
-// rows prefetch]).
+// Where the tuning says so, each step prefetches its inputs' lines kRowPrefetch bytes
+// ahead (Note [bfloat16 zmm rows prefetch]).
 //
 // Note [bfloat16 zmm rows prefetch]: per byte the zmm loop does about three times the
 // float32 loop's instructions (the split, the rounding, the vpermw), and from DRAM its
@@ -198,7 +198,10 @@ SB_BF16_NE int64_t unary_pairs_ne(BFloat16* o, const BFloat16* a, V va, int64_t 
 // ahead, one line a step, brings it to that rate; in the caches it is level, and past
 // the row's end it fetches at most 2 KiB that are not used (docs/notes/elementwise.md).
 // float16's dense loops (vcvtph2ps, no zmm twin) fell behind the same way and take the
-// same prefetch, a line of each input per four vectors.
+// same prefetch, a line of each input per four vectors. The design's tuning decides
+// (CpuTuning::prefetch16, SB_TUNING pf16): Sapphire Rapids' row, where it was measured;
+// on Zen 4 a software prefetch slowed the bf16 sums' loop from DRAM, so the Zen rows keep
+// none until measured.
 struct NoZmm {};
 template <typename F>
 NoZmm zmm_of(const F&) {
@@ -238,7 +241,8 @@ SB_BF16_NE inline void put32_ne(BFloat16* o, __m512i r) {
   }
 }
 template <bool AS, bool BS, bool NT, typename Z>
-SB_BF16_NE int64_t binary_zmm_ne(BFloat16* o, const BFloat16* a, const BFloat16* b, int64_t j, int64_t n, const Z& z) {
+SB_BF16_NE int64_t binary_zmm_ne(BFloat16* o, const BFloat16* a, const BFloat16* b, int64_t j, int64_t n, const Z& z,
+                                 bool pf) {
   if constexpr (std::is_same_v<Z, NoZmm>) {
     return j;
   } else {
@@ -246,8 +250,10 @@ SB_BF16_NE int64_t binary_zmm_ne(BFloat16* o, const BFloat16* a, const BFloat16*
     const __m512i order = interleave_halves();
 #pragma GCC unroll 2
     for (; j + 32 <= n; j += 32) {
-      if constexpr (!AS) _mm_prefetch(reinterpret_cast<const char*>(a + j) + kRowPrefetch, _MM_HINT_T0);
-      if constexpr (!BS) _mm_prefetch(reinterpret_cast<const char*>(b + j) + kRowPrefetch, _MM_HINT_T0);
+      if (pf) {
+        if constexpr (!AS) _mm_prefetch(reinterpret_cast<const char*>(a + j) + kRowPrefetch, _MM_HINT_T0);
+        if constexpr (!BS) _mm_prefetch(reinterpret_cast<const char*>(b + j) + kRowPrefetch, _MM_HINT_T0);
+      }
       __m512 a0 = va, a1 = va, b0 = vb, b1 = vb;
       if constexpr (!AS) split_even_odd(a + j, a0, a1);
       if constexpr (!BS) split_even_odd(b + j, b0, b1);
@@ -258,7 +264,7 @@ SB_BF16_NE int64_t binary_zmm_ne(BFloat16* o, const BFloat16* a, const BFloat16*
   }
 }
 template <bool AS, bool NT, typename Z>
-SB_BF16_NE int64_t unary_zmm_ne(BFloat16* o, const BFloat16* a, int64_t j, int64_t n, const Z& z) {
+SB_BF16_NE int64_t unary_zmm_ne(BFloat16* o, const BFloat16* a, int64_t j, int64_t n, const Z& z, bool pf) {
   if constexpr (std::is_same_v<Z, NoZmm>) {
     return j;
   } else {
@@ -266,7 +272,8 @@ SB_BF16_NE int64_t unary_zmm_ne(BFloat16* o, const BFloat16* a, int64_t j, int64
     const __m512i order = interleave_halves();
 #pragma GCC unroll 2
     for (; j + 32 <= n; j += 32) {
-      if constexpr (!AS) _mm_prefetch(reinterpret_cast<const char*>(a + j) + kRowPrefetch, _MM_HINT_T0);
+      if constexpr (!AS)
+        if (pf) _mm_prefetch(reinterpret_cast<const char*>(a + j) + kRowPrefetch, _MM_HINT_T0);
       __m512 a0 = va, a1 = va;
       if constexpr (!AS) split_even_odd(a + j, a0, a1);
       const __m512i r = (__m512i)_mm512_cvtne2ps_pbh(z(a1), z(a0));
@@ -336,7 +343,7 @@ void binary_vloop(T* o, const T* a, const T* b, int64_t n, const F& f) {
 #ifdef SB_HAVE_AVX512
     if (use_avx512_bf16()) {
       if constexpr (NT && !std::is_same_v<decltype(zmm_of(f)), NoZmm>) j = align64_ne<AS, BS>(o, a, b, va, vb, j, n, f);
-      j = binary_zmm_ne<AS, BS, NT>(o, a, b, j, n, zmm_of(f));  // Note [bfloat16 rows in zmm]
+      j = binary_zmm_ne<AS, BS, NT>(o, a, b, j, n, zmm_of(f), cpu_tuning().prefetch16);  // Note [bfloat16 rows in zmm]
       j = binary_pairs_ne<AS, BS, NT>(o, a, b, va, vb, j, n, f);  // Note [bfloat16 rows by vcvtneps2bf16]
     }
 #endif
@@ -350,14 +357,16 @@ void binary_vloop(T* o, const T* a, const T* b, int64_t n, const F& f) {
     }
   }
   if constexpr (std::is_same_v<T, Half>) {  // a line of each input a step, prefetched (Note [bfloat16 zmm rows prefetch])
-    for (; j + 4 * W <= n; j += 4 * W) {
-      if constexpr (!AS) _mm_prefetch(reinterpret_cast<const char*>(a + j) + kRowPrefetch, _MM_HINT_T0);
-      if constexpr (!BS) _mm_prefetch(reinterpret_cast<const char*>(b + j) + kRowPrefetch, _MM_HINT_T0);
+    if (cpu_tuning().prefetch16) {
+      for (; j + 4 * W <= n; j += 4 * W) {
+        if constexpr (!AS) _mm_prefetch(reinterpret_cast<const char*>(a + j) + kRowPrefetch, _MM_HINT_T0);
+        if constexpr (!BS) _mm_prefetch(reinterpret_cast<const char*>(b + j) + kRowPrefetch, _MM_HINT_T0);
 #pragma GCC unroll 4
-      for (int u = 0; u < 4 * W; u += W) {
-        const typename L::V r = f(AS ? va : L::load(a + j + u), BS ? vb : L::load(b + j + u));
-        if constexpr (NT) L::stream(o + j + u, r);
-        else L::store(o + j + u, r);
+        for (int u = 0; u < 4 * W; u += W) {
+          const typename L::V r = f(AS ? va : L::load(a + j + u), BS ? vb : L::load(b + j + u));
+          if constexpr (NT) L::stream(o + j + u, r);
+          else L::store(o + j + u, r);
+        }
       }
     }
   }
@@ -397,7 +406,7 @@ void unary_vloop(T* o, const T* a, int64_t n, const F& f) {
     if (use_avx512_bf16()) {
       if constexpr (NT && !std::is_same_v<decltype(zmm_of(f)), NoZmm>)
         j = align64_ne<AS, true>(o, a, a, va, va, j, n, [&](auto x, auto) { return f(x); });
-      j = unary_zmm_ne<AS, NT>(o, a, j, n, zmm_of(f));  // Note [bfloat16 rows in zmm]
+      j = unary_zmm_ne<AS, NT>(o, a, j, n, zmm_of(f), cpu_tuning().prefetch16);  // Note [bfloat16 rows in zmm]
       j = unary_pairs_ne<AS, NT>(o, a, va, j, n, f);  // Note [bfloat16 rows by vcvtneps2bf16]
     }
 #endif
@@ -410,13 +419,15 @@ void unary_vloop(T* o, const T* a, int64_t n, const F& f) {
     }
   }
   if constexpr (std::is_same_v<T, Half>) {  // a line of the input a step, prefetched (Note [bfloat16 zmm rows prefetch])
-    for (; j + 4 * W <= n; j += 4 * W) {
-      if constexpr (!AS) _mm_prefetch(reinterpret_cast<const char*>(a + j) + kRowPrefetch, _MM_HINT_T0);
+    if (cpu_tuning().prefetch16) {
+      for (; j + 4 * W <= n; j += 4 * W) {
+        if constexpr (!AS) _mm_prefetch(reinterpret_cast<const char*>(a + j) + kRowPrefetch, _MM_HINT_T0);
 #pragma GCC unroll 4
-      for (int u = 0; u < 4 * W; u += W) {
-        const typename L::V r = f(AS ? va : L::load(a + j + u));
-        if constexpr (NT) L::stream(o + j + u, r);
-        else L::store(o + j + u, r);
+        for (int u = 0; u < 4 * W; u += W) {
+          const typename L::V r = f(AS ? va : L::load(a + j + u));
+          if constexpr (NT) L::stream(o + j + u, r);
+          else L::store(o + j + u, r);
+        }
       }
     }
   }
