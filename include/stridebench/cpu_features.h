@@ -94,8 +94,9 @@ struct CpuTuning {
   int64_t gemm_amx_mc = 32;   // and MC in rows (a multiple of 32)
   bool bf16_dot_runs = true;  // long bfloat16 sums by vdpbf16ps (Note [bfloat16 sums by dot products]),
   int64_t bf16_dot_runs_max = 0;  // for inputs of at most this many bytes (0: any size)
-  bool prefetch16 = false;  // 16-bit elementwise loops and normalize rows from memory prefetch their
-                            // inputs (Notes [bfloat16 zmm rows prefetch], [16-bit rows prefetch the next group])
+  bool prefetch16 = false;  // 16-bit elementwise loops, normalize rows from memory and bf16 moments of
+                            // long runs prefetch their inputs (Notes [bfloat16 zmm rows prefetch],
+                            // [16-bit rows prefetch the next group])
 };
 // The tuning for a core and its caches (pure; the basis says which row was taken).
 CpuTuning tuning_for(const CpuId& id, const CacheSizes& caches);

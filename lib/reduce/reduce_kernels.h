@@ -263,7 +263,7 @@ SB_HDP void h_sum_run_dp(const BFloat16* p, int64_t n, Sink& sink) {
 // the block's end through 16-bit masked loads whose other words read as zero. Exact
 // widening, float32 adds in another order than the AVX2 loop's (the same tolerance);
 // subnormals are kept, unlike the dot products'.
-constexpr int64_t kRunPrefetch = 2048;  // bytes ahead of h_sum_run_zmm's loads
+constexpr int64_t kRunPrefetch = 2048;  // bytes ahead of h_sum_run_zmm's and h_moments_run_dp's loads
 template <class Sink>
 __attribute__((target("avx2,fma,avx512f,avx512vl,avx512bw"))) void h_sum_run_zmm(const BFloat16* p, int64_t n,
                                                                                 Sink& sink) {
@@ -664,14 +664,20 @@ __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512bf16"))) vo
 }
 
 // The same S and Q of one unit-stride run of n <= kVarRunBlock elements (h_var_run's
-// blocks: 64 adds a lane at most, as above), two chains each.
+// blocks: 64 adds a lane at most, as above), two chains each. pf: each step prefetches
+// its two lines 2 KiB ahead, so the blocks of back-to-back runs stream on through each
+// block's end (CpuTuning::prefetch16, as Note [bfloat16 zmm rows prefetch]).
 __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512bf16"))) void h_moments_run_dp(
-    const BFloat16* p, int64_t n, double* s, double* q) {
+    const BFloat16* p, int64_t n, double* s, double* q, bool pf) {
   const __m512bh one = (__m512bh)_mm512_set1_epi16(0x3F80);  // bfloat16 1.0
   __m512 s0 = _mm512_setzero_ps(), s1 = s0, q0 = s0, q1 = s0;
   auto step = [one](__m512& sa, __m512& qa, __m512i x) SB_RDP_INLINE { moments_dp_step(one, sa, qa, x); };
   int64_t i = 0;
   for (; i + 64 <= n; i += 64) {
+    if (pf) {
+      _mm_prefetch(reinterpret_cast<const char*>(p + i) + kRunPrefetch, _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(p + i) + kRunPrefetch + 64, _MM_HINT_T0);
+    }
     step(s0, q0, _mm512_loadu_si512(p + i));
     step(s1, q1, _mm512_loadu_si512(p + i + 32));
   }
@@ -713,6 +719,7 @@ void h_var_run(const typename V::T* p, int64_t n, typename V::A* acc, Bf16Runs r
   // the block allows it, else its shifted sums; after a block that does not, the next
   // kDpRetry go straight to the shifted sums
   [[maybe_unused]] const bool dp16 = std::is_same_v<typename V::T, BFloat16> && V::W > 1 && use_avx512_bf16();
+  [[maybe_unused]] const bool pf = dp16 && cpu_tuning().prefetch16;
   [[maybe_unused]] int dp_skip = 0;
 #endif
   for (int64_t b = 0; b < n; b += kVarRunBlock) {
@@ -723,7 +730,7 @@ void h_var_run(const typename V::T* p, int64_t n, typename V::A* acc, Bf16Runs r
     if constexpr (std::is_same_v<typename V::T, BFloat16> && V::W > 1)
       if (dp16 && dp_skip-- <= 0) {
         double s1, s2;
-        h_moments_run_dp(cur, nb, &s1, &s2);
+        h_moments_run_dp(cur, nb, &s1, &s2, pf);
         if (s2 <= std::numeric_limits<A>::max() && s2 <= 16 * (s2 - s1 * (s1 / nbA))) {  // sum(x^2) <= 16 M2
           merge_block<A>(acc, nbA, A(0), s2, s1);
           c = static_cast<Acc>(s1 / nbA);  // the next block's shift, should it need one: this block's mean
