@@ -16,6 +16,7 @@
 #include <immintrin.h>
 #endif
 
+#include "core/prefetch.h"
 #include "core/vec.h"
 
 // An unnamed namespace in a header: this one has a single includer, and internal
@@ -263,7 +264,6 @@ SB_HDP void h_sum_run_dp(const BFloat16* p, int64_t n, Sink& sink) {
 // the block's end through 16-bit masked loads whose other words read as zero. Exact
 // widening, float32 adds in another order than the AVX2 loop's (the same tolerance);
 // subnormals are kept, unlike the dot products'.
-constexpr int64_t kRunPrefetch = 2048;  // bytes ahead of h_sum_run_zmm's and h_moments_run_dp's loads
 template <class Sink>
 __attribute__((target("avx2,fma,avx512f,avx512vl,avx512bw"))) void h_sum_run_zmm(const BFloat16* p, int64_t n,
                                                                                 Sink& sink) {
@@ -273,8 +273,8 @@ __attribute__((target("avx2,fma,avx512f,avx512vl,avx512bw"))) void h_sum_run_zmm
     const int64_t end = std::min(n, i + kFlushElems);
     __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
     for (; i + 64 <= end; i += 64) {
-      _mm_prefetch(reinterpret_cast<const char*>(p + i) + kRunPrefetch, _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(p + i) + kRunPrefetch + 64, _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(p + i) + kPrefetch16Ahead, _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(p + i) + kPrefetch16Ahead + 64, _MM_HINT_T0);
       const __m512i r0 = _mm512_loadu_si512(p + i), r1 = _mm512_loadu_si512(p + i + 32);
       a0 = _mm512_add_ps(a0, _mm512_castsi512_ps(_mm512_maskz_slli_epi32(0xFFFF, r0, 16)));
       a1 = _mm512_add_ps(a1, _mm512_castsi512_ps(_mm512_and_si512(r0, hi)));
@@ -675,8 +675,8 @@ __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512bf16"))) vo
   int64_t i = 0;
   for (; i + 64 <= n; i += 64) {
     if (pf) {
-      _mm_prefetch(reinterpret_cast<const char*>(p + i) + kRunPrefetch, _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(p + i) + kRunPrefetch + 64, _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(p + i) + kPrefetch16Ahead, _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(p + i) + kPrefetch16Ahead + 64, _MM_HINT_T0);
     }
     step(s0, q0, _mm512_loadu_si512(p + i));
     step(s1, q1, _mm512_loadu_si512(p + i + 32));
