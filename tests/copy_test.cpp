@@ -469,7 +469,8 @@ TEST(CopyFast, TransposeBandsAutomaticChoice) {
 // takes blocks (source rows of >= 1024 elements), else the streaming zmm tile runs where
 // the tuning takes zmm tiles on an AVX-512 CPU (Note [Streaming 2-byte tile runs]: 16
 // rows; source rows of 64 elements as in NHWC -> NCHW, and of 1000 with ragged edges
-// along both dims), else the buffered tiles. The first
+// along both dims; 128: staged, Note [Staged 2-byte tile runs], whose 64-row B tiles
+// leave edges of 44 rows here), else the buffered tiles. The first
 // case runs three whole blocks one after another in a thread's pipeline (so a whole
 // block drains from either buffer), and every ragged edge (an odd number of 8-row groups
 // among them).
@@ -503,7 +504,7 @@ TEST(CopyFast, TwoByteTransposesBandsAndBlocks) {
           if (simd_level() >= SimdLevel::AVX2) {
             const int want = !c.far                                ? (now.stream_bands16 ? 32 : 0)
                              : now.transpose_blocks && c.nA >= 1024 ? 64
-                             : now.zmm16 && c.nA >= now.zmm16_lines_min && use_avx512() ? 16
+                             : now.zmm16 && c.nA >= now.zmm16_lines_min && use_avx512() ? (now.zmm16_stage ? 128 : 16)
                                                                    : 0;
             EXPECT_EQ(last_copy_band_rows(), want) << where;
             EXPECT_EQ(last_copy_used_nt(), c.far || now.stream_bands16) << where;  // near rows without bands: plain

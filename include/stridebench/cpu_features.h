@@ -81,6 +81,8 @@ struct CpuTuning {
   bool zmm16_fill = false;       // and the 2-byte pipelined blocks' fill through them
   int64_t zmm16_lines_min = 16;  // and the streaming 2-byte tile runs, for source rows of at least
                                  // this many elements (Note [Streaming 2-byte tile runs])
+  bool zmm16_stage = false;      // and those runs 64 source rows at a time through an L1 stage
+                                 // (Note [Staged 2-byte tile runs])
   bool stream_bands16 = true;    // 2-byte transposes into near dst rows: streaming bands, or plain
                                  // stores (Note [Transpose bands])
   int64_t group_bytes = 512 * 1024;  // elementwise staging: bytes per group of planes
@@ -100,7 +102,7 @@ struct CpuTuning {
 };
 // The tuning for a core and its caches (pure; the basis says which row was taken).
 CpuTuning tuning_for(const CpuId& id, const CacheSizes& caches);
-// Applies "key=value,..." (kc, mc, nc, tile, bands, blocks, zmm16, zmm16fill, zmm16lines, bands16,
+// Applies "key=value,..." (kc, mc, nc, tile, bands, blocks, zmm16, zmm16fill, zmm16lines, zmm16stage, bands16,
 // group, group_min, copynt, grain16, amx, amxkc, amxmc, dotruns, dotrunsmax, pf16) to t; false with *err naming the bad key or value, t
 // unchanged.
 bool apply_tuning_spec(const char* spec, CpuTuning* t, std::string* err);

@@ -72,7 +72,7 @@ namespace {
 
 std::atomic<CopyPath> g_last_path{CopyPath::Empty};
 std::atomic<bool> g_last_nt{false};
-std::atomic<int> g_last_band_rows{0};  // 0: no bands; 16, 32: bands (2-byte 16: tile runs); 64: blocks
+std::atomic<int> g_last_band_rows{0};  // 0: no bands; 16, 32: bands (2-byte 16: tile runs; 128: staged); 64: blocks
 std::atomic<int64_t> g_nt_threshold{-1};  // bytes; -1 = not set: default_nt_threshold()
 
 // Note [Streaming threshold]

@@ -245,6 +245,7 @@ __attribute__((noinline)) void block_pipeline(E* d, int64_t ld, const E* bc, int
 // longer than the buffered tiles (docs/notes/copy-reduce.md, "zmm 2-byte tiles past the
 // L2" and "4-byte direct tiles past the L2").
 constexpr int64_t kDirectA = 16, kDirectB = 32, kDirectLlcMinA = 128;
+constexpr int64_t kStagedB = 64;  // B tile of the staged runs (Note [Staged 2-byte tile runs], core/transpose_tile.h)
 
 // Note [Streaming 2-byte tile runs]
 // 2-byte copies that stream, whose dst rows lie kBlockMinRowBytes or more apart and
@@ -257,9 +258,11 @@ constexpr int64_t kDirectA = 16, kDirectB = 32, kDirectLlcMinA = 128;
 // (dst rows 64-byte aligned); the whole 16 x 32 tiles stream, the edges (nA % 16 rows,
 // nB % 32 columns) are stored plainly, and a fence ends each thread's range. The
 // design's tuning may keep the buffered tiles for short source rows while taking the zmm
-// tiles elsewhere (zmm16_lines_min): on the Sapphire Rapids-class VM the runs of 64-element
-// source rows were slower than the buffered tiles, those of 256 and 4096 faster
-// (docs/notes/copy-reduce.md, "zmm 2-byte tiles on the Sapphire Rapids-class VM").
+// tiles elsewhere (zmm16_lines_min): on the Sapphire Rapids-class VM the unstaged runs
+// of 64-element source rows were slower than the buffered tiles, those of 256 and 4096
+// faster (docs/notes/copy-reduce.md, "zmm 2-byte tiles on the Sapphire Rapids-class VM").
+// Where the tuning stages them (zmm16_stage), the B tiles are kStagedB rows and each
+// run goes through Note [Staged 2-byte tile runs]: 128 bytes a dst row per visit.
 
 // Note [Direct tile runs]: the direct tiles of one (outer, B-tile) row, A from 0 to na,
 // in one call, whole 16 x 32 tiles with compile-time extents: locating every tile
@@ -289,19 +292,30 @@ inline void store_row(uint16_t* d, const uint16_t* b, int64_t n) {
 }
 
 // E: float or uint16_t; zmm16: Note [zmm 2-byte tiles] (2-byte elements), their whole
-// tiles with streaming stores where nt (Note [Streaming 2-byte tile runs]).
+// tiles with streaming stores where nt (Note [Streaming 2-byte tile runs]), and B tiles
+// of kStagedB rows through the stage where staged (Note [Staged 2-byte tile runs]).
 template <typename E>
 __attribute__((noinline)) void direct_tile_run(E* d, int64_t dA, const E* s, int64_t sB, int64_t na, int64_t nb,
-                                               bool zmm16, bool nt = false) {
+                                               bool zmm16, bool nt = false, bool staged = false) {
   int64_t i = 0;
 #ifdef SB_HAVE_AVX512
   if constexpr (sizeof(E) == 2) {
+    if (zmm16 && staged && nb == kStagedB) {
+      i = nt ? detail::tile_run64x64_u16<true>(d, dA, s, sB, na) : detail::tile_run64x64_u16(d, dA, s, sB, na);
+      if (i == na) return;
+    }
+    if (zmm16 && nb > kDirectB) {  // the rest of a staged tile, or a B edge: its two parts
+      direct_tile_run(d + i * dA, dA, s + i, sB, na - i, kDirectB, zmm16, nt);
+      direct_tile_run(d + i * dA + kDirectB, dA, s + i + kDirectB * sB, sB, na - i, nb - kDirectB, zmm16, nt);
+      return;
+    }
     if (nb == kDirectB && zmm16)
       i = nt ? detail::tile_run16x32_u16<true>(d, dA, s, sB, na) : detail::tile_run16x32_u16(d, dA, s, sB, na);
   }
 #endif
   (void)zmm16;
   (void)nt;
+  (void)staged;
   if (nb == kDirectB)  // whole tiles: compile-time extents, the 8 micro-tiles unrolled
     for (; i + kDirectA <= na; i += kDirectA)
       for (int64_t j = 0; j < kDirectB; j += 8) tile_a16(d + i * dA + j, dA, s + i + j * sB, sB);
@@ -329,7 +343,7 @@ std::atomic<bool> g_band_outer{true};
 
 // Plan dims: B = last (dst stride 1), A = a (src stride 1); others loop outside.
 // Returns the streaming bands' rows (0: none; 64: pipelined blocks; 32: 2-byte bands;
-// 16: 4-byte bands, or 2-byte streaming tile runs). nt: whether the copy may stream, and
+// 16: 4-byte bands, or 2-byte streaming tile runs; 128: staged 2-byte tile runs). nt: whether the copy may stream, and
 // on return whether it did (Note [Transpose bands]: near 2-byte dst rows may not).
 template <typename U>
 int tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool& nt) {
@@ -355,6 +369,7 @@ int tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool& nt) {
   const int64_t nouter = std::accumulate(outer.size.begin(), outer.size.end(), int64_t{1}, std::multiplies<>());
   bool bands = false, bands16 = false, blocks16 = false;  // Note [Transpose bands]: 4-byte, 2-byte elements
   bool lines16 = false;  // Note [Streaming 2-byte tile runs]
+  bool staged16 = false;  // and Note [Staged 2-byte tile runs]
 #ifdef SB_HAVE_AVX2
   bands = simd && nt && nB >= 16 && dA % 16 == 0 && reinterpret_cast<uintptr_t>(d) % 64 == 0;
   bands16 = sizeof(U) == 2 && use_avx2() && nt && nB >= kBand16Rows && dA % 32 == 0 &&
@@ -371,6 +386,7 @@ int tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool& nt) {
   if (bands16 && dA * 2 >= kBlockMinRowBytes) {  // 2-byte dst rows far apart: blocks, zmm tile runs or the buffered tiles
     blocks16 = transpose_bands(nA, dA * 2).rows == kBlockB;
     lines16 = !blocks16 && zmm16 && nA >= std::max(kDirectA, cpu_tuning().zmm16_lines_min);
+    staged16 = lines16 && cpu_tuning().zmm16_stage;
     bands16 = false;
   } else if (bands16 && !cpu_tuning().stream_bands16) {  // near dst rows with plain stores (Note [Transpose bands])
     bands16 = false;
@@ -387,7 +403,7 @@ int tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool& nt) {
   const int64_t tA = blocks || blocks16 ? kBlockA : bands || bands16 ? kBandA : direct || direct16 ? kDirectA
                     : simd ? kTileA : simd_other ? kOtherA : tile,
                 tB = blocks ? kBlockB : blocks16 ? kBlock16B : bands ? tune.rows : bands16 ? kBand16Rows
-                    : direct || direct16 ? kDirectB : simd ? kTileB : simd_other ? kOtherB : tile;
+                    : staged16 ? kStagedB : direct || direct16 ? kDirectB : simd ? kTileB : simd_other ? kOtherB : tile;
   // direct16 A-fastest only with zmm tiles (Note [zmm 2-byte tiles]): a run's dst writes
   // are whole 64-byte lines, so two threads on neighbouring B tiles share none
   const bool a_fastest = (bands && tune.source_rows_outer) || bands16 || blocks16 || direct || (direct16 && zmm16);
@@ -490,7 +506,7 @@ int tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool& nt) {
           int64_t doff, soff, na, nb;
           locate(t, doff, soff, na, nb);
           direct_tile_run<E>(reinterpret_cast<E*>(d + doff), dA, reinterpret_cast<const E*>(s + soff), sB,
-                             std::min(run * tA, nA - ia * tA), nb, zmm16, lines16);
+                             std::min(run * tA, nA - ia * tA), nb, zmm16, lines16, staged16);
         }
         t += run;
       }
@@ -570,5 +586,5 @@ int tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool& nt) {
     fence(nt && (simd || simd_other));
   });
   return bands ? static_cast<int>(tB) : blocks16 ? static_cast<int>(kBlockB) : bands16 ? static_cast<int>(kBand16Rows)
-         : lines16 ? static_cast<int>(kDirectA) : 0;
+         : staged16 ? static_cast<int>(2 * kStagedB) : lines16 ? static_cast<int>(kDirectA) : 0;
 }

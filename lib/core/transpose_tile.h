@@ -365,8 +365,8 @@ inline void stream_copy(char* d, const char* s, int64_t n) {
 // fastest, so the 32 source rows of a B tile are read start to end while each dst line
 // is written once (docs/notes/copy-reduce.md, zmm 2-byte tiles). Taken where the
 // design's tuning says so (cpu_tuning().zmm16, Note [Tuning by microarchitecture]):
-// Zen 5 and Zen 4, where they were measured faster (Zen 4 splits 512-bit shuffles in
-// halves and still gains); Sapphire Rapids was not measured and keeps the 128-bit rows.
+// Zen 5, Zen 4 (which splits 512-bit shuffles in halves and still gains) and Sapphire
+// Rapids, each measured faster.
 // The pipelined blocks' fill through zmm tiles is a flag of its own (zmm16_fill): on
 // Zen 4 the 4096² bf16 transpose took longer with it, so only Zen 5 takes it.
 __attribute__((target("avx512f,avx512bw"), always_inline)) inline __m512i load4_u16(const uint16_t* s, int64_t step) {
@@ -400,6 +400,23 @@ __attribute__((target("avx512f,avx512bw"), always_inline)) inline void transpose
   r[6] = _mm512_maskz_unpacklo_epi64(0xFF, u3, u7);
   r[7] = _mm512_maskz_unpackhi_epi64(0xFF, u3, u7);
 }
+// The 16 x 32 tile at s (source rows j < 32 sB apart, elements i < 16 of each) as 16 dst
+// rows of 32 elements, r[m] for element m.
+__attribute__((target("avx512f,avx512bw"), always_inline)) inline void tile16x32_u16(__m512i (&r)[16],
+                                                                                     const uint16_t* s, int64_t sB) {
+  __m512i a[8], q[8];
+#pragma GCC unroll 8
+  for (int k = 0; k < 8; ++k) a[k] = load4_u16(s + k * sB, 8 * sB);
+#pragma GCC unroll 8
+  for (int k = 0; k < 8; ++k) q[k] = load4_u16(s + 8 + k * sB, 8 * sB);
+  transpose8_u16_lanes512(a);
+  transpose8_u16_lanes512(q);
+#pragma GCC unroll 8
+  for (int m = 0; m < 8; ++m) {
+    r[m] = a[m];
+    r[8 + m] = q[m];
+  }
+}
 // d[i*ld + j] = s[i + j*sB] for i < na (rounded down to 16), j < 32, in 16 x 32 tiles
 // along i; returns the i it stopped at.
 // NT: streaming stores (d and ld * 2 multiples of 64 bytes: each store a whole line).
@@ -409,17 +426,50 @@ __attribute__((noinline, target("avx512f,avx512bw"))) int64_t tile_run16x32_u16(
                                                                               int64_t na) {
   int64_t i = 0;
   for (; i + 16 <= na; i += 16) {
-    __m512i r[8], q[8];
-#pragma GCC unroll 8
-    for (int k = 0; k < 8; ++k) r[k] = load4_u16(s + i + k * sB, 8 * sB);
-#pragma GCC unroll 8
-    for (int k = 0; k < 8; ++k) q[k] = load4_u16(s + i + 8 + k * sB, 8 * sB);
-    transpose8_u16_lanes512(r);
-    transpose8_u16_lanes512(q);
-#pragma GCC unroll 8
-    for (int m = 0; m < 8; ++m) store_line<NT>(d + (i + m) * ld, r[m]);
-#pragma GCC unroll 8
-    for (int m = 0; m < 8; ++m) store_line<NT>(d + (i + 8 + m) * ld, q[m]);
+    __m512i r[16];
+    tile16x32_u16(r, s + i, sB);
+#pragma GCC unroll 16
+    for (int m = 0; m < 16; ++m) store_line<NT>(d + (i + m) * ld, r[m]);
+  }
+  return i;
+}
+
+// Note [Staged 2-byte tile runs]
+// A streaming 2-byte tile run writes one 64-byte line per dst row visit, and those
+// stores ran at half the rate of two adjacent lines per visit (Note [Pipelined transpose
+// blocks] says the same of 4-byte rows); reading 32 source rows half a line at a time,
+// rows a power of two apart, lost each line from L1 between its two halves. So where
+// the design's tuning says so (cpu_tuning().zmm16_stage) a run takes 64 source rows:
+// 64 x 64 elements are copied first, two whole lines a row, into a stage of 8 KiB in
+// L1, and each of the 64 dst rows then gets 128 contiguous bytes, its two lines written
+// one after the other. Measured on the Sapphire Rapids-class VM (docs/notes/copy-reduce.md,
+// "Staged 2-byte tile runs"); the Zen rows keep the 32-row runs until measured.
+// d[i*ld + j] = s[i + j*sB] for i < na (rounded down to 64), j < 64; returns the i it
+// stopped at. NT as tile_run16x32_u16.
+template <bool NT = false>
+__attribute__((noinline, target("avx512f,avx512bw"))) int64_t tile_run64x64_u16(uint16_t* d, int64_t ld,
+                                                                              const uint16_t* s, int64_t sB,
+                                                                              int64_t na) {
+  alignas(64) uint16_t stage[64 * 64];
+  int64_t i = 0;
+  for (; i + 64 <= na; i += 64) {
+#pragma GCC unroll 16
+    for (int k = 0; k < 64; ++k) {
+      const uint16_t* row = s + i + k * sB;
+      _mm512_store_si512(stage + 64 * k, _mm512_loadu_si512(row));
+      _mm512_store_si512(stage + 64 * k + 32, _mm512_loadu_si512(row + 32));
+    }
+    for (int h = 0; h < 64; h += 16) {
+      __m512i lo[16], hi[16];
+      tile16x32_u16(lo, stage + h, 64);
+      tile16x32_u16(hi, stage + 32 * 64 + h, 64);
+      uint16_t* dh = d + (i + h) * ld;
+#pragma GCC unroll 16
+      for (int m = 0; m < 16; ++m) {
+        store_line<NT>(dh + m * ld, lo[m]);
+        store_line<NT>(dh + m * ld + 32, hi[m]);
+      }
+    }
   }
   return i;
 }
