@@ -515,6 +515,42 @@ TEST(CopyFast, TwoByteTransposesBandsAndBlocks) {
   });
 }
 
+// Note [Tiles of 2- and 8-byte elements] where 2-byte copies stream into dst rows that
+// are not whole lines (3000 bfloat16 = 6000 bytes, as the transposed 3000² of the
+// matrix): no bands, runs or blocks, the buffered tiles, filled through the zmm tiles
+// where the tuning says so (zmm16_fill) and through the 128-bit rows elsewhere. Ragged
+// extents along both dims (A: 16-element tiles and the rest; B: 32-row zmm tiles and
+// the rest of a 128-row buffer), a dst row start off a line, 1 and 2 threads, every
+// SIMD level; the values exact and the buffer around dst untouched.
+TEST(CopyFast, TwoByteBufferedTilesUnderEachTuning) {
+  Scope scope;
+  set_nt_threshold_bytes(0);
+  struct Case {
+    int64_t nB, nA, dst_row, pad;  // dst (nA, nB) with rows dst_row elements apart, pad elements in
+  };
+  const std::vector<Case> cases = {{300, 1000, 3000, 0}, {129, 300, 131, 5}, {45, 37, 3000, 0}, {256, 64, 1000, 1}};
+  uint64_t seed = 990;
+  under_each_tuning([&](const CpuTuning& now) {
+    for (const Case& c : cases)
+      for (DType dt : {DType::BFloat16, DType::Float16})
+        for (const test::Modes& m : test::all_kernel_modes()) {
+          test::ModeGuard g(m);
+          const Tensor src = exact_values({c.nB, c.nA}, ++seed, dt).t();
+          Tensor buf = empty({c.pad + c.nA * c.dst_row}, dt);
+          test::poison(buf);
+          Tensor dst = buf.narrow(0, c.pad, c.nA * c.dst_row).view({c.nA, c.dst_row}).narrow(1, 0, c.nB);
+          dst.copy_(src);
+          const std::string where = describe_tuning(now) + ": " + dtype_name(dt) + " " + std::to_string(c.nA) +
+                                    " x " + std::to_string(c.nB) + " into rows of " + std::to_string(c.dst_row) +
+                                    " pad " + std::to_string(c.pad) + ", " + simd_level_name(m.simd) + ", " +
+                                    std::to_string(m.threads) + " threads";
+          EXPECT_EQ(last_copy_band_rows(), 0) << where;
+          ASSERT_TRUE(test::all_close(dst, test::naive_values(src), 0, 0)) << where;
+          ASSERT_TRUE(untouched_outside(dst)) << where;
+        }
+  });
+}
+
 // A source of exact values with its last two dims transposed, copied into a window of a
 // poisoned buffer pad elements in (7 more after it): {src, dst}.
 std::pair<Tensor, Tensor> transpose_into_window(const Shape& src_sizes, int64_t pad, DType dt, uint64_t seed) {

@@ -114,9 +114,9 @@ TEST(CpuTuning, RowsPerDesign) {
   EXPECT_FALSE(zen5.prefetch16);
   EXPECT_TRUE(zen4.stream_bands16);
   EXPECT_TRUE(zen5.stream_bands16);
-  EXPECT_TRUE(zen5.zmm16_fill);  // the blocks' fill through them: Zen 5 only
+  EXPECT_TRUE(zen5.zmm16_fill);  // buffers filled through them: Zen 5 and Sapphire Rapids
   EXPECT_FALSE(zen4.zmm16_fill);
-  EXPECT_FALSE(spr.zmm16_fill);
+  EXPECT_TRUE(spr.zmm16_fill);
   // Note [Dense copies in the last-level cache]: Zen 4's own measurement (half its LLC),
   // not its row's: the designs that borrow the row keep the streaming threshold
   EXPECT_EQ(zen4.copy_nt_bytes, 16 << 20);

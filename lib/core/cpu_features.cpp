@@ -168,6 +168,7 @@ CpuTuning sapphire_rapids_row(const CacheSizes& caches) {
   t.zmm16_stage = true;     // the streaming runs 64 source rows at a time (Note [Staged 2-byte
   t.zmm16_lines_min = 64;   // tile runs]), for source rows of 64 elements or more: unstaged,
                             // NHWC -> NCHW of 64 channels ran slower than the buffered tiles here
+  t.zmm16_fill = true;      // the buffered 2-byte tiles filled through zmm tiles (no blocks here)
   t.stream_bands16 = false;  // Note [Transpose bands]: NCHW -> NHWC in 2 bytes, plain stores faster
   t.group_bytes = 128 * 1024;
   t.group_min = 2;

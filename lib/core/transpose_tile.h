@@ -367,8 +367,9 @@ inline void stream_copy(char* d, const char* s, int64_t n) {
 // design's tuning says so (cpu_tuning().zmm16, Note [Tuning by microarchitecture]):
 // Zen 5, Zen 4 (which splits 512-bit shuffles in halves and still gains) and Sapphire
 // Rapids, each measured faster.
-// The pipelined blocks' fill through zmm tiles is a flag of its own (zmm16_fill): on
-// Zen 4 the 4096² bf16 transpose took longer with it, so only Zen 5 takes it.
+// Filling a buffer through zmm tiles (the pipelined blocks', the buffered tiles') is a
+// flag of its own (zmm16_fill): on Zen 4 the 4096² bf16 transpose took longer with the
+// blocks so filled; Zen 5 (blocks) and Sapphire Rapids (buffered tiles) take it.
 __attribute__((target("avx512f,avx512bw"), always_inline)) inline __m512i load4_u16(const uint16_t* s, int64_t step) {
   __m512i z = _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s)));
   z = _mm512_inserti32x4(z, _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + step)), 1);
