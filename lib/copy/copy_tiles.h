@@ -323,25 +323,6 @@ __attribute__((noinline)) void direct_tile_run(E* d, int64_t dA, const E* s, int
 }
 #endif
 
-// A buffered 2-byte tile (Note [Tiles of 2- and 8-byte elements]): b[i*ldb + j] =
-// s[i + j*sB] for i < na, j < nb, b's rows 64-byte aligned. Where the tuning fills
-// buffers through the zmm tiles (zmm16_fill: Note [zmm 2-byte tiles]) its whole 16 x 32
-// tiles go that way, whole lines of the buffer, and the rest through the 128-bit rows.
-inline void fill_tile_u16(uint16_t* b, int64_t ldb, const uint16_t* s, int64_t sB, int64_t na, int64_t nb,
-                          bool zmm) {
-  int64_t j = 0;
-#ifdef SB_HAVE_AVX512
-  const int64_t na16 = na / 16 * 16;
-  if (zmm && na16 > 0)
-    for (; j + kDirectB <= nb; j += kDirectB) {
-      detail::tile_run16x32_u16(b + j, ldb, s + j * sB, sB, na16);
-      if (na16 < na) detail::transpose_tile_u16(b + na16 * ldb + j, ldb, s + na16 + j * sB, sB, na - na16, kDirectB);
-    }
-#endif
-  (void)zmm;
-  if (j < nb) detail::transpose_tile_u16(b + j, ldb, s + j * sB, sB, na, nb - j);
-}
-
 struct TransposeBands {
   int64_t rows;            // source rows per band: 16 or 32 (<= kBandBMax); 64: pipelined blocks
   bool source_rows_outer;  // tasks walk A fastest (each band's source rows start to end)
@@ -585,7 +566,7 @@ int tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool& nt) {
           U* const bu = reinterpret_cast<U*>(buf);
           static_assert(kOtherA * kOtherB * sizeof(U) <= kTileA * kTileB * sizeof(float), "the tile fits the buffer");
           if constexpr (sizeof(U) == 2) {
-            fill_tile_u16(bu, kOtherB, st, sB, na, nb, zmm_fill);
+            detail::fill_tile_u16(bu, kOtherB, st, sB, na, nb, zmm_fill);  // Note [Tiles of 2- and 8-byte elements]
           } else {  // bit patterns through double lanes
             detail::transpose_tile_f64(reinterpret_cast<double*>(bu), kOtherB, reinterpret_cast<const double*>(st), sB,
                                        na, nb);

@@ -298,7 +298,7 @@ __attribute__((target("avx2,fma,avx512f,avx512vl,avx512bw"))) void h_sum_run_zmm
 #endif
 
 template <class V, class Op, class Sink>
-void h_kernel(const typename V::T* p, int64_t n, int64_t s, double m, Sink& sink, Bf16Runs runs) {
+void h_kernel(const typename V::T* p, int64_t n, int64_t s, double m, Sink& sink, [[maybe_unused]] Bf16Runs runs) {
   using A = typename V::A;
   using R = typename V::R;
   constexpr int W = V::W, N = Op::N;
