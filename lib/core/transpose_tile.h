@@ -478,9 +478,10 @@ __attribute__((noinline, target("avx512f,avx512bw"))) int64_t tile_run64x64_u16(
 
 // A buffered 2-byte tile: b[i*ldb + j] = s[i + j*sB] for i < na, j < nb. Where zmm (the
 // design fills buffers through the zmm tiles: CpuTuning::zmm16_fill, Note [zmm 2-byte
-// tiles]) its whole 16 x 32 tiles go that way, the rest through the 128-bit rows. The
-// copy's buffered tiles and the elementwise staging use it.
-__attribute__((noinline)) inline void fill_tile_u16(uint16_t* b, int64_t ldb, const uint16_t* s, int64_t sB, int64_t na, int64_t nb, bool zmm) {
+// tiles]) its whole 16 x 32 tiles go that way, the rest through the 128-bit rows (the
+// copy's buffered tiles, Note [Tiles of 2- and 8-byte elements]).
+__attribute__((noinline)) inline void fill_tile_u16(uint16_t* b, int64_t ldb, const uint16_t* s, int64_t sB, int64_t na,
+                                                    int64_t nb, bool zmm) {
   int64_t nb32 = 0;  // columns done through the zmm tiles
 #ifdef SB_HAVE_AVX512
   const int64_t na16 = na / 16 * 16;
