@@ -350,7 +350,8 @@ TEST(CopyFast, EachPathIsTakenAndCorrect) {
             // 8-byte elements]), AVX2 only, when forced
             const bool over = static_cast<int64_t>(dst.nbytes()) > nt_threshold_bytes();  // always at 0
             // (not the 2-byte bands where the tuning stores them plainly: Note [Transpose bands])
-            const bool plain16 = dtype_size(dt) == 2 && c.bands16 && !cpu_tuning().stream_bands16;
+            const bool plain16 = dtype_size(dt) == 2 && c.bands16 &&
+                                 static_cast<int64_t>(dst.nbytes()) < cpu_tuning().bands16_min_bytes;
             const bool nt_expected = over && simd_level() >= SimdLevel::AVX2 && !plain16 &&
                                      (c.path == CopyPath::Memcpy || c.path == CopyPath::Rows ||
                                       (c.path == CopyPath::Tiled && dtype_size(dt) != 1));
@@ -465,7 +466,7 @@ TEST(CopyFast, TransposeBandsAutomaticChoice) {
 }
 
 // The same choice for 2-byte elements: dst rows less than 4 KiB apart take 32-row bands
-// where the tuning streams them (stream_bands16), else plain stores; rows further apart take blocks of 128 source rows where the tuning
+// where the tuning streams them at the copy's size (bands16_min_bytes), else plain stores; rows further apart take blocks of 128 source rows where the tuning
 // takes blocks (source rows of >= 1024 elements), else the streaming zmm tile runs where
 // the tuning takes zmm tiles on an AVX-512 CPU (Note [Streaming 2-byte tile runs]: 16
 // rows; source rows of 64 elements as in NHWC -> NCHW, and of 1000 with ragged edges
@@ -502,17 +503,57 @@ TEST(CopyFast, TwoByteTransposesBandsAndBlocks) {
                                     " x " + std::to_string(c.nB) + " into rows of " + std::to_string(c.dst_row) +
                                     ", threads " + std::to_string(threads);
           if (simd_level() >= SimdLevel::AVX2) {
-            const int want = !c.far                                ? (now.stream_bands16 ? 32 : 0)
+            const bool bands16 = static_cast<int64_t>(dst.nbytes()) >= now.bands16_min_bytes;
+            const int want = !c.far                                ? (bands16 ? 32 : 0)
                              : now.transpose_blocks && c.nA >= 1024 ? 64
                              : now.zmm16 && c.nA >= now.zmm16_lines_min && use_avx512() ? (now.zmm16_stage ? 128 : 16)
                                                                    : 0;
             EXPECT_EQ(last_copy_band_rows(), want) << where;
-            EXPECT_EQ(last_copy_used_nt(), c.far || now.stream_bands16) << where;  // near rows without bands: plain
+            EXPECT_EQ(last_copy_used_nt(), c.far || bands16) << where;  // near rows without bands: plain
           }
           ASSERT_TRUE(test::all_close(dst, test::naive_values(src), 0, 0)) << where;
           ASSERT_TRUE(untouched_outside(dst)) << where;
         }
   });
+}
+
+// Note [Transpose bands], 2-byte elements into near dst rows (NCHW -> NHWC of 64 channels:
+// 128-byte dst rows), under a tuning whose bands16_min_bytes lies between two copies'
+// sizes: the smaller takes the plain-store tiles (no bands, no streaming), the larger and
+// one of exactly that size the streaming 32-row bands. Both dtypes, 1 and 2 threads, the
+// values exact and the storage around dst untouched.
+TEST(CopyFast, TwoByteNearRowsStreamFromTheirSize) {
+  Scope scope;
+  if (!use_avx2()) GTEST_SKIP() << "no bands below AVX2";
+  set_nt_threshold_bytes(0);
+  CpuTuning t = cpu_tuning();
+  const int64_t small_bytes = 2 * 64 * 9 * 7 * 2, large_bytes = 5 * 64 * 9 * 7 * 2;
+  t.bands16_min_bytes = 3 * 64 * 9 * 7 * 2;
+  set_cpu_tuning(&t);
+  struct Restore {
+    ~Restore() { set_cpu_tuning(nullptr); }
+  } restore;
+  uint64_t seed = 1200;
+  for (int64_t n : {int64_t{2}, int64_t{3}, int64_t{5}})
+    for (DType dt : {DType::BFloat16, DType::Float16})
+      for (int threads : {1, 2}) {
+        set_num_threads(threads);
+        const Tensor src = exact_values({n, 64, 9, 7}, ++seed, dt);
+        Tensor dst = empty({n, 64, 9, 7}, dt, Device::cpu(), MemoryFormat::ChannelsLast);
+        test::poison(dst);
+        dst.copy_(src);
+        const int64_t bytes = static_cast<int64_t>(dst.nbytes());
+        const bool want = bytes >= t.bands16_min_bytes;
+        const std::string where = std::string(dtype_name(dt)) + " NCHW -> NHWC of " + std::to_string(bytes) +
+                                  " bytes, bands from " + std::to_string(t.bands16_min_bytes) + ", threads " +
+                                  std::to_string(threads);
+        EXPECT_TRUE(bytes == small_bytes || bytes == t.bands16_min_bytes || bytes == large_bytes) << where;
+        EXPECT_EQ(last_copy_path(), CopyPath::Tiled) << where;
+        EXPECT_EQ(last_copy_band_rows(), want ? 32 : 0) << where;
+        EXPECT_EQ(last_copy_used_nt(), want) << where;
+        ASSERT_TRUE(test::all_close(dst, test::naive_values(src), 0, 0)) << where;
+        ASSERT_TRUE(untouched_outside(dst)) << where;
+      }
 }
 
 // Note [Tiles of 2- and 8-byte elements] where 2-byte copies stream into dst rows that

@@ -74,13 +74,14 @@ void tile_scalar(U* dst, const U* src, int64_t na, int64_t nb, int64_t dA, int64
 // aligned, nB >= 32) where dst rows lie less than kBlockMinRowBytes apart (NCHW -> NHWC:
 // 128 bytes for 64 channels), where one line per visit comes close to sequential
 // writes; their ragged edges (nB % 32 columns, nA % 8 rows) go through the buffer with
-// plain stores. Where the tuning says so (cpu_tuning().stream_bands16 false: Sapphire
-// Rapids' row) such copies do not stream at all and take the plain-store tiles (the zmm
-// direct runs or the buffered tiles): there the bands took longer than those at every
-// size measured, from inside the L2 to well past the streaming threshold, while the
-// other 2-byte transposes and every 4-byte one gained from streaming
-// (docs/notes/copy-reduce.md, "bf16 NCHW -> NHWC bands on the Sapphire Rapids-class
-// VM"). Rows further apart (a 4096^2 transpose: 8 KiB) keep the buffered tiles of
+// plain stores. Below the tuning's cpu_tuning().bands16_min_bytes of output (Sapphire
+// Rapids' row: 48 MiB) such copies do not stream at all and take the plain-store tiles
+// (the zmm direct runs or the buffered tiles): there the bands took longer than those
+// from inside the L2 up to outputs of 32-48 MiB, and half the time or less beyond, where
+// the plain stores' read-for-ownership comes from memory (docs/notes/copy-reduce.md,
+// "bf16 NCHW -> NHWC bands on the Sapphire Rapids-class VM" and "2-byte bands by output
+// size"); the other 2-byte transposes and every 4-byte one gain from streaming from the
+// threshold on. Rows further apart (a 4096^2 transpose: 8 KiB) keep the buffered tiles of
 // Note [Tiles of 2- and 8-byte elements], whose 256-byte dst rows per visit beat the
 // bands there, as the pipelined blocks beat them for 4-byte elements (the comparison:
 // docs/notes/copy-reduce.md).
@@ -393,7 +394,7 @@ int tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool& nt) {
     lines16 = !blocks16 && zmm16 && nA >= std::max(kDirectA, cpu_tuning().zmm16_lines_min);
     staged16 = lines16 && cpu_tuning().zmm16_stage;
     bands16 = false;
-  } else if (bands16 && !cpu_tuning().stream_bands16) {  // near dst rows with plain stores (Note [Transpose bands])
+  } else if (bands16 && nA * nB * nouter * 2 < cpu_tuning().bands16_min_bytes) {  // near dst rows, plain stores (Note [Transpose bands])
     bands16 = false;
     nt = false;
   }

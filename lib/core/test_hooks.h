@@ -24,7 +24,7 @@ int last_copy_band_rows();
 // longer, else 16-row bands); tests force each (rows = 0: back to the automatic choice).
 // 2-byte elements follow the choice only where their dst rows are 4 KiB or more apart
 // (blocks when it says 64, else the L1 tile buffer); nearer dst rows take their 32-row
-// bands whatever it says, or no streaming where the tuning's stream_bands16 is false.
+// bands whatever it says, or no streaming below the tuning's bands16_min_bytes of output.
 void set_transpose_bands(int rows, bool source_rows_outer);
 // The streaming threshold of copy.h's nt_threshold_bytes(): 0 forces streaming at small
 // sizes; negative: back to the default.
