@@ -556,6 +556,64 @@ TEST(CopyFast, TwoByteNearRowsStreamFromTheirSize) {
       }
 }
 
+// Note [Contiguous bands read in order]: the transposed copy of a batch of planes whose
+// source rows lie end to end (B x R x C, transposed last two dims) through the streaming
+// bands, 4- and 2-byte, under a tuning that reads bands of up to 32 KiB in order and one
+// that reads none: the bands read in order only where the band is one run within the
+// budget (not rows of 300 floats, 37.5 KiB a 32-row band, nor rows sliced out of longer
+// ones, nor a plane starting off a line is left out), the values exact either way, the
+// storage around dst untouched; 1 and 2 threads.
+TEST(CopyFast, ContiguousBandsReadInOrder) {
+  Scope scope;
+  if (!use_avx2()) GTEST_SKIP() << "no bands below AVX2";
+  set_nt_threshold_bytes(0);
+  set_transpose_bands(32, true);
+  struct Case {
+    int64_t b, r, c, pad, off;  // planes of r x c, source rows c + pad elements long, off elements into the storage
+    bool contiguous;            // within the 32 KiB budget and end to end
+  };
+  const std::vector<Case> cases = {
+      {3, 64, 40, 0, 0, true},     // 32-row bands of 40 elements, two a plane
+      {2, 96, 128, 0, 3, true},    // planes off a line by 3 elements
+      {2, 64, 300, 0, 0, false},   // float32: 37.5 KiB a band, over the budget (bfloat16: 18.75 KiB, within)
+      {2, 64, 40, 8, 0, false},    // rows of 40 out of 48: not one run
+  };
+  CpuTuning on = cpu_tuning(), off = cpu_tuning();
+  on.band_read_bytes = 32 * 1024;
+  on.bands16_min_bytes = 0;
+  off.band_read_bytes = 0;
+  off.bands16_min_bytes = 0;
+  struct Restore {
+    ~Restore() { set_cpu_tuning(nullptr); }
+  } restore;
+  uint64_t seed = 1300;
+  for (const CpuTuning* t : {&on, &off})
+    for (const Case& c : cases)
+      for (DType dt : {DType::Float32, DType::BFloat16, DType::Float16})
+        for (int threads : {1, 2}) {
+          set_cpu_tuning(t);
+          set_num_threads(threads);
+          const int64_t es = dtype_size(dt), row = c.c + c.pad;
+          const Tensor store = exact_values({c.off + c.b * c.r * row}, ++seed, dt);
+          const Tensor planes = store.narrow(0, c.off, c.b * c.r * row).view({c.b, c.r, row}).narrow(2, 0, c.c);
+          const Tensor src = planes.transpose(1, 2);
+          Tensor dst = empty({c.b, c.c, c.r}, dt);
+          test::poison(dst);
+          dst.copy_(src);
+          const bool within = c.contiguous || (c.pad == 0 && 32 * c.c * es <= t->band_read_bytes);
+          const bool want = t->band_read_bytes > 0 && within;
+          const std::string where = std::string(dtype_name(dt)) + " " + std::to_string(c.b) + " x " +
+                                    std::to_string(c.r) + " x " + std::to_string(c.c) + " (rows of " +
+                                    std::to_string(row) + ", offset " + std::to_string(c.off) + "), band reads up to " +
+                                    std::to_string(t->band_read_bytes) + " bytes, threads " + std::to_string(threads);
+          EXPECT_EQ(last_copy_path(), CopyPath::Tiled) << where;
+          EXPECT_EQ(last_copy_band_rows(), 32) << where;
+          EXPECT_EQ(last_copy_read_bands(), want) << where;
+          ASSERT_TRUE(test::all_close(dst, test::naive_values(src), 0, 0)) << where;
+          ASSERT_TRUE(untouched_outside(dst)) << where;
+        }
+}
+
 // Note [Tiles of 2- and 8-byte elements] where 2-byte copies stream into dst rows that
 // are not whole lines (3000 bfloat16 = 6000 bytes, as the transposed 3000² of the
 // matrix): no bands, runs or blocks, the buffered tiles, filled through the zmm tiles

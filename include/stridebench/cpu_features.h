@@ -87,6 +87,9 @@ struct CpuTuning {
   int64_t bands16_min_bytes = 0;  // 2-byte transposes into near dst rows: streaming bands for outputs
                                   // of at least this many bytes (0: whenever the copy streams),
                                   // plain-store tiles below (Note [Transpose bands])
+  int64_t band_read_bytes = 0;    // transpose bands whose source rows lie end to end, up to this
+                                  // many bytes, read in address order first (Note [Contiguous
+                                  // bands read in order]); 0: never
   int64_t group_bytes = 512 * 1024;  // elementwise staging: bytes per group of planes
   int group_min = 1;                 // and the fewest planes per group
   int64_t copy_nt_bytes = 0;  // dense copies stream above max(this, the streaming threshold), 1.5x
@@ -104,7 +107,7 @@ struct CpuTuning {
 };
 // The tuning for a core and its caches (pure; the basis says which row was taken).
 CpuTuning tuning_for(const CpuId& id, const CacheSizes& caches);
-// Applies "key=value,..." (kc, mc, nc, tile, bands, blocks, zmm16, zmm16fill, zmm16lines, zmm16stage, bands16min,
+// Applies "key=value,..." (kc, mc, nc, tile, bands, blocks, zmm16, zmm16fill, zmm16lines, zmm16stage, bands16min, bandread,
 // group, group_min, copynt, grain16, amx, amxkc, amxmc, dotruns, dotrunsmax, pf16) to t; false with *err naming the bad key or value, t
 // unchanged.
 bool apply_tuning_spec(const char* spec, CpuTuning* t, std::string* err);

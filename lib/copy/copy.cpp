@@ -73,6 +73,7 @@ namespace {
 std::atomic<CopyPath> g_last_path{CopyPath::Empty};
 std::atomic<bool> g_last_nt{false};
 std::atomic<int> g_last_band_rows{0};  // 0: no bands; 16, 32: bands (2-byte 16: tile runs; 128: staged); 64: blocks
+std::atomic<bool> g_last_read_bands{false};  // the bands read in address order first
 std::atomic<int64_t> g_nt_threshold{-1};  // bytes; -1 = not set: default_nt_threshold()
 
 // Note [Streaming threshold]
@@ -92,10 +93,11 @@ int64_t default_nt_threshold() {
   return v;
 }
 
-void record(CopyPath p, bool nt, int band_rows = 0) {
+void record(CopyPath p, bool nt, int band_rows = 0, bool read_bands = false) {
   g_last_path.store(p, std::memory_order_relaxed);
   g_last_nt.store(nt, std::memory_order_relaxed);
   g_last_band_rows.store(band_rows, std::memory_order_relaxed);
+  g_last_read_bands.store(read_bands, std::memory_order_relaxed);
 }
 
 bool want_nt(int64_t out_bytes) {
@@ -407,6 +409,7 @@ const char* copy_path_name(CopyPath p) {
 CopyPath last_copy_path() { return g_last_path.load(); }
 bool last_copy_used_nt() { return g_last_nt.load(); }
 int last_copy_band_rows() { return g_last_band_rows.load(); }
+bool last_copy_read_bands() { return g_last_read_bands.load(); }
 void set_transpose_bands(int rows, bool source_rows_outer) {
   SB_CHECK(rows == 0 || rows == 16 || rows == 32 || rows == 64, "set_transpose_bands: rows must be 0, 16, 32 or 64, got ",
            rows);
@@ -473,12 +476,13 @@ void copy_kernel(const Tensor& dst, const Tensor& src) {
       if (p.src[k] == 1) a = k;
     if (a >= 0) {
       bool tnt = nt && esz != 1;  // 1-byte tiles stay scalar, with plain stores; tiled_path may clear it
+      bool read_bands = false;
       int bands = 0;
       dispatch_size(esz, [&](auto u) {
         using U = decltype(u);
-        bands = tiled_path<U>(reinterpret_cast<U*>(d), reinterpret_cast<const U*>(s), p, a, tnt);
+        bands = tiled_path<U>(reinterpret_cast<U*>(d), reinterpret_cast<const U*>(s), p, a, tnt, read_bands);
       });
-      return record(CopyPath::Tiled, tnt, bands);
+      return record(CopyPath::Tiled, tnt, bands, read_bands);
     }
   }
   dispatch_size(esz, [&](auto u) {

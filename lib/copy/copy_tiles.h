@@ -86,6 +86,27 @@ void tile_scalar(U* dst, const U* src, int64_t na, int64_t nb, int64_t dA, int64
 // bands there, as the pipelined blocks beat them for 4-byte elements (the comparison:
 // docs/notes/copy-reduce.md).
 constexpr int64_t kBandA = 512, kBandBMax = 32, kEdgeRows = 512, kBand16Rows = 32;
+
+// Note [Contiguous bands read in order]
+// A band reads its source rows side by side, a few elements of each in turn, and counts
+// on the hardware prefetchers to follow each row as a stream. Where the source rows are
+// short and lie end to end (a batch of transposed planes, B x 128 x 128, or a permute of
+// 256-element rows: sB == nA <= kBandA), each row is a few lines long and no stream gets
+// going; such a band is one contiguous run of memory. Where the tuning says so
+// (cpu_tuning().band_read_bytes: bands of up to that many bytes, 0: never) the band is
+// first read once in address order, a load a line (read_in_order), one linear stream the
+// prefetchers follow, so that its transposes then read it from L1. Loads, not
+// prefetches: software prefetches of the band, this one or the next, gained less, and
+// so did reading the bands of longer rows (docs/notes/copy-reduce.md, "Contiguous bands
+// read in order").
+constexpr bool contiguous_band(int64_t nA, int64_t sB) { return sB == nA && nA <= kBandA; }
+// One load from each 64-byte line of [p, p + bytes).
+inline void read_in_order(const void* p, int64_t bytes) {
+  if (bytes <= 0) return;
+  const char* c = static_cast<const char*>(p);
+  for (int64_t l = 0; l < bytes; l += 64) (void)*reinterpret_cast<const volatile char*>(c + l);
+  (void)*reinterpret_cast<const volatile char*>(c + bytes - 1);  // the last line, where p is off a line
+}
 constexpr int64_t kBlockA = 1024, kBlockB = 64, kBlockMinRowBytes = 4096;  // Note [Pipelined transpose blocks]
 constexpr int64_t kBlock16B = 128;  // 2-byte blocks: 128 source rows, dst rows of 256 bytes as the 4-byte ones
 template <typename E>
@@ -350,9 +371,11 @@ std::atomic<bool> g_band_outer{true};
 // Returns the streaming bands' rows (0: none; 64: pipelined blocks; 32: 2-byte bands;
 // 16: 4-byte bands, or 2-byte streaming tile runs; 128: staged 2-byte tile runs). nt:
 // whether the copy may stream, and on return whether it did (Note [Transpose bands]:
-// near 2-byte dst rows may not).
+// near 2-byte dst rows may not). read_bands: on return, whether the bands were read in
+// address order (Note [Contiguous bands read in order]).
 template <typename U>
-int tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool& nt) {
+int tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool& nt, bool& read_bands) {
+  read_bands = false;
   const int64_t last = p.ndim() - 1;
   const bool simd = sizeof(U) == 4 && use_avx2();
   // Note [Tiles of 2- and 8-byte elements]: as the 4-byte tiles, transposed into the L1
@@ -425,6 +448,11 @@ int tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool& nt) {
   const int64_t tA = tile, tB = tile;
   const bool a_fastest = false;
   const int64_t parts = 1;
+#endif
+#ifdef SB_HAVE_AVX2
+  // Note [Contiguous bands read in order]
+  read_bands = ((bands && !blocks) || bands16) && contiguous_band(nA, sB) &&
+               tB * nA * static_cast<int64_t>(sizeof(U)) <= cpu_tuning().band_read_bytes;
 #endif
   const int64_t no = outer.ndim();
   const int64_t ta = (nA + tA - 1) / tA, tb = (nB + tB - 1) / tB;
@@ -533,6 +561,7 @@ int tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool& nt) {
       const float* sf = reinterpret_cast<const float*>(st);
       if (bands) {  // Note [Transpose bands]
         const int64_t jr = nb / 16 * 16, na8 = na / 8 * 8;
+        if (read_bands) read_in_order(sf, nb * na * 4);  // Note [Contiguous bands read in order]
         stream_band(df, dA, sf, sB, na8, jr / 16);
         ragged_edges(df, sf, na, nb, jr);
         continue;
@@ -542,6 +571,7 @@ int tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool& nt) {
           uint16_t* const du = reinterpret_cast<uint16_t*>(dt);
           const uint16_t* const su = reinterpret_cast<const uint16_t*>(st);
           const int64_t jr = nb / kBand16Rows * kBand16Rows;
+          if (read_bands) read_in_order(su, nb * na * 2);  // Note [Contiguous bands read in order]
           if (jr > 0) detail::stream_band_u16(du, dA, su, sB, na / 8 * 8);
           ragged_edges(du, su, na, nb, jr);
           continue;

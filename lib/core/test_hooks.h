@@ -17,6 +17,9 @@ bool last_copy_used_nt();
 // elements, streaming tile runs (Note [Streaming 2-byte tile runs]: 16) rather than
 // through the L1 tile buffer (0).
 int last_copy_band_rows();
+// Whether those bands (4- or 2-byte) were each read in address order before their
+// transposes (copy.cpp, Note [Contiguous bands read in order]).
+bool last_copy_read_bands();
 // The streaming transposes' shape: 16 or 32 source rows per band (Note [Transpose bands])
 // or 64, the pipelined blocks (Note [Pipelined transpose blocks]), and whether tasks walk
 // the source rows' direction fastest. Chosen by cpu_tuning() and, where it takes blocks, per
