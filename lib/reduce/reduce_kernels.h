@@ -577,12 +577,35 @@ SB_RZMM void h_max_rows4_zmm(const T* const* p, int64_t n, double* out) {
 // VM"). The last
 // < 32 elements go through a masked load whose other words are zero, so no scalar
 // tail. A lane sums at most kShortRow / 16 (short rows) or kFlushElems / 64 elements
-// in float32 before the lanes go into double, fewer than the AVX2 loop's. vdpbf16ps
+// in float32 before the lanes go into double, fewer than the AVX2 loop's; a short row's
+// 16 lanes are summed in float32 too (Note [Four row sums in one tree]), its result
+// rounded to bfloat16 after. vdpbf16ps
 // reads bfloat16 subnormals as zero (DAZ) and flushes a subnormal float32 partial sum
 // (FTZ), as the bf16 GEMM on the same instruction does: the sum differs from the AVX2
 // loop's by at most 2^-126 per element (Note [bfloat16 NaN and subnormals]); NaN and
 // infinity propagate as in any float sum.
 #define SB_RDP_INLINE __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512bf16"), always_inline))
+
+// Note [Four row sums in one tree]: the 16 float lanes of four rows' accumulators summed
+// as one tree of unpacks and adds over all four (each add sums two rows' pairs at once),
+// lane r of the result row r's sum. Folding each row to 8 lanes and summing those in
+// double (F32Lanes::hsum4) took about as many instructions as the dot products of a
+// 256-element row, most of them conversions and shuffles on one port. The sums of
+// bfloat16 rows round to bfloat16, so the tree's last four float32 roundings do not show.
+// (Masked forms with every lane set: GCC 12 warns on the plain unpacks.)
+__attribute__((target("avx2,fma,avx512f,avx512vl"), always_inline)) inline __m128 hsum4_zmm(__m512 r0, __m512 r1,
+                                                                                           __m512 r2, __m512 r3) {
+  // per 128-bit lane, elements e0..e3 of each row: [r0 e0+e2, r1 e0+e2, r0 e1+e3, r1 e1+e3], the same of r2, r3
+  const __m512 t01 = _mm512_add_ps(_mm512_maskz_unpacklo_ps(0xFFFF, r0, r1), _mm512_maskz_unpackhi_ps(0xFFFF, r0, r1));
+  const __m512 t23 = _mm512_add_ps(_mm512_maskz_unpacklo_ps(0xFFFF, r2, r3), _mm512_maskz_unpackhi_ps(0xFFFF, r2, r3));
+  // per 128-bit lane: [r0, r1, r2, r3], the lane's four elements of each row
+  const __m512d a = _mm512_castps_pd(t01), b = _mm512_castps_pd(t23);
+  const __m512d u = _mm512_castps_pd(_mm512_add_ps(_mm512_castpd_ps(_mm512_maskz_unpacklo_pd(0xFF, a, b)),
+                                                   _mm512_castpd_ps(_mm512_maskz_unpackhi_pd(0xFF, a, b))));
+  const __m256 h = vec::fold_halves(_mm512_castpd_ps(u));
+  return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+}
+
 __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512bf16"))) void h_sum_rows4_dp(
     const BFloat16* const* p, int64_t n, double* out) {
   // named accumulators, not an array: GCC 12 kept an array of them on the stack, and
@@ -611,9 +634,9 @@ __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512bf16"))) vo
     };
     b0 = dpm(b0, p0 + i), b1 = dpm(b1, p1 + i), b2 = dpm(b2, p2 + i), b3 = dpm(b3, p3 + i);
   }
-  auto fold = [](__m512 a, __m512 b) SB_RDP_INLINE { return vec::fold_halves(_mm512_add_ps(a, b)); };
-  const __m256 s[4] = {fold(a0, b0), fold(a1, b1), fold(a2, b2), fold(a3, b3)};
-  _mm256_storeu_pd(out, vec::F32Lanes::hsum4(s));
+  // Note [Four row sums in one tree]
+  _mm256_storeu_pd(out, _mm256_cvtps_pd(hsum4_zmm(_mm512_add_ps(a0, b0), _mm512_add_ps(a1, b1), _mm512_add_ps(a2, b2),
+                                                  _mm512_add_ps(a3, b3))));
 }
 
 // Note [bfloat16 moments by dot products]
