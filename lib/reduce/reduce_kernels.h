@@ -560,7 +560,18 @@ SB_RZMM void h_max_rows4_zmm(const T* const* p, int64_t n, double* out) {
   rows4_zmm(p, n, [&](int r, int c, __m512 x, __mmask16 m) SB_RZMM_INLINE {
     a[r][c] = max_nan512(a[r][c], _mm512_mask_mov_ps(lowest, m, x));
   });
-  for (int r = 0; r < 4; ++r) out[r] = vec::F32Lanes::hmax(fold_max(max_nan512(a[r][0], a[r][1])));
+  // Note [Four row sums in one tree], with max_nan512 for the adds: a NaN of either side
+  // goes through each step, as in the per-row folds
+  const __m512 r0 = max_nan512(a[0][0], a[0][1]), r1 = max_nan512(a[1][0], a[1][1]);
+  const __m512 r2 = max_nan512(a[2][0], a[2][1]), r3 = max_nan512(a[3][0], a[3][1]);
+  const __m512 t01 = max_nan512(_mm512_maskz_unpacklo_ps(0xFFFF, r0, r1), _mm512_maskz_unpackhi_ps(0xFFFF, r0, r1));
+  const __m512 t23 = max_nan512(_mm512_maskz_unpacklo_ps(0xFFFF, r2, r3), _mm512_maskz_unpackhi_ps(0xFFFF, r2, r3));
+  const __m512d d01 = _mm512_castps_pd(t01), d23 = _mm512_castps_pd(t23);
+  const __m512 u = max_nan512(_mm512_castpd_ps(_mm512_maskz_unpacklo_pd(0xFF, d01, d23)),
+                              _mm512_castpd_ps(_mm512_maskz_unpackhi_pd(0xFF, d01, d23)));
+  const __m256 h = fold_max(u);
+  const __m256 q = vec::F32Lanes::max_nan(h, _mm256_permute2f128_ps(h, h, 1));  // lanes 0-3: rows 0-3
+  _mm256_storeu_pd(out, _mm256_cvtps_pd(_mm256_castps256_ps128(q)));
 }
 
 // Note [bfloat16 sums by dot products]
