@@ -655,10 +655,12 @@ __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512bf16"))) vo
 // unit-stride runs, h_moments_run_dp, a block standing for a row): per row S = sum(x)
 // (vdpbf16ps against ones) and Q = sum(x^2) (vdpbf16ps of x with itself: a bfloat16
 // square is exact in float32), 32 elements an instruction each, four rows at a time, no
-// centre to find first; M2 = Q - S^2 / n in double. Q's float32 rounding (at most 2^-24
-// of Q per add, 64 adds a lane at most) then errs by Q / M2 times that in M2, so the
+// centre to find first; M2 = Q - S^2 / n in double. The float32 rounding of Q and of S
+// (at most 2^-24 of Q, of the sum of |x|, per add: 64 adds a lane at most, then the 4 of
+// Note [Four row sums in one tree]) errs by at most 3 Q / M2 times that in M2 (|S| and
+// the sum of |x| are at most sqrt(n Q)), so the
 // caller takes a group of four rows this way only where every row has Q <= 16 M2 (a
-// mean within 3.9 standard deviations of 0) and Q finite: M2 within 2^-14 of itself,
+// mean within 3.9 standard deviations of 0) and Q finite: M2 within 2^-12 of itself,
 // below the 2^-9 of the bfloat16 result's rounding. Other groups, and rows with a NaN or
 // an infinity, take the run_centre path, and the next kDpRetry groups go there without
 // trying: a tensor's rows tend to be alike, and a group tried in vain costs the sums
@@ -690,11 +692,8 @@ __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512bf16"))) vo
     step(s2, q2, _mm512_maskz_loadu_epi16(m, p2 + i));
     step(s3, q3, _mm512_maskz_loadu_epi16(m, p3 + i));
   }
-  using vec::fold_halves;
-  const __m256 sv[4] = {fold_halves(s0), fold_halves(s1), fold_halves(s2), fold_halves(s3)},
-               qv[4] = {fold_halves(q0), fold_halves(q1), fold_halves(q2), fold_halves(q3)};
-  _mm256_storeu_pd(s, vec::F32Lanes::hsum4(sv));
-  _mm256_storeu_pd(q, vec::F32Lanes::hsum4(qv));
+  _mm256_storeu_pd(s, _mm256_cvtps_pd(hsum4_zmm(s0, s1, s2, s3)));  // Note [Four row sums in one tree]
+  _mm256_storeu_pd(q, _mm256_cvtps_pd(hsum4_zmm(q0, q1, q2, q3)));
 }
 
 // The same S and Q of one unit-stride run of n <= kVarRunBlock elements (h_var_run's
