@@ -559,10 +559,10 @@ TEST(CopyFast, TwoByteNearRowsStreamFromTheirSize) {
 // Note [Contiguous bands read in order]: the transposed copy of a batch of planes whose
 // source rows lie end to end (B x R x C, transposed last two dims) through the streaming
 // bands, 4- and 2-byte, under a tuning that reads bands of up to 32 KiB in order and one
-// that reads none: the bands read in order only where the band is one run within the
-// budget (not rows of 300 floats, 37.5 KiB a 32-row band, nor rows sliced out of longer
-// ones, nor a plane starting off a line is left out), the values exact either way, the
-// storage around dst untouched; 1 and 2 threads.
+// that reads none: the bands are read in order exactly where the band is one run within
+// the budget (so also for planes that start off a line; not for float32 rows of 300,
+// 37.5 KiB a 32-row band, nor for rows sliced out of longer ones), the values exact
+// either way, the storage around dst untouched; 1 and 2 threads.
 TEST(CopyFast, ContiguousBandsReadInOrder) {
   Scope scope;
   if (!use_avx2()) GTEST_SKIP() << "no bands below AVX2";
