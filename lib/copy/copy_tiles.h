@@ -96,9 +96,9 @@ constexpr int64_t kBandA = 512, kBandBMax = 32, kEdgeRows = 512, kBand16Rows = 3
 // (cpu_tuning().band_read_bytes: bands of up to that many bytes, 0: never) the band is
 // first read once in address order, a load a line (read_in_order), one linear stream the
 // prefetchers follow, so that its transposes then read it from L1. Loads, not
-// prefetches: software prefetches of the band, this one or the next, gained less, and
-// so did reading the bands of longer rows (docs/notes/copy-reduce.md, "Contiguous bands
-// read in order").
+// prefetches: software prefetches of the band, this one or the next, gained less; and
+// bands of longer rows, which already stream, only lost time read this way
+// (docs/notes/copy-reduce.md, "Contiguous bands read in order").
 constexpr bool contiguous_band(int64_t nA, int64_t sB) { return sB == nA && nA <= kBandA; }
 // One load from each 64-byte line of [p, p + bytes).
 inline void read_in_order(const void* p, int64_t bytes) {
