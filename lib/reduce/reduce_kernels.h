@@ -533,6 +533,30 @@ SB_RZMM_INLINE inline __m256 zmm_half(__m512 v, int h) {  // masked: see vec.h's
                             : _mm512_mask_extractf64x4_pd(_mm256_setzero_pd(), 0xF, d, 0));
 }
 SB_RZMM_INLINE inline __m256 fold_max(__m512 v) { return vec::F32Lanes::max_nan(zmm_half(v, 0), zmm_half(v, 1)); }
+// Note [Four row sums in one tree]: the 16 float lanes of four rows' accumulators summed
+// as one tree of unpacks and adds over all four (each add sums two rows' pairs at once),
+// lane r of the result row r's sum. Folding each row to 8 lanes and summing those in
+// double (F32Lanes::hsum4) took about as many instructions as the dot products of a
+// 256-element row, most of them conversions and shuffles on one port. The sums of
+// bfloat16 rows round to bfloat16, so the tree's last four float32 roundings do not show.
+// The short rows' max takes the same tree with max_nan512 for the adds (a NaN of either
+// side goes through each step). rows4_tree: its first two steps, each 128-bit lane
+// holding [r0, r1, r2, r3] over that lane's four elements; the callers fold the lanes.
+// (Masked forms with every lane set: GCC 12 warns on the plain unpacks.)
+struct AddPs512 {
+  SB_RZMM_INLINE __m512 operator()(__m512 x, __m512 y) const { return _mm512_add_ps(x, y); }
+};
+struct MaxNan512 {
+  SB_RZMM_INLINE __m512 operator()(__m512 x, __m512 y) const { return max_nan512(x, y); }
+};
+template <class Op>
+SB_RZMM_INLINE inline __m512 rows4_tree(__m512 r0, __m512 r1, __m512 r2, __m512 r3, Op op) {
+  // per 128-bit lane, elements e0..e3 of each row: [r0 e0+e2, r1 e0+e2, r0 e1+e3, r1 e1+e3], the same of r2, r3
+  const __m512 t01 = op(_mm512_maskz_unpacklo_ps(0xFFFF, r0, r1), _mm512_maskz_unpackhi_ps(0xFFFF, r0, r1));
+  const __m512 t23 = op(_mm512_maskz_unpacklo_ps(0xFFFF, r2, r3), _mm512_maskz_unpackhi_ps(0xFFFF, r2, r3));
+  const __m512d a = _mm512_castps_pd(t01), b = _mm512_castps_pd(t23);
+  return op(_mm512_castpd_ps(_mm512_maskz_unpacklo_pd(0xFF, a, b)), _mm512_castpd_ps(_mm512_maskz_unpackhi_pd(0xFF, a, b)));
+}
 // f(r, c, x, m) for the registers of four rows' n elements: 32 a step (two registers,
 // chains c = 0 and 1, m all lanes), then the rest 16 at a time (chain 0, m the lanes on
 // the row, the others zero).
@@ -560,16 +584,9 @@ SB_RZMM void h_max_rows4_zmm(const T* const* p, int64_t n, double* out) {
   rows4_zmm(p, n, [&](int r, int c, __m512 x, __mmask16 m) SB_RZMM_INLINE {
     a[r][c] = max_nan512(a[r][c], _mm512_mask_mov_ps(lowest, m, x));
   });
-  // Note [Four row sums in one tree], with max_nan512 for the adds: a NaN of either side
-  // goes through each step, as in the per-row folds
-  const __m512 r0 = max_nan512(a[0][0], a[0][1]), r1 = max_nan512(a[1][0], a[1][1]);
-  const __m512 r2 = max_nan512(a[2][0], a[2][1]), r3 = max_nan512(a[3][0], a[3][1]);
-  const __m512 t01 = max_nan512(_mm512_maskz_unpacklo_ps(0xFFFF, r0, r1), _mm512_maskz_unpackhi_ps(0xFFFF, r0, r1));
-  const __m512 t23 = max_nan512(_mm512_maskz_unpacklo_ps(0xFFFF, r2, r3), _mm512_maskz_unpackhi_ps(0xFFFF, r2, r3));
-  const __m512d d01 = _mm512_castps_pd(t01), d23 = _mm512_castps_pd(t23);
-  const __m512 u = max_nan512(_mm512_castpd_ps(_mm512_maskz_unpacklo_pd(0xFF, d01, d23)),
-                              _mm512_castpd_ps(_mm512_maskz_unpackhi_pd(0xFF, d01, d23)));
-  const __m256 h = fold_max(u);
+  // Note [Four row sums in one tree], max_nan512 for the adds
+  const __m256 h = fold_max(rows4_tree(max_nan512(a[0][0], a[0][1]), max_nan512(a[1][0], a[1][1]),
+                                       max_nan512(a[2][0], a[2][1]), max_nan512(a[3][0], a[3][1]), MaxNan512{}));
   const __m256 q = vec::F32Lanes::max_nan(h, _mm256_permute2f128_ps(h, h, 1));  // lanes 0-3: rows 0-3
   _mm256_storeu_pd(out, _mm256_cvtps_pd(_mm256_castps256_ps128(q)));
 }
@@ -597,23 +614,9 @@ SB_RZMM void h_max_rows4_zmm(const T* const* p, int64_t n, double* out) {
 // infinity propagate as in any float sum.
 #define SB_RDP_INLINE __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512bf16"), always_inline))
 
-// Note [Four row sums in one tree]: the 16 float lanes of four rows' accumulators summed
-// as one tree of unpacks and adds over all four (each add sums two rows' pairs at once),
-// lane r of the result row r's sum. Folding each row to 8 lanes and summing those in
-// double (F32Lanes::hsum4) took about as many instructions as the dot products of a
-// 256-element row, most of them conversions and shuffles on one port. The sums of
-// bfloat16 rows round to bfloat16, so the tree's last four float32 roundings do not show.
-// (Masked forms with every lane set: GCC 12 warns on the plain unpacks.)
-__attribute__((target("avx2,fma,avx512f,avx512vl"), always_inline)) inline __m128 hsum4_zmm(__m512 r0, __m512 r1,
-                                                                                           __m512 r2, __m512 r3) {
-  // per 128-bit lane, elements e0..e3 of each row: [r0 e0+e2, r1 e0+e2, r0 e1+e3, r1 e1+e3], the same of r2, r3
-  const __m512 t01 = _mm512_add_ps(_mm512_maskz_unpacklo_ps(0xFFFF, r0, r1), _mm512_maskz_unpackhi_ps(0xFFFF, r0, r1));
-  const __m512 t23 = _mm512_add_ps(_mm512_maskz_unpacklo_ps(0xFFFF, r2, r3), _mm512_maskz_unpackhi_ps(0xFFFF, r2, r3));
-  // per 128-bit lane: [r0, r1, r2, r3], the lane's four elements of each row
-  const __m512d a = _mm512_castps_pd(t01), b = _mm512_castps_pd(t23);
-  const __m512d u = _mm512_castps_pd(_mm512_add_ps(_mm512_castpd_ps(_mm512_maskz_unpacklo_pd(0xFF, a, b)),
-                                                   _mm512_castpd_ps(_mm512_maskz_unpackhi_pd(0xFF, a, b))));
-  const __m256 h = vec::fold_halves(_mm512_castpd_ps(u));
+// The four rows' sums (Note [Four row sums in one tree]), lane r row r's.
+SB_RZMM_INLINE inline __m128 hsum4_zmm(__m512 r0, __m512 r1, __m512 r2, __m512 r3) {
+  const __m256 h = vec::fold_halves(rows4_tree(r0, r1, r2, r3, AddPs512{}));
   return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
 }
 
