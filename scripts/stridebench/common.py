@@ -34,6 +34,29 @@ def count(r, name):
 UNSETTLED = ("max rounds", "budget", "failed")  # scripts/recheck: the case's noise never settled
 
 
+NOISY = 0.10  # a first-pass spread above ±10%: re-checked, or marked where it is quoted
+
+
+def first_pass_noise(rs, a, b):
+    """The larger first-pass spread of runs a and b where it is over NOISY and
+    raw/recheck.json did not measure the pair alternating (either way round), else None:
+    a ratio of the two first-pass medians that cannot be read as it is."""
+    if rs.rechecked(a, b) or rs.rechecked(b, a):
+        return None
+    s = max(x.spread or 0 for x in (a, b))
+    return s if s > NOISY else None
+
+
+def noise_mark(rs, a, b):
+    """'' when the ratio b ÷ a a table quotes can be read as it is: re-checked and
+    settled, or both rows within ±10%; else what makes it noisy."""
+    c = rs.rechecked(a, b) or rs.rechecked(b, a)
+    if c:
+        return " (noisy: re-check unsettled)" if c.get("settled") in UNSETTLED else ""
+    s = first_pass_noise(rs, a, b)
+    return f" (noisy: ±{100 * s:.0f}%, not re-checked)" if s else ""
+
+
 def fmt_recheck(c):
     x = c["ratio"]
     text = f"{fmt_x(x['median'])} [{span([x['min'], x['max']])}]"

@@ -18,9 +18,11 @@
 #           fastest style of the same case (the Summary's "costliest style");
 #   precision: per device, every 16-bit row of ours whose % of ceiling trails its
 #           float32 twin's by more than the yardstick (5 points) in the first pass,
-#           against that twin: the pairs the Precision of memory-bound rows table
-#           counts against the yardstick (common.precision_points). Pairs a run check
-#           distrusts are left out, as the table leaves them out of its counts;
+#           and every pair where either row's first pass spread over ±10% (whichever
+#           way it lies), against that twin: the pairs the Precision of memory-bound
+#           rows table counts against the yardstick (common.precision_points; a noisy
+#           pair it does not count unless re-checked). Pairs a run check distrusts are
+#           left out, as the table leaves them out of its counts;
 # then runs rounds; each round runs our binary on the open cases' rows (one repetition
 # of --min-time seconds) and asks the peer runner, which stays up between rounds
 # (PeerServers), for theirs (the same), in alternating order
@@ -29,9 +31,11 @@
 #
 # Note [Re-check stops on noise]: a case stops once it has --min-rounds rounds and
 # either the standard error of the mean of its log ratios is at most --target (2%:
-# the ratio is known to about ±4%), or, for a peer case, the 95% t-interval of that
-# mean lies wholly on one side of the Summary's line (the peer 5% or more ahead), so
-# more rounds could not change what the Summary says. The others run on, up to
+# the ratio is known to about ±4%), or the 95% t-interval of that mean lies wholly
+# between the lines its verdict turns on ("decided"), so more rounds could not change
+# what the tables say: for a peer case the Summary's line (the peer 5% or more ahead),
+# for a precision case the ratios at which the 16-bit row sits 5 points behind or
+# ahead of its float32 twin (the Precision table's three counts). The others run on, up to
 # --max-rounds, and the whole step stops starting rounds once --budget seconds are
 # spent (quick: 150, so that the quick matrix stays near 8 minutes on 2 cores). A case
 # that never settled says so ("settled": "max rounds" or "budget"); the tables mark it
@@ -72,7 +76,8 @@ import tempfile
 import time
 
 from . import results as sb
-from .common import AHEAD, YARDSTICK, precision_pairs  # AHEAD: the Summary's 5% line
+from .common import AHEAD, YARDSTICK, first_pass_noise, precision_pairs  # AHEAD: the Summary's 5% line
+from .results import ceiling
 
 SKIP_OPS = ("overhead", "reuse_experiment")  # no kernel time to compare
 SKIP_FAMILIES = ("baseline", "views")  # no peer twins: the ceilings, the views' bytes
@@ -175,14 +180,40 @@ def pick_summary_layout_cases(rs):
 
 def pick_precision_cases(rs):
     """(float32 twin, 16-bit row, first-pass time ratio) per device for each 16-bit row
-    of ours more than YARDSTICK points of % ceiling behind its twin in the first pass
-    (tables.t_precision_memory counts these against the yardstick)."""
+    of ours more than YARDSTICK points of % ceiling behind its twin in the first pass,
+    and each pair where either row's first pass spread over NOISY, whichever way its
+    points lie (tables.t_precision_memory counts these against the yardstick, and
+    leaves a noisy pair out unless it was re-checked)."""
     out = []
     for dev in sb.devices(rs.all()):
         for f32, r, p32, p, bad in precision_pairs(rs, dev):
-            if not bad and p - p32 < -YARDSTICK:
+            if not bad and (p - p32 < -YARDSTICK or first_pass_noise(rs, f32, r)):
                 out.append((f32, r, r.median / f32.median))
     return out
+
+
+def precision_lines(rs, a, b):
+    """The interleaved ratios b ÷ a (as logs) at which the 16-bit row b sits exactly
+    YARDSTICK points behind or ahead of its float32 twin a (common.precision_points:
+    b's first-pass % scaled by the first-pass ratio over the interleaved one): the
+    lines between the table's three counts, behind, within and ahead."""
+    ca, cb = ceiling(rs, a), ceiling(rs, b)
+    if not ca or not cb or not a.median or not b.median:
+        return []
+    scaled = cb[2] * b.median / a.median  # points = scaled / ratio - a's %
+    return [math.log(scaled / (ca[2] + y)) for y in (-YARDSTICK, YARDSTICK) if ca[2] + y > 0]
+
+
+def decision_lines(case, rs):
+    """The log ratios a case's verdict turns on (Note [Re-check stops on noise]): the
+    Summary's 5% line for a peer case, the yardstick's two lines for a precision case,
+    none for the others (they stop on noise alone)."""
+    a, b, _, pick = case[:4]
+    if pick == "peer":
+        return [-math.log(AHEAD)]
+    if pick == "precision":
+        return precision_lines(rs, a, b)
+    return []
 
 
 def who(run, rs):
@@ -330,8 +361,9 @@ def log_se(ratios):
     return statistics.stdev(math.log(x) for x in ratios) / math.sqrt(len(ratios))
 
 
-def settled(ratios, pick, min_rounds, target):
-    """Why a case needs no more rounds (Note [Re-check stops on noise]), or None."""
+def settled(ratios, lines, min_rounds, target):
+    """Why a case needs no more rounds (Note [Re-check stops on noise]), or None.
+    lines: the log ratios its verdict turns on (decision_lines)."""
     if len(ratios) < min_rounds:
         return None
     se = log_se(ratios)
@@ -339,12 +371,11 @@ def settled(ratios, pick, min_rounds, target):
         return None
     if se <= target:
         return "noise"
-    if pick == "peer":
+    if lines:
         from scipy import stats  # the t quantile; scripts/run provides a Python with scipy
         m = statistics.fmean(math.log(x) for x in ratios)
         half = stats.t.ppf(0.975, len(ratios) - 1) * se
-        line = -math.log(AHEAD)
-        if m + half < line or m - half > line:
+        if all(m + half < line or m - half > line for line in lines):
             return "decided"
     return None
 
@@ -560,10 +591,11 @@ def _rounds(cases, rs, args, matrix, peers, rounds, why, open_, min_rounds, max_
         spent_round = time.perf_counter() - t_round
         still = []
         for k in open_:
-            o, p, _, pick = cases[k]
+            o, p, _, _ = cases[k]
             if got.get(o.name) and got.get(p.name):
                 rounds[k].append({"a_ns": got[o.name], "b_ns": got[p.name], "first": first_of(order, o, p, groups)})
-            why[k] = settled([r["b_ns"] / r["a_ns"] for r in rounds[k]], pick, min_rounds, args.target)
+            why[k] = settled([r["b_ns"] / r["a_ns"] for r in rounds[k]], decision_lines(cases[k], rs), min_rounds,
+                             args.target)
             if why[k] is None:
                 still.append(k)
         spent = time.perf_counter() - t_start

@@ -5,7 +5,7 @@
 # library only.
 from . import claims as cl
 from . import results as sb
-from .common import AHEAD, STYLES, UNSETTLED, fmt_recheck
+from .common import AHEAD, STYLES, UNSETTLED, fmt_recheck, noise_mark
 from .results import fmt_bytes, md_table
 
 SUMMARY_FAMILIES = ("elementwise", "copy", "reduce", "matmul", "conv")
@@ -65,19 +65,6 @@ def costliest_layout(rs, fam, dev):
         if te and (best is None or te > best[2]):
             best = (r, b, te)
     return best
-
-
-NOISY = 0.10  # a first-pass spread above ±10% is marked where the Summary quotes it
-
-
-def noise_mark(rs, a, b):
-    """'' when the ratio b ÷ a the Summary quotes can be read as it is: re-checked and
-    settled, or both rows within ±10%; else what makes it noisy."""
-    c = rs.rechecked(a, b) or rs.rechecked(b, a)
-    if c:
-        return " (noisy: re-check unsettled)" if c.get("settled") in UNSETTLED else ""
-    s = max(x.spread or 0 for x in (a, b))
-    return f" (noisy: ±{100 * s:.0f}%, not re-checked)" if s > NOISY else ""
 
 
 def _costliest_layout(rs, fam, dev):

@@ -17,8 +17,8 @@ import sys
 from . import claims as cl
 from . import results as sb
 from . import summary as sm
-from .common import (NM, PRECISIONS, REUSE_STEPS, STYLES, YARDSTICK, bandwidth, count, fmt_recheck,
-                     precision_pairs, precision_points, shape_of, span)
+from .common import (NM, NOISY, PRECISIONS, REUSE_STEPS, STYLES, YARDSTICK, bandwidth, count, first_pass_noise,
+                     fmt_recheck, noise_mark, precision_pairs, precision_points, shape_of, span)
 from .results import fmt_bytes, fmt_time, fmt_tm, fmt_x, md_table
 
 # ---------------------------------------------------------------- tables
@@ -38,13 +38,13 @@ def t_layout(rs, dev):
                      fmt_x(t), fmt_recheck(c) if c else "—", fmt_x(1 / te if te else None),
                      sb.pct_ceiling(rs, r)])
         if te and (r["op"] not in worst or te > worst[r["op"]][1]):
-            worst[r["op"]] = (r, te, t if c else None)
+            worst[r["op"]] = (r, te, t if c else None, noise_mark(rs, b, r))
     if not rows:
         return None
     reading = "slowest layout per op: " + ", ".join(
         f"{sb.describe(r, ('layout', 'op'))} runs at {1 / te:.2f}x the contiguous rate "
-        f"({te:.2f}x its time" + (f" interleaved; first pass {t:.2f}x" if t else "") + ")"
-        for r, te, t in worst.values()) if worst else "no contiguous counterpart measured"
+        f"({te:.2f}x its time" + (f" interleaved; first pass {t:.2f}x" if t else "") + ")" + mark
+        for r, te, t, mark in worst.values()) if worst else "no contiguous counterpart measured"
     return reading, md_table(
         ["op", "layout", "dtype", "shape", "threads", "style", "contiguous",
          "this layout", "time ratio", "interleaved time ratio", "rate vs contiguous",
@@ -134,26 +134,31 @@ def t_precision_memory(rs, dev):
     the two are what the narrower dtype costs beyond its bytes (issue #51's yardstick:
     within 5 points). Where the re-check measured a pair alternating, its points use the
     interleaved time ratio (common.precision_points)."""
-    rows, per, left_out = [], {}, {}
+    rows, per, left_out, noisy = [], {}, {}, {}
     # a pair with a row the run checks distrust (faster than the memory, or slowed by a
     # busy core) is shown, marked, and left out of the counts: its points compare two
-    # states of the machine
+    # states of the machine; so is a pair the re-check did not measure whose first pass
+    # spread over ±10% (common.first_pass_noise): its points are the noise's
     for f32, r, p32, p, bad in precision_pairs(rs, dev):
         d = r["dtype"]
         pts, c = precision_points(rs, f32, r, p32, p)
+        noise = None if bad else first_pass_noise(rs, f32, r)
+        mark = " (run check)" if bad else f" (noisy: ±{100 * noise:.0f}%, not re-checked)" if noise else ""
         rows.append([r["op"], r.get("layout", "—"), r.get("style", "—"), shape_of(r),
                      r.get("threads", "—"), r.regime or "—", fmt_tm(f32), f"{p32:.0f}%", d,
-                     fmt_tm(r), f"{p:.0f}%", f"{pts:+.0f}" + (" (run check)" if bad else ""),
+                     fmt_tm(r), f"{p:.0f}%", f"{pts:+.0f}" + mark,
                      fmt_x(r.median / f32.median), fmt_recheck(c) if c else "—"])
         if bad:
             left_out[d] = left_out.get(d, 0) + 1
+        elif noise:
+            noisy[d] = noisy.get(d, 0) + 1
         else:
             per.setdefault(d, []).append((pts, r, p32, c))
     if not rows:
         return None
     keys = ("layout", "op", "style", "shape", "dim", "threads")
     parts = []
-    for d in dict.fromkeys(list(per) + list(left_out)):
+    for d in dict.fromkeys(list(per) + list(left_out) + list(noisy)):
         v = per.get(d, [])
         near = sum(abs(x[0]) <= YARDSTICK for x in v)
         ahead = sum(x[0] > YARDSTICK for x in v)
@@ -169,6 +174,9 @@ def t_precision_memory(rs, dev):
         if left_out.get(d):
             part += (f"; {left_out[d]} more marked (run check) and not counted: the run checks "
                      "distrust one of the pair")
+        if noisy.get(d):
+            part += (f"; {noisy[d]} more marked noisy and not counted: a row's first pass spread over "
+                     f"±{100 * NOISY:.0f}% and the re-check did not measure the pair")
         parts.append(part)
     return "; ".join(parts), md_table(
         ["op", "layout", "style", "shape", "threads", "regime", "f32 time", "f32 % ceiling", "dtype",

@@ -423,6 +423,46 @@ class RecheckTest(unittest.TestCase):
         self.assertEqual(self.result()["cases"], [])
         self.assertFalse(self.result()["context"]["precision"])
 
+    def test_noisy_16_bit_pairs_are_rechecked_and_precision_cases_stop_when_decided(self):
+        """The bf16 twins of test_16_bit_rows_behind...: the contiguous one level with its
+        f32 twin in % of ceiling but its last repetition 3x the others (a first-pass
+        spread over ±10%): picked too, and settled on its noise. The transposed one,
+        21 points behind, reads 0.80, 0.72 and 0.90 its twin's time: too noisy to stop
+        on the standard error, but the 95% interval stays behind the ratio at which it
+        would be 5 points behind (28 / 52 = 0.54), so it stops "decided" after the
+        minimum, as a peer case clear of the 5% line does."""
+        for f in os.listdir(self.json_dir):
+            os.unlink(os.path.join(self.json_dir, f))
+        for f in ("bench_baseline.json", "bench_elementwise.json"):
+            shutil.copy(sbtest.fixture("machine-a", f), os.path.join(self.json_dir, f))
+        ew = os.path.join(self.json_dir, "bench_elementwise.json")
+        twin = "elementwise/op:add/impl:ours/device:cpu/layout:{}/style:out/dtype:{}/shape:4096x4096/threads:8"
+        for layout, t in (("contiguous", 0.5), ("transposed", 0.8)):
+            self.assertTrue(sbtest.add_twins(
+                ew, lambda n, l=layout: n.startswith(twin.format(l, "f32") + "/"),
+                {"dtype:f32": "dtype:bf16"}, {"real_time": t, "cpu_time": t, "bytes": 0.5}))
+        noisy = twin.format("contiguous", "bf16")
+
+        def stall_last(doc):
+            reps = [e for e in doc["benchmarks"]
+                    if (e.get("run_name") or e["name"]).startswith(noisy + "/") and e.get("run_type") != "aggregate"]
+            reps[-1]["real_time"] *= 3
+        sbtest.edit(ew, stall_last)
+        ca, cb = twin.format("contiguous", "f32"), noisy
+        ta, tb = twin.format("transposed", "f32"), twin.format("transposed", "bf16")
+        # per call of the binary: round 1 a b, round 2 b a, round 3 a b (both f32 rows in
+        # the a invocation, both bf16 rows in the b one)
+        self.fake("ours", {ca: [100, 0, 0, 100, 100, 0], cb: [0, 50, 50, 0, 0, 50],
+                           ta: [100, 0, 0, 100, 100, 0], tb: [0, 80, 72, 0, 0, 90]},
+                  os.path.join(self.bench_dir, "bench_elementwise"))
+        p = self.recheck("--min-rounds", "3", "--max-rounds", "5", "--budget", "0", "--layout-per-style", "0",
+                         "--no-style")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        got = {(c["a"], c["b"]): c for c in self.result()["cases"]}
+        self.assertEqual({k: (c["pick"], c["settled"], len(c["rounds"])) for k, c in got.items()},
+                         {(ca, cb): ("precision", "noise", 3), (ta, tb): ("precision", "decided", 3)})
+        self.assertGreater(got[(ta, tb)]["se"], 0.02)
+
     def test_bad_input_changes_nothing(self):
         old = {"context": {}, "cases": []}
         self.write("recheck.json", old)

@@ -831,6 +831,60 @@ class TablesTest(unittest.TestCase):
                       "furthest behind: contiguous add out 4096x4096 8 threads", sec)
         self.assertIn("1 more marked (run check) and not counted", sec)
 
+    def test_precision_of_memory_bound_rows_leave_out_noisy_pairs_not_rechecked(self):
+        """The contiguous bf16 add's last repetition took 3x the others (a first-pass
+        spread of ±107%, as a stalled shared VM gives): the pair is shown marked noisy and
+        neither counted nor named furthest behind, however its points lie; once the
+        re-check measured it alternating, it is counted by that ratio and unmarked."""
+        ew = self._bf16_add_twins()
+        row = "elementwise/op:add/impl:ours/device:cpu/layout:contiguous/style:out/dtype:bf16/shape:4096x4096/threads:8"
+
+        def stall_last(doc):
+            reps = [e for e in doc["benchmarks"]
+                    if (e.get("run_name") or e["name"]).startswith(row + "/") and e.get("run_type") != "aggregate"]
+            self.assertEqual(len(reps), 3)
+            reps[-1]["real_time"] *= 3
+            reps[-1]["cpu_time"] *= 3
+        sbtest.edit(ew, stall_last)
+        text = self.render()
+        sec, rows = self._precision_add_rows(text)
+        self.assertIn("| 5.50 ms ±107% |", rows["contiguous"])
+        self.assertIn("| +0 (noisy: ±107%, not re-checked) | 0.50x | — |", rows["contiguous"])
+        self.assertIn("| -21 | 0.80x |", rows["transposed"])
+        self.assertIn("bf16: 0 of 1 rows within 5 points of float32's % of ceiling and 0 ahead by more; "
+                      "furthest behind: transposed add out 4096x4096 8 threads, 35% against 57%; 1 more marked "
+                      "noisy and not counted: a row's first pass spread over ±10% and the re-check did not "
+                      "measure the pair", sec)
+        twin = row.replace("dtype:bf16", "dtype:f32")
+        case = {"a": twin, "b": row, "pick": "precision", "first_pass": 0.5,
+                "rounds": [{"a_ns": 100.0, "b_ns": b, "first": f} for b, f in ((49.0, "a"), (50.0, "b"), (51.0, "a"))],
+                "ratio": {"median": 0.5, "min": 0.49, "max": 0.51}, "se": 0.01, "settled": "noise"}
+        with open(os.path.join(self.raw, "recheck.json"), "w") as f:
+            json.dump({"context": {"sb_matrix": "quick", "selection": "picks", "precision": True}, "cases": [case]}, f)
+        sec, rows = self._precision_add_rows(self.render())
+        self.assertIn("| +0 | 0.50x | 0.50x [0.49x–0.51x] |", rows["contiguous"])
+        self.assertIn("bf16: 1 of 2 rows within 5 points of float32's % of ceiling and 0 ahead by more "
+                      "(1 of them by their interleaved time ratio)", sec)
+        self.assertNotIn("noisy", sec)
+
+    def test_layout_reading_marks_a_noisy_slowest_layout(self):
+        """The Memory layout reading quotes each op's slowest layout; where that pair was
+        never re-checked and a row's first pass spread over ±10%, it says so, as the
+        Summary does."""
+        ew = os.path.join(self.raw, "bench_elementwise.json")
+        sec = lambda t: t[t.index("### Memory layout on `cpu`"):t.index("\n## ", t.index("### Memory layout on `cpu`"))]
+        reading = lambda t: next(l for l in sec(t).splitlines() if l.startswith("Reading:"))
+        self.assertNotIn("noisy", reading(self.render()))
+        row = "elementwise/op:add/impl:ours/device:cpu/layout:transposed/style:out/dtype:f32/shape:4096x4096/threads:8"
+
+        def stall_last(doc):
+            reps = [e for e in doc["benchmarks"]
+                    if (e.get("run_name") or e["name"]).startswith(row + "/") and e.get("run_type") != "aggregate"]
+            reps[-1]["real_time"] *= 3
+        sbtest.edit(ew, stall_last)
+        self.assertIn("transposed add runs at", reading(self.render()))
+        self.assertRegex(reading(self.render()), r"transposed add runs at [^,]*\(noisy: ±\d+%, not re-checked\)")
+
     def test_channels_last_and_l5_per_precision_on_a_gpu(self):
         """GPU conv2d rows in four precisions: the Channels-last reading and the L5
         verdict name each device and precision (NHWC slower in f32 on the GPU, faster in
