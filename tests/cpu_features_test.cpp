@@ -106,6 +106,9 @@ TEST(CpuTuning, RowsPerDesign) {
   EXPECT_EQ(zen4.zmm16_lines_min, 16);
   EXPECT_EQ(zen5.zmm16_lines_min, 16);
   EXPECT_TRUE(spr.zmm16_stage);  // Note [Staged 2-byte tile runs]: measured there only
+  EXPECT_TRUE(spr.var_rows_zmm);  // Note [Short var rows in zmm]: faster there, not on Zen 5
+  EXPECT_FALSE(zen5.var_rows_zmm);
+  EXPECT_FALSE(zen4.var_rows_zmm);
   EXPECT_FALSE(zen4.zmm16_stage);
   EXPECT_FALSE(zen5.zmm16_stage);
   EXPECT_EQ(spr.bands16_min_bytes, int64_t{48} << 20);  // Note [Transpose bands]: 2-byte NCHW -> NHWC plain below
@@ -175,8 +178,8 @@ TEST(CpuTuning, UnknownDesignSizedFromCaches) {
 TEST(CpuTuning, SpecRoundTripsAndRefusesBadInput) {
   CpuTuning t = tuning_for(id_of(CpuVendor::AMD, 25, 17), {});
   std::string err;
-  ASSERT_TRUE(apply_tuning_spec("kc=384,mc=96,nc=2048,tile=32,bands=32,blocks=0,zmm16=0,zmm16fill=1,zmm16lines=256,zmm16stage=1,bands16min=50331648,bandread=16384,group=131072,group_min=2,copynt=8388608,grain16=4096,amx=0,amxkc=512,amxmc=64,dotruns=0,dotrunsmax=8388608,pf16=1", &t, &err)) << err;
-  EXPECT_EQ(describe_tuning(t), "kc=384,mc=96,nc=2048,tile=32,bands=32,blocks=0,zmm16=0,zmm16fill=1,zmm16lines=256,zmm16stage=1,bands16min=50331648,bandread=16384,group=131072,group_min=2,copynt=8388608,grain16=4096,amx=0,amxkc=512,amxmc=64,dotruns=0,dotrunsmax=8388608,pf16=1");
+  ASSERT_TRUE(apply_tuning_spec("kc=384,mc=96,nc=2048,tile=32,bands=32,blocks=0,zmm16=0,zmm16fill=1,zmm16lines=256,zmm16stage=1,bands16min=50331648,bandread=16384,group=131072,group_min=2,copynt=8388608,grain16=4096,amx=0,amxkc=512,amxmc=64,dotruns=0,dotrunsmax=8388608,pf16=1,varzmm=1", &t, &err)) << err;
+  EXPECT_EQ(describe_tuning(t), "kc=384,mc=96,nc=2048,tile=32,bands=32,blocks=0,zmm16=0,zmm16fill=1,zmm16lines=256,zmm16stage=1,bands16min=50331648,bandread=16384,group=131072,group_min=2,copynt=8388608,grain16=4096,amx=0,amxkc=512,amxmc=64,dotruns=0,dotrunsmax=8388608,pf16=1,varzmm=1");
   CpuTuning u = tuning_for(id_of(CpuVendor::Intel, 6, 143), {});
   ASSERT_TRUE(apply_tuning_spec(describe_tuning(t).c_str(), &u, &err)) << err;
   EXPECT_EQ(describe_tuning(u), describe_tuning(t));
@@ -185,7 +188,7 @@ TEST(CpuTuning, SpecRoundTripsAndRefusesBadInput) {
   EXPECT_EQ(u.gemm_kc, 200);
   const std::string before = describe_tuning(u);
   for (const char* bad : {"kc=4", "kc=abc", "kc=", "kc", "mc=0", "bands=24", "blocks=2", "group=10",
-                          "group_min=17", "nc=-5", "kc=300,bands=8", "tile=24", "tile=0", "tiles=16", "zmm16=2", "zmm16=", "zmm16fill=-1", "zmm16fil=1", "zmm16lines=8", "zmm16lines=", "zmm16stage=2", "zmm16stage=", "bands16min=-1", "bands16min=", "bands16min=1x", "bands16=0", "bandread=-1", "bandread=", "bandread=2147483648", "grain16=0", "grain16=x", "amx=2", "amx=", "amxkc=48", "amxkc=16", "amxmc=40", "amxmc=0", "dotruns=2", "dotrunsmax=-1", "dotrunsmax=", "pf16=2", "pf16=",
+                          "group_min=17", "nc=-5", "kc=300,bands=8", "tile=24", "tile=0", "tiles=16", "zmm16=2", "zmm16=", "zmm16fill=-1", "zmm16fil=1", "zmm16lines=8", "zmm16lines=", "zmm16stage=2", "zmm16stage=", "bands16min=-1", "bands16min=", "bands16min=1x", "bands16=0", "bandread=-1", "bandread=", "bandread=2147483648", "grain16=0", "grain16=x", "amx=2", "amx=", "amxkc=48", "amxkc=16", "amxmc=40", "amxmc=0", "dotruns=2", "dotrunsmax=-1", "dotrunsmax=", "pf16=2", "pf16=", "varzmm=2", "varzmm=",
                           "copynt=-1", "copynt=1x", "copynt="}) {
     err.clear();
     EXPECT_FALSE(apply_tuning_spec(bad, &u, &err)) << bad;

@@ -200,6 +200,10 @@ void run_horizontal(const typename V::T* x, const ReducePlan& g, typename V::A* 
         const bool zmm = kZmm && use_avx512();
         const bool dp16 = std::is_same_v<typename V::T, BFloat16> && use_avx512_bf16();
         int dp_skip = 0;  // var: groups left before the moments by dot products are tried again
+        // Note [Short var rows in zmm]: float32 and float16 rows (bfloat16 rows take the dot products)
+        constexpr bool kVarZmm = std::is_same_v<Op, OpVar> &&
+                                 (std::is_same_v<typename V::T, float> || std::is_same_v<typename V::T, Half>);
+        const bool var_zmm = kVarZmm && use_avx512() && cpu_tuning().var_rows_zmm;
 #endif
         for (; rows4 && k + 4 <= e; k += 4) {
           const typename V::T* p[4];
@@ -252,7 +256,16 @@ void run_horizontal(const typename V::T* x, const ReducePlan& g, typename V::A* 
             typename V::Acc c[4];
             for (int r = 0; r < 4; ++r) c[r] = run_centre<V>(p[r], R);
             double s1[4], s2[4];
+#ifdef SB_HAVE_AVX512
+            if constexpr (kVarZmm) {
+              if (var_zmm) h_sqdev_rows4_zmm(p, R, c, s1, s2);
+              else h_sqdev_rows4<V>(p, R, c, s1, s2);
+            } else {
+              h_sqdev_rows4<V>(p, R, c, s1, s2);
+            }
+#else
             h_sqdev_rows4<V>(p, R, c, s1, s2);
+#endif
             for (int r = 0; r < 4; ++r) {
               A acc[N];
               Op::sinit(acc);

@@ -620,6 +620,37 @@ SB_RZMM_INLINE inline __m128 hsum4_zmm(__m512 r0, __m512 r1, __m512 r2, __m512 r
   return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
 }
 
+// Note [Short var rows in zmm]: h_sqdev_rows4 in zmm, where the design's row says so
+// (CpuTuning::var_rows_zmm, on a core with two full-width 512-bit FMA pipes): the same
+// centres, the same one pass of S = sum(x - c) and Q = sum((x - c)^2) per row, 32
+// elements a step in two chains a row (16 accumulators, 4 centres), the last < 32
+// elements 16 at a time through rows4_zmm's masked loads with the lanes off the row
+// masked out of x - c, and each row's lanes summed in one tree (Note [Four row sums in
+// one tree]). Per 16 elements a sub, an add and an FMA on two pipes, where the AVX2 loop
+// issues them for 8 on three. A lane sums at most kShortRow / 32 deviations in float32
+// before its tree, against kShortRow / 16 in the AVX2 loop, whose lanes then go into
+// double: the tree's four float32 roundings of S and Q are 2^-22 of them at most,
+// within the caller's guard (which already allows Q twice the two-pass error). On a core
+// whose 512-bit operations issue in halves, or whose row has not measured it, the AVX2
+// loop (docs/notes/copy-reduce.md, "Short var rows in zmm").
+template <typename T>
+SB_RZMM void h_sqdev_rows4_zmm(const T* const* p, int64_t n, const float* c, double* s, double* q) {
+  __m512 a[4][2], b[4][2], m[4];
+  for (int r = 0; r < 4; ++r) {
+    a[r][0] = a[r][1] = b[r][0] = b[r][1] = _mm512_setzero_ps();
+    m[r] = _mm512_set1_ps(c[r]);
+  }
+  rows4_zmm(p, n, [&](int r, int k, __m512 x, __mmask16 mk) SB_RZMM_INLINE {
+    const __m512 d = mk == 0xFFFF ? _mm512_sub_ps(x, m[r]) : _mm512_maskz_sub_ps(mk, x, m[r]);
+    a[r][k] = _mm512_add_ps(a[r][k], d);
+    b[r][k] = _mm512_fmadd_ps(d, d, b[r][k]);
+  });
+  _mm256_storeu_pd(s, _mm256_cvtps_pd(hsum4_zmm(_mm512_add_ps(a[0][0], a[0][1]), _mm512_add_ps(a[1][0], a[1][1]),
+                                                _mm512_add_ps(a[2][0], a[2][1]), _mm512_add_ps(a[3][0], a[3][1]))));
+  _mm256_storeu_pd(q, _mm256_cvtps_pd(hsum4_zmm(_mm512_add_ps(b[0][0], b[0][1]), _mm512_add_ps(b[1][0], b[1][1]),
+                                                _mm512_add_ps(b[2][0], b[2][1]), _mm512_add_ps(b[3][0], b[3][1]))));
+}
+
 __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512bf16"))) void h_sum_rows4_dp(
     const BFloat16* const* p, int64_t n, double* out) {
   // named accumulators, not an array: GCC 12 kept an array of them on the stack, and
