@@ -2,8 +2,10 @@
 # per claim, its text, the rule (which rows decide it and the threshold) and the function
 # that applies it; evaluate() computes every claim's figure and verdict (data), and
 # claims_section() renders them (Markdown). Standard library only.
+import re
+
 from . import results as sb
-from .common import CASE_KEYS, NM, NONCONTIG, bandwidth, reuse, span
+from .common import CASE_KEYS, NM, NONCONTIG, bandwidth, noise_mark, reuse, span
 from .results import fmt_bytes, fmt_x, md_table
 
 def verdict(labels, oks, runs=None):
@@ -47,19 +49,34 @@ def _values(key, vals):
 
 
 def decide(cases, fmt=fmt_x, prefix="", labels=None):
-    """cases: [(run, value, ok)] -> (figure, verdict); labels name the cases by the
-    keys that differ among them."""
+    """cases: [(run, value, ok)] or [(run, value, ok, noisy)] -> (figure, verdict); labels
+    name the cases by the keys that differ among them. A noisy case (a pair's ratio that
+    cannot be read as it is: common.noise_mark) is marked where the figure quotes it, and
+    the verdict says how many of its cases are noisy."""
     if not cases:
         return NM, NM
     labels = labels or sb.varying_labels([c[0] for c in cases], CASE_KEYS)
+    noisy = [len(c) > 3 and bool(c[3]) for c in cases]
+    mark = lambda k: " (noisy)" if noisy[k] else ""
     if len(cases) <= 3:
-        fig = ", ".join(f"{l} {fmt(v)}" for l, (_, v, _) in zip(labels, cases))
+        fig = ", ".join(f"{l} {fmt(c[1])}{mark(k)}" for k, (l, c) in enumerate(zip(labels, cases)))
     else:
-        vs = [v for _, v, _ in cases]
+        vs = [c[1] for c in cases]
         i, j = vs.index(min(vs)), vs.index(max(vs))
-        fig = (f"{fmt(vs[i])} ({labels[i]}) to {fmt(vs[j])} ({labels[j]}) "
+        fig = (f"{fmt(vs[i])} ({labels[i]}){mark(i)} to {fmt(vs[j])} ({labels[j]}){mark(j)} "
                f"over {len(cases)} cases")
-    return prefix + fig, verdict(labels, [ok for _, _, ok in cases], [c[0] for c in cases])
+    v = verdict(labels, [c[2] for c in cases], [c[0] for c in cases])
+    if any(noisy):
+        v += f" ({sum(noisy)} of {len(cases)} cases noisy)"
+    return prefix + fig, v
+
+
+NOISY_NOTE = re.compile(r" \(\d+ of \d+ cases noisy\)")  # decide()'s count, not part of the verdict's kind
+
+
+def pair_noisy(rs, a, b):
+    """Whether the ratio b ÷ a a claim counts is noisy (common.noise_mark)."""
+    return bool(noise_mark(rs, a, b))
 
 
 def decide_per(cases, keys, fmt=fmt_x, prefix=""):
@@ -85,7 +102,8 @@ def decide_per(cases, keys, fmt=fmt_x, prefix=""):
         if vary:
             f, v = decide(group, fmt, labels=[sb.describe(c[0], vary) for c in group])
         elif len(group) == 1:
-            f, v = fmt(group[0][1]), verdict([name], [group[0][2]])
+            noisy = len(group[0]) > 3 and group[0][3]
+            f, v = fmt(group[0][1]) + (" (noisy)" if noisy else ""), verdict([name], [group[0][2]])
         else:
             f, v = decide(group, fmt)
         figs.append(f"{name} {f}")
@@ -103,20 +121,20 @@ def at_least(claimed):
 
 def c_slower(family, op, claimed):
     def f(rs):
-        return decide([(r, t, t >= at_least(claimed))
+        return decide([(r, t, t >= at_least(claimed), pair_noisy(rs, b, r))
                        for r, b in sb.layout_cases(rs, family, op, NONCONTIG)
                        for t in [rs.time_ratio(b, r)]])
     return f
 
 
 def c_l3(rs):
-    return decide([(r, t, 1 / 1.1 <= t <= 1.1)
+    return decide([(r, t, 1 / 1.1 <= t <= 1.1, pair_noisy(rs, b, r))
                    for r, b in sb.layout_cases(rs, "elementwise", ("add", "mul", "relu"), NONCONTIG)
                    for t in [rs.time_ratio(b, r)]])
 
 
 def c_l4(rs):
-    return decide([(r, t, t >= at_least(2.5))
+    return decide([(r, t, t >= at_least(2.5), pair_noisy(rs, b, r))
                    for r, b in sb.layout_cases(rs, "copy", "contiguous", "transposed")
                    if b.counters.get("bytes", 1) > 0
                    for t in [rs.time_ratio(b, r)]])
@@ -125,7 +143,7 @@ def c_l4(rs):
 def c_l5(rs):
     """Per device and precision where there are several (on a GPU the answer depends on
     the precision: tensor cores read NHWC)."""
-    return decide_per([(r, t, t >= 1.05)
+    return decide_per([(r, t, t >= 1.05, pair_noisy(rs, b, r))
                        for r, b in sb.layout_cases(rs, "conv", "conv2d", "channels_last")
                        for t in [rs.time_ratio(r, b)]],
                       ("device", "dtype"), prefix="NHWC speed-up: ")
@@ -138,7 +156,7 @@ def c_l6(rs):
         for r in rs.select("reduce", impl="ours", layout=layout, dim=fast):
             s = rs.like(r, dim=slow)
             if s:
-                cases.append((r, s.median / r.median, s.median / r.median >= 1.05))
+                cases.append((r, s.median / r.median, s.median / r.median >= 1.05, pair_noisy(rs, r, s)))
     labels = sb.varying_labels([c[0] for c in cases], [k for k in CASE_KEYS if k != "dim"])
     return decide(cases, prefix="along-the-storage-order speed-up: ", labels=labels)
 
@@ -197,7 +215,7 @@ def c_s1(rs):
                            style="outofplace", layout=(None, "contiguous")):
             i = rs.like(r, style="inplace")
             if i:
-                out.append((r, r.median / i.median, 1 / 1.1 <= r.median / i.median <= 1.1))
+                out.append((r, r.median / i.median, 1 / 1.1 <= r.median / i.median <= 1.1, pair_noisy(rs, i, r)))
         return out
     cases, prefix = peer_first(rs, pick)
     return decide(cases, prefix=prefix + "out-of-place ÷ in-place time: ")
@@ -227,7 +245,7 @@ def c_s3(rs):
             continue
         t = r.median / o.median
         ao, a = o.counters.get("peak_alloc_bytes"), r.counters.get("peak_alloc_bytes")
-        cases.append((r, t, t >= 1.05 and (a is None or ao is None or a > ao)))
+        cases.append((r, t, t >= 1.05 and (a is None or ao is None or a > ao), pair_noisy(rs, o, r)))
     return decide(cases, prefix="out-of-place ÷ out= time: ")
 
 
@@ -438,6 +456,7 @@ CLAIMS = [
 
 def verdict_kind(v):
     """holds, holds in part, does not hold, not measured."""
+    v = NOISY_NOTE.sub("", v)
     if v in (NM, "does not hold"):
         return v
     if v == "holds" or v.startswith(("holds:", "holds as PyTorch defines it")):
@@ -472,5 +491,7 @@ def claims_section(rs, verdicts=None):
             "A claimed k-fold effect holds when the measured ratio reaches 1 + 0.8 (k − 1); "
             "figures are ratios of medians, and for the layout claims (L1–L5) a pair that "
             "`scripts/recheck` measured again with the two rows alternating counts with its "
-            "interleaved median (section Interleaved re-check).", ""] + md_table(
+            "interleaved median (section Interleaved re-check). (noisy): a case whose pair the "
+            "re-check never settled, or never measured with a row's first pass spread over ±10%; "
+            "the verdict counts such cases.", ""] + md_table(
         ["ID", "claim", "rule (rows that decide it)", "this machine", "verdict"], [list(v) for v in verdicts])

@@ -661,6 +661,28 @@ class TablesTest(unittest.TestCase):
         self.assertIn("add 1.06x, relu 1.04x", c["S1"][0])
         self.assertTrue(c["M1"][0].startswith("torch rows on cuda:0"))
 
+    def test_claims_mark_noisy_cases(self):
+        """L3's transposed add pair with its row's last repetition 3x the others (a
+        first-pass spread over ±10%, never re-checked): the figure marks that case, the
+        verdict counts it, and the verdict's kind (the Claims reading) is unchanged."""
+        text = self.render()
+        before = claims(text)["L3"]
+        tally = next(l for l in text.splitlines() if l.startswith("Reading: holds"))
+        row = ADD.format("transposed", "out")
+
+        def stall_last(doc):
+            reps = [e for e in doc["benchmarks"]
+                    if (e.get("run_name") or e["name"]).startswith(row + "/") and e.get("run_type") != "aggregate"]
+            self.assertEqual(len(reps), 3)
+            reps[-1]["real_time"] *= 3
+        sbtest.edit(os.path.join(self.raw, "bench_elementwise.json"), stall_last)
+        text = self.render()
+        self.assertEqual(claims(text)["L3"], ("transposed 1.61x (noisy), sliced 1.20x",
+                                              before[1] + " (1 of 2 cases noisy)"))
+        self.assertIn(tally, text)
+        self.assertIn(f"**L3** elementwise ops run at the same speed contiguous or not: {before[1]} (1 of 2 cases noisy).",
+                      text)
+
     def test_summary_on_one_screen(self):
         """The answer first: machine and ceilings, per family the costliest layout and
         style, one line per claim, the peers; short enough for one screen."""
