@@ -80,6 +80,21 @@ def scale_time(path, name, factor):
     edit(path, fn)
 
 
+def stall_last(path, name, factor=3):
+    """Multiplies the time of the last repetition of the run `name` in the file by factor
+    (a stalled shared VM): its median stays, its spread grows. Returns how many
+    repetitions the run has."""
+    n = []
+
+    def fn(doc):
+        reps = [e for e in doc["benchmarks"] if _matches(e, name) and e.get("run_type") != "aggregate"]
+        assert reps, f"{name} not in {path}"
+        reps[-1]["real_time"] *= factor
+        n.append(len(reps))
+    edit(path, fn)
+    return n[0]
+
+
 def set_counter(path, name, counter, value):
     def fn(doc):
         hits = [e for e in doc["benchmarks"] if _matches(e, name)]

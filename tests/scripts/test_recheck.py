@@ -385,22 +385,30 @@ class RecheckTest(unittest.TestCase):
         self.assertIn("0.62x", row)
         self.assertNotIn("not re-checked", row)
 
-    def test_16_bit_rows_behind_their_float32_twin_are_rechecked_against_it(self):
-        """The fixture machine's baseline and elementwise rows with bf16 twins of our f32
-        adds (half the bytes): the contiguous one in half the time (level in % of
-        ceiling: not picked), the transposed one in 0.8x (21 points behind: picked,
-        against its f32 twin, in two invocations of the one binary a round)."""
+    TWIN = "elementwise/op:add/impl:ours/device:cpu/layout:{}/style:out/dtype:{}/shape:4096x4096/threads:8"
+
+    def _bf16_add_twins(self):
+        """The JSON dir holds the fixture machine's baseline and elementwise rows, with
+        bf16 twins of our f32 add out= rows (TWIN), half the bytes: the contiguous one
+        in half the time, the transposed one in 0.8x. Returns the elementwise file."""
         for f in os.listdir(self.json_dir):
             os.unlink(os.path.join(self.json_dir, f))
         for f in ("bench_baseline.json", "bench_elementwise.json"):
             shutil.copy(sbtest.fixture("machine-a", f), os.path.join(self.json_dir, f))
         ew = os.path.join(self.json_dir, "bench_elementwise.json")
-        twin = "elementwise/op:add/impl:ours/device:cpu/layout:{}/style:out/dtype:{}/shape:4096x4096/threads:8"
         for layout, t in (("contiguous", 0.5), ("transposed", 0.8)):
             self.assertTrue(sbtest.add_twins(
-                ew, lambda n, l=layout: n.startswith(twin.format(l, "f32") + "/"),
+                ew, lambda n, l=layout: n.startswith(self.TWIN.format(l, "f32") + "/"),
                 {"dtype:f32": "dtype:bf16"}, {"real_time": t, "cpu_time": t, "bytes": 0.5}))
-        a, b = twin.format("transposed", "f32"), twin.format("transposed", "bf16")
+        return ew
+
+    def test_16_bit_rows_behind_their_float32_twin_are_rechecked_against_it(self):
+        """The fixture machine's baseline and elementwise rows with bf16 twins of our f32
+        adds (half the bytes): the contiguous one in half the time (level in % of
+        ceiling: not picked), the transposed one in 0.8x (21 points behind: picked,
+        against its f32 twin, in two invocations of the one binary a round)."""
+        self._bf16_add_twins()
+        a, b = self.TWIN.format("transposed", "f32"), self.TWIN.format("transposed", "bf16")
         # calls 0-5: round 1 a b, round 2 b a, round 3 a b
         self.fake("ours", {a: [100, 0, 0, 100, 110, 0], b: [0, 48, 50, 0, 0, 60]},
                   os.path.join(self.bench_dir, "bench_elementwise"))
@@ -431,25 +439,11 @@ class RecheckTest(unittest.TestCase):
         on the standard error, but the 95% interval stays behind the ratio at which it
         would be 5 points behind (28 / 52 = 0.54), so it stops "decided" after the
         minimum, as a peer case clear of the 5% line does."""
-        for f in os.listdir(self.json_dir):
-            os.unlink(os.path.join(self.json_dir, f))
-        for f in ("bench_baseline.json", "bench_elementwise.json"):
-            shutil.copy(sbtest.fixture("machine-a", f), os.path.join(self.json_dir, f))
-        ew = os.path.join(self.json_dir, "bench_elementwise.json")
-        twin = "elementwise/op:add/impl:ours/device:cpu/layout:{}/style:out/dtype:{}/shape:4096x4096/threads:8"
-        for layout, t in (("contiguous", 0.5), ("transposed", 0.8)):
-            self.assertTrue(sbtest.add_twins(
-                ew, lambda n, l=layout: n.startswith(twin.format(l, "f32") + "/"),
-                {"dtype:f32": "dtype:bf16"}, {"real_time": t, "cpu_time": t, "bytes": 0.5}))
-        noisy = twin.format("contiguous", "bf16")
-
-        def stall_last(doc):
-            reps = [e for e in doc["benchmarks"]
-                    if (e.get("run_name") or e["name"]).startswith(noisy + "/") and e.get("run_type") != "aggregate"]
-            reps[-1]["real_time"] *= 3
-        sbtest.edit(ew, stall_last)
-        ca, cb = twin.format("contiguous", "f32"), noisy
-        ta, tb = twin.format("transposed", "f32"), twin.format("transposed", "bf16")
+        ew = self._bf16_add_twins()
+        noisy = self.TWIN.format("contiguous", "bf16")
+        sbtest.stall_last(ew, noisy)
+        ca, cb = self.TWIN.format("contiguous", "f32"), noisy
+        ta, tb = self.TWIN.format("transposed", "f32"), self.TWIN.format("transposed", "bf16")
         # per call of the binary: round 1 a b, round 2 b a, round 3 a b (both f32 rows in
         # the a invocation, both bf16 rows in the b one)
         self.fake("ours", {ca: [100, 0, 0, 100, 100, 0], cb: [0, 50, 50, 0, 0, 50],

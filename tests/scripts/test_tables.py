@@ -669,13 +669,7 @@ class TablesTest(unittest.TestCase):
         before = claims(text)["L3"]
         tally = next(l for l in text.splitlines() if l.startswith("Reading: holds"))
         row = ADD.format("transposed", "out")
-
-        def stall_last(doc):
-            reps = [e for e in doc["benchmarks"]
-                    if (e.get("run_name") or e["name"]).startswith(row + "/") and e.get("run_type") != "aggregate"]
-            self.assertEqual(len(reps), 3)
-            reps[-1]["real_time"] *= 3
-        sbtest.edit(os.path.join(self.raw, "bench_elementwise.json"), stall_last)
+        self.assertEqual(sbtest.stall_last(os.path.join(self.raw, "bench_elementwise.json"), row), 3)
         text = self.render()
         self.assertEqual(claims(text)["L3"], ("transposed 1.61x (noisy), sliced 1.20x",
                                               before[1] + " (1 of 2 cases noisy)"))
@@ -860,14 +854,7 @@ class TablesTest(unittest.TestCase):
         re-check measured it alternating, it is counted by that ratio and unmarked."""
         ew = self._bf16_add_twins()
         row = "elementwise/op:add/impl:ours/device:cpu/layout:contiguous/style:out/dtype:bf16/shape:4096x4096/threads:8"
-
-        def stall_last(doc):
-            reps = [e for e in doc["benchmarks"]
-                    if (e.get("run_name") or e["name"]).startswith(row + "/") and e.get("run_type") != "aggregate"]
-            self.assertEqual(len(reps), 3)
-            reps[-1]["real_time"] *= 3
-            reps[-1]["cpu_time"] *= 3
-        sbtest.edit(ew, stall_last)
+        self.assertEqual(sbtest.stall_last(ew, row), 3)
         text = self.render()
         sec, rows = self._precision_add_rows(text)
         self.assertIn("| 5.50 ms ±107% |", rows["contiguous"])
@@ -898,12 +885,7 @@ class TablesTest(unittest.TestCase):
         reading = lambda t: next(l for l in sec(t).splitlines() if l.startswith("Reading:"))
         self.assertNotIn("noisy", reading(self.render()))
         row = "elementwise/op:add/impl:ours/device:cpu/layout:transposed/style:out/dtype:f32/shape:4096x4096/threads:8"
-
-        def stall_last(doc):
-            reps = [e for e in doc["benchmarks"]
-                    if (e.get("run_name") or e["name"]).startswith(row + "/") and e.get("run_type") != "aggregate"]
-            reps[-1]["real_time"] *= 3
-        sbtest.edit(ew, stall_last)
+        sbtest.stall_last(ew, row)
         self.assertIn("transposed add runs at", reading(self.render()))
         self.assertRegex(reading(self.render()), r"transposed add runs at [^,]*\(noisy: ±\d+%, not re-checked\)")
 
