@@ -307,7 +307,7 @@ TEST(Elementwise, NormalizeOneStatisticsPassAndItsFallback) {
 // for the call (-1: the default).
 void normalize_group_cases(int64_t threshold) {
   set_nt_threshold_bytes(threshold);
-  for_each_config([](const std::string& cfg) {
+  for_each_config([threshold](const std::string& cfg) {
     for (int64_t n : {15, 16, 17, 31, 64, 100, 128, 256, 257, 1024, 1025, 3000, 4096}) {
       for (int64_t rows : {16, 24, 31, 64}) {
         std::mt19937_64 rng(static_cast<uint64_t>(n * 1000 + rows));
@@ -361,6 +361,16 @@ void normalize_group_cases(int64_t threshold) {
           test::poison(o2);
           normalize_out(o2, xs, -1, 1e-5);
           ASSERT_TRUE(test::all_close(o2, ref, at, 1e-4)) << ws << " (out= from stepped rows)";
+          // Note [Stride-2 fused rows]: the fused groups' float32 arithmetic on the same values as
+          // the dense rows' (a fresh out, on its own pages), bit for bit, where both take them
+          // (rows in the caches: the default streaming threshold)
+          if (step == 2 && n >= 16 && n <= 256 && threshold < 0 && simd_level() >= SimdLevel::AVX512) {
+            const std::vector<double> dense = test::naive_values(normalize(xv, -1, 1e-5)),
+                                      stepped = test::naive_values(o2);
+            for (size_t i = 0; i < dense.size(); ++i)
+              ASSERT_EQ(std::memcmp(&dense[i], &stepped[i], sizeof(double)), 0)
+                  << ws << ": element " << i << " " << stepped[i] << " against the dense rows' " << dense[i];
+          }
           xs.normalize_(-1, 1e-5);
           ASSERT_TRUE(test::all_close(xs, ref, at, 1e-4)) << ws << " (in place, stepped)";
           const std::vector<double> sw = test::naive_values(swide);

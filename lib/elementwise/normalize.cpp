@@ -8,6 +8,7 @@
 #include <limits>
 #include <atomic>
 #include <cmath>
+#include <cstring>
 
 #include "stridebench/cpu_features.h"
 #include "elementwise/strips.h"
@@ -88,18 +89,27 @@ SB_ZMM void normalize_groups_f32(const char* x, int64_t xr, char* out, int64_t o
 // bfloat16 needs AVX512_BF16's rounding (use_avx512_bf16()); without it the buffer path.
 // The group loop is normalize_groups_f32's, written out again: as one template for both,
 // GCC chose other registers and scheduling in the float32 instance.
-template <typename T>
+// F32Pair rows (Note [Stride-2 fused rows]) are packed, and go out as float rows (TO).
+template <typename T, typename TO = T>
 SB_ZMM __attribute__((noinline)) void rows8_via_f32(const char* x, int64_t xr, char* out, int64_t orow, int nr,
                                                    int64_t n, double eps) {
   alignas(64) float buf[8 * kFusedMaxN];
   char* const b = reinterpret_cast<char*>(buf);
   if (nr < 1) return;  // never: tells GCC that buf is written before it is read
-  for (int k = 0; k < nr; ++k) convert_unit_stride(buf + k * n, reinterpret_cast<const T*>(x + k * xr), n, false);
+  for (int k = 0; k < nr; ++k) {
+    if constexpr (std::is_same_v<T, F32Pair>) pack_stride2_f32(buf + k * n, reinterpret_cast<const float*>(x + k * xr), n);
+    else convert_unit_stride(buf + k * n, reinterpret_cast<const T*>(x + k * xr), n, false);
+  }
   normalize_rows8_f32_vl<false>(b, n * 4, b, n * 4, nr, n, eps);
-  for (int k = 0; k < nr; ++k) convert_unit_stride(reinterpret_cast<T*>(out + k * orow), buf + k * n, n, false);
+  for (int k = 0; k < nr; ++k) {
+    if constexpr (std::is_same_v<TO, float>) std::memcpy(out + k * orow, buf + k * n, static_cast<size_t>(n) * 4);
+    else convert_unit_stride(reinterpret_cast<TO*>(out + k * orow), buf + k * n, n, false);
+  }
 }
 
-template <typename T>
+// Also the float32 rows at a stride of 2 (T = F32Pair, TO = float: Note [Stride-2 fused
+// rows]), where a dense float32 row's pipeline is normalize_groups_f32's.
+template <typename T, typename TO = T>
 SB_ZMM void normalize_groups_16(const char* x, int64_t xr, char* out, int64_t orow, int64_t rows, int64_t n,
                                 double eps) {
   FusedSlots st;
@@ -115,19 +125,19 @@ SB_ZMM void normalize_groups_16(const char* x, int64_t xr, char* out, int64_t or
     const char* xw = x + (g - 2) * 8 * xr;
     char* ow = out + (g - 2) * 8 * orow;
     if (sums && write)
-      fused_loop<true, true, false, T>(st.shift[p], st.negmean[p], st.rstd[p], s, q, xs, xw, ow, xr, orow, n);
+      fused_loop<true, true, false, T, TO>(st.shift[p], st.negmean[p], st.rstd[p], s, q, xs, xw, ow, xr, orow, n);
     else if (sums)
-      fused_loop<true, false, false, T>(st.shift[p], nullptr, nullptr, s, q, xs, nullptr, nullptr, xr, orow, n);
+      fused_loop<true, false, false, T, TO>(st.shift[p], nullptr, nullptr, s, q, xs, nullptr, nullptr, xr, orow, n);
     else if (write)
-      fused_loop<false, true, false, T>(nullptr, st.negmean[p], st.rstd[p], s, q, nullptr, xw, ow, xr, orow, n);
+      fused_loop<false, true, false, T, TO>(nullptr, st.negmean[p], st.rstd[p], s, q, nullptr, xw, ow, xr, orow, n);
     pending[p] = false;
     if (!sums) continue;
     if (g + 1 < ng) fused_shift<T>(st.shift[p ^ 1], xs + 8 * xr, xr);
     if (fused_finish(st.shift[p], st.negmean[p], st.rstd[p], s, q, n, e)) pending[p] = true;
-    else rows8_via_f32<T>(xs, xr, out + g * 8 * orow, orow, 8, n, eps);
+    else rows8_via_f32<T, TO>(xs, xr, out + g * 8 * orow, orow, 8, n, eps);
   }
   if (ng * 8 < rows)
-    rows8_via_f32<T>(x + ng * 8 * xr, xr, out + ng * 8 * orow, orow, static_cast<int>(rows - ng * 8), n, eps);
+    rows8_via_f32<T, TO>(x + ng * 8 * xr, xr, out + ng * 8 * orow, orow, static_cast<int>(rows - ng * 8), n, eps);
 }
 
 // Note [16-bit rows from memory]: float16 and bfloat16 rows of kFusedMinN..kFusedMaxN
@@ -422,6 +432,11 @@ void normalize_strip(bool avx, bool nt, bool resident, char* const* p, const int
     if (avx && n <= kStatFlush) {  // rows apart and strided (a stepped slice): pack 8 rows
       alignas(64) float buf[8 * kStatFlush];
 #ifdef SB_HAVE_AVX512
+      if (vl && resident && !nt8 && xsd == 2 * es && osd == es && n >= kFusedMinN && n <= kFusedMaxN &&
+          rows >= 16 && !stores_alias_loads(p[0], p[1])) {
+        normalize_groups_16<F32Pair, float>(p[1], s[1], p[0], s[0], rows, n, eps);  // Note [Stride-2 fused rows]
+        return;
+      }
       if (vl && resident && !nt8 && n >= kFusedMinN && n <= kFusedMaxN && rows >= 16) {
         // Note [Fused normalize groups] over packed rows, as many as buf holds (>= 32):
         // straight into dense out rows, else (strided out rows, or out rows whose stores

@@ -433,6 +433,32 @@ template <> struct FusedIO<BFloat16> : FusedIO16 {
   }
 };
 
+// Note [Stride-2 fused rows]: float32 rows at a stride of 2 elements (x[..., ::2], the
+// sliced layout) read by the fused loop where they lie, 16 elements per two loads and a
+// permute, where packing them into an L1 buffer first put a whole pass of loads from
+// L2 before each chunk's arithmetic. F32Pair is the element as it sits in such a row,
+// 8 bytes apart, so a pointer to it steps over the elements in between. The second load
+// of 16 stops at the row's last element (a fault-suppressing masked load), as
+// pack_stride2_f32 does; the tails' loads keep to the row the same way. The same float32
+// arithmetic on the same values: the bits of the packed rows' fused groups.
+struct F32Pair {
+  float v, skip;
+};
+template <> struct FusedIO<F32Pair> {
+  SB_ZMM __attribute__((always_inline)) static VZ::V load(const F32Pair* p) {
+    const float* f = reinterpret_cast<const float*>(p);
+    return VZ::even_lanes(VZ::load(f), VZ::maskz_load(0x7FFF, f + 16));
+  }
+  // elements i < k of m's low bits (the row tails: m = 2^k - 1)
+  SB_ZMM __attribute__((always_inline)) static VZ::V maskz_load(VZ::Mask m, const F32Pair* p) {
+    const float* f = reinterpret_cast<const float*>(p);
+    const int c = 2 * __builtin_popcount(m) - 1;  // floats f[0] .. f[2k - 2]
+    const VZ::Mask lo = static_cast<VZ::Mask>(c >= 16 ? 0xFFFF : (1u << c) - 1);
+    const VZ::Mask hi = static_cast<VZ::Mask>(c > 16 ? (1u << (c - 16)) - 1 : 0);
+    return VZ::even_lanes(VZ::maskz_load(lo, f), VZ::maskz_load(hi, f + 16));
+  }
+};
+
 // The per-group constants of the pipeline, in slots by group parity: the shifts of a
 // group's statistics pass, and -mean and 1/std for its write pass.
 struct FusedSlots {
@@ -450,19 +476,22 @@ struct FusedSlots {
 // tails, plain masked stores).
 // T: the rows' dtype; float16 and bfloat16 rows (Note [16-bit fused groups]) are widened
 // as they are loaded and rounded as they are stored (FusedIO, Note [16-bit fused IO]).
-template <bool STATS, bool WRITE, bool NTW = false, typename T = float>
+// TO: out's dtype where it is not x's (F32Pair rows into float ones, Note [Stride-2
+// fused rows]).
+template <bool STATS, bool WRITE, bool NTW = false, typename T = float, typename TO = T>
 SB_ZMM __attribute__((always_inline)) inline void fused_loop(const float* shift, const float* negmean, const float* rstd,
                                                              VZ::V (&s)[8], VZ::V (&q)[8], const char* xs,
                                                              const char* xw, char* ow, int64_t xr, int64_t orow,
                                                              int64_t n) {
   using IO = FusedIO<T>;
+  using OIO = FusedIO<TO>;
   const int64_t nf = n / 16;
   const VZ::Mask tm = static_cast<VZ::Mask>((1u << (n % 16)) - 1);
 #pragma GCC unroll 8
   for (int k = 0; k < 8; ++k) {
     const T* xk = reinterpret_cast<const T*>(xs + k * xr);
     const T* wk = reinterpret_cast<const T*>(xw + k * xr);
-    T* ok = reinterpret_cast<T*>(ow + k * orow);
+    TO* ok = reinterpret_cast<TO*>(ow + k * orow);
     VZ::V sk = VZ::zero(), qk = VZ::zero(), ck, mk, rk;
     if constexpr (STATS) ck = VZ::set1(shift[k]);
     if constexpr (WRITE) {
@@ -491,8 +520,8 @@ SB_ZMM __attribute__((always_inline)) inline void fused_loop(const float* shift,
       }
       if constexpr (WRITE) {
         const VZ::V y = VZ::mul(VZ::add(IO::load(wk + 16 * v), mk), rk);
-        if constexpr (NTW) IO::stream(ok + 16 * v, y);
-        else IO::store(ok + 16 * v, y);
+        if constexpr (NTW) OIO::stream(ok + 16 * v, y);
+        else OIO::store(ok + 16 * v, y);
       }
     }
     if (tm) {  // the row tails
@@ -502,7 +531,7 @@ SB_ZMM __attribute__((always_inline)) inline void fused_loop(const float* shift,
         qk = VZ::fma(d, d, qk);
       }
       if constexpr (WRITE)
-        IO::mask_store(ok + 16 * nf, tm, VZ::mul(VZ::add(IO::maskz_load(tm, wk + 16 * nf), mk), rk));
+        OIO::mask_store(ok + 16 * nf, tm, VZ::mul(VZ::add(IO::maskz_load(tm, wk + 16 * nf), mk), rk));
     }
     s[k] = sk;
     q[k] = qk;
@@ -514,7 +543,14 @@ template <typename T = float>
 SB_ZMM __attribute__((always_inline)) inline void fused_shift(float* shift, const char* xs, int64_t xr) {
   VF::V c[8];
 #pragma GCC unroll 8
-  for (int k = 0; k < 8; ++k) c[k] = Vec<T>::load(reinterpret_cast<const T*>(xs + k * xr));
+  for (int k = 0; k < 8; ++k) {
+    if constexpr (std::is_same_v<T, F32Pair>) {  // f[0], f[2], ..., f[14]: within a row of n >= 8
+      const float* f = reinterpret_cast<const float*>(xs + k * xr);
+      c[k] = detail::even8_f32(VF::load(f), VF::load(f + 8));
+    } else {
+      c[k] = Vec<T>::load(reinterpret_cast<const T*>(xs + k * xr));
+    }
+  }
   VF::store_aligned(shift, VF::mul(VF::hsum8(c), VF::set1(0.125f)));
 }
 
