@@ -103,6 +103,7 @@ SB_ZMM __attribute__((noinline)) void rows8_via_f32(const char* x, int64_t xr, c
   normalize_rows8_f32_vl<false>(b, n * 4, b, n * 4, nr, n, eps);
   for (int k = 0; k < nr; ++k) {
     if constexpr (std::is_same_v<TO, float>) std::memcpy(out + k * orow, buf + k * n, static_cast<size_t>(n) * 4);
+    else if constexpr (std::is_same_v<TO, F32Pair>) unpack_strided(out + k * orow, 8, buf + k * n, n);
     else convert_unit_stride(reinterpret_cast<TO*>(out + k * orow), buf + k * n, n, false);
   }
 }
@@ -432,9 +433,10 @@ void normalize_strip(bool avx, bool nt, bool resident, char* const* p, const int
     if (avx && n <= kStatFlush) {  // rows apart and strided (a stepped slice): pack 8 rows
       alignas(64) float buf[8 * kStatFlush];
 #ifdef SB_HAVE_AVX512
-      if (vl && resident && !nt8 && xsd == 2 * es && osd == es && n >= kFusedMinN && n <= kFusedMaxN &&
-          rows >= 16 && !stores_alias_loads(p[0], p[1])) {
-        normalize_groups_16<F32Pair, float>(p[1], s[1], p[0], s[0], rows, n, eps);  // Note [Stride-2 fused rows]
+      if (vl && resident && !nt8 && xsd == 2 * es && (osd == es || osd == 2 * es) && n >= kFusedMinN &&
+          n <= kFusedMaxN && rows >= 16 && !stores_alias_loads(p[0], p[1])) {  // Note [Stride-2 fused rows]
+        if (osd == es) normalize_groups_16<F32Pair, float>(p[1], s[1], p[0], s[0], rows, n, eps);
+        else normalize_groups_16<F32Pair, F32Pair>(p[1], s[1], p[0], s[0], rows, n, eps);
         return;
       }
       if (vl && resident && !nt8 && n >= kFusedMinN && n <= kFusedMaxN && rows >= 16) {

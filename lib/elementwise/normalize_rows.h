@@ -439,8 +439,11 @@ template <> struct FusedIO<BFloat16> : FusedIO16 {
 // L2 before each chunk's arithmetic. F32Pair is the element as it sits in such a row,
 // 8 bytes apart, so a pointer to it steps over the elements in between. The second load
 // of 16 stops at the row's last element (a fault-suppressing masked load), as
-// pack_stride2_f32 does; the tails' loads keep to the row the same way. The same float32
-// arithmetic on the same values: the bits of the packed rows' fused groups.
+// pack_stride2_f32 does; the tails' loads keep to the row the same way. out is dense
+// float rows, or stepped rows too (in place through the steps: masked stores of the
+// even lanes, where the pack's pipeline had unpacked a buffer by masked stores after
+// the arithmetic). The same float32 arithmetic on the same values: the bits of the dense
+// rows' fused groups.
 struct F32Pair {
   float v, skip;
 };
@@ -456,6 +459,26 @@ template <> struct FusedIO<F32Pair> {
     const VZ::Mask lo = static_cast<VZ::Mask>(c >= 16 ? 0xFFFF : (1u << c) - 1);
     const VZ::Mask hi = static_cast<VZ::Mask>(c > 16 ? (1u << (c - 16)) - 1 : 0);
     return VZ::even_lanes(VZ::maskz_load(lo, f), VZ::maskz_load(hi, f + 16));
+  }
+  // out at a stride of 2 too (in place through the steps): each half of the 16 results
+  // spread to the even lanes and written by a masked store, which leaves the elements
+  // in between untouched (Note [Masked stores]); a tail of k results, lanes i < 2k.
+  SB_ZMM __attribute__((always_inline)) static void mask_store(F32Pair* p, VZ::Mask m, VZ::V y) {
+    float* f = reinterpret_cast<float*>(p);
+    const int k2 = 2 * __builtin_popcount(m);
+    const VZ::Mask lo = static_cast<VZ::Mask>(0x5555u & (k2 >= 16 ? 0xFFFFu : (1u << k2) - 1));
+    const VZ::Mask hi = static_cast<VZ::Mask>(0x5555u & (k2 > 16 ? (1u << (k2 - 16)) - 1 : 0u));
+    _mm512_mask_storeu_ps(f, lo, _mm512_maskz_permutexvar_ps(0xFFFF, spread(0), y));
+    _mm512_mask_storeu_ps(f + 16, hi, _mm512_maskz_permutexvar_ps(0xFFFF, spread(8), y));
+  }
+  SB_ZMM __attribute__((always_inline)) static void store(F32Pair* p, VZ::V y) {
+    float* f = reinterpret_cast<float*>(p);
+    _mm512_mask_storeu_ps(f, 0x5555, _mm512_maskz_permutexvar_ps(0xFFFF, spread(0), y));
+    _mm512_mask_storeu_ps(f + 16, 0x5555, _mm512_maskz_permutexvar_ps(0xFFFF, spread(8), y));
+  }
+  // lanes 2i and 2i + 1 take element from + i
+  SB_ZMM __attribute__((always_inline)) static __m512i spread(int from) {
+    return _mm512_add_epi32(_mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7), _mm512_set1_epi32(from));
   }
 };
 
