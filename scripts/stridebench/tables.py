@@ -436,7 +436,10 @@ def _rounds_text(ctx):
         return f"in {hi} rounds"
     return (f"in {lo} to {hi} rounds, each case until the standard error of its log ratio was "
             f"{100 * ctx.get('target_se', 0):.0f}% or less or, for a peer row, its 95% interval left "
-            f"the {ctx.get('ahead', 1.05):g}x line (a budget of {ctx.get('budget_s') or 'no'} s: "
+            f"the {ctx.get('ahead', 1.05):g}x line"
+            + (", for a precision pair, the ratios 5 points behind and ahead of its float32 twin"
+               if ctx.get("precision") else "")
+            + f" (a budget of {ctx.get('budget_s') or 'no'} s: "
             f"stopped on {ctx.get('stopped', '?')}, {ctx.get('seconds', '?')} s)")
 
 

@@ -456,6 +456,9 @@ class RecheckTest(unittest.TestCase):
         self.assertEqual({k: (c["pick"], c["settled"], len(c["rounds"])) for k, c in got.items()},
                          {(ca, cb): ("precision", "noise", 3), (ta, tb): ("precision", "decided", 3)})
         self.assertGreater(got[(ta, tb)]["se"], 0.02)
+        from stridebench import tables  # the Interleaved re-check section's account of the stop
+        self.assertIn("for a precision pair, the ratios 5 points behind and ahead of its float32 twin",
+                      tables._rounds_text(self.result()["context"]))
 
     def test_bad_input_changes_nothing(self):
         old = {"context": {}, "cases": []}
