@@ -89,7 +89,8 @@ SB_ZMM void normalize_groups_f32(const char* x, int64_t xr, char* out, int64_t o
 // bfloat16 needs AVX512_BF16's rounding (use_avx512_bf16()); without it the buffer path.
 // The group loop is normalize_groups_f32's, written out again: as one template for both,
 // GCC chose other registers and scheduling in the float32 instance.
-// F32Pair rows (Note [Stride-2 fused rows]) are packed, and go out as float rows (TO).
+// F32Pair rows (Note [Stride-2 fused rows]) are packed, and go out as TO rows: dense
+// floats, or stepped ones by masked stores.
 template <typename T, typename TO = T>
 SB_ZMM __attribute__((noinline)) void rows8_via_f32(const char* x, int64_t xr, char* out, int64_t orow, int nr,
                                                    int64_t n, double eps) {
@@ -108,8 +109,9 @@ SB_ZMM __attribute__((noinline)) void rows8_via_f32(const char* x, int64_t xr, c
   }
 }
 
-// Also the float32 rows at a stride of 2 (T = F32Pair, TO = float: Note [Stride-2 fused
-// rows]), where a dense float32 row's pipeline is normalize_groups_f32's.
+// Also the float32 rows at a stride of 2 (T = F32Pair; TO = float, or F32Pair in place
+// through the steps: Note [Stride-2 fused rows]), where a dense float32 row's pipeline is
+// normalize_groups_f32's.
 template <typename T, typename TO = T>
 SB_ZMM void normalize_groups_16(const char* x, int64_t xr, char* out, int64_t orow, int64_t rows, int64_t n,
                                 double eps) {
