@@ -256,16 +256,12 @@ void run_horizontal(const typename V::T* x, const ReducePlan& g, typename V::A* 
             typename V::Acc c[4];
             for (int r = 0; r < 4; ++r) c[r] = run_centre<V>(p[r], R);
             double s1[4], s2[4];
+            bool zmm_done = false;
 #ifdef SB_HAVE_AVX512
-            if constexpr (kVarZmm) {
-              if (var_zmm) h_sqdev_rows4_zmm(p, R, c, s1, s2);
-              else h_sqdev_rows4<V>(p, R, c, s1, s2);
-            } else {
-              h_sqdev_rows4<V>(p, R, c, s1, s2);
-            }
-#else
-            h_sqdev_rows4<V>(p, R, c, s1, s2);
+            if constexpr (kVarZmm)
+              if (var_zmm) h_sqdev_rows4_zmm(p, R, c, s1, s2), zmm_done = true;
 #endif
+            if (!zmm_done) h_sqdev_rows4<V>(p, R, c, s1, s2);
             for (int r = 0; r < 4; ++r) {
               A acc[N];
               Op::sinit(acc);

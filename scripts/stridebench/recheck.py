@@ -576,6 +576,7 @@ def run_rounds(cases, rs, args, matrix, machine, min_time, min_rounds, max_round
 def _rounds(cases, rs, args, matrix, peers, rounds, why, open_, min_rounds, max_rounds, budget, t_start):
     """run_rounds' loop: fills rounds and why -> (status, why the step stopped)."""
     status, stopped = 0, "settled"
+    lines = [decision_lines(c, rs) for c in cases]  # fixed by the first pass
     for i in range(max_rounds):
         active = [cases[k] for k in open_]
         groups = program_groups(active, rs)
@@ -594,8 +595,7 @@ def _rounds(cases, rs, args, matrix, peers, rounds, why, open_, min_rounds, max_
             o, p, _, _ = cases[k]
             if got.get(o.name) and got.get(p.name):
                 rounds[k].append({"a_ns": got[o.name], "b_ns": got[p.name], "first": first_of(order, o, p, groups)})
-            why[k] = settled([r["b_ns"] / r["a_ns"] for r in rounds[k]], decision_lines(cases[k], rs), min_rounds,
-                             args.target)
+            why[k] = settled([r["b_ns"] / r["a_ns"] for r in rounds[k]], lines[k], min_rounds, args.target)
             if why[k] is None:
                 still.append(k)
         spent = time.perf_counter() - t_start
