@@ -151,6 +151,52 @@ TEST(Elementwise, NormalizeAdjacentRowsEveryBlockWidth) {
   });
 }
 
+// Note [Adjacent rows in one pass]: kk adjacent rows (normalizing dim 0 of n x kk) whose
+// rows all pass the guard (offset Gaussian columns) take one statistics pass; a block
+// with one row that fails it (a step: its first 16 elements far from the rest, n >= 64;
+// at n = 13 the first 6, which the guard lets through) goes through the three passes. In a long row the step makes the shifted sums cancel (the
+// shift is 500 standard deviations from the mean at n = 8192), so a row let through the
+// guard reads wrong. The failing row at lane 0, 9 and kk - 1 of a block (the guard's
+// lanes), n short and across flushes (kStatFlush = 1024); beside them a column of 3e38,
+// whose shift must not overflow (it reads exactly 0).
+TEST(Elementwise, NormalizeAdjacentRowsOnePassAndItsFallback) {
+  for_each_config([](const std::string& cfg) {
+    for (int64_t n : {13, 64, 1030, 8192}) {
+      for (int64_t kk : {16, 40, 64}) {
+        for (int64_t bad : {int64_t{-1}, int64_t{0}, int64_t{9}, kk - 1}) {
+          std::mt19937_64 rng(static_cast<uint64_t>(n * 100 + kk + bad));
+          std::normal_distribution<double> g(0.0, 1.0);
+          std::vector<double> v(static_cast<size_t>(n * kk));
+          for (double& e : v) e = 200.0 + g(rng);
+          if (bad >= 0)
+            for (int64_t i = 0; i < n; ++i) v[i * kk + bad] = i < std::min<int64_t>(16, n / 2) ? 1e4 + g(rng) : g(rng);  // a step
+          const int64_t huge = bad == 5 ? 6 : 5;
+          for (int64_t i = 0; i < n; ++i) v[i * kk + huge] = 3e38;
+          const Tensor x = from_vector(v, {n, kk}).to(DType::Float32);
+          std::vector<double> inv_sd;
+          const std::vector<double> ref = ref_normalize(x, 0, 1e-5, &inv_sd);
+          std::vector<double> at(ref.size());
+          for (size_t i = 0; i < at.size(); ++i) at[i] = 1e-4 * std::max(1.0, 1.2 * inv_sd[i]);
+          const std::string what = cfg + ", " + std::to_string(n) + " x " + std::to_string(kk) + ", step row " +
+                                   std::to_string(bad);
+          // the block with the step row falls back, from n = 64 on, on the one-pass path
+          const int64_t falls = bad >= 0 && n >= 64 && simd_level() == SimdLevel::AVX512 ? 1 : 0;
+          for (Layout lo : {Layout::Contiguous, Layout::Transposed}) {
+            Tensor out = test::with_layout(zeros({n, kk}), lo);
+            test::poison(out);
+            const int64_t before = normalize_cols_fallbacks();
+            normalize_out(out, x, 0, 1e-5);
+            ASSERT_EQ(normalize_cols_fallbacks() - before, falls) << what << ": blocks sent to the three passes";
+            ASSERT_TRUE(test::all_close(out, ref, at, 1e-4)) << what << ", out " << test::layout_name(lo);
+            const std::vector<double> got = test::naive_values(out);
+            for (int64_t i = 0; i < n; ++i) ASSERT_EQ(got[i * kk + huge], 0.0) << what << ": the 3e38 row, element " << i;
+          }
+        }
+      }
+    }
+  });
+}
+
 TEST(Elementwise, NormalizeEveryDimLayoutStyleDtype) {
   for_each_config([](const std::string& cfg) {
     std::mt19937_64 rng(24);
@@ -230,17 +276,21 @@ TEST(Elementwise, NormalizeLongRowsOffsetValuesMixedOutLayouts) {
 
 // Note [Normalize rsqrt]: a group of 8 short rows with a zero variance (a constant row,
 // eps = 0) takes the double path; the group's other rows must still be right, and the
-// constant row reads as on every other path, 0 * inf = NaN, at every SIMD level.
+// constant row reads as on every other path, 0 * inf = NaN, at every SIMD level. The
+// same rows side by side (a transposed x) take the adjacent rows' finish.
 TEST(Elementwise, NormalizeDegenerateVarianceRowsBesideNormalOnes) {
   for_each_config([](const std::string& cfg) {
-    for (int64_t n : {64, 13}) {
+    for (int64_t n : {64, 13})
+    for (bool adjacent : {false, true}) {  // rows one after another, or side by side (Note [Adjacent rows in one pass])
       std::vector<double> v = values({8, n}, 7, DType::Float64).to_vector();
       for (int64_t j = 0; j < n; ++j) v[5 * n + j] = 3.0;  // constant
       const Tensor x = from_vector(v, {8, n}).to(DType::Float32);
       const std::vector<double> xs = x.to_vector();
       Tensor out = zeros({8, n});
       test::poison(out);
-      normalize_out(out, x, -1, 0.0);
+      if (adjacent) normalize_out(out, x.t().contiguous().t(), -1, 0.0);
+      else normalize_out(out, x, -1, 0.0);
+      const std::string cfg_n = cfg + (adjacent ? ", adjacent rows" : "");
       const std::vector<double> got = test::naive_values(out);
       for (int64_t r = 0; r < 8; ++r) {
         double m = 0, q = 0;
@@ -250,10 +300,10 @@ TEST(Elementwise, NormalizeDegenerateVarianceRowsBesideNormalOnes) {
         for (int64_t j = 0; j < n; ++j) {
           const double y = got[r * n + j];
           if (r == 5) {
-            EXPECT_TRUE(std::isnan(y)) << cfg << " constant row, n " << n << ": " << y;
+            EXPECT_TRUE(std::isnan(y)) << cfg_n << " constant row, n " << n << ": " << y;
           } else {
             const double ref = (xs[r * n + j] - m) / std::sqrt(q / n);
-            EXPECT_NEAR(y, ref, 1e-4 * std::max(1.0, std::fabs(ref))) << cfg << " row " << r << " j " << j << " n " << n;
+            EXPECT_NEAR(y, ref, 1e-4 * std::max(1.0, std::fabs(ref))) << cfg_n << " row " << r << " j " << j << " n " << n;
           }
         }
       }

@@ -17,6 +17,7 @@
 #include "elementwise/iterator.h"
 #include "core/transpose_tile.h"
 #include "copy/copy.h"
+#include "core/test_hooks.h"
 
 #ifdef SB_HAVE_AVX2
 #include <immintrin.h>
@@ -30,6 +31,9 @@ namespace sb {
 namespace {
 
 using namespace ew;
+
+// blocks of adjacent rows the one-pass guard sent to the three passes (test_hooks.h)
+std::atomic<int64_t> g_cols_fallbacks{0};
 
 #ifdef SB_HAVE_AVX2
 #ifdef SB_HAVE_AVX512
@@ -216,7 +220,62 @@ SB_ZMM void normalize_groups_in_order_16(const char* x, int64_t xr, char* out, i
 // lanes to double every kStatFlush elements. out is row k = out + k * ocs, element i at
 // + i * osd; vector stores when ocs is 4 bytes, else through a lane buffer.
 // NV vectors of rows (kk = 8 NV, or 8 NV - 8 < kk < 8 NV with MASKED): compile-time
-// bounds keep the NV accumulators in registers.
+// bounds keep the NV accumulators in registers. With AVX-512 the statistics take one
+// pass instead (Note [Adjacent rows in one pass]).
+//
+// The write pass (cols_write_f32), from the rows' float mean and rstd: where out rows are
+// dense along i and apart (a transposed or channels-last input into a contiguous out),
+// 8 rows x 8 elements a time transposed in registers, the 8 rows' whole length before
+// the next 8 rows: each out line is complete before the writes move on. Going across all
+// kk rows for each 8 elements instead touched kk lines of out between a line's two
+// halves, and out rows a multiple of 4 KiB apart (16 KiB: a channels-last 16x64x64 into
+// NCHW) then shared their L1 set, more lines than its ways, and every line was fetched
+// again for its second half (docs/notes/elementwise.md).
+template <int NV, bool MASKED>
+void cols_write_f32(const char* x, int64_t xsd, char* out, int64_t ocs, int64_t osd, int kk, int64_t n,
+                    const float* mean, const float* rstd) {
+  const VF::PartMask mask = VF::part_mask(kk % 8 ? kk % 8 : 8);
+  auto load = [&](const float* p, int v) {
+    return MASKED && v == NV - 1 ? VF::maskload(p + 8 * v, mask) : VF::load(p + 8 * v);
+  };
+  VF::V mv[NV], rv[NV];
+  for (int v = 0; v < NV; ++v) {
+    mv[v] = VF::load_aligned(mean + 8 * v);
+    rv[v] = VF::load_aligned(rstd + 8 * v);
+  }
+  int64_t i0 = 0;
+  if (ocs != 4 && osd == 4) {  // out rows dense along i: 8 i's x 8 rows, transposed in registers
+    const int64_t n8 = n / 8 * 8;
+    for (int v = 0; v < NV; ++v) {
+      const int m = std::min(8, kk - 8 * v);
+      for (i0 = 0; i0 < n8; i0 += 8) {
+        VF::V y[8];
+        for (int r = 0; r < 8; ++r)
+          y[r] = VF::mul(VF::sub(load(reinterpret_cast<const float*>(x + (i0 + r) * xsd), v), mv[v]), rv[v]);
+        detail::transpose8(y[0], y[1], y[2], y[3], y[4], y[5], y[6], y[7]);  // y[l]: row 8v + l, i0..i0+7
+        for (int l = 0; l < m; ++l) VF::store(reinterpret_cast<float*>(out + (8 * v + l) * ocs) + i0, y[l]);
+      }
+    }
+    i0 = n8;
+  }
+  for (int64_t i = i0; i < n; ++i) {
+    const float* xi = reinterpret_cast<const float*>(x + i * xsd);
+    char* oi = out + i * osd;
+    for (int v = 0; v < NV; ++v) {
+      const VF::V y = VF::mul(VF::sub(load(xi, v), mv[v]), rv[v]);
+      if (ocs == 4) {
+        float* o = reinterpret_cast<float*>(oi) + 8 * v;
+        if (MASKED && v == NV - 1) VF::maskstore(o, mask, y); else VF::store(o, y);
+      } else {
+        alignas(32) float t[8];
+        VF::store_aligned(t, y);
+        const int m = std::min(8, kk - 8 * v);
+        for (int l = 0; l < m; ++l) std::memcpy(oi + (8 * v + l) * ocs, t + l, 4);
+      }
+    }
+  }
+}
+
 template <int NV, bool MASKED>
 void normalize_cols_f32(const char* x, int64_t xsd, char* out, int64_t ocs, int64_t osd, int kk, int64_t n,
                         double eps) {
@@ -271,36 +330,7 @@ void normalize_cols_f32(const char* x, int64_t xsd, char* out, int64_t ocs, int6
   const VD::V rn = VD::set1(1.0 / static_cast<double>(n)), ev = VD::set1(eps), one = VD::set1(1.0);
   for (int k = 0; k < 8 * NV; k += 4)
     VD::store_narrow(rstd + k, VD::div(one, VD::sqrt(VD::fma(VD::load_aligned(sq + k), rn, ev))));
-  VF::V rv[NV];
-  for (int v = 0; v < NV; ++v) rv[v] = VF::load_aligned(rstd + 8 * v);
-  int64_t i0 = 0;
-  if (ocs != 4 && osd == 4) {  // out rows dense along i: 8 i's x 8 rows, transposed in registers
-    for (; i0 + 8 <= n; i0 += 8)
-      for (int v = 0; v < NV; ++v) {
-        VF::V y[8];
-        for (int r = 0; r < 8; ++r)
-          y[r] = VF::mul(VF::sub(load(reinterpret_cast<const float*>(x + (i0 + r) * xsd), v), mv[v]), rv[v]);
-        detail::transpose8(y[0], y[1], y[2], y[3], y[4], y[5], y[6], y[7]);  // y[l]: row 8v + l, i0..i0+7
-        const int m = std::min(8, kk - 8 * v);
-        for (int l = 0; l < m; ++l) VF::store(reinterpret_cast<float*>(out + (8 * v + l) * ocs) + i0, y[l]);
-      }
-  }
-  for (int64_t i = i0; i < n; ++i) {
-    const float* xi = reinterpret_cast<const float*>(x + i * xsd);
-    char* oi = out + i * osd;
-    for (int v = 0; v < NV; ++v) {
-      const VF::V y = VF::mul(VF::sub(load(xi, v), mv[v]), rv[v]);
-      if (ocs == 4) {
-        float* o = reinterpret_cast<float*>(oi) + 8 * v;
-        if (MASKED && v == NV - 1) VF::maskstore(o, mask, y); else VF::store(o, y);
-      } else {
-        alignas(32) float t[8];
-        VF::store_aligned(t, y);
-        const int m = std::min(8, kk - 8 * v);
-        for (int l = 0; l < m; ++l) std::memcpy(oi + (8 * v + l) * ocs, t + l, 4);
-      }
-    }
-  }
+  cols_write_f32<NV, MASKED>(x, xsd, out, ocs, osd, kk, n, mean, rstd);
 }
 
 template <int NV>
@@ -322,6 +352,145 @@ inline void normalize_cols64_f32(const char* x, int64_t xsd, char* out, int64_t 
     default: return normalize_cols_nv<8>(x, xsd, out, ocs, osd, kk, n, eps);
   }
 }
+
+#ifdef SB_HAVE_AVX512
+#define SB_ZMM_COLS __attribute__((target("avx2,fma,avx512f,avx512vl")))
+// Note [Adjacent rows in one pass]: with AVX-512, the kk <= 64 adjacent rows of Note
+// [Normalize across adjacent rows] take one statistics pass where the data allow it:
+// S = sum(x - x0) and Q = sum((x - x0)^2), x0 each row's element 0 (the shift of Note
+// [One statistics pass]), 16 rows a zmm register, flushed to double every kStatFlush
+// elements; then in double lanes mean = x0 + S/n and var = (Q - S^2/n)/n. The shift
+// costs precision only where the mean lies far from x0: the guard 2 S^2/n <= Q (|mean -
+// x0| within one standard deviation, as fused_finish's) and a finite Q keep the error of
+// the second pass's; a block with a row that fails either goes through the three
+// passes (normalize_cols64_f32), so a row the shift does not suit (sorted, or far from
+// its first element) pays one pass more. The write pass is the three passes' own
+// (cols_write_f32). The two passes of loads and vector work (the second of its shape)
+// become one of 16 lanes, and the per-row finish vector work in double.
+// cols_write_f32 for kk <= 64 rows, its NV and MASKED chosen at run time
+inline void cols_write_any(const char* x, int64_t xsd, char* out, int64_t ocs, int64_t osd, int kk, int64_t n,
+                           const float* mean, const float* rstd) {
+  using W = void (*)(const char*, int64_t, char*, int64_t, int64_t, int, int64_t, const float*, const float*);
+  static constexpr W kWrite[2][8] = {
+      {cols_write_f32<1, false>, cols_write_f32<2, false>, cols_write_f32<3, false>, cols_write_f32<4, false>,
+       cols_write_f32<5, false>, cols_write_f32<6, false>, cols_write_f32<7, false>, cols_write_f32<8, false>},
+      {cols_write_f32<1, true>, cols_write_f32<2, true>, cols_write_f32<3, true>, cols_write_f32<4, true>,
+       cols_write_f32<5, true>, cols_write_f32<6, true>, cols_write_f32<7, true>, cols_write_f32<8, true>}};
+  kWrite[kk % 8 != 0][(kk + 7) / 8 - 1](x, xsd, out, ocs, osd, kk, n, mean, rstd);
+}
+
+// 16 rows a register, NZ registers; the last one's lanes from kk on (off in last) load 0
+template <int NZ>
+SB_ZMM_COLS __attribute__((always_inline)) inline VZ::V load_rows(const float* p, int v, VZ::Mask last) {
+  return v == NZ - 1 ? VZ::maskz_load(last, p + 16 * v) : VZ::load(p + 16 * v);
+}
+
+// one element of every row into the sums: d = x - c, s += d, q += d^2
+template <int NZ>
+SB_ZMM_COLS __attribute__((always_inline)) inline void step_rows(VZ::V (&s)[NZ], VZ::V (&q)[NZ], const VZ::V (&c)[NZ],
+                                                                 const float* xi, VZ::Mask last) {
+  for (int v = 0; v < NZ; ++v) {
+    const VZ::V d = VZ::sub(load_rows<NZ>(xi, v, last), c[v]);
+    s[v] = VZ::add(s[v], d);
+    q[v] = VZ::fma(d, d, q[v]);
+  }
+}
+
+// d[0 .. 16) += the 16 float lanes of v (= where first), widened a half at a time
+// (masked extracts: GCC 12 warns on the plain ones' undefined source, as fold_halves says)
+SB_ZMM_COLS __attribute__((always_inline)) inline void flush16(double* d, __m512 v, bool first) {
+  const __m512d vd = _mm512_castps_pd(v);
+  const __m256 lo = _mm256_castpd_ps(_mm512_mask_extractf64x4_pd(_mm256_setzero_pd(), 0xF, vd, 0));
+  const __m256 hi = _mm256_castpd_ps(_mm512_mask_extractf64x4_pd(_mm256_setzero_pd(), 0xF, vd, 1));
+  const __m512d z = _mm512_setzero_pd();
+  _mm512_store_pd(d, _mm512_add_pd(first ? z : _mm512_load_pd(d), _mm512_maskz_cvtps_pd(0xFF, lo)));
+  _mm512_store_pd(d + 8, _mm512_add_pd(first ? z : _mm512_load_pd(d + 8), _mm512_maskz_cvtps_pd(0xFF, hi)));
+}
+
+// r[0 .. 8) = 1/sqrt(q/n + eps) from q = n var in double lanes: Note [Normalize rsqrt]'s
+// float rsqrt and Newton step where every variance is a normal float, else double sqrt
+// and div (rn = 1/n, ev = eps)
+SB_ZMM_COLS __attribute__((always_inline)) inline void finish_rstd8(float* r, __m512d q, __m512d rn, __m512d ev) {
+  const __m512d var = _mm512_fmadd_pd(q, rn, ev);
+  const VF::V vf = _mm512_maskz_cvtpd_ps(0xFF, var);
+  if (VF::all(normal_var_ps(vf))) {
+    VF::store_aligned(r, rsqrt_newton_ps(vf));
+    return;
+  }
+  VF::store_aligned(r, _mm512_maskz_cvtpd_ps(0xFF, _mm512_div_pd(_mm512_set1_pd(1.0), _mm512_maskz_sqrt_pd(0xFF, var))));
+}
+
+// NZ zmm registers of rows (kk <= 16 NZ; the last one's lanes from kk on load 0).
+template <int NZ>
+SB_ZMM_COLS bool normalize_cols_zmm(const char* x, int64_t xsd, char* out, int64_t ocs, int64_t osd, int kk,
+                                    int64_t n, double eps) {
+  if (n < 1) return false;  // never: tells GCC that the sums are written before they are read
+  const VZ::Mask last = static_cast<VZ::Mask>(kk - 16 * (NZ - 1) >= 16 ? 0xFFFF : (1u << (kk - 16 * (NZ - 1))) - 1);
+  // kU accumulators a vector of rows, element i into [i % kU]: 3 operations an element
+  // and vector against an add's latency (as the three passes' kU)
+  constexpr int kU = NZ >= 4 ? 1 : NZ >= 2 ? 2 : 4;
+  alignas(64) double sum[16 * NZ], sq[16 * NZ];
+  VZ::V c[NZ], s[kU][NZ], q[kU][NZ];
+  // the shift: x0 + the mean of x - x0 over the first m elements, m = 16 or the largest
+  // power of two <= n (x0: element 0; a constant row's shift is x0 itself, exactly)
+  const int m = n >= 16 ? 16 : n >= 8 ? 8 : n >= 4 ? 4 : n >= 2 ? 2 : 1;
+  const VZ::V rm = VZ::set1(1.0f / static_cast<float>(m));
+  VZ::V x0[NZ];
+  for (int v = 0; v < NZ; ++v) {
+    x0[v] = load_rows<NZ>(reinterpret_cast<const float*>(x), v, last);
+    c[v] = VZ::zero();
+  }
+  for (int i = 1; i < m; ++i)
+    for (int v = 0; v < NZ; ++v)
+      c[v] = VZ::add(c[v], VZ::sub(load_rows<NZ>(reinterpret_cast<const float*>(x + i * xsd), v, last), x0[v]));
+  for (int v = 0; v < NZ; ++v) c[v] = VZ::fma(c[v], rm, x0[v]);
+  for (int64_t c0 = 0; c0 < n; c0 += kStatFlush) {  // s over x - c, q over its squares
+    const int64_t ce = std::min(n, c0 + kStatFlush);
+    for (int u = 0; u < kU; ++u)
+      for (int v = 0; v < NZ; ++v) s[u][v] = q[u][v] = VZ::zero();
+    int64_t i = c0;
+    for (; i + kU <= ce; i += kU)
+      for (int u = 0; u < kU; ++u) step_rows<NZ>(s[u], q[u], c, reinterpret_cast<const float*>(x + (i + u) * xsd), last);
+    for (; i < ce; ++i) step_rows<NZ>(s[0], q[0], c, reinterpret_cast<const float*>(x + i * xsd), last);
+    for (int v = 0; v < NZ; ++v) {
+      for (int u = 1; u < kU; ++u) {
+        s[0][v] = VZ::add(s[0][v], s[u][v]);
+        q[0][v] = VZ::add(q[0][v], q[u][v]);
+      }
+      flush16(sum + 16 * v, s[0][v], c0 == 0);
+      flush16(sq + 16 * v, q[0][v], c0 == 0);
+    }
+  }
+  // mean and 1/std in double lanes; lanes from kk on summed zeros and pass the guard
+  alignas(64) float shift[16 * NZ], mean[16 * NZ], rstd[16 * NZ];
+  for (int v = 0; v < NZ; ++v) VZ::store(shift + 16 * v, c[v]);
+  const __m512d rn = _mm512_set1_pd(1.0 / static_cast<double>(n)), ev = _mm512_set1_pd(eps);
+  const __m512d big = _mm512_set1_pd(std::numeric_limits<double>::max());
+  for (int k = 0; k < 16 * NZ; k += 8) {
+    const __m512d sk = _mm512_load_pd(sum + k), qk = _mm512_load_pd(sq + k);
+    const __m512d m1 = _mm512_mul_pd(sk, rn), t = _mm512_mul_pd(sk, m1);
+    const __mmask8 ok = _mm512_cmp_pd_mask(_mm512_add_pd(t, t), qk, _CMP_LE_OQ) & _mm512_cmp_pd_mask(qk, big, _CMP_LE_OQ);
+    if (ok != 0xFF) return false;
+    _mm256_store_ps(mean + k, _mm512_maskz_cvtpd_ps(0xFF, _mm512_add_pd(_mm512_maskz_cvtps_pd(0xFF, _mm256_load_ps(shift + k)), m1)));
+    finish_rstd8(rstd + k, _mm512_sub_pd(qk, t), rn, ev);
+  }
+  cols_write_any(x, xsd, out, ocs, osd, kk, n, mean, rstd);
+  return true;
+}
+
+// kk <= 64 adjacent rows in one statistics pass; false, with nothing written, where a
+// row fails the guard (Note [Adjacent rows in one pass])
+SB_ZMM_COLS inline bool normalize_cols64_zmm(const char* x, int64_t xsd, char* out, int64_t ocs, int64_t osd, int kk,
+                                             int64_t n, double eps) {
+  switch ((kk + 15) / 16) {
+    case 1: return normalize_cols_zmm<1>(x, xsd, out, ocs, osd, kk, n, eps);
+    case 2: return normalize_cols_zmm<2>(x, xsd, out, ocs, osd, kk, n, eps);
+    case 3: return normalize_cols_zmm<3>(x, xsd, out, ocs, osd, kk, n, eps);
+    default: return normalize_cols_zmm<4>(x, xsd, out, ocs, osd, kk, n, eps);
+  }
+}
+#undef SB_ZMM_COLS
+#endif
 #endif
 
 // Mean and 1/sqrt(var + eps) of nr rows of n elements: row k at x + k * row_bytes, its
@@ -427,9 +596,16 @@ void normalize_strip(bool avx, bool nt, bool resident, char* const* p, const int
       return;
     }
     if (avx && s[1] == es && xsd != es) {  // Note [Normalize across adjacent rows]
-      for (int64_t r0 = 0; r0 < rows; r0 += 64)
-        normalize_cols64_f32(p[1] + r0 * s[1], xsd, p[0] + r0 * s[0], s[0], osd,
-                             static_cast<int>(std::min<int64_t>(64, rows - r0)), n, eps);
+      for (int64_t r0 = 0; r0 < rows; r0 += 64) {
+        const int kk = static_cast<int>(std::min<int64_t>(64, rows - r0));
+#ifdef SB_HAVE_AVX512
+        if (vl) {  // Note [Adjacent rows in one pass]
+          if (normalize_cols64_zmm(p[1] + r0 * s[1], xsd, p[0] + r0 * s[0], s[0], osd, kk, n, eps)) continue;
+          g_cols_fallbacks.fetch_add(1, std::memory_order_relaxed);
+        }
+#endif
+        normalize_cols64_f32(p[1] + r0 * s[1], xsd, p[0] + r0 * s[0], s[0], osd, kk, n, eps);
+      }
       return;
     }
     if (avx && n <= kStatFlush) {  // rows apart and strided (a stepped slice): pack 8 rows
@@ -708,5 +884,7 @@ Tensor& normalize_out(Tensor& out, const Tensor& x, int64_t dim, double eps) {
 }
 
 Tensor& Tensor::normalize_(int64_t dim, double eps) { return normalize_out_named("normalize_", *this, *this, dim, eps); }
+
+int64_t normalize_cols_fallbacks() { return g_cols_fallbacks.load(std::memory_order_relaxed); }
 
 }  // namespace sb
