@@ -357,16 +357,21 @@ inline void normalize_cols64_f32(const char* x, int64_t xsd, char* out, int64_t 
 #define SB_ZMM_COLS __attribute__((target("avx2,fma,avx512f,avx512vl")))
 // Note [Adjacent rows in one pass]: with AVX-512, the kk <= 64 adjacent rows of Note
 // [Normalize across adjacent rows] take one statistics pass where the data allow it:
-// S = sum(x - x0) and Q = sum((x - x0)^2), x0 each row's element 0 (the shift of Note
-// [One statistics pass]), 16 rows a zmm register, flushed to double every kStatFlush
-// elements; then in double lanes mean = x0 + S/n and var = (Q - S^2/n)/n. The shift
-// costs precision only where the mean lies far from x0: the guard 2 S^2/n <= Q (|mean -
-// x0| within one standard deviation, as fused_finish's) and a finite Q keep the error of
-// the second pass's; a block with a row that fails either goes through the three
-// passes (normalize_cols64_f32), so a row the shift does not suit (sorted, or far from
-// its first element) pays one pass more. The write pass is the three passes' own
-// (cols_write_f32). The two passes of loads and vector work (the second of its shape)
-// become one of 16 lanes, and the per-row finish vector work in double.
+// S = sum(x - c) and Q = sum((x - c)^2), 16 rows a zmm register, flushed to double every
+// kStatFlush elements; then in double lanes mean = c + S/n and var = (Q - S^2/n)/n, and
+// 1/sqrt(var + eps) by Note [Normalize rsqrt]. The shift c is x0 + the mean of x - x0
+// over the first 16 elements (x0: element 0): x0 alone lies more than one standard
+// deviation from the mean in a third of Gaussian rows, and a constant row's c is its
+// own value, so its deviations are 0 (a mean of the 16 values themselves is not, and
+// its squares overflowed for a row of 3e38). The shift costs precision only where the
+// mean lies far from c: the guard 2 S^2/n <= Q (|mean - c| within one standard
+// deviation, as fused_finish's) and a finite Q keep the error of a second pass's; a
+// block with a row that fails either goes through the three passes
+// (normalize_cols64_f32, their results for such rows), so rows the shift does not suit
+// (sorted, or their first 16 elements apart from the rest) pay one pass more. The write
+// pass is the three passes' own (cols_write_f32). Two passes of 8-lane loads and vector
+// work become one of 16 lanes, and the per-row finish vector work.
+
 // cols_write_f32 for kk <= 64 rows, its NV and MASKED chosen at run time
 inline void cols_write_any(const char* x, int64_t xsd, char* out, int64_t ocs, int64_t osd, int kk, int64_t n,
                            const float* mean, const float* rstd) {
