@@ -226,11 +226,9 @@ SB_ZMM void normalize_groups_in_order_16(const char* x, int64_t xr, char* out, i
 // The write pass (cols_write_f32), from the rows' float mean and rstd: where out rows are
 // dense along i and apart (a transposed or channels-last input into a contiguous out),
 // 8 rows x 8 elements a time transposed in registers, the 8 rows' whole length before
-// the next 8 rows: each out line is complete before the writes move on. Going across all
-// kk rows for each 8 elements instead touched kk lines of out between a line's two
-// halves, and out rows a multiple of 4 KiB apart (16 KiB: a channels-last 16x64x64 into
-// NCHW) then shared their L1 set, more lines than its ways, and every line was fetched
-// again for its second half (docs/notes/elementwise.md).
+// the next 8 rows, so that each out line is written whole before the writes touch the
+// other rows' lines (across all kk rows per 8 elements, out rows a multiple of 4 KiB
+// apart would hold kk lines of one L1 set between a line's two halves).
 template <int NV, bool MASKED>
 void cols_write_f32(const char* x, int64_t xsd, char* out, int64_t ocs, int64_t osd, int kk, int64_t n,
                     const float* mean, const float* rstd) {
