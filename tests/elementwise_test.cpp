@@ -554,6 +554,7 @@ TEST(Elementwise, TransposedRowBlocksAgainstReference) {
   const auto permuted = [](const Tensor& v) {  // dims stored in reverse order
     return v.permute({2, 1, 0}).contiguous().permute({2, 1, 0});
   };
+  const auto channels_last = [](const Tensor& v) { return v.contiguous(MemoryFormat::ChannelsLast); };
   const std::vector<Case> cases = {
       {"8x8 transposed", {8, 8}, transposed},
       {"7x9 transposed", {7, 9}, transposed},
@@ -566,6 +567,10 @@ TEST(Elementwise, TransposedRowBlocksAgainstReference) {
       {"41x23 stepped and transposed", {41, 23}, stepped_t},
       {"9x10x17 permuted", {9, 10, 17}, permuted},
       {"16x3x24 permuted", {16, 3, 24}, permuted},
+      // Note [Staged part rows]: rows too long for 8 a stage step, 16 at a time and a tail
+      {"19x1100 transposed", {19, 1100}, transposed},
+      {"2x21x30x40 channels-last", {2, 21, 30, 40}, channels_last},
+      {"1x16x24x24 channels-last", {1, 16, 24, 24}, channels_last},
   };
   for_each_config([&](const std::string& cfg) {
     std::mt19937_64 rng(17);

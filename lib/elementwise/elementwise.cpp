@@ -286,7 +286,17 @@ __attribute__((noinline)) bool periodic_rows(RowBlockFn fn, const void* kp, char
 // one after the other (or are scalars), else row by row.
 // 2-byte elements stage twice as many, the same 4 KiB as float32: 16 rows of a 64-wide
 // plane a step left each step's fixed cost on half the bytes (docs/notes/elementwise.md).
+//
+// Note [Staged part rows]: rows too long for 8 of them to fit a step (n > stage_elems() /
+// 8) are staged kAcrossRows at a time (or all of the block's, if fewer), in parts of up
+// to twice stage_elems() / kAcrossRows columns: the input running along the rows is read
+// 16 elements a column into the tile transposes, and each row part goes to the kernel as
+// one call. Whole rows a step, as shorter rows take, gave such blocks (a channels-last
+// input of 16 channels into an NCHW out: rows of 4096) one row a step, all of it through
+// scalar copies, at 6-10x the contiguous time in bfloat16 (float32 takes across_block);
+// the doubled buffer halves the calls per row (docs/notes/elementwise.md).
 constexpr int64_t kStageElems = 1024;
+constexpr int64_t kAcrossRows = 16;
 template <typename T>
 constexpr int64_t stage_elems() { return sizeof(T) == 2 ? 2 * kStageElems : kStageElems; }
 
@@ -303,12 +313,14 @@ __attribute__((noinline)) bool staged_rows(const K& k, char* const* p, const int
   }
   if (!any) return false;
   constexpr int64_t kElems = stage_elems<T>();
-  const int64_t mmax = std::min(n, kElems);                  // columns per step
-  const int64_t gmax = std::max<int64_t>(1, kElems / mmax);  // rows per step
+  // Note [Staged part rows]
+  const bool whole = n <= kElems / 8;
+  const int64_t gmax = whole ? kElems / n : std::min(rows, kAcrossRows);  // rows per step
+  const int64_t mmax = whole ? n : std::min(n, 2 * kElems / gmax);        // columns per step
   bool blocks = mmax == n && s[0] == es && s1[0] == n * es;
   for (int i = 1; i < N; ++i)
     if (!across[i]) blocks = blocks && ((s[i] == es && s1[i] == n * es) || (s[i] == 0 && s1[i] == 0));
-  alignas(64) unsigned char buf[N - 1][kElems * es];
+  alignas(64) unsigned char buf[N - 1][2 * kElems * es];
   int64_t st[N];
   for (int i = 0; i < N; ++i) st[i] = across[i] ? es : s[i];
   char* q[N];
