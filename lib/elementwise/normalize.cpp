@@ -18,6 +18,7 @@
 #include "core/transpose_tile.h"
 #include "copy/copy.h"
 #include "core/test_hooks.h"
+#include "core/scratch.h"
 
 #ifdef SB_HAVE_AVX2
 #include <immintrin.h>
@@ -557,6 +558,12 @@ struct NormWrite {
 #endif
 };
 
+#ifdef SB_HAVE_AVX2
+template <typename T>
+bool normalize_strided16(bool avx, char* const* p, const int64_t* s, int64_t rows, int64_t n, int64_t xsd,
+                         int64_t osd, double eps);
+#endif
+
 // One strip of rows: row r of operand i starts at p[i] + r * s[i] and runs n elements
 // with stride xsd (x) / osd (out) bytes.
 //  - dense rows (xsd == element size): per row, two passes for the stats (the row is in
@@ -608,6 +615,23 @@ void normalize_strip(bool avx, bool nt, bool resident, char* const* p, const int
         }
 #endif
         normalize_cols64_f32(p[1] + r0 * s[1], xsd, p[0] + r0 * s[0], s[0], osd, kk, n, eps);
+      }
+      return;
+    }
+    if (avx && xsd == es && s[0] == es && osd != es && osd % es == 0 && n <= kStatFlush) {
+      // Note [Dense rows into side-by-side out rows]: x's rows dense along dim, out's side
+      // by side (an NCHW x into a channels-last out): blocks of rows normalized by the
+      // dense rows' kernels into an L2 buffer, then transposed into out by 8x8 tiles.
+      // Packed and unpacked element by element instead, they took 8.6x the contiguous
+      // time (docs/notes/elementwise.md)
+      const int64_t kr = std::clamp<int64_t>((int64_t{64} << 10) / (n * es), 1, rows);
+      float* const ob = reinterpret_cast<float*>(tile_scratch(static_cast<size_t>(kr * n * es)));
+      for (int64_t r0 = 0; r0 < rows; r0 += kr) {
+        const int64_t kk = std::min(kr, rows - r0);
+        char* const q[2] = {reinterpret_cast<char*>(ob), p[1] + r0 * s[1]};
+        const int64_t sq[2] = {n * es, s[1]};
+        normalize_strip<float>(avx, false, /*resident=*/true, q, sq, kk, n, es, es, eps);
+        detail::transpose_tile_f32(reinterpret_cast<float*>(p[0] + r0 * es), osd / es, ob, n, n, kk);
       }
       return;
     }
@@ -675,6 +699,8 @@ void normalize_strip(bool avx, bool nt, bool resident, char* const* p, const int
   // The generic path below is several times slower per element (docs/notes/elementwise.md,
   // bfloat16 on an AVX2 core).
   if constexpr (kIs16Bit<T>) {
+    if (avx && (xsd != es || osd != es) && normalize_strided16<T>(avx, p, s, rows, n, xsd, osd, eps))
+      return;  // Note [16-bit strided rows through float32]
     if (avx && xsd == es && osd == es && n <= kStatFlush) {
       alignas(64) float buf[8 * kStatFlush];
       const bool vl = use_avx512();
@@ -809,6 +835,117 @@ void normalize_strip(bool avx, bool nt, bool resident, char* const* p, const int
   }
 }
 
+#ifdef SB_HAVE_AVX2
+// Note [16-bit strided rows through float32]: float16 and bfloat16 rows that are not
+// dense along dim in both x and out (a transposed, stepped or channels-last x or out, an
+// outer dim) are widened into a float32 buffer, normalized there by the kernel the
+// float32 rows of that buffer's layout take, and rounded back into out: per block, kk
+// rows of x side by side where x's rows lie side by side (Note [Normalize across
+// adjacent rows]: each element's kk values widened by one vector conversion), else
+// kk dense rows (each gathered, then widened); the result in dense rows, or side by side
+// where both x's and out's rows are, then rounded into out per row or per element's kk
+// values (dense rows first transposed by 8x8 tiles where out's rows lie side by side).
+// The numerics are float32's, one rounding on the store, as Note [16-bit normalize rows
+// through float32]. The generic path these rows took before read and converted one
+// element at a time: 6-90x the contiguous time (float16 through its scalar conversion;
+// docs/notes/elementwise.md). Blocks whose buffers would pass 1 MiB keep it.
+constexpr int64_t kStrided16Chunk = 512;  // elements gathered or scattered per step
+
+// Every other 16-bit element (a stepped slice): the low halves of 32-bit words, 8 a
+// load; the loads stop at the row's last element (j + 9 <= n: the load of words j ..
+// j + 7 ends at element 2j + 15 <= 2n - 3)
+template <typename T>
+int64_t widen16_stride2(float* d, const char* x, int64_t n) {
+  int64_t j = 0;
+  const __m256i lo = _mm256_set1_epi32(0xFFFF);
+  for (; j + 9 <= n; j += 8) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 4 * j));
+    if constexpr (std::is_same_v<T, BFloat16>) {
+      _mm256_storeu_ps(d + j, _mm256_castsi256_ps(_mm256_slli_epi32(v, 16)));
+    } else {
+      const __m256i h = _mm256_packus_epi32(_mm256_and_si256(v, lo), _mm256_and_si256(v, lo));  // per lane: 4 halves twice
+      _mm256_storeu_ps(d + j, _mm256_cvtph_ps(_mm256_castsi256_si128(_mm256_permute4x64_epi64(h, 0x08))));
+    }
+  }
+  return j;
+}
+
+template <typename T>
+void widen16(float* d, const char* x, int64_t stride, int64_t n) {
+  if (stride == static_cast<int64_t>(sizeof(T))) return convert_unit_stride(d, reinterpret_cast<const T*>(x), n, false);
+  if (stride == 2 * static_cast<int64_t>(sizeof(T))) {
+    const int64_t j = widen16_stride2<T>(d, x, n);
+    d += j, x += j * stride, n -= j;
+  }
+  alignas(64) T t[kStrided16Chunk];
+  for (int64_t j0 = 0; j0 < n; j0 += kStrided16Chunk) {
+    const int64_t m = std::min(kStrided16Chunk, n - j0);
+    for (int64_t j = 0; j < m; ++j) std::memcpy(t + j, x + (j0 + j) * stride, sizeof(T));
+    convert_unit_stride(d + j0, t, m, false);
+  }
+}
+
+template <typename T>
+void narrow16(char* o, int64_t stride, const float* f, int64_t n) {
+  if (stride == static_cast<int64_t>(sizeof(T))) return convert_unit_stride(reinterpret_cast<T*>(o), f, n, false);
+  alignas(64) T t[kStrided16Chunk];
+  for (int64_t j0 = 0; j0 < n; j0 += kStrided16Chunk) {
+    const int64_t m = std::min(kStrided16Chunk, n - j0);
+    convert_unit_stride(t, f + j0, m, false);
+    for (int64_t j = 0; j < m; ++j) std::memcpy(o + (j0 + j) * stride, t + j, sizeof(T));
+  }
+}
+
+template <typename T>
+bool normalize_strided16(bool avx, char* const* p, const int64_t* s, int64_t rows, int64_t n, int64_t xsd,
+                         int64_t osd, double eps) {
+  constexpr int64_t es = sizeof(T);
+  constexpr int64_t kMaxBuf = int64_t{1} << 20;  // bytes per buffer
+  const bool x_adj = s[1] == es && xsd != es, o_adj = s[0] == es && osd != es;
+  int64_t kr;  // rows per block
+  if (x_adj) {
+    kr = std::min<int64_t>(rows, n <= 1024 ? 64 : 16);
+    if (kr * n * 4 > kMaxBuf) return false;
+  } else {
+    if (n * 4 > kMaxBuf) return false;
+    kr = std::clamp<int64_t>((int64_t{64} << 10) / (n * 4), 1, rows);
+  }
+  // xb, then ob 2 KiB past a 4 KiB boundary from it (no 4K aliasing between the kernel's
+  // loads and stores: Note [Fused groups and 4K aliasing])
+  const int64_t xbytes = (kr * n * 4 + 4095) / 4096 * 4096;
+  float* const xb = reinterpret_cast<float*>(tile_scratch(static_cast<size_t>(2 * xbytes + 2048)));
+  float* const ob = reinterpret_cast<float*>(reinterpret_cast<char*>(xb) + xbytes + 2048);
+  for (int64_t r0 = 0; r0 < rows; r0 += kr) {
+    const int64_t kk = std::min(kr, rows - r0);
+    const char* const x0 = p[1] + r0 * s[1];
+    char* const o0 = p[0] + r0 * s[0];
+    if (x_adj && xsd == kk * es)  // the block is one run (a channels-last x's pixels)
+      convert_unit_stride(xb, reinterpret_cast<const T*>(x0), n * kk, false);
+    else if (x_adj)
+      for (int64_t i = 0; i < n; ++i) widen16<T>(xb + i * kk, x0 + i * xsd, es, kk);
+    else
+      for (int64_t k = 0; k < kk; ++k) widen16<T>(xb + k * n, x0 + k * s[1], xsd, n);
+    const bool side = x_adj && o_adj;  // the result side by side too
+    char* const q[2] = {reinterpret_cast<char*>(ob), reinterpret_cast<char*>(xb)};
+    const int64_t sq[2] = {side ? 4 : n * 4, x_adj ? 4 : n * 4};
+    normalize_strip<float>(avx, false, /*resident=*/true, q, sq, kk, n, x_adj ? kk * 4 : 4, side ? kk * 4 : 4, eps);
+    if (o_adj) {
+      const float* r = ob;
+      if (!side) {  // xb[i * kk + k] = ob[k * n + i]
+        detail::transpose_tile_f32(xb, kk, ob, n, n, kk);
+        r = xb;
+      }
+      if (osd == kk * es) convert_unit_stride(reinterpret_cast<T*>(o0), r, n * kk, false);
+      else
+        for (int64_t i = 0; i < n; ++i) narrow16<T>(o0 + i * osd, es, r + i * kk, kk);
+    } else {
+      for (int64_t k = 0; k < kk; ++k) narrow16<T>(o0 + k * s[0], osd, ob + k * n, n);
+    }
+  }
+  return true;
+}
+#endif
+
 // ---------------------------------------------------------------- the op
 
 // Note [Streaming normalize outputs]: normalize writes its output with streaming stores
@@ -844,9 +981,21 @@ void run_normalize(const Tensor& out, const Tensor& x, int64_t dim, double eps) 
   SmallVec<int64_t, 8> ost, xst;
   for (int64_t i = 0; i < o1.dim(); ++i)
     if (i != d) rsizes.push_back(o1.size(i)), ost.push_back(o1.stride(i)), xst.push_back(x1.stride(i));
-  const StridedIter::Operand ops[2] = {
-      {static_cast<char*>(o1.data_ptr()), ost.data(), static_cast<int64_t>(o1.element_size())},
-      {static_cast<char*>(x1.data_ptr()), xst.data(), static_cast<int64_t>(x1.element_size())}};
+  // Note [Rows in x's order]: the rows go in out's order (out first to the planner)
+  // unless x is strided along dim and one of its row dims has a stride of one element:
+  // then x decides, so that its rows come side by side (Note [Normalize across adjacent
+  // rows]) whatever out's layout. The order of the rows is free; which lie together is
+  // not: a channels-last x into an NCHW out came as rows a whole image row apart, packed
+  // one by one (docs/notes/elementwise.md).
+  bool x_first = xsd != static_cast<int64_t>(x1.element_size());
+  if (x_first) {
+    bool unit = false;
+    for (size_t i = 0; i < xst.size(); ++i) unit = unit || (xst[i] == 1 && rsizes[i] > 1);
+    x_first = unit;
+  }
+  const StridedIter::Operand oop = {static_cast<char*>(o1.data_ptr()), ost.data(), static_cast<int64_t>(o1.element_size())},
+                             xop = {static_cast<char*>(x1.data_ptr()), xst.data(), static_cast<int64_t>(x1.element_size())};
+  const StridedIter::Operand ops[2] = {x_first ? xop : oop, x_first ? oop : xop};
   const StridedIter it(rsizes, ops, 2, /*tiles=*/false);
   const bool avx = use_avx2();
   const bool nt = may_stream(avx, out, {&x});
@@ -855,7 +1004,10 @@ void run_normalize(const Tensor& out, const Tensor& x, int64_t dim, double eps) 
   const int64_t grain = std::max<int64_t>(1, kGrainSize / n);
   SB_DISPATCH_FLOATING(out.dtype(), "normalize", {
     it.for_each([=](char* const* p, const int64_t* s, int64_t rows) {
-      normalize_strip<scalar_t>(avx, nt, resident, p, s, rows, n, xsd, osd, eps);
+      if (!x_first) return normalize_strip<scalar_t>(avx, nt, resident, p, s, rows, n, xsd, osd, eps);
+      char* const q[2] = {p[1], p[0]};  // out, x
+      const int64_t sq[2] = {s[1], s[0]};
+      normalize_strip<scalar_t>(avx, nt, resident, q, sq, rows, n, xsd, osd, eps);
     }, grain, nt);
   });
 }
