@@ -10,7 +10,9 @@
 //               accumulated with SIMD into an L1 buffer (kColumns wide), kVRows input
 //               rows per buffer pass, over every reduced index (Note [Vertical rows
 //               per pass]).
-//   general     neither: the horizontal driver with a strided scalar inner loop.
+//   general     neither: the horizontal driver with a strided scalar inner loop; an
+//               input with no unit-stride dim at all, up to the streaming threshold,
+//               is copied dense first (Note [Stepped inputs reduced dense]).
 // Parallel over kept elements (or column tasks); when there are too few of them the
 // reduced range is split into one part per thread and the parts combined.
 // Accumulation: float32, float16 (converted with F16C) and bfloat16 in float32 vectors flushed
@@ -691,6 +693,29 @@ void reduce_impl(ReduceOp op, Tensor& out, bool have_out, const Tensor& x, const
   for (int64_t i = 0, j = 0; i < nd; ++i) {
     if (keepdim) ost[i] = out.strides()[i];
     else if (!red[i]) ost[i] = out.strides()[j++];
+  }
+  // Note [Stepped inputs reduced dense]: an input none of whose dims (of size > 1) is
+  // unit-stride or expanded (a stepped slice x[..., ::2], a view of every other row and
+  // column) leaves every path the strided scalar chains: horizontal runs of short steps
+  // or columns a step apart, an element a cycle or more, 16-bit elements converted one
+  // by one. It is copied dense first (Note [Every other element gathered] for steps of
+  // 2) and reduced as its dense twin, with its twin's bits, where that measured faster
+  // at 1 and 2 threads: 16-bit inputs, and float32 var and std up to the L2 size. The
+  // float32 and float64 sums and maxes, and float32 past the L2, spent more on the copy
+  // than the chains cost somewhere (docs/notes/copy-reduce.md). Up to the streaming
+  // threshold only: the copy stays in the caches.
+  const int64_t xbytes = x.numel() * static_cast<int64_t>(x.element_size());
+  const bool moments = op == ReduceOp::Var || op == ReduceOp::Std;
+  if (use_avx2() && x.numel() > 1 && xbytes <= nt_threshold_bytes() &&
+      (x.element_size() == 2 ||
+       (x.dtype() == DType::Float32 && moments && xbytes <= static_cast<int64_t>(cpu_caches().l2)))) {
+    bool stepped = true;
+    for (int64_t i = 0; i < nd; ++i)
+      if (x.sizes()[i] > 1 && (x.strides()[i] == 1 || x.strides()[i] == 0)) stepped = false;
+    if (stepped) {
+      const Tensor xd = x.contiguous();
+      return reduce_cpu(op, out.data_ptr(), xd, make_reduce_plan(xd, ost.data(), red), correction);
+    }
   }
   reduce_cpu(op, out.data_ptr(), x, make_reduce_plan(x, ost.data(), red), correction);
 }
