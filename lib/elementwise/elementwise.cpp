@@ -293,8 +293,8 @@ __attribute__((noinline)) bool periodic_rows(RowBlockFn fn, const void* kp, char
 // 16 elements a column into the tile transposes, and each row part goes to the kernel as
 // one call. Whole rows a step, as shorter rows take, gave such blocks (a channels-last
 // input of 16 channels into an NCHW out: rows of 4096) one row a step, all of it through
-// scalar copies, at 6-10x the contiguous time in bfloat16 (float32 takes across_block);
-// the doubled buffer halves the calls per row (docs/notes/elementwise.md).
+// scalar copies, at several times the contiguous time in bfloat16 (float32 takes
+// across_block); the doubled buffer halves the calls per row (docs/notes/elementwise.md).
 constexpr int64_t kStageElems = 1024;
 constexpr int64_t kAcrossRows = 16;
 template <typename T>

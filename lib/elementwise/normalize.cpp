@@ -622,8 +622,8 @@ void normalize_strip(bool avx, bool nt, bool resident, char* const* p, const int
       // Note [Dense rows into side-by-side out rows]: x's rows dense along dim, out's side
       // by side (an NCHW x into a channels-last out): blocks of rows normalized by the
       // dense rows' kernels into an L2 buffer, then transposed into out by 8x8 tiles.
-      // Packed and unpacked element by element instead, they took 8.6x the contiguous
-      // time (docs/notes/elementwise.md)
+      // Packed and unpacked element by element instead, they took several times the
+      // contiguous time (docs/notes/elementwise.md)
       const int64_t kr = std::clamp<int64_t>((int64_t{64} << 10) / (n * es), 1, rows);
       float* const ob = reinterpret_cast<float*>(tile_scratch(static_cast<size_t>(kr * n * es)));
       for (int64_t r0 = 0; r0 < rows; r0 += kr) {
@@ -847,8 +847,9 @@ void normalize_strip(bool avx, bool nt, bool resident, char* const* p, const int
 // values (dense rows first transposed by 8x8 tiles where out's rows lie side by side).
 // The numerics are float32's, one rounding on the store, as Note [16-bit normalize rows
 // through float32]. The generic path these rows took before read and converted one
-// element at a time: 6-90x the contiguous time (float16 through its scalar conversion;
-// docs/notes/elementwise.md). Blocks whose buffers would pass 1 MiB keep it.
+// element at a time, several to tens of times the contiguous time (float16 through its
+// scalar conversion; docs/notes/elementwise.md). Blocks whose buffers would pass 1 MiB
+// keep it.
 constexpr int64_t kStrided16Chunk = 512;  // elements gathered or scattered per step
 
 // Every other 16-bit element (a stepped slice): the low halves of 32-bit words, 8 a
