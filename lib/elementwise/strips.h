@@ -272,6 +272,16 @@ void pack_strided(T* buf, const char* p, int64_t stride_bytes, int64_t n) {
         Vec<float>::store(buf + j, detail::even8_f32(Vec<float>::load(f + 2 * j), Vec<float>::load(f + 2 * j + 8)));
       }
     }
+  } else if constexpr (sizeof(T) == 2) {
+    if (stride_bytes == 4) {  // 2-byte elements: the even halves of 32 loaded, 2j .. 2j+31 within 2n-2
+      const __m256i lo = _mm256_set1_epi32(0xFFFF);
+      for (; j + 17 <= n; j += 16) {
+        const __m256i a = _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 4 * j)), lo);
+        const __m256i b = _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 4 * j + 32)), lo);
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(buf + j),
+                            _mm256_permute4x64_epi64(_mm256_packus_epi32(a, b), _MM_SHUFFLE(3, 1, 2, 0)));
+      }
+    }
   }
   for (; j < n; ++j) std::memcpy(buf + j, p + j * stride_bytes, sizeof(T));
 }
@@ -284,9 +294,21 @@ __attribute__((target("avx512f"))) inline int64_t unpack_stride2_avx512(float* f
   for (; j + 8 <= n; j += 8) Vec<float>::scatter_even8(f + 2 * j, buf + j);
   return j;
 }
+
+// The same for 2-byte elements, 16 at a time: zero-extended to 32-bit lanes (each
+// element in the even half), the odd halves masked off by an AVX-512BW word mask.
+__attribute__((target("avx512f,avx512bw"))) inline int64_t unpack_stride2_u16_avx512(uint16_t* f, const uint16_t* buf,
+                                                                                     int64_t n) {
+  int64_t j = 0;
+  for (; j + 16 <= n; j += 16) {
+    const __m512i v = _mm512_maskz_cvtepu16_epi32(0xFFFF, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(buf + j)));
+    _mm512_mask_storeu_epi16(f + 2 * j, 0x55555555u, v);
+  }
+  return j;
+}
 #endif
 
-// Note [Masked stores]: writing every other float must leave the lanes in between
+// Note [Masked stores]: writing every other element must leave the lanes in between
 // untouched, which takes masked stores. The AVX2 vmaskmovps store is microcoded on AMD,
 // slower than a scalar loop (docs/notes/elementwise.md). So: AVX-512 k-masks where the
 // CPU has our AVX512 level (every CPU with VNNI, Intel or AMD), scalar stores otherwise.
@@ -296,6 +318,9 @@ void unpack_strided(char* p, int64_t stride_bytes, const T* buf, int64_t n) {
 #ifdef SB_HAVE_AVX512
   if constexpr (std::is_same_v<T, float>)
     if (stride_bytes == 8 && use_avx512()) j = unpack_stride2_avx512(reinterpret_cast<float*>(p), buf, n);
+  if constexpr (sizeof(T) == 2)
+    if (stride_bytes == 4 && use_avx512())
+      j = unpack_stride2_u16_avx512(reinterpret_cast<uint16_t*>(p), reinterpret_cast<const uint16_t*>(buf), n);
 #endif
   for (; j < n; ++j) std::memcpy(p + j * stride_bytes, buf + j, sizeof(T));
 }
