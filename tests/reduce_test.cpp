@@ -283,6 +283,48 @@ TEST(Reduce, DimsThatDoNotMergeAnywhere) {
     }
 }
 
+// Note [Kept dims merged by x alone]: kept dims that x's strides merge and out's do not
+// (a transposed x over dim 1, a channels-last x over dim 2 or 3, into a dense result and
+// a transposed out=): the kernels walk one merged run, the write the unmerged dims. Every
+// SIMD level, 1 and 2 threads.
+TEST(Reduce, KeptDimsMergedByXAlone) {
+  Scope scope;
+  struct Case {
+    Shape sizes;
+    Layout layout;
+    std::vector<Shape> dim_sets;
+  };
+  const std::vector<Case> cases = {
+      {{3, 5, 24, 20}, Layout::Transposed, {{1}, {0, 1}, {0}}},
+      {{2, 16, 12, 10}, Layout::ChannelsLast, {{2}, {3}, {0, 2}}},
+      {{4, 40, 60}, Layout::Transposed, {{0}}},
+  };
+  for (const Case& c : cases)
+    for (DType dt : {DType::Float32, DType::BFloat16}) {
+      const Tensor x = test::with_layout(make_values(c.sizes, 91, dt), c.layout);
+      for (const Shape& dims : c.dim_sets) {
+        const std::vector<bool> red = reduced_mask(x.dim(), dims);
+        for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Max, ReduceOp::Var}) {
+          const std::vector<double> ref = reference(op, x, red, 1);
+          for (const test::Modes& m : test::all_kernel_modes())
+            for (bool keepdim : {false, true}) {
+              test::ModeGuard guard(m);
+              const std::string where = std::string(reduce_op_name(op)) + " " + dtype_name(dt) + " strides " +
+                                        ::testing::PrintToString(x.strides()) + " dims " +
+                                        ::testing::PrintToString(dims) + " threads " + std::to_string(m.threads) +
+                                        " " + simd_level_name(m.simd) + " keepdim " + std::to_string(keepdim);
+              const Tensor r = run_op(op, x, dims, 1, keepdim);
+              ASSERT_TRUE(all_close(r, ref, test::default_atol(dt), test::default_rtol(dt))) << where;
+              Tensor out = test::with_layout(zeros(r.sizes(), dt), Layout::Transposed);
+              test::poison(out);
+              run_out(op, out, x, dims, 1, keepdim);
+              ASSERT_TRUE(all_close(out, ref, test::default_atol(dt), test::default_rtol(dt))) << where << " out=";
+            }
+        }
+      }
+    }
+}
+
 // 1e4 + randn: a one-pass E[x^2] - E[x]^2 in float32 would lose every digit. 3000 x 37
 // over dim 0 takes the vertical kernel's vector columns, its 8-row register blocks and
 // its float32 runs (> kFlushRows); with its first row 60 std away from the rest, the

@@ -69,14 +69,20 @@ using Dims = SmallVec<int64_t, DimPlan::kInlineDims>;
 using DimFlags = SmallVec<uint8_t, DimPlan::kInlineDims>;  // std::vector<bool> has no data()
 
 struct ReducePlan {
-  Dims ks, kst, kost;  // kept dims: sizes, input strides, out strides (inner last)
-  Dims rs, rst;        // reduced dims: sizes, input strides (inner last)
+  Dims ks, kst;    // kept dims for the kernels: sizes, input strides (inner last)
+  Dims wks, wkost;  // kept dims for the write: sizes, out strides (inner last)
+  Dims rs, rst;    // reduced dims: sizes, input strides (inner last)
   int64_t K = 1, R = 1;
 };
 
 // The kept dims planned over (x, out) and the reduced dims over x alone (Note [One
 // dimension planner], core/dim_plan.h), each turned slowest first; no dims: one element.
 // ost: out's strides aligned with x's dims (any value at a reduced dim).
+// Note [Kept dims merged by x alone]: the kernels walk the kept elements in that order
+// with the kept dims merged wherever x's strides allow, whatever out's are (a transposed
+// x reduced over dim 1 into a dense out: x's kept elements one run of 4096, out's two
+// dims of 64); the write walks the same order over the unmerged dims with out's strides.
+// Merged over (x, out), such kept dims left the vertical kernel tasks of 64 columns.
 ReducePlan make_reduce_plan(const Tensor& x, const int64_t* ost, const DimFlags& red) {
   ReducePlan g;
   const int64_t nd = x.dim();
@@ -89,16 +95,23 @@ ReducePlan make_reduce_plan(const Tensor& x, const int64_t* ost, const DimFlags&
   const int64_t* const st[2] = {x.strides().data(), ost};  // x's alone for the reduced dims
   const DimPlan kp = plan_dims(ksizes.data(), nd, st, 2);
   for (int d = kp.ndim() - 1; d >= 0; --d) {
-    g.ks.push_back(kp.sizes[d]);
-    g.kst.push_back(kp.strides[d][0]);
-    g.kost.push_back(kp.strides[d][1]);
+    g.wks.push_back(kp.sizes[d]);
+    g.wkost.push_back(kp.strides[d][1]);
+    const int64_t sz = kp.sizes[d], st = kp.strides[d][0];
+    if (!g.ks.empty() && g.kst.back() == st * sz) {  // Note [Kept dims merged by x alone]
+      g.ks.back() *= sz;
+      g.kst.back() = st;
+    } else {
+      g.ks.push_back(sz);
+      g.kst.push_back(st);
+    }
   }
   const DimPlan rp = plan_dims(rsizes.data(), nd, st, 1);
   for (int d = rp.ndim() - 1; d >= 0; --d) {
     g.rs.push_back(rp.sizes[d]);
     g.rst.push_back(rp.strides[d][0]);
   }
-  if (g.ks.empty()) g.ks.push_back(1), g.kst.push_back(0), g.kost.push_back(0);
+  if (g.ks.empty()) g.ks.push_back(1), g.kst.push_back(0), g.wks.push_back(1), g.wkost.push_back(0);
   if (g.rs.empty()) g.rs.push_back(1), g.rst.push_back(0);
   return g;
 }
@@ -540,7 +553,7 @@ void write_out(void* out, const ReducePlan& g, const F& f) {
   T* o = static_cast<T*>(out);
 #ifdef SB_HAVE_AVX2
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, BFloat16>) {
-    if (g.ks.size() == 1 && g.kost[0] == 1 && use_avx2()) {
+    if (g.wks.size() == 1 && g.wkost[0] == 1 && use_avx2()) {
       return parallel_for(0, g.K, kGrainSize, [&](int64_t b, int64_t e) {
         int64_t k = b;
         for (; k + 8 <= e; k += 8) {
@@ -555,7 +568,7 @@ void write_out(void* out, const ReducePlan& g, const F& f) {
   }
 #endif
   parallel_for(0, g.K, kGrainSize, [&](int64_t b, int64_t e) {
-    Walker w(g.ks, g.kost, b);
+    Walker w(g.wks, g.wkost, b);
     for (int64_t k = b; k < e; ++k, w.next()) o[w.off] = convert<T>(f(k));
   });
 }
