@@ -233,6 +233,33 @@ TEST(Reduce, LargeShapesTakeEveryPath) {
     }
 }
 
+// sum, max and var of x over each of dim_sets against float64, at every kernel mode,
+// keepdim or not, into a fresh result and into a poisoned transposed out=.
+void check_sum_max_var(const Tensor& x, const std::vector<Shape>& dim_sets) {
+  const DType dt = x.dtype();
+  for (const Shape& dims : dim_sets) {
+    const std::vector<bool> red = reduced_mask(x.dim(), dims);
+    for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Max, ReduceOp::Var}) {
+      const std::vector<double> ref = reference(op, x, red, 1);
+      for (const test::Modes& m : test::all_kernel_modes())
+        for (bool keepdim : {false, true}) {
+          test::ModeGuard guard(m);
+          const std::string where = std::string(reduce_op_name(op)) + " " + dtype_name(dt) + " sizes " +
+                                    ::testing::PrintToString(x.sizes()) + " strides " +
+                                    ::testing::PrintToString(x.strides()) + " dims " + ::testing::PrintToString(dims) +
+                                    " threads " + std::to_string(m.threads) + " " + simd_level_name(m.simd) +
+                                    " keepdim " + std::to_string(keepdim);
+          const Tensor r = run_op(op, x, dims, 1, keepdim);
+          ASSERT_TRUE(all_close(r, ref, test::default_atol(dt), test::default_rtol(dt))) << where;
+          Tensor out = test::with_layout(zeros(r.sizes(), dt), Layout::Transposed);
+          test::poison(out);
+          run_out(op, out, x, dims, 1, keepdim);
+          ASSERT_TRUE(all_close(out, ref, test::default_atol(dt), test::default_rtol(dt))) << where << " out=";
+        }
+    }
+  }
+}
+
 // Inputs whose dims the planner cannot merge (each stepped, or cut short): three and
 // more reduced dims outside the innermost (the horizontal driver's walk over them, in
 // one run and in the split over threads), three and more kept dims (the vertical
@@ -259,27 +286,7 @@ TEST(Reduce, DimsThatDoNotMergeAnywhere) {
       Tensor x = make_values(c.base, 77, dt);
       for (int64_t d : c.steps) x = x.slice(d, 0, std::nullopt, 2);
       x = x.narrow(4, 0, c.last);
-      for (const Shape& dims : c.dim_sets) {
-        const std::vector<bool> red = reduced_mask(x.dim(), dims);
-        for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Max, ReduceOp::Var}) {
-          const std::vector<double> ref = reference(op, x, red, 1);
-          for (const test::Modes& m : test::all_kernel_modes())
-            for (bool keepdim : {false, true}) {
-              test::ModeGuard guard(m);
-              const std::string where = std::string(reduce_op_name(op)) + " " + dtype_name(dt) + " sizes " +
-                                        ::testing::PrintToString(x.sizes()) + " strides " +
-                                        ::testing::PrintToString(x.strides()) + " dims " +
-                                        ::testing::PrintToString(dims) + " threads " + std::to_string(m.threads) +
-                                        " " + simd_level_name(m.simd) + " keepdim " + std::to_string(keepdim);
-              const Tensor r = run_op(op, x, dims, 1, keepdim);
-              ASSERT_TRUE(all_close(r, ref, test::default_atol(dt), test::default_rtol(dt))) << where;
-              Tensor out = test::with_layout(zeros(r.sizes(), dt), Layout::Transposed);
-              test::poison(out);
-              run_out(op, out, x, dims, 1, keepdim);
-              ASSERT_TRUE(all_close(out, ref, test::default_atol(dt), test::default_rtol(dt))) << where << " out=";
-            }
-        }
-      }
+      check_sum_max_var(x, c.dim_sets);
     }
 }
 
@@ -300,29 +307,8 @@ TEST(Reduce, KeptDimsMergedByXAlone) {
       {{4, 40, 60}, Layout::Transposed, {{0}}},
   };
   for (const Case& c : cases)
-    for (DType dt : {DType::Float32, DType::BFloat16}) {
-      const Tensor x = test::with_layout(make_values(c.sizes, 91, dt), c.layout);
-      for (const Shape& dims : c.dim_sets) {
-        const std::vector<bool> red = reduced_mask(x.dim(), dims);
-        for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Max, ReduceOp::Var}) {
-          const std::vector<double> ref = reference(op, x, red, 1);
-          for (const test::Modes& m : test::all_kernel_modes())
-            for (bool keepdim : {false, true}) {
-              test::ModeGuard guard(m);
-              const std::string where = std::string(reduce_op_name(op)) + " " + dtype_name(dt) + " strides " +
-                                        ::testing::PrintToString(x.strides()) + " dims " +
-                                        ::testing::PrintToString(dims) + " threads " + std::to_string(m.threads) +
-                                        " " + simd_level_name(m.simd) + " keepdim " + std::to_string(keepdim);
-              const Tensor r = run_op(op, x, dims, 1, keepdim);
-              ASSERT_TRUE(all_close(r, ref, test::default_atol(dt), test::default_rtol(dt))) << where;
-              Tensor out = test::with_layout(zeros(r.sizes(), dt), Layout::Transposed);
-              test::poison(out);
-              run_out(op, out, x, dims, 1, keepdim);
-              ASSERT_TRUE(all_close(out, ref, test::default_atol(dt), test::default_rtol(dt))) << where << " out=";
-            }
-        }
-      }
-    }
+    for (DType dt : {DType::Float32, DType::BFloat16})
+      check_sum_max_var(test::with_layout(make_values(c.sizes, 91, dt), c.layout), c.dim_sets);
 }
 
 // 1e4 + randn: a one-pass E[x^2] - E[x]^2 in float32 would lose every digit. 3000 x 37
