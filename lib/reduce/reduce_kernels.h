@@ -17,6 +17,7 @@
 #endif
 
 #include "core/prefetch.h"
+#include "core/transpose_tile.h"
 #include "core/vec.h"
 
 // An unnamed namespace in a header: this one has a single includer, and internal
@@ -309,22 +310,41 @@ void h_kernel(const typename V::T* p, int64_t n, int64_t s, double m, Sink& sink
       return runs == Bf16Runs::Dot ? h_sum_run_dp(p, n, sink)    // Note [bfloat16 sums by dot products]
                                    : h_sum_run_zmm(p, n, sink);  // Note [bfloat16 long sums in zmm]
 #endif
-  if (s == 1 && W > 1) {
+  // Note [Stride-2 float runs]: a float32 run of every other element (x[..., ::2]
+  // reduced along its last dim) takes the unit-stride loop with each vector's 8 elements
+  // the even lanes of two loads (a shuffle and a permute), where the scalar chains below
+  // took several times as long; the loads stop at the run's last element (2n - 2), so the
+  // last up to 8 + 1 elements go to the scalar tail
+  constexpr bool kFloat = std::is_same_v<typename V::T, float> && W == 8;
+  const bool even = kFloat && s == 2;
+  if ((s == 1 || even) && W > 1) {
     const R mv = V::set1(m);
-    while (n - i >= W) {  // runs of at most kFlushElems in the register type
-      const int64_t end = i + std::min<int64_t>((n - i) / W * W, kFlushElems);
+    const int64_t nv = even ? n - 1 : n;  // elements the vector loop may reach
+    const auto load = [&](int64_t k) {
+#ifdef SB_HAVE_AVX2
+      if constexpr (kFloat) {
+        if (even) {
+          const float* f = reinterpret_cast<const float*>(p) + 2 * k;
+          return detail::even8_f32(_mm256_loadu_ps(f), _mm256_loadu_ps(f + 8));
+        }
+      }
+#endif
+      return V::load(p + k);
+    };
+    while (nv - i >= W) {  // runs of at most kFlushElems in the register type
+      const int64_t end = i + std::min<int64_t>((nv - i) / W * W, kFlushElems);
       R a0[N], a1[N], a2[N], a3[N];
       Op::template init<V>(a0);
       Op::template init<V>(a1);
       Op::template init<V>(a2);
       Op::template init<V>(a3);
       for (; i + 4 * W <= end; i += 4 * W) {
-        Op::template step<V>(a0, V::load(p + i), mv);
-        Op::template step<V>(a1, V::load(p + i + W), mv);
-        Op::template step<V>(a2, V::load(p + i + 2 * W), mv);
-        Op::template step<V>(a3, V::load(p + i + 3 * W), mv);
+        Op::template step<V>(a0, load(i), mv);
+        Op::template step<V>(a1, load(i + W), mv);
+        Op::template step<V>(a2, load(i + 2 * W), mv);
+        Op::template step<V>(a3, load(i + 3 * W), mv);
       }
-      for (; i + W <= end; i += W) Op::template step<V>(a0, V::load(p + i), mv);
+      for (; i + W <= end; i += W) Op::template step<V>(a0, load(i), mv);
       Op::template vcombine<V>(a0, a1);
       Op::template vcombine<V>(a2, a3);
       Op::template vcombine<V>(a0, a2);
