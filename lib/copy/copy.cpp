@@ -356,12 +356,10 @@ int64_t gather_even(U* d, const U* s, int64_t n) {
       _mm256_storeu_ps(reinterpret_cast<float*>(d + i), detail::even8_f32(a, b));
     }
   } else if constexpr (sizeof(U) == 2) {
-    const __m256i lo = _mm256_set1_epi32(0xFFFF);
     for (; i + 17 <= n; i += 16) {  // loads end at element 2i + 31 <= 2n - 3
-      const __m256i a = _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + 2 * i)), lo);
-      const __m256i b = _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + 2 * i + 16)), lo);
-      const __m256i h = _mm256_permute4x64_epi64(_mm256_packus_epi32(a, b), _MM_SHUFFLE(3, 1, 2, 0));
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + i), h);
+      const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + 2 * i));
+      const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + 2 * i + 16));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + i), detail::even16_u16(a, b));
     }
   } else if constexpr (sizeof(U) == 8) {
     for (; i + 5 <= n; i += 4) {  // loads end at element 2i + 7 <= 2n - 3

@@ -68,6 +68,14 @@ inline __m256 odd8_f32(__m256 a, __m256 b) {
   const __m256 t = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1));
   return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(t), _MM_SHUFFLE(3, 1, 2, 0)));
 }
+// The even 2-byte elements (0, 2, .., 30) of the 32 in a:b, in order: the low halves of
+// their 32-bit words packed, one lane permute (the copy's and the elementwise strips'
+// stride-2 gathers).
+inline __m256i even16_u16(__m256i a, __m256i b) {
+  const __m256i lo = _mm256_set1_epi32(0xFFFF);
+  const __m256i t = _mm256_packus_epi32(_mm256_and_si256(a, lo), _mm256_and_si256(b, lo));
+  return _mm256_permute4x64_epi64(t, _MM_SHUFFLE(3, 1, 2, 0));
+}
 
 // 8x8 float transpose: rows r0..r7 (8 consecutive A elements each, one per B index)
 // become 8 rows along B.

@@ -274,13 +274,10 @@ void pack_strided(T* buf, const char* p, int64_t stride_bytes, int64_t n) {
     }
   } else if constexpr (sizeof(T) == 2) {
     if (stride_bytes == 4) {  // 2-byte elements: the even halves of 32 loaded, 2j .. 2j+31 within 2n-2
-      const __m256i lo = _mm256_set1_epi32(0xFFFF);
-      for (; j + 17 <= n; j += 16) {
-        const __m256i a = _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 4 * j)), lo);
-        const __m256i b = _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 4 * j + 32)), lo);
+      for (; j + 17 <= n; j += 16)
         _mm256_storeu_si256(reinterpret_cast<__m256i*>(buf + j),
-                            _mm256_permute4x64_epi64(_mm256_packus_epi32(a, b), _MM_SHUFFLE(3, 1, 2, 0)));
-      }
+                            detail::even16_u16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 4 * j)),
+                                               _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 4 * j + 32))));
     }
   }
   for (; j < n; ++j) std::memcpy(buf + j, p + j * stride_bytes, sizeof(T));
