@@ -1,9 +1,9 @@
 // normalize_rows.h — normalize's float32 row kernels shared by normalize.cpp (the
-// strips, the rows in the caches) and normalize_memory.cpp (the rows from memory, Note
-// [Normalize rows in address order]): the row statistics, the rows kernel of Note [Short
-// normalize rows] and the pieces of Note [Fused normalize groups]. Internal to
-// lib/elementwise. SB_ZMM (the AVX-512 target attribute) stays defined for the files that
-// include this one.
+// strips, the rows in the caches), normalize_memory.cpp (the rows from memory, Note
+// [Normalize rows in address order]) and normalize_strided16.cpp (16-bit rows not dense
+// along dim): the row statistics, the rows kernel of Note [Short normalize rows] and the
+// pieces of Note [Fused normalize groups]. Internal to lib/elementwise. SB_ZMM (the
+// AVX-512 target attribute) stays defined for the files that include this one.
 #pragma once
 #include <algorithm>
 #include <atomic>
@@ -611,6 +611,18 @@ SB_ZMM __attribute__((always_inline)) inline bool fused_finish(const float* shif
 // normalize_memory.cpp); false where it has no kernel for them.
 bool normalize_rows_from_memory_f32(bool vl, bool nt, char* const* p, const int64_t* s, int64_t rows, int64_t n,
                                     double eps);
+
+// float32 rows in buffers the caches hold, plain stores: normalize.cpp's strip for them,
+// which Note [16-bit strided rows through float32] (normalize_strided16.cpp) runs on its
+// widened rows.
+void normalize_buffered_f32(bool avx, char* const* p, const int64_t* s, int64_t rows, int64_t n, int64_t xsd,
+                            int64_t osd, double eps);
+
+// Note [16-bit strided rows through float32], for T = Half and BFloat16; false where a
+// block's buffers would pass 1 MiB (the caller's generic path keeps those rows).
+template <typename T>
+bool normalize_strided16(bool avx, char* const* p, const int64_t* s, int64_t rows, int64_t n, int64_t xsd,
+                         int64_t osd, double eps);
 #endif
 
 }  // namespace sb::ew
