@@ -12,7 +12,9 @@
 //   channels_last where a, b and out all are):
 //   contiguous; transposed (dims 2 and 3 stored swapped: a .transpose(2, 3) view);
 //   sliced (every other element of a buffer twice as long in W); expanded (a 1x1xHxW
-//   tensor broadcast to NxCxHxW: stride 0); channels_last (NHWC strides)
+//   tensor broadcast to NxCxHxW: stride 0); channels_last (NHWC strides);
+//   mixed_formats (binary: a NCHW, b NHWC, out NCHW; unary, out= only: x NCHW into an
+//   NHWC out)
 // op:loop (S3): relu(add(mul(a, b), b)) — a chain of 3 ops making 2 temporaries and a
 //   result every call (outofplace, outofplace_system) vs the same chain writing into 3
 //   buffers made once (out).
@@ -20,12 +22,12 @@
 //   tensor; add reads and writes 768 MiB). dtypes f32 (quick); f64 and i32 in full
 //   (normalize: floating only); bf16 on the rows its Precision comparison reads (quick;
 //   every row in full). Threads 1 and 2.
-// The quick matrix (about 250 runs) keeps what the tables read: every style on the
+// The quick matrix (about 220 runs) keeps what the tables read: every style on the
 //   contiguous layout, and inplace/out/outofplace on the others; at DRAM size add,
-//   relu and the loop on the contiguous and transposed layouts, normalize on the
-//   contiguous one (no outofplace_system), mul contiguous in place, out= and
-//   out-of-place; the DRAM outofplace_system rows take 3 repetitions. full: every op,
-//   style and layout at both sizes.
+//   relu and the loop on the contiguous and transposed layouts and add and relu out= on
+//   mixed_formats, normalize on the contiguous one (no outofplace_system), mul
+//   contiguous in place, out= and out-of-place; the DRAM outofplace_system rows take 3
+//   repetitions. full: every op, style and layout at both sizes.
 //
 // Cost: one read per input element (an expanded input: its storage once), one write
 // per output element; in-place reads and writes the updated tensor. flop: 1 per
@@ -140,9 +142,9 @@ void register_family() {
   const Shape l2 = smoke() ? Shape{2, 4, 8, 8} : Shape{1, 16, 64, 64};
   const Shape dram = smoke() ? Shape{2, 4, 16, 16} : Shape{64, 64, 128, 128};
   const std::vector<Layout> all_layouts = {Layout::Contiguous, Layout::Transposed, Layout::Sliced, Layout::Expanded,
-                                           Layout::ChannelsLast};
+                                           Layout::ChannelsLast, Layout::MixedFormats};
   const std::vector<Layout> dram_layouts =
-      full() ? all_layouts : std::vector<Layout>{Layout::Contiguous, Layout::Transposed};
+      full() ? all_layouts : std::vector<Layout>{Layout::Contiguous, Layout::Transposed, Layout::MixedFormats};
   const std::vector<DType> dtypes =
       full() ? std::vector<DType>{DType::Float32, DType::Float64, DType::Int32, DType::BFloat16}
              : std::vector<DType>{DType::Float32};
@@ -180,6 +182,11 @@ void register_family() {
         // mul at DRAM size (quick): the contiguous in-place, out= and out-of-place rows of
         // the speed goal (#3: add, mul and relu in every style)
         if (c.op == EwOp::Mul && shape == dram && !full() && (l != Layout::Contiguous || s == Style::OutofplaceSystem))
+          continue;
+        // mixed formats at DRAM size (quick): add and relu out=, an NHWC operand into an
+        // NCHW out and the reverse
+        if (l == Layout::MixedFormats && shape == dram && !full() &&
+            !(s == Style::Out && (c.op == EwOp::Add || c.op == EwOp::Relu)))
           continue;
         for (int t : thread_counts()) add_case({c, shape, dt, t});
       }

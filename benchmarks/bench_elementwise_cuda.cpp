@@ -9,7 +9,9 @@
 //   the device, which the events see as a gap before the next launch)
 // layouts (NCHW sizes; binary ops: b in the layout, a contiguous, except channels_last
 //   where a, b and out all are): contiguous, transposed (dims 2 and 3 stored swapped),
-//   sliced (every other element along W), expanded (1x1xHxW broadcast), channels_last
+//   sliced (every other element along W), expanded (1x1xHxW broadcast), channels_last,
+//   mixed_formats (binary: a NCHW, b NHWC, out NCHW; unary, out= only: NCHW x into an
+//   NHWC out, the NCHW -> NHWC elementwise case)
 // sizes: those of bench_elementwise.cpp and the peers: 1x16x64x64 (256 KiB per f32
 //   tensor: L2, launch-latency bound on a GPU) and 64x64x128x128 (256 MiB per tensor:
 //   DRAM). f32: quick, every layout and style at both sizes except outofplace_system on

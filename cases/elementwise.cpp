@@ -21,11 +21,13 @@ bool is_binary(EwOp op) { return op == EwOp::Add || op == EwOp::Mul || op == EwO
 
 std::vector<EwCase> elementwise_cases(const std::vector<EwOp>& ops) {
   std::vector<EwCase> r;
-  for (Layout l : {Layout::Contiguous, Layout::Transposed, Layout::Sliced, Layout::Expanded, Layout::ChannelsLast}) {
+  for (Layout l : {Layout::Contiguous, Layout::Transposed, Layout::Sliced, Layout::Expanded, Layout::ChannelsLast,
+                   Layout::MixedFormats}) {
     for (EwOp op : ops) {
       if (op == EwOp::Loop) continue;
       for (Style s : kStyles) {
         if (s == Style::Inplace && l == Layout::Expanded && !is_binary(op)) continue;
+        if (l == Layout::MixedFormats && !is_binary(op) && s != Style::Out) continue;
         r.push_back({op, l, s});
       }
     }
@@ -38,18 +40,22 @@ std::vector<EwCase> elementwise_cases(const std::vector<EwOp>& ops) {
 }
 
 Layout a_layout(const EwCase& c) {
+  if (c.layout == Layout::MixedFormats) return Layout::Contiguous;
   return is_binary(c.op) && c.layout != Layout::ChannelsLast ? Layout::Contiguous : c.layout;
 }
 
+Layout b_layout(const EwCase& c) { return c.layout == Layout::MixedFormats ? Layout::ChannelsLast : c.layout; }
+
 MemoryFormat out_format(const EwCase& c) {
-  return c.layout == Layout::ChannelsLast ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous;
+  const bool cl = c.layout == Layout::ChannelsLast || (c.layout == Layout::MixedFormats && !is_binary(c.op));
+  return cl ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous;
 }
 
 EwOperands ew_operands(const EwCase& c, const std::function<Tensor(Layout, char)>& make) {
   EwOperands t;
   const bool bin = is_binary(c.op);
   t.a = make(a_layout(c), 'a');
-  if (bin) t.b = make(c.layout, 'b');
+  if (bin) t.b = make(b_layout(c), 'b');
   if (c.style == Style::Inplace) t.target = bin ? t.a.clone() : make(c.layout, 'x');
   if (c.style == Style::Out) {
     auto empty_like_a = [&] { return empty(t.a.sizes(), t.a.dtype(), t.a.device(), out_format(c)); };

@@ -36,16 +36,23 @@ struct EwCase {
 };
 
 // Every (op, layout, style) of `ops` on the family's layouts (contiguous, transposed,
-// sliced, expanded, channels_last) and styles, in registration order: layout, then op,
-// then style, the loop after the ops of the contiguous layout. Left out: in place on an
-// expanded x (the writes would overlap: an error); the loop except on contiguous inputs
-// out=, out-of-place and out-of-place through the system allocator.
+// sliced, expanded, channels_last, mixed_formats) and styles, in registration order:
+// layout, then op, then style, the loop after the ops of the contiguous layout. Left out:
+// in place on an expanded x (the writes would overlap: an error); the loop except on
+// contiguous inputs out=, out-of-place and out-of-place through the system allocator;
+// mixed_formats for unary ops except out= (in place and out-of-place, out takes x's
+// format) and for the loop.
 std::vector<EwCase> elementwise_cases(const std::vector<EwOp>& ops);
 
 // The operands' layouts: binary ops take a contiguous (channels_last where the case is)
 // and b in the case's layout; unary ops take x (a) in the case's layout; outs are dense,
 // channels-last where the case is.
+// mixed_formats, the operands in two memory formats (a channels-last tensor meeting an
+// NCHW one): binary ops take a contiguous and b channels_last, into an NCHW out (out= and
+// in place; out-of-place too, where the first operand decides the format as in
+// PyTorch); unary ops take x contiguous into a channels-last out (out=).
 Layout a_layout(const EwCase& c);
+Layout b_layout(const EwCase& c);
 MemoryFormat out_format(const EwCase& c);
 
 // The tensors of one case. target: what an in-place call updates (a copy of a for

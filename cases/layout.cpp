@@ -20,6 +20,7 @@ const char* layout_name(Layout l) {
     case Layout::ColumnMajor: return "column_major";
     case Layout::ContiguousFirst: return "contiguous_first";
     case Layout::Offset: return "offset";
+    case Layout::MixedFormats: return "mixed_formats";
   }
   return "?";
 }
@@ -66,6 +67,9 @@ Placement placement(Layout l, const Shape& sizes, int64_t sliced_dim) {
   switch (l) {
     case Layout::Contiguous: return p;
     case Layout::Offset: p.offset = 1; return p;
+    case Layout::MixedFormats:
+      SB_CHECK(false, "placement: mixed_formats names a case's operands, not one tensor's placement");
+      return p;
     case Layout::ChannelsLast:
       if (nd == 4) {
         p.order = {0, 2, 3, 1};

@@ -22,7 +22,9 @@
 //   expanded          step 0 in the dims before the last two (dim 0 where there are
 //                     fewer than three), each of size > 1: x[:1, :1].expand(...);
 //   channels_last     order {0, 2, 3, 1} for 4-D (NHWC strides); others as transposed;
-//   offset            dense, one element into its buffer (misaligned).
+//   offset            dense, one element into its buffer (misaligned);
+//   mixed_formats     a case's layout, not a tensor's: its operands disagree on memory
+//                     format, each contiguous or channels_last (cases/elementwise.h).
 // A layout that cannot change the strides of a shape (expanded where no broadcast dim
 // has more than one element, transposed and channels_last below 2-D, sliced of a 0-d
 // tensor) is the next one that can: expanded/transposed -> sliced -> offset, so a case
@@ -38,7 +40,17 @@ namespace sb::cases {
 
 // The `layout` values of docs/BENCHMARKS.md, plus offset (tests only). A family uses the
 // subset it measures.
-enum class Layout { Contiguous, Transposed, Sliced, Expanded, ChannelsLast, ColumnMajor, ContiguousFirst, Offset };
+enum class Layout {
+  Contiguous,
+  Transposed,
+  Sliced,
+  Expanded,
+  ChannelsLast,
+  ColumnMajor,
+  ContiguousFirst,
+  Offset,
+  MixedFormats
+};
 const char* layout_name(Layout l);  // "contiguous", "channels_last", ...
 // The `style` values: a.add_(b), add_out(out, a, b), add(a, b), and add(a, b) through
 // the system allocator (CPU: aligned_alloc and free; GPU: cudaMalloc and cudaFree).

@@ -1377,6 +1377,10 @@ TEST_P(ElementwiseOnDevice, EveryCaseOfTheTable) {
         ASSERT_EQ(y.sizes(), s) << what;
         EXPECT_EQ(y.device(), dev) << what;
         EXPECT_TRUE(all_close(y, ref, at, rt)) << what;
+        // mixed_formats: out= keeps out's format; out-of-place takes a's (the first operand)
+        if (c.layout == Layout::MixedFormats && c.style != Style::Inplace) {
+          EXPECT_TRUE(y.is_contiguous(cases::out_format(c))) << what << ": strides " << test::shape_str(y.strides());
+        }
       }
     }
   }

@@ -396,7 +396,7 @@ CLAIMS = [
      "conv2d transposed/sliced/column_major ÷ contiguous time; holds at ≥ 1.6x",
      c_slower("conv", "conv2d", 1.75)),
     ("L3", "elementwise ops run at the same speed contiguous or not",
-     "add/mul/relu transposed/sliced/column_major ÷ contiguous time; holds within ±10%",
+     "add/mul/relu transposed/sliced/column_major/mixed_formats ÷ contiguous time; holds within ±10%",
      c_l3),
     ("L4", "a materialised transpose costs 2.5x on a non-contiguous tensor",
      "copy `contiguous` transposed ÷ contiguous (a real copy) time; holds at ≥ 2.2x",

@@ -7,7 +7,7 @@ from .results import ceiling, fmt_bytes, fmt_x, group_by
 
 NM = "not measured"
 AHEAD = 1.05  # a peer "faster than ours by 5% or more": the Summary's line, which recheck settles against
-NONCONTIG = ("transposed", "sliced", "column_major")
+NONCONTIG = ("transposed", "sliced", "column_major", "mixed_formats")
 STYLES = ("inplace", "out", "outofplace", "outofplace_system")
 PRECISIONS = ("f32", "f16", "bf16", "int8_dynamic", "int8_static")
 CASE_KEYS = ("impl", "layout", "op", "device", "style", "dtype", "shape", "dim",

@@ -28,7 +28,7 @@ VOCAB = {
            "overhead") + VIEW_OPS[:-1],
     "impl": ("ours", "torch", "numpy", "openblas", "cudnn", "im2col"),
     "layout": ("contiguous", "transposed", "sliced", "expanded", "channels_last",
-               "column_major", "contiguous_first"),
+               "column_major", "contiguous_first", "mixed_formats"),
     "style": ("inplace", "out", "outofplace", "outofplace_system", "view", "copy"),
     "dtype": ("f32", "tf32", "f64", "f16", "bf16", "i32", "i8", "int8_dynamic", "int8_static"),
     "dim": ("inner", "outer"),

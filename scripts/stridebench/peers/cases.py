@@ -26,7 +26,8 @@ QUICK = (
     r"^elementwise/op:(add|mul|relu|normalize|loop)/.*/layout:contiguous/.*/shape:1x16x64x64/",
     r"^elementwise/op:add/.*/style:out/dtype:f32/shape:1x16x64x64/",
     r"^elementwise/op:add/.*/layout:contiguous/.*/shape:64x64x128x128/threads:1$",
-    r"^elementwise/op:add/.*/layout:(contiguous|transposed)/style:out/.*/shape:64x64x128x128/",
+    r"^elementwise/op:add/.*/layout:(contiguous|transposed|mixed_formats)/style:out/.*/shape:64x64x128x128/",
+    r"^elementwise/op:relu/.*/layout:mixed_formats/style:out/",
     r"^copy/", r"^reduce/op:sum/.*/shape:4096x4096/", r"^matmul/", r"^conv/", r"^quant/",
     r"^alloc/", r"^transfer/",
 )
@@ -111,7 +112,8 @@ def elementwise_case(be, dev, keys):
     and a is contiguous, except channels_last where a, b and out all are; unary ops take
     x in the layout. transposed: dims 2 and 3 stored swapped (a .transpose(2, 3) view);
     sliced: every other element of a buffer twice as long in W; expanded: 1x1xHxW
-    broadcast to NxCxHxW. In-place updates a dense copy (binary: of a; unary: of x, a
+    broadcast to NxCxHxW; mixed_formats: binary a NCHW and b NHWC into an NCHW out,
+    unary x NCHW into an NHWC out (out= only). In-place updates a dense copy (binary: of a; unary: of x, a
     fresh stepped tensor for sliced). The peers' outofplace is their own default
     allocator (torch's CPU one is plain posix_memalign/free), so there is no
     outofplace_system row; normalize has no in-place or out= form in torch or NumPy, and
@@ -125,6 +127,8 @@ def elementwise_case(be, dev, keys):
     if style == "inplace" and layout == "expanded" and op in ("relu", "normalize"):
         return None
     if op == "loop" and layout != "contiguous":
+        return None
+    if layout == "mixed_formats" and op in ("relu", "normalize") and style != "out":
         return None
     return _ew_case(be, dev, op, layout, style, dims(keys["shape"]), int(keys["threads"]), keys["dtype"])
 
@@ -152,20 +156,24 @@ def _ew_case(be, dev, op, layout, style, shape, threads, dt="f32"):
     def build():
         rand = lambda s: be.typed(be.rand(s), dt)  # noqa: E731
         ones = lambda s: be.typed(be.rand(s, 1.0, 1.0), dt)  # noqa: E731 - mul's b: a *= b keeps a
+        mixed = layout == "mixed_formats"
         if binary:
             la = "channels_last" if layout == "channels_last" else "contiguous"
+            lb = "channels_last" if mixed else layout
             a = pooled(be, ("a", la, shape, dt), lambda: _ew_make(be, la, shape, rand))
-            b = pooled(be, ("b", op == "mul", layout, shape, dt),
-                       lambda: _ew_make(be, layout, shape, ones if op == "mul" else rand))
+            b = pooled(be, ("b", op == "mul", lb, shape, dt),
+                       lambda: _ew_make(be, lb, shape, ones if op == "mul" else rand))
             # (loop's b is uniform, as ours: it is never updated in place)
         else:
-            a = pooled(be, ("x", layout, shape, dt), lambda: _ew_make(be, layout, shape, rand))
+            lx = "contiguous" if mixed else layout
+            a = pooled(be, ("x", lx, shape, dt), lambda: _ew_make(be, lx, shape, rand))
             b = None
         target = None
         if style == "inplace":  # a fresh dense copy; the shared inputs never change
             target = _ew_make(be, layout, shape, rand) if not binary and \
                 layout == "sliced" else be.clone(a)
-        c = be.empty(shape, layout == "channels_last", dt) if style == "out" else None
+        c = be.empty(shape, layout == "channels_last" or (mixed and not binary), dt) \
+            if style == "out" else None
         if op == "loop":
             fn = be.loop(a, b, c, be.empty(shape, dt=dt), be.empty(shape, dt=dt)) if style == "out" \
                 else be.loop(a, b)
