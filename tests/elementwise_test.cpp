@@ -809,6 +809,41 @@ TEST(Elementwise, StreamingOutputsAgainstReference) {
   EXPECT_FALSE(last_elementwise_used_nt());
 }
 
+// Note [Staged source read ahead]: an NHWC operand into an NCHW out of up to 64
+// channels beyond the streaming threshold (forced with 0) reads each tile's staged source
+// during the tile before and streams the out. Pixel counts that leave a ragged last
+// tile for every element size (549 = 2 x 256 + 37 floats, 512 + 37 halves, 4 x 128 + 37
+// doubles), tiles crossing from one image to the next, 2 threads splitting the tiles
+// (4 x 64 x 549 elements), 8 channels (the fewest the Tiled path takes) and 65 (more than a
+// tile's 64 rows of 2- and 4-byte elements: the old walk, plain stores; 8-byte tiles take
+// 128); the poisoned out must match, in place too.
+TEST(Elementwise, NhwcOperandIntoNchwOutReadsAheadAgainstReference) {
+  set_nt_threshold_bytes(0);
+  for_each_config([](const std::string& cfg) {
+    const bool vec = simd_level() >= SimdLevel::AVX2;
+    for (const Shape& sz : {Shape{2, 16, 9, 61}, Shape{4, 64, 9, 61}, Shape{3, 8, 5, 60}, Shape{1, 65, 9, 61}})
+      for (DType dt : kDTypes) {
+        const std::string what = cfg + ", " + dtype_name(dt) + ", " + test::shape_str(sz);
+        const Tensor a = values(sz, 41, dt), b = values(sz, 42, dt).contiguous(MemoryFormat::ChannelsLast);
+        std::vector<double> ref = a.to_vector();
+        const std::vector<double> bv = b.to_vector();
+        for (size_t i = 0; i < ref.size(); ++i) ref[i] += bv[i];
+        ref = round_to(ref, dt);
+        Tensor out = empty(sz, dt);
+        test::poison(out);
+        add_out(out, a, b);
+        const int64_t tile_rows = dtype_size(dt) == 8 ? 128 : 64;
+        ASSERT_EQ(last_elementwise_used_nt(), vec && is_floating(dt) && sz[1] <= tile_rows) << what;
+        ASSERT_TRUE(test::all_close(out, ref, atol(dt), rtol(dt))) << what;
+        Tensor ai = a.clone();
+        ai.add_(b);
+        ASSERT_FALSE(last_elementwise_used_nt()) << what << " add_";
+        ASSERT_TRUE(test::all_close(ai, ref, atol(dt), rtol(dt))) << what << " add_";
+      }
+  });
+  set_nt_threshold_bytes(-1);
+}
+
 // Note [bfloat16 rows in zmm], streamed: a bfloat16 output starting at each of the 32
 // element positions of a 64-byte line goes through the head, the 8-element steps to the
 // line boundary, the full-line streams and the tail, or stops in any of them. Lengths

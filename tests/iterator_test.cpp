@@ -468,6 +468,66 @@ TEST(Iterator, GroupedStagingPairsEveryElementOnce) {
   set_num_threads(2);
 }
 
+// Note [Staged source read ahead]: beyond the streaming threshold (forced with 0), an
+// NHWC input whose tiles span its channels beside dense NCHW ones reads the next tile's
+// staged source during each tile where the output streams (for_each's fence), and takes
+// Note [Tile prefetch] where it does not. Either way every output element pairs with its
+// inputs once: ragged last tiles (300 pixels: 256 + 44 4-byte elements, 2 x 128 + 44
+// 8-byte ones; int8 tiles of 1024 take whole planes, so Note [Grouped staging]), tiles
+// running from one image into the next, grain 1 (each thread's range ends anywhere), a
+// stride-0 operand; 65 channels of 1-, 2- or 4-byte elements are more than a tile's 64
+// rows (no read-ahead).
+TEST(Iterator, StagedSourceReadAheadPairsEveryElementOnce) {
+  set_nt_threshold_bytes(0);
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    for (DType dt : {DType::Int64, DType::Int32, DType::Int8})
+      for (const Shape& sz : {Shape{3, 64, 15, 20}, Shape{2, 8, 10, 30}, Shape{2, 65, 10, 30}})
+        for (int64_t grain : {int64_t{1}, kGrainSize})
+          for (bool fence : {true, false}) {
+            const int64_t n = checked_numel(sz, "test");
+            const std::string what = std::string(dtype_name(dt)) + ", " + std::to_string(threads) + " threads, grain " +
+                                     std::to_string(grain) + ", fence " + std::to_string(fence) + ", " +
+                                     test::shape_str(sz);
+            const int64_t es = static_cast<int64_t>(dtype_size(dt));
+            const int64_t ka = es == 1 ? 4 : 10000, kb = es == 1 ? 2 : 10;
+            const auto vals = [&](int64_t count, int64_t mod) {
+              std::vector<double> v(static_cast<size_t>(count));
+              for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>((i * 7 + i / 13) % static_cast<size_t>(mod));
+              return from_vector(v).to(dt);
+            };
+            Tensor o = empty(sz, dt);
+            test::poison(o);
+            Tensor a = vals(n, es == 1 ? 16 : 9973).view(sz).contiguous(MemoryFormat::ChannelsLast);  // staged
+            Tensor b = vals(n, es == 1 ? 16 : 997).view(sz);  // dense
+            Tensor c = from_vector(std::vector<double>{5}).to(dt).view({1, 1, 1, 1}).expand(sz);
+            StridedIter it = StridedIter::from_tensors({o, a, b, c});
+            ASSERT_EQ(it.path(), Path::Tiled) << what;
+            ASSERT_TRUE(it.staged(1)) << what;
+            // int8 tiles of 64 channels are whole planes (1024 bytes of pixels): Note [Grouped staging]
+            const bool planes = es == 1 && sz[1] <= 64;
+            EXPECT_EQ(it.group() > 1, planes) << what;
+            EXPECT_EQ(it.reads_ahead(), !planes && sz[1] <= (es == 8 ? 128 : 64)) << what;
+            it.for_each(
+                [es, ka, kb](char* const* p, const int64_t* s, int64_t len) {
+                  for (int64_t j = 0; j < len; ++j) {
+                    int64_t v[3] = {0, 0, 0};
+                    for (int k = 0; k < 3; ++k) std::memcpy(&v[k], p[k + 1] + j * s[k + 1], static_cast<size_t>(es));
+                    const int64_t r = v[0] * ka + v[1] * kb + v[2];
+                    std::memcpy(p[0] + j * s[0], &r, static_cast<size_t>(es));
+                  }
+                },
+                grain, fence);
+            const std::vector<double> av = a.to_vector(), bv = b.to_vector(), cv = c.to_vector();
+            std::vector<double> ref(av.size());
+            for (size_t i = 0; i < ref.size(); ++i) ref[i] = av[i] * ka + bv[i] * kb + cv[i];
+            ASSERT_TRUE(test::all_close(o, ref, 0, 0)) << what;
+          }
+  }
+  set_nt_threshold_bytes(-1);
+  set_num_threads(2);
+}
+
 // The group size comes from the tuning (Note [Tuning by microarchitecture]): bytes of
 // staged planes per group, at least group_min planes and at most 16.
 TEST(Iterator, GroupedStagingSizeFollowsTheTuning) {

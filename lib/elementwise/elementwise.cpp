@@ -391,7 +391,7 @@ StripKernel strip_kernel(const K& k) {
 bool stream_output(bool avx, const StridedIter& it, const Tensor& out, std::initializer_list<const Tensor*> ins) {
   const bool nt = may_stream(avx, out, ins) &&
                   (it.path() == StridedIter::Path::Contiguous || it.tiles_write_dense_blocks() ||
-                   it.strips_write_dense_output());
+                   it.strips_write_dense_output() || it.reads_ahead());
   g_last_nt.store(nt, std::memory_order_relaxed);
   return nt;
 }

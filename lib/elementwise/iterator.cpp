@@ -190,6 +190,16 @@ StridedIter::StridedIter(const Shape& sizes, const Operand* ops, int nops, bool 
       if (ok && streams)
         group_ = std::clamp<int64_t>(cpu_tuning().group_bytes / staged_bytes, cpu_tuning().group_min, 16);
     }
+    // Note [Staged source read ahead]: each staged input's tile one run of memory (the
+    // tile spans its dim 1, its rows lie end to end), a dense input beside
+    if (prefetch_ && group_ == 1 && staged_mask_ != 0 && tile1_ == sizes_[1]) {
+      bool runs = true, streams = false;
+      for (int j = 1; j < nops_; ++j) {
+        if (staged(j)) runs = runs && strides_[1][j] == ops[j].elem_size && strides_[0][j] == sizes_[1] * ops[j].elem_size;
+        else streams = streams || (strides_[0][j] != 0 && strides_[1][j] != 0);
+      }
+      ahead_ = runs && streams;
+    }
 
     return;
   }

@@ -26,7 +26,9 @@
 //                  path. Operands beyond the caches prefetch the next tile (Note
 //                  [Tile prefetch]), or, with whole planes as tiles and a dense input
 //                  beside, are staged a group of planes at a time (Note [Grouped
-//                  staging]). Rates: docs/notes/elementwise.md.
+//                  staging]), or, with tiles that are one run of the staged input,
+//                  read the next tile during this one (Note [Staged source read
+//                  ahead]). Rates: docs/notes/elementwise.md.
 //      Broadcast   an input has stride 0 in the inner dim (x + col[N,1]).
 //      Strided     anything else: an odometer over the outer dims, strips over dim 0.
 // Kernels see 1-D strips: f(char* const* ptrs, const int64_t* strides_bytes,
@@ -107,6 +109,20 @@ namespace sb {
 // least 2 planes. Without a dense input (relu of a
 // transposed tensor) the grouped walk was slower than Note [Chunked staging], which those
 // tiles keep; tiles of longer rows keep Note [Tile prefetch].
+// Note [Staged source read ahead]
+// Above the streaming threshold, where each staged input's tile is one run of memory
+// (the tile spans the input's fastest dim and its rows lie end to end: an NHWC operand
+// beside NCHW ones, of up to 64 channels of 2- or 4-byte elements or 128 of 8-byte ones,
+// kTileBytes0 of pixels a tile) and a dense input streams
+// beside it, the next tile's staged source is read during this tile's strips: after
+// each strip, plain loads of that strip's share of its lines, as Note [Grouped
+// staging] reads its next group, so the staged source, the dense input and the output
+// run as three streams together; this tile is then staged in one call from the cache.
+// Nothing else is prefetched (prefetching the dense input's next strip too was slower).
+// Taken only where the output streams (for_each's fence, so the output of such tiles
+// streams: Note [Streaming elementwise outputs]); in place, with the output a dense
+// input, reading ahead was level or slower than Note [Tile prefetch], which it keeps.
+// Rates: docs/notes/elementwise.md.
 class StridedIter {
  public:
   static constexpr int kMaxOperands = DimPlan::kMaxOperands;
@@ -154,6 +170,9 @@ class StridedIter {
   bool tiles_write_dense_blocks() const {
     return path_ == Path::Tiled && tile0_ >= sizes_[0] && strides_[1][0] == sizes_[0] * elem_size_[0];
   }
+  // Tiled: the tiles read their staged source ahead where the output streams (Note
+  // [Staged source read ahead]), and then want it to.
+  bool reads_ahead() const { return ahead_; }
 
   // Strided or Broadcast: the output, in iteration order, is one dense block (dim 0 of
   // stride one element, each dim's stride the product of the faster dims' sizes), so
@@ -194,7 +213,7 @@ class StridedIter {
   template <typename F>
   void run_range(const F& f, int64_t begin, int64_t end) const;
   template <typename F>
-  void run_tiles(const F& f, int64_t begin, int64_t end) const;
+  void run_tiles(const F& f, int64_t begin, int64_t end, bool streams) const;
   template <typename F>
   void run_groups(const F& f, int64_t begin, int64_t end) const;
 
@@ -209,6 +228,7 @@ class StridedIter {
   int64_t tile0_ = 0, tile1_ = 0, tiles0_ = 0, tiles1_ = 0;
   bool prefetch_ = false;  // Tiled: operands beyond the caches: prefetch the next tile
   int64_t group_ = 1;       // Tiled: planes staged per group (Note [Grouped staging]; 1: off)
+  bool ahead_ = false;      // Tiled: Note [Staged source read ahead] where the output streams
 
 };
 
@@ -403,9 +423,15 @@ void StridedIter::run_groups(const F& f, int64_t begin, int64_t end) const {
   }
 }
 
+// One plain load from each 64-byte line of [p, p + bytes).
+inline void read_lines(const char* p, int64_t bytes) {
+  for (int64_t l = 0; l < bytes; l += 64) (void)*reinterpret_cast<const volatile char*>(p + l);
+}
+
 template <typename F>
-void StridedIter::run_tiles(const F& f, int64_t begin, int64_t end) const {
+void StridedIter::run_tiles(const F& f, int64_t begin, int64_t end, bool streams) const {
   if (group_ > 1) return run_groups(f, begin, end);
+  const bool ahead = ahead_ && streams;  // Note [Staged source read ahead]
   const int nd = ndim();
   Index idx(nd);
   if constexpr (std::is_invocable_v<const F&, char* const*, const int64_t*, int64_t, int64_t, const int64_t*>) {
@@ -502,6 +528,24 @@ void StridedIter::run_tiles(const F& f, int64_t begin, int64_t end) const {
       }
       continue;
     }
+    if (ahead) {  // Note [Staged source read ahead]
+      for (int i = 1; i < nops_; ++i)
+        if (staged(i)) {
+          stage_tile(bufs[i - 1], p[i], strides_[0][i], strides_[1][i], n0, n1, rs[i] / elem_size_[i], elem_size_[i]);
+          p[i] = bufs[i - 1];
+        }
+      for (int64_t j = 0; j < n1; ++j) {
+        for (int i = 0; i < nops_; ++i) q[i] = p[i] + j * rs[i];
+        f(static_cast<char* const*>(q), st.data(), n0);
+        if (t + 1 < end)  // strip j's share of the next tile's staged source
+          for (int i = 1; i < nops_; ++i)
+            if (staged(i)) {
+              const int64_t bytes = n0n * strides_[0][i];
+              read_lines(np[i] + j * bytes / n1, (j + 1) * bytes / n1 - j * bytes / n1);
+            }
+      }
+      continue;
+    }
     for (int i = 1; i < nops_; ++i)
       if (staged(i)) {
         // Prefetch the next tile's source (n0 rows of n1 * s1 bytes, whole lines) while
@@ -556,7 +600,7 @@ void StridedIter::for_each(const F& f, int64_t grain, bool fence) const {
     const int64_t ntiles = numel_ / (sizes_[0] * sizes_[1]) * tiles0_ * tiles1_;
     const int64_t tile_grain = std::max<int64_t>(1, grain / (tile0_ * tile1_));
     parallel_for(0, ntiles, tile_grain, [&](int64_t b, int64_t e) {
-      run_tiles(f, b, e);
+      run_tiles(f, b, e, fence);
       if (fence) store_fence();
     });
   } else {

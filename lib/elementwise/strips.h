@@ -52,7 +52,9 @@ using vec::Vec;  // loads, stores, streams, masked tails, stride-2 gathers (Note
 // The Tiled path (a transposed input) streams too when each tile's output is one dense
 // block (whole output rows of at most kTileBytes0, rows adjacent: x + y.transpose(2, 3)
 // with small H, W). Tiles of longer rows write 64 pieces of 1 KiB on 64 pages, which
-// stream slower than plain stores (docs/notes/elementwise.md), so those keep plain stores.
+// stream slower than plain stores (docs/notes/elementwise.md), so those keep plain stores,
+// unless the tiles read their staged source ahead (Note [Staged source read ahead] in
+// iterator.h: an NHWC operand into an NCHW out), where they stream faster.
 // In-place updates never stream: their lines were just read, so there is no
 // read-for-ownership to save.
 //
