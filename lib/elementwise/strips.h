@@ -503,7 +503,11 @@ __attribute__((always_inline)) inline typename Vec<T>::V across_vec(const char* 
 // W rows of a row block, the output dense along them; N: 2 (unary) or 3 (binary). The
 // Dense inputs are loaded where they are used (with the W transposed vectors live, no
 // more ymm registers are left), and every pointer is stepped from row to row by
-// opaque() adds.
+// opaque() adds. The W results go into the transposed vectors, all of them before the
+// first store: stored row by row, each store came before the next row's load of a
+// Dense input at the same address modulo 4 KiB wherever rows lie a multiple of 4 KiB
+// apart and out and that input are aligned alike (an NHWC operand into an NCHW out),
+// and each such load waited on the store (4K aliasing; docs/notes/elementwise.md).
 template <typename T, int N, Across KA, Across KB, typename F>
 __attribute__((always_inline)) inline void across_rows(char* const* p, const int64_t* s, const int64_t* s1, int64_t n,
                                                        const F& f) {
@@ -520,15 +524,13 @@ __attribute__((always_inline)) inline void across_rows(char* const* p, const int
     typename L::V ta[W], tb[W];
     if constexpr (KA == Across::Rows) rows_block<T>(ta, a, as, j);
     if constexpr (N == 3 && KB == Across::Rows) rows_block<T>(tb, b, bs, j);
-    char* q = o + j * es;
+    typename L::V(&y)[W] = KA == Across::Rows ? ta : tb;  // the results, in a Rows input's registers
     const char* qa = a;
     const char* qb = b;
     for (int r = 0; r < W; ++r) {
       const typename L::V x = across_vec<T, KA>(qa, j, sa, ta, r);
-      if constexpr (N == 3) L::store(reinterpret_cast<T*>(q), f(x, across_vec<T, KB>(qb, j, sb, tb, r)));
-      else L::store(reinterpret_cast<T*>(q), f(x));
-      q += o1;
-      opaque(q);
+      if constexpr (N == 3) y[r] = f(x, across_vec<T, KB>(qb, j, sb, tb, r));
+      else y[r] = f(x);
       if constexpr (KA == Across::Dense) {
         qa += a1;
         opaque(qa);
@@ -537,6 +539,12 @@ __attribute__((always_inline)) inline void across_rows(char* const* p, const int
         qb += b1;
         opaque(qb);
       }
+    }
+    char* q = o + j * es;
+    for (int r = 0; r < W; ++r) {
+      L::store(reinterpret_cast<T*>(q), y[r]);
+      q += o1;
+      opaque(q);
     }
   }
   for (; j < n; ++j)  // the last n % W columns
