@@ -558,6 +558,13 @@ struct NormWrite {
 #endif
 };
 
+// detail::transpose_tile_f32 as a call: inlined into normalize_strip it spilled the
+// transposes' registers to the stack (Note [Dense rows into side-by-side out rows]).
+__attribute__((noinline)) void transpose_out(float* dst, int64_t ld, const float* src, int64_t sB, int64_t na,
+                                             int64_t nb) {
+  detail::transpose_tile_f32(dst, ld, src, sB, na, nb);
+}
+
 // One strip of rows: row r of operand i starts at p[i] + r * s[i] and runs n elements
 // with stride xsd (x) / osd (out) bytes.
 //  - dense rows (xsd == element size): per row, two passes for the stats (the row is in
@@ -625,7 +632,7 @@ void normalize_strip(bool avx, bool nt, bool resident, char* const* p, const int
         char* const q[2] = {reinterpret_cast<char*>(ob), p[1] + r0 * s[1]};
         const int64_t sq[2] = {n * es, s[1]};
         normalize_strip<float>(avx, false, /*resident=*/true, q, sq, kk, n, es, es, eps);
-        detail::transpose_tile_f32(reinterpret_cast<float*>(p[0] + r0 * es), osd / es, ob, n, n, kk);
+        transpose_out(reinterpret_cast<float*>(p[0] + r0 * es), osd / es, ob, n, n, kk);
       }
       return;
     }
