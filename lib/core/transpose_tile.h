@@ -64,6 +64,11 @@ inline __m256 even8_f32(__m256 a, __m256 b) {
   const __m256 t = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));  // a0 a2 b0 b2 | a4 a6 b4 b6
   return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(t), _MM_SHUFFLE(3, 1, 2, 0)));
 }
+// The even elements (0, 2, 4, 6) of the 8 doubles a:b, in order (the reductions'
+// stride-2 kept columns, reduce_columns.h).
+inline __m256d even4_f64(__m256d a, __m256d b) {
+  return _mm256_permute4x64_pd(_mm256_unpacklo_pd(a, b), _MM_SHUFFLE(3, 1, 2, 0));  // a0 b0 a2 b2 -> a0 a2 b0 b2
+}
 inline __m256 odd8_f32(__m256 a, __m256 b) {
   const __m256 t = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1));
   return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(t), _MM_SHUFFLE(3, 1, 2, 0)));

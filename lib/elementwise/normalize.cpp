@@ -558,12 +558,14 @@ struct NormWrite {
 #endif
 };
 
+#ifdef SB_HAVE_AVX2
 // detail::transpose_tile_f32 as a call: inlined into normalize_strip it spilled the
 // transposes' registers to the stack (Note [Dense rows into side-by-side out rows]).
 __attribute__((noinline)) void transpose_out(float* dst, int64_t ld, const float* src, int64_t sB, int64_t na,
                                              int64_t nb) {
   detail::transpose_tile_f32(dst, ld, src, sB, na, nb);
 }
+#endif
 
 // One strip of rows: row r of operand i starts at p[i] + r * s[i] and runs n elements
 // with stride xsd (x) / osd (out) bytes.

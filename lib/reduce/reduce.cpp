@@ -9,7 +9,8 @@
 //   vertical    K's innermost dim is unit-stride: whole rows of kept elements are
 //               accumulated with SIMD into an L1 buffer (kColumns wide), kVRows input
 //               rows per buffer pass, over every reduced index (Note [Vertical rows
-//               per pass]).
+//               per pass]); float32 and float64 sums and maxes also where that dim
+//               steps by 2 (Note [Stride-2 kept columns]).
 //   general     neither: the horizontal driver with a strided scalar inner loop; an
 //               input with no unit-stride dim at all, up to the streaming threshold,
 //               is copied dense first (Note [Stepped inputs reduced dense]).
@@ -332,7 +333,9 @@ void run_horizontal(const typename V::T* x, const ReducePlan& g, typename V::A* 
 // (a whole 32 KiB row, 8 adjacent rows per pass) although the float32 buffer (32 KiB)
 // then lives in L2. 8 rows x 8192 columns measured fastest among 1-16 rows and
 // 1024-8192 columns (docs/notes/copy-reduce.md).
-template <class V, class Op>
+// KS: the kept elements' stride along a row, 1 or 2 (Note [Stride-2 kept columns]:
+// sums and maxes of float32 and float64).
+template <class V, class Op, int KS = 1>
 void run_vertical(const typename V::T* x, const ReducePlan& g, typename V::A* res) {
   using A = typename V::A;
   using Acc = typename V::Acc;
@@ -367,7 +370,7 @@ void run_vertical(const typename V::T* x, const ReducePlan& g, typename V::A* re
   auto task = [&](int64_t t, int64_t rb, int64_t re, A* out) {
     if (rb >= re) return;
     const int64_t ko = t / nc, c = t % nc, j0 = c * cw, L = std::min(cw, lk - j0);
-    const typename V::T* base = x + Walker(g.ks, g.kst, nk - 1, ko).off + j0;
+    const typename V::T* base = x + Walker(g.ks, g.kst, nk - 1, ko).off + KS * j0;
     const int64_t k0 = ko * lk + j0;
     // the buffers per thread, not on the stack: N * kColumns accumulators are 192 KiB
     // for a float64 var, a large frame for a worker thread. var: buf = the run's mean of
@@ -380,7 +383,7 @@ void run_vertical(const typename V::T* x, const ReducePlan& g, typename V::A* re
     int64_t nrun = 0;  // var: rows in the float run
     Walker w(g.rs, g.rst, rb);
     if constexpr (Op::kChan)
-      for (int64_t j = 0; j < L; ++j) cb[j] = to_acc<Acc>(base[w.off + j]);
+      for (int64_t j = 0; j < L; ++j) cb[j] = to_acc<Acc>(base[w.off + KS * j]);
     auto reset = [&] {
       if constexpr (Op::kChan) {
         std::fill(buf, buf + L, Acc(0));
@@ -435,7 +438,9 @@ void run_vertical(const typename V::T* x, const ReducePlan& g, typename V::A* re
     for (int64_t r = rb; r < re;) {
       const int64_t n = std::min(kRowBatch, re - r);
       for (int64_t i = 0; i < n; ++i, w.next()) off[i] = w.off;
-      if constexpr (Op::kChan) {
+      if constexpr (KS == 2) {
+        v_kernel<V, Op, false, 2>(base, off, n, L, buf);
+      } else if constexpr (Op::kChan) {
 #ifdef SB_HAVE_AVX512
         if constexpr ((std::is_same_v<typename V::T, float> || std::is_same_v<typename V::T, BFloat16>) && V::W > 1) {
           if (zvar) v_var_kernel_zmm<typename V::T>(base, off, n, L, buf, cb, nrun);
@@ -538,8 +543,13 @@ void run(const typename V::T* x, const ReducePlan& g, AccBuffer<typename V::A>& 
     for (int q = 0; q < N; ++q) res[q * g.K + k] = a[q];
   }
   if (g.K == 0 || g.R == 0) return;
-  if (g.rst.back() != 1 && g.kst.back() == 1 && g.ks.back() > 1) run_vertical<V, Op>(x, g, res.data());
-  else run_horizontal<V, Op>(x, g, res.data());
+  if (g.rst.back() != 1 && g.kst.back() == 1 && g.ks.back() > 1) return run_vertical<V, Op>(x, g, res.data());
+  // Note [Stride-2 kept columns]
+  constexpr bool kCols2 = (std::is_same_v<typename V::T, float> || std::is_same_v<typename V::T, double>) && V::W > 1 &&
+                          !Op::kChan;
+  if constexpr (kCols2)
+    if (g.kst.back() == 2 && g.rst.back() > 2 && g.ks.back() > 1) return run_vertical<V, Op, 2>(x, g, res.data());
+  run_horizontal<V, Op>(x, g, res.data());
 }
 
 // Write f(k) for each kept element k through out's strides.

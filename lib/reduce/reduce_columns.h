@@ -27,9 +27,33 @@ inline void prefetch_row16(const T* p) {
   else __builtin_prefetch(p, 0, 3);
 }
 
-// buf[q*kColumns + j] (q < N, j < L) combined with rows base + off[r], r < nr.
+// Note [Stride-2 kept columns]: the kept elements of a row 2 elements apart (the columns
+// of x[..., ::2] summed over an outer dim) take the vertical kernel too, each vector the
+// even lanes of two loads (float32 and float64; detail::even8_f32, even4_f64), where
+// the general path walked the reduced elements of one kept element at a time, 16 of
+// them 32 KiB apart for a 1x16x64x64 x, and went back to the same lines for the next
+// (docs/notes/copy-reduce.md). A vector's second load stops at the row's last element
+// (vectors while j + W < L), so the last column or so goes to the scalar tail.
+template <class V, int KS>
+__attribute__((always_inline)) inline typename V::R vload_cols(const typename V::T* p, int64_t j) {
+  if constexpr (KS == 1) {
+    return V::load(p + j);
+  } else {
+#ifdef SB_HAVE_AVX2
+    if constexpr (std::is_same_v<typename V::T, float> && V::W == 8)
+      return detail::even8_f32(_mm256_loadu_ps(p + 2 * j), _mm256_loadu_ps(p + 2 * j + 8));
+    else if constexpr (std::is_same_v<typename V::T, double> && V::W == 4)
+      return detail::even4_f64(_mm256_loadu_pd(p + 2 * j), _mm256_loadu_pd(p + 2 * j + 4));
+    else
+#endif
+      static_assert(KS == 1, "stride-2 columns: float32 and float64 vectors only");
+  }
+}
+
+// buf[q*kColumns + j] (q < N, j < L) combined with rows base + off[r], r < nr; column j
+// of row r at base + off[r] + KS j (KS 2: Note [Stride-2 kept columns]).
 // FAR: x from memory (Note [Prefetched 2-byte rows]).
-template <class V, class Op, bool FAR = false>
+template <class V, class Op, bool FAR = false, int KS = 1>
 void v_kernel(const typename V::T* base, const int64_t* off, int64_t nr, int64_t L, typename V::Acc* buf) {
   using R = typename V::R;
   using Acc = typename V::Acc;
@@ -40,7 +64,7 @@ void v_kernel(const typename V::T* base, const int64_t* off, int64_t nr, int64_t
     const typename V::T* p[kVRows];
     for (int u = 0; u < kVRows; ++u) p[u] = base + off[r + std::min<int64_t>(u, k - 1)];
     int64_t j = 0;
-    for (; j + W <= L; j += W) {
+    for (; j + W + (KS - 1) <= L; j += W) {
       if constexpr (sizeof(typename V::T) == 2 && W > 1) {  // Note [Prefetched 2-byte rows]
         if ((j & (32 - 1)) == 0)
           for (int u = 0; u < kVRows; ++u) prefetch_row16<FAR>(p[u] + j + kVPrefetch16);
@@ -48,11 +72,11 @@ void v_kernel(const typename V::T* base, const int64_t* off, int64_t nr, int64_t
       R a[N];
       for (int q = 0; q < N; ++q) a[q] = V::loadacc(buf + q * kColumns + j);
       const R m = V::zero();
-      Op::template step<V>(a, V::load(p[0] + j), m);
+      Op::template step<V>(a, vload_cols<V, KS>(p[0], j), m);
       if (k == kVRows) {
-        for (int u = 1; u < kVRows; ++u) Op::template step<V>(a, V::load(p[u] + j), m);  // unrolled: constant trip count
+        for (int u = 1; u < kVRows; ++u) Op::template step<V>(a, vload_cols<V, KS>(p[u], j), m);  // unrolled: constant trip count
       } else {
-        for (int u = 1; u < k; ++u) Op::template step<V>(a, V::load(p[u] + j), m);
+        for (int u = 1; u < k; ++u) Op::template step<V>(a, vload_cols<V, KS>(p[u], j), m);
       }
       for (int q = 0; q < N; ++q) V::storeacc(buf + q * kColumns + j, a[q]);
     }
@@ -60,7 +84,7 @@ void v_kernel(const typename V::T* base, const int64_t* off, int64_t nr, int64_t
       Acc a[N];
       for (int q = 0; q < N; ++q) a[q] = buf[q * kColumns + j];
       const Acc m = Acc(0);
-      for (int u = 0; u < k; ++u) Op::sstep(a, to_acc<Acc>(p[u][j]), m);
+      for (int u = 0; u < k; ++u) Op::sstep(a, to_acc<Acc>(p[u][KS * j]), m);
       for (int q = 0; q < N; ++q) buf[q * kColumns + j] = a[q];
     }
   }
