@@ -293,14 +293,15 @@ TEST(Reduce, DimsThatDoNotMergeAnywhere) {
 // Note [Stride-2 kept columns]: x[..., ::2] reduced over outer dims, its kept row every
 // other element: the vertical kernel's even-lane vectors and their scalar tail, for
 // kept rows around the vector widths (4 doubles, 8 floats: 7 to 17, 33) and long ones
-// (1000: several vertical tasks on 2 threads), reduced rows from 3 to 16, every SIMD
+// (1000: several vertical tasks on 2 threads), reduced rows from 3 to 16; and over the
+// stepped dim itself, Note [Stride-2 float runs] (float32 and float64). Every SIMD
 // level, 1 and 2 threads, into a fresh result and a transposed out=.
-TEST(Reduce, StrideTwoKeptColumnsAgainstReference) {
+TEST(Reduce, StrideTwoRowsAndColumnsAgainstReference) {
   Scope scope;
   for (DType dt : {DType::Float32, DType::Float64}) {
     for (int64_t l : {7, 8, 9, 15, 16, 17, 33, 1000}) {
       const Tensor x = make_values({3, 5, 2 * l}, 101, dt).slice(2, 0, std::nullopt, 2);
-      check_sum_max_var(x, {{0}, {1}, {0, 1}});
+      check_sum_max_var(x, {{0}, {1}, {0, 1}, {2}, {1, 2}, {0, 1, 2}});
       if (HasFatalFailure()) return;
     }
     const Tensor x4 = make_values({2, 16, 6, 74}, 103, dt).slice(3, 0, std::nullopt, 2);  // 2x16x6x37

@@ -310,13 +310,15 @@ void h_kernel(const typename V::T* p, int64_t n, int64_t s, double m, Sink& sink
       return runs == Bf16Runs::Dot ? h_sum_run_dp(p, n, sink)    // Note [bfloat16 sums by dot products]
                                    : h_sum_run_zmm(p, n, sink);  // Note [bfloat16 long sums in zmm]
 #endif
-  // Note [Stride-2 float runs]: a float32 run of every other element (x[..., ::2]
-  // reduced along its last dim) takes the unit-stride loop with each vector's 8 elements
-  // the even lanes of two loads (a shuffle and a permute), where the scalar chains below
-  // took several times as long; the loads stop at the run's last element (2n - 2), so the
-  // last up to 8 + 1 elements go to the scalar tail
+  // Note [Stride-2 float runs]: a float32 or float64 run of every other element
+  // (x[..., ::2] reduced along its last dim) takes the unit-stride loop with each
+  // vector's 8 (4) elements the even lanes of two loads (a shuffle or unpack, and a
+  // permute), where the scalar chains below took several times as long; the loads stop
+  // at the run's last element (2n - 2), so the last up to W + 1 elements go to the
+  // scalar tail
   constexpr bool kFloat = std::is_same_v<typename V::T, float> && W == 8;
-  const bool even = kFloat && s == 2;
+  constexpr bool kDouble = std::is_same_v<typename V::T, double> && W == 4;
+  const bool even = (kFloat || kDouble) && s == 2;
   if ((s == 1 || even) && W > 1) {
     const R mv = V::set1(m);
     const int64_t nv = even ? n - 1 : n;  // elements the vector loop may reach
@@ -326,6 +328,11 @@ void h_kernel(const typename V::T* p, int64_t n, int64_t s, double m, Sink& sink
         if (even) {
           const float* f = reinterpret_cast<const float*>(p) + 2 * k;
           return detail::even8_f32(_mm256_loadu_ps(f), _mm256_loadu_ps(f + 8));
+        }
+      } else if constexpr (kDouble) {
+        if (even) {
+          const double* f = reinterpret_cast<const double*>(p) + 2 * k;
+          return detail::even4_f64(_mm256_loadu_pd(f), _mm256_loadu_pd(f + 4));
         }
       }
 #endif
