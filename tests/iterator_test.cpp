@@ -410,6 +410,36 @@ TEST(Iterator, PrefetchingTiledWalkPairsEveryElementOnce) {
   set_num_threads(2);
 }
 
+// The staging tests' operands and kernel, for any element size: pattern values below
+// `mod`, o = ka a + kb b + c over (o, a, b, c) element by element, checked exactly
+// against the same sum in double (int8: a, b < 16 and ka = 4, kb = 2 keep it < 128;
+// wider: 10000 and 10 keep it < 2^31).
+Tensor pattern_values(int64_t count, int64_t mod, DType dt) {
+  std::vector<double> v(static_cast<size_t>(count));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>((i * 7 + i / 13) % static_cast<size_t>(mod));
+  return from_vector(v).to(dt);
+}
+
+void run_weighted_sum(const StridedIter& it, const Tensor& o, const Tensor& a, const Tensor& b, const Tensor& c,
+                      int64_t grain, bool fence, const std::string& what) {
+  const int64_t es = static_cast<int64_t>(o.element_size());
+  const int64_t ka = es == 1 ? 4 : 10000, kb = es == 1 ? 2 : 10;
+  it.for_each(
+      [es, ka, kb](char* const* p, const int64_t* s, int64_t len) {
+        for (int64_t j = 0; j < len; ++j) {
+          int64_t v[3] = {0, 0, 0};
+          for (int k = 0; k < 3; ++k) std::memcpy(&v[k], p[k + 1] + j * s[k + 1], static_cast<size_t>(es));
+          const int64_t r = v[0] * ka + v[1] * kb + v[2];  // non-negative: no sign extension needed
+          std::memcpy(p[0] + j * s[0], &r, static_cast<size_t>(es));
+        }
+      },
+      grain, fence);
+  const std::vector<double> av = a.to_vector(), bv = b.to_vector(), cv = c.to_vector();
+  std::vector<double> ref(av.size());
+  for (size_t i = 0; i < ref.size(); ++i) ref[i] = av[i] * ka + bv[i] * kb + cv[i];
+  ASSERT_TRUE(test::all_close(o, ref, 0, 0)) << what;
+}
+
 // Note [Grouped staging]: whole planes per tile beyond the streaming threshold (forced
 // with threshold 0), a transposed (staged) input beside a dense one: the walk stages
 // group() planes, then hands the kernel the group in pieces while touching the next
@@ -429,14 +459,8 @@ TEST(Iterator, GroupedStagingPairsEveryElementOnce) {
           const std::string what = std::string(dtype_name(dt)) + ", " + std::to_string(threads) + " threads, grain " +
                                    std::to_string(grain) + ", " + std::to_string(sz[0]) + "x" + std::to_string(sz[1]) +
                                    "x" + std::to_string(sz[2]) + "x" + std::to_string(sz[3]);
-          // int8: a, b < 16 and r = 4a + 2b + c < 128; wider: r = 10000a + 10b + c < 2^31
           const int64_t es = static_cast<int64_t>(dtype_size(dt));
-          const int64_t ka = es == 1 ? 4 : 10000, kb = es == 1 ? 2 : 10;
-          const auto vals = [&](int64_t count, int64_t mod) {
-            std::vector<double> v(static_cast<size_t>(count));
-            for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>((i * 7 + i / 13) % static_cast<size_t>(mod));
-            return from_vector(v).to(dt);
-          };
+          const auto vals = [&](int64_t count, int64_t mod) { return pattern_values(count, mod, dt); };
           Tensor o = empty(sz, dt);
           test::poison(o);
           // staged: the last two dims transposed, dim 0 stepped (dims 2 and 3 of the walk
@@ -448,20 +472,7 @@ TEST(Iterator, GroupedStagingPairsEveryElementOnce) {
           ASSERT_EQ(it.path(), Path::Tiled) << what;
           ASSERT_TRUE(it.staged(1)) << what;
           ASSERT_GT(it.group(), 1) << what;
-          it.for_each(
-              [es, ka, kb](char* const* p, const int64_t* s, int64_t len) {
-                for (int64_t j = 0; j < len; ++j) {
-                  int64_t v[3] = {0, 0, 0};
-                  for (int k = 0; k < 3; ++k) std::memcpy(&v[k], p[k + 1] + j * s[k + 1], static_cast<size_t>(es));
-                  const int64_t r = v[0] * ka + v[1] * kb + v[2];  // non-negative: no sign extension needed
-                  std::memcpy(p[0] + j * s[0], &r, static_cast<size_t>(es));
-                }
-              },
-              grain);
-          const std::vector<double> av = a.to_vector(), bv = b.to_vector(), cv = c.to_vector();
-          std::vector<double> ref(av.size());
-          for (size_t i = 0; i < ref.size(); ++i) ref[i] = av[i] * ka + bv[i] * kb + cv[i];
-          ASSERT_TRUE(test::all_close(o, ref, 0, 0)) << what;
+          run_weighted_sum(it, o, a, b, c, grain, /*fence=*/false, what);
         }
   }
   set_nt_threshold_bytes(-1);
@@ -490,12 +501,7 @@ TEST(Iterator, StagedSourceReadAheadPairsEveryElementOnce) {
                                      std::to_string(grain) + ", fence " + std::to_string(fence) + ", " +
                                      test::shape_str(sz);
             const int64_t es = static_cast<int64_t>(dtype_size(dt));
-            const int64_t ka = es == 1 ? 4 : 10000, kb = es == 1 ? 2 : 10;
-            const auto vals = [&](int64_t count, int64_t mod) {
-              std::vector<double> v(static_cast<size_t>(count));
-              for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>((i * 7 + i / 13) % static_cast<size_t>(mod));
-              return from_vector(v).to(dt);
-            };
+            const auto vals = [&](int64_t count, int64_t mod) { return pattern_values(count, mod, dt); };
             Tensor o = empty(sz, dt);
             test::poison(o);
             Tensor a = vals(n, es == 1 ? 16 : 9973).view(sz).contiguous(MemoryFormat::ChannelsLast);  // staged
@@ -508,20 +514,7 @@ TEST(Iterator, StagedSourceReadAheadPairsEveryElementOnce) {
             const bool planes = es == 1 && sz[1] <= 64;
             EXPECT_EQ(it.group() > 1, planes) << what;
             EXPECT_EQ(it.reads_ahead(), !planes && sz[1] <= (es == 8 ? 128 : 64)) << what;
-            it.for_each(
-                [es, ka, kb](char* const* p, const int64_t* s, int64_t len) {
-                  for (int64_t j = 0; j < len; ++j) {
-                    int64_t v[3] = {0, 0, 0};
-                    for (int k = 0; k < 3; ++k) std::memcpy(&v[k], p[k + 1] + j * s[k + 1], static_cast<size_t>(es));
-                    const int64_t r = v[0] * ka + v[1] * kb + v[2];
-                    std::memcpy(p[0] + j * s[0], &r, static_cast<size_t>(es));
-                  }
-                },
-                grain, fence);
-            const std::vector<double> av = a.to_vector(), bv = b.to_vector(), cv = c.to_vector();
-            std::vector<double> ref(av.size());
-            for (size_t i = 0; i < ref.size(); ++i) ref[i] = av[i] * ka + bv[i] * kb + cv[i];
-            ASSERT_TRUE(test::all_close(o, ref, 0, 0)) << what;
+            run_weighted_sum(it, o, a, b, c, grain, fence, what);
           }
   }
   set_nt_threshold_bytes(-1);
