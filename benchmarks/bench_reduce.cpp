@@ -7,11 +7,14 @@
 //   dim:inner  reduce dim 1 (along a row of the logical matrix) -> R values
 //   dim:outer  reduce dim 0 (down a column)                     -> C values
 // layouts: contiguous (row-major), column_major (a .t() view of a row-major C x R
-//   buffer: the same logical matrix stored column by column). On a row-major tensor
-//   dim:inner walks memory in order; on a column-major one dim:outer does.
+//   buffer: the same logical matrix stored column by column), sliced (x[:, ::2] of an
+//   R x 2C buffer: along a row every other element, Notes [Stride-2 float runs] and
+//   [Stride-2 kept columns]). On a row-major tensor dim:inner walks memory in order; on a
+//   column-major one dim:outer does.
 // sizes: L2 512x256 (512 KiB), LLC 4096x4096 (64 MiB, sum only), DRAM 16384x8192
-//   (512 MiB; quick: sum on both layouts, mean/max/var on the contiguous one; full:
-//   every op on both). Threads 1 and 2. dtype f32; bf16 (accumulated in float32) sum and
+//   (512 MiB; quick: sum on every layout, mean/max/var on the contiguous one; full:
+//   every op on each). sliced in quick: sum and max at L2 size, sum at DRAM size.
+//   Threads 1 and 2. dtype f32; bf16 (accumulated in float32) sum and
 //   var of the contiguous L2 and DRAM tensors in quick, every row's twin in full.
 // Cost: one read of the input, one write of the result. flop per input element: 1 for
 //   sum, mean and max (a comparison), 4 for var (the mean, then a subtraction, a
@@ -79,6 +82,10 @@ void register_family() {
           if (bf && (c.op == ReduceOp::Mean || c.op == ReduceOp::Max)) continue;
           if (col && c.op != ReduceOp::Sum && s.shape[0] * s.shape[1] > (int64_t{1} << 24) && !full()) continue;
           if (col && bf) continue;
+          const bool sliced = c.layout == Layout::Sliced;
+          if (sliced && !full() && (bf || c.op == ReduceOp::Mean || c.op == ReduceOp::Var || s.shape == Shape{4096, 4096} ||
+                                    (c.op == ReduceOp::Max && s.shape[0] * s.shape[1] > (int64_t{1} << 24))))
+            continue;
           const RunName name = RunName()
                                    .op(reduce_op_name(c.op))
                                    .layout(layout_name(c.layout))

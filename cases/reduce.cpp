@@ -8,7 +8,7 @@ const char* dim_name(const ReduceCase& c) { return c.inner ? "inner" : "outer"; 
 std::vector<ReduceCase> reduce_cases(const std::vector<ReduceOp>& ops) {
   std::vector<ReduceCase> r;
   for (ReduceOp op : ops)
-    for (Layout l : {Layout::Contiguous, Layout::ColumnMajor})
+    for (Layout l : {Layout::Contiguous, Layout::ColumnMajor, Layout::Sliced})
       for (bool inner : {true, false}) r.push_back({op, l, inner});
   return r;
 }

@@ -6,9 +6,10 @@
 // allocator), var and std with correction 1:
 //   dim:inner  reduce dim 1 (along a row of the logical matrix) -> R values
 //   dim:outer  reduce dim 0 (down a column)                     -> C values
-// layouts: contiguous (row-major) and column_major (the same logical matrix stored
-// column by column). On a row-major tensor dim:inner walks memory in order; on a
-// column-major one dim:outer does.
+// layouts: contiguous (row-major), column_major (the same logical matrix stored column
+// by column) and sliced (every other element of each row of an R x 2C buffer,
+// x[:, ::2]). On a row-major tensor dim:inner walks memory in order; on a column-major
+// one dim:outer does; a sliced one reads every line of its buffer for half its bytes.
 #pragma once
 #include <vector>
 
@@ -24,7 +25,7 @@ struct ReduceCase {
 };
 const char* dim_name(const ReduceCase& c);  // "inner", "outer"
 
-// Every op of `ops` on both layouts and both dims: op, then layout, then dim.
+// Every op of `ops` on the three layouts and both dims: op, then layout, then dim.
 std::vector<ReduceCase> reduce_cases(const std::vector<ReduceOp>& ops);
 // The input's placement for its logical sizes.
 Placement reduce_placement(const ReduceCase& c, const Shape& sizes);

@@ -233,8 +233,8 @@ def copy_case(be, dev, keys):
 def reduce_case(be, dev, keys):
     """bench_reduce.cpp's cases: sum, mean, max, var (correction 1) over dim 1 (inner)
     or dim 0 (outer) of an R x C float32 matrix stored row-major (contiguous) or column
-    by column (column_major: a .t() view), the result allocated by the call (no style
-    key, as ours)."""
+    by column (column_major: a .t() view) or every other element of an R x 2C buffer
+    (sliced: x[:, ::2]), the result allocated by the call (no style key, as ours)."""
     op, layout, dim, shape = keys["op"], keys["layout"], keys["dim"], dims(keys["shape"])
     if not takes(be, keys["dtype"]) or len(shape) != 2 or keys.get("style") is not None:
         return None
@@ -244,8 +244,10 @@ def reduce_case(be, dev, keys):
 
 def _reduce_work(be, op, layout, dim, shape, dt="f32"):
     rand = lambda s: be.typed(be.rand(s), dt)  # noqa: E731
-    x = pooled(be, ("reduce", layout, shape, dt), lambda: rand(shape) if layout ==
-               "contiguous" else be.transpose(rand(shape[::-1])))
+    make = {"contiguous": lambda: rand(shape),
+            "sliced": lambda: rand((shape[0], 2 * shape[1]))[:, ::2]}.get(
+        layout, lambda: be.transpose(rand(shape[::-1])))
+    x = pooled(be, ("reduce", layout, shape, dt), make)
     fn = be.reduce(op, x, 1 if dim == "inner" else 0)
     peak, allocs, _ = be.alloc_of(fn, [x])
     out_bytes = (shape[0] if dim == "inner" else shape[1]) * sbtables.DTYPE_BYTES[dt]
