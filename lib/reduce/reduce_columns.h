@@ -29,27 +29,11 @@ inline void prefetch_row16(const T* p) {
 
 // Note [Stride-2 kept columns]: the kept elements of a row 2 elements apart (the columns
 // of x[..., ::2] summed over an outer dim) take the vertical kernel too, each vector the
-// even lanes of two loads (float32 and float64; detail::even8_f32, even4_f64), where
-// the general path walked the reduced elements of one kept element at a time, 16 of
-// them 32 KiB apart for a 1x16x64x64 x, and went back to the same lines for the next
-// (docs/notes/copy-reduce.md). A vector's second load stops at the row's last element
-// (vectors while j + W < L), so the last column or so goes to the scalar tail.
-template <class V, int KS>
-__attribute__((always_inline)) inline typename V::R vload_cols(const typename V::T* p, int64_t j) {
-  if constexpr (KS == 1) {
-    return V::load(p + j);
-  } else {
-#ifdef SB_HAVE_AVX2
-    if constexpr (std::is_same_v<typename V::T, float> && V::W == 8)
-      return detail::even8_f32(_mm256_loadu_ps(p + 2 * j), _mm256_loadu_ps(p + 2 * j + 8));
-    else if constexpr (std::is_same_v<typename V::T, double> && V::W == 4)
-      return detail::even4_f64(_mm256_loadu_pd(p + 2 * j), _mm256_loadu_pd(p + 2 * j + 4));
-    else
-#endif
-      static_assert(KS == 1, "stride-2 columns: float32 and float64 vectors only");
-  }
-}
-
+// even lanes of two loads (vload_step, reduce_kernels.h), where the general path walked
+// the reduced elements of one kept element at a time, 16 of them 32 KiB apart for a
+// 1x16x64x64 x, and went back to the same lines for the next (docs/notes/copy-reduce.md).
+// A vector's second load stops at the row's last element (vectors while j + W < L), so
+// the last column or so goes to the scalar tail.
 // buf[q*kColumns + j] (q < N, j < L) combined with rows base + off[r], r < nr; column j
 // of row r at base + off[r] + KS j (KS 2: Note [Stride-2 kept columns]).
 // FAR: x from memory (Note [Prefetched 2-byte rows]).
@@ -72,11 +56,11 @@ void v_kernel(const typename V::T* base, const int64_t* off, int64_t nr, int64_t
       R a[N];
       for (int q = 0; q < N; ++q) a[q] = V::loadacc(buf + q * kColumns + j);
       const R m = V::zero();
-      Op::template step<V>(a, vload_cols<V, KS>(p[0], j), m);
+      Op::template step<V>(a, vload_step<V, KS>(p[0], j), m);
       if (k == kVRows) {
-        for (int u = 1; u < kVRows; ++u) Op::template step<V>(a, vload_cols<V, KS>(p[u], j), m);  // unrolled: constant trip count
+        for (int u = 1; u < kVRows; ++u) Op::template step<V>(a, vload_step<V, KS>(p[u], j), m);  // unrolled: constant trip count
       } else {
-        for (int u = 1; u < k; ++u) Op::template step<V>(a, vload_cols<V, KS>(p[u], j), m);
+        for (int u = 1; u < k; ++u) Op::template step<V>(a, vload_step<V, KS>(p[u], j), m);
       }
       for (int q = 0; q < N; ++q) V::storeacc(buf + q * kColumns + j, a[q]);
     }

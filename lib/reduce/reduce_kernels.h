@@ -298,6 +298,25 @@ __attribute__((target("avx2,fma,avx512f,avx512vl,avx512bw"))) void h_sum_run_zmm
 #undef SB_HDP
 #endif
 
+// W elements of a float32 or float64 row at p from element j, KS apart (1, or 2: the
+// even lanes of two loads, Notes [Stride-2 float runs] and [Stride-2 kept columns]); the
+// second load ends at element 2j + 2W - 1.
+template <class V, int KS>
+__attribute__((always_inline)) inline typename V::R vload_step(const typename V::T* p, int64_t j) {
+  if constexpr (KS == 1) {
+    return V::load(p + j);
+  } else {
+#ifdef SB_HAVE_AVX2
+    if constexpr (std::is_same_v<typename V::T, float> && V::W == 8)
+      return detail::even8_f32(_mm256_loadu_ps(p + 2 * j), _mm256_loadu_ps(p + 2 * j + 8));
+    else if constexpr (std::is_same_v<typename V::T, double> && V::W == 4)
+      return detail::even4_f64(_mm256_loadu_pd(p + 2 * j), _mm256_loadu_pd(p + 2 * j + 4));
+    else
+#endif
+      static_assert(KS == 1, "stride-2 loads: float32 and float64 vectors only");
+  }
+}
+
 template <class V, class Op, class Sink>
 void h_kernel(const typename V::T* p, int64_t n, int64_t s, double m, Sink& sink, [[maybe_unused]] Bf16Runs runs) {
   using A = typename V::A;
@@ -323,19 +342,8 @@ void h_kernel(const typename V::T* p, int64_t n, int64_t s, double m, Sink& sink
     const R mv = V::set1(m);
     const int64_t nv = even ? n - 1 : n;  // elements the vector loop may reach
     const auto load = [&](int64_t k) {
-#ifdef SB_HAVE_AVX2
-      if constexpr (kFloat) {
-        if (even) {
-          const float* f = reinterpret_cast<const float*>(p) + 2 * k;
-          return detail::even8_f32(_mm256_loadu_ps(f), _mm256_loadu_ps(f + 8));
-        }
-      } else if constexpr (kDouble) {
-        if (even) {
-          const double* f = reinterpret_cast<const double*>(p) + 2 * k;
-          return detail::even4_f64(_mm256_loadu_pd(f), _mm256_loadu_pd(f + 4));
-        }
-      }
-#endif
+      if constexpr (kFloat || kDouble)
+        if (even) return vload_step<V, 2>(p, k);
       return V::load(p + k);
     };
     while (nv - i >= W) {  // runs of at most kFlushElems in the register type
