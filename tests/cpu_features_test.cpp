@@ -104,17 +104,20 @@ TEST(CpuTuning, RowsPerDesign) {
   EXPECT_TRUE(spr.zmm16);  // measured on the Sapphire Rapids-class VM (docs/notes/copy-reduce.md),
   EXPECT_EQ(spr.zmm16_lines_min, 64);  // but its streaming runs staged, from source rows of 64 on
   EXPECT_EQ(zen4.zmm16_lines_min, 16);
-  EXPECT_EQ(zen5.zmm16_lines_min, 16);
-  EXPECT_TRUE(spr.zmm16_stage);  // Note [Staged 2-byte tile runs]: measured there only
+  EXPECT_EQ(zen5.zmm16_lines_min, 64);
+  EXPECT_TRUE(spr.zmm16_stage);  // Note [Staged 2-byte tile runs]: measured there and on Zen 5
+  EXPECT_TRUE(zen5.zmm16_stage);
   EXPECT_TRUE(spr.var_rows_zmm);  // Note [Short var rows in zmm]: faster there, not on Zen 5
   EXPECT_FALSE(zen5.var_rows_zmm);
   EXPECT_FALSE(zen4.var_rows_zmm);
   EXPECT_FALSE(zen4.zmm16_stage);
-  EXPECT_FALSE(zen5.zmm16_stage);
   EXPECT_EQ(spr.bands16_min_bytes, int64_t{48} << 20);  // Note [Transpose bands]: 2-byte NCHW -> NHWC plain below
-  EXPECT_TRUE(spr.prefetch16);  // Note [bfloat16 zmm rows prefetch]: measured there only
+  EXPECT_TRUE(spr.prefetch16);  // Note [bfloat16 zmm rows prefetch]: faster there, slower on Zen 5
   EXPECT_FALSE(zen4.prefetch16);
   EXPECT_FALSE(zen5.prefetch16);
+  EXPECT_TRUE(spr.prefetch16_rows);  // Note [16-bit rows prefetch the next group]: faster on both
+  EXPECT_TRUE(zen5.prefetch16_rows);
+  EXPECT_FALSE(zen4.prefetch16_rows);
   EXPECT_EQ(spr.band_read_bytes, 32 * 1024);  // Note [Contiguous bands read in order]: measured there only
   EXPECT_EQ(zen4.band_read_bytes, 0);
   EXPECT_EQ(zen5.band_read_bytes, 0);
@@ -123,11 +126,16 @@ TEST(CpuTuning, RowsPerDesign) {
   EXPECT_TRUE(zen5.zmm16_fill);  // buffers filled through them: Zen 5 and Sapphire Rapids
   EXPECT_FALSE(zen4.zmm16_fill);
   EXPECT_TRUE(spr.zmm16_fill);
-  // Note [Dense copies in the last-level cache]: Zen 4's own measurement (half its LLC),
-  // not its row's: the designs that borrow the row keep the streaming threshold
+  // Note [Dense copies in the last-level cache]: Zen 4's and Zen 5's own measurements
+  // (half the LLC, at most half of one CCD's 32 MiB), not their row's: the designs that
+  // borrow the row keep the streaming threshold
   EXPECT_EQ(zen4.copy_nt_bytes, 16 << 20);
-  EXPECT_EQ(zen5.copy_nt_bytes, 0);
+  EXPECT_EQ(zen5.copy_nt_bytes, 16 << 20);
   EXPECT_EQ(spr.copy_nt_bytes, 0);
+  const CacheSizes vm_caches{48 << 10, 1 << 20, int64_t{508} << 20, 2};  // the family-26 VM's report
+  EXPECT_EQ(tuning_for(id_of(CpuVendor::AMD, 26, 2), vm_caches).copy_nt_bytes, 16 << 20);
+  EXPECT_EQ(tuning_for(id_of(CpuVendor::AMD, 26, 2), CacheSizes{48 << 10, 1 << 20, 16 << 20, 2}).copy_nt_bytes,
+            8 << 20);
   // Note [Grain in bytes]: measured on Zen 4 (32768, in elements) and Zen 5 (65536, in bytes)
   EXPECT_EQ(zen4.grain16, 32768);
   EXPECT_EQ(zen5.grain16, 65536);
@@ -138,6 +146,10 @@ TEST(CpuTuning, RowsPerDesign) {
   zen5_as_zen4.gemm_tile_cols = 16;
   zen5_as_zen4.zmm16_fill = false;
   zen5_as_zen4.grain16 = 32768;
+  zen5_as_zen4.zmm16_stage = false;
+  zen5_as_zen4.zmm16_lines_min = 16;
+  zen5_as_zen4.copy_nt_bytes = 0;
+  zen5_as_zen4.prefetch16_rows = false;
   EXPECT_EQ(describe_tuning(zen5_as_zen4), describe_tuning(zen4_row));
   EXPECT_NE(zen5.basis.find("measured on zen5"), std::string::npos) << zen5.basis;
   // a design nobody measured takes its nearest measured row and says so
@@ -178,8 +190,8 @@ TEST(CpuTuning, UnknownDesignSizedFromCaches) {
 TEST(CpuTuning, SpecRoundTripsAndRefusesBadInput) {
   CpuTuning t = tuning_for(id_of(CpuVendor::AMD, 25, 17), {});
   std::string err;
-  ASSERT_TRUE(apply_tuning_spec("kc=384,mc=96,nc=2048,tile=32,bands=32,blocks=0,zmm16=0,zmm16fill=1,zmm16lines=256,zmm16stage=1,bands16min=50331648,bandread=16384,group=131072,group_min=2,copynt=8388608,grain16=4096,amx=0,amxkc=512,amxmc=64,dotruns=0,dotrunsmax=8388608,pf16=1,varzmm=1", &t, &err)) << err;
-  EXPECT_EQ(describe_tuning(t), "kc=384,mc=96,nc=2048,tile=32,bands=32,blocks=0,zmm16=0,zmm16fill=1,zmm16lines=256,zmm16stage=1,bands16min=50331648,bandread=16384,group=131072,group_min=2,copynt=8388608,grain16=4096,amx=0,amxkc=512,amxmc=64,dotruns=0,dotrunsmax=8388608,pf16=1,varzmm=1");
+  ASSERT_TRUE(apply_tuning_spec("kc=384,mc=96,nc=2048,tile=32,bands=32,blocks=0,zmm16=0,zmm16fill=1,zmm16lines=256,zmm16stage=1,bands16min=50331648,bandread=16384,group=131072,group_min=2,copynt=8388608,grain16=4096,amx=0,amxkc=512,amxmc=64,dotruns=0,dotrunsmax=8388608,pf16=1,pf16rows=1,varzmm=1", &t, &err)) << err;
+  EXPECT_EQ(describe_tuning(t), "kc=384,mc=96,nc=2048,tile=32,bands=32,blocks=0,zmm16=0,zmm16fill=1,zmm16lines=256,zmm16stage=1,bands16min=50331648,bandread=16384,group=131072,group_min=2,copynt=8388608,grain16=4096,amx=0,amxkc=512,amxmc=64,dotruns=0,dotrunsmax=8388608,pf16=1,pf16rows=1,varzmm=1");
   CpuTuning u = tuning_for(id_of(CpuVendor::Intel, 6, 143), {});
   ASSERT_TRUE(apply_tuning_spec(describe_tuning(t).c_str(), &u, &err)) << err;
   EXPECT_EQ(describe_tuning(u), describe_tuning(t));
@@ -188,7 +200,7 @@ TEST(CpuTuning, SpecRoundTripsAndRefusesBadInput) {
   EXPECT_EQ(u.gemm_kc, 200);
   const std::string before = describe_tuning(u);
   for (const char* bad : {"kc=4", "kc=abc", "kc=", "kc", "mc=0", "bands=24", "blocks=2", "group=10",
-                          "group_min=17", "nc=-5", "kc=300,bands=8", "tile=24", "tile=0", "tiles=16", "zmm16=2", "zmm16=", "zmm16fill=-1", "zmm16fil=1", "zmm16lines=8", "zmm16lines=", "zmm16stage=2", "zmm16stage=", "bands16min=-1", "bands16min=", "bands16min=1x", "bands16=0", "bandread=-1", "bandread=", "bandread=2147483648", "grain16=0", "grain16=x", "amx=2", "amx=", "amxkc=48", "amxkc=16", "amxmc=40", "amxmc=0", "dotruns=2", "dotrunsmax=-1", "dotrunsmax=", "pf16=2", "pf16=", "varzmm=2", "varzmm=",
+                          "group_min=17", "nc=-5", "kc=300,bands=8", "tile=24", "tile=0", "tiles=16", "zmm16=2", "zmm16=", "zmm16fill=-1", "zmm16fil=1", "zmm16lines=8", "zmm16lines=", "zmm16stage=2", "zmm16stage=", "bands16min=-1", "bands16min=", "bands16min=1x", "bands16=0", "bandread=-1", "bandread=", "bandread=2147483648", "grain16=0", "grain16=x", "amx=2", "amx=", "amxkc=48", "amxkc=16", "amxmc=40", "amxmc=0", "dotruns=2", "dotrunsmax=-1", "dotrunsmax=", "pf16=2", "pf16=", "pf16rows=2", "pf16rows=", "varzmm=2", "varzmm=",
                           "copynt=-1", "copynt=1x", "copynt="}) {
     err.clear();
     EXPECT_FALSE(apply_tuning_spec(bad, &u, &err)) << bad;

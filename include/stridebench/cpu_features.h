@@ -101,15 +101,15 @@ struct CpuTuning {
   int64_t gemm_amx_mc = 32;   // and MC in rows (a multiple of 32)
   bool bf16_dot_runs = true;  // long bfloat16 sums by vdpbf16ps (Note [bfloat16 sums by dot products]),
   int64_t bf16_dot_runs_max = 0;  // for inputs of at most this many bytes (0: any size)
-  bool prefetch16 = false;  // 16-bit elementwise loops, normalize rows from memory and bf16 moments of
-                            // long runs prefetch their inputs (Notes [bfloat16 zmm rows prefetch],
-                            // [16-bit rows prefetch the next group])
+  bool prefetch16 = false;  // 16-bit elementwise loops prefetch their inputs (Note [bfloat16 zmm rows prefetch])
+  bool prefetch16_rows = false;  // 16-bit normalize rows from memory and bf16 moments of long runs
+                                 // prefetch theirs (Note [16-bit rows prefetch the next group])
   bool var_rows_zmm = false;  // var of short float32 and float16 rows in zmm (Note [Short var rows in zmm])
 };
 // The tuning for a core and its caches (pure; the basis says which row was taken).
 CpuTuning tuning_for(const CpuId& id, const CacheSizes& caches);
 // Applies "key=value,..." (kc, mc, nc, tile, bands, blocks, zmm16, zmm16fill, zmm16lines, zmm16stage, bands16min, bandread,
-// group, group_min, copynt, grain16, amx, amxkc, amxmc, dotruns, dotrunsmax, pf16, varzmm) to t; false with *err naming the bad key or value, t
+// group, group_min, copynt, grain16, amx, amxkc, amxmc, dotruns, dotrunsmax, pf16, pf16rows, varzmm) to t; false with *err naming the bad key or value, t
 // unchanged.
 bool apply_tuning_spec(const char* spec, CpuTuning* t, std::string* err);
 // tuning_for(cpu_id(), cpu_caches()), then the SB_TUNING environment variable

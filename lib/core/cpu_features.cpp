@@ -184,6 +184,7 @@ CpuTuning sapphire_rapids_row(const CacheSizes& caches) {
   t.bf16_dot_runs_max = 4 * (caches.l2 > 0 ? caches.l2 : int64_t{2} << 20);
   t.grain16 = 32768;        // Note [Grain in bytes]: as on Zen 4
   t.prefetch16 = true;      // Note [bfloat16 zmm rows prefetch]: 16-bit rows from DRAM at the memory's rate
+  t.prefetch16_rows = true;
   t.var_rows_zmm = true;    // Note [Short var rows in zmm]: two full-width 512-bit pipes (level or
                             // slower on Zen 5: docs/notes/copy-reduce.md, "Short rows in zmm")
   return t;
@@ -258,8 +259,17 @@ CpuTuning tuning_for(const CpuId& id, const CacheSizes& caches) {
       t = zen4_row();
       t.gemm_tile_cols = 32;  // Note [Wide tile]: full-width 512-bit FMA pipes
       t.zmm16_fill = true;    // Note [zmm 2-byte tiles]: full-width 512-bit shuffles
+      t.zmm16_stage = true;   // Note [Staged 2-byte tile runs], as on Sapphire Rapids
+      t.zmm16_lines_min = 64;
       t.grain16 = 65536;      // Note [Grain in bytes]: a second thread joins at 128 KiB
-      t.basis = "measured on zen5 (the tile and the zmm 2-byte tiles; the blocks zen4's, level there)";
+      // Note [Dense copies in the last-level cache]: half of one CCD's 32 MiB L3, as on
+      // Zen 4; a VM may report the whole socket's (508 MiB on the family-26 VM), which
+      // no one core's copy keeps
+      t.copy_nt_bytes = std::min<int64_t>(caches.llc, int64_t{32} << 20) / 2;
+      // Note [16-bit rows prefetch the next group]: the normalize rows and the bf16
+      // moments gain; the elementwise loops' prefetches (prefetch16) lost here
+      t.prefetch16_rows = true;
+      t.basis = "measured on zen5 (the tile, the zmm 2-byte tiles, copynt and pf16rows; the blocks zen4's, level there)";
       break;
     case CpuArch::Zen: case CpuArch::Zen2:
       t = zen4_row();
@@ -329,13 +339,14 @@ bool apply_tuning_spec(const char* spec, CpuTuning* out, std::string* err) {
     else if (key == "dotruns") ok = ok && parse_i64(val, 0, 1, &x) && (t.bf16_dot_runs = x != 0, true);
     else if (key == "dotrunsmax") ok = ok && parse_i64(val, 0, int64_t{1} << 50, &t.bf16_dot_runs_max);
     else if (key == "pf16") ok = ok && parse_i64(val, 0, 1, &x) && (t.prefetch16 = x != 0, true);
+    else if (key == "pf16rows") ok = ok && parse_i64(val, 0, 1, &x) && (t.prefetch16_rows = x != 0, true);
     else if (key == "varzmm") ok = ok && parse_i64(val, 0, 1, &x) && (t.var_rows_zmm = x != 0, true);
     else {
-      if (err) *err = "unknown key '" + key + "' (kc, mc, nc, tile, bands, blocks, zmm16, zmm16fill, zmm16lines, zmm16stage, bands16min, bandread, group, group_min, copynt, grain16, amx, amxkc, amxmc, dotruns, dotrunsmax, pf16, varzmm)";
+      if (err) *err = "unknown key '" + key + "' (kc, mc, nc, tile, bands, blocks, zmm16, zmm16fill, zmm16lines, zmm16stage, bands16min, bandread, group, group_min, copynt, grain16, amx, amxkc, amxmc, dotruns, dotrunsmax, pf16, pf16rows, varzmm)";
       return false;
     }
     if (!ok) {
-      if (err) *err = "bad value in '" + item + "' (kc 8-8192, mc and nc >= 1, tile 16 or 32, bands 16 or 32, blocks, zmm16, zmm16fill, zmm16stage, pf16 and varzmm 0 or 1, zmm16lines >= 16 elements, bands16min 0-2^50 bytes, bandread 0-2^30 bytes, group >= 4096, group_min 1-16, copynt 0-2^40 bytes, grain16 1-2^40 elements, dotrunsmax 0-2^50 bytes)";
+      if (err) *err = "bad value in '" + item + "' (kc 8-8192, mc and nc >= 1, tile 16 or 32, bands 16 or 32, blocks, zmm16, zmm16fill, zmm16stage, pf16, pf16rows and varzmm 0 or 1, zmm16lines >= 16 elements, bands16min 0-2^50 bytes, bandread 0-2^30 bytes, group >= 4096, group_min 1-16, copynt 0-2^40 bytes, grain16 1-2^40 elements, dotrunsmax 0-2^50 bytes)";
       return false;
     }
   }
@@ -352,7 +363,8 @@ std::string describe_tuning(const CpuTuning& t) {
          ",copynt=" + std::to_string(t.copy_nt_bytes) + ",grain16=" + std::to_string(t.grain16) +
          ",amx=" + (t.amx ? "1" : "0") + ",amxkc=" + std::to_string(t.gemm_amx_kc) +
          ",amxmc=" + std::to_string(t.gemm_amx_mc) + ",dotruns=" + (t.bf16_dot_runs ? "1" : "0") +
-         ",dotrunsmax=" + std::to_string(t.bf16_dot_runs_max) + ",pf16=" + (t.prefetch16 ? "1" : "0") + ",varzmm=" + (t.var_rows_zmm ? "1" : "0");
+         ",dotrunsmax=" + std::to_string(t.bf16_dot_runs_max) + ",pf16=" + (t.prefetch16 ? "1" : "0") +
+         ",pf16rows=" + (t.prefetch16_rows ? "1" : "0") + ",varzmm=" + (t.var_rows_zmm ? "1" : "0");
 }
 
 namespace {

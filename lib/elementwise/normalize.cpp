@@ -173,8 +173,8 @@ SB_ZMM void normalize_groups_16(const char* x, int64_t xr, char* out, int64_t or
 // ahead; two or more ahead, into L2 only, before the statistics pass, or one line per
 // written pair across the write pass were each slower (docs/notes/elementwise.md). The
 // float32 rows, with half the work per byte, were slower with prefetches and take none.
-// Where the design's tuning says so (CpuTuning::prefetch16, as Note [bfloat16 zmm rows
-// prefetch]).
+// Where the design's tuning says so (CpuTuning::prefetch16_rows, SB_TUNING pf16rows: the
+// rows of Sapphire Rapids and Zen 5, where the elementwise loops' own flag differs).
 template <typename T>
 SB_ZMM __attribute__((always_inline)) inline void prefetch_group(const char* xs, int64_t xr, int64_t n) {
   const uintptr_t bytes = static_cast<uintptr_t>(n) * sizeof(T);
@@ -192,7 +192,7 @@ SB_ZMM void normalize_groups_in_order_16(const char* x, int64_t xr, char* out, i
   const float e = static_cast<float>(eps);
   const int64_t ng = rows / 8;
   VZ::V s[8], q[8];
-  const bool pf = cpu_tuning().prefetch16;
+  const bool pf = cpu_tuning().prefetch16_rows;
   for (int64_t g = 0; g < ng; ++g) {
     const char* xs = x + g * 8 * xr;
     char* os = out + g * 8 * orow;

@@ -88,8 +88,8 @@ SB_BF16_NE int64_t unary_pairs_ne(BFloat16* o, const BFloat16* a, V va, int64_t 
 // float16's dense loops (vcvtph2ps, no zmm twin) fell behind the same way and take the
 // same prefetch, a line of each input per four vectors. The design's tuning decides
 // (CpuTuning::prefetch16, SB_TUNING pf16): Sapphire Rapids' row, where it was measured;
-// on Zen 4 a software prefetch slowed the bf16 sums' loop from DRAM, so the Zen rows keep
-// none until measured.
+// on Zen 4 a software prefetch slowed the bf16 sums' loop from DRAM, and on Zen 5 it
+// slowed the DRAM-size bf16 adds (1.12-1.19x), so the Zen rows take none.
 struct NoZmm {};
 template <typename F>
 NoZmm zmm_of(const F&) {

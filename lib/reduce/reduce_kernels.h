@@ -768,7 +768,7 @@ __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512bf16"))) vo
 // The same S and Q of one unit-stride run of n <= kVarRunBlock elements (h_var_run's
 // blocks: 64 adds a lane at most, as above), two chains each. pf: each step prefetches
 // its two lines 2 KiB ahead, so the blocks of back-to-back runs stream on through each
-// block's end (CpuTuning::prefetch16, as Note [bfloat16 zmm rows prefetch]).
+// block's end (CpuTuning::prefetch16_rows, as Note [bfloat16 zmm rows prefetch]).
 __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512bf16"))) void h_moments_run_dp(
     const BFloat16* p, int64_t n, double* s, double* q, bool pf) {
   const __m512bh one = (__m512bh)_mm512_set1_epi16(0x3F80);  // bfloat16 1.0
@@ -821,7 +821,7 @@ void h_var_run(const typename V::T* p, int64_t n, typename V::A* acc, Bf16Runs r
   // the block allows it, else its shifted sums; after a block that does not, the next
   // kDpRetry go straight to the shifted sums
   [[maybe_unused]] const bool dp16 = std::is_same_v<typename V::T, BFloat16> && V::W > 1 && use_avx512_bf16();
-  [[maybe_unused]] const bool pf = dp16 && cpu_tuning().prefetch16;
+  [[maybe_unused]] const bool pf = dp16 && cpu_tuning().prefetch16_rows;
   [[maybe_unused]] int dp_skip = 0;
 #endif
   for (int64_t b = 0; b < n; b += kVarRunBlock) {
