@@ -349,7 +349,17 @@ TEST(Pool2d, NaNInputs) {
 TEST(Pool2d, RowsSixteenOutputsAtATime) {
   std::mt19937_64 rng(29);
   const int64_t kWin[5][3] = {{3, 2, 1}, {3, 2, 0}, {2, 2, 0}, {3, 1, 1}, {3, 1, 0}};
+  // the zmm rows (Note [Pooling rows in zmm]) and the AVX2 passes, whichever this
+  // design's row takes
+  struct Restore {
+    const CpuTuning* prev = cpu_tuning_override();
+    ~Restore() { set_cpu_tuning(prev); }
+  } restore;
+  CpuTuning tuning = cpu_tuning();
+  for (bool rows_zmm : {true, false})
   for (int64_t W : {31, 32, 33, 34, 47, 63, 64, 65, 66, 97, 130}) {
+    tuning.pool_rows_zmm = rows_zmm;
+    set_cpu_tuning(&tuning);
     for (const auto& win : kWin) {
       const int64_t k = win[0], s = win[1], pad = win[2], N = 1, C = 3, H = 3 + rng() % 5;
       Tensor vx = randn({N, C, H, W}, rng());
@@ -365,7 +375,7 @@ TEST(Pool2d, RowsSixteenOutputsAtATime) {
           const std::string what = std::string(is_max ? "max" : "avg") + " k" + std::to_string(k) + " s" +
                                    std::to_string(s) + " p" + std::to_string(pad) + " W " + std::to_string(W) +
                                    " simd " + std::to_string(static_cast<int>(m.simd)) + " threads " +
-                                   std::to_string(m.threads);
+                                   std::to_string(m.threads) + " zmm rows " + std::to_string(rows_zmm);
           const Pool2dParams pp{k, s, pad};
           const Tensor out = is_max ? max_pool2d(vx, pp) : avg_pool2d(vx, pp);
           ASSERT_EQ(out.sizes(), osz) << what;

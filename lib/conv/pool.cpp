@@ -217,7 +217,9 @@ void pool_planes(float* out, const int64_t* os, const float* x, const int64_t* x
 // a third of the AVX2 passes' instructions per output (docs/notes/conv.md). max is
 // NaN-propagating as the other loops: an ordered compare into a mask, then a masked max
 // that keeps the new element where it is NaN (acc stays NaN through maxps's rule). The
-// pixels order stays 8-wide: in zmm it was slower on Zen 4 (docs/notes/conv.md).
+// pixels order stays 8-wide: in zmm it was slower on Zen 4 (docs/notes/conv.md). The
+// design's tuning decides (CpuTuning::pool_rows_zmm, SB_TUNING pool512): on Zen 5 these
+// rows took longer than the AVX2 passes, and its row takes the passes.
 #define SB_POOL512 __attribute__((target("avx2,fma,avx512f,avx512vl,avx512dq")))
 #define SB_POOL512_INLINE __attribute__((target("avx2,fma,avx512f,avx512vl,avx512dq"), always_inline))
 
@@ -305,7 +307,7 @@ SB_POOL512 void pool_planes512(float* out, const int64_t* os, const float* x, co
 template <bool kMax>
 auto pool_planes512_for(const int64_t* xs, const PoolShape& g)
     -> void (*)(float*, const int64_t*, const float*, const int64_t*, const PoolShape&, int64_t, int64_t) {
-  if (!use_avx512() || xs[3] != 1 || g.OW > 1024) return nullptr;
+  if (!use_avx512() || !cpu_tuning().pool_rows_zmm || xs[3] != 1 || g.OW > 1024) return nullptr;
   if (g.s == 2 && g.k == 3) return pool_planes512<kMax, 2, 3>;
   if (g.s == 2 && g.k == 2) return pool_planes512<kMax, 2, 2>;
   if (g.s == 1 && g.k == 3) return pool_planes512<kMax, 1, 3>;
