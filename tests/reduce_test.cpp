@@ -725,6 +725,64 @@ TEST(Reduce, BFloat16SumsEveryLengthOfEachLoop) {
   }
 }
 
+// Note [float32 sums in zmm]: float32 sums of unit-stride runs, the zmm loop off and on,
+// at every length around its 64-element steps, its 16-element masked tail and its blocks
+// of kFlushElems, off 64-byte alignment. Values whose sums are exact in float32 must
+// come back bit for bit (an element lost or read twice moves them); random rows into a
+// stepped, poisoned out match float64 to float32's tolerance; a NaN in the masked tail
+// reaches its own row only.
+TEST(Reduce, Float32SumsInZmmEveryLengthOfEachLoop) {
+  auto values = [](int64_t n) {
+    std::vector<double> v(n);
+    for (int64_t i = 0; i < n; ++i) v[i] = static_cast<double>((i * 5) % 7) - 3.0;
+    return v;
+  };
+  struct Restore {
+    const CpuTuning* prev = cpu_tuning_override();
+    ~Restore() { set_cpu_tuning(prev); }
+  } restore;
+  CpuTuning tuning = cpu_tuning();
+  uint64_t seed = 900;
+  for (const test::Modes& m : short_row_modes())
+    for (bool zmm : {false, true}) {
+      test::ModeGuard g(m);
+      tuning.sum_runs_zmm = zmm;
+      set_cpu_tuning(&tuning);
+      const std::string mode = std::string(simd_level_name(m.simd)) + ", " + std::to_string(m.threads) + " threads, sum_runs_zmm " +
+                               (zmm ? "on" : "off");
+      for (int64_t n : {64, 65, 79, 80, 127, 128, 129, 1025, 1100, 4095, 4096, 4097, 4111, 4159, 8209, 12401}) {
+        const std::vector<double> v = values(3 * n + 1);
+        const Tensor flat = from_vector(v, {3 * n + 1}).to(DType::Float32).slice(0, 1, 3 * n + 1);  // off alignment
+        double whole = 0;
+        for (int64_t i = 1; i <= 3 * n; ++i) whole += v[i];
+        EXPECT_EQ(sum(flat).item(), whole) << "f32 sum of " << 3 * n << ", " << mode;
+        const Tensor rows = flat.view({3, n});
+        Tensor out = empty({6}, DType::Float32).slice(0, 0, 6, 2);
+        test::poison(out);
+        sum_out(out, rows, {1});
+        for (int64_t k = 0; k < 3; ++k) {
+          double want = 0;
+          for (int64_t i = 1 + k * n; i < 1 + (k + 1) * n; ++i) want += v[i];
+          EXPECT_EQ(out.get({k}), want) << "f32 row " << k << " of " << n << ", " << mode;
+        }
+        const Tensor x = make_values({5, n}, ++seed, DType::Float32, 1.0);
+        const std::vector<double> ref = reference(ReduceOp::Sum, x, {false, true}, 0);
+        Tensor o = empty({10}, DType::Float32).slice(0, 1, 10, 2);
+        test::poison(o);
+        sum_out(o, x, {1});
+        EXPECT_TRUE(test::all_close(o, ref, test::default_atol(DType::Float32), test::default_rtol(DType::Float32)))
+            << "random rows of " << n << ", " << mode;
+        if (n % 64 != 0) {  // a NaN in the masked tail of row 1
+          Tensor y = rows.clone();
+          y.select(0, 1).narrow(0, n - 1, 1).fill_(std::nan(""));
+          const Tensor r = sum(y, {1});
+          EXPECT_TRUE(std::isnan(r.get({1}))) << "NaN in the tail of " << n << ", " << mode;
+          EXPECT_FALSE(std::isnan(r.get({0})) || std::isnan(r.get({2}))) << "NaN in row 1 of " << n << ", " << mode;
+        }
+      }
+    }
+}
+
 // Note [bfloat16 moments by dot products]: bf16 var of short rows from sums around 0
 // where every row of a group of four allows it (rows around 0, rows of |x|: a mean 0.8
 // standard deviations from 0), else through run_centre; every row must match float64

@@ -270,7 +270,8 @@ CpuTuning tuning_for(const CpuId& id, const CacheSizes& caches) {
       // moments gain; the elementwise loops' prefetches (prefetch16) lost here
       t.prefetch16_rows = true;
       t.pool_rows_zmm = false;  // Note [Pooling rows in zmm]: slower than the AVX2 passes here
-      t.basis = "measured on zen5 (the tile, the zmm 2-byte tiles, copynt, pf16rows and pool512; the blocks zen4's, level there)";
+      t.sum_runs_zmm = true;    // Note [float32 sums in zmm]: long rows from memory gain here
+      t.basis = "measured on zen5 (the tile, the zmm 2-byte tiles, copynt, pf16rows, pool512 and sumzmm; the blocks zen4's, level there)";
       break;
     case CpuArch::Zen: case CpuArch::Zen2:
       t = zen4_row();
@@ -343,12 +344,13 @@ bool apply_tuning_spec(const char* spec, CpuTuning* out, std::string* err) {
     else if (key == "pf16rows") ok = ok && parse_i64(val, 0, 1, &x) && (t.prefetch16_rows = x != 0, true);
     else if (key == "varzmm") ok = ok && parse_i64(val, 0, 1, &x) && (t.var_rows_zmm = x != 0, true);
     else if (key == "pool512") ok = ok && parse_i64(val, 0, 1, &x) && (t.pool_rows_zmm = x != 0, true);
+    else if (key == "sumzmm") ok = ok && parse_i64(val, 0, 1, &x) && (t.sum_runs_zmm = x != 0, true);
     else {
-      if (err) *err = "unknown key '" + key + "' (kc, mc, nc, tile, bands, blocks, zmm16, zmm16fill, zmm16lines, zmm16stage, bands16min, bandread, group, group_min, copynt, grain16, amx, amxkc, amxmc, dotruns, dotrunsmax, pf16, pf16rows, varzmm, pool512)";
+      if (err) *err = "unknown key '" + key + "' (kc, mc, nc, tile, bands, blocks, zmm16, zmm16fill, zmm16lines, zmm16stage, bands16min, bandread, group, group_min, copynt, grain16, amx, amxkc, amxmc, dotruns, dotrunsmax, pf16, pf16rows, varzmm, pool512, sumzmm)";
       return false;
     }
     if (!ok) {
-      if (err) *err = "bad value in '" + item + "' (kc 8-8192, mc and nc >= 1, tile 16 or 32, bands 16 or 32, blocks, zmm16, zmm16fill, zmm16stage, pf16, pf16rows, varzmm and pool512 0 or 1, zmm16lines >= 16 elements, bands16min 0-2^50 bytes, bandread 0-2^30 bytes, group >= 4096, group_min 1-16, copynt 0-2^40 bytes, grain16 1-2^40 elements, dotrunsmax 0-2^50 bytes)";
+      if (err) *err = "bad value in '" + item + "' (kc 8-8192, mc and nc >= 1, tile 16 or 32, bands 16 or 32, blocks, zmm16, zmm16fill, zmm16stage, pf16, pf16rows, varzmm, pool512 and sumzmm 0 or 1, zmm16lines >= 16 elements, bands16min 0-2^50 bytes, bandread 0-2^30 bytes, group >= 4096, group_min 1-16, copynt 0-2^40 bytes, grain16 1-2^40 elements, dotrunsmax 0-2^50 bytes)";
       return false;
     }
   }
@@ -367,7 +369,8 @@ std::string describe_tuning(const CpuTuning& t) {
          ",amxmc=" + std::to_string(t.gemm_amx_mc) + ",dotruns=" + (t.bf16_dot_runs ? "1" : "0") +
          ",dotrunsmax=" + std::to_string(t.bf16_dot_runs_max) + ",pf16=" + (t.prefetch16 ? "1" : "0") +
          ",pf16rows=" + (t.prefetch16_rows ? "1" : "0") + ",varzmm=" + (t.var_rows_zmm ? "1" : "0") +
-         ",pool512=" + (t.pool_rows_zmm ? "1" : "0");
+         ",pool512=" + (t.pool_rows_zmm ? "1" : "0") +
+         ",sumzmm=" + (t.sum_runs_zmm ? "1" : "0");
 }
 
 namespace {

@@ -296,6 +296,37 @@ __attribute__((target("avx2,fma,avx512f,avx512vl,avx512bw"))) void h_sum_run_zmm
   }
 }
 #undef SB_HDP
+
+// Note [float32 sums in zmm]
+// A unit-stride float32 sum (h_kernel's OpSum, s = 1) loads 16 lanes at a time into four
+// zmm chains where CpuTuning::sum_runs_zmm says so (Zen 5's row): a core with full-width
+// 512-bit loads keeps more of a long row's lines in flight from memory with one load a
+// line than with two. The blocks and their order are h_kernel's (kFlushElems elements a
+// block, the chains added pairwise, the lanes folded in float and summed in double), so
+// the rounding is of the same kind, one level deeper; a block's last < 64 elements go 16
+// at a time under a mask. Off where it did not gain (docs/notes/copy-reduce.md, "float32
+// sums in zmm").
+template <class Sink>
+__attribute__((target("avx2,fma,avx512f,avx512vl"))) void h_sum_run_zmm(const float* p, int64_t n, Sink& sink) {
+  for (int64_t i = 0; i < n;) {
+    const int64_t end = std::min(n, i + kFlushElems);
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    for (; i + 64 <= end; i += 64) {
+      a0 = _mm512_add_ps(a0, _mm512_loadu_ps(p + i));
+      a1 = _mm512_add_ps(a1, _mm512_loadu_ps(p + i + 16));
+      a2 = _mm512_add_ps(a2, _mm512_loadu_ps(p + i + 32));
+      a3 = _mm512_add_ps(a3, _mm512_loadu_ps(p + i + 48));
+    }
+    for (; i < end; i += 16) {
+      const int64_t c = std::min<int64_t>(16, end - i);
+      const __mmask16 m = c == 16 ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << c) - 1);
+      a0 = _mm512_add_ps(a0, _mm512_maskz_loadu_ps(m, p + i));
+    }
+    const __m512 t = _mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3));
+    const double part = vec::F32Lanes::hsum(vec::fold_halves(t));
+    sink.add(&part);
+  }
+}
 #endif
 
 // W elements of a float32 or float64 row at p from element j, KS apart (1, or 2: the
@@ -328,6 +359,9 @@ void h_kernel(const typename V::T* p, int64_t n, int64_t s, double m, Sink& sink
     if (s == 1 && runs != Bf16Runs::Widen)
       return runs == Bf16Runs::Dot ? h_sum_run_dp(p, n, sink)    // Note [bfloat16 sums by dot products]
                                    : h_sum_run_zmm(p, n, sink);  // Note [bfloat16 long sums in zmm]
+  if constexpr (std::is_same_v<Op, OpSum> && std::is_same_v<typename V::T, float> && W > 1)
+    if (s == 1 && n >= 64 && use_avx512() && cpu_tuning().sum_runs_zmm)
+      return h_sum_run_zmm(p, n, sink);  // Note [float32 sums in zmm]
 #endif
   // Note [Stride-2 float runs]: a float32 or float64 run of every other element
   // (x[..., ::2] reduced along its last dim) takes the unit-stride loop with each
