@@ -304,8 +304,8 @@ __attribute__((target("avx2,fma,avx512f,avx512vl,avx512bw"))) void h_sum_run_zmm
 // line than with two. The blocks and their order are h_kernel's (kFlushElems elements a
 // block, the chains added pairwise, the lanes folded in float and summed in double), so
 // the rounding is of the same kind, one level deeper; a block's last < 64 elements go 16
-// at a time under a mask. Off where it did not gain (docs/notes/copy-reduce.md, "float32
-// sums in zmm").
+// at a time under a mask. Off in the rows of designs where it is not measured
+// (docs/notes/copy-reduce.md, "float32 sums in zmm").
 template <class Sink>
 __attribute__((target("avx2,fma,avx512f,avx512vl"))) void h_sum_run_zmm(const float* p, int64_t n, Sink& sink) {
   for (int64_t i = 0; i < n;) {
