@@ -452,7 +452,7 @@ def _best_baseline(rs, run, groups, what):
     for group in groups:
         cands = [b for b in rs.select("baseline", op=lambda v: v in group, device=run["device"])
                  if _same(b["threads"], run["threads"])
-                 and (what == "flop" or _same(b.regime, run.regime))
+                 and (what == "flop" or _regime_fits(b, run))
                  and rate(b, what)]
         if what == "flop":
             # int8 rows (i8, int8_dynamic, int8_static) against the int8 multiply-add
@@ -464,6 +464,24 @@ def _best_baseline(rs, run, groups, what):
         if cands:
             return pick_ceiling(cands, run.regime, what, run.counters.get("bytes") if what == "bytes" else None)
     return None
+
+
+CACHE_REGIMES = ("L1", "L2", "LLC")
+
+
+# Note [Cache rows across labels]: a regime label is a threshold (a working set of at
+# most half a level's capacity), so a row just over it is labelled the next level while
+# it still runs from this one: a 512x256 float32 sum (512 KiB read, 2 KiB written) on a
+# 1 MiB L2 is "LLC", the ladder's 512 KiB read is "L2". Held to LLC-labelled sizes only,
+# that row took the 4 MiB read, far slower than the L2, and read over 100% of it, while
+# its bfloat16 twin (256 KiB, "L2") was held to the L2 read (docs/notes/bench.md, "Cache
+# rows across labels"). So a cache-size row with a byte count may take a baseline of any
+# cache label, and pick_ceiling holds it to the size nearest its bytes (the ladder has
+# one within a factor of 1.41); DRAM rows and DRAM sizes stay apart from the caches.
+def _regime_fits(b, run):
+    if run.regime in CACHE_REGIMES and b.regime in CACHE_REGIMES and run.counters.get("bytes"):
+        return True
+    return _same(b.regime, run.regime)
 
 
 def pick_ceiling(cands, regime, what, row_bytes=None):

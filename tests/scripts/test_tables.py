@@ -202,6 +202,43 @@ class LoadTest(unittest.TestCase):
             r.regime = "DRAM"
             r.counters["bytes"] = bytes_
 
+    def test_cache_rows_take_the_nearest_cache_size_across_the_label(self):
+        # The half-capacity rule labels a working set just over half the L2 (a 512x256
+        # float32 sum: 512 KiB read plus its 2 KiB result, on a 1 MiB L2) LLC, while the
+        # ladder's 512 KiB read is labelled L2; held only to LLC-labelled sizes that row
+        # took the 4 MiB one, at less than half the L2's rate, and read 114% of it. A cache
+        # row takes the cache size nearest its bytes whatever its label; never a DRAM one.
+        res = sbtest.results_dir(tempfile.mkdtemp())
+        llc = "baseline/op:add/impl:ours/device:cpu/dtype:f32/shape:1048576/threads:8"  # 12 MiB, LLC
+        path = os.path.join(res, "raw", "bench_baseline.json")
+
+        def relabel(doc, old, new):
+            for e in doc["benchmarks"]:
+                if (e.get("run_name") or e["name"]).startswith(old + "/") and e.get("label"):
+                    e["label"] = new
+        # 3 MiB, labelled L2, 2.5x the LLC size's rate
+        sbtest.add_twins(path, lambda n: n.startswith(llc + "/"), {"shape:1048576": "shape:262144"},
+                         scale={"real_time": 1 / 4 / 2.5, "bytes": 1 / 4})
+        sbtest.edit(path, lambda doc: relabel(doc, llc.replace("1048576", "262144"), "regime:L2"))
+        rs = sb.load_results(res)
+        small, big = rs.runs[llc.replace("1048576", "262144")], rs.runs[llc]
+        self.assertEqual((small.regime, big.regime), ("L2", "LLC"))
+        self.assertAlmostEqual(small.gbps() / big.gbps(), 2.5, places=6)
+        r = rs.runs[ADD.format("transposed", "out")]
+        regime, bytes_ = r.regime, r.counters["bytes"]
+        try:
+            for label, row_bytes, want in (("LLC", 3.2 * 2**20, "262144"),  # nearer the L2-labelled size
+                                           ("LLC", 9 * 2**20, "1048576"),
+                                           ("L2", 11 * 2**20, "1048576"),   # nearer the LLC-labelled one
+                                           ("LLC", 300 * 2**20, "1048576")):  # not the 384 MiB DRAM row
+                r.regime, r.counters["bytes"] = label, row_bytes
+                rs._ceilings = {}
+                base, top, pct = sb.ceiling(rs, r)
+                self.assertEqual(base["shape"], want, (label, row_bytes))
+                self.assertAlmostEqual(pct, 100 * r.gbps() / top, places=6)
+        finally:
+            r.regime, r.counters["bytes"] = regime, bytes_
+
     def test_streaming_twin_is_the_ceiling_when_faster(self):
         # copy_nt / add_nt: the same access pattern with streaming stores; the ceiling of a
         # copy or add row is the faster of the pair (in-place rows keep their own)
