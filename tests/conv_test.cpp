@@ -351,11 +351,8 @@ TEST(Pool2d, RowsSixteenOutputsAtATime) {
   const int64_t kWin[5][3] = {{3, 2, 1}, {3, 2, 0}, {2, 2, 0}, {3, 1, 1}, {3, 1, 0}};
   // the zmm rows (Note [Pooling rows in zmm]) and the AVX2 passes, whichever this
   // design's row takes
-  struct Restore {
-    const CpuTuning* prev = cpu_tuning_override();
-    ~Restore() { set_cpu_tuning(prev); }
-  } restore;
-  CpuTuning tuning = cpu_tuning();
+  test::TuningScope tuning_scope;
+  CpuTuning& tuning = tuning_scope.tuning();
   for (bool rows_zmm : {true, false})
   for (int64_t W : {31, 32, 33, 34, 47, 63, 64, 65, 66, 97, 130}) {
     tuning.pool_rows_zmm = rows_zmm;

@@ -561,11 +561,8 @@ TEST(Reduce, ShortRowsFourAtATime) {
   // one-pass sum would lose 5 digits in float32), rows 3 constant (variance exactly 0);
   // float32 and float16 rows with Note [Short var rows in zmm] off and on (it applies at
   // the AVX512 level), tails of 9, 4 and 8 past the 32-element steps
-  struct Restore {
-    const CpuTuning* prev = cpu_tuning_override();
-    ~Restore() { set_cpu_tuning(prev); }
-  } restore;
-  CpuTuning tuning = cpu_tuning();
+  test::TuningScope tuning_scope;
+  CpuTuning& tuning = tuning_scope.tuning();
   for (bool var_zmm : {false, true})
   for (DType dt : {DType::Float32, DType::Float64, DType::Float16})
     for (int64_t n : {9, 100, 1000}) {
@@ -688,11 +685,8 @@ TEST(Reduce, BFloat16SumsEveryLengthOfEachLoop) {
     for (int64_t i = b; i < e; i += step) t += v[i];
     return t;
   };
-  struct Restore {
-    const CpuTuning* prev = cpu_tuning_override();
-    ~Restore() { set_cpu_tuning(prev); }
-  } restore;
-  CpuTuning tuning = cpu_tuning();
+  test::TuningScope tuning_scope;
+  CpuTuning& tuning = tuning_scope.tuning();
   for (const test::Modes& m : short_row_modes())
   for (bool dot_runs : {true, false}) {
     test::ModeGuard g(m);
@@ -737,11 +731,8 @@ TEST(Reduce, Float32SumsInZmmEveryLengthOfEachLoop) {
     for (int64_t i = 0; i < n; ++i) v[i] = static_cast<double>((i * 5) % 7) - 3.0;
     return v;
   };
-  struct Restore {
-    const CpuTuning* prev = cpu_tuning_override();
-    ~Restore() { set_cpu_tuning(prev); }
-  } restore;
-  CpuTuning tuning = cpu_tuning();
+  test::TuningScope tuning_scope;
+  CpuTuning& tuning = tuning_scope.tuning();
   uint64_t seed = 900;
   for (const test::Modes& m : short_row_modes())
     for (bool zmm : {false, true}) {
@@ -780,6 +771,60 @@ TEST(Reduce, Float32SumsInZmmEveryLengthOfEachLoop) {
           EXPECT_FALSE(std::isnan(r.get({0})) || std::isnan(r.get({2}))) << "NaN in row 1 of " << n << ", " << mode;
         }
       }
+    }
+}
+
+// Note [Short rows in address order]: float32 and float16 short rows summed one after
+// the other, at every length around the 64-element steps and the 16-element masked
+// tail, on both sides of kInOrderRowBytes (float32 rows of 256, float16 of 512) and up
+// to kShortRow, rows off 64-byte alignment, 4 to 7 rows (whole groups of four and the
+// rows left over), the order off and on. Values whose sums are exact in float32 must
+// come back bit for bit (an element lost, read twice or taken from the next row moves
+// them); random rows into a stepped, poisoned out match float64 to the dtype's
+// tolerance; a NaN in a row's masked tail reaches that row only.
+TEST(Reduce, ShortRowSumsInAddressOrderEveryLength) {
+  test::TuningScope tuning_scope;
+  CpuTuning& tuning = tuning_scope.tuning();
+  uint64_t seed = 1300;
+  for (bool in_order : {false, true})
+    for (const test::Modes& m : short_row_modes()) {
+      test::ModeGuard g(m);
+      tuning.rows_in_order = in_order;
+      tuning_scope.set();
+      const std::string mode = std::string(simd_level_name(m.simd)) + ", " + std::to_string(m.threads) +
+                               " threads, rows_in_order " + (in_order ? "on" : "off");
+      for (DType dt : {DType::Float32, DType::Float16})
+        for (int64_t n : {255, 256, 257, 271, 300, 319, 320, 383, 511, 512, 513, 527, 575, 576, 1000, 1023, 1024})
+          for (int64_t k : {4, 5, 7}) {
+            const std::string what = std::string(dtype_name(dt)) + " " + std::to_string(k) + " rows of " +
+                                     std::to_string(n) + ", " + mode;
+            // small integers: every partial sum exact in float32 (|sum| < 2^11)
+            std::vector<double> v(k * n + 1);
+            for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>((i * 5) % 7) - 3.0;
+            const Tensor rows = from_vector(v, {k * n + 1}).to(dt).slice(0, 1, k * n + 1).view({k, n});
+            Tensor out = empty({2 * k}, dt).slice(0, 1, 2 * k, 2);
+            test::poison(out);
+            sum_out(out, rows, {1});
+            for (int64_t r = 0; r < k; ++r) {
+              double want = 0;
+              for (int64_t i = 1 + r * n; i < 1 + (r + 1) * n; ++i) want += v[i];
+              EXPECT_EQ(out.get({r}), want) << what << ", row " << r;
+            }
+            const Tensor x = make_values({k, n}, ++seed, dt, dt == DType::Float16 ? 0.2 : 1.0);
+            const std::vector<double> ref = reference(ReduceOp::Sum, x, {false, true}, 0);
+            Tensor o = empty({2 * k}, dt).slice(0, 0, 2 * k, 2);
+            test::poison(o);
+            sum_out(o, x, {1});
+            EXPECT_TRUE(test::all_close(o, ref, test::default_atol(dt), test::default_rtol(dt))) << what << ", random";
+            if (n % 16 != 0) {  // a NaN as the last element of row 1, in the masked tail
+              Tensor y = rows.clone();
+              y.select(0, 1).narrow(0, n - 1, 1).fill_(std::nan(""));
+              const Tensor s = sum(y, {1});
+              for (int64_t r = 0; r < k; ++r)
+                EXPECT_EQ(std::isnan(s.get({r})), r == 1) << what << ", NaN in row 1's tail, row " << r;
+            }
+            if (HasFailure()) return;
+          }
     }
 }
 

@@ -109,6 +109,23 @@ class ModeGuard {
   bool tile_set_ = false;
 };
 
+// The CPU tuning a test sets for one scope: tuning() starts as cpu_tuning(); set()
+// installs it as it stands (again after each change), and the override before the scope
+// (or none) is back after it.
+class TuningScope {
+ public:
+  TuningScope() : prev_(cpu_tuning_override()), tuning_(cpu_tuning()) {}
+  ~TuningScope() { set_cpu_tuning(prev_); }
+  TuningScope(const TuningScope&) = delete;
+  TuningScope& operator=(const TuningScope&) = delete;
+  CpuTuning& tuning() { return tuning_; }
+  void set() { set_cpu_tuning(&tuning_); }
+
+ private:
+  const CpuTuning* prev_;
+  CpuTuning tuning_;
+};
+
 // The modes of `want` whose SIMD level this build has on this CPU; a level left out is
 // reported once on stderr (e.g. the AVX-512 kernels on a CPU without AVX-512 VNNI), so
 // a run never claims to have tested a path it did not take.

@@ -220,6 +220,11 @@ void run_horizontal(const typename V::T* x, const ReducePlan& g, typename V::A* 
         constexpr bool kVarZmm = std::is_same_v<Op, OpVar> &&
                                  (std::is_same_v<typename V::T, float> || std::is_same_v<typename V::T, Half>);
         const bool var_zmm = kVarZmm && use_avx512() && cpu_tuning().var_rows_zmm;
+        // Note [Short rows in address order]: sums of float and float16
+        constexpr bool kInOrder = std::is_same_v<Op, OpSum> &&
+                                  (std::is_same_v<typename V::T, float> || std::is_same_v<typename V::T, Half>);
+        const bool in_order = kInOrder && R * static_cast<int64_t>(sizeof(typename V::T)) >= kInOrderRowBytes &&
+                              use_avx512() && cpu_tuning().rows_in_order;
 #endif
         for (; rows4 && k + 4 <= e; k += 4) {
           const typename V::T* p[4];
@@ -233,6 +238,11 @@ void run_horizontal(const typename V::T* x, const ReducePlan& g, typename V::A* 
             if constexpr (std::is_same_v<typename V::T, BFloat16>)
               if (dp16) {  // Note [bfloat16 sums by dot products]
                 h_sum_rows4_dp(p, R, res + k);
+                continue;
+              }
+            if constexpr (kInOrder)
+              if (in_order) {
+                h_sum_rows4_in_order(p, R, res + k);
                 continue;
               }
 #endif

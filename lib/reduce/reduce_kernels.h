@@ -645,6 +645,47 @@ SB_RZMM_INLINE inline void rows4_zmm(const T* const* p, int64_t n, F&& f) {
   }
 }
 
+// Note [Short rows in address order]
+// On the family-26 core (Zen 5) short rows in the L2 came in at about half the rate
+// when read side by side, a line of each row in turn as Note [Short rows four at a time]
+// reads four, than when the same lines were read in address order: that core's L1
+// prefetch follows one ascending stream and not several short ones (docs/notes/
+// copy-reduce.md, "Short rows in address order"). Where the design's row says so
+// (CpuTuning::rows_in_order) the float32 and float16 short rows' sums of at least
+// kInOrderRowBytes read one row after the other, each in four zmm chains (64 elements a
+// step: two chains a row did not keep a line a cycle coming), its last < 64 elements 16
+// at a time under a mask; each row's 16 lanes are then folded to 8 in float and summed
+// in double with the other three rows' (F32Lanes::hsum4), as the side-by-side kernel's
+// 8 lanes are. A lane adds at most kShortRow / 64 elements in float before its fold.
+// Shorter rows, whose loop set-up each row weighs more, keep the side-by-side kernel,
+// and so do the maxes and the bfloat16 sums by dot products, which read no faster in
+// order. Off in the rows of designs where it is not measured.
+constexpr int64_t kInOrderRowBytes = 1024;
+template <typename T>
+SB_RZMM_INLINE inline __m512 row_sum_zmm(const T* p, int64_t n) {
+  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  int64_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    __m512 x0, x1, x2, x3;
+    RowZmm<T>::load32(p + i, x0, x1);
+    RowZmm<T>::load32(p + i + 32, x2, x3);
+    a0 = _mm512_add_ps(a0, x0), a1 = _mm512_add_ps(a1, x1), a2 = _mm512_add_ps(a2, x2), a3 = _mm512_add_ps(a3, x3);
+  }
+  for (; i < n; i += 16) {  // the lanes off the row load as zero
+    const __mmask16 m = static_cast<__mmask16>(n - i >= 16 ? 0xFFFF : (1u << (n - i)) - 1);
+    a0 = _mm512_add_ps(a0, RowZmm<T>::maskz_load16(m, p + i));
+  }
+  return _mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3));
+}
+// out[r] = sum of p[r][0 .. n) (r < 4), float32 or float16 rows one after the other (Note
+// [Short rows in address order]).
+template <typename T>
+SB_RZMM void h_sum_rows4_in_order(const T* const* p, int64_t n, double* out) {
+  __m256 s[4];
+  for (int r = 0; r < 4; ++r) s[r] = vec::fold_halves(row_sum_zmm(p[r], n));
+  _mm256_storeu_pd(out, vec::F32Lanes::hsum4(s));
+}
+
 template <typename T>
 SB_RZMM void h_max_rows4_zmm(const T* const* p, int64_t n, double* out) {
   const __m512 lowest = _mm512_set1_ps(-INFINITY);
