@@ -107,8 +107,8 @@ struct CpuTuning {
   bool var_rows_zmm = false;  // var of short float32 and float16 rows in zmm (Note [Short var rows in zmm])
   bool pool_rows_zmm = true;  // NCHW pooling rows 16 outputs at a time in zmm (Note [Pooling rows in zmm])
   bool sum_runs_zmm = false;  // float32 sums of unit-stride runs 16 lanes a load (Note [float32 sums in zmm])
-  bool rows_in_order = false;  // short rows' sums and maxes one row after another, in zmm (Note [Short rows in
-                               // address order])
+  bool rows_in_order = false;  // short rows' sums one row after another, in zmm (Note [Short rows in address
+                               // order]), and narrow column sums rows in order (Note [Narrow columns in registers])
 };
 // The tuning for a core and its caches (pure; the basis says which row was taken).
 CpuTuning tuning_for(const CpuId& id, const CacheSizes& caches);

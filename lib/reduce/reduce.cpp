@@ -375,6 +375,7 @@ void run_vertical(const typename V::T* x, const ReducePlan& g, typename V::A* re
 #ifdef SB_HAVE_AVX512
   const bool dp16 = std::is_same_v<typename V::T, BFloat16> && V::W > 1 && use_avx512_bf16();
   const bool zvar = use_avx512();  // Note [Vertical var in zmm]
+  const bool in_order = use_avx512() && cpu_tuning().rows_in_order;  // Note [Narrow columns in registers]
 #endif
   // combine rows [rb, re) of column task t into out (laid out like res)
   auto task = [&](int64_t t, int64_t rb, int64_t re, A* out) {
@@ -382,6 +383,9 @@ void run_vertical(const typename V::T* x, const ReducePlan& g, typename V::A* re
     const int64_t ko = t / nc, c = t % nc, j0 = c * cw, L = std::min(cw, lk - j0);
     const typename V::T* base = x + Walker(g.ks, g.kst, nk - 1, ko).off + KS * j0;
     const int64_t k0 = ko * lk + j0;
+#ifdef SB_HAVE_AVX512
+    [[maybe_unused]] const bool reg_columns = in_order && L <= kRegColumns;
+#endif
     // the buffers per thread, not on the stack: N * kColumns accumulators are 192 KiB
     // for a float64 var, a large frame for a worker thread. var: buf = the run's mean of
     // y and M2, then the shift c (Note [One read for var]); others: N accumulators.
@@ -444,10 +448,15 @@ void run_vertical(const typename V::T* x, const ReducePlan& g, typename V::A* re
       if (!into_out && ++runs == kGroupRuns) flush_group();
     };
     reset();
+    const int64_t rs1 = g.rs.size() == 1 ? g.rst[0] : 0;
     int64_t off[kRowBatch], since = 0;
     for (int64_t r = rb; r < re;) {
       const int64_t n = std::min(kRowBatch, re - r);
-      for (int64_t i = 0; i < n; ++i, w.next()) off[i] = w.off;
+      if (rs1) {  // one reduced dim: row r at r * its stride, no Walker step a row
+        for (int64_t i = 0; i < n; ++i) off[i] = (r + i) * rs1;
+      } else {
+        for (int64_t i = 0; i < n; ++i, w.next()) off[i] = w.off;
+      }
       if constexpr (KS == 2) {
         v_kernel<V, Op, false, 2>(base, off, n, L, buf);
       } else if constexpr (Op::kChan) {
@@ -466,6 +475,13 @@ void run_vertical(const typename V::T* x, const ReducePlan& g, typename V::A* re
           if (dp16) {  // Note [bfloat16 column sums by dot products]
             if (far) v_sum_bf16_dp<true>(base, off, n, L, buf);
             else v_sum_bf16_dp<false>(base, off, n, L, buf);
+            done = true;
+          }
+#endif
+#ifdef SB_HAVE_AVX512
+        if constexpr (std::is_same_v<Op, OpSum> && std::is_same_v<typename V::T, float> && V::W > 1)
+          if (reg_columns) {  // Note [Narrow columns in registers]
+            v_sum_columns_fn(L)(base, off, n, L, buf);
             done = true;
           }
 #endif

@@ -3,6 +3,8 @@
 // vertical var in ymm and zmm), included by reduce.cpp only, after reduce_kernels.h
 // (the ops, the constants and the traits they use).
 #pragma once
+#include <utility>
+
 #include "reduce/reduce_kernels.h"
 
 // An unnamed namespace in a header, as reduce_kernels.h's: a single includer.
@@ -75,6 +77,43 @@ void v_kernel(const typename V::T* base, const int64_t* off, int64_t nr, int64_t
 }
 
 #ifdef SB_HAVE_AVX512
+// Note [Narrow columns in registers]
+// A float32 column sum of at most kRegColumns kept columns (a 512 x 256 x summed over
+// dim 0) keeps its columns' accumulators in up to 16 zmm for a whole batch of rows and
+// adds the rows one after the other, each row's columns in address order, where
+// v_kernel reads kVRows rows side by side through its buffer. On a core whose L1
+// prefetch follows one ascending stream only (Note [Short rows in address order]) rows
+// that lie end to end are then one stream. Each column still adds its rows in order into
+// one float accumulator that starts from buf, as v_kernel's does, so the sums are v_kernel's
+// bit for bit. Taken where CpuTuning::rows_in_order says so.
+constexpr int64_t kRegColumns = 256;
+template <int NZ>
+__attribute__((target("avx2,fma,avx512f,avx512vl"))) void v_sum_columns_zmm(const float* base, const int64_t* off,
+                                                                            int64_t nr, int64_t L, float* buf) {
+  const __mmask16 last = static_cast<__mmask16>(L % 16 ? (1u << (L % 16)) - 1 : 0xFFFF);
+  __m512 a[NZ];
+#pragma GCC unroll 16
+  for (int z = 0; z < NZ; ++z) a[z] = _mm512_maskz_loadu_ps(z == NZ - 1 ? last : __mmask16(0xFFFF), buf + 16 * z);
+  for (int64_t r = 0; r < nr; ++r) {
+    const float* p = base + off[r];
+#pragma GCC unroll 16
+    for (int z = 0; z < NZ; ++z)
+      a[z] = _mm512_add_ps(a[z], _mm512_maskz_loadu_ps(z == NZ - 1 ? last : __mmask16(0xFFFF), p + 16 * z));
+  }
+#pragma GCC unroll 16
+  for (int z = 0; z < NZ; ++z) _mm512_mask_storeu_ps(buf + 16 * z, z == NZ - 1 ? last : __mmask16(0xFFFF), a[z]);
+}
+using VSumColumnsFn = void (*)(const float*, const int64_t*, int64_t, int64_t, float*);
+template <int... Z>
+VSumColumnsFn v_sum_columns_fn(int64_t L, std::integer_sequence<int, Z...>) {
+  static constexpr VSumColumnsFn fns[] = {v_sum_columns_zmm<Z + 1>...};
+  return fns[(L + 15) / 16 - 1];
+}
+// The kernel for L (1 to kRegColumns) columns.
+inline VSumColumnsFn v_sum_columns_fn(int64_t L) {
+  return v_sum_columns_fn(L, std::make_integer_sequence<int, kRegColumns / 16>{});
+}
+
 // Note [bfloat16 column sums by dot products]
 // v_kernel's sum for bfloat16 rows on a CPU with AVX512_BF16: two rows' 32 columns
 // interleaved by one unpack each way (low and high four words of each 128-bit lane)
