@@ -185,8 +185,7 @@ CpuTuning sapphire_rapids_row(const CacheSizes& caches) {
   t.grain16 = 32768;        // Note [Grain in bytes]: as on Zen 4
   t.prefetch16 = true;      // Note [bfloat16 zmm rows prefetch]: 16-bit rows from DRAM at the memory's rate
   t.prefetch16_rows = true;
-  t.var_rows_zmm = true;    // Note [Short var rows in zmm]: two full-width 512-bit pipes (level or
-                            // slower on Zen 5: docs/notes/copy-reduce.md, "Short rows in zmm")
+  t.var_rows_zmm = true;    // Note [Short var rows in zmm]: two full-width 512-bit pipes, as Zen 5's
   return t;
 }
 int64_t round_down(int64_t x, int64_t m) { return x / m * m; }
@@ -272,7 +271,8 @@ CpuTuning tuning_for(const CpuId& id, const CacheSizes& caches) {
       t.pool_rows_zmm = false;  // Note [Pooling rows in zmm]: slower than the AVX2 passes here
       t.sum_runs_zmm = true;    // Note [float32 sums in zmm]: long rows from memory gain here
       t.rows_in_order = true;   // Notes [Short rows in address order], [Narrow columns in registers]: L2 rows gain here
-      t.basis = "measured on zen5 (the tile, the zmm 2-byte tiles, copynt, pf16rows, pool512, sumzmm and rowsinorder; the blocks zen4's, level there)";
+      t.var_rows_zmm = true;    // Note [Short var rows in zmm]: faster on one family-26 VM, level on the other
+      t.basis = "measured on zen5 (the tile, the zmm 2-byte tiles, copynt, pf16rows, pool512, sumzmm, rowsinorder and varzmm; the blocks zen4's, level there)";
       break;
     case CpuArch::Zen: case CpuArch::Zen2:
       t = zen4_row();
