@@ -156,8 +156,8 @@ void run_horizontal(const typename V::T* x, const ReducePlan& g, typename V::A* 
   constexpr int N = Op::N;
   const int64_t K = g.K, R = g.R, nd = static_cast<int64_t>(g.rs.size());
   const int64_t li = g.rs[nd - 1], si = g.rst[nd - 1];
-  // Note [bfloat16 sums by dot products]: the long runs by vdpbf16ps, by the input's size
-  const Bf16Runs runs = bf16_runs(K * R * static_cast<int64_t>(sizeof(typename V::T)));
+  // the runs' kernels (Notes [bfloat16 sums by dot products], [float32 sums in zmm])
+  const RunKernels runs = run_kernels(K * R * static_cast<int64_t>(sizeof(typename V::T)));
   // reduce flat R indices [rb, re) of the kept element at xk into acc, by the op of opv
   auto reduce_range = [&](auto opv, const typename V::T* xk, int64_t rb, int64_t re, double m, A* acc) {
     if (rb >= re) return;

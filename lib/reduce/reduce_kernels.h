@@ -31,13 +31,21 @@ constexpr int64_t kGroupRuns = 64;     // buffer runs per group (vertical; Note 
 constexpr int64_t kColumns = 8192;     // elements: width of one vertical task (Note [Vertical rows per pass])
 constexpr int kVRows = 8;              // input rows per buffer pass (vertical; v_var_kernel's trees take 8)
 
-// How a reduction's bfloat16 sums take their unit-stride runs in h_kernel: widened by the
-// AVX2 loop, by dot products (Note [bfloat16 sums by dot products]) or in zmm (Note
-// [bfloat16 long sums in zmm]); one choice per reduction, by its input's bytes.
+// How a reduction's sums take their unit-stride runs in h_kernel, chosen once per
+// reduction (the CPU level and the design's row read there, not per run): bfloat16 runs
+// widened by the AVX2 loop, by dot products (Note [bfloat16 sums by dot products], by
+// the input's bytes) or in zmm (Note [bfloat16 long sums in zmm]); float32 runs in zmm
+// where the row says so (Note [float32 sums in zmm]).
 enum class Bf16Runs { Widen, Dot, Zmm };
-inline Bf16Runs bf16_runs(int64_t input_bytes) {
-  if (use_bf16_dot_runs(input_bytes)) return Bf16Runs::Dot;
-  return use_avx512() ? Bf16Runs::Zmm : Bf16Runs::Widen;
+struct RunKernels {
+  Bf16Runs bf16 = Bf16Runs::Widen;
+  bool f32_zmm = false;
+};
+inline RunKernels run_kernels(int64_t input_bytes) {
+  RunKernels k;
+  k.bf16 = use_bf16_dot_runs(input_bytes) ? Bf16Runs::Dot : use_avx512() ? Bf16Runs::Zmm : Bf16Runs::Widen;
+  k.f32_zmm = use_avx512() && cpu_tuning().sum_runs_zmm;
+  return k;
 }
 constexpr int64_t kRowBatch = 64;      // row offsets generated at a time
 
@@ -349,18 +357,18 @@ __attribute__((always_inline)) inline typename V::R vload_step(const typename V:
 }
 
 template <class V, class Op, class Sink>
-void h_kernel(const typename V::T* p, int64_t n, int64_t s, double m, Sink& sink, [[maybe_unused]] Bf16Runs runs) {
+void h_kernel(const typename V::T* p, int64_t n, int64_t s, double m, Sink& sink, [[maybe_unused]] RunKernels runs) {
   using A = typename V::A;
   using R = typename V::R;
   constexpr int W = V::W, N = Op::N;
   int64_t i = 0;
 #ifdef SB_HAVE_AVX512
   if constexpr (std::is_same_v<Op, OpSum> && std::is_same_v<typename V::T, BFloat16> && W > 1)
-    if (s == 1 && runs != Bf16Runs::Widen)
-      return runs == Bf16Runs::Dot ? h_sum_run_dp(p, n, sink)    // Note [bfloat16 sums by dot products]
+    if (s == 1 && runs.bf16 != Bf16Runs::Widen)
+      return runs.bf16 == Bf16Runs::Dot ? h_sum_run_dp(p, n, sink)    // Note [bfloat16 sums by dot products]
                                    : h_sum_run_zmm(p, n, sink);  // Note [bfloat16 long sums in zmm]
   if constexpr (std::is_same_v<Op, OpSum> && std::is_same_v<typename V::T, float> && W > 1)
-    if (s == 1 && n >= 64 && use_avx512() && cpu_tuning().sum_runs_zmm)
+    if (s == 1 && n >= 64 && runs.f32_zmm)
       return h_sum_run_zmm(p, n, sink);  // Note [float32 sums in zmm]
 #endif
   // Note [Stride-2 float runs]: a float32 or float64 run of every other element
@@ -886,7 +894,7 @@ __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512bf16"))) vo
 constexpr int64_t kVarRunBlock = 2048;
 
 template <class V>
-void h_var_run(const typename V::T* p, int64_t n, typename V::A* acc, Bf16Runs runs) {
+void h_var_run(const typename V::T* p, int64_t n, typename V::A* acc, RunKernels runs) {
   using A = typename V::A;
   using Acc = typename V::Acc;
   if (n <= 0) return;
