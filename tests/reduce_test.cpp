@@ -884,6 +884,60 @@ TEST(Reduce, NarrowColumnSumsInRegistersEveryWidth) {
   }
 }
 
+// Note [Narrow columns in registers], bfloat16: 1 to 256 columns (every count of word
+// registers, the masked last one around each 16 and 32), row counts around the 64-row
+// batch and past a 1024-row flush, rows end to end, stepped and over two reduced dims,
+// in order against float64 (bf16's tolerance) and against the rows side by side (dot
+// products, or the widening loop) to float32's; values -1, 0, 1 whose column sums are
+// exact in float32: each the exact sum rounded once to bfloat16.
+TEST(Reduce, NarrowBFloat16ColumnSumsInRegistersEveryWidth) {
+  test::TuningScope tuning_scope;
+  CpuTuning& tuning = tuning_scope.tuning();
+  uint64_t seed = 1500;
+  for (const test::Modes& m : short_row_modes()) {
+    test::ModeGuard g(m);
+    const std::string mode = std::string(simd_level_name(m.simd)) + ", " + std::to_string(m.threads) + " threads";
+    for (int64_t L : {1, 15, 16, 17, 31, 32, 33, 48, 100, 200, 224, 225, 255, 256, 257})
+      for (int64_t R : {1, 63, 64, 65, 1100}) {
+        const std::string what = std::to_string(R) + " bf16 rows of " + std::to_string(L) + " columns, " + mode;
+        const Tensor big = make_values({2 * R, L}, ++seed, DType::BFloat16, 1.0);
+        const Tensor dense = big.slice(0, 0, R), stepped = big.slice(0, 0, 2 * R, 2);
+        const Tensor two = make_values({4, (R + 1) / 2, L}, ++seed, DType::BFloat16, 1.0).slice(0, 0, 4, 2);
+        for (const Tensor& x : {dense, stepped, two}) {
+          Shape dims;
+          for (int64_t d = 0; d + 1 < x.dim(); ++d) dims.push_back(d);
+          Tensor got[2];
+          for (bool in_order : {false, true}) {
+            tuning.rows_in_order = in_order;
+            tuning_scope.set();
+            got[in_order] = empty({2 * L}, DType::BFloat16).slice(0, 1, 2 * L, 2);
+            test::poison(got[in_order]);
+            sum_out(got[in_order], x, dims);
+          }
+          std::vector<bool> red(static_cast<size_t>(x.dim()), true);
+          red.back() = false;
+          const std::vector<double> ref = reference(ReduceOp::Sum, x, red, 0);
+          const std::string where = what + ", " + std::to_string(x.dim()) + "-D, strides " + test::shape_str(x.strides());
+          EXPECT_TRUE(test::all_close(got[1], ref, test::default_atol(DType::BFloat16), test::default_rtol(DType::BFloat16)))
+              << where;
+          ASSERT_TRUE(test::all_close(got[1], got[0].to_vector(), test::default_atol(DType::BFloat16),
+                                      test::default_rtol(DType::BFloat16)))
+              << where << ": in order against side by side";
+        }
+        std::vector<double> v(R * L);
+        for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>((i * 5) % 3) - 1.0;
+        tuning.rows_in_order = true;
+        tuning_scope.set();
+        const Tensor s = sum(from_vector(v, {R, L}).to(DType::BFloat16), {0});
+        for (int64_t j = 0; j < L; ++j) {
+          double want = 0;
+          for (int64_t r = 0; r < R; ++r) want += v[r * L + j];
+          ASSERT_EQ(s.get({j}), test::round_to_bf16(want)) << what << ", exact column " << j;
+        }
+      }
+  }
+}
+
 // Note [bfloat16 moments by dot products]: bf16 var of short rows from sums around 0
 // where every row of a group of four allows it (rows around 0, rows of |x|: a mean 0.8
 // standard deviations from 0), else through run_centre; every row must match float64

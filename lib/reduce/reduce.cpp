@@ -471,17 +471,22 @@ void run_vertical(const typename V::T* x, const ReducePlan& g, typename V::A* re
       } else {
         bool done = false;
 #ifdef SB_HAVE_AVX512
+        if constexpr (std::is_same_v<Op, OpSum> && std::is_same_v<typename V::T, float> && V::W > 1)
+          if (reg_columns) {  // Note [Narrow columns in registers]
+            v_sum_columns_fn(L)(base, off, n, L, buf);
+            done = true;
+          }
         if constexpr (std::is_same_v<Op, OpSum> && std::is_same_v<typename V::T, BFloat16> && V::W > 1)
-          if (dp16) {  // Note [bfloat16 column sums by dot products]
-            if (far) v_sum_bf16_dp<true>(base, off, n, L, buf);
-            else v_sum_bf16_dp<false>(base, off, n, L, buf);
+          if (reg_columns) {  // Note [Narrow columns in registers]
+            v_sum_columns_bf16_fn(L)(base, off, n, L, buf);
             done = true;
           }
 #endif
 #ifdef SB_HAVE_AVX512
-        if constexpr (std::is_same_v<Op, OpSum> && std::is_same_v<typename V::T, float> && V::W > 1)
-          if (reg_columns) {  // Note [Narrow columns in registers]
-            v_sum_columns_fn(L)(base, off, n, L, buf);
+        if constexpr (std::is_same_v<Op, OpSum> && std::is_same_v<typename V::T, BFloat16> && V::W > 1)
+          if (dp16 && !done) {  // Note [bfloat16 column sums by dot products]
+            if (far) v_sum_bf16_dp<true>(base, off, n, L, buf);
+            else v_sum_bf16_dp<false>(base, off, n, L, buf);
             done = true;
           }
 #endif

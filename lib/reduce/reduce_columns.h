@@ -85,7 +85,12 @@ void v_kernel(const typename V::T* base, const int64_t* off, int64_t nr, int64_t
 // prefetch follows one ascending stream only (Note [Short rows in address order]) rows
 // that lie end to end are then one stream. Each column still adds its rows in order into
 // one float accumulator that starts from buf, as v_kernel's does, so the sums are v_kernel's
-// bit for bit. Taken where CpuTuning::rows_in_order says so.
+// bit for bit. A bfloat16 row is 8 zmm of words at most: each register's even and odd
+// words widen by a shift and a mask into 16 float accumulators, which hold a 32-column
+// block's even and odd columns apart (buf's columns go in and out through two permutes
+// each, once a batch); each column adds its rows in order too, as the widening v_kernel
+// does, where the dot products' path (Note [bfloat16 column sums by dot products]) adds
+// them in pairs. Taken where CpuTuning::rows_in_order says so.
 constexpr int64_t kRegColumns = 256;
 template <int NZ>
 __attribute__((target("avx2,fma,avx512f,avx512vl"))) void v_sum_columns_zmm(const float* base, const int64_t* off,
@@ -112,6 +117,51 @@ VSumColumnsFn v_sum_columns_fn(int64_t L, std::integer_sequence<int, Z...>) {
 // The kernel for L (1 to kRegColumns) columns.
 inline VSumColumnsFn v_sum_columns_fn(int64_t L) {
   return v_sum_columns_fn(L, std::make_integer_sequence<int, kRegColumns / 16>{});
+}
+
+// The bfloat16 columns: NZ registers of 32 words a row (the last masked to L's words).
+template <int NZ>
+__attribute__((target("avx2,fma,avx512f,avx512vl,avx512bw"))) void v_sum_columns_bf16_zmm(
+    const BFloat16* base, const int64_t* off, int64_t nr, int64_t L, float* buf) {
+  const int64_t tail = L - 32 * (NZ - 1);  // 1 to 32 columns in the last register
+  const __mmask32 last = tail == 32 ? ~__mmask32(0) : (__mmask32(1) << tail) - 1;
+  const __mmask16 last_lo = static_cast<__mmask16>(last), last_hi = static_cast<__mmask16>(last >> 16);
+  const __m512i evens = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i odds = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+  const __m512i to_lo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+  const __m512i to_hi = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+  const __m512i high = _mm512_set1_epi32(static_cast<int>(0xFFFF0000u));
+  __m512 e[NZ], o[NZ];
+#pragma GCC unroll 8
+  for (int z = 0; z < NZ; ++z) {  // columns 32z .. 32z + 31 of buf: evens and odds apart
+    const __m512 lo = _mm512_maskz_loadu_ps(z == NZ - 1 ? last_lo : __mmask16(0xFFFF), buf + 32 * z);
+    const __m512 hi = _mm512_maskz_loadu_ps(z == NZ - 1 ? last_hi : __mmask16(0xFFFF), buf + 32 * z + 16);
+    e[z] = _mm512_permutex2var_ps(lo, evens, hi), o[z] = _mm512_permutex2var_ps(lo, odds, hi);
+  }
+  for (int64_t r = 0; r < nr; ++r) {
+    const BFloat16* p = base + off[r];
+#pragma GCC unroll 8
+    for (int z = 0; z < NZ; ++z) {
+      const __m512i w = _mm512_maskz_loadu_epi16(z == NZ - 1 ? last : ~__mmask32(0), p + 32 * z);
+      e[z] = _mm512_add_ps(e[z], _mm512_castsi512_ps(_mm512_maskz_slli_epi32(0xFFFF, w, 16)));  // (masked: GCC 12 warns on the plain shift)
+      o[z] = _mm512_add_ps(o[z], _mm512_castsi512_ps(_mm512_and_si512(w, high)));
+    }
+  }
+#pragma GCC unroll 8
+  for (int z = 0; z < NZ; ++z) {
+    _mm512_mask_storeu_ps(buf + 32 * z, z == NZ - 1 ? last_lo : __mmask16(0xFFFF), _mm512_permutex2var_ps(e[z], to_lo, o[z]));
+    _mm512_mask_storeu_ps(buf + 32 * z + 16, z == NZ - 1 ? last_hi : __mmask16(0xFFFF),
+                          _mm512_permutex2var_ps(e[z], to_hi, o[z]));
+  }
+}
+using VSumColumnsBf16Fn = void (*)(const BFloat16*, const int64_t*, int64_t, int64_t, float*);
+template <int... Z>
+VSumColumnsBf16Fn v_sum_columns_bf16_fn(int64_t L, std::integer_sequence<int, Z...>) {
+  static constexpr VSumColumnsBf16Fn fns[] = {v_sum_columns_bf16_zmm<Z + 1>...};
+  return fns[(L + 31) / 32 - 1];
+}
+inline VSumColumnsBf16Fn v_sum_columns_bf16_fn(int64_t L) {
+  return v_sum_columns_bf16_fn(L, std::make_integer_sequence<int, kRegColumns / 32>{});
 }
 
 // Note [bfloat16 column sums by dot products]
