@@ -828,13 +828,15 @@ TEST(Reduce, ShortRowSumsInAddressOrderEveryLength) {
     }
 }
 
-// Note [Narrow columns in registers]: float32 column sums of 1 to 256 columns in zmm
-// accumulators, rows in order, must equal v_kernel's bit for bit (each column adds its
-// rows in the same order into one float), and match float64 on random values: every
-// count of zmm (columns around each 16, the masked last register), row counts around
-// the 64-row batch and past a 1024-row flush, rows end to end, stepped (x[::2]) and over
-// two reduced dims that do not merge (the Walker's offsets against one dim's product),
-// into a stepped, poisoned out; 257 columns take v_kernel either way.
+// Note [Narrow columns in registers]: float32 and bfloat16 column sums of 1 to 256
+// columns in zmm accumulators, rows in order: every count of registers (columns around
+// each 16 and 32, the masked last register), row counts around the 64-row batch and past
+// a 1024-row flush, rows end to end, stepped (x[::2]) and over two reduced dims that do
+// not merge (the Walker's offsets against one dim's product), into a stepped, poisoned
+// out; 257 columns take v_kernel either way. In order against float64 and against the
+// rows side by side: float32 bit for bit (each column adds its rows in the same order
+// into one float), bfloat16 to its tolerance (the dot products add rows in pairs).
+// Small integers whose column sums are exact in float32: the exact sum, rounded once.
 TEST(Reduce, NarrowColumnSumsInRegistersEveryWidth) {
   test::TuningScope tuning_scope;
   CpuTuning& tuning = tuning_scope.tuning();
@@ -842,99 +844,51 @@ TEST(Reduce, NarrowColumnSumsInRegistersEveryWidth) {
   for (const test::Modes& m : short_row_modes()) {
     test::ModeGuard g(m);
     const std::string mode = std::string(simd_level_name(m.simd)) + ", " + std::to_string(m.threads) + " threads";
-    for (int64_t L : {1, 15, 16, 17, 31, 33, 100, 128, 200, 239, 240, 241, 255, 256, 257})
-      for (int64_t R : {1, 63, 64, 65, 1100}) {
-        const std::string what = std::to_string(R) + " rows of " + std::to_string(L) + " columns, " + mode;
-        const Tensor big = make_values({2 * R, L}, ++seed, DType::Float32, 1.0);
-        const Tensor dense = big.slice(0, 0, R), stepped = big.slice(0, 0, 2 * R, 2);
-        // [2, R/2+.., L] from a [4, .., L] buffer: the two reduced dims do not merge
-        const Tensor two = make_values({4, (R + 1) / 2, L}, ++seed, DType::Float32, 1.0).slice(0, 0, 4, 2);
-        for (const Tensor& x : {dense, stepped, two}) {
-          Shape dims;
-          for (int64_t d = 0; d + 1 < x.dim(); ++d) dims.push_back(d);
-          Tensor got[2];
-          for (bool in_order : {false, true}) {
-            tuning.rows_in_order = in_order;
-            tuning_scope.set();
-            got[in_order] = empty({2 * L}, DType::Float32).slice(0, 1, 2 * L, 2);
-            test::poison(got[in_order]);
-            sum_out(got[in_order], x, dims);
+    for (DType dt : {DType::Float32, DType::BFloat16})
+      for (int64_t L : {1, 15, 16, 17, 31, 32, 33, 48, 100, 200, 224, 225, 239, 240, 241, 255, 256, 257})
+        for (int64_t R : {1, 63, 64, 65, 1100}) {
+          const std::string what = std::to_string(R) + " " + dtype_name(dt) + " rows of " + std::to_string(L) +
+                                   " columns, " + mode;
+          const Tensor big = make_values({2 * R, L}, ++seed, dt, 1.0);
+          const Tensor dense = big.slice(0, 0, R), stepped = big.slice(0, 0, 2 * R, 2);
+          // [2, R/2+.., L] from a [4, .., L] buffer: the two reduced dims do not merge
+          const Tensor two = make_values({4, (R + 1) / 2, L}, ++seed, dt, 1.0).slice(0, 0, 4, 2);
+          for (const Tensor& x : {dense, stepped, two}) {
+            Shape dims;
+            for (int64_t d = 0; d + 1 < x.dim(); ++d) dims.push_back(d);
+            Tensor got[2];
+            for (bool in_order : {false, true}) {
+              tuning.rows_in_order = in_order;
+              tuning_scope.set();
+              got[in_order] = empty({2 * L}, dt).slice(0, 1, 2 * L, 2);
+              test::poison(got[in_order]);
+              sum_out(got[in_order], x, dims);
+            }
+            std::vector<bool> red(static_cast<size_t>(x.dim()), true);
+            red.back() = false;
+            const std::vector<double> ref = reference(ReduceOp::Sum, x, red, 0);
+            const std::string where = what + ", " + std::to_string(x.dim()) + "-D, strides " + test::shape_str(x.strides());
+            EXPECT_TRUE(test::all_close(got[1], ref, test::default_atol(dt), test::default_rtol(dt))) << where;
+            if (dt == DType::Float32) {
+              for (int64_t j = 0; j < L; ++j)
+                ASSERT_EQ(got[1].get({j}), got[0].get({j})) << where << ", column " << j << ": in order against v_kernel";
+            } else {
+              ASSERT_TRUE(test::all_close(got[1], got[0].to_vector(), test::default_atol(dt), test::default_rtol(dt)))
+                  << where << ": in order against side by side";
+            }
           }
-          std::vector<bool> red(static_cast<size_t>(x.dim()), true);
-          red.back() = false;
-          const std::vector<double> ref = reference(ReduceOp::Sum, x, red, 0);
-          EXPECT_TRUE(test::all_close(got[1], ref, test::default_atol(DType::Float32), test::default_rtol(DType::Float32)))
-              << what << ", " << x.dim() << "-D, strides " << test::shape_str(x.strides());
-          for (int64_t j = 0; j < L; ++j)
-            ASSERT_EQ(got[1].get({j}), got[0].get({j})) << what << ", " << x.dim() << "-D, strides " << test::shape_str(x.strides())
-                                                        << ", column " << j << ": in order against v_kernel";
-        }
-        // small integers: every column's sum exact in float32
-        std::vector<double> v(R * L);
-        for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>((i * 5) % 7) - 3.0;
-        tuning.rows_in_order = true;
-        tuning_scope.set();
-        const Tensor s = sum(from_vector(v, {R, L}).to(DType::Float32), {0});
-        for (int64_t j = 0; j < L; ++j) {
-          double want = 0;
-          for (int64_t r = 0; r < R; ++r) want += v[r * L + j];
-          ASSERT_EQ(s.get({j}), want) << what << ", exact column " << j;
-        }
-      }
-  }
-}
-
-// Note [Narrow columns in registers], bfloat16: 1 to 256 columns (every count of word
-// registers, the masked last one around each 16 and 32), row counts around the 64-row
-// batch and past a 1024-row flush, rows end to end, stepped and over two reduced dims,
-// in order against float64 (bf16's tolerance) and against the rows side by side (dot
-// products, or the widening loop) to float32's; values -1, 0, 1 whose column sums are
-// exact in float32: each the exact sum rounded once to bfloat16.
-TEST(Reduce, NarrowBFloat16ColumnSumsInRegistersEveryWidth) {
-  test::TuningScope tuning_scope;
-  CpuTuning& tuning = tuning_scope.tuning();
-  uint64_t seed = 1500;
-  for (const test::Modes& m : short_row_modes()) {
-    test::ModeGuard g(m);
-    const std::string mode = std::string(simd_level_name(m.simd)) + ", " + std::to_string(m.threads) + " threads";
-    for (int64_t L : {1, 15, 16, 17, 31, 32, 33, 48, 100, 200, 224, 225, 255, 256, 257})
-      for (int64_t R : {1, 63, 64, 65, 1100}) {
-        const std::string what = std::to_string(R) + " bf16 rows of " + std::to_string(L) + " columns, " + mode;
-        const Tensor big = make_values({2 * R, L}, ++seed, DType::BFloat16, 1.0);
-        const Tensor dense = big.slice(0, 0, R), stepped = big.slice(0, 0, 2 * R, 2);
-        const Tensor two = make_values({4, (R + 1) / 2, L}, ++seed, DType::BFloat16, 1.0).slice(0, 0, 4, 2);
-        for (const Tensor& x : {dense, stepped, two}) {
-          Shape dims;
-          for (int64_t d = 0; d + 1 < x.dim(); ++d) dims.push_back(d);
-          Tensor got[2];
-          for (bool in_order : {false, true}) {
-            tuning.rows_in_order = in_order;
-            tuning_scope.set();
-            got[in_order] = empty({2 * L}, DType::BFloat16).slice(0, 1, 2 * L, 2);
-            test::poison(got[in_order]);
-            sum_out(got[in_order], x, dims);
+          std::vector<double> v(R * L);  // float32: -3..3; bfloat16: -1..1 (its inputs exact)
+          for (size_t i = 0; i < v.size(); ++i)
+            v[i] = dt == DType::Float32 ? static_cast<double>((i * 5) % 7) - 3.0 : static_cast<double>((i * 5) % 3) - 1.0;
+          tuning.rows_in_order = true;
+          tuning_scope.set();
+          const Tensor s = sum(from_vector(v, {R, L}).to(dt), {0});
+          for (int64_t j = 0; j < L; ++j) {
+            double want = 0;
+            for (int64_t r = 0; r < R; ++r) want += v[r * L + j];
+            ASSERT_EQ(s.get({j}), dt == DType::Float32 ? want : test::round_to_bf16(want)) << what << ", exact column " << j;
           }
-          std::vector<bool> red(static_cast<size_t>(x.dim()), true);
-          red.back() = false;
-          const std::vector<double> ref = reference(ReduceOp::Sum, x, red, 0);
-          const std::string where = what + ", " + std::to_string(x.dim()) + "-D, strides " + test::shape_str(x.strides());
-          EXPECT_TRUE(test::all_close(got[1], ref, test::default_atol(DType::BFloat16), test::default_rtol(DType::BFloat16)))
-              << where;
-          ASSERT_TRUE(test::all_close(got[1], got[0].to_vector(), test::default_atol(DType::BFloat16),
-                                      test::default_rtol(DType::BFloat16)))
-              << where << ": in order against side by side";
         }
-        std::vector<double> v(R * L);
-        for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>((i * 5) % 3) - 1.0;
-        tuning.rows_in_order = true;
-        tuning_scope.set();
-        const Tensor s = sum(from_vector(v, {R, L}).to(DType::BFloat16), {0});
-        for (int64_t j = 0; j < L; ++j) {
-          double want = 0;
-          for (int64_t r = 0; r < R; ++r) want += v[r * L + j];
-          ASSERT_EQ(s.get({j}), test::round_to_bf16(want)) << what << ", exact column " << j;
-        }
-      }
   }
 }
 
