@@ -829,11 +829,13 @@ TEST(Reduce, ShortRowSumsInAddressOrderEveryLength) {
 }
 
 // Note [Narrow columns in registers]: float32 and bfloat16 column sums of 1 to 256
-// columns in zmm accumulators, rows in order: every count of registers (columns around
-// each 16 and 32, the masked last register), row counts around the 64-row batch and past
-// a 1024-row flush, rows end to end, stepped (x[::2]) and over two reduced dims that do
-// not merge (the Walker's offsets against one dim's product), into a stepped, poisoned
-// out; 257 columns take v_kernel either way. In order against float64 and against the
+// columns in zmm accumulators, and float32 ones of up to 2048 through buf, rows in
+// order: every count of registers (columns around each 16 and 32, the masked last
+// register), widths around the 64-column steps and kBufColumns, row counts around the
+// 64-row batch and past a 1024-row flush, rows end to end, stepped (x[::2]) and over two
+// reduced dims that do not merge (the Walker's offsets against one dim's product), into
+// a stepped, poisoned out; bf16 past 256 columns and float32 past 2048 take the rows side
+// by side either way. In order against float64 and against the
 // rows side by side: float32 bit for bit (each column adds its rows in the same order
 // into one float), bfloat16 to its tolerance (the dot products add rows in pairs).
 // Small integers whose column sums are exact in float32: the exact sum, rounded once.
@@ -845,8 +847,10 @@ TEST(Reduce, NarrowColumnSumsInRegistersEveryWidth) {
     test::ModeGuard g(m);
     const std::string mode = std::string(simd_level_name(m.simd)) + ", " + std::to_string(m.threads) + " threads";
     for (DType dt : {DType::Float32, DType::BFloat16})
-      for (int64_t L : {1, 15, 16, 17, 31, 32, 33, 48, 100, 200, 224, 225, 239, 240, 241, 255, 256, 257})
+      for (int64_t L : {1, 15, 16, 17, 31, 32, 33, 48, 100, 200, 224, 225, 239, 240, 241, 255, 256, 257, 300, 511,
+                        512, 1000, 2047, 2048, 2049})
         for (int64_t R : {1, 63, 64, 65, 1100}) {
+          if (R == 1100 && L > 257 && L != 512) continue;  // the flush once past the registers
           const std::string what = std::to_string(R) + " " + dtype_name(dt) + " rows of " + std::to_string(L) +
                                    " columns, " + mode;
           const Tensor big = make_values({2 * R, L}, ++seed, dt, 1.0);

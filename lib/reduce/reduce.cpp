@@ -385,6 +385,7 @@ void run_vertical(const typename V::T* x, const ReducePlan& g, typename V::A* re
     const int64_t k0 = ko * lk + j0;
 #ifdef SB_HAVE_AVX512
     [[maybe_unused]] const bool reg_columns = in_order && L <= kRegColumns;
+    [[maybe_unused]] const bool buf_columns = in_order && L > kRegColumns && L <= kBufColumns;
 #endif
     // the buffers per thread, not on the stack: N * kColumns accumulators are 192 KiB
     // for a float64 var, a large frame for a worker thread. var: buf = the run's mean of
@@ -472,8 +473,9 @@ void run_vertical(const typename V::T* x, const ReducePlan& g, typename V::A* re
         bool done = false;
 #ifdef SB_HAVE_AVX512
         if constexpr (std::is_same_v<Op, OpSum> && std::is_same_v<typename V::T, float> && V::W > 1)
-          if (reg_columns) {  // Note [Narrow columns in registers]
-            v_sum_columns_fn(L)(base, off, n, L, buf);
+          if (reg_columns || buf_columns) {  // Note [Narrow columns in registers]
+            if (reg_columns) v_sum_columns_fn(L)(base, off, n, L, buf);
+            else v_sum_columns_buf(base, off, n, L, buf);
             done = true;
           }
         if constexpr (std::is_same_v<Op, OpSum> && std::is_same_v<typename V::T, BFloat16> && V::W > 1)

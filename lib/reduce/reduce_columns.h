@@ -90,7 +90,10 @@ void v_kernel(const typename V::T* base, const int64_t* off, int64_t nr, int64_t
 // block's even and odd columns apart (buf's columns go in and out through two permutes
 // each, once a batch); each column adds its rows in order too, as the widening v_kernel
 // does, where the dot products' path (Note [bfloat16 column sums by dot products]) adds
-// them in pairs. Taken where CpuTuning::rows_in_order says so.
+// them in pairs. Wider float32 tasks, to kBufColumns columns, take the rows in order
+// through buf in L1 instead of registers (one load, add and store of buf per input
+// vector, where v_kernel's pass of kVRows rows has one per kVRows). Taken where
+// CpuTuning::rows_in_order says so.
 constexpr int64_t kRegColumns = 256;
 template <int NZ>
 __attribute__((target("avx2,fma,avx512f,avx512vl"))) void v_sum_columns_zmm(const float* base, const int64_t* off,
@@ -107,6 +110,27 @@ __attribute__((target("avx2,fma,avx512f,avx512vl"))) void v_sum_columns_zmm(cons
   }
 #pragma GCC unroll 16
   for (int z = 0; z < NZ; ++z) _mm512_mask_storeu_ps(buf + 16 * z, z == NZ - 1 ? last : __mmask16(0xFFFF), a[z]);
+}
+// Wider float32 tasks (Note [Narrow columns in registers]): each row added into buf, 64
+// columns a step; v_kernel's sums bit for bit.
+constexpr int64_t kBufColumns = 2048;
+__attribute__((target("avx2,fma,avx512f,avx512vl"))) inline void v_sum_columns_buf(const float* base,
+                                                                                   const int64_t* off, int64_t nr,
+                                                                                   int64_t L, float* buf) {
+  for (int64_t r = 0; r < nr; ++r) {
+    const float* p = base + off[r];
+    int64_t j = 0;
+    for (; j + 64 <= L; j += 64) {
+      _mm512_storeu_ps(buf + j, _mm512_add_ps(_mm512_loadu_ps(buf + j), _mm512_loadu_ps(p + j)));
+      _mm512_storeu_ps(buf + j + 16, _mm512_add_ps(_mm512_loadu_ps(buf + j + 16), _mm512_loadu_ps(p + j + 16)));
+      _mm512_storeu_ps(buf + j + 32, _mm512_add_ps(_mm512_loadu_ps(buf + j + 32), _mm512_loadu_ps(p + j + 32)));
+      _mm512_storeu_ps(buf + j + 48, _mm512_add_ps(_mm512_loadu_ps(buf + j + 48), _mm512_loadu_ps(p + j + 48)));
+    }
+    for (; j < L; j += 16) {
+      const __mmask16 m = static_cast<__mmask16>(L - j >= 16 ? 0xFFFF : (1u << (L - j)) - 1);
+      _mm512_mask_storeu_ps(buf + j, m, _mm512_add_ps(_mm512_maskz_loadu_ps(m, buf + j), _mm512_maskz_loadu_ps(m, p + j)));
+    }
+  }
 }
 using VSumColumnsFn = void (*)(const float*, const int64_t*, int64_t, int64_t, float*);
 template <int... Z>
