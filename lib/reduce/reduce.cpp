@@ -46,6 +46,7 @@
 #include "stridebench/cpu_features.h"
 #include "reduce/reduce_columns.h"
 #include "reduce/reduce_kernels.h"
+#include "reduce/reduce_rows.h"
 #include "stridebench/parallel.h"
 
 #ifdef SB_WITH_CUDA
