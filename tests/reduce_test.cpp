@@ -299,7 +299,7 @@ TEST(Reduce, DimsThatDoNotMergeAnywhere) {
 TEST(Reduce, StrideTwoRowsAndColumnsAgainstReference) {
   Scope scope;
   for (DType dt : {DType::Float32, DType::Float64}) {
-    for (int64_t l : {7, 8, 9, 15, 16, 17, 33, 1000}) {
+    for (int64_t l : {1, 2, 7, 8, 9, 15, 16, 17, 31, 32, 33, 47, 48, 49, 64, 65, 1000}) {
       const Tensor x = make_values({3, 5, 2 * l}, 101, dt).slice(2, 0, std::nullopt, 2);
       check_sum_max_var(x, {{0}, {1}, {0, 1}, {2}, {1, 2}, {0, 1, 2}});
       if (HasFatalFailure()) return;
@@ -308,6 +308,83 @@ TEST(Reduce, StrideTwoRowsAndColumnsAgainstReference) {
     check_sum_max_var(x4, {{1}, {2}, {1, 2}, {0, 1}});
     if (HasFatalFailure()) return;
   }
+}
+
+// Note [Stride-2 float runs in zmm]: float32 rows of every other element reduced along
+// themselves, every length around the 16-element step, the 64-element loop and the
+// block of kFlushElems, each row's last element the storage's last float (the masked
+// loads stop there); rows four at a time and one alone (Note [Stride-2 rows four at a
+// time]); a NaN in the vector part of one row and in the masked tail of another, a row
+// of negative values, one of -inf alone (max), an infinity, values far from 0 (var).
+// Every mode, 1 and 2 threads, into a fresh result and a poisoned stepped out=.
+TEST(Reduce, StrideTwoRunsEveryLength) {
+  Scope scope;
+  std::vector<int64_t> lengths;
+  for (int64_t l = 1; l <= 70; ++l) lengths.push_back(l);
+  for (int64_t l : {127, 128, 129, 255, 256, 257, 4095, 4096, 4097, 4111, 8200}) lengths.push_back(l);
+  for (int64_t l : lengths) {
+    const int64_t rows = 5;
+    std::vector<double> v = make_values({rows, 2 * l - 1}, 301 + l, DType::Float64, 4.0).to_vector();
+    for (double& e : v) e += 1e3;  // var: deviations small against the values
+    auto at = [&](int64_t r, int64_t j) -> double& { return v[r * (2 * l - 1) + 2 * j]; };
+    for (int64_t j = 0; j < l; ++j) at(0, j) = -at(0, j);  // row 0: below the zeros of lanes off the row
+    if (l >= 20) at(1, 3) = NAN;                           // row 1: in the vector part
+    at(2, l - 1) = NAN;                                    // row 2: the run's last element
+    for (int64_t j = 0; j < l; ++j) at(3, j) = -INFINITY;  // row 3: max of -inf alone
+    at(4, l / 2) = INFINITY;                               // row 4 (past the four): an infinity
+    const Tensor x = from_vector(v, {rows, 2 * l - 1}).to(DType::Float32).slice(1, 0, std::nullopt, 2);
+    ASSERT_EQ(x.strides()[1], 2);
+    for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Mean, ReduceOp::Max, ReduceOp::Var}) {
+      const std::vector<double> ref = reference(op, x, {false, true}, 1);
+      for (const test::Modes& m : test::all_kernel_modes()) {
+        test::ModeGuard guard(m);
+        const std::string where = std::string(reduce_op_name(op)) + " length " + std::to_string(l) + " threads " +
+                                  std::to_string(m.threads) + " " + simd_level_name(m.simd);
+        const Tensor r = run_op(op, x, {1}, 1, false);
+        Tensor out = empty({2 * rows}, DType::Float32).slice(0, 1, 2 * rows, 2);
+        test::poison(out);
+        run_out(op, out, x, {1}, 1, false);
+        for (const Tensor* t : {&r, static_cast<const Tensor*>(&out)})
+          for (int64_t k = 0; k < rows; ++k) {
+            const double got = t->get({k}), want = ref[k];
+            if (std::isnan(want)) {
+              ASSERT_TRUE(std::isnan(got)) << where << " row " << k << (t == &out ? " out=" : "");
+            } else {
+              ASSERT_TRUE(got == want || std::abs(got - want) <= test::default_atol(DType::Float32) +
+                                                                    test::default_rtol(DType::Float32) * std::abs(want))
+                  << where << " row " << k << ": " << got << " against " << want << (t == &out ? " out=" : "");
+            }
+          }
+      }
+    }
+  }
+}
+
+// Note [Stride-2 kept columns in zmm]: the column sums of x[:, ::2] over dim 0 are
+// v_kernel's bit for bit at the AVX-512 level, every width around the 16-column step,
+// rows past one pass of kVRows and short of the next; a NaN in a vector column and in
+// the masked last column reaches those columns' maxes only.
+TEST(Reduce, StrideTwoColumnsInZmmAsTheAvx2Kernel) {
+  Scope scope;
+  if (test::available_modes({{1, SimdLevel::AVX512}}).empty()) GTEST_SKIP() << "no AVX-512 level";
+  set_num_threads(1);
+  for (int64_t l = 1; l <= 70; ++l)
+    for (int64_t rows : {3, 8, 13}) {
+      std::vector<double> v = randn({rows, 2 * l - 1}, 700 + l, DType::Float64).to_vector();
+      const Tensor x = from_vector(v, {rows, 2 * l - 1}).to(DType::Float32).slice(1, 0, std::nullopt, 2);
+      set_simd_level(SimdLevel::AVX2);
+      const std::vector<double> want = sum(x, {0}).to_vector();
+      set_simd_level(SimdLevel::AVX512);
+      const std::vector<double> got = sum(x, {0}).to_vector();
+      for (int64_t j = 0; j < l; ++j)
+        ASSERT_EQ(got[j], want[j]) << "sum over dim 0, width " << l << ", rows " << rows << ", column " << j;
+      v[(rows - 1) * (2 * l - 1) + 2 * (l - 1)] = NAN;  // the last column
+      if (l > 16) v[1 * (2 * l - 1) + 2 * 3] = NAN;    // column 3
+      const Tensor y = from_vector(v, {rows, 2 * l - 1}).to(DType::Float32).slice(1, 0, std::nullopt, 2);
+      const std::vector<double> mx = max(y, {0}).to_vector();
+      for (int64_t j = 0; j < l; ++j)
+        ASSERT_EQ(std::isnan(mx[j]), j == l - 1 || (l > 16 && j == 3)) << "max over dim 0, width " << l << ", column " << j;
+    }
 }
 
 // Note [Kept dims merged by x alone]: kept dims that x's strides merge and out's do not

@@ -202,7 +202,11 @@ void run_horizontal(const typename V::T* x, const ReducePlan& g, typename V::A* 
   // Note [Short rows four at a time]: sum, max and var of unit-stride rows of W to kShortRow elements
   constexpr bool kRows4 = (std::is_same_v<Op, OpSum> || std::is_same_v<Op, OpMax> || std::is_same_v<Op, OpVar>) &&
                           std::is_same_v<A, double> && V::W > 1;
-  [[maybe_unused]] const bool rows4 = kRows4 && nd == 1 && si == 1 && R >= V::W && R <= kShortRow;
+  // Note [Stride-2 rows four at a time]: float32 sums and maxes of rows of every other element
+  constexpr bool kRows4S2 = std::is_same_v<typename V::T, float> && V::W > 1 &&
+                            (std::is_same_v<Op, OpSum> || std::is_same_v<Op, OpMax>);
+  [[maybe_unused]] const bool rows4_s2 = kRows4S2 && nd == 1 && si == 2 && R <= kShortRow && use_avx512();
+  [[maybe_unused]] const bool rows4 = kRows4 && nd == 1 && ((si == 1 && R >= V::W) || rows4_s2) && R <= kShortRow;
   if (!split) {
     parallel_for(0, K, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(R, 1)), [&](int64_t b, int64_t e) {
       Walker w(g.ks, g.kst, b);
@@ -234,6 +238,14 @@ void run_horizontal(const typename V::T* x, const ReducePlan& g, typename V::A* 
           } else {
             for (int r = 0; r < 4; ++r, w.next()) p[r] = x + w.off;
           }
+#ifdef SB_HAVE_AVX512
+          if constexpr (kRows4S2)
+            if (rows4_s2) {  // Note [Stride-2 rows four at a time]
+              if constexpr (std::is_same_v<Op, OpSum>) h_sum_rows4_stride2_zmm(p, R, res + k);
+              else h_max_rows4_stride2_zmm(p, R, res + k);
+              continue;
+            }
+#endif
           if constexpr (std::is_same_v<Op, OpSum>) {
 #ifdef SB_HAVE_AVX512
             if constexpr (std::is_same_v<typename V::T, BFloat16>)
@@ -460,7 +472,15 @@ void run_vertical(const typename V::T* x, const ReducePlan& g, typename V::A* re
         for (int64_t i = 0; i < n; ++i, w.next()) off[i] = w.off;
       }
       if constexpr (KS == 2) {
-        v_kernel<V, Op, false, 2>(base, off, n, L, buf);
+#ifdef SB_HAVE_AVX512
+        constexpr bool kZ = std::is_same_v<typename V::T, float> && V::W > 1 &&
+                            (std::is_same_v<Op, OpSum> || std::is_same_v<Op, OpMax>);
+        if constexpr (kZ) {
+          if (use_avx512()) v_kernel_stride2_zmm<Op>(base, off, n, L, buf);  // Note [Stride-2 kept columns in zmm]
+          else v_kernel<V, Op, false, 2>(base, off, n, L, buf);
+        } else
+#endif
+          v_kernel<V, Op, false, 2>(base, off, n, L, buf);
       } else if constexpr (Op::kChan) {
 #ifdef SB_HAVE_AVX512
         if constexpr ((std::is_same_v<typename V::T, float> || std::is_same_v<typename V::T, BFloat16>) && V::W > 1) {

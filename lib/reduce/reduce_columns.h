@@ -77,6 +77,48 @@ void v_kernel(const typename V::T* base, const int64_t* off, int64_t nr, int64_t
 }
 
 #ifdef SB_HAVE_AVX512
+// Note [Stride-2 kept columns in zmm]: on an AVX-512 core the float32 sums and maxes of
+// Note [Stride-2 kept columns] take 16 columns a step, the even lanes of two 512-bit
+// loads by one vpermt2ps (Note [Stride-2 float runs in zmm]), where v_kernel's AVX2 step
+// takes 8 by two shuffles and its last 8 or so columns go to scalar loops. The last
+// <= 16 columns through loads masked to stop at the row's last element and a masked op.
+// Each column adds its rows in v_kernel's order into the same float accumulator, so the
+// sums are v_kernel's bit for bit (a max is too, but for which NaN it keeps).
+template <class Op>
+__attribute__((target("avx2,fma,avx512f,avx512vl"))) void v_kernel_stride2_zmm(const float* base, const int64_t* off,
+                                                                               int64_t nr, int64_t L, float* buf) {
+  using Z = Stride2Zmm<Op>;
+  static_assert(Z::N == 1, "sums and maxes");
+  const __m512 zero = _mm512_setzero_ps();
+  const int64_t c = L % 16 ? L % 16 : 16, jt = L - c;  // the last c columns under masks
+  const int f = 2 * static_cast<int>(c) - 1;          // their floats, 2 jt .. 2 L - 2
+  const __mmask16 lo = static_cast<__mmask16>(f >= 16 ? 0xFFFF : (1u << f) - 1);
+  const __mmask16 hi = static_cast<__mmask16>(f > 16 ? (1u << (f - 16)) - 1 : 0);
+  const __mmask16 km = static_cast<__mmask16>(c == 16 ? 0xFFFF : (1u << c) - 1);
+  for (int64_t r = 0; r < nr; r += kVRows) {
+    const int64_t k = std::min<int64_t>(kVRows, nr - r);
+    const float* p[kVRows];
+    for (int u = 0; u < kVRows; ++u) p[u] = base + off[r + std::min<int64_t>(u, k - 1)];
+    for (int64_t j = 0; j < jt; j += 16) {
+      __m512 a = _mm512_loadu_ps(buf + j);
+      Z::step(&a, load_stride2_zmm(p[0] + 2 * j), zero);
+      if (k == kVRows) {
+        for (int u = 1; u < kVRows; ++u) Z::step(&a, load_stride2_zmm(p[u] + 2 * j), zero);  // unrolled: constant trip count
+      } else {
+        for (int u = 1; u < k; ++u) Z::step(&a, load_stride2_zmm(p[u] + 2 * j), zero);
+      }
+      _mm512_storeu_ps(buf + j, a);
+    }
+    __m512 a = _mm512_maskz_loadu_ps(km, buf + jt);
+    for (int u = 0; u < k; ++u) {
+      const float* q = p[u] + 2 * jt;
+      Z::step_mask(&a, km, vec::Vec<float, 512>::even_lanes(_mm512_maskz_loadu_ps(lo, q), _mm512_maskz_loadu_ps(hi, q + 16)),
+                   zero);
+    }
+    _mm512_mask_storeu_ps(buf + jt, km, a);
+  }
+}
+
 // Note [Narrow columns in registers]
 // A float32 column sum of at most kRegColumns kept columns (a 512 x 256 x summed over
 // dim 0) keeps its columns' accumulators in up to 16 zmm for a whole batch of rows and

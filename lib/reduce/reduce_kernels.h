@@ -35,16 +35,19 @@ constexpr int kVRows = 8;              // input rows per buffer pass (vertical; 
 // reduction (the CPU level and the design's row read there, not per run): bfloat16 runs
 // widened by the AVX2 loop, by dot products (Note [bfloat16 sums by dot products], by
 // the input's bytes) or in zmm (Note [bfloat16 long sums in zmm]); float32 runs in zmm
-// where the row says so (Note [float32 sums in zmm]).
+// where the row says so (Note [float32 sums in zmm]); float32 runs of every other
+// element in zmm on every AVX-512 core (Note [Stride-2 float runs in zmm]).
 enum class Bf16Runs { Widen, Dot, Zmm };
 struct RunKernels {
   Bf16Runs bf16 = Bf16Runs::Widen;
   bool f32_zmm = false;
+  bool f32_stride2_zmm = false;
 };
 inline RunKernels run_kernels(int64_t input_bytes) {
   RunKernels k;
   k.bf16 = use_bf16_dot_runs(input_bytes) ? Bf16Runs::Dot : use_avx512() ? Bf16Runs::Zmm : Bf16Runs::Widen;
   k.f32_zmm = use_avx512() && cpu_tuning().sum_runs_zmm;
+  k.f32_stride2_zmm = use_avx512();
   return k;
 }
 constexpr int64_t kRowBatch = 64;      // row offsets generated at a time
@@ -335,6 +338,109 @@ __attribute__((target("avx2,fma,avx512f,avx512vl"))) void h_sum_run_zmm(const fl
     sink.add(&part);
   }
 }
+
+// Note [Stride-2 float runs in zmm]
+// On an AVX-512 core a float32 run of every other element (Note [Stride-2 float runs]:
+// x[..., ::2] reduced along its last dim) takes 16 elements a step, the even lanes of
+// two 512-bit loads by one vpermt2ps, in four chains; the AVX2 loop takes 8 from two
+// loads by two shuffles, and the run's last W + 1 elements went to one scalar chain in
+// double, the longest part of a short row's time. The run's end (at most 16 elements)
+// goes through loads masked to stop at its last element (2n - 2), nothing past it read,
+// and an op masked to its lanes (sum, deviations: the others add nothing; max: the
+// chain kept). Blocks of kFlushElems as h_kernel's, each block's chains combined
+// pairwise and its lanes folded (in double for the sums, by max_nan for max): the same
+// kind of rounding as the AVX2 loop's, in another order. Every AVX-512 core.
+#define SB_HS2 __attribute__((target("avx2,fma,avx512f,avx512vl")))
+template <class Op> struct Stride2Zmm;
+template <> struct Stride2Zmm<OpSum> {
+  static constexpr int N = 1;
+  SB_HS2 static void init(__m512* a) { a[0] = _mm512_setzero_ps(); }
+  SB_HS2 static void step(__m512* a, __m512 x, __m512) { a[0] = _mm512_add_ps(a[0], x); }
+  SB_HS2 static void step_mask(__m512* a, __mmask16 k, __m512 x, __m512) { a[0] = _mm512_mask_add_ps(a[0], k, a[0], x); }
+  SB_HS2 static void combine(__m512* a, const __m512* b) { a[0] = _mm512_add_ps(a[0], b[0]); }
+  SB_HS2 static void hred(double* o, const __m512* a) { o[0] = vec::F32Lanes::hsum(vec::fold_halves(a[0])); }
+};
+template <> struct Stride2Zmm<OpMax> {
+  static constexpr int N = 1;
+  // a NaN of x taken as it comes; a NaN already in a stays (maxps returns its second operand)
+  SB_HS2 static __m512 max_nan(__m512 a, __m512 x) {
+    return _mm512_mask_mov_ps(_mm512_maskz_max_ps(0xFFFF, x, a), _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), x);
+  }
+  SB_HS2 static void init(__m512* a) { a[0] = _mm512_set1_ps(-INFINITY); }
+  SB_HS2 static void step(__m512* a, __m512 x, __m512) { a[0] = max_nan(a[0], x); }
+  SB_HS2 static void step_mask(__m512* a, __mmask16 k, __m512 x, __m512) {
+    a[0] = _mm512_mask_mov_ps(a[0], k, max_nan(a[0], x));
+  }
+  SB_HS2 static void combine(__m512* a, const __m512* b) { a[0] = max_nan(a[0], b[0]); }
+  SB_HS2 static void hred(double* o, const __m512* a) {
+    const __m512d d = _mm512_castps_pd(a[0]);
+    const __m256 lo = _mm256_castpd_ps(_mm512_mask_extractf64x4_pd(_mm256_setzero_pd(), 0xF, d, 0));
+    const __m256 hi = _mm256_castpd_ps(_mm512_mask_extractf64x4_pd(_mm256_setzero_pd(), 0xF, d, 1));
+    o[0] = vec::F32Lanes::hmax(vec::F32Lanes::max_nan(lo, hi));  // a NaN of either half kept
+  }
+};
+template <> struct Stride2Zmm<OpSqDev> {
+  static constexpr int N = 2;
+  SB_HS2 static void init(__m512* a) { a[0] = a[1] = _mm512_setzero_ps(); }
+  SB_HS2 static void step(__m512* a, __m512 x, __m512 m) {
+    const __m512 d = _mm512_sub_ps(x, m);
+    a[0] = _mm512_fmadd_ps(d, d, a[0]);
+    a[1] = _mm512_add_ps(a[1], d);
+  }
+  SB_HS2 static void step_mask(__m512* a, __mmask16 k, __m512 x, __m512 m) {
+    const __m512 d = _mm512_maskz_sub_ps(k, x, m);
+    a[0] = _mm512_fmadd_ps(d, d, a[0]);
+    a[1] = _mm512_add_ps(a[1], d);
+  }
+  SB_HS2 static void combine(__m512* a, const __m512* b) {
+    a[0] = _mm512_add_ps(a[0], b[0]);
+    a[1] = _mm512_add_ps(a[1], b[1]);
+  }
+  SB_HS2 static void hred(double* o, const __m512* a) {
+    o[0] = vec::F32Lanes::hsum(vec::fold_halves(a[0]));
+    o[1] = vec::F32Lanes::hsum(vec::fold_halves(a[1]));
+  }
+};
+// elements 0 .. 15 of a run of every other float at q (floats q[0 .. 31])
+__attribute__((target("avx2,fma,avx512f,avx512vl"), always_inline)) inline __m512 load_stride2_zmm(const float* q) {
+  return vec::Vec<float, 512>::even_lanes(_mm512_loadu_ps(q), _mm512_loadu_ps(q + 16));
+}
+template <class Op, class Sink>
+SB_HS2 void h_run_stride2_zmm(const float* p, int64_t n, double m, Sink& sink) {
+  using Z = Stride2Zmm<Op>;
+  constexpr int N = Z::N;
+  const __m512 mv = _mm512_set1_ps(static_cast<float>(m));
+  const auto load = [p](int64_t j) SB_HS2 { return load_stride2_zmm(p + 2 * j); };  // elements j .. j + 15
+  const int64_t nv = n - 1;  // whole steps end before the run's last element: 2j + 31 <= 2n - 2
+  for (int64_t i = 0; i < n;) {
+    const int64_t end = std::min(n, i + kFlushElems), vend = std::min(end, nv);
+    __m512 a0[N], a1[N], a2[N], a3[N];
+    Z::init(a0), Z::init(a1), Z::init(a2), Z::init(a3);
+    for (; i + 64 <= vend; i += 64) {
+      Z::step(a0, load(i), mv);
+      Z::step(a1, load(i + 16), mv);
+      Z::step(a2, load(i + 32), mv);
+      Z::step(a3, load(i + 48), mv);
+    }
+    for (; i + 16 <= vend; i += 16) Z::step(a0, load(i), mv);
+    if (i < end) {  // c <= 16 elements: floats 2i .. 2i + 2c - 2
+      const int c = static_cast<int>(end - i), f = 2 * c - 1;
+      const __mmask16 lo = static_cast<__mmask16>(f >= 16 ? 0xFFFF : (1u << f) - 1);
+      const __mmask16 hi = static_cast<__mmask16>(f > 16 ? (1u << (f - 16)) - 1 : 0);
+      const __m512 x = vec::Vec<float, 512>::even_lanes(_mm512_maskz_loadu_ps(lo, p + 2 * i),
+                                                        _mm512_maskz_loadu_ps(hi, p + 2 * i + 16));
+      Z::step_mask(a1, static_cast<__mmask16>(c == 16 ? 0xFFFF : (1u << c) - 1), x, mv);
+      i = end;
+    }
+    Z::combine(a0, a1);
+    Z::combine(a2, a3);
+    Z::combine(a0, a2);
+    double part[N];
+    Z::hred(part, a0);
+    sink.add(part);
+  }
+}
+#undef SB_HS2
 #endif
 
 // W elements of a float32 or float64 row at p from element j, KS apart (1, or 2: the
@@ -370,6 +476,9 @@ void h_kernel(const typename V::T* p, int64_t n, int64_t s, double m, Sink& sink
   if constexpr (std::is_same_v<Op, OpSum> && std::is_same_v<typename V::T, float> && W > 1)
     if (s == 1 && n >= 64 && runs.f32_zmm)
       return h_sum_run_zmm(p, n, sink);  // Note [float32 sums in zmm]
+  if constexpr (std::is_same_v<typename V::T, float> && W > 1 &&
+                (std::is_same_v<Op, OpSum> || std::is_same_v<Op, OpMax> || std::is_same_v<Op, OpSqDev>))
+    if (s == 2 && runs.f32_stride2_zmm) return h_run_stride2_zmm<Op>(p, n, m, sink);  // Note [Stride-2 float runs in zmm]
 #endif
   // Note [Stride-2 float runs]: a float32 or float64 run of every other element
   // (x[..., ::2] reduced along its last dim) takes the unit-stride loop with each

@@ -274,6 +274,58 @@ SB_RZMM void h_max_rows4_zmm(const T* const* p, int64_t n, double* out) {
   _mm256_storeu_pd(out, _mm256_cvtps_pd(_mm256_castps256_ps128(q)));
 }
 
+// Note [Stride-2 rows four at a time]
+// Short float32 rows of every other element (x[:, ::2].sum(-1) of a 512 x 512 x) paid
+// per row, through h_kernel and Note [Stride-2 float runs in zmm], more for the call,
+// the set-up and the horizontal sum in double than for their loads: the rows' ends,
+// a chain of conversions and adds each, kept the loads apart. On the AVX512 level
+// such rows go four at a time as Note [Short rows four at a time] takes unit-stride
+// ones, each register the even lanes of two loads (load_stride2_zmm): 32 elements of a
+// row a step in two chains while 2i + 63 stays before the row's last element (2n - 2),
+// then 16 at a time through loads masked to stop there, the lanes off the row zero and
+// left out of the op. Sums: each row's lanes folded to 8 and summed in double with the
+// other three's (F32Lanes::hsum4), as the unit-stride float32 rows' are; max: the tree
+// of Note [Four row sums in one tree] under max_nan512.
+template <class F>
+SB_RZMM_INLINE inline void rows4_stride2_zmm(const float* const* p, int64_t n, F&& f) {
+  int64_t i = 0;
+  for (; i + 32 < n; i += 32)
+    for (int r = 0; r < 4; ++r) {
+      f(r, 0, load_stride2_zmm(p[r] + 2 * i), __mmask16(0xFFFF));
+      f(r, 1, load_stride2_zmm(p[r] + 2 * i + 32), __mmask16(0xFFFF));
+    }
+  for (; i < n; i += 16) {
+    const int c = static_cast<int>(std::min<int64_t>(16, n - i)), fl = 2 * c - 1;  // floats 2i .. 2i + 2c - 2
+    const __mmask16 lo = static_cast<__mmask16>(fl >= 16 ? 0xFFFF : (1u << fl) - 1);
+    const __mmask16 hi = static_cast<__mmask16>(fl > 16 ? (1u << (fl - 16)) - 1 : 0);
+    const __mmask16 m = static_cast<__mmask16>(c == 16 ? 0xFFFF : (1u << c) - 1);
+    for (int r = 0; r < 4; ++r) {
+      const float* q = p[r] + 2 * i;
+      f(r, 0, vec::Vec<float, 512>::even_lanes(_mm512_maskz_loadu_ps(lo, q), _mm512_maskz_loadu_ps(hi, q + 16)), m);
+    }
+  }
+}
+SB_RZMM void h_sum_rows4_stride2_zmm(const float* const* p, int64_t n, double* out) {
+  __m512 a[4][2];
+  for (auto& c : a) c[0] = c[1] = _mm512_setzero_ps();
+  rows4_stride2_zmm(p, n, [&](int r, int c, __m512 x, __mmask16) SB_RZMM_INLINE { a[r][c] = _mm512_add_ps(a[r][c], x); });
+  __m256 s[4];
+  for (int r = 0; r < 4; ++r) s[r] = vec::fold_halves(_mm512_add_ps(a[r][0], a[r][1]));
+  _mm256_storeu_pd(out, vec::F32Lanes::hsum4(s));
+}
+SB_RZMM void h_max_rows4_stride2_zmm(const float* const* p, int64_t n, double* out) {
+  const __m512 lowest = _mm512_set1_ps(-INFINITY);
+  __m512 a[4][2];
+  for (auto& c : a) c[0] = c[1] = lowest;
+  rows4_stride2_zmm(p, n, [&](int r, int c, __m512 x, __mmask16 m) SB_RZMM_INLINE {
+    a[r][c] = max_nan512(a[r][c], _mm512_mask_mov_ps(lowest, m, x));
+  });
+  const __m256 h = fold_max(rows4_tree(max_nan512(a[0][0], a[0][1]), max_nan512(a[1][0], a[1][1]),
+                                       max_nan512(a[2][0], a[2][1]), max_nan512(a[3][0], a[3][1]), MaxNan512{}));
+  const __m256 q = vec::F32Lanes::max_nan(h, _mm256_permute2f128_ps(h, h, 1));  // lanes 0-3: rows 0-3
+  _mm256_storeu_pd(out, _mm256_cvtps_pd(_mm256_castps256_ps128(q)));
+}
+
 // Note [bfloat16 sums by dot products]
 // A bfloat16 sum of unit-stride rows on a CPU with AVX512_BF16 (use_avx512_bf16())
 // takes vdpbf16ps against a register of ones: 32 elements of a row an instruction, each
