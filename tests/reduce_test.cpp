@@ -940,6 +940,7 @@ TEST(Reduce, NarrowColumnSumsInRegistersEveryWidth) {
             Tensor got[2];
             for (bool in_order : {false, true}) {
               tuning.rows_in_order = in_order;
+              tuning.buf_columns_in_order = in_order;
               tuning_scope.set();
               got[in_order] = empty({2 * L}, dt).slice(0, 1, 2 * L, 2);
               test::poison(got[in_order]);
@@ -962,6 +963,7 @@ TEST(Reduce, NarrowColumnSumsInRegistersEveryWidth) {
           for (size_t i = 0; i < v.size(); ++i)
             v[i] = dt == DType::Float32 ? static_cast<double>((i * 5) % 7) - 3.0 : static_cast<double>((i * 5) % 3) - 1.0;
           tuning.rows_in_order = true;
+          tuning.buf_columns_in_order = true;
           tuning_scope.set();
           const Tensor s = sum(from_vector(v, {R, L}).to(dt), {0});
           for (int64_t j = 0; j < L; ++j) {

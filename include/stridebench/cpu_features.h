@@ -109,11 +109,13 @@ struct CpuTuning {
   bool sum_runs_zmm = false;  // float32 sums of unit-stride runs 16 lanes a load (Note [float32 sums in zmm])
   bool rows_in_order = false;  // short rows' sums one row after another, in zmm (Note [Short rows in address
                                // order]), and narrow column sums rows in order (Note [Narrow columns in registers])
+  bool buf_columns_in_order = false;  // with rows_in_order: float32 column sums of 257-2048 columns rows in
+                                      // order through buf (Note [Narrow columns in registers])
 };
 // The tuning for a core and its caches (pure; the basis says which row was taken).
 CpuTuning tuning_for(const CpuId& id, const CacheSizes& caches);
 // Applies "key=value,..." (kc, mc, nc, tile, bands, blocks, zmm16, zmm16fill, zmm16lines, zmm16stage, bands16min, bandread,
-// group, group_min, copynt, grain16, amx, amxkc, amxmc, dotruns, dotrunsmax, pf16, pf16rows, varzmm, pool512, sumzmm, rowsinorder) to t; false with *err naming the bad key or value, t
+// group, group_min, copynt, grain16, amx, amxkc, amxmc, dotruns, dotrunsmax, pf16, pf16rows, varzmm, pool512, sumzmm, rowsinorder, bufcols) to t; false with *err naming the bad key or value, t
 // unchanged.
 bool apply_tuning_spec(const char* spec, CpuTuning* t, std::string* err);
 // tuning_for(cpu_id(), cpu_caches()), then the SB_TUNING environment variable

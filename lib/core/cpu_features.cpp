@@ -186,6 +186,9 @@ CpuTuning sapphire_rapids_row(const CacheSizes& caches) {
   t.prefetch16 = true;      // Note [bfloat16 zmm rows prefetch]: 16-bit rows from DRAM at the memory's rate
   t.prefetch16_rows = true;
   t.var_rows_zmm = true;    // Note [Short var rows in zmm]: two full-width 512-bit pipes, as Zen 5's
+  // Notes [Short rows in address order], [Narrow columns in registers]: the short rows and
+  // the register columns gain here; the wider columns through buf lost
+  t.rows_in_order = true;
   return t;
 }
 int64_t round_down(int64_t x, int64_t m) { return x / m * m; }
@@ -271,8 +274,9 @@ CpuTuning tuning_for(const CpuId& id, const CacheSizes& caches) {
       t.pool_rows_zmm = false;  // Note [Pooling rows in zmm]: slower than the AVX2 passes here
       t.sum_runs_zmm = true;    // Note [float32 sums in zmm]: long rows from memory gain here
       t.rows_in_order = true;   // Notes [Short rows in address order], [Narrow columns in registers]: L2 rows gain here
+      t.buf_columns_in_order = true;
       t.var_rows_zmm = true;    // Note [Short var rows in zmm]: faster on one family-26 VM, level on the other
-      t.basis = "measured on zen5 (the tile, the zmm 2-byte tiles, copynt, pf16rows, pool512, sumzmm, rowsinorder and varzmm; the blocks zen4's, level there)";
+      t.basis = "measured on zen5 (the tile, the zmm 2-byte tiles, copynt, pf16rows, pool512, sumzmm, rowsinorder, bufcols and varzmm; the blocks zen4's, level there)";
       break;
     case CpuArch::Zen: case CpuArch::Zen2:
       t = zen4_row();
@@ -347,12 +351,13 @@ bool apply_tuning_spec(const char* spec, CpuTuning* out, std::string* err) {
     else if (key == "pool512") ok = ok && parse_i64(val, 0, 1, &x) && (t.pool_rows_zmm = x != 0, true);
     else if (key == "sumzmm") ok = ok && parse_i64(val, 0, 1, &x) && (t.sum_runs_zmm = x != 0, true);
     else if (key == "rowsinorder") ok = ok && parse_i64(val, 0, 1, &x) && (t.rows_in_order = x != 0, true);
+    else if (key == "bufcols") ok = ok && parse_i64(val, 0, 1, &x) && (t.buf_columns_in_order = x != 0, true);
     else {
-      if (err) *err = "unknown key '" + key + "' (kc, mc, nc, tile, bands, blocks, zmm16, zmm16fill, zmm16lines, zmm16stage, bands16min, bandread, group, group_min, copynt, grain16, amx, amxkc, amxmc, dotruns, dotrunsmax, pf16, pf16rows, varzmm, pool512, sumzmm, rowsinorder)";
+      if (err) *err = "unknown key '" + key + "' (kc, mc, nc, tile, bands, blocks, zmm16, zmm16fill, zmm16lines, zmm16stage, bands16min, bandread, group, group_min, copynt, grain16, amx, amxkc, amxmc, dotruns, dotrunsmax, pf16, pf16rows, varzmm, pool512, sumzmm, rowsinorder, bufcols)";
       return false;
     }
     if (!ok) {
-      if (err) *err = "bad value in '" + item + "' (kc 8-8192, mc and nc >= 1, tile 16 or 32, bands 16 or 32, blocks, zmm16, zmm16fill, zmm16stage, pf16, pf16rows, varzmm, pool512, sumzmm and rowsinorder 0 or 1, zmm16lines >= 16 elements, bands16min 0-2^50 bytes, bandread 0-2^30 bytes, group >= 4096, group_min 1-16, copynt 0-2^40 bytes, grain16 1-2^40 elements, dotrunsmax 0-2^50 bytes)";
+      if (err) *err = "bad value in '" + item + "' (kc 8-8192, mc and nc >= 1, tile 16 or 32, bands 16 or 32, blocks, zmm16, zmm16fill, zmm16stage, pf16, pf16rows, varzmm, pool512, sumzmm, rowsinorder and bufcols 0 or 1, zmm16lines >= 16 elements, bands16min 0-2^50 bytes, bandread 0-2^30 bytes, group >= 4096, group_min 1-16, copynt 0-2^40 bytes, grain16 1-2^40 elements, dotrunsmax 0-2^50 bytes)";
       return false;
     }
   }
@@ -373,7 +378,7 @@ std::string describe_tuning(const CpuTuning& t) {
          ",pf16rows=" + (t.prefetch16_rows ? "1" : "0") + ",varzmm=" + (t.var_rows_zmm ? "1" : "0") +
          ",pool512=" + (t.pool_rows_zmm ? "1" : "0") +
          ",sumzmm=" + (t.sum_runs_zmm ? "1" : "0") +
-         ",rowsinorder=" + (t.rows_in_order ? "1" : "0");
+         ",rowsinorder=" + (t.rows_in_order ? "1" : "0") + ",bufcols=" + (t.buf_columns_in_order ? "1" : "0");
 }
 
 namespace {

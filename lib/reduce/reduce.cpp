@@ -389,6 +389,7 @@ void run_vertical(const typename V::T* x, const ReducePlan& g, typename V::A* re
   const bool dp16 = std::is_same_v<typename V::T, BFloat16> && V::W > 1 && use_avx512_bf16();
   const bool zvar = use_avx512();  // Note [Vertical var in zmm]
   const bool in_order = use_avx512() && cpu_tuning().rows_in_order;  // Note [Narrow columns in registers]
+  const bool buf_in_order = cpu_tuning().buf_columns_in_order;
 #endif
   // combine rows [rb, re) of column task t into out (laid out like res)
   auto task = [&](int64_t t, int64_t rb, int64_t re, A* out) {
@@ -398,7 +399,7 @@ void run_vertical(const typename V::T* x, const ReducePlan& g, typename V::A* re
     const int64_t k0 = ko * lk + j0;
 #ifdef SB_HAVE_AVX512
     [[maybe_unused]] const bool reg_columns = in_order && L <= kRegColumns;
-    [[maybe_unused]] const bool buf_columns = in_order && L > kRegColumns && L <= kBufColumns;
+    [[maybe_unused]] const bool buf_columns = in_order && buf_in_order && L > kRegColumns && L <= kBufColumns;
 #endif
     // the buffers per thread, not on the stack: N * kColumns accumulators are 192 KiB
     // for a float64 var, a large frame for a worker thread. var: buf = the run's mean of

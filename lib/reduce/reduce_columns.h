@@ -135,7 +135,8 @@ __attribute__((target("avx2,fma,avx512f,avx512vl"))) void v_kernel_stride2_zmm(c
 // them in pairs. Wider float32 tasks, to kBufColumns columns, take the rows in order
 // through buf in L1 instead of registers (one load, add and store of buf per input
 // vector, where v_kernel's pass of kVRows rows has one per kVRows). Taken where
-// CpuTuning::rows_in_order says so.
+// CpuTuning::rows_in_order says so, the wider tasks where buf_columns_in_order says so
+// too (Zen 5's row; on Sapphire Rapids the registers gained and buf lost).
 constexpr int64_t kRegColumns = 256;
 template <int NZ>
 __attribute__((target("avx2,fma,avx512f,avx512vl"))) void v_sum_columns_zmm(const float* base, const int64_t* off,
