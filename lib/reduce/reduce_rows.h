@@ -259,6 +259,15 @@ SB_RZMM void h_sum_rows4_in_order(const T* const* p, int64_t n, double* out) {
   _mm256_storeu_pd(out, vec::F32Lanes::hsum4(s));
 }
 
+// The four rows' maxes from their two chains each: Note [Four row sums in one tree],
+// max_nan512 for the adds.
+SB_RZMM_INLINE inline void max_rows4_out(const __m512 (&a)[4][2], double* out) {
+  const __m256 h = fold_max(rows4_tree(max_nan512(a[0][0], a[0][1]), max_nan512(a[1][0], a[1][1]),
+                                       max_nan512(a[2][0], a[2][1]), max_nan512(a[3][0], a[3][1]), MaxNan512{}));
+  const __m256 q = vec::F32Lanes::max_nan(h, _mm256_permute2f128_ps(h, h, 1));  // lanes 0-3: rows 0-3
+  _mm256_storeu_pd(out, _mm256_cvtps_pd(_mm256_castps256_ps128(q)));
+}
+
 template <typename T>
 SB_RZMM void h_max_rows4_zmm(const T* const* p, int64_t n, double* out) {
   const __m512 lowest = _mm512_set1_ps(-INFINITY);
@@ -267,11 +276,7 @@ SB_RZMM void h_max_rows4_zmm(const T* const* p, int64_t n, double* out) {
   rows4_zmm(p, n, [&](int r, int c, __m512 x, __mmask16 m) SB_RZMM_INLINE {
     a[r][c] = max_nan512(a[r][c], _mm512_mask_mov_ps(lowest, m, x));
   });
-  // Note [Four row sums in one tree], max_nan512 for the adds
-  const __m256 h = fold_max(rows4_tree(max_nan512(a[0][0], a[0][1]), max_nan512(a[1][0], a[1][1]),
-                                       max_nan512(a[2][0], a[2][1]), max_nan512(a[3][0], a[3][1]), MaxNan512{}));
-  const __m256 q = vec::F32Lanes::max_nan(h, _mm256_permute2f128_ps(h, h, 1));  // lanes 0-3: rows 0-3
-  _mm256_storeu_pd(out, _mm256_cvtps_pd(_mm256_castps256_ps128(q)));
+  max_rows4_out(a, out);
 }
 
 // Note [Stride-2 rows four at a time]
@@ -320,10 +325,7 @@ SB_RZMM void h_max_rows4_stride2_zmm(const float* const* p, int64_t n, double* o
   rows4_stride2_zmm(p, n, [&](int r, int c, __m512 x, __mmask16 m) SB_RZMM_INLINE {
     a[r][c] = max_nan512(a[r][c], _mm512_mask_mov_ps(lowest, m, x));
   });
-  const __m256 h = fold_max(rows4_tree(max_nan512(a[0][0], a[0][1]), max_nan512(a[1][0], a[1][1]),
-                                       max_nan512(a[2][0], a[2][1]), max_nan512(a[3][0], a[3][1]), MaxNan512{}));
-  const __m256 q = vec::F32Lanes::max_nan(h, _mm256_permute2f128_ps(h, h, 1));  // lanes 0-3: rows 0-3
-  _mm256_storeu_pd(out, _mm256_cvtps_pd(_mm256_castps256_ps128(q)));
+  max_rows4_out(a, out);
 }
 
 // Note [bfloat16 sums by dot products]
