@@ -186,6 +186,42 @@ inline VSumColumnsFn v_sum_columns_fn(int64_t L) {
   return v_sum_columns_fn(L, std::make_integer_sequence<int, kRegColumns / 16>{});
 }
 
+// Note [Stride-2 kept columns in zmm], in registers: where the rows go in order (Note
+// [Narrow columns in registers]) the float32 column sums of at most kRegColumns columns
+// of every other element keep their accumulators in NZ zmm for the batch too, each
+// register the even lanes of two loads; the last register's loads stop at the row's last
+// element. Each column adds its rows in order from buf, as v_kernel's: the same bits.
+template <int NZ>
+__attribute__((target("avx2,fma,avx512f,avx512vl"))) void v_sum_columns_stride2_zmm(const float* base,
+                                                                                    const int64_t* off, int64_t nr,
+                                                                                    int64_t L, float* buf) {
+  const int c = static_cast<int>(L - 16 * (NZ - 1)), f = 2 * c - 1;  // the last register's columns and floats
+  const __mmask16 last = static_cast<__mmask16>(c == 16 ? 0xFFFF : (1u << c) - 1);
+  const __mmask16 lo = static_cast<__mmask16>(f >= 16 ? 0xFFFF : (1u << f) - 1);
+  const __mmask16 hi = static_cast<__mmask16>(f > 16 ? (1u << (f - 16)) - 1 : 0);
+  __m512 a[NZ];
+#pragma GCC unroll 16
+  for (int z = 0; z < NZ; ++z) a[z] = _mm512_maskz_loadu_ps(z == NZ - 1 ? last : __mmask16(0xFFFF), buf + 16 * z);
+  for (int64_t r = 0; r < nr; ++r) {
+    const float* p = base + off[r];
+#pragma GCC unroll 16
+    for (int z = 0; z < NZ - 1; ++z) a[z] = _mm512_add_ps(a[z], load_stride2_zmm(p + 32 * z));
+    const float* q = p + 32 * (NZ - 1);
+    a[NZ - 1] = _mm512_add_ps(a[NZ - 1], vec::Vec<float, 512>::even_lanes(_mm512_maskz_loadu_ps(lo, q),
+                                                                        _mm512_maskz_loadu_ps(hi, q + 16)));
+  }
+#pragma GCC unroll 16
+  for (int z = 0; z < NZ; ++z) _mm512_mask_storeu_ps(buf + 16 * z, z == NZ - 1 ? last : __mmask16(0xFFFF), a[z]);
+}
+template <int... Z>
+VSumColumnsFn v_sum_columns_stride2_fn(int64_t L, std::integer_sequence<int, Z...>) {
+  static constexpr VSumColumnsFn fns[] = {v_sum_columns_stride2_zmm<Z + 1>...};
+  return fns[(L + 15) / 16 - 1];
+}
+inline VSumColumnsFn v_sum_columns_stride2_fn(int64_t L) {
+  return v_sum_columns_stride2_fn(L, std::make_integer_sequence<int, kRegColumns / 16>{});
+}
+
 // The bfloat16 columns: NZ registers of 32 words a row (the last masked to L's words).
 template <int NZ>
 __attribute__((target("avx2,fma,avx512f,avx512vl,avx512bw"))) void v_sum_columns_bf16_zmm(
