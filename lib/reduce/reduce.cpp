@@ -478,7 +478,7 @@ void run_vertical(const typename V::T* x, const ReducePlan& g, typename V::A* re
                             (std::is_same_v<Op, OpSum> || std::is_same_v<Op, OpMax>);
         if constexpr (kZ) {
           if (std::is_same_v<Op, OpSum> && reg_columns)  // Note [Stride-2 kept columns in zmm], in registers
-            v_sum_columns_stride2_fn(L)(base, off, n, L, buf);
+            v_sum_columns_fn<2>(L)(base, off, n, L, buf);
           else if (use_avx512()) v_kernel_stride2_zmm<Op>(base, off, n, L, buf);  // Note [Stride-2 kept columns in zmm]
           else v_kernel<V, Op, false, 2>(base, off, n, L, buf);
         } else

@@ -90,10 +90,8 @@ __attribute__((target("avx2,fma,avx512f,avx512vl"))) void v_kernel_stride2_zmm(c
   using Z = Stride2Zmm<Op>;
   static_assert(Z::N == 1, "sums and maxes");
   const __m512 zero = _mm512_setzero_ps();
-  const int64_t c = L % 16 ? L % 16 : 16, jt = L - c;  // the last c columns under masks
-  const int f = 2 * static_cast<int>(c) - 1;          // their floats, 2 jt .. 2 L - 2
-  const __mmask16 lo = static_cast<__mmask16>(f >= 16 ? 0xFFFF : (1u << f) - 1);
-  const __mmask16 hi = static_cast<__mmask16>(f > 16 ? (1u << (f - 16)) - 1 : 0);
+  const int c = L % 16 ? static_cast<int>(L % 16) : 16;  // the last c columns under masks
+  const int64_t jt = L - c;
   const __mmask16 km = static_cast<__mmask16>(c == 16 ? 0xFFFF : (1u << c) - 1);
   for (int64_t r = 0; r < nr; r += kVRows) {
     const int64_t k = std::min<int64_t>(kVRows, nr - r);
@@ -110,11 +108,7 @@ __attribute__((target("avx2,fma,avx512f,avx512vl"))) void v_kernel_stride2_zmm(c
       _mm512_storeu_ps(buf + j, a);
     }
     __m512 a = _mm512_maskz_loadu_ps(km, buf + jt);
-    for (int u = 0; u < k; ++u) {
-      const float* q = p[u] + 2 * jt;
-      Z::step_mask(&a, km, vec::Vec<float, 512>::even_lanes(_mm512_maskz_loadu_ps(lo, q), _mm512_maskz_loadu_ps(hi, q + 16)),
-                   zero);
-    }
+    for (int u = 0; u < k; ++u) Z::step_mask(&a, km, load_stride2_zmm(p[u] + 2 * jt, c), zero);
     _mm512_mask_storeu_ps(buf + jt, km, a);
   }
 }
@@ -138,18 +132,26 @@ __attribute__((target("avx2,fma,avx512f,avx512vl"))) void v_kernel_stride2_zmm(c
 // CpuTuning::rows_in_order says so, the wider tasks where buf_columns_in_order says so
 // too (Zen 5's row; on Sapphire Rapids the registers gained and buf lost).
 constexpr int64_t kRegColumns = 256;
-template <int NZ>
+// KS: the kept columns' stride along a row, 1 or 2 (Note [Stride-2 kept columns in zmm]:
+// each register the even lanes of two loads, the last register's loads stopping at the
+// row's last element).
+template <int NZ, int KS = 1>
 __attribute__((target("avx2,fma,avx512f,avx512vl"))) void v_sum_columns_zmm(const float* base, const int64_t* off,
                                                                             int64_t nr, int64_t L, float* buf) {
-  const __mmask16 last = static_cast<__mmask16>(L % 16 ? (1u << (L % 16)) - 1 : 0xFFFF);
+  const int c = static_cast<int>(L - 16 * (NZ - 1));  // the last register's columns
+  const __mmask16 last = static_cast<__mmask16>(c == 16 ? 0xFFFF : (1u << c) - 1);
   __m512 a[NZ];
 #pragma GCC unroll 16
   for (int z = 0; z < NZ; ++z) a[z] = _mm512_maskz_loadu_ps(z == NZ - 1 ? last : __mmask16(0xFFFF), buf + 16 * z);
   for (int64_t r = 0; r < nr; ++r) {
     const float* p = base + off[r];
 #pragma GCC unroll 16
-    for (int z = 0; z < NZ; ++z)
-      a[z] = _mm512_add_ps(a[z], _mm512_maskz_loadu_ps(z == NZ - 1 ? last : __mmask16(0xFFFF), p + 16 * z));
+    for (int z = 0; z < NZ; ++z) {
+      if constexpr (KS == 1)
+        a[z] = _mm512_add_ps(a[z], _mm512_maskz_loadu_ps(z == NZ - 1 ? last : __mmask16(0xFFFF), p + 16 * z));
+      else
+        a[z] = _mm512_add_ps(a[z], z == NZ - 1 ? load_stride2_zmm(p + 32 * z, c) : load_stride2_zmm(p + 32 * z));
+    }
   }
 #pragma GCC unroll 16
   for (int z = 0; z < NZ; ++z) _mm512_mask_storeu_ps(buf + 16 * z, z == NZ - 1 ? last : __mmask16(0xFFFF), a[z]);
@@ -176,50 +178,17 @@ __attribute__((target("avx2,fma,avx512f,avx512vl"))) inline void v_sum_columns_b
   }
 }
 using VSumColumnsFn = void (*)(const float*, const int64_t*, int64_t, int64_t, float*);
-template <int... Z>
+template <int KS, int... Z>
 VSumColumnsFn v_sum_columns_fn(int64_t L, std::integer_sequence<int, Z...>) {
-  static constexpr VSumColumnsFn fns[] = {v_sum_columns_zmm<Z + 1>...};
+  static constexpr VSumColumnsFn fns[] = {v_sum_columns_zmm<Z + 1, KS>...};
   return fns[(L + 15) / 16 - 1];
 }
-// The kernel for L (1 to kRegColumns) columns.
+// The kernel for L (1 to kRegColumns) columns KS apart (Note [Stride-2 kept columns in
+// zmm]: where the rows go in order, the float32 column sums of every other element stay
+// in registers too; each column adds its rows in order from buf, v_kernel's bits).
+template <int KS = 1>
 inline VSumColumnsFn v_sum_columns_fn(int64_t L) {
-  return v_sum_columns_fn(L, std::make_integer_sequence<int, kRegColumns / 16>{});
-}
-
-// Note [Stride-2 kept columns in zmm], in registers: where the rows go in order (Note
-// [Narrow columns in registers]) the float32 column sums of at most kRegColumns columns
-// of every other element keep their accumulators in NZ zmm for the batch too, each
-// register the even lanes of two loads; the last register's loads stop at the row's last
-// element. Each column adds its rows in order from buf, as v_kernel's: the same bits.
-template <int NZ>
-__attribute__((target("avx2,fma,avx512f,avx512vl"))) void v_sum_columns_stride2_zmm(const float* base,
-                                                                                    const int64_t* off, int64_t nr,
-                                                                                    int64_t L, float* buf) {
-  const int c = static_cast<int>(L - 16 * (NZ - 1)), f = 2 * c - 1;  // the last register's columns and floats
-  const __mmask16 last = static_cast<__mmask16>(c == 16 ? 0xFFFF : (1u << c) - 1);
-  const __mmask16 lo = static_cast<__mmask16>(f >= 16 ? 0xFFFF : (1u << f) - 1);
-  const __mmask16 hi = static_cast<__mmask16>(f > 16 ? (1u << (f - 16)) - 1 : 0);
-  __m512 a[NZ];
-#pragma GCC unroll 16
-  for (int z = 0; z < NZ; ++z) a[z] = _mm512_maskz_loadu_ps(z == NZ - 1 ? last : __mmask16(0xFFFF), buf + 16 * z);
-  for (int64_t r = 0; r < nr; ++r) {
-    const float* p = base + off[r];
-#pragma GCC unroll 16
-    for (int z = 0; z < NZ - 1; ++z) a[z] = _mm512_add_ps(a[z], load_stride2_zmm(p + 32 * z));
-    const float* q = p + 32 * (NZ - 1);
-    a[NZ - 1] = _mm512_add_ps(a[NZ - 1], vec::Vec<float, 512>::even_lanes(_mm512_maskz_loadu_ps(lo, q),
-                                                                        _mm512_maskz_loadu_ps(hi, q + 16)));
-  }
-#pragma GCC unroll 16
-  for (int z = 0; z < NZ; ++z) _mm512_mask_storeu_ps(buf + 16 * z, z == NZ - 1 ? last : __mmask16(0xFFFF), a[z]);
-}
-template <int... Z>
-VSumColumnsFn v_sum_columns_stride2_fn(int64_t L, std::integer_sequence<int, Z...>) {
-  static constexpr VSumColumnsFn fns[] = {v_sum_columns_stride2_zmm<Z + 1>...};
-  return fns[(L + 15) / 16 - 1];
-}
-inline VSumColumnsFn v_sum_columns_stride2_fn(int64_t L) {
-  return v_sum_columns_stride2_fn(L, std::make_integer_sequence<int, kRegColumns / 16>{});
+  return v_sum_columns_fn<KS>(L, std::make_integer_sequence<int, kRegColumns / 16>{});
 }
 
 // The bfloat16 columns: NZ registers of 32 words a row (the last masked to L's words).

@@ -405,6 +405,15 @@ template <> struct Stride2Zmm<OpSqDev> {
 __attribute__((target("avx2,fma,avx512f,avx512vl"), always_inline)) inline __m512 load_stride2_zmm(const float* q) {
   return vec::Vec<float, 512>::even_lanes(_mm512_loadu_ps(q), _mm512_loadu_ps(q + 16));
 }
+// elements 0 .. c - 1 (1 <= c <= 16) of such a run, the other lanes zero: loads masked to
+// its floats q[0 .. 2c - 2], so nothing past the run's last element is read
+__attribute__((target("avx2,fma,avx512f,avx512vl"), always_inline)) inline __m512 load_stride2_zmm(const float* q,
+                                                                                                  int c) {
+  const int f = 2 * c - 1;
+  const __mmask16 lo = static_cast<__mmask16>(f >= 16 ? 0xFFFF : (1u << f) - 1);
+  const __mmask16 hi = static_cast<__mmask16>(f > 16 ? (1u << (f - 16)) - 1 : 0);
+  return vec::Vec<float, 512>::even_lanes(_mm512_maskz_loadu_ps(lo, q), _mm512_maskz_loadu_ps(hi, q + 16));
+}
 template <class Op, class Sink>
 SB_HS2 void h_run_stride2_zmm(const float* p, int64_t n, double m, Sink& sink) {
   using Z = Stride2Zmm<Op>;
@@ -423,13 +432,9 @@ SB_HS2 void h_run_stride2_zmm(const float* p, int64_t n, double m, Sink& sink) {
       Z::step(a3, load(i + 48), mv);
     }
     for (; i + 16 <= vend; i += 16) Z::step(a0, load(i), mv);
-    if (i < end) {  // c <= 16 elements: floats 2i .. 2i + 2c - 2
-      const int c = static_cast<int>(end - i), f = 2 * c - 1;
-      const __mmask16 lo = static_cast<__mmask16>(f >= 16 ? 0xFFFF : (1u << f) - 1);
-      const __mmask16 hi = static_cast<__mmask16>(f > 16 ? (1u << (f - 16)) - 1 : 0);
-      const __m512 x = vec::Vec<float, 512>::even_lanes(_mm512_maskz_loadu_ps(lo, p + 2 * i),
-                                                        _mm512_maskz_loadu_ps(hi, p + 2 * i + 16));
-      Z::step_mask(a1, static_cast<__mmask16>(c == 16 ? 0xFFFF : (1u << c) - 1), x, mv);
+    if (i < end) {  // c <= 16 elements
+      const int c = static_cast<int>(end - i);
+      Z::step_mask(a1, static_cast<__mmask16>(c == 16 ? 0xFFFF : (1u << c) - 1), load_stride2_zmm(p + 2 * i, c), mv);
       i = end;
     }
     Z::combine(a0, a1);

@@ -259,9 +259,17 @@ SB_RZMM void h_sum_rows4_in_order(const T* const* p, int64_t n, double* out) {
   _mm256_storeu_pd(out, vec::F32Lanes::hsum4(s));
 }
 
-// The four rows' maxes from their two chains each: Note [Four row sums in one tree],
-// max_nan512 for the adds.
-SB_RZMM_INLINE inline void max_rows4_out(const __m512 (&a)[4][2], double* out) {
+// The four rows' maxes: rows(f) hands each register of the rows to f(r, c, x, m) (chain
+// c of row r, lanes m on the row), as rows4_zmm does; two NaN-propagating chains a row,
+// then Note [Four row sums in one tree] with max_nan512 for the adds.
+template <class Rows>
+SB_RZMM_INLINE inline void max_rows4(const Rows& rows, double* out) {
+  const __m512 lowest = _mm512_set1_ps(-INFINITY);
+  __m512 a[4][2];
+  for (auto& c : a) c[0] = c[1] = lowest;
+  rows([&](int r, int c, __m512 x, __mmask16 m) SB_RZMM_INLINE {
+    a[r][c] = max_nan512(a[r][c], _mm512_mask_mov_ps(lowest, m, x));
+  });
   const __m256 h = fold_max(rows4_tree(max_nan512(a[0][0], a[0][1]), max_nan512(a[1][0], a[1][1]),
                                        max_nan512(a[2][0], a[2][1]), max_nan512(a[3][0], a[3][1]), MaxNan512{}));
   const __m256 q = vec::F32Lanes::max_nan(h, _mm256_permute2f128_ps(h, h, 1));  // lanes 0-3: rows 0-3
@@ -270,13 +278,7 @@ SB_RZMM_INLINE inline void max_rows4_out(const __m512 (&a)[4][2], double* out) {
 
 template <typename T>
 SB_RZMM void h_max_rows4_zmm(const T* const* p, int64_t n, double* out) {
-  const __m512 lowest = _mm512_set1_ps(-INFINITY);
-  __m512 a[4][2];
-  for (auto& c : a) c[0] = c[1] = lowest;
-  rows4_zmm(p, n, [&](int r, int c, __m512 x, __mmask16 m) SB_RZMM_INLINE {
-    a[r][c] = max_nan512(a[r][c], _mm512_mask_mov_ps(lowest, m, x));
-  });
-  max_rows4_out(a, out);
+  max_rows4([&](const auto& f) SB_RZMM_INLINE { rows4_zmm(p, n, f); }, out);
 }
 
 // Note [Stride-2 rows four at a time]
@@ -300,14 +302,9 @@ SB_RZMM_INLINE inline void rows4_stride2_zmm(const float* const* p, int64_t n, F
       f(r, 1, load_stride2_zmm(p[r] + 2 * i + 32), __mmask16(0xFFFF));
     }
   for (; i < n; i += 16) {
-    const int c = static_cast<int>(std::min<int64_t>(16, n - i)), fl = 2 * c - 1;  // floats 2i .. 2i + 2c - 2
-    const __mmask16 lo = static_cast<__mmask16>(fl >= 16 ? 0xFFFF : (1u << fl) - 1);
-    const __mmask16 hi = static_cast<__mmask16>(fl > 16 ? (1u << (fl - 16)) - 1 : 0);
+    const int c = static_cast<int>(std::min<int64_t>(16, n - i));
     const __mmask16 m = static_cast<__mmask16>(c == 16 ? 0xFFFF : (1u << c) - 1);
-    for (int r = 0; r < 4; ++r) {
-      const float* q = p[r] + 2 * i;
-      f(r, 0, vec::Vec<float, 512>::even_lanes(_mm512_maskz_loadu_ps(lo, q), _mm512_maskz_loadu_ps(hi, q + 16)), m);
-    }
+    for (int r = 0; r < 4; ++r) f(r, 0, load_stride2_zmm(p[r] + 2 * i, c), m);
   }
 }
 SB_RZMM void h_sum_rows4_stride2_zmm(const float* const* p, int64_t n, double* out) {
@@ -319,13 +316,7 @@ SB_RZMM void h_sum_rows4_stride2_zmm(const float* const* p, int64_t n, double* o
   _mm256_storeu_pd(out, vec::F32Lanes::hsum4(s));
 }
 SB_RZMM void h_max_rows4_stride2_zmm(const float* const* p, int64_t n, double* out) {
-  const __m512 lowest = _mm512_set1_ps(-INFINITY);
-  __m512 a[4][2];
-  for (auto& c : a) c[0] = c[1] = lowest;
-  rows4_stride2_zmm(p, n, [&](int r, int c, __m512 x, __mmask16 m) SB_RZMM_INLINE {
-    a[r][c] = max_nan512(a[r][c], _mm512_mask_mov_ps(lowest, m, x));
-  });
-  max_rows4_out(a, out);
+  max_rows4([&](const auto& f) SB_RZMM_INLINE { rows4_stride2_zmm(p, n, f); }, out);
 }
 
 // Note [bfloat16 sums by dot products]
