@@ -107,8 +107,8 @@ void sgemm_batched(cublasHandle_t h, cublasOperation_t ta, int64_t m, int64_t n,
            ") exceed cuBLAS's 32-bit dimensions");
   const float alpha = 1.0f, beta = 0.0f;
   const bool tf32 = allow_tf32();
-  SB_CUBLAS_CHECK(cublasSetMathMode(h, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
-  SB_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+  SB_CUBLAS_CHECK(::sb::cuda::cublas_api().cublasSetMathMode(h, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+  SB_CUBLAS_CHECK(::sb::cuda::cublas_api().cublasGemmStridedBatchedEx(
       h, ta, CUBLAS_OP_N, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), &alpha, A, CUDA_R_32F,
       static_cast<int>(lda), sa, B, CUDA_R_32F, static_cast<int>(ldb), sb, &beta, C, CUDA_R_32F, static_cast<int>(ldc),
       sc, static_cast<int>(batch), tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));

@@ -8,7 +8,7 @@
 // Allocators are made on first use and deliberately never destroyed: destructors at
 // exit would run after the CUDA runtime has been torn down (PyTorch leaks them too).
 #include <cuda_runtime.h>
-#include <cublas_v2.h>
+#include "cuda/cublas_api.h"
 
 #include <atomic>
 #include <cstdlib>
@@ -32,8 +32,8 @@ void throw_cuda_error(cudaError_t err, const char* expr, const char* file, int l
 void throw_cublas_error(int status, const char* expr, const char* file, int line) {
   ::sb::detail::throw_error(::sb::detail::str_cat(
       "cuBLAS error: ", expr, " failed at ", file, ":", line, ": ",
-      cublasGetStatusName(static_cast<cublasStatus_t>(status)), " (",
-      cublasGetStatusString(static_cast<cublasStatus_t>(status)), ")"));
+      ::sb::cuda::cublas_api().cublasGetStatusName(static_cast<cublasStatus_t>(status)), " (",
+      ::sb::cuda::cublas_api().cublasGetStatusString(static_cast<cublasStatus_t>(status)), ")"));
 }
 }  // namespace detail
 

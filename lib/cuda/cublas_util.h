@@ -6,6 +6,8 @@
 #include <cublasLt.h>
 #include <cublas_v2.h>
 
+#include "cuda/cublas_api.h"
+
 #include <cstddef>
 
 namespace sb::cuda {

@@ -41,8 +41,8 @@ cublasHandle_t cublas_handle(int device) {
   cublasHandle_t& h = handles[static_cast<size_t>(device)];
   if (!h) {  // never destroyed (see allocator.cpp on teardown order)
     DeviceGuard g(device);
-    SB_CUBLAS_CHECK(cublasCreate(&h));
-    SB_CUBLAS_CHECK(cublasSetStream(h, 0));
+    SB_CUBLAS_CHECK(::sb::cuda::cublas_api().cublasCreate(&h));
+    SB_CUBLAS_CHECK(::sb::cuda::cublas_api().cublasSetStream(h, 0));
   }
   return h;
 }
@@ -55,7 +55,7 @@ cublasLtHandle_t cublaslt_handle(int device) {
   cublasLtHandle_t& h = handles[static_cast<size_t>(device)];
   if (!h) {
     DeviceGuard g(device);
-    SB_CUBLAS_CHECK(cublasLtCreate(&h));
+    SB_CUBLAS_CHECK(::sb::cuda::cublas_api().cublasLtCreate(&h));
   }
   return h;
 }
@@ -163,12 +163,12 @@ void gemm(const Tensor& out, const Tensor& a, const Tensor& b) {
     fill(out, 0.0);
     return;
   }
-  SB_CUBLAS_CHECK(cublasSetMathMode(h, dt == DType::Float32 && g_allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH
+  SB_CUBLAS_CHECK(::sb::cuda::cublas_api().cublasSetMathMode(h, dt == DType::Float32 && g_allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH
                                                                             : CUBLAS_DEFAULT_MATH));
   // Column-major C^T (N x M, ldc) = op(B') (N x K) · op(A') (K x M); B' is b seen
   // column-major: row-major b (K x N) is N x K column-major (op N); a column-major b
   // is K x N column-major (op T). Likewise for a.
-  SB_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+  SB_CUBLAS_CHECK(::sb::cuda::cublas_api().cublasGemmStridedBatchedEx(
       h, lb.trans ? CUBLAS_OP_T : CUBLAS_OP_N, la.trans ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(N),
       static_cast<int>(M), static_cast<int>(K), alpha, b.data_ptr(), cuda_type(b.dtype()), static_cast<int>(lb.ld),
       batch_stride(b), a.data_ptr(), cuda_type(a.dtype()), static_cast<int>(la.ld), batch_stride(a), beta,

@@ -199,9 +199,9 @@ void gemm_16_f32(const Tensor& y, const Tensor& x16, const Tensor& w16, cudaData
   SB_CHECK(M <= INT32_MAX && N <= INT32_MAX && K <= INT32_MAX, "Linear (CUDA): sizes ", x16.sizes(), " x ",
            w16.sizes(), " exceed cuBLAS's 32-bit dimensions");
   cublasHandle_t h = cublas_handle(dev);
-  SB_CUBLAS_CHECK(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH));
+  SB_CUBLAS_CHECK(::sb::cuda::cublas_api().cublasSetMathMode(h, CUBLAS_DEFAULT_MATH));
   const float one = 1.0f, zero = 0.0f;
-  SB_CUBLAS_CHECK(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(M),
+  SB_CUBLAS_CHECK(::sb::cuda::cublas_api().cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(M),
                                static_cast<int>(K), &one, w16.data_ptr(), ab, static_cast<int>(K),
                                x16.data_ptr(), ab, static_cast<int>(x16.stride(0)), &zero, y.data_ptr(),
                                CUDA_R_32F, static_cast<int>(N), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
@@ -248,34 +248,34 @@ bool lt_linear(const Tensor& y, const Tensor& x, bool xtrans, int64_t ldx, const
   if (it == plans.end()) {
     LtPlan p;
     const cublasOperation_t ta = CUBLAS_OP_T, tb = xtrans ? CUBLAS_OP_T : CUBLAS_OP_N;
-    SB_CUBLAS_CHECK(cublasLtMatmulDescCreate(&p.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-    SB_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
-    SB_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
-    SB_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)));
+    SB_CUBLAS_CHECK(::sb::cuda::cublas_api().cublasLtMatmulDescCreate(&p.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    SB_CUBLAS_CHECK(::sb::cuda::cublas_api().cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
+    SB_CUBLAS_CHECK(::sb::cuda::cublas_api().cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
+    SB_CUBLAS_CHECK(::sb::cuda::cublas_api().cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)));
     if (bias.defined()) {  // the heuristic sees a bias pointer of the alignment every call will have
       const void* bp = bias.data_ptr();
-      SB_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bp, sizeof(bp)));
+      SB_CUBLAS_CHECK(::sb::cuda::cublas_api().cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bp, sizeof(bp)));
     }
-    SB_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.a, ab, static_cast<uint64_t>(K), static_cast<uint64_t>(N), K));
-    SB_CUBLAS_CHECK(xtrans ? cublasLtMatrixLayoutCreate(&p.b, ab, static_cast<uint64_t>(M), static_cast<uint64_t>(K), ldx)
-                             : cublasLtMatrixLayoutCreate(&p.b, ab, static_cast<uint64_t>(K), static_cast<uint64_t>(M), ldx));
-    SB_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.c, cd, static_cast<uint64_t>(N), static_cast<uint64_t>(M), N));
+    SB_CUBLAS_CHECK(::sb::cuda::cublas_api().cublasLtMatrixLayoutCreate(&p.a, ab, static_cast<uint64_t>(K), static_cast<uint64_t>(N), K));
+    SB_CUBLAS_CHECK(xtrans ? ::sb::cuda::cublas_api().cublasLtMatrixLayoutCreate(&p.b, ab, static_cast<uint64_t>(M), static_cast<uint64_t>(K), ldx)
+                             : ::sb::cuda::cublas_api().cublasLtMatrixLayoutCreate(&p.b, ab, static_cast<uint64_t>(K), static_cast<uint64_t>(M), ldx));
+    SB_CUBLAS_CHECK(::sb::cuda::cublas_api().cublasLtMatrixLayoutCreate(&p.c, cd, static_cast<uint64_t>(N), static_cast<uint64_t>(M), N));
     cublasLtMatmulPreference_t pref;
-    SB_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+    SB_CUBLAS_CHECK(::sb::cuda::cublas_api().cublasLtMatmulPreferenceCreate(&pref));
     const size_t ws = kCublasLtWorkspace;
     SB_CUBLAS_CHECK(
-        cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)));
+        ::sb::cuda::cublas_api().cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)));
     cublasLtMatmulHeuristicResult_t res[8] = {};
     int found = 0;
     const cublasStatus_t st =
-        cublasLtMatmulAlgoGetHeuristic(cublaslt_handle(dev), p.op, p.a, p.b, p.c, p.c, pref, 8, res, &found);
-    cublasLtMatmulPreferenceDestroy(pref);
+        ::sb::cuda::cublas_api().cublasLtMatmulAlgoGetHeuristic(cublaslt_handle(dev), p.op, p.a, p.b, p.c, p.c, pref, 8, res, &found);
+    ::sb::cuda::cublas_api().cublasLtMatmulPreferenceDestroy(pref);
     p.ok = false;
     for (int i = 0; st == CUBLAS_STATUS_SUCCESS && i < found && !p.ok; ++i) {
       int32_t splitk = 1;
       size_t written = 0;
       if (cd != CUDA_R_32F &&  // Note [16-bit outputs and split-K]
-          (cublasLtMatmulAlgoConfigGetAttribute(&res[i].algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splitk, sizeof(splitk),
+          (::sb::cuda::cublas_api().cublasLtMatmulAlgoConfigGetAttribute(&res[i].algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splitk, sizeof(splitk),
                                                 &written) != CUBLAS_STATUS_SUCCESS || splitk > 1))
         continue;
       p.ok = true;
@@ -287,10 +287,10 @@ bool lt_linear(const Tensor& y, const Tensor& x, bool xtrans, int64_t ldx, const
   if (!p.ok) return false;
   if (bias.defined()) {
     const void* bp = bias.data_ptr();
-    SB_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bp, sizeof(bp)));
+    SB_CUBLAS_CHECK(::sb::cuda::cublas_api().cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bp, sizeof(bp)));
   }
   const float one = 1.0f, zero = 0.0f;
-  SB_CUBLAS_CHECK(cublasLtMatmul(cublaslt_handle(dev), p.op, &one, w.data_ptr(), p.a, x.data_ptr(), p.b, &zero,
+  SB_CUBLAS_CHECK(::sb::cuda::cublas_api().cublasLtMatmul(cublaslt_handle(dev), p.op, &one, w.data_ptr(), p.a, x.data_ptr(), p.b, &zero,
                                    y.data_ptr(), p.c, y.data_ptr(), p.c, &p.algo, cublaslt_workspace(dev), kCublasLtWorkspace, 0));
   epilogue(y, Tensor(), relu, dev);
   ++g_lt_calls;
