@@ -36,8 +36,9 @@
 # what the tables say: for a peer case the Summary's line (the peer 5% or more ahead),
 # for a precision case the ratios at which the 16-bit row sits 5 points behind or
 # ahead of its float32 twin (the Precision table's three counts). The others run on, up to
-# --max-rounds, and the whole step stops starting rounds once --budget seconds are
-# spent (quick: 150, so that the quick matrix stays near 8 minutes on 2 cores). A case
+# --max-rounds, and the whole step starts no round that would end past --budget seconds
+# (the last round's time scaled to the cases left; quick: 135, so that with its
+# follow-ups the quick matrix stays within 8 minutes on 2 cores). A case
 # that never settled says so ("settled": "max rounds" or "budget"); the tables mark it
 # noisy. The stopping idea is nvbench's (a noise criterion with a cap), applied per pair.
 #
@@ -82,7 +83,7 @@ from .results import ceiling
 SKIP_OPS = ("overhead", "reuse_experiment")  # no kernel time to compare
 SKIP_FAMILIES = ("baseline", "views")  # no peer twins: the ceilings, the views' bytes
 DEFAULT_ROUNDS = {"smoke": (1, 1), "quick": (3, 7), "full": (3, 9)}  # min, max
-DEFAULT_BUDGET = {"smoke": 0, "quick": 150, "full": 0}  # seconds; 0: none
+DEFAULT_BUDGET = {"smoke": 0, "quick": 135, "full": 0}  # seconds; 0: none
 DEFAULT_MIN_TIME = {"smoke": 0.002, "quick": 0.05, "full": 0.1}  # seconds per side and round
 FOLLOW_UPS = 3  # Note [Re-check follow-ups]
 STYLE_FAMILIES = ("elementwise", "copy", "reduce", "matmul", "conv")  # summary.SUMMARY_FAMILIES
@@ -391,7 +392,7 @@ def main(argv):
                     help="a case stops when the standard error of its mean log ratio is at most this (default 0.02)")
     ap.add_argument("--budget", type=float,
                     help="seconds after which no new round starts, once every case has its minimum "
-                         "(default: quick 150, smoke and full none; 0: none)")
+                         "(default: quick 135, smoke and full none; 0: none)")
     ap.add_argument("--min-time", type=float, help="seconds each side measures per round (default: "
                                                    "smoke 0.002, quick 0.05, full 0.1)")
     ap.add_argument("--band", type=float, default=1.25,
