@@ -487,14 +487,22 @@ TEST(Elementwise, NanPropagatesAlongLongRows) {
 }
 
 // The iterator's Tiled path: one operand transposed (staged through the AVX2 or the
-// scalar tile transpose), out-of-place (either operand order), out= and in-place;
-// ragged sizes around the 8x8 micro-tiles and the tile edges, misaligned outputs,
-// every dtype, both SIMD levels, 1 and 2 threads.
+// scalar tile transpose, 2-byte elements through the zmm tiles where the tuning fills
+// 2-byte buffers that way: a second pass with zmm16_fill on), out-of-place (either
+// operand order), out= and in-place; ragged sizes around the 8x8 micro-tiles, the 16 x
+// 32 zmm tiles and the tile edges, misaligned outputs, every dtype, both SIMD levels, 1
+// and 2 threads.
 TEST(Elementwise, TransposedOperandAgainstReference) {
-  for_each_config([](const std::string& cfg) {
+  test::TuningScope tuning_scope;
+  for (bool zmm_fill : {false, true}) {
+  tuning_scope.tuning().zmm16 = tuning_scope.tuning().zmm16_fill = zmm_fill;
+  tuning_scope.set();
+  for_each_config([&](const std::string& config) {
+    const std::string cfg = config + (zmm_fill ? ", 2-byte tiles through zmm" : "");
     std::mt19937_64 rng(5);
     for (const Shape& sz : {Shape{9, 8}, Shape{67, 97}, Shape{261, 300}, Shape{3, 33, 70}}) {
       for (DType dt : kDTypes) {
+        if (zmm_fill && dtype_size(dt) != 2) continue;
         const Tensor xv = values(sz, rng(), dt), yv = values(sz, rng(), dt, /*positive=*/true);
         const std::vector<double> xr = xv.to_vector(), yr = yv.to_vector();
         for (BinaryOp op : {BinaryOp::Add, BinaryOp::Sub, BinaryOp::Maximum}) {
@@ -527,6 +535,7 @@ TEST(Elementwise, TransposedOperandAgainstReference) {
       }
     }
   });
+  }
 }
 
 // Note [Transposed row blocks]: cache-resident operands that run along the rows of the

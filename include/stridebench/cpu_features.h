@@ -79,7 +79,7 @@ struct CpuTuning {
   bool transpose_blocks = true;  // wide transposes as pipelined 64-row blocks
   bool zmm16 = false;            // 2-byte transposes through zmm tiles (Note [zmm 2-byte tiles])
   bool zmm16_fill = false;       // and the fill of 2-byte buffers through them (the pipelined
-                                 // blocks', the buffered tiles')
+                                 // blocks', the buffered tiles', the elementwise staged tiles')
   int64_t zmm16_lines_min = 16;  // and the streaming 2-byte tile runs, for source rows of at least
                                  // this many elements (Note [Streaming 2-byte tile runs])
   bool zmm16_stage = false;      // and those runs 64 source rows at a time through an L1 stage

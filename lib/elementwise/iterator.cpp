@@ -37,9 +37,9 @@ void stage_tile(char* buf, const char* src, int64_t s0, int64_t s1, int64_t n0, 
     if (es == 8)
       return detail::transpose_tile_f64(reinterpret_cast<double*>(buf), ld, reinterpret_cast<const double*>(src),
                                         s0 / 8, n1, n0);
-    if (es == 2)
-      return detail::transpose_tile_u16(reinterpret_cast<uint16_t*>(buf), ld, reinterpret_cast<const uint16_t*>(src),
-                                        s0 / 2, n1, n0);
+    if (es == 2)  // through the zmm tiles where the design fills 2-byte buffers that way (Note [zmm 2-byte tiles])
+      return detail::fill_tile_u16(reinterpret_cast<uint16_t*>(buf), ld, reinterpret_cast<const uint16_t*>(src), s0 / 2,
+                                   n1, n0, use_avx512() && cpu_tuning().zmm16 && cpu_tuning().zmm16_fill);
   }
 #endif
   switch (es) {

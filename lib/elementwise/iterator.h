@@ -299,7 +299,9 @@ void StridedIter::run_range(const F& f, int64_t begin, int64_t end) const {
 // Copies an n0 x n1 block whose element (i, j) is at src + i*s0 + j*s1 to buf[j][i]
 // (row length ld elements): reads along j, the source's fast dim. 2-, 4- and 8-byte
 // elements with s1 == es take detail::transpose_tile_* (AVX2, core/transpose_tile.h,
-// shared with the copy) when use_avx2(); the rest a scalar loop.
+// shared with the copy) when use_avx2(), 2-byte ones the 16 x 32 zmm tiles of
+// detail::fill_tile_u16 where the tuning fills 2-byte buffers through them (zmm16_fill);
+// the rest a scalar loop.
 void stage_tile(char* buf, const char* src, int64_t s0, int64_t s1, int64_t n0, int64_t n1, int64_t ld, int64_t es);
 
 template <typename F>
