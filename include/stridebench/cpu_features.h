@@ -149,6 +149,10 @@ inline bool use_avx512() {
 // run where use_avx512() and this hold, so SB_SIMD=avx2 turns them off with the rest.
 bool cpu_has_avx512_bf16();
 inline bool use_avx512_bf16() { return use_avx512() && cpu_has_avx512_bf16(); }
+// Whether 2-byte buffers (the copy's pipelined blocks and buffered tiles, the elementwise
+// staged tiles) fill through the zmm 2-byte tiles: the design's zmm16 and zmm16_fill
+// (Note [zmm 2-byte tiles]), on an AVX-512 level.
+inline bool use_zmm_fill16() { return use_avx512() && cpu_tuning().zmm16 && cpu_tuning().zmm16_fill; }
 // The long-run bfloat16 sum by vdpbf16ps against ones, for a reduction of input_bytes,
 // where the design's row takes it (CpuTuning::bf16_dot_runs and bf16_dot_runs_max; Note
 // [bfloat16 sums by dot products]).

@@ -112,10 +112,6 @@ constexpr int64_t kBlock16B = 128;  // 2-byte blocks: 128 source rows, dst rows 
 template <typename E>
 constexpr int64_t kBlockRow = sizeof(E) == 4 ? kBlockB : kBlock16B;  // buffer row = source rows of a block
 
-// Whether 2-byte buffers (the pipelined blocks', the buffered tiles') fill through the
-// zmm tiles: the design's zmm16 and zmm16_fill (Note [zmm 2-byte tiles]), on an AVX-512 level.
-inline bool zmm_fill16() { return use_avx512() && cpu_tuning().zmm16 && cpu_tuning().zmm16_fill; }
-
 #ifdef SB_HAVE_AVX2
 // Note [Pipelined transpose blocks]
 // Streaming stores of one 64-byte line per dst row visit run at half the speed of
@@ -225,7 +221,7 @@ __attribute__((noinline)) void block_pipeline(E* d, int64_t ld, const E* bc, int
   static_assert(kFillsPerRow * kBlockA == kB / 8 * (kBlockA / 8), "whole fills per drained row");
 #ifdef SB_HAVE_AVX512
   if constexpr (sizeof(E) == 2) {
-    if (na8 == kBlockA && ng == kB / 8 && nan8 == kBlockA && ngn == kB / 8 && zmm_fill16())
+    if (na8 == kBlockA && ng == kB / 8 && nan8 == kBlockA && ngn == kB / 8 && use_zmm_fill16())
       return block_pipeline_u16_512(d, ld, bc, bn, sn, sB);
   }
 #endif
@@ -601,7 +597,7 @@ int tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool& nt, bool& read_
           U* const bu = reinterpret_cast<U*>(buf);
           static_assert(kOtherA * kOtherB * sizeof(U) <= kTileA * kTileB * sizeof(float), "the tile fits the buffer");
           if constexpr (sizeof(U) == 2) {
-            detail::fill_tile_u16(bu, kOtherB, st, sB, na, nb, zmm_fill16());  // Note [Tiles of 2- and 8-byte elements]
+            detail::fill_tile_u16(bu, kOtherB, st, sB, na, nb, use_zmm_fill16());  // Note [Tiles of 2- and 8-byte elements]
           } else {  // bit patterns through double lanes
             detail::transpose_tile_f64(reinterpret_cast<double*>(bu), kOtherB, reinterpret_cast<const double*>(st), sB,
                                        na, nb);

@@ -54,6 +54,8 @@ CublasApi load() {
 #include "cuda/cublas_entries.inc"
 #undef SB_CUBLAS_ENTRY
 #undef SB_CUBLAS_ENTRY_AS
+#undef SB_STR
+#undef SB_STR2
   return api;
 }
 

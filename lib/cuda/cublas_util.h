@@ -3,10 +3,7 @@
 // (see allocator.cpp on teardown order); cuBLAS's bound to the legacy default stream,
 // where every cuBLASLt call of ours runs too. Defined in matmul.cu.
 #pragma once
-#include <cublasLt.h>
-#include <cublas_v2.h>
-
-#include "cuda/cublas_api.h"
+#include "cuda/cublas_api.h"  // the cuBLAS headers, and the entry points loaded on first use
 
 #include <cstddef>
 

@@ -39,7 +39,7 @@ void stage_tile(char* buf, const char* src, int64_t s0, int64_t s1, int64_t n0, 
                                         s0 / 8, n1, n0);
     if (es == 2)  // through the zmm tiles where the design fills 2-byte buffers that way (Note [zmm 2-byte tiles])
       return detail::fill_tile_u16(reinterpret_cast<uint16_t*>(buf), ld, reinterpret_cast<const uint16_t*>(src), s0 / 2,
-                                   n1, n0, use_avx512() && cpu_tuning().zmm16 && cpu_tuning().zmm16_fill);
+                                   n1, n0, use_zmm_fill16());
   }
 #endif
   switch (es) {
