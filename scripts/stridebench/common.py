@@ -101,6 +101,41 @@ def precision_points(rs, f32, r, p32, p):
     return p - p32, c
 
 
+PEAK_FAMILIES = ("matmul", "conv")
+PEAK_OPS = ("matmul", "conv2d")
+PEAK_GOAL = 85  # % of the compute peak a GEMM or conv out= row of ours is held to
+
+
+def peak_pairs(rs, dev):
+    """(peak run, row, the row's first-pass % of it) for each out= matmul and conv2d row
+    of ours on dev with a compute ceiling (results.ceiling: the fma_peak or gemm_peak of
+    its dtype and threads): the rows the GEMM and conv goals are read on."""
+    out = []
+    for r in rs.select(PEAK_FAMILIES, device=dev, impl="ours", style="out", op=lambda v: v in PEAK_OPS):
+        c = ceiling(rs, r)
+        if c and c[0].median and r.median:
+            out.append((c[0], r, c[2]))
+    return out
+
+
+def peak_percent(rs, peak, r, p):
+    """(r's % of its peak, the re-check case or None): the first-pass % p, or, where
+    raw/recheck.json measured the pair alternating, p scaled by the first pass's time
+    ratio over each round's: {"median", "min", "max"} % of the same round's peak."""
+    c = rs.rechecked(peak, r)
+    if not c:
+        return {"median": p, "min": p, "max": p}, None
+    k = p * (r.median / peak.median)
+    x = c["ratio"]
+    return {"median": k / x["median"], "min": k / x["max"], "max": k / x["min"]}, c
+
+
+def fmt_peak(pc, c):
+    """A row's interleaved % of its peak: median [min–max] over the rounds (noisy)."""
+    text = f"{pc['median']:.0f}% [{span([pc['min'], pc['max']], lambda v: f'{v:.0f}%')}]"
+    return text + (" (noisy)" if c.get("settled") in UNSETTLED else "")
+
+
 def reuse(rs, dev, alloc=None):
     """{impl: {step: counters}} of the reuse_experiment rows on dev (of those alloc
     kinds when given)."""

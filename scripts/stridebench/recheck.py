@@ -23,6 +23,9 @@
 #           rows table counts against the yardstick (common.precision_points; a noisy
 #           pair it does not count unless re-checked). Pairs a run check distrusts are
 #           left out, as the table leaves them out of its counts;
+#   peak:   per device, every out= matmul and conv2d row of ours against the compute
+#           peak it is held to (its ceiling: common.peak_pairs), so that the Roofline
+#           table and the Summary read GEMM and conv as a % of the same round's peak;
 # then runs rounds; each round runs our binary on the open cases' rows (one repetition
 # of --min-time seconds) and asks the peer runner, which stays up between rounds
 # (PeerServers), for theirs (the same), in alternating order
@@ -35,7 +38,8 @@
 # between the lines its verdict turns on ("decided"), so more rounds could not change
 # what the tables say: for a peer case the Summary's line (the peer 5% or more ahead),
 # for a precision case the ratios at which the 16-bit row sits 5 points behind or
-# ahead of its float32 twin (the Precision table's three counts). The others run on, up to
+# ahead of its float32 twin (the Precision table's three counts); for a peak case the
+# ratio at which the row reads PEAK_GOAL (85%) of its peak. The others run on, up to
 # --max-rounds, and the whole step starts no round that would end past --budget seconds
 # (the last round's time scaled to the cases left; quick: 135, so that with its
 # follow-ups the quick matrix stays within 8 minutes on 2 cores). A case
@@ -58,7 +62,7 @@
 #   scripts/recheck --json-dir BUILD/bench-json --bench-dir BUILD/benchmarks
 #                   [--rounds N | --min-rounds N --max-rounds N] [--target SE] [--budget S]
 #                   [--min-time S] [--band X] [--max-cases N] [--layout-per-style N]
-#                   [--no-style] [--no-precision] [--peers-script PATH] [--pair OURS_RUN PEER_RUN]... [--out FILE]
+#                   [--no-style] [--no-precision] [--no-peak] [--peers-script PATH] [--pair OURS_RUN PEER_RUN]... [--out FILE]
 #   --rounds N runs every case exactly N rounds (no early stop). --pair (repeatable)
 #   re-checks the given runs instead of the picks; either name may be any run of our
 #   binaries or of the peer runner, e.g. two of ours to compare thread counts or a
@@ -77,7 +81,7 @@ import tempfile
 import time
 
 from . import results as sb
-from .common import AHEAD, YARDSTICK, first_pass_noise, precision_pairs  # AHEAD: the Summary's 5% line
+from .common import AHEAD, PEAK_GOAL, YARDSTICK, first_pass_noise, peak_pairs, precision_pairs  # AHEAD: the Summary's 5% line
 from .results import ceiling
 
 SKIP_OPS = ("overhead", "reuse_experiment")  # no kernel time to compare
@@ -193,6 +197,22 @@ def pick_precision_cases(rs):
     return out
 
 
+def pick_peak_cases(rs):
+    """(peak run, row, first-pass time ratio) per device for each out= matmul and conv2d
+    row of ours that has a compute ceiling (common.peak_pairs)."""
+    return [(peak, r, r.median / peak.median) for dev in sb.devices(rs.all()) for peak, r, _ in peak_pairs(rs, dev)]
+
+
+def peak_lines(rs, a, b):
+    """The interleaved ratio b ÷ a (as a log) at which row b reads PEAK_GOAL % of its
+    peak a: b's first-pass % times the first-pass ratio over PEAK_GOAL
+    (common.peak_percent)."""
+    c = ceiling(rs, b)
+    if not c or c[0] is not a or not a.median or not b.median:
+        return []
+    return [math.log(c[2] * (b.median / a.median) / PEAK_GOAL)]
+
+
 def precision_lines(rs, a, b):
     """The interleaved ratios b ÷ a (as logs) at which the 16-bit row b sits exactly
     YARDSTICK points behind or ahead of its float32 twin a (common.precision_points:
@@ -208,12 +228,14 @@ def precision_lines(rs, a, b):
 def decision_lines(case, rs):
     """The log ratios a case's verdict turns on (Note [Re-check stops on noise]): the
     Summary's 5% line for a peer case, the yardstick's two lines for a precision case,
-    none for the others (they stop on noise alone)."""
+    the PEAK_GOAL line for a peak case, none for the others (they stop on noise alone)."""
     a, b, _, pick = case[:4]
     if pick == "peer":
         return [-math.log(AHEAD)]
     if pick == "precision":
         return precision_lines(rs, a, b)
+    if pick == "peak":
+        return peak_lines(rs, a, b)
     return []
 
 
@@ -404,6 +426,8 @@ def main(argv):
     ap.add_argument("--no-style", action="store_true", help="skip the costliest-style pairs")
     ap.add_argument("--no-precision", action="store_true",
                     help="skip the 16-bit rows behind their float32 twins by more than 5 points")
+    ap.add_argument("--no-peak", action="store_true",
+                    help="skip the out= matmul and conv2d rows against their compute peak")
     ap.add_argument("--peers-script", default=os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "peers.py"))
     ap.add_argument("--pair", nargs=2, action="append", metavar=("A", "B"),
                     help="re-check run B against run A (repeatable); replaces the picks")
@@ -462,6 +486,9 @@ def main(argv):
                 have = {(c[0].name, c[1].name) for c in cases}
                 cases += [c + ("precision",) for c in pick_precision_cases(rs)
                           if (c[0].name, c[1].name) not in have]
+            if not args.no_peak:
+                have = {(c[0].name, c[1].name) for c in cases}
+                cases += [c + ("peak",) for c in pick_peak_cases(rs) if (c[0].name, c[1].name) not in have]
     except sb.InputError as e:
         print(f"recheck: error: {e}", file=sys.stderr)
         return 2
@@ -473,6 +500,7 @@ def main(argv):
                        "layout_per_style": 0 if args.pair else args.layout_per_style,
                        "style": not args.pair and not args.no_style,
                        "precision": not args.pair and not args.no_precision,
+                       "peak": not args.pair and not args.no_peak, "peak_goal": PEAK_GOAL,
                        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")},
            "cases": []}
     if os.path.exists(out_path):  # a run that dies half-way must not leave the last run's file
@@ -495,7 +523,7 @@ def main(argv):
             else:
                 say(f"{c['b']}: first pass {c['first_pass']:.2f}x, no round measured it")
     else:
-        say(f"no peer row ahead of ours or within {args.band:g}x, and no layout, style or precision pair: "
+        say(f"no peer row ahead of ours or within {args.band:g}x, and no layout, style, precision or peak pair: "
             "nothing to re-check")
     sb.atomic_write(out_path, json.dumps(doc, indent=1) + "\n")
     say(f"wrote {out_path}")

@@ -3,9 +3,12 @@
 # summary_data() computes it (the rows it stands on, the ratios, the noise marks) and
 # render_summary() writes it; headline_runs() names the rows, for compare. Standard
 # library only.
+import statistics
+
 from . import claims as cl
 from . import results as sb
-from .common import AHEAD, STYLES, UNSETTLED, fmt_recheck, noise_mark
+from .common import (AHEAD, PEAK_GOAL, STYLES, UNSETTLED, fmt_peak, fmt_recheck, noise_mark, peak_pairs,
+                     peak_percent)
 from .results import fmt_bytes, md_table
 
 SUMMARY_FAMILIES = ("elementwise", "copy", "reduce", "matmul", "conv")
@@ -144,6 +147,35 @@ def _peer_line(rs):
     return lines
 
 
+def _compute_line(rs):
+    """Per device: what the out= matmul and conv2d rows of ours read as a % of their
+    compute peak, by the re-checked rounds where raw/recheck.json alternated them with
+    it (pick: peak), else by the first pass, which it says."""
+    lines = []
+    for dev in sb.devices(rs.all()):
+        got = [(peak_percent(rs, peak, r, p), r) for peak, r, p in peak_pairs(rs, dev)]
+        if not got:
+            continue
+        checked = [(pc, c, r) for (pc, c), r in got if c]
+        if checked:
+            pcs = sorted(checked, key=lambda t: (t[0]["median"], t[2].name))
+            how = f"{len(checked)} of {len(got)} re-checked alternating with the peak"
+            lo = pcs[0]
+            low = f"{fmt_peak(lo[0], lo[1])} of the same round's peak"
+        else:
+            pcs = sorted(((pc, None, r) for (pc, _), r in got), key=lambda t: (t[0]["median"], t[2].name))
+            how = "first pass, not re-checked"
+            lo = pcs[0]
+            low = f"{lo[0]['median']:.0f}%"
+        below = sum(t[0]["median"] < PEAK_GOAL for t in pcs)
+        med = statistics.median(t[0]["median"] for t in pcs)
+        lines.append(f"`{dev}`: {len(got)} out= matmul and conv2d rows of ours ({how}) read a median "
+                     f"{med:.0f}% of their compute peak, lowest {low} "
+                     f"({sb.describe(lo[2], ('op', 'layout', 'dtype', 'shape', 'threads'))}); "
+                     f"{below} below {PEAK_GOAL}%.")
+    return lines
+
+
 def headline_runs(rs):
     """The rows the Summary stands on, in its order: per device and family the costliest
     layout and its contiguous twin, the costliest style and the fastest one; then the
@@ -187,7 +219,8 @@ def summary_data(rs, verdicts=None):
             "ceilings": [row for dev in devs for row in _ceiling_rows(rs, dev)],
             "families": families,
             "claims": [(cid, text, v) for cid, text, _, _, v in verdicts],
-            "peers": _peer_line(rs)}
+            "peers": _peer_line(rs),
+            "compute": _compute_line(rs)}
 
 
 def render_summary(d):
@@ -202,6 +235,8 @@ def render_summary(d):
                 "details in Memory layout and In-place vs out-of-place):", ""] + md_table(
             ["family", "costliest layout", "rate vs contiguous", "% ceiling", "costliest style",
              "time"], d["families"]) + [""]
+    if d.get("compute"):
+        out += ["GEMM and conv against the compute peak ([Roofline](#roofline)): " + " ".join(d["compute"]), ""]
     out += ["Claims (rules and figures in [Claims](#claims)):", ""]
     out += [f"- **{cid}** {text}: {v}." for cid, text, v in d["claims"]]
     if d["peers"]:

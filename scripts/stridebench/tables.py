@@ -17,8 +17,9 @@ import sys
 from . import claims as cl
 from . import results as sb
 from . import summary as sm
-from .common import (NM, NOISY, PRECISIONS, REUSE_STEPS, STYLES, YARDSTICK, bandwidth, count, first_pass_noise,
-                     fmt_recheck, noise_mark, precision_pairs, precision_points, shape_of, span)
+from .common import (NM, NOISY, PEAK_GOAL, PRECISIONS, REUSE_STEPS, STYLES, YARDSTICK, bandwidth, count,
+                     first_pass_noise, fmt_peak, fmt_recheck, noise_mark, peak_pairs, peak_percent, precision_pairs,
+                     precision_points, shape_of, span)
 from .results import fmt_bytes, fmt_time, fmt_tm, fmt_x, md_table
 
 # ---------------------------------------------------------------- tables
@@ -341,7 +342,11 @@ def t_roofline(rs, dev):
             [[b["op"], b.get("dtype", "—"), b.get("shape", "—"), b.get("threads", "—"),
               b.regime or "—", fmt_tm(b), sb.fmt_rate(b.gbps(), "GB/s"),
               sb.fmt_rate(b.gflops(), "GFLOP/s")] for b in base]) + [""]
-    rows = []
+    rows, again = [], {}
+    for peak, r, p in peak_pairs(rs, dev):
+        pc, c = peak_percent(rs, peak, r, p)
+        if c:
+            again[r.name] = (pc, c, r)
     for r in rs.select(device=dev):
         kind = sb.ceiling_kind(r)
         if not kind or sb.rate(r, kind[1]) is None:
@@ -357,13 +362,14 @@ def t_roofline(rs, dev):
                      r.regime or "—", fmt_tm(r), sb.fmt_rate(gb, "GB/s"),
                      sb.fmt_rate(gf, "GFLOP/s"), "—" if ai is None else f"{ai:.2f}",
                      f"{c[0]['op']} {c[0].regime or ''}".strip() if c else "none measured",
-                     f"{c[2]:.0f}%" if c else "—"])
+                     f"{c[2]:.0f}%" if c else "—"] + ([fmt_peak(*again[r.name][:2])
+                                                       if r.name in again else "—"] if again else []))
     if not rows and not base:
         return None
     if rows:
         lines += ["Kernel rows:", ""] + md_table(
             ["row", "regime", "time", "GB/s", "GFLOP/s", "FLOP/byte", "ceiling",
-             "% ceiling"], rows)
+             "% ceiling"] + (["interleaved % ceiling"] if again else []), rows)
     if pcts:
         keys = ("layout", "op", "style", "dtype", "shape", "threads")
         parts = []
@@ -381,9 +387,23 @@ def t_roofline(rs, dev):
     else:
         reading = "no kernel row has a matching baseline row" if rows else \
             "only baseline rows measured"
+    if again:
+        reading += "; " + peak_reading(again.values())
     if missing:
         reading += f"; {missing} rows have no matching baseline row"
     return reading, lines
+
+
+def peak_reading(again):
+    """What the out= matmul and conv2d rows re-checked against their peak read:
+    again holds (% of the same round's peak, re-check case, row) per row."""
+    again = sorted(again, key=lambda t: (t[0]["median"], t[2].name))
+    keys = ("layout", "op", "dtype", "shape", "threads")
+    lo = again[0]
+    below = [t for t in again if t[0]["median"] < PEAK_GOAL]
+    return (f"alternating with their peak, our {len(again)} out= matmul and conv2d rows read a median "
+            f"{statistics.median(t[0]['median'] for t in again):.0f}% of the same round's peak, lowest "
+            f"{fmt_peak(*lo[:2])} ({sb.describe(lo[2], keys)}); {len(below)} below {PEAK_GOAL}%")
 
 
 def t_peers(rs, dev):
@@ -439,6 +459,8 @@ def _rounds_text(ctx):
             f"the {ctx.get('ahead', 1.05):g}x line"
             + (", for a precision pair, the ratios 5 points behind and ahead of its float32 twin"
                if ctx.get("precision") else "")
+            + (f", for a peak pair, the ratio at which the row reads {ctx.get('peak_goal', PEAK_GOAL)}% of its peak"
+               if ctx.get("peak") else "")
             + f" (a budget of {ctx.get('budget_s') or 'no'} s: "
             f"stopped on {ctx.get('stopped', '?')}, {ctx.get('seconds', '?')} s)")
 
@@ -484,6 +506,9 @@ def selection_text(ctx):
     if ctx.get("style"):
         text += (", and per device and family the costliest style of ours against the fastest style of its "
                  "case (pick: style; the Summary's costliest style)")
+    if ctx.get("peak"):
+        text += (", and per device each out= matmul and conv2d row of ours against its compute peak (pick: "
+                 "peak; the Roofline table's interleaved % ceiling and the Summary's compute line)")
     if ctx.get("precision"):
         text += (", and per device each 16-bit row of ours more than 5 points of % ceiling behind its float32 "
                  "twin in the first pass, against that twin (pick: precision; the Precision of memory-bound "

@@ -56,11 +56,11 @@ def call(filt, out, suffix, matched_with_suffix):
                iterations=10, real_time=canned[n][calls], cpu_time=canned[n][calls], time_unit="ns")
           for n in picked]
     ctx = {ctx!r}
-    ctx["sb_family"] = "elementwise" if kind == "ours" else "peers_torch"
+    ctx["sb_family"] = "elementwise" if kind.startswith("ours") else "peers_torch"
     json.dump({{"context": ctx, "benchmarks": bs}}, open(out, "w"))
 
 
-if kind == "ours":
+if kind.startswith("ours"):  # a bench binary (kinds "ours*" count their calls apart)
     filt = next(a.split("=", 1)[1] for a in args if a.startswith("--benchmark_filter="))
     out = next(a.split("=", 1)[1] for a in args if a.startswith("--benchmark_out="))
     call(filt, out, "/min_time:0.020/repeats:3/real_time", True)
@@ -459,6 +459,89 @@ class RecheckTest(unittest.TestCase):
         from stridebench import tables  # the Interleaved re-check section's account of the stop
         self.assertIn("for a precision pair, the ratios 5 points behind and ahead of its float32 twin",
                       tables._rounds_text(self.result()["context"]))
+
+    def _peak_rows(self):
+        """The JSON dir holds the fixture machine's baseline and matmul rows -> {out= row
+        of ours: (its peak run, first-pass % of it)} (common.peak_pairs), the RunSet."""
+        for f in os.listdir(self.json_dir):
+            os.unlink(os.path.join(self.json_dir, f))
+        for f in ("bench_baseline.json", "bench_matmul.json"):
+            shutil.copy(sbtest.fixture("machine-a", f), os.path.join(self.json_dir, f))
+        from stridebench import common, recheck
+        rs = recheck.load_dir(self.json_dir)
+        return {r.name: (peak, p) for dev in ("cpu", "cuda:0") for peak, r, p in common.peak_pairs(rs, dev)}, rs
+
+    def test_gemm_and_conv_rows_are_rechecked_against_their_peak(self):
+        """Every out= matmul row of ours (the fixture's three CPU ones and two GPU ones)
+        is a peak case against its fma_peak or gemm_peak row, the two programs
+        alternating; the Roofline table gives its % of the same round's peak (the first
+        pass's % scaled by the first pass's ratio over the round's), and the Summary's
+        compute line quotes those, lowest first."""
+        rows, rs = self._peak_rows()
+        self.assertEqual(len(rows), 5)
+        self.assertEqual({rs.runs[n]["style"] for n in rows}, {"out"})
+        peaks = {peak.name for peak, _ in rows.values()}
+        slow = next(n for n in rows if "/layout:sliced/" in n)
+        # rounds: the peaks at their first-pass time; each row at 1.0x, 1.1x and 1.2x its
+        # first-pass time (the sliced one 1.5x, 1.6x and 1.7x)
+        f = lambda n: (1.5, 1.6, 1.7) if n == slow else (1.0, 1.1, 1.2)
+        self.fake("ours_base", {n: [rs.runs[n].median] * 3 for n in peaks},
+                  os.path.join(self.bench_dir, "bench_baseline"))
+        self.fake("ours_mm", {n: [rs.runs[n].median * x for x in f(n)] for n in rows},
+                  os.path.join(self.bench_dir, "bench_matmul"))
+        p = self.recheck("--rounds", "3", "--layout-per-style", "0", "--no-style", "--no-precision")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        doc = self.result()
+        self.assertTrue(doc["context"]["peak"])
+        got = {c["b"]: c for c in doc["cases"] if c["pick"] == "peak"}
+        self.assertEqual(set(got), set(rows))
+        for n, c in got.items():
+            self.assertEqual(c["a"], rows[n][0].name)
+            self.assertAlmostEqual(c["ratio"]["median"], rs.runs[n].median / rows[n][0].median * f(n)[1])
+        # the two programs alternate which runs first
+        self.assertEqual([r["first"] for r in got[slow]["rounds"]], ["a", "b", "a"])
+        results = os.path.join(self.tmp, "results")
+        p = sbtest.run("collect", "--json-dir", self.json_dir, "--results", results, "--no-plots")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        [slug] = os.listdir(results)
+        with open(os.path.join(results, slug, "TABLES.md"), encoding="utf-8") as fh:
+            text = fh.read()
+        pct = rows[slow][1]
+        want = f"{pct / 1.6:.0f}% [{pct / 1.7:.0f}%–{pct / 1.5:.0f}%]"
+        row = next(line for line in text.splitlines()
+                   if line.startswith("| op:matmul/impl:ours/layout:sliced/style:out/dtype:f32"))
+        self.assertTrue(row.rstrip(" |").endswith(want), row)
+        line = next(line for line in text.splitlines() if line.startswith("GEMM and conv against the compute peak"))
+        self.assertIn("`cpu`: 3 out= matmul and conv2d rows of ours (3 of 3 re-checked alternating with the peak)", line)
+        self.assertIn(f"lowest {want} of the same round's peak (matmul sliced f32", line)
+
+    def test_peak_cases_stop_once_the_85_percent_line_is_decided_and_no_peak_skips_them(self):
+        """Rows at 1.0x, 1.3x, 0.9x, 1.0x, 1.0x their first-pass time, round by round: too
+        noisy to stop on the standard error. The fixture's CPU rows (27-43% of their
+        peak in the first pass) stay below 85% over the whole 95% interval after three
+        rounds and stop "decided", as a peer case clear of the 5% line does; its GPU
+        rows (80-81%) straddle the line and run to the maximum. --no-peak leaves the
+        pairs out."""
+        rows, rs = self._peak_rows()
+        peaks = {peak.name for peak, _ in rows.values()}
+        self.fake("ours_base", {n: [rs.runs[n].median] * 5 for n in peaks},
+                  os.path.join(self.bench_dir, "bench_baseline"))
+        self.fake("ours_mm", {n: [rs.runs[n].median * x for x in (1.0, 1.3, 0.9, 1.0, 1.0)] for n in rows},
+                  os.path.join(self.bench_dir, "bench_matmul"))
+        p = self.recheck("--min-rounds", "3", "--max-rounds", "5", "--budget", "0", "--layout-per-style", "0",
+                         "--no-style", "--no-precision")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        got = {c["b"]: (c["settled"], len(c["rounds"])) for c in self.result()["cases"]}
+        self.assertEqual(got, {n: ("decided", 3) if "/device:cpu/" in n else ("max rounds", 5) for n in rows})
+        self.assertEqual(sorted(round(p) for _, p in rows.values()), [27, 41, 43, 80, 81])
+        from stridebench import tables  # the Interleaved re-check section's account of the stop
+        self.assertIn("for a peak pair, the ratio at which the row reads 85% of its peak",
+                      tables._rounds_text(self.result()["context"]))
+        os.unlink(self.log)
+        p = self.recheck("--rounds", "1", "--layout-per-style", "0", "--no-style", "--no-precision", "--no-peak")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(self.result()["cases"], [])
+        self.assertFalse(self.result()["context"]["peak"])
 
     def test_bad_input_changes_nothing(self):
         old = {"context": {}, "cases": []}
