@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include <algorithm>
 #include <atomic>
 #include <type_traits>
 
@@ -64,17 +65,57 @@ inline void interleave16(uint32_t* d, __m256i x0, __m256i x1) {
 }
 #endif
 
+#if defined(SB_HAVE_AVX2) && defined(SB_HAVE_AVX512)
+// Note [Packing a transposed bfloat16 A]: where A's columns have unit stride (a .t()
+// view), pair step p of a panel is rows 2p and 2p + 1 of memory, side by side: widened
+// to 32-bit lanes, the second shifted into the high half, stored as MR words. The
+// masked loads read only a panel's mr elements and give zeros past them, the panel's
+// padding. Any MR up to 16, so the wide tile's 12-row panels take it too (they were
+// packed a pair at a time). The walk takes kPackSteps steps of every panel before the
+// next steps: panel by panel over all of kc, a panel's column walk (rows a power of two
+// apart) left the L1 before the next panel read the rest of its lines; step by step
+// over every panel, the panels' partial lines (a multiple of 4 KiB apart) left it
+// before they were whole (docs/notes/gemm.md).
+constexpr int64_t kPackSteps = 16;
+__attribute__((target("avx2,avx512f,avx512vl,avx512bw"))) void pack_a_columns_zmm(uint32_t* dst, const BFloat16* a0,
+                                                                                   int64_t cs, int64_t mc, int64_t ks,
+                                                                                   int64_t steps, int MR) {
+  const __mmask16 out = static_cast<__mmask16>((1u << MR) - 1);
+  for (int64_t q = 0; q < steps; q += kPackSteps) {
+    const int64_t qe = std::min(steps, q + kPackSteps);
+    for (int64_t ip = 0; ip < mc; ip += MR) {
+      const __mmask16 in = static_cast<__mmask16>((1u << std::min<int64_t>(MR, mc - ip)) - 1);
+      for (int64_t p = q; p < qe; ++p) {
+        const BFloat16* r0 = a0 + 2 * p * cs + ip;
+        // the maskz forms: GCC 12 warns of the unmasked ones' undefined source (as vec.h)
+        const __m512i lo = _mm512_maskz_cvtepu16_epi32(in, _mm256_maskz_loadu_epi16(in, r0));
+        const __m512i hi = _mm512_maskz_cvtepu16_epi32(in, _mm256_maskz_loadu_epi16(in, r0 + cs));
+        _mm512_mask_storeu_epi32(dst + ip * ks + p * MR, out, _mm512_or_si512(lo, _mm512_maskz_slli_epi32(in, hi, 16)));
+      }
+    }
+  }
+}
+#endif
+
 // dst[panel][p][r] = (A(i0 + panel*MR + r, p0 + 2p), A(.., p0 + 2p + 1)), zero past mc and kc.
 void pack_a_pairs(uint32_t* dst, const BFloat16* a, int64_t rs, int64_t cs, int64_t i0, int64_t mc, int64_t p0,
                   int64_t kc, int MR) {
   const int64_t ks = (kc + 1) / 2;
   [[maybe_unused]] const int64_t full = kc / 2;  // pair steps with both elements (the fast paths)
+  bool columns = false;  // every panel's full steps packed at once (Note [Packing a transposed bfloat16 A])
+#if defined(SB_HAVE_AVX2) && defined(SB_HAVE_AVX512)
+  if (rs == 1 && cs != 1 && MR <= 16 && use_avx512()) {
+    pack_a_columns_zmm(dst, a + i0 + p0 * cs, cs, mc, ks, full, MR);
+    columns = true;
+  }
+#endif
   for (int64_t ip = 0; ip < mc; ip += MR, dst += MR * ks) {
     const int mr = static_cast<int>(std::min<int64_t>(MR, mc - ip));
     const BFloat16* a0 = a + (i0 + ip) * rs + p0 * cs;
-    int64_t done = 0;  // pair steps packed by a fast path
+    int64_t done = columns ? full : 0;  // pair steps packed by a fast path
 #ifdef SB_HAVE_AVX2
-    if (cs == 1 && rs % 2 == 0 && word_aligned(a0)) {  // rows: the pairs are 32-bit words, a 32-bit transpose
+    if (columns) {  // packed above, but for an odd kc's last step
+    } else if (cs == 1 && rs % 2 == 0 && word_aligned(a0)) {  // rows: the pairs are 32-bit words, a 32-bit transpose
       transpose_tile_f32(reinterpret_cast<float*>(dst), MR, reinterpret_cast<const float*>(a0), rs / 2, full, mr);
       done = full;
     } else if (rs == 1 && cs != 1 && mr == kMRp && MR == kMRp) {  // columns: two of 16 interleaved per step
