@@ -70,8 +70,9 @@ inline void interleave16(uint32_t* d, __m256i x0, __m256i x1) {
 // view), pair step p of a panel is rows 2p and 2p + 1 of memory, side by side: widened
 // to 32-bit lanes, the second shifted into the high half, stored as MR words. The
 // masked loads read only a panel's mr elements and give zeros past them, the panel's
-// padding. Any MR up to 16, so the wide tile's 12-row panels take it too (they were
-// packed a pair at a time). The walk takes kPackSteps steps of every panel before the
+// padding. It serves the wide tile's 12-row panels, which were packed a pair at a time;
+// 16-row panels keep their AVX2 interleave, as measured on Zen 4 (the one design whose
+// bfloat16 GEMM takes them). The walk takes kPackSteps steps of every panel before the
 // next steps: panel by panel over all of kc, a panel's column walk (rows a power of two
 // apart) left the L1 before the next panel read the rest of its lines; step by step
 // over every panel, the panels' partial lines (a multiple of 4 KiB apart) left it
@@ -104,7 +105,7 @@ void pack_a_pairs(uint32_t* dst, const BFloat16* a, int64_t rs, int64_t cs, int6
   [[maybe_unused]] const int64_t full = kc / 2;  // pair steps with both elements (the fast paths)
   bool columns = false;  // every panel's full steps packed at once (Note [Packing a transposed bfloat16 A])
 #if defined(SB_HAVE_AVX2) && defined(SB_HAVE_AVX512)
-  if (rs == 1 && cs != 1 && MR <= 16 && use_avx512()) {
+  if (rs == 1 && cs != 1 && MR < kMRp && use_avx512()) {
     pack_a_columns_zmm(dst, a + i0 + p0 * cs, cs, mc, ks, full, MR);
     columns = true;
   }
