@@ -157,22 +157,21 @@ def _compute_line(rs):
         if not got:
             continue
         checked = [(pc, c, r) for (pc, c), r in got if c]
-        if checked:
+        keys = ("op", "layout", "dtype", "shape", "threads")
+        if checked:  # the median and the counts over the re-checked rows only
             pcs = sorted(checked, key=lambda t: (t[0]["median"], t[2].name))
-            how = f"{len(checked)} of {len(got)} re-checked alternating with the peak"
-            lo = pcs[0]
-            low = f"{fmt_peak(lo[0], lo[1])} of the same round's peak"
+            head = (f"`{dev}`: {len(got)} out= matmul and conv2d rows of ours, {len(checked)} of them alternated "
+                    f"with their compute peak, read a median {statistics.median(t[0]['median'] for t in pcs):.0f}% "
+                    "of the same round's peak")
+            low = fmt_peak(pcs[0][0], pcs[0][1])
         else:
             pcs = sorted(((pc, None, r) for (pc, _), r in got), key=lambda t: (t[0]["median"], t[2].name))
-            how = "first pass, not re-checked"
-            lo = pcs[0]
-            low = f"{lo[0]['median']:.0f}%"
+            head = (f"`{dev}`: {len(got)} out= matmul and conv2d rows of ours read a median "
+                    f"{statistics.median(t[0]['median'] for t in pcs):.0f}% of their compute peak in the first pass "
+                    "(not re-checked)")
+            low = f"{pcs[0][0]['median']:.0f}%"
         below = sum(t[0]["median"] < PEAK_GOAL for t in pcs)
-        med = statistics.median(t[0]["median"] for t in pcs)
-        lines.append(f"`{dev}`: {len(got)} out= matmul and conv2d rows of ours ({how}) read a median "
-                     f"{med:.0f}% of their compute peak, lowest {low} "
-                     f"({sb.describe(lo[2], ('op', 'layout', 'dtype', 'shape', 'threads'))}); "
-                     f"{below} below {PEAK_GOAL}%.")
+        lines.append(f"{head}; lowest: {sb.describe(pcs[0][2], keys)}, {low}; {below} below {PEAK_GOAL}%.")
     return lines
 
 

@@ -512,8 +512,10 @@ class RecheckTest(unittest.TestCase):
                    if line.startswith("| op:matmul/impl:ours/layout:sliced/style:out/dtype:f32"))
         self.assertTrue(row.rstrip(" |").endswith(want), row)
         line = next(line for line in text.splitlines() if line.startswith("GEMM and conv against the compute peak"))
-        self.assertIn("`cpu`: 3 out= matmul and conv2d rows of ours (3 of 3 re-checked alternating with the peak)", line)
-        self.assertIn(f"lowest {want} of the same round's peak (matmul sliced f32", line)
+        self.assertIn("`cpu`: 3 out= matmul and conv2d rows of ours, 3 of them alternated with their compute peak, "
+                      "read a median", line)
+        self.assertIn(f"of the same round's peak; lowest: matmul sliced f32 1024x1024 8 threads, {want}; 3 below 85%",
+                      line)
 
     def test_peak_cases_stop_once_the_85_percent_line_is_decided_and_no_peak_skips_them(self):
         """Rows at 1.0x, 1.3x, 0.9x, 1.0x, 1.0x their first-pass time, round by round: too
