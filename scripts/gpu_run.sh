@@ -39,9 +39,10 @@
 #             20), until SB_GPU_RECHECK_BUDGET seconds (default 60); recheck.json goes
 #             beside the benchmark JSON at home (collect keeps it as raw/recheck.json).
 #             The 16-bit rows behind their float32 twins (pick: precision) only with
-#             SB_GPU_RECHECK_PRECISION=1: a dedicated GPU does not drift between a
-#             pair's rows as a shared VM's memory does, and their minimum rounds would
-#             run past the step's time
+#             SB_GPU_RECHECK_PRECISION=1, and the GEMM and conv rows against their
+#             peak (pick: peak) only with SB_GPU_RECHECK_PEAK=1: a dedicated GPU does
+#             not drift between a pair's rows as a shared VM's memory does, and their
+#             minimum rounds would run past the step's time
 #   ab        old against new: each binary of .devcarry/old/ (gpu_prepare.sh with
 #             SB_GPU_OLD=<dir of an earlier build's bench_* binaries>) and its namesake
 #             in bin/, alternating, SB_GPU_AB_ROUNDS rounds (default 3), the order
@@ -314,6 +315,7 @@ if want recheck; then
     bounded "$(step_time $((rbudget + 60)))" python3 "$root/scripts/recheck" --json-dir "$here/json" \
       --bench-dir "$bin" --peers-script "$root/scripts/peers.py" --budget "$rbudget" --band 1.05 \
       --max-cases "${SB_GPU_RECHECK_CASES:-20}" $([[ ${SB_GPU_RECHECK_PRECISION:-0} == 1 ]] || echo --no-precision) \
+      $([[ ${SB_GPU_RECHECK_PEAK:-0} == 1 ]] || echo --no-peak) \
       --out "$OUT/recheck.json" > "$OUT/recheck.log" 2>&1
     rc=$?
     say "recheck: rc=$rc$([[ $rc == 124 ]] && echo ' (timed out)') $(tail -1 "$OUT/recheck.log")"
