@@ -903,16 +903,20 @@ TEST(Elementwise, StreamedBfloat16RowsFromEveryLinePosition) {
   set_nt_threshold_bytes(-1);
 }
 
-// Note [Grain in bytes]: the 2-byte loops take the design's grain16, the others 128 KiB
-// of their element type. A grain of 1000 splits a 5000-element float16 or bfloat16 add
-// over both threads mid-row (every level), whose results must not change.
-TEST(Elementwise, TwoByteGrainComesFromTheTuning) {
+// Note [Grain in bytes]: the 2-byte loops take the design's grain16 in elements, the
+// others its grain_bytes in bytes of their element type. A grain of 1000 elements (4000
+// bytes: 1000 floats, 500 doubles) splits a 5000-element add over both threads mid-row
+// (every level), whose results must not change.
+TEST(Elementwise, GrainComesFromTheTuning) {
   struct Restore {
     ~Restore() { set_cpu_tuning(nullptr); }
   } restore;
-  for (int64_t g16 : {int64_t(1000), int64_t(32768), int64_t(65536)}) {
+  const int64_t grains[][2] = {{1000, 4000}, {32768, 131072}, {65536, 262144}};
+  for (const auto& gr : grains) {
+    const int64_t g16 = gr[0], gb = gr[1];
     CpuTuning t = cpu_tuning();
     t.grain16 = g16;
+    t.grain_bytes = gb;
     set_cpu_tuning(&t);
     for_each_config([&](const std::string& cfg) {
       for (DType dt : {DType::Float16, DType::BFloat16, DType::Float32, DType::Float64}) {
@@ -925,8 +929,9 @@ TEST(Elementwise, TwoByteGrainComesFromTheTuning) {
         Tensor o = empty({n}, dt);
         test::poison(o);
         add_out(o, x, y);
-        const std::string what = cfg + ", " + dtype_name(dt) + ", grain16 " + std::to_string(g16);
-        const int64_t want = dt == DType::Float32 ? 32768 : dt == DType::Float64 ? 16384 : g16;
+        const std::string what = cfg + ", " + dtype_name(dt) + ", grain16 " + std::to_string(g16) + ", grainbytes " +
+                                 std::to_string(gb);
+        const int64_t want = dt == DType::Float32 ? gb / 4 : dt == DType::Float64 ? gb / 8 : g16;
         EXPECT_EQ(last_elementwise_grain(), want) << what;
         ASSERT_TRUE(test::all_close(o, round_to(ref, dt), atol(dt), rtol(dt))) << what;
         const Tensor r = relu(x);

@@ -96,6 +96,7 @@ struct CpuTuning {
                               // this on 2+ threads; 0: the threshold alone (Note [Dense copies in
                               // the last-level cache], copy.cpp)
   int64_t grain16 = 65536;  // elements: the grain of the 2-byte elementwise loops (Note [Grain in bytes])
+  int64_t grain_bytes = 131072;  // bytes: the grain of the other elementwise loops (Note [Grain in bytes])
   bool amx = true;          // the bfloat16 GEMM in AMX tiles where the CPU has them,
   int64_t gemm_amx_kc = 256;  // with KC in k (a multiple of 32: whole tiles)
   int64_t gemm_amx_mc = 32;   // and MC in rows (a multiple of 32)
@@ -115,7 +116,7 @@ struct CpuTuning {
 // The tuning for a core and its caches (pure; the basis says which row was taken).
 CpuTuning tuning_for(const CpuId& id, const CacheSizes& caches);
 // Applies "key=value,..." (kc, mc, nc, tile, bands, blocks, zmm16, zmm16fill, zmm16lines, zmm16stage, bands16min, bandread,
-// group, group_min, copynt, grain16, amx, amxkc, amxmc, dotruns, dotrunsmax, pf16, pf16rows, varzmm, pool512, sumzmm, rowsinorder, bufcols) to t; false with *err naming the bad key or value, t
+// group, group_min, copynt, grain16, grainbytes, amx, amxkc, amxmc, dotruns, dotrunsmax, pf16, pf16rows, varzmm, pool512, sumzmm, rowsinorder, bufcols) to t; false with *err naming the bad key or value, t
 // unchanged.
 bool apply_tuning_spec(const char* spec, CpuTuning* t, std::string* err);
 // tuning_for(cpu_id(), cpu_caches()), then the SB_TUNING environment variable

@@ -15,19 +15,16 @@ constexpr int64_t kGrainSize = 32768;  // elements: below this, one thread does 
 
 // Note [Grain in bytes]
 // PyTorch's grain, 32768 elements, sizes a thread's share of a memory-bound loop for
-// 4-byte elements: 128 KiB. The elementwise loops take it in bytes of their element
-// type (grain_of), except the 2-byte ones, whose grain the core design's tuning sets
-// (CpuTuning::grain16; the loops call ew_grain in elementwise.cpp). A 2-byte loop moves
-// half the bytes of a float32 one per element but, bound by its conversions at cache
-// sizes, costs about as many instructions per element: whether a second thread pays
-// for itself at 64 K elements is the machine's. Zen 5: 65536, 128 KiB, as float32, since
-// there a fork and join cost about the work of the float32 row beside it. Zen 4: 32768,
-// PyTorch's grain in elements, where the 2-byte rows of 64 K elements ran faster split;
-// Sapphire Rapids likewise (all three measured: docs/notes/elementwise.md).
-template <typename T>
-constexpr int64_t grain_of() {
-  return std::max<int64_t>(1, kGrainSize * 4 / static_cast<int64_t>(sizeof(T)));
-}
+// 4-byte elements: 128 KiB. The elementwise loops take their grain from the core
+// design's tuning (ew_grain in elementwise.cpp): for 1-, 4- and 8-byte elements in
+// bytes (CpuTuning::grain_bytes), for 2-byte ones in elements (CpuTuning::grain16). A
+// 2-byte loop moves half the bytes of a float32 one per element but, bound by its
+// conversions at cache sizes, costs about as many instructions per element, so its
+// grain is counted apart. Whether a second thread pays for itself at 64 K elements is
+// the machine's: Zen 4 and Sapphire Rapids split them (128 KiB, PyTorch's; 2-byte rows
+// at 32768 elements, faster split there); Zen 5 keeps them on one thread (256 KiB;
+// 65536 elements), since there a fork and join cost more than the work of an L2-size
+// float32 row (all measured: docs/notes/elementwise.md).
 
 inline int get_num_threads() {
 #ifdef _OPENMP

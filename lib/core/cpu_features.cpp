@@ -264,6 +264,7 @@ CpuTuning tuning_for(const CpuId& id, const CacheSizes& caches) {
       t.zmm16_stage = true;   // Note [Staged 2-byte tile runs], as on Sapphire Rapids
       t.zmm16_lines_min = 64;
       t.grain16 = 65536;      // Note [Grain in bytes]: a second thread joins at 128 KiB
+      t.grain_bytes = 262144;  // and at 256 KiB of wider elements
       // Note [Dense copies in the last-level cache]: half of one CCD's 32 MiB L3, as on
       // Zen 4; a VM may report the whole socket's (508 MiB on the family-26 VM), which
       // no one core's copy keeps
@@ -276,7 +277,7 @@ CpuTuning tuning_for(const CpuId& id, const CacheSizes& caches) {
       t.rows_in_order = true;   // Notes [Short rows in address order], [Narrow columns in registers]: L2 rows gain here
       t.buf_columns_in_order = true;
       t.var_rows_zmm = true;    // Note [Short var rows in zmm]: faster on one family-26 VM, level on the other
-      t.basis = "measured on zen5 (the tile, the zmm 2-byte tiles, copynt, pf16rows, pool512, sumzmm, rowsinorder, bufcols and varzmm; the blocks zen4's, level there)";
+      t.basis = "measured on zen5 (the tile, the zmm 2-byte tiles, copynt, grain16, grainbytes, pf16rows, pool512, sumzmm, rowsinorder, bufcols and varzmm; the blocks zen4's, level there)";
       break;
     case CpuArch::Zen: case CpuArch::Zen2:
       t = zen4_row();
@@ -340,6 +341,7 @@ bool apply_tuning_spec(const char* spec, CpuTuning* out, std::string* err) {
     else if (key == "group_min") ok = ok && parse_i64(val, 1, 16, &x) && (t.group_min = static_cast<int>(x), true);
     else if (key == "copynt") ok = ok && parse_i64(val, 0, int64_t{1} << 40, &t.copy_nt_bytes);
     else if (key == "grain16") ok = ok && parse_i64(val, 1, int64_t{1} << 40, &t.grain16);
+    else if (key == "grainbytes") ok = ok && parse_i64(val, 1, int64_t{1} << 40, &t.grain_bytes);
     else if (key == "amx") ok = ok && parse_i64(val, 0, 1, &x) && (t.amx = x != 0, true);
     else if (key == "amxkc") ok = ok && parse_i64(val, 32, 8192, &x) && x % 32 == 0 && (t.gemm_amx_kc = x, true);
     else if (key == "amxmc") ok = ok && parse_i64(val, 32, 1 << 16, &x) && x % 32 == 0 && (t.gemm_amx_mc = x, true);
@@ -353,11 +355,11 @@ bool apply_tuning_spec(const char* spec, CpuTuning* out, std::string* err) {
     else if (key == "rowsinorder") ok = ok && parse_i64(val, 0, 1, &x) && (t.rows_in_order = x != 0, true);
     else if (key == "bufcols") ok = ok && parse_i64(val, 0, 1, &x) && (t.buf_columns_in_order = x != 0, true);
     else {
-      if (err) *err = "unknown key '" + key + "' (kc, mc, nc, tile, bands, blocks, zmm16, zmm16fill, zmm16lines, zmm16stage, bands16min, bandread, group, group_min, copynt, grain16, amx, amxkc, amxmc, dotruns, dotrunsmax, pf16, pf16rows, varzmm, pool512, sumzmm, rowsinorder, bufcols)";
+      if (err) *err = "unknown key '" + key + "' (kc, mc, nc, tile, bands, blocks, zmm16, zmm16fill, zmm16lines, zmm16stage, bands16min, bandread, group, group_min, copynt, grain16, grainbytes, amx, amxkc, amxmc, dotruns, dotrunsmax, pf16, pf16rows, varzmm, pool512, sumzmm, rowsinorder, bufcols)";
       return false;
     }
     if (!ok) {
-      if (err) *err = "bad value in '" + item + "' (kc 8-8192, mc and nc >= 1, tile 16 or 32, bands 16 or 32, blocks, zmm16, zmm16fill, zmm16stage, pf16, pf16rows, varzmm, pool512, sumzmm, rowsinorder and bufcols 0 or 1, zmm16lines >= 16 elements, bands16min 0-2^50 bytes, bandread 0-2^30 bytes, group >= 4096, group_min 1-16, copynt 0-2^40 bytes, grain16 1-2^40 elements, dotrunsmax 0-2^50 bytes)";
+      if (err) *err = "bad value in '" + item + "' (kc 8-8192, mc and nc >= 1, tile 16 or 32, bands 16 or 32, blocks, zmm16, zmm16fill, zmm16stage, pf16, pf16rows, varzmm, pool512, sumzmm, rowsinorder and bufcols 0 or 1, zmm16lines >= 16 elements, bands16min 0-2^50 bytes, bandread 0-2^30 bytes, group >= 4096, group_min 1-16, copynt 0-2^40 bytes, grain16 1-2^40 elements, grainbytes 1-2^40 bytes, dotrunsmax 0-2^50 bytes)";
       return false;
     }
   }
@@ -372,6 +374,7 @@ std::string describe_tuning(const CpuTuning& t) {
          ",zmm16stage=" + (t.zmm16_stage ? "1" : "0") + ",bands16min=" + std::to_string(t.bands16_min_bytes) + ",bandread=" + std::to_string(t.band_read_bytes) +
          ",group=" + std::to_string(t.group_bytes) + ",group_min=" + std::to_string(t.group_min) +
          ",copynt=" + std::to_string(t.copy_nt_bytes) + ",grain16=" + std::to_string(t.grain16) +
+         ",grainbytes=" + std::to_string(t.grain_bytes) +
          ",amx=" + (t.amx ? "1" : "0") + ",amxkc=" + std::to_string(t.gemm_amx_kc) +
          ",amxmc=" + std::to_string(t.gemm_amx_mc) + ",dotruns=" + (t.bf16_dot_runs ? "1" : "0") +
          ",dotrunsmax=" + std::to_string(t.bf16_dot_runs_max) + ",pf16=" + (t.prefetch16 ? "1" : "0") +

@@ -404,11 +404,12 @@ namespace {
 
 std::atomic<int64_t> g_last_grain{0};
 
-// The grain of an elementwise loop over T (Note [Grain in bytes]): the design's for
-// 2-byte elements, 128 KiB of T for the rest.
+// The grain of an elementwise loop over T (Note [Grain in bytes]): the design's, in
+// elements for 2-byte elements and in bytes of T for the rest.
 template <typename T>
 int64_t ew_grain() {
-  const int64_t g = sizeof(T) == 2 ? cpu_tuning().grain16 : grain_of<T>();
+  const CpuTuning& t = cpu_tuning();
+  const int64_t g = sizeof(T) == 2 ? t.grain16 : std::max<int64_t>(1, t.grain_bytes / static_cast<int64_t>(sizeof(T)));
   g_last_grain.store(g, std::memory_order_relaxed);
   return g;
 }
