@@ -2,6 +2,8 @@
 # the layout, style and precision names they group by, spans of ratios, the re-check's
 # ratio with its range, the 16-bit rows' pairs with their float32 twins. Standard
 # library only.
+import statistics
+
 from . import checks
 from .results import ceiling, fmt_bytes, fmt_x, group_by
 
@@ -128,6 +130,19 @@ def peak_percent(rs, peak, r, p):
     k = p * (r.median / peak.median)
     x = c["ratio"]
     return {"median": k / x["median"], "min": k / x["max"], "max": k / x["min"]}, c
+
+
+def peak_rows(rs, dev):
+    """(% of the peak, re-check case or None, row) for each of peak_pairs' rows on dev
+    (peak_percent), lowest median first."""
+    out = [peak_percent(rs, peak, r, p) + (r,) for peak, r, p in peak_pairs(rs, dev)]
+    return sorted(out, key=lambda t: (t[0]["median"], t[2].name))
+
+
+def peak_counts(rows):
+    """(median %, lowest row, rows below PEAK_GOAL) of peak_rows' rows (non-empty)."""
+    return (statistics.median(t[0]["median"] for t in rows), rows[0],
+            sum(t[0]["median"] < PEAK_GOAL for t in rows))
 
 
 def fmt_peak(pc, c):

@@ -3,12 +3,9 @@
 # summary_data() computes it (the rows it stands on, the ratios, the noise marks) and
 # render_summary() writes it; headline_runs() names the rows, for compare. Standard
 # library only.
-import statistics
-
 from . import claims as cl
 from . import results as sb
-from .common import (AHEAD, PEAK_GOAL, STYLES, UNSETTLED, fmt_peak, fmt_recheck, noise_mark, peak_pairs,
-                     peak_percent)
+from .common import AHEAD, PEAK_GOAL, STYLES, UNSETTLED, fmt_peak, fmt_recheck, noise_mark, peak_counts, peak_rows
 from .results import fmt_bytes, md_table
 
 SUMMARY_FAMILIES = ("elementwise", "copy", "reduce", "matmul", "conv")
@@ -153,25 +150,21 @@ def _compute_line(rs):
     it (pick: peak), else by the first pass, which it says."""
     lines = []
     for dev in sb.devices(rs.all()):
-        got = [(peak_percent(rs, peak, r, p), r) for peak, r, p in peak_pairs(rs, dev)]
+        got = peak_rows(rs, dev)
         if not got:
             continue
-        checked = [(pc, c, r) for (pc, c), r in got if c]
-        keys = ("op", "layout", "dtype", "shape", "threads")
-        if checked:  # the median and the counts over the re-checked rows only
-            pcs = sorted(checked, key=lambda t: (t[0]["median"], t[2].name))
+        checked = [t for t in got if t[1]]  # the median and the counts over the re-checked rows only
+        med, lo, below = peak_counts(checked or got)
+        if checked:
             head = (f"`{dev}`: {len(got)} out= matmul and conv2d rows of ours, {len(checked)} of them alternated "
-                    f"with their compute peak, read a median {statistics.median(t[0]['median'] for t in pcs):.0f}% "
-                    "of the same round's peak")
-            low = fmt_peak(pcs[0][0], pcs[0][1])
+                    f"with their compute peak, read a median {med:.0f}% of the same round's peak")
+            low = fmt_peak(*lo[:2])
         else:
-            pcs = sorted(((pc, None, r) for (pc, _), r in got), key=lambda t: (t[0]["median"], t[2].name))
-            head = (f"`{dev}`: {len(got)} out= matmul and conv2d rows of ours read a median "
-                    f"{statistics.median(t[0]['median'] for t in pcs):.0f}% of their compute peak in the first pass "
-                    "(not re-checked)")
-            low = f"{pcs[0][0]['median']:.0f}%"
-        below = sum(t[0]["median"] < PEAK_GOAL for t in pcs)
-        lines.append(f"{head}; lowest: {sb.describe(pcs[0][2], keys)}, {low}; {below} below {PEAK_GOAL}%.")
+            head = (f"`{dev}`: {len(got)} out= matmul and conv2d rows of ours read a median {med:.0f}% of their "
+                    "compute peak in the first pass (not re-checked)")
+            low = f"{lo[0]['median']:.0f}%"
+        lines.append(f"{head}; lowest: {sb.describe(lo[2], ('op', 'layout', 'dtype', 'shape', 'threads'))}, {low}; "
+                     f"{below} below {PEAK_GOAL}%.")
     return lines
 
 

@@ -18,7 +18,7 @@ from . import claims as cl
 from . import results as sb
 from . import summary as sm
 from .common import (NM, NOISY, PEAK_GOAL, PRECISIONS, REUSE_STEPS, STYLES, YARDSTICK, bandwidth, count,
-                     first_pass_noise, fmt_peak, fmt_recheck, noise_mark, peak_pairs, peak_percent, precision_pairs,
+                     first_pass_noise, fmt_peak, fmt_recheck, noise_mark, peak_counts, peak_rows, precision_pairs,
                      precision_points, shape_of, span)
 from .results import fmt_bytes, fmt_time, fmt_tm, fmt_x, md_table
 
@@ -342,11 +342,8 @@ def t_roofline(rs, dev):
             [[b["op"], b.get("dtype", "—"), b.get("shape", "—"), b.get("threads", "—"),
               b.regime or "—", fmt_tm(b), sb.fmt_rate(b.gbps(), "GB/s"),
               sb.fmt_rate(b.gflops(), "GFLOP/s")] for b in base]) + [""]
-    rows, again = [], {}
-    for peak, r, p in peak_pairs(rs, dev):
-        pc, c = peak_percent(rs, peak, r, p)
-        if c:
-            again[r.name] = (pc, c, r)
+    rows = []
+    again = {t[2].name: t for t in peak_rows(rs, dev) if t[1]}  # in peak_rows' order
     for r in rs.select(device=dev):
         kind = sb.ceiling_kind(r)
         if not kind or sb.rate(r, kind[1]) is None:
@@ -388,22 +385,19 @@ def t_roofline(rs, dev):
         reading = "no kernel row has a matching baseline row" if rows else \
             "only baseline rows measured"
     if again:
-        reading += "; " + peak_reading(again.values())
+        reading += "; " + peak_reading(list(again.values()))
     if missing:
         reading += f"; {missing} rows have no matching baseline row"
     return reading, lines
 
 
 def peak_reading(again):
-    """What the out= matmul and conv2d rows re-checked against their peak read:
-    again holds (% of the same round's peak, re-check case, row) per row."""
-    again = sorted(again, key=lambda t: (t[0]["median"], t[2].name))
-    keys = ("layout", "op", "dtype", "shape", "threads")
-    lo = again[0]
-    below = [t for t in again if t[0]["median"] < PEAK_GOAL]
+    """What the out= matmul and conv2d rows re-checked against their peak read (again:
+    peak_rows' re-checked rows, lowest first)."""
+    med, lo, below = peak_counts(again)
     return (f"alternating with their peak, our {len(again)} out= matmul and conv2d rows read a median "
-            f"{statistics.median(t[0]['median'] for t in again):.0f}% of the same round's peak, lowest "
-            f"{fmt_peak(*lo[:2])} ({sb.describe(lo[2], keys)}); {len(below)} below {PEAK_GOAL}%")
+            f"{med:.0f}% of the same round's peak, lowest {fmt_peak(*lo[:2])} "
+            f"({sb.describe(lo[2], ('layout', 'op', 'dtype', 'shape', 'threads'))}); {below} below {PEAK_GOAL}%")
 
 
 def t_peers(rs, dev):
