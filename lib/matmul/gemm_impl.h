@@ -403,7 +403,7 @@ void widen_to_float(const BFloat16* p, int64_t s, int64_t n, float* out);
 // walks k outer and copies fixed-size MR-element runs (inlined moves) into each panel,
 // so every k reads one contiguous run of the column; panel by panel, with a memcpy call
 // per 64 bytes and a 4 KiB jump per k, transposed A cost a tenth more than contiguous
-// (docs/notes/gemm.md). pack_b_strided does the same for a row-major B.
+// (docs/notes/gemm.md). A row-major B takes blocks of rows (Note [Packing a row-major B]).
 template <typename S> inline float load_f32(const S* p) { return static_cast<float>(*p); }
 
 // A(i, k) = a[i*rs + k*cs]; a points to A(0, 0); MR-row panels.
