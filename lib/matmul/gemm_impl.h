@@ -259,9 +259,10 @@ size_t gemm_bf16_workspace_bytes(int64_t M, int64_t N, int64_t K, int nt, bool c
 // takes its own path instead (gemm_narrow_f32): B packed once, whole K deep and 16 NP
 // columns wide (NP = 1-4 panels, zero-padded, at most 2048 x 64 floats: in L2), and MR x
 // 16 NP tiles (8 x 16, 12 x 32, 8 x 48, 6 x 64) that broadcast A straight from its rows
-// over all of K, each row prefetched 64 elements ahead every 16 k steps (without, the
-// hardware's prefetch alone, it ran slower): A is read once, from memory, while the FMAs
-// run, and C is written once. The last M % MR rows go through a zero-padded copy. Rows
+// over all of K, each row prefetched every 16 k steps into L1 a few lines ahead and into
+// L2 a page ahead (past its end: the next rows; with the hardware's prefetch alone, or
+// the L1 one alone, the row's time moved with where A's pages fell from one process to
+// the next): A is read once, from memory, while the FMAs run, and C is written once. The last M % MR rows go through a zero-padded copy. Rows
 // are split between threads in whole tiles. Its workspace (packed B plus each thread's
 // tail rows) and the Goto nest's are reported as the larger of the two for such a shape
 // (gemm_workspace_bytes), whichever path the strides take, and both paths allocate

@@ -401,6 +401,7 @@ template void pack_b_strided<double, kNRd, double>(double*, const double*, int64
 // Note [Narrow GEMMs]: an MR x 16 NP tile of C over all K, A broadcast from its MR rows
 // (lda apart, unit stride along k), B packed [K][16 NP]; the NP panels of the tile into
 // tile (panel q at tile + q * MR * 16, ld 16).
+constexpr int64_t kNarrowAheadL1 = 64, kNarrowAheadL2 = 1024;  // elements of a row ahead of k0
 template <int MR, int NP>
 __attribute__((target("avx512f"))) static void narrow_tile(int64_t K, const float* a, int64_t lda, const float* b,
                                                           float* tile) {
@@ -412,7 +413,10 @@ __attribute__((target("avx512f"))) static void narrow_tile(int64_t K, const floa
   for (int r = 0; r < MR; ++r) row[r] = a + r * lda;
   for (int64_t k0 = 0; k0 < K; k0 += 16) {
 #pragma GCC unroll 16
-    for (int r = 0; r < MR; ++r) _mm_prefetch(reinterpret_cast<const char*>(row[r] + k0 + 64), _MM_HINT_T0);
+    for (int r = 0; r < MR; ++r) {
+      _mm_prefetch(reinterpret_cast<const char*>(row[r] + k0 + kNarrowAheadL1), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(row[r] + k0 + kNarrowAheadL2), _MM_HINT_T1);
+    }
     const int64_t k1 = std::min<int64_t>(K, k0 + 16);
     for (int64_t k = k0; k < k1; ++k) {
       const float* bk = b + k * 16 * NP;
