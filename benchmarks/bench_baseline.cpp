@@ -260,7 +260,11 @@ void run_stream(benchmark::State& st, Op op, int64_t n, int threads) {
 
 // ---- fma_peak ----
 constexpr int kFmaAcc = 12;
-constexpr int64_t kFmaSteps = 1 << 15;  // per call and thread: 12 x 8 x 2 x 32768 = 6.3 MFLOP
+// Note [Peak calls long enough]: a probe call runs long enough that waking the team's
+// other thread for it is a small part of its time; with calls a tenth as long, the
+// 2-thread probes read below the GEMMs they are the ceiling of on a VM (docs/notes/
+// bench.md, "Peak probes in longer calls"). The same holds for the int8 and bfloat16 ones.
+constexpr int64_t kFmaSteps = 1 << 18;
 
 float fma_chain() {
 #ifdef SB_HAVE_AVX2
@@ -317,7 +321,7 @@ __attribute__((target("avx512f"))) float fma_chain_avx512() {
 // multiply-add. Best ISA first: AVX-512 VNNI (vpdpbusd: 64 per instruction), AVX-512BW
 // (vpmaddubsw + vpmaddwd + vpaddd), AVX2 (the same, 32 per sequence). Inputs keep the
 // int16 pair sums far from saturation; the accumulators wrap harmlessly.
-constexpr int64_t kI8Steps = 1 << 14;
+constexpr int64_t kI8Steps = 1 << 17;  // Note [Peak calls long enough]
 
 __attribute__((target("avx512f,avx512bw,avx512vnni"))) int32_t i8_chain_vnni() {
   const __m512i a = _mm512_set1_epi8(3), b = _mm512_set1_epi8(-2);
@@ -372,7 +376,7 @@ __attribute__((target("avx2"))) int32_t i8_chain_avx2() {
 // where 12 chains left the probe below the GEMM it is the ceiling of
 // (docs/notes/gemm.md, "The bf16 peak's chains").
 constexpr int kBf16Acc = 24;
-constexpr int64_t kBf16Steps = 1 << 13;
+constexpr int64_t kBf16Steps = 1 << 16;  // Note [Peak calls long enough]
 
 __attribute__((target("avx512f,avx512bf16"))) float bf16_chain_avx512() {
   const __m512bh a = (__m512bh)_mm512_set1_epi32(0x3f803f80), b = (__m512bh)_mm512_set1_epi32(0x3a803a80);  // 1, 2^-10
