@@ -401,30 +401,51 @@ void widen_to_float(const BFloat16* p, int64_t s, int64_t n, float* out);
 
 // Note [Packing a transposed A]: when A's rows have unit stride (A is a .t() view, or
 // CblasTrans), the elements of one k for a whole MC block are contiguous. The packer
-// walks k outer and copies fixed-size MR-element runs (inlined moves) into each panel,
-// so every k reads one contiguous run of the column; panel by panel, with a memcpy call
-// per 64 bytes and a 4 KiB jump per k, transposed A cost a tenth more than contiguous
-// (docs/notes/gemm.md). A row-major B takes blocks of rows (Note [Packing a row-major B]).
+// copies fixed-size MR-element runs (inlined moves) into the panels, kPackRows k steps
+// of one panel, then the same steps of the next (the walk of Note [Packing a row-major
+// B], for the same reason); so every k reads one contiguous run of the column. Panel by
+// panel over all of kc, with a memcpy call per 64 bytes and a 4 KiB jump per k, a
+// transposed A cost a tenth more than a contiguous one; k outer over every panel, a
+// third more packing time than the blocks (docs/notes/gemm.md).
+constexpr int kPackRows = 8;
 template <typename S> inline float load_f32(const S* p) { return static_cast<float>(*p); }
+
+// kb runs of R elements from src (runs ss apart) to dst (R apart): R a compile-time
+// constant, so each run is a few inlined moves.
+template <int R, typename T>
+inline void copy_runs(T* dst, const T* src, int64_t ss, int64_t kb) {
+  if (kb == kPackRows) {
+#pragma GCC unroll 8
+    for (int k = 0; k < kPackRows; ++k) std::memcpy(dst + k * R, src + k * ss, R * sizeof(T));
+  } else {
+    for (int64_t k = 0; k < kb; ++k) std::memcpy(dst + k * R, src + k * ss, R * sizeof(T));
+  }
+}
 
 // A(i, k) = a[i*rs + k*cs]; a points to A(0, 0); MR-row panels.
 template <typename T, typename S>
 void pack_a_strided(T* dst, const S* a, int64_t rs, int64_t cs, int64_t i0, int64_t mc, int64_t p0, int64_t kc, int MR) {
   if constexpr (std::is_same<T, S>::value) {
     if (rs == 1 && cs != 1) {  // unit-stride columns (a transposed A): Note [Packing a transposed A]
-      for (int64_t k = 0; k < kc; ++k) {
-        const S* col = a + i0 + (p0 + k) * cs;
-        T* d = dst + k * MR;
-        int64_t ip = 0;
-        if (MR == kMRf512) {
-          for (; ip + kMRf512 <= mc; ip += kMRf512, d += kMRf512 * kc) std::memcpy(d, col + ip, kMRf512 * sizeof(T));
-        } else if (MR == kMRw) {
-          for (; ip + kMRw <= mc; ip += kMRw, d += kMRw * kc) std::memcpy(d, col + ip, kMRw * sizeof(T));
-        } else if (MR == kMRf) {
-          for (; ip + kMRf <= mc; ip += kMRf, d += kMRf * kc) std::memcpy(d, col + ip, kMRf * sizeof(T));
+      int64_t full = 0;  // rows in whole panels of a run length with an inlined copy
+      if (MR == kMRf512 || MR == kMRw || MR == kMRf) {
+        full = mc / MR * MR;
+        for (int64_t k0 = 0; k0 < kc; k0 += kPackRows) {
+          const int64_t kb = std::min<int64_t>(kPackRows, kc - k0);
+          const S* cols = a + i0 + (p0 + k0) * cs;
+          for (int64_t ip = 0; ip < full; ip += MR) {
+            T* d = dst + ip * kc + k0 * MR;
+            if (MR == kMRf512) copy_runs<kMRf512>(d, cols + ip, cs, kb);
+            else if (MR == kMRw) copy_runs<kMRw>(d, cols + ip, cs, kb);
+            else copy_runs<kMRf>(d, cols + ip, cs, kb);
+          }
         }
-        for (; ip < mc; ip += MR, d += MR * kc) {
-          const int mr = static_cast<int>(std::min<int64_t>(MR, mc - ip));
+      }
+      for (int64_t ip = full; ip < mc; ip += MR) {  // the last panel, zero past mc
+        const int mr = static_cast<int>(std::min<int64_t>(MR, mc - ip));
+        T* d = dst + ip * kc;
+        for (int64_t k = 0; k < kc; ++k, d += MR) {
+          const S* col = a + i0 + (p0 + k) * cs;
           for (int r = 0; r < mr; ++r) d[r] = col[ip + r];
           for (int r = mr; r < MR; ++r) d[r] = T(0);
         }

@@ -312,28 +312,18 @@ void widen_to_float(const BFloat16* p, int64_t s, int64_t n, float* out) {
 // Note [Packing a row-major B]: a row-major B (unit column stride) is copied in runs of
 // NR elements, each k row of a panel one run. Walked k outer over every panel, each run
 // went to a different panel (KC x NR elements apart, one L1 set for all of them) and the
-// packing ran several times slower than a walk that copies kPackRowsB rows of one panel
+// packing ran several times slower than a walk that copies kPackRows rows of one panel
 // at a time before moving to the next (docs/notes/gemm.md, "Packing a row-major B by
 // blocks of rows"); the reads stay in the same few rows of B either way.
-constexpr int kPackRowsB = 8;
-
 template <typename T, int NR, typename S>
 void pack_b_strided(T* dst, const S* b, int64_t rs, int64_t cs, int64_t p0, int64_t kc, int64_t j0, int64_t nc) {
   if constexpr (std::is_same<T, S>::value) {
     if (cs == 1 && nc >= NR) {  // row-major B: Note [Packing a row-major B]
       const int64_t full = nc / NR * NR;
-      for (int64_t k0 = 0; k0 < kc; k0 += kPackRowsB) {
-        const int64_t kb = std::min<int64_t>(kPackRowsB, kc - k0);
+      for (int64_t k0 = 0; k0 < kc; k0 += kPackRows) {
+        const int64_t kb = std::min<int64_t>(kPackRows, kc - k0);
         const S* rows = b + (p0 + k0) * rs + j0;
-        for (int64_t jp = 0; jp < full; jp += NR) {
-          T* d = dst + jp * kc + k0 * NR;
-          if (kb == kPackRowsB) {
-#pragma GCC unroll 8
-            for (int k = 0; k < kPackRowsB; ++k) std::memcpy(d + k * NR, rows + k * rs + jp, NR * sizeof(T));
-          } else {
-            for (int64_t k = 0; k < kb; ++k) std::memcpy(d + k * NR, rows + k * rs + jp, NR * sizeof(T));
-          }
-        }
+        for (int64_t jp = 0; jp < full; jp += NR) copy_runs<NR>(dst + jp * kc + k0 * NR, rows + jp, rs, kb);
       }
       dst += full * kc;
       b += full;  // the partial panel, if any, below
