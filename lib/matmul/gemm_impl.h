@@ -262,11 +262,11 @@ size_t gemm_bf16_workspace_bytes(int64_t M, int64_t N, int64_t K, int nt, bool c
 // over all of K, each row prefetched every 16 k steps into L1 a few lines ahead and into
 // L2 a page ahead (past its end: the next rows; with the hardware's prefetch alone, or
 // the L1 one alone, the row's time moved with where A's pages fell from one process to
-// the next): A is read once, from memory, while the FMAs run, and C is written once. The last M % MR rows go through a zero-padded copy. Rows
-// are split between threads in whole tiles. Its workspace (packed B plus each thread's
-// tail rows) and the Goto nest's are reported as the larger of the two for such a shape
-// (gemm_workspace_bytes), whichever path the strides take, and both paths allocate
-// exactly that.
+// the next): A is read once, from memory, while the FMAs run, and C is written once.
+// The last M % MR rows go through a zero-padded copy. Rows are split between threads in
+// whole tiles. Its workspace (packed B plus each thread's tail rows) and the Goto nest's
+// are reported as the larger of the two for such a shape (gemm_workspace_bytes),
+// whichever path the strides take, and both paths allocate exactly that.
 constexpr int64_t kNarrowMaxN = 64, kNarrowMinM = 64, kNarrowMaxK = 2048;
 inline bool narrow_shape(int64_t M, int64_t N, int64_t K) {
   return use_avx512() && N >= 1 && N <= kNarrowMaxN && M >= kNarrowMinM && K >= 1 && K <= kNarrowMaxK;
