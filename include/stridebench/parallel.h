@@ -61,8 +61,9 @@ void parallel_for(int64_t begin, int64_t end, int64_t grain, const F& f) {
   if (nt > 1 && !omp_in_parallel()) {
 #pragma omp parallel num_threads(nt)
     {
-      const int tid = omp_get_thread_num();
-      const int64_t chunk = (n + nt - 1) / nt;
+      // the team OpenMP gave, which may be smaller than asked (OMP_THREAD_LIMIT)
+      const int tid = omp_get_thread_num(), got = omp_get_num_threads();
+      const int64_t chunk = (n + got - 1) / got;
       const int64_t b = begin + tid * chunk;
       const int64_t e = std::min(end, b + chunk);
       if (b < e) f(b, e);
