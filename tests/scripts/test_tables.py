@@ -239,6 +239,29 @@ class LoadTest(unittest.TestCase):
         finally:
             r.regime, r.counters["bytes"] = regime, bytes_
 
+    def test_ceilings_of_up_to_a_rows_threads(self):
+        # Note [Ceilings of up to a row's threads]: a row of T threads is held to the best
+        # baseline of any thread count up to T (a 2-thread copy of an L2-size buffer ran
+        # at half the 1-thread rate on a 2-vCPU VM), and a 1-thread row never to a
+        # baseline of more threads.
+        res = sbtest.results_dir(tempfile.mkdtemp())
+        big = "baseline/op:add/impl:ours/device:cpu/dtype:f32/shape:33554432/threads:8"
+        path = os.path.join(res, "raw", "bench_baseline.json")
+        # the same size on 1 thread at twice the 8-thread rate; on 16 threads at 4 times
+        sbtest.add_twins(path, lambda n: n.startswith(big + "/"), {"threads:8": "threads:1"}, scale={"real_time": 0.5})
+        sbtest.add_twins(path, lambda n: n.startswith(big + "/"), {"threads:8": "threads:16"}, scale={"real_time": 0.25})
+        ew = os.path.join(res, "raw", "bench_elementwise.json")
+        row = ADD.format("transposed", "out")
+        sbtest.add_twins(ew, lambda n: n.startswith(row + "/"), {"threads:8": "threads:1"})
+        rs = sb.load_results(res)
+        one, eight = rs.runs[big.replace("threads:8", "threads:1")], rs.runs[big]
+        self.assertAlmostEqual(one.gbps() / eight.gbps(), 2.0, places=6)
+        base, top, pct = sb.ceiling(rs, rs.runs[row])
+        self.assertEqual(base["threads"], "1")
+        self.assertAlmostEqual(top, one.gbps(), places=6)
+        base1, top1, _ = sb.ceiling(rs, rs.runs[row.replace("threads:8", "threads:1")])
+        self.assertEqual((base1["threads"], top1), ("1", one.gbps()))  # not the 16-thread one
+
     def test_streaming_twin_is_the_ceiling_when_faster(self):
         # copy_nt / add_nt: the same access pattern with streaming stores; the ceiling of a
         # copy or add row is the faster of the pair (in-place rows keep their own)
