@@ -538,9 +538,8 @@ def _same(a, b):
 # elementwise grain keeps a 64 Ki-element bfloat16 row on one thread), so the best the
 # machine did with up to T threads bounds it: its ceiling is the best baseline row of
 # any thread count up to T. A 2-thread copy of an L2-size buffer pays the second
-# thread's wake-up, and on a 2-vCPU VM read 165 GB/s beside 366 on 1 thread; held to
-# that, 2-thread L2 rows read up to 169% of their ceiling (docs/notes/bench.md,
-# "Ceilings of up to a row's threads").
+# thread's wake-up and can run slower than a 1-thread one; held to it, 2-thread L2 rows
+# read far over 100% (docs/notes/bench.md, "Ceilings of up to a row's threads").
 def _threads_fit(baseline_threads, row_threads):
     if baseline_threads is None or row_threads is None:
         return True
