@@ -660,7 +660,7 @@ Bf16Workspace bf16_workspace(const GemmPlan& p, int64_t M, int64_t K, Bf16Path p
   w.b_elems = round_up(ks * p.nc, 16);
   w.a_elems = round_up(p.mc * ks, 16);
   const int64_t rows = p.split_n ? M : p.chunk;
-  w.acc_ld = p.nc + (path == Bf16Path::Tiles ? 16 : 0);  // tile rows not 4 KiB apart (one L1 set)
+  w.acc_ld = p.nc + 16;  // tile rows not 4 KiB apart (one L1 set)
   w.acc_elems = c_bf16 && K > p.kc ? round_up(rows * w.acc_ld, 16) : 0;
   return w;
 }
