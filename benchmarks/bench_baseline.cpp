@@ -176,23 +176,31 @@ SB_NO_MEMCPY_IDIOM void scale_inplace(float* __restrict a, int64_t n) {
 // the written lines, the lines go to memory, not to the caches), each thread ending with
 // an sfence, as the library's streaming copies and elementwise outputs do. c is 64-byte
 // aligned (caching allocator) and every chunk starts at a multiple of kGrainSize.
-void copy_nt(const float* __restrict a, float* __restrict c, int64_t n) {
-  parallel_for(0, n, kGrainSize, [&](int64_t lo, int64_t hi) {
-    int64_t i = lo;
+//
+// Note [Streaming loops take their pointers as arguments]: a vector store may alias any
+// memory (__m256 is may_alias), so a loop of them written inside a [&] lambda reloads
+// the captured pointers through the closure after every store: six loads a vector,
+// which held these rows below the library's own streaming add (docs/notes/bench.md).
+// The loops are functions of their pointers; the lambdas only split the range.
+void copy_nt_run(const float* __restrict a, float* __restrict c, int64_t lo, int64_t hi) {
+  int64_t i = lo;
 #pragma GCC unroll 4  // Note [Unrolled STREAM loops]
-    for (; i + 8 <= hi; i += 8) _mm256_stream_ps(c + i, _mm256_loadu_ps(a + i));
-    for (; i < hi; ++i) c[i] = a[i];
-    _mm_sfence();
-  });
+  for (; i + 8 <= hi; i += 8) _mm256_stream_ps(c + i, _mm256_loadu_ps(a + i));
+  for (; i < hi; ++i) c[i] = a[i];
+  _mm_sfence();
 }
-void add_nt(const float* __restrict a, const float* __restrict b, float* __restrict c, int64_t n) {
-  parallel_for(0, n, kGrainSize, [&](int64_t lo, int64_t hi) {
-    int64_t i = lo;
+void add_nt_run(const float* __restrict a, const float* __restrict b, float* __restrict c, int64_t lo, int64_t hi) {
+  int64_t i = lo;
 #pragma GCC unroll 4  // Note [Unrolled STREAM loops]
-    for (; i + 8 <= hi; i += 8) _mm256_stream_ps(c + i, _mm256_add_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i)));
-    for (; i < hi; ++i) c[i] = a[i] + b[i];
-    _mm_sfence();
-  });
+  for (; i + 8 <= hi; i += 8) _mm256_stream_ps(c + i, _mm256_add_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i)));
+  for (; i < hi; ++i) c[i] = a[i] + b[i];
+  _mm_sfence();
+}
+void copy_nt(const float* a, float* c, int64_t n) {
+  parallel_for(0, n, kGrainSize, [=](int64_t lo, int64_t hi) { copy_nt_run(a, c, lo, hi); });
+}
+void add_nt(const float* a, const float* b, float* c, int64_t n) {
+  parallel_for(0, n, kGrainSize, [=](int64_t lo, int64_t hi) { add_nt_run(a, b, c, lo, hi); });
 }
 #endif
 // Note [Read accumulators]: the read keeps 64 float sums (eight AVX2 vectors once
