@@ -371,8 +371,13 @@ TEST(Iterator, TiledStagingEverySizeDtypeSimdThreads) {
 // element with its inputs exactly once: a transposed (staged) input, a dense one and an
 // expanded one, ragged tiles, whole 128 x 128 planes (tile1 128), 1 and 2 threads.
 // With the dense input replaced by a second transposed one, every streaming input is
-// staged and the walk stages kChunkStrips strips at a time (Note [Chunked staging]).
+// staged and the walk stages the tuning's stage_chunk_strips strips at a time (Note
+// [Chunked staging]): 8 and 16, the designs' values, and 5, which leaves ragged chunks.
 TEST(Iterator, PrefetchingTiledWalkPairsEveryElementOnce) {
+  test::TuningScope tuning_scope;
+  for (int64_t chunk : {int64_t{8}, int64_t{16}, int64_t{5}}) {
+  tuning_scope.tuning().stage_chunk_strips = chunk;
+  tuning_scope.set();
   for (bool all_staged : {false, true})
   for (int64_t nt : {int64_t{-1}, int64_t{0}})
     for (int threads : {1, 2}) {
@@ -386,7 +391,7 @@ TEST(Iterator, PrefetchingTiledWalkPairsEveryElementOnce) {
                               : arange(n, DType::Int64).view(sz);                                      // dense
         Tensor c = arange(sz[2], DType::Int64).view({1, 1, sz[2]}).expand(sz);           // stride 0
         StridedIter it = StridedIter::from_tensors({o, a, b, c});
-        const std::string what = std::string(all_staged ? "two staged, " : "") + "nt " + std::to_string(nt) + ", " + std::to_string(threads) + " threads, " +
+        const std::string what = "chunk " + std::to_string(chunk) + ", " + std::string(all_staged ? "two staged, " : "") + "nt " + std::to_string(nt) + ", " + std::to_string(threads) + " threads, " +
                                  std::to_string(sz[0]) + "x" + std::to_string(sz[1]) + "x" + std::to_string(sz[2]);
         ASSERT_EQ(it.path(), Path::Tiled) << what;
         ASSERT_TRUE(it.staged(1)) << what;
@@ -406,6 +411,7 @@ TEST(Iterator, PrefetchingTiledWalkPairsEveryElementOnce) {
         ASSERT_TRUE(test::all_close(o, ref, 0, 0)) << what;
       }
     }
+  }
   set_nt_threshold_bytes(-1);
   set_num_threads(2);
 }

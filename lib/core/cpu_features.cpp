@@ -176,6 +176,7 @@ CpuTuning sapphire_rapids_row(const CacheSizes& caches) {
   t.band_read_bytes = 32 * 1024;  // Note [Contiguous bands read in order]: a 32-row band of 1 KiB rows
   t.group_bytes = 128 * 1024;
   t.group_min = 2;
+  t.stage_chunk_strips = 16;  // Note [Chunked staging]: a whole source line of float32 a row per chunk
   t.gemm_amx_kc = 256;  // Note [bfloat16 GEMM in AMX tiles]: an A panel and a B sliver in L1
   t.gemm_amx_mc = 32;
   // Note [bfloat16 sums by dot products]: vdpbf16ps runs at half the FMA rate here; its
@@ -354,12 +355,13 @@ bool apply_tuning_spec(const char* spec, CpuTuning* out, std::string* err) {
     else if (key == "sumzmm") ok = ok && parse_i64(val, 0, 1, &x) && (t.sum_runs_zmm = x != 0, true);
     else if (key == "rowsinorder") ok = ok && parse_i64(val, 0, 1, &x) && (t.rows_in_order = x != 0, true);
     else if (key == "bufcols") ok = ok && parse_i64(val, 0, 1, &x) && (t.buf_columns_in_order = x != 0, true);
+    else if (key == "chunk") ok = ok && parse_i64(val, 1, 4096, &t.stage_chunk_strips);
     else {
-      if (err) *err = "unknown key '" + key + "' (kc, mc, nc, tile, bands, blocks, zmm16, zmm16fill, zmm16lines, zmm16stage, bands16min, bandread, group, group_min, copynt, grain16, grainbytes, amx, amxkc, amxmc, dotruns, dotrunsmax, pf16, pf16rows, varzmm, pool512, sumzmm, rowsinorder, bufcols)";
+      if (err) *err = "unknown key '" + key + "' (kc, mc, nc, tile, bands, blocks, zmm16, zmm16fill, zmm16lines, zmm16stage, bands16min, bandread, group, group_min, copynt, grain16, grainbytes, amx, amxkc, amxmc, dotruns, dotrunsmax, pf16, pf16rows, varzmm, pool512, sumzmm, rowsinorder, bufcols, chunk)";
       return false;
     }
     if (!ok) {
-      if (err) *err = "bad value in '" + item + "' (kc 8-8192, mc and nc >= 1, tile 16 or 32, bands 16 or 32, blocks, zmm16, zmm16fill, zmm16stage, pf16, pf16rows, varzmm, pool512, sumzmm, rowsinorder and bufcols 0 or 1, zmm16lines >= 16 elements, bands16min 0-2^50 bytes, bandread 0-2^30 bytes, group >= 4096, group_min 1-16, copynt 0-2^40 bytes, grain16 1-2^40 elements, grainbytes 1-2^40 bytes, dotrunsmax 0-2^50 bytes)";
+      if (err) *err = "bad value in '" + item + "' (kc 8-8192, mc and nc >= 1, tile 16 or 32, bands 16 or 32, blocks, zmm16, zmm16fill, zmm16stage, pf16, pf16rows, varzmm, pool512, sumzmm, rowsinorder and bufcols 0 or 1, zmm16lines >= 16 elements, bands16min 0-2^50 bytes, bandread 0-2^30 bytes, group >= 4096, group_min 1-16, copynt 0-2^40 bytes, grain16 1-2^40 elements, grainbytes 1-2^40 bytes, dotrunsmax 0-2^50 bytes, chunk 1-4096 strips)";
       return false;
     }
   }
@@ -381,7 +383,8 @@ std::string describe_tuning(const CpuTuning& t) {
          ",pf16rows=" + (t.prefetch16_rows ? "1" : "0") + ",varzmm=" + (t.var_rows_zmm ? "1" : "0") +
          ",pool512=" + (t.pool_rows_zmm ? "1" : "0") +
          ",sumzmm=" + (t.sum_runs_zmm ? "1" : "0") +
-         ",rowsinorder=" + (t.rows_in_order ? "1" : "0") + ",bufcols=" + (t.buf_columns_in_order ? "1" : "0");
+         ",rowsinorder=" + (t.rows_in_order ? "1" : "0") + ",bufcols=" + (t.buf_columns_in_order ? "1" : "0") +
+         ",chunk=" + std::to_string(t.stage_chunk_strips);
 }
 
 namespace {

@@ -50,6 +50,7 @@
 #include <vector>
 
 #include "core/dim_plan.h"
+#include "stridebench/cpu_features.h"
 #include "stridebench/parallel.h"
 #include "core/scratch.h"
 #include "core/small_vec.h"
@@ -84,12 +85,16 @@ namespace sb {
 // Note [Chunked staging]
 // Above the streaming threshold, a tile whose inputs are all staged (no dense input
 // streams beside the staged one: a unary op on a transposed tensor, or every input
-// transposed) is staged kChunkStrips strips at a time, each chunk's strips running
-// right after it from an L1-sized slice of the buffer, and the next tile's source rows
-// are prefetched one strip's share at a time. Staging the whole tile first (64 KiB, L2)
-// and then running its strips left the output's streaming stores in one burst per
-// tile. With a dense input beside it (a.t() + b) the same change was not a win, so those
-// tiles keep the whole-tile staging of Note [Tile prefetch] (docs/notes/elementwise.md).
+// transposed) is staged a few strips at a time, each chunk's strips running right after
+// it from an L1-sized slice of the buffer, and the next tile's source rows are
+// prefetched one strip's share at a time. Staging the whole tile first (64 KiB, L2) and
+// then running its strips left the output's streaming stores in one burst per tile.
+// With a dense input beside it (a.t() + b) the same change was not a win, so those tiles
+// keep the whole-tile staging of Note [Tile prefetch] (docs/notes/elementwise.md). The
+// chunk is the design's (CpuTuning::stage_chunk_strips, SB_TUNING chunk): 8 strips (half
+// a float32 source line a row) on Zen 4, where 16 were slower; 16 (a whole line) on
+// Sapphire Rapids, where 8 left an NCHW -> NHWC float32 relu near twice the permuting
+// copy's time.
 // Note [Grouped staging]
 // Above the streaming threshold, when every tile is a whole plane (dims 0 and 1 fit one
 // tile: x + y.transpose(2, 3) with planes up to kTileElems elements), the output and a
@@ -131,7 +136,6 @@ class StridedIter {
   static constexpr int64_t kTileElems = 16384;  // elements per tile when dim 0 is shorter than kTileBytes0
   static constexpr int64_t kTilePad = 64;  // bytes added to each staged row: no power-of-two stride
   static constexpr int64_t kStageRows = 8;  // source rows staged (and next-tile rows prefetched) per step
-  static constexpr int64_t kChunkStrips = 8;  // strips staged at a time (Note [Chunked staging])
   static constexpr int64_t kPieceBytes = 2048;        // output bytes per kernel call there
   enum class Path : uint8_t { Contiguous, Broadcast, Tiled, Strided };
 
@@ -498,6 +502,7 @@ void StridedIter::run_tiles(const F& f, int64_t begin, int64_t end, bool streams
   Index nidx(nd);
   char* np[kMaxOperands];
   bool chunked = prefetch_;  // Note [Chunked staging]: no dense input moving along both tile dims
+  const int64_t chunk = cpu_tuning().stage_chunk_strips;
   for (int i = 1; i < nops_; ++i)
     if (!staged(i) && strides_[0][i] != 0 && strides_[1][i] != 0) chunked = false;
   for (int64_t t = begin; t < end; ++t) {
@@ -509,8 +514,8 @@ void StridedIter::run_tiles(const F& f, int64_t begin, int64_t end, bool streams
       ptrs_at(nidx, np);
     }
     if (chunked) {  // Note [Chunked staging]
-      for (int64_t j0 = 0; j0 < n1; j0 += kChunkStrips) {
-        const int64_t jn = std::min(kChunkStrips, n1 - j0);
+      for (int64_t j0 = 0; j0 < n1; j0 += chunk) {
+        const int64_t jn = std::min(chunk, n1 - j0);
         for (int i = 1; i < nops_; ++i)
           if (staged(i))
             stage_tile(bufs[i - 1], p[i] + j0 * strides_[1][i], strides_[0][i], strides_[1][i], n0, jn,
