@@ -14,7 +14,9 @@
 // one device (a mismatch is an error naming both). Cost: one read per input element,
 // one write per output element.
 //
-// dtypes: float32, float64, int32, and float16 (stored as half, computed in float32).
+// dtypes: float32, float64, int32, and float16 and bfloat16 (computed in float32; a
+// tensor-scalar op takes the scalar into that arithmetic unrounded, where PyTorch 1.13's
+// CPU kernels round it to the 16-bit dtype first: docs/LIBRARY.md).
 // Integers (no type promotion, so where PyTorch would return a float we refuse):
 //   div on int32 is an error (PyTorch true-divides integers into a float result);
 //   exp, sqrt, normalize on int32 are errors; a tensor-scalar op on int32 needs an

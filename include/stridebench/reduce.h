@@ -2,7 +2,8 @@
 //
 //   sum, mean, max, var, std (var/std with a correction, 1 = unbiased by default,
 //   as PyTorch). dims empty = all dims. keepdim keeps reduced dims as size 1.
-//   Each has an out= form; the result dtype is the input's.
+//   Each has an out= form; the result dtype is the input's (an int32 sum too, where
+//   PyTorch gives int64: no type promotion, docs/LIBRARY.md).
 // Cost: one read of the input, one write of the (small) output. float32 sums use
 // several accumulators (pairwise across chunks) so error grows like O(log n); the
 // reduction kernels are free to choose, the tests bound the error against float64.

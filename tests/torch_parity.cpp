@@ -1,0 +1,558 @@
+// torch_parity.cpp — runs a table of small cases through the library and writes, for
+// each, its inputs as they were (whole storages, sizes, strides, offsets), then what the
+// op gave: the result, the storage it wrote into, or the error. tests/torch_parity.py
+// rebuilds the same tensors in PyTorch, runs PyTorch's op in the same style and compares
+// dtype, sizes, strides, values and whether it raised (Note [PyTorch parity]).
+//
+// Note [PyTorch parity]
+// LIBRARY.md says where our semantics are PyTorch's: broadcasting, the result's layout,
+// the reductions' dtypes and shapes, rounding to 16-bit floats, NaN through max and
+// relu, which overlaps are errors. The gtest suites check those against expectations
+// written by hand and values against float64 loops; this program and its checker ask
+// the installed PyTorch itself, case by case, in every style (out-of-place, out=, in
+// place) and on non-contiguous operands and outputs. Cases where we differ on purpose
+// (no type promotion, integer division refused) are not in the table; the checker
+// names each documented difference it tolerates.
+//
+// Usage: torch_parity_dump DIR   (writes DIR/cases.jsonl and DIR/storages.bin)
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "stridebench/stridebench.h"
+
+namespace {
+
+using namespace sb;
+
+const char* short_name(DType t) {
+  switch (t) {
+    case DType::Float32: return "f32";
+    case DType::Float64: return "f64";
+    case DType::Float16: return "f16";
+    case DType::BFloat16: return "bf16";
+    case DType::Int8: return "i8";
+    case DType::Int32: return "i32";
+    case DType::Int64: return "i64";
+  }
+  return "?";
+}
+
+std::string shape_json(const Shape& s) {
+  std::string r = "[";
+  for (size_t i = 0; i < s.size(); ++i) r += (i ? "," : "") + std::to_string(s[i]);
+  return r + "]";
+}
+
+std::string quoted(const std::string& s) {
+  std::string r = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') r += '\\';
+    if (c == '\n') { r += "\\n"; continue; }
+    r += c;
+  }
+  return r + "\"";
+}
+
+class Writer {
+ public:
+  explicit Writer(const std::string& dir)
+      : lines_(dir + "/cases.jsonl"), data_(dir + "/storages.bin", std::ios::binary) {}
+  bool ok() const { return lines_.good() && data_.good(); }
+
+  // One case: ins are the op's operands as they are before it runs (for out= and in
+  // place the written tensor first); fn runs the op and returns the result (out-of-place)
+  // or the written tensor.
+  void run(const std::string& name, const std::string& op, const std::string& style, const std::string& params,
+           const std::vector<Tensor>& ins, const std::function<Tensor()>& fn) {
+    std::map<const Storage*, int> sid;
+    std::string storages = "{", inputs = "[";
+    for (size_t i = 0; i < ins.size(); ++i) {
+      const Storage* s = ins[i].storage().get();
+      if (!sid.count(s)) {
+        const int id = static_cast<int>(sid.size());
+        sid[s] = id;
+        storages += (id ? "," : "") + quoted(std::to_string(id)) + ":" + blob(*ins[i].storage());
+      }
+      inputs += (i ? "," : "") + tensor_json(ins[i]) + ",\"sid\":" + std::to_string(sid[s]) + "}";
+    }
+    storages += "}";
+    inputs += "]";
+    std::string tail;
+    try {
+      const Tensor r = fn();
+      if (style == "outofplace") tail = "\"result\":" + tensor_json(r) + ",\"storage\":" + blob(*r.storage()) + "}";
+      else tail = "\"after\":" + blob(*ins[0].storage());
+    } catch (const Error& e) {
+      tail = "\"error\":" + quoted(e.what());
+    }
+    lines_ << "{\"name\":" << quoted(name) << ",\"op\":" << quoted(op) << ",\"style\":" << quoted(style)
+           << ",\"params\":{" << params << "},\"storages\":" << storages << ",\"inputs\":" << inputs << "," << tail
+           << "}\n";
+    ++count_;
+  }
+  int count() const { return count_; }
+
+ private:
+  std::string tensor_json(const Tensor& t) {
+    return std::string("{\"dtype\":\"") + short_name(t.dtype()) + "\",\"sizes\":" + shape_json(t.sizes()) +
+           ",\"strides\":" + shape_json(t.strides()) + ",\"offset\":" + std::to_string(t.storage_offset());
+  }
+  // a storage's bytes appended to storages.bin: {"at": byte offset, "n": bytes}
+  std::string blob(const Storage& s) {
+    const std::string r = "{\"at\":" + std::to_string(at_) + ",\"n\":" + std::to_string(s.nbytes()) + "}";
+    data_.write(static_cast<const char*>(s.data()), static_cast<std::streamsize>(s.nbytes()));
+    at_ += static_cast<int64_t>(s.nbytes());
+    return r;
+  }
+  std::ofstream lines_, data_;
+  int64_t at_ = 0;
+  int count_ = 0;
+};
+
+// ---------------------------------------------------------------- operands
+
+uint64_t g_seed = 1;
+
+// Values of dtype dt: normal ones (integers: -20..20), and for floats a few specials
+// (NaN, +-inf, -0.0) where `special` says.
+Tensor values(const Shape& sizes, DType dt, bool special = false) {
+  Tensor x = randn(sizes, g_seed++, DType::Float64);
+  if (dt == DType::Int32 || dt == DType::Int64 || dt == DType::Int8) {
+    std::vector<double> v = x.to_vector();
+    Tensor r = empty(sizes, dt);
+    const int64_t n = r.numel();
+    Tensor flat = r.view({n});
+    for (int64_t i = 0; i < n; ++i) flat.set({i}, std::round(v[static_cast<size_t>(i)] * 8));
+    return r;
+  }
+  Tensor r = x.to(dt);
+  if (special && r.numel() >= 8) {
+    Tensor flat = r.view({r.numel()});
+    const double inf = std::numeric_limits<double>::infinity();
+    flat.set({1}, std::nan(""));
+    flat.set({3}, inf);
+    flat.set({4}, -inf);
+    flat.set({6}, -0.0);
+  }
+  return r;
+}
+
+// sizes as the caller sees them, laid out as `layout` says:
+//   c   contiguous          t   the last two dims transposed (a .transpose(-1, -2) view)
+//   s   every other element of the last dim (a stepped slice of a twice-wider tensor)
+//   cl  channels-last (4-D)  x   the first dim expanded from 1 (stride 0)
+//   o   offset: a narrow of a larger tensor, not starting at element 0
+Tensor laid_out(const std::string& layout, const Shape& sizes, DType dt, bool special = false) {
+  const int64_t nd = static_cast<int64_t>(sizes.size());
+  if (layout == "t" && nd >= 2) {
+    Shape s = sizes;
+    std::swap(s[nd - 1], s[nd - 2]);
+    return values(s, dt, special).transpose(-1, -2);
+  }
+  if (layout == "s") {
+    Shape s = sizes;
+    s[nd - 1] *= 2;
+    return values(s, dt, special).slice(nd - 1, 0, std::nullopt, 2);
+  }
+  if (layout == "cl" && nd == 4) return values(sizes, dt, special).contiguous(MemoryFormat::ChannelsLast);
+  if (layout == "x" && nd >= 1) {
+    Shape s = sizes;
+    s[0] = 1;
+    return values(s, dt, special).expand(sizes);
+  }
+  if (layout == "o") {
+    Shape s = sizes;
+    s[0] += 1;
+    return values(s, dt, special).narrow(0, 1, sizes[0]);
+  }
+  return values(sizes, dt, special);
+}
+
+Shape broadcast_shape(const Shape& a, const Shape& b) {
+  const size_t n = std::max(a.size(), b.size());
+  Shape r(n, 1);
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t x = i < n - a.size() ? 1 : a[i - (n - a.size())], y = i < n - b.size() ? 1 : b[i - (n - b.size())];
+    r[i] = x == 1 ? y : x;
+  }
+  return r;
+}
+
+// An output to write into, poisoned with values every op result differs from.
+Tensor out_like(const std::string& layout, const Shape& sizes, DType dt) {
+  Tensor o = laid_out(layout, sizes, dt);
+  const bool integral = dt == DType::Int32 || dt == DType::Int64 || dt == DType::Int8;
+  o.fill_(integral ? 77 : 1234.5);
+  return o;
+}
+
+std::string p_num(const char* k, double v) {
+  std::ostringstream s;
+  s.precision(17);
+  s << "\"" << k << "\":" << v;
+  return s.str();
+}
+std::string p_str(const char* k, const std::string& v) { return std::string("\"") + k + "\":" + quoted(v); }
+std::string p_shape(const char* k, const Shape& v) { return std::string("\"") + k + "\":" + shape_json(v); }
+std::string join(std::initializer_list<std::string> parts) {
+  std::string r;
+  for (const auto& p : parts)
+    if (!p.empty()) r += (r.empty() ? "" : ",") + p;
+  return r;
+}
+
+// ---------------------------------------------------------------- the table
+
+void elementwise_cases(Writer& w) {
+  const std::vector<std::pair<std::string, BinaryOp>> bin = {{"add", BinaryOp::Add},         {"sub", BinaryOp::Sub},
+                                                             {"mul", BinaryOp::Mul},         {"div", BinaryOp::Div},
+                                                             {"maximum", BinaryOp::Maximum}, {"minimum", BinaryOp::Minimum}};
+  const std::vector<DType> dts = {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16, DType::Int32};
+  // (a's layout, a's sizes, b's layout, b's sizes): broadcasting and layouts
+  struct Pair {
+    const char* la;
+    Shape sa;
+    const char* lb;
+    Shape sb;
+  };
+  const std::vector<Pair> pairs = {
+      {"c", {5, 7}, "c", {5, 7}},          {"t", {5, 7}, "c", {5, 7}},          {"c", {5, 7}, "t", {5, 7}},
+      {"c", {5, 7}, "c", {1, 7}},          {"c", {5, 7}, "c", {5, 1}},          {"c", {5, 7}, "c", {7}},
+      {"s", {4, 6}, "c", {4, 6}},          {"c", {3, 4, 5}, "x", {3, 4, 5}},    {"cl", {2, 3, 4, 5}, "c", {2, 3, 4, 5}},
+      {"c", {2, 3, 4, 5}, "cl", {2, 3, 4, 5}}, {"cl", {2, 3, 4, 5}, "cl", {2, 3, 4, 5}}, {"cl", {2, 3, 4, 5}, "c", {1, 3, 1, 1}},
+      {"c", {2, 3, 1, 5}, "c", {4, 1}},    {"o", {3, 8}, "t", {3, 8}},          {"c", {4, 6}, "c", {}},
+      // past the vector widths, the tiles and the row blocks: the kernels' main loops and their tails
+      {"t", {37, 129}, "c", {37, 129}},    {"cl", {2, 16, 9, 31}, "c", {2, 16, 9, 31}}, {"s", {33, 70}, "c", {1, 70}},
+  };
+  for (const auto& [name, op] : bin)
+    for (DType dt : dts) {
+      if (dt == DType::Int32 && op == BinaryOp::Div) continue;  // refused on purpose (LIBRARY.md)
+      const bool fl = dt != DType::Int32;
+      for (const Pair& p : pairs) {
+        const std::string tag = name + "/" + short_name(dt) + "/" + p.la + shape_json(p.sa) + "," + p.lb + shape_json(p.sb);
+        {
+          const Tensor a = laid_out(p.la, p.sa, dt, fl), b = laid_out(p.lb, p.sb, dt);
+          w.run(tag, name, "outofplace", "", {a, b}, [&] { return binary(op, a, b); });
+        }
+        // out=: contiguous, and transposed where 2-D or more; the broadcast shape
+        const Shape bs = broadcast_shape(p.sa, p.sb);
+        for (const char* lo : {"c", "t"}) {
+          if (std::string(lo) == "t" && bs.size() < 2) continue;
+          Tensor o = out_like(lo, bs, dt);
+          const Tensor a = laid_out(p.la, p.sa, dt, fl), b = laid_out(p.lb, p.sb, dt);
+          w.run(tag + "/out:" + lo, name, "out", "", {o, a, b}, [&] { return binary_out(op, o, a, b); });
+        }
+        if (std::string(p.la) != "x") {  // in place: a is written (an error where b's shape would grow it)
+          Tensor a = laid_out(p.la, p.sa, dt, fl);
+          const Tensor b = laid_out(p.lb, p.sb, dt);
+          w.run(tag + "/inplace", name, "inplace", "", {a, b}, [&]() -> Tensor {
+            switch (op) {
+              case BinaryOp::Add: return a.add_(b);
+              case BinaryOp::Sub: return a.sub_(b);
+              case BinaryOp::Mul: return a.mul_(b);
+              case BinaryOp::Div: return a.div_(b);
+              case BinaryOp::Maximum: return a.maximum_(b);
+              case BinaryOp::Minimum: return a.minimum_(b);
+            }
+            return a;
+          });
+        }
+      }
+      // tensor-scalar (PyTorch has no maximum/minimum with a Python scalar)
+      if (op == BinaryOp::Maximum || op == BinaryOp::Minimum) continue;
+      for (double s : {0.3, -2.0, 1e-3}) {
+        if (!fl && s != -2.0) continue;
+        for (const char* la : {"c", "t"}) {
+          const Tensor a = laid_out(la, {6, 5}, dt, fl);
+          const std::string tag = name + "/" + short_name(dt) + "/" + la + "[6,5]/scalar" + std::to_string(s);
+          w.run(tag, name, "outofplace", p_num("scalar", s), {a}, [&] { return binary(op, a, s); });
+          Tensor o = out_like("t", {6, 5}, dt);
+          w.run(tag + "/out:t", name, "out", p_num("scalar", s), {o, a}, [&] { return binary_out(op, o, a, s); });
+        }
+      }
+    }
+
+  const std::vector<std::pair<std::string, UnaryOp>> un = {{"neg", UnaryOp::Neg},
+                                                           {"abs", UnaryOp::Abs},
+                                                           {"relu", UnaryOp::Relu},
+                                                           {"exp", UnaryOp::Exp},
+                                                           {"sqrt", UnaryOp::Sqrt}};
+  for (const auto& [name, op] : un)
+    for (DType dt : dts) {
+      if (dt == DType::Int32 && (op == UnaryOp::Exp || op == UnaryOp::Sqrt)) continue;  // refused on purpose
+      const bool fl = dt != DType::Int32;
+      for (const char* la : {"c", "t", "s", "cl", "o", "T"}) {
+        // T: a transposed operand past the tiles' sizes
+        const std::string l = la;
+        const Shape sizes = l == "cl" ? Shape{2, 3, 4, 5} : l == "T" ? Shape{67, 140} : Shape{6, 9};
+        la = l == "T" ? "t" : la;
+        const std::string tag = name + "/" + short_name(dt) + "/" + la + shape_json(sizes);
+        {
+          const Tensor a = laid_out(la, sizes, dt, fl);
+          w.run(tag, name, "outofplace", "", {a}, [&] { return unary(op, a); });
+        }
+        for (const char* lo : {"c", "t"}) {
+          Tensor o = out_like(lo, sizes, dt);
+          const Tensor a = laid_out(la, sizes, dt, fl);
+          w.run(tag + "/out:" + lo, name, "out", "", {o, a}, [&] { return unary_out(op, o, a); });
+        }
+        Tensor a = laid_out(la, sizes, dt, fl);
+        w.run(tag + "/inplace", name, "inplace", "", {a}, [&]() -> Tensor {
+          switch (op) {
+            case UnaryOp::Neg: return a.neg_();
+            case UnaryOp::Abs: return a.abs_();
+            case UnaryOp::Relu: return a.relu_();
+            case UnaryOp::Exp: return a.exp_();
+            case UnaryOp::Sqrt: return a.sqrt_();
+          }
+          return a;
+        });
+      }
+    }
+
+  // normalize along the last dim is PyTorch's layer_norm without an affine part
+  for (DType dt : {DType::Float32, DType::Float64, DType::BFloat16})
+    for (const char* la : {"c", "t", "s"}) {
+      const Shape sizes = {7, 33};
+      const std::string tag = std::string("normalize/") + short_name(dt) + "/" + la + shape_json(sizes);
+      const Tensor a = laid_out(la, sizes, dt);
+      w.run(tag, "normalize", "outofplace", p_num("eps", 1e-5), {a}, [&] { return normalize(a, -1, 1e-5); });
+      Tensor o = out_like("t", sizes, dt);
+      w.run(tag + "/out:t", "normalize", "out", p_num("eps", 1e-5), {o, a}, [&] { return normalize_out(o, a, -1, 1e-5); });
+    }
+}
+
+void reduce_cases(Writer& w) {
+  const std::vector<DType> dts = {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16, DType::Int32};
+  const std::vector<Shape> dimsets = {{}, {0}, {1}, {-1}, {0, 2}};
+  for (const char* name : {"sum", "mean", "max", "var", "std"})
+    for (DType dt : dts) {
+      const std::string n = name;
+      if (dt == DType::Int32 && n != "sum" && n != "max") continue;  // mean, var, std refuse integers on purpose
+      for (const char* la : {"c", "t", "s"}) {  // past the vector widths and the column blocks
+        const Tensor x = laid_out(la, {130, 257}, dt);
+        for (const Shape& dims : std::vector<Shape>{{0}, {1}, {}}) {
+          const std::string tag = n + "/" + short_name(dt) + "/" + la + "[130,257]/dims" + shape_json(dims);
+          const std::string params = join({p_shape("dims", dims), "\"keepdim\":false",
+                                            (n == "var" || n == "std") ? p_num("correction", 1) : ""});
+          w.run(tag, n, "outofplace", params, {x}, [&] {
+            if (n == "sum") return sum(x, dims, false);
+            if (n == "mean") return mean(x, dims, false);
+            if (n == "max") return max(x, dims, false);
+            if (n == "var") return var(x, dims, 1, false);
+            return sb::std(x, dims, 1, false);
+          });
+        }
+      }
+      for (const char* la : {"c", "t", "s", "o"})
+        for (const Shape& dims : dimsets)
+          for (bool keep : {false, true}) {
+            if (n == "max" && dims.empty() && keep) continue;  // PyTorch's max() of all takes no keepdim
+            for (int64_t corr : {int64_t{1}, int64_t{0}}) {
+              if ((n != "var" && n != "std") && corr == 0) continue;
+              const Tensor x = laid_out(la, {4, 5, 6}, dt);
+              std::string tag = n + "/" + short_name(dt) + "/" + la + "[4,5,6]/dims" + shape_json(dims) + (keep ? "/keep" : "");
+              if (n == "var" || n == "std") tag += "/corr" + std::to_string(corr);
+              const std::string params = join({p_shape("dims", dims), keep ? "\"keepdim\":true" : "\"keepdim\":false",
+                                                (n == "var" || n == "std") ? p_num("correction", static_cast<double>(corr)) : ""});
+              w.run(tag, n, "outofplace", params, {x}, [&] {
+                if (n == "sum") return sum(x, dims, keep);
+                if (n == "mean") return mean(x, dims, keep);
+                if (n == "max") return max(x, dims, keep);
+                if (n == "var") return var(x, dims, corr, keep);
+                return sb::std(x, dims, corr, keep);
+              });
+            }
+          }
+    }
+  // NaN through max; an empty reduction
+  for (DType dt : {DType::Float32, DType::BFloat16}) {
+    const Tensor x = values({4, 9}, dt, true);
+    w.run(std::string("max/") + short_name(dt) + "/nan", "max", "outofplace", join({p_shape("dims", {1}), "\"keepdim\":false"}), {x},
+          [&] { return max(x, {1}, false); });
+    w.run(std::string("sum/") + short_name(dt) + "/nan", "sum", "outofplace", join({p_shape("dims", {1}), "\"keepdim\":false"}), {x},
+          [&] { return sum(x, {1}, false); });
+  }
+  const Tensor e = empty({0, 3});
+  w.run("sum/f32/empty", "sum", "outofplace", join({p_shape("dims", {0}), "\"keepdim\":false"}), {e}, [&] { return sum(e, {0}, false); });
+  w.run("max/f32/empty", "max", "outofplace", join({p_shape("dims", {0}), "\"keepdim\":false"}), {e}, [&] { return max(e, {0}, false); });
+}
+
+void matmul_cases(Writer& w) {
+  for (DType dt : {DType::Float32, DType::Float64, DType::BFloat16}) {
+    struct M {
+      const char* la;
+      Shape sa;
+      const char* lb;
+      Shape sb;
+    };
+    for (const M& m : std::vector<M>{{"c", {9, 17}, "c", {17, 13}},
+                                     {"t", {9, 17}, "c", {17, 13}},
+                                     {"c", {9, 17}, "t", {17, 13}},
+                                     {"s", {9, 17}, "t", {17, 13}},
+                                     {"c", {3, 9, 17}, "c", {3, 17, 13}},
+                                     {"t", {3, 9, 17}, "c", {3, 17, 13}},
+                                     {"c", {9, 17}, "c", {17, 1}},
+                                     {"c", {65, 130}, "t", {130, 33}},
+                                     {"t", {70, 300}, "c", {300, 50}},
+                                     {"c", {9, 17}, "c", {18, 13}}}) {
+      const Tensor a = laid_out(m.la, m.sa, dt), b = laid_out(m.lb, m.sb, dt);
+      const std::string tag = std::string("matmul/") + short_name(dt) + "/" + m.la + shape_json(m.sa) + "," + m.lb + shape_json(m.sb);
+      w.run(tag, "matmul", "outofplace", "", {a, b}, [&] { return matmul(a, b); });
+      if (m.sa.size() == 2 && m.sb[0] == m.sa[1]) {
+        Tensor o = out_like("t", {m.sa[0], m.sb[1]}, dt);
+        w.run(tag + "/out:t", "matmul", "out", "", {o, a, b}, [&] { return matmul_out(o, a, b); });
+      }
+    }
+  }
+}
+
+void conv_cases(Writer& w) {
+  for (DType dt : {DType::Float32, DType::BFloat16})
+    for (const char* lx : {"c", "cl"})
+      for (const char* lw : {"c", "cl"}) {
+        struct C {
+          Shape x, w;
+          int64_t stride, padding, dilation, groups;
+          bool bias, relu;
+        };
+        for (const C& c : std::vector<C>{{{2, 4, 9, 8}, {6, 4, 3, 3}, 1, 1, 1, 1, true, false},
+                                         {{2, 4, 9, 8}, {6, 4, 3, 3}, 2, 0, 1, 1, false, true},
+                                         {{1, 6, 11, 10}, {6, 2, 3, 3}, 1, 2, 2, 3, true, false},
+                                         {{2, 4, 7, 7}, {4, 1, 3, 3}, 1, 1, 1, 4, true, true},
+                                         {{2, 8, 5, 6}, {3, 8, 1, 1}, 1, 0, 1, 1, false, false}}) {
+          const Tensor x = laid_out(lx, c.x, dt), wt = laid_out(lw, c.w, dt);
+          const Tensor b = c.bias ? values({c.w[0]}, dt) : Tensor();
+          const Conv2dParams p{c.stride, c.padding, c.dilation, c.groups};
+          const std::string tag = std::string("conv2d/") + short_name(dt) + "/" + lx + shape_json(c.x) + "," + lw +
+                                  shape_json(c.w) + "/s" + std::to_string(c.stride) + "p" + std::to_string(c.padding) +
+                                  "d" + std::to_string(c.dilation) + "g" + std::to_string(c.groups) +
+                                  (c.bias ? "/bias" : "") + (c.relu ? "/relu" : "");
+          const std::string params = join({p_num("stride", c.stride), p_num("padding", c.padding), p_num("dilation", c.dilation),
+                                           p_num("groups", c.groups), c.relu ? "\"relu\":true" : "\"relu\":false"});
+          std::vector<Tensor> ins = {x, wt};
+          if (c.bias) ins.push_back(b);
+          w.run(tag, "conv2d", "outofplace", params, ins, [&] { return conv2d(x, wt, b, p, c.relu); });
+        }
+      }
+  for (const char* name : {"max_pool2d", "avg_pool2d"})
+    for (const char* lx : {"c", "cl", "t"})
+      for (const Pool2dParams& p : {Pool2dParams{2, 0, 0}, Pool2dParams{3, 2, 1}, Pool2dParams{3, 1, 1}}) {
+        const Tensor x = laid_out(lx, {2, 3, 9, 10}, DType::Float32, std::string(name) == "max_pool2d");
+        const std::string tag = std::string(name) + "/f32/" + lx + "[2,3,9,10]/k" + std::to_string(p.kernel) + "s" +
+                                std::to_string(p.stride) + "p" + std::to_string(p.padding);
+        const std::string params = join({p_num("kernel", p.kernel), p_num("stride", p.stride ? p.stride : p.kernel),
+                                         p_num("padding", p.padding)});
+        const bool mx = std::string(name) == "max_pool2d";
+        w.run(tag, name, "outofplace", params, {x}, [&] { return mx ? max_pool2d(x, p) : avg_pool2d(x, p); });
+      }
+}
+
+void copy_cases(Writer& w) {
+  const std::vector<DType> all = {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16,
+                                  DType::Int8,    DType::Int32,   DType::Int64};
+  for (DType from : all)
+    for (DType to : all) {
+      const bool ffrom = from == DType::Float32 || from == DType::Float64 || from == DType::Float16 || from == DType::BFloat16;
+      const bool fto = to == DType::Float32 || to == DType::Float64 || to == DType::Float16 || to == DType::BFloat16;
+      for (const char* la : {"c", "t"}) {
+        // float -> integer: NaN, infinities and values past the range are undefined in
+        // C++ and implementation-defined in PyTorch: the values here are in range
+        const Tensor x = laid_out(la, {5, 6}, from, ffrom && fto);
+        const std::string tag = std::string("to/") + short_name(from) + "->" + short_name(to) + "/" + la + "[5,6]";
+        w.run(tag, "to", "outofplace", p_str("dtype", short_name(to)), {x}, [&] { return x.to(to); });
+        Tensor o = out_like("t", {5, 6}, to);
+        w.run(tag + "/copy_:t", "copy_", "inplace", "", {o, x}, [&] { return o.copy_(x); });
+      }
+    }
+  // rounding to the 16-bit floats at their halfway points, subnormals and overflow
+  {
+    std::vector<float> v = {1.0f + 1.0f / 256, 1.0f + 3.0f / 256, 1.0f + 1.0f / 2048, 1.0f + 3.0f / 2048,
+                            -(1.0f + 1.0f / 256), 65504.0f, 65520.0f, 65536.0f,
+                            3.3895314e38f, 3.4e38f, 1e-40f, -1e-42f,
+                            6e-8f, 3e-8f, 1e-5f, 0.1f};
+    const Tensor x = from_vector<float>(v, {16});
+    for (DType to : {DType::BFloat16, DType::Float16})
+      w.run(std::string("to/f32->") + short_name(to) + "/rounding", "to", "outofplace", p_str("dtype", short_name(to)),
+            {x}, [&] { return x.to(to); });
+  }
+  // layouts of contiguous() and clone()
+  for (const char* la : {"c", "t", "s", "cl", "x"}) {
+    const Shape sizes = {2, 3, 4, 5};
+    const Tensor x = laid_out(la, sizes, DType::Float32);
+    const std::string tag = std::string("[2,3,4,5]/") + la;
+    w.run("contiguous" + tag, "contiguous", "outofplace", "", {x}, [&] { return x.contiguous(); });
+    w.run("contiguous_cl" + tag, "contiguous_cl", "outofplace", "", {x}, [&] { return x.contiguous(MemoryFormat::ChannelsLast); });
+    w.run("clone" + tag, "clone", "outofplace", "", {x}, [&] { return x.clone(); });
+  }
+}
+
+void error_cases(Writer& w) {
+  // broadcasting 3 with 2; an in-place op whose result would be larger than self
+  {
+    const Tensor a = values({3}, DType::Float32), b = values({2}, DType::Float32);
+    w.run("error/add/broadcast", "add", "outofplace", "", {a, b}, [&] { return add(a, b); });
+  }
+  {
+    Tensor a = values({3, 1}, DType::Float32);
+    const Tensor b = values({1, 4}, DType::Float32);
+    w.run("error/add_/grows", "add", "inplace", "", {a, b}, [&]() -> Tensor { return a.add_(b); });
+  }
+  // writing into an expanded tensor; an input overlapping the output elsewhere
+  {
+    Tensor o = values({1, 4}, DType::Float32).expand({3, 4});
+    const Tensor a = values({3, 4}, DType::Float32);
+    w.run("error/relu_out/expanded", "relu", "out", "", {o, a}, [&] { return relu_out(o, a); });
+  }
+  {
+    Tensor a = values({4, 4}, DType::Float32);
+    const Tensor at = a.t();
+    w.run("error/add_/overlap", "add", "inplace", "", {a, at}, [&]() -> Tensor { return a.add_(at); });
+  }
+  {
+    Tensor a = values({4, 4}, DType::Float32);
+    w.run("ok/add_/self", "add", "inplace", "", {a, a}, [&]() -> Tensor { return a.add_(a); });
+  }
+  // matmul with inner sizes that differ; conv2d with groups that do not divide
+  {
+    const Tensor a = values({3, 4}, DType::Float32), b = values({5, 2}, DType::Float32);
+    w.run("error/matmul/inner", "matmul", "outofplace", "", {a, b}, [&] { return matmul(a, b); });
+  }
+  {
+    const Tensor x = values({1, 4, 5, 5}, DType::Float32), wt = values({6, 2, 3, 3}, DType::Float32);
+    const Conv2dParams p{1, 0, 1, 3};
+    w.run("error/conv2d/groups", "conv2d", "outofplace",
+          join({p_num("stride", 1), p_num("padding", 0), p_num("dilation", 1), p_num("groups", 3), "\"relu\":false"}), {x, wt},
+          [&] { return conv2d(x, wt, Tensor(), p, false); });
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: %s DIR\n", argv[0]);
+    return 2;
+  }
+  Writer w(argv[1]);
+  if (!w.ok()) {
+    std::fprintf(stderr, "torch_parity_dump: cannot write %s/cases.jsonl\n", argv[1]);
+    return 2;
+  }
+  elementwise_cases(w);
+  reduce_cases(w);
+  matmul_cases(w);
+  conv_cases(w);
+  copy_cases(w);
+  error_cases(w);
+  std::printf("%d cases\n", w.count());
+  return 0;
+}
