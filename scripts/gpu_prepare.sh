@@ -26,7 +26,8 @@ trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/bin" "$stage/lib"
 bins=()
 for b in tests/cuda_allocator_test tests/cuda_stream_test tests/copy_test tests/elementwise_test tests/normalize_test tests/reduce_test tests/matmul_test \
-         tests/conv_test tests/quant_test tests/differential_test benchmarks/bench_transfer benchmarks/bench_baseline_cuda \
+         tests/conv_test tests/quant_test tests/differential_test tests/torch_parity_dump benchmarks/bench_transfer \
+         benchmarks/bench_baseline_cuda \
          benchmarks/bench_alloc_cuda benchmarks/bench_elementwise_cuda benchmarks/bench_copy_cuda \
          benchmarks/bench_reduce_cuda benchmarks/bench_matmul_cuda benchmarks/bench_conv_cuda benchmarks/bench_quant_cuda; do
   if [[ -x "$build/$b" ]]; then

@@ -23,6 +23,9 @@
 #             kernels (bf16 GEMM, VL rows kernels, int8, direct conv) run on hardware
 #             there at every SIMD level the tests take; within SB_GPU_CPU_BUDGET seconds
 #             (default 90), logs, XML and lscpu (what the CPU reports) into tests.tar.gz
+#   parity    tests/torch_parity.py against the image's PyTorch (Note [PyTorch parity]),
+#             within SB_GPU_PARITY_BUDGET seconds (default 60), its log into
+#             tests.tar.gz; skipped where python3 has no PyTorch
 #   sanitize  memcheck on the same cases with the direct allocator (every block its own
 #             cudaMalloc, so an overrun is seen), no leak report (the allocators and the
 #             cuBLAS handle are deliberate singletons), without the deliberate
@@ -221,7 +224,24 @@ if want cputests; then
     [[ $rc -eq 0 ]] || status=1
   done
 fi
-if want tests || want cputests; then pack tests; fi
+# ---- Note [PyTorch parity] against the image's PyTorch (a newer one than Debian's)
+if want parity; then
+  if [[ ! -x $bin/torch_parity_dump || ! -f $root/tests/torch_parity.py ]]; then
+    say "parity: torch_parity_dump not in .devcarry/bin or tests/torch_parity.py not in the tree"
+    status=1
+  else
+    bounded "$(step_time "${SB_GPU_PARITY_BUDGET:-60}")" python3 "$root/tests/torch_parity.py" "$bin/torch_parity_dump" \
+      > "$OUT/torch_parity.log" 2>&1
+    rc=$?
+    if [[ $rc == 77 ]]; then
+      say "parity: skipped ($(tail -n 1 "$OUT/torch_parity.log"))"
+    else
+      say "parity: rc=$rc$([[ $rc == 124 ]] && echo ' (timed out)') $(grep -c '^DIFFER' "$OUT/torch_parity.log") cases differ; $(grep -m 1 '^torch_parity \[default\]' "$OUT/torch_parity.log" | cut -c1-160)"
+      [[ $rc -eq 0 ]] || status=1
+    fi
+  fi
+fi
+if want tests || want cputests || want parity; then pack tests; fi
 
 # ---- sanitizers
 if want sanitize && command -v compute-sanitizer >/dev/null; then

@@ -53,7 +53,7 @@ class GpuRehearsal(unittest.TestCase):
         subprocess.run(["tar", "-xJf", os.path.join(self.carry, "payload.tar.xz"), "-C", self.carry], check=True)
         bins = os.listdir(os.path.join(self.carry, "bin"))
         for b in ("copy_test", "elementwise_test", "reduce_test", "matmul_test", "conv_test", "quant_test", "cuda_allocator_test",
-                  "differential_test", "bench_baseline_cuda", "bench_transfer", "bench_quant_cuda"):
+                  "differential_test", "torch_parity_dump", "bench_baseline_cuda", "bench_transfer", "bench_quant_cuda"):
             self.assertIn(b, bins)
         lib = os.path.join(self.carry, "lib")
         for b in bins:  # with only the carry on the path, every non-system library resolves into it
@@ -126,6 +126,25 @@ class GpuRehearsal(unittest.TestCase):
         r = self.run_gpu(out2, SB_GPU_STEPS="cputests", SB_GPU_CPU_TESTS="quant_test", SB_GPU_CPU_BUDGET="0")
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("cpu test quant_test: not run (SB_GPU_CPU_BUDGET spent)", read(os.path.join(out2, "summary.txt")))
+
+    def test_parity_step_checks_against_pytorch_or_says_it_skipped(self):
+        # with the python3 first on PATH: the image's has PyTorch; here it may not
+        out = os.path.join(self.tmp, "out-parity")
+        r = self.run_gpu(out, SB_GPU_STEPS="parity")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        summary = read(os.path.join(out, "summary.txt"))
+        self.assertRegex(summary, r"parity: (rc=0 0 cases differ; torch_parity \[default\]: [1-9]|skipped \(torch_parity: skipped)")
+        self.assertEqual(sorted(os.listdir(out)), ["summary.txt", "tests.tar.gz"])
+        names = subprocess.run(["tar", "-tzf", os.path.join(out, "tests.tar.gz")], capture_output=True,
+                               text=True).stdout.split()
+        self.assertIn("torch_parity.log", names)
+        # a python3 with PyTorch runs it (Debian's, where installed)
+        if subprocess.run(["/usr/bin/python3", "-c", "import torch"], capture_output=True).returncode == 0:
+            out2 = os.path.join(self.tmp, "out-parity-torch")
+            r = self.run_gpu(out2, SB_GPU_STEPS="parity", PATH="/usr/bin" + os.pathsep + os.environ["PATH"])
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            self.assertRegex(read(os.path.join(out2, "summary.txt")),
+                             r"parity: rc=0 0 cases differ; torch_parity \[default\]: [1-9][0-9]* cases")
 
     def test_profile_step_checks_its_entries(self):
         out = os.path.join(self.tmp, "out-profile")
