@@ -88,7 +88,12 @@ class Writer {
     std::string tail;
     try {
       const Tensor r = fn();
-      if (style == "outofplace") tail = "\"result\":" + tensor_json(r) + ",\"storage\":" + blob(*r.storage()) + "}";
+      // shares: the result is a view of the first input's storage (views, and contiguous() or to() of
+      // a tensor already so), not new memory
+      const bool shares = !ins.empty() && r.shares_storage_with(ins[0]);
+      if (style == "outofplace")
+        tail = "\"result\":" + tensor_json(r) + ",\"storage\":" + blob(*r.storage()) +
+               ",\"shares\":" + (shares ? "true" : "false") + "}";
       else tail = "\"after\":" + blob(*ins[0].storage());
     } catch (const Error& e) {
       tail = "\"error\":" + quoted(e.what());
@@ -495,6 +500,55 @@ void copy_cases(Writer& w) {
   }
 }
 
+// View ops and the copies PyTorch's rules make instead: sizes, strides, offset and
+// whether the result shares the input's storage. args are the PyTorch method's.
+void view_cases(Writer& w) {
+  struct V {
+    const char* op;
+    const char* args;
+    std::function<Tensor(const Tensor&)> f;
+  };
+  const std::vector<V> views = {
+      {"view", "[[-1]]", [](const Tensor& x) { return x.view({-1}); }},
+      {"view", "[[6, 20]]", [](const Tensor& x) { return x.view({6, 20}); }},
+      {"view", "[[2, 3, 20]]", [](const Tensor& x) { return x.view({2, 3, 20}); }},
+      {"reshape", "[[-1]]", [](const Tensor& x) { return x.reshape({-1}); }},
+      {"reshape", "[[6, 20]]", [](const Tensor& x) { return x.reshape({6, 20}); }},
+      {"reshape", "[[2, 60]]", [](const Tensor& x) { return x.reshape({2, 60}); }},
+      {"reshape", "[[4, 3, 10]]", [](const Tensor& x) { return x.reshape({4, 3, 10}); }},
+      {"flatten", "[0, -1]", [](const Tensor& x) { return x.flatten(0, -1); }},
+      {"flatten", "[1, 2]", [](const Tensor& x) { return x.flatten(1, 2); }},
+      {"flatten", "[2, 3]", [](const Tensor& x) { return x.flatten(2, 3); }},
+      {"permute", "[[0, 2, 3, 1]]", [](const Tensor& x) { return x.permute({0, 2, 3, 1}); }},
+      {"transpose", "[1, 3]", [](const Tensor& x) { return x.transpose(1, 3); }},
+      {"slice", "[3, 1, null, 2]", [](const Tensor& x) { return x.slice(3, 1, std::nullopt, 2); }},
+      {"slice", "[1, 0, 2, 1]", [](const Tensor& x) { return x.slice(1, 0, 2); }},
+      {"select", "[2, 1]", [](const Tensor& x) { return x.select(2, 1); }},
+      {"narrow", "[3, 1, 3]", [](const Tensor& x) { return x.narrow(3, 1, 3); }},
+      {"unsqueeze", "[2]", [](const Tensor& x) { return x.unsqueeze(2); }},
+      {"unflatten", "[3, [5, 1]]", [](const Tensor& x) { return x.unflatten(3, {5, 1}); }},
+      {"contiguous", "[]", [](const Tensor& x) { return x.contiguous(); }},
+      {"to", "[\"f32\"]", [](const Tensor& x) { return x.to(DType::Float32); }},
+  };
+  for (const char* la : {"c", "t", "s", "cl", "x", "o"})
+    for (const V& v : views) {
+      const Tensor x = laid_out(la, {2, 3, 4, 5}, DType::Float32);
+      const std::string tag = std::string("view/") + v.op + v.args + "/" + la + "[2,3,4,5]";
+      w.run(tag, v.op, "outofplace", std::string("\"args\":") + v.args, {x}, [&] { return v.f(x); });
+    }
+  // expand and squeeze of size-1 dims
+  for (const char* la : {"c", "t"}) {
+    const Tensor x = laid_out(la, {1, 3, 1, 5}, DType::Float32);
+    const std::string tag = std::string("[1,3,1,5]/") + la;
+    w.run("view/expand" + tag, "expand", "outofplace", "\"args\":[[2, 3, 4, 5]]", {x}, [&] { return x.expand({2, 3, 4, 5}); });
+    w.run("view/expand_new_dim" + tag, "expand", "outofplace", "\"args\":[[6, 1, 3, 2, 5]]", {x},
+          [&] { return x.expand({6, 1, 3, 2, 5}); });
+    w.run("view/squeeze" + tag, "squeeze", "outofplace", "\"args\":[]", {x}, [&] { return x.squeeze(); });
+    w.run("view/squeeze0" + tag, "squeeze", "outofplace", "\"args\":[0]", {x}, [&] { return x.squeeze(0); });
+    w.run("view/squeeze1" + tag, "squeeze", "outofplace", "\"args\":[1]", {x}, [&] { return x.squeeze(1); });
+  }
+}
+
 void error_cases(Writer& w) {
   // broadcasting 3 with 2; an in-place op whose result would be larger than self
   {
@@ -552,6 +606,7 @@ int main(int argc, char** argv) {
   matmul_cases(w);
   conv_cases(w);
   copy_cases(w);
+  view_cases(w);
   error_cases(w);
   std::printf("%d cases\n", w.count());
   return 0;

@@ -41,7 +41,8 @@ FLOAT16 = (torch.float16, torch.bfloat16)
 # Ops whose every element is one correctly rounded operation on both sides (in float32
 # for the 16-bit dtypes, rounded once): compared bit for bit.
 EXACT = {"add", "sub", "mul", "div", "maximum", "minimum", "neg", "abs", "relu", "sqrt", "max", "max_pool2d", "to",
-         "copy_", "contiguous", "contiguous_cl", "clone"}
+         "copy_", "contiguous", "contiguous_cl", "clone", "view", "reshape", "flatten", "permute", "transpose", "slice",
+         "select", "narrow", "unsqueeze", "unflatten", "expand", "squeeze"}
 # Relative tolerance per result dtype where the two sides sum in other orders: about two
 # units in the last place of a 16-bit result, many more for float32 and float64 sums.
 TOL = {torch.float64: 1e-12, torch.float32: 2e-5, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}
@@ -120,6 +121,16 @@ def run_torch(case, ins):
         return torch.relu(r) if p["relu"] else r
     if op in ("max_pool2d", "avg_pool2d"):
         return getattr(F, op)(ins[0], int(p["kernel"]), int(p["stride"]), int(p["padding"]))
+    if "args" in p:  # a view op (or contiguous() or to()), as the tensor method of that name
+        args = p["args"]
+        if op == "slice":
+            dim, start, end, step = args
+            index = [slice(None)] * ins[0].dim()
+            index[dim] = slice(start, end, step)
+            return ins[0][tuple(index)]
+        if op == "to":
+            return ins[0].to(DTYPES[args[0]])
+        return getattr(ins[0], op)(*args)
     if op == "to":
         return ins[0].to(DTYPES[p["dtype"]])
     if op == "copy_":
@@ -269,6 +280,12 @@ def compare(case, blob, ins, flats, ref, torch_error, documented, layout):
             if not normalize_layout(case):
                 return "differ", f"strides {res['strides']} vs PyTorch's {list(shape_ref.stride())} (sizes {res['sizes']})"
             documented = "normalize-layout"
+        theirs_shares = ref.storage().data_ptr() == ins[0].storage().data_ptr() if ins else False
+        if res["shares"] != theirs_shares:
+            return "differ", (f"ours {'is a view of' if res['shares'] else 'is new memory, not a view of'} the input, "
+                              f"PyTorch's {'is' if theirs_shares else 'is not'}")
+        if res["shares"] and res["offset"] != ref.storage_offset():
+            return "differ", f"storage offset {res['offset']} vs PyTorch's {ref.storage_offset()}"
         ours = stored(blob, res["storage"], ref.dtype).as_strided(res["sizes"], res["strides"], res["offset"])
         why = values_agree(case["op"], ours, ref)
     else:
@@ -328,6 +345,9 @@ def self_check(cases, blob):
     c = json.loads(json.dumps(first(cases, lambda c: c["name"] == "add/f32/c[5,7],c[5,7]")))
     c["result"]["dtype"] = "i32"
     expect_differ("a result of another dtype", c, blob)
+    c = json.loads(json.dumps(first(cases, lambda c: c["name"] == "view/reshape[[6, 20]]/c[2,3,4,5]")))
+    c["result"]["shares"] = False
+    expect_differ("a copy where PyTorch gives a view", c, blob)
     c = json.loads(json.dumps(first(cases, lambda c: c["name"] == "add/f32/c[5,7],c[5,7]")))
     c["error"] = "made up"
     expect_differ("an error PyTorch does not raise", c, blob)
