@@ -549,6 +549,56 @@ void view_cases(Writer& w) {
   }
 }
 
+// Linear in float32 and in the 16-bit precisions with a 16-bit x (PyTorch's
+// module.half() / module.bfloat16() layer: weight and bias rounded to that dtype)
+void linear_cases(Writer& w) {
+  for (Precision pr : {Precision::F32, Precision::F16, Precision::BF16})
+    for (bool relu : {false, true})
+      for (bool bias : {true, false}) {
+        const DType xd = pr == Precision::F32 ? DType::Float32 : pr == Precision::F16 ? DType::Float16 : DType::BFloat16;
+        const Tensor wt = values({37, 70}, DType::Float32), b = bias ? values({37}, DType::Float32) : Tensor();
+        const Tensor x = laid_out("t", {9, 70}, xd);
+        const std::string tag = std::string("linear/") + precision_name(pr) + "/x:" + short_name(xd) +
+                                (bias ? "/bias" : "") + (relu ? "/relu" : "");
+        std::vector<Tensor> ins = {x, wt};
+        if (bias) ins.push_back(b);
+        w.run(tag, "linear", "outofplace", join({p_str("precision", precision_name(pr)), relu ? "\"relu\":true" : "\"relu\":false"}),
+              ins, [&] { return Linear(wt, b, pr).forward(x, relu); });
+      }
+}
+
+// Zero-size operands, and views whose elements interleave without sharing any
+void edge_cases(Writer& w) {
+  {
+    const Tensor a = values({0, 5}, DType::Float32), b = values({0, 5}, DType::Float32);
+    w.run("edge/add/empty", "add", "outofplace", "", {a, b}, [&] { return add(a, b); });
+    w.run("edge/relu/empty", "relu", "outofplace", "", {a}, [&] { return relu(a); });
+  }
+  for (DType dt : {DType::Float32, DType::BFloat16}) {
+    const Tensor a = values({0, 4}, dt), b = values({4, 3}, dt);
+    w.run(std::string("edge/matmul/m0/") + short_name(dt), "matmul", "outofplace", "", {a, b}, [&] { return matmul(a, b); });
+    const Tensor c = values({3, 0}, dt), d = values({0, 4}, dt);
+    w.run(std::string("edge/matmul/k0/") + short_name(dt), "matmul", "outofplace", "", {c, d}, [&] { return matmul(c, d); });
+  }
+  {
+    const Tensor x = values({0}, DType::Float32);
+    w.run("edge/sum/empty_all", "sum", "outofplace", join({p_shape("dims", {}), "\"keepdim\":false"}), {x}, [&] { return sum(x); });
+    w.run("edge/mean/empty_all", "mean", "outofplace", join({p_shape("dims", {}), "\"keepdim\":false"}), {x}, [&] { return mean(x); });
+  }
+  {  // x[:, 0::2] += x[:, 1::2]: the two views share no element
+    const Tensor base = values({4, 10}, DType::Float32);
+    Tensor even = base.slice(1, 0, std::nullopt, 2);
+    const Tensor odd = base.slice(1, 1, std::nullopt, 2);
+    w.run("edge/add_/interleaved", "add", "inplace", "", {even, odd}, [&]() -> Tensor { return even.add_(odd); });
+  }
+  {  // neg_out(x[1:], x[:-1]): out and x share elements at other positions
+    const Tensor base = values({8}, DType::Float32);
+    Tensor o = base.slice(0, 1, std::nullopt);
+    const Tensor x = base.slice(0, 0, 7);
+    w.run("error/neg_out/shifted", "neg", "out", "", {o, x}, [&] { return neg_out(o, x); });
+  }
+}
+
 void error_cases(Writer& w) {
   // broadcasting 3 with 2; an in-place op whose result would be larger than self
   {
@@ -607,6 +657,8 @@ int main(int argc, char** argv) {
   conv_cases(w);
   copy_cases(w);
   view_cases(w);
+  linear_cases(w);
+  edge_cases(w);
   error_cases(w);
   std::printf("%d cases\n", w.count());
   return 0;

@@ -115,6 +115,14 @@ def run_torch(case, ins):
         if style == "out":
             return torch.matmul(ins[1], ins[2], out=ins[0])
         return torch.matmul(ins[0], ins[1])
+    if op == "linear":  # x, weight, bias: the 16-bit layers round the weight and bias to x's dtype
+        x, wt = ins[0], ins[1]
+        bias = ins[2] if len(ins) > 2 else None
+        if p["precision"] != "f32":
+            wt = wt.to(x.dtype)
+            bias = bias.to(x.dtype) if bias is not None else None
+        r = F.linear(x, wt, bias)
+        return torch.relu(r) if p["relu"] else r
     if op == "conv2d":
         bias = ins[2] if len(ins) > 2 else None
         r = F.conv2d(ins[0], ins[1], bias, int(p["stride"]), int(p["padding"]), int(p["dilation"]), int(p["groups"]))
@@ -149,6 +157,9 @@ def run_torch_widened(case, ins):
     dtype (written into the case's out or self for out= and in place)."""
     dt = next(t.dtype for t in ins if t.dtype in FLOAT16)
     wide = [t.float() if t.dtype in FLOAT16 else t for t in ins]
+    if case["op"] == "linear":  # the weight and bias rounded to the layer's dtype, then widened
+        wide = [wide[0]] + [t.to(dt).float() for t in wide[1:]]
+        case = dict(case, params=dict(case["params"], precision="f32"))
     if case["style"] == "outofplace":
         r = run_torch(case, wide)
         return r.to(dt) if r.is_floating_point() else r
@@ -280,8 +291,9 @@ def compare(case, blob, ins, flats, ref, torch_error, documented, layout):
             if not normalize_layout(case):
                 return "differ", f"strides {res['strides']} vs PyTorch's {list(shape_ref.stride())} (sizes {res['sizes']})"
             documented = "normalize-layout"
-        theirs_shares = ref.storage().data_ptr() == ins[0].storage().data_ptr() if ins else False
-        if res["shares"] != theirs_shares:
+        # (a zero-size tensor's storage has no address to compare)
+        theirs_shares = bool(ins) and ref.numel() > 0 and ref.storage().data_ptr() == ins[0].storage().data_ptr()
+        if ref.numel() > 0 and res["shares"] != theirs_shares:
             return "differ", (f"ours {'is a view of' if res['shares'] else 'is new memory, not a view of'} the input, "
                               f"PyTorch's {'is' if theirs_shares else 'is not'}")
         if res["shares"] and res["offset"] != ref.storage_offset():
