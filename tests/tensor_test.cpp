@@ -453,7 +453,9 @@ TEST(Tensor, ToDtypeConvertsAndKeepsLayout) {
 }
 
 // to() keeps a dense tensor's strides (MemoryFormat::Preserve), as PyTorch does; a
-// non-dense one gets its suggested format.
+// non-dense one gets dense strides in the same order (PyTorch's infer_dense_strides, as
+// clone() does), not its suggested format: PyTorch gives x[:, ::2].t() of a 4 x 6 tensor
+// the strides (1, 3) (tests/torch_parity.py's random layouts found the difference).
 // is_non_overlapping_and_dense against its definition: with elements, their offsets are
 // exactly 0 .. numel - 1; without, PyTorch's rule (dims of size 0 or 1 ignored, the rest
 // sorted by stride must be dense). Strides dense in a random order of the dims, some
@@ -529,6 +531,16 @@ TEST(Tensor, ToKeepsDenseStrides) {
   EXPECT_EQ(stepped.to(DType::Float64).strides(), (Shape{5, 1}));
   const Tensor cl_stepped = rand({2, 3, 8, 5}, 5).contiguous(MemoryFormat::ChannelsLast).slice(2, 0, std::nullopt, 2);
   EXPECT_TRUE(cl_stepped.to(DType::Float64).is_contiguous(MemoryFormat::ChannelsLast));
+  const Tensor stepped_t = rand({4, 6}, 6).slice(1, 0, std::nullopt, 2).t();  // sizes 3 x 4, strides (2, 6)
+  for (DType dt : {DType::Float64, DType::BFloat16}) {
+    const Tensor d = stepped_t.to(dt);
+    EXPECT_EQ(d.strides(), (Shape{1, 3})) << dtype_name(dt);
+    EXPECT_EQ(d.strides(), stepped_t.clone().strides()) << dtype_name(dt);
+    EXPECT_TRUE(test::all_close(d, test::naive_values(stepped_t), 1e-2, 0)) << dtype_name(dt);
+  }
+  // a stepped 4-D tensor whose dims lie in an order that is neither format: that order kept
+  const Tensor odd = rand({2, 8, 4, 4}, 7).slice(1, 0, std::nullopt, 2).permute({0, 2, 3, 1});
+  EXPECT_EQ(odd.to(DType::Float64).strides(), (Shape{64, 4, 1, 16}));
 }
 
 // PyTorch: contiguous(Preserve) returns a contiguous tensor itself and refuses others.

@@ -417,21 +417,22 @@ Tensor& Tensor::copy_(const Tensor& src) {
   return *this;
 }
 
-// to() keeps the layout as PyTorch's MemoryFormat::Preserve does: a dense tensor's
-// strides exactly (a transposed one stays transposed), anything else in its suggested
-// memory format.
+// to() keeps the layout as PyTorch's MemoryFormat::Preserve does, as empty_like and
+// clone() do: a dense tensor's strides exactly (a transposed one stays transposed),
+// anything else dense strides in the same order of dims (dense_strides_like, PyTorch's
+// infer_dense_strides), not its suggested memory format, which PyTorch does not take.
 Tensor Tensor::to(DType dtype) const {
   if (dtype == dtype_) return *this;
-  Tensor out = is_non_overlapping_and_dense() ? empty_strided(sizes_, strides_, dtype, device())
-                                              : empty(sizes_, dtype, device(), suggest_memory_format());
+  const Shape st = is_non_overlapping_and_dense() ? strides_ : dense_strides_like(sizes_, strides_);
+  Tensor out = empty_strided(sizes_, st, dtype, device());
   out.copy_(*this);
   return out;
 }
 
 Tensor Tensor::to(Device dev) const {
   if (dev == device()) return *this;
-  Tensor out = is_non_overlapping_and_dense() ? empty_strided(sizes_, strides_, dtype_, dev)
-                                              : empty(sizes_, dtype_, dev, suggest_memory_format());
+  const Shape st = is_non_overlapping_and_dense() ? strides_ : dense_strides_like(sizes_, strides_);
+  Tensor out = empty_strided(sizes_, st, dtype_, dev);
   out.copy_(*this);
   return out;
 }
