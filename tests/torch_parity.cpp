@@ -22,6 +22,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -599,6 +600,54 @@ void edge_cases(Writer& w) {
   }
 }
 
+// A view of `sizes` in a random memory order: dims stored in a random permutation,
+// sometimes every other element of one dim, sometimes one size-1 dim expanded (stride 0).
+Tensor random_view(std::mt19937& rng, const Shape& sizes, DType dt) {
+  const int nd = static_cast<int>(sizes.size());
+  std::vector<int64_t> order(static_cast<size_t>(nd));
+  for (int i = 0; i < nd; ++i) order[static_cast<size_t>(i)] = i;
+  std::shuffle(order.begin(), order.end(), rng);
+  const int stepped = nd > 0 && rng() % 3 == 0 ? static_cast<int>(rng() % nd) : -1;
+  const int expanded = nd > 0 && rng() % 4 == 0 ? static_cast<int>(rng() % nd) : -1;
+  Shape stored(static_cast<size_t>(nd));  // sizes in storage order
+  for (int i = 0; i < nd; ++i) {
+    const int d = static_cast<int>(order[static_cast<size_t>(i)]);
+    stored[static_cast<size_t>(i)] = d == expanded ? 1 : d == stepped ? 2 * sizes[static_cast<size_t>(d)] : sizes[static_cast<size_t>(d)];
+  }
+  Shape inverse(static_cast<size_t>(nd));
+  for (int i = 0; i < nd; ++i) inverse[static_cast<size_t>(order[static_cast<size_t>(i)])] = i;
+  Tensor x = values(stored, dt).permute(inverse);
+  if (stepped >= 0) x = x.slice(stepped, 0, std::nullopt, 2);
+  if (expanded >= 0) x = x.expand(sizes);
+  return x;
+}
+
+// Random layouts of both operands (and broadcast shapes): the layout rules of
+// out-of-place results (PyTorch's TensorIterator order: the first input's strides,
+// ties broken by the next, broadcast dims last) and of clone() and to(), on draws no
+// table lists.
+void random_layout_cases(Writer& w) {
+  std::mt19937 rng(20261203);
+  for (int i = 0; i < 300; ++i) {
+    const int nd = 1 + static_cast<int>(rng() % 4);
+    Shape sa(static_cast<size_t>(nd)), sb;
+    for (auto& v : sa) v = 1 + static_cast<int64_t>(rng() % 4);
+    sb = sa;
+    if (rng() % 3 == 0)  // b broadcasts: some of its dims 1, maybe fewer leading dims
+      for (auto& v : sb)
+        if (rng() % 2 == 0) v = 1;
+    if (rng() % 4 == 0 && nd > 1) sb.erase(sb.begin());
+    const std::string tag = "random/" + std::to_string(i) + "/" + shape_json(sa) + "," + shape_json(sb);
+    const Tensor a = random_view(rng, sa, DType::Float32), b = random_view(rng, sb, DType::Float32);
+    w.run(tag + "/add", "add", "outofplace", "", {a, b}, [&] { return add(a, b); });
+    w.run(tag + "/add_ba", "add", "outofplace", "", {b, a}, [&] { return add(b, a); });
+    w.run(tag + "/relu", "relu", "outofplace", "", {a}, [&] { return relu(a); });
+    w.run(tag + "/mul_scalar", "mul", "outofplace", p_num("scalar", 0.5), {a}, [&] { return mul(a, 0.5); });
+    w.run(tag + "/clone", "clone", "outofplace", "", {a}, [&] { return a.clone(); });
+    w.run(tag + "/to_bf16", "to", "outofplace", p_str("dtype", "bf16"), {a}, [&] { return a.to(DType::BFloat16); });
+  }
+}
+
 void error_cases(Writer& w) {
   // broadcasting 3 with 2; an in-place op whose result would be larger than self
   {
@@ -659,6 +708,7 @@ int main(int argc, char** argv) {
   view_cases(w);
   linear_cases(w);
   edge_cases(w);
+  random_layout_cases(w);
   error_cases(w);
   std::printf("%d cases\n", w.count());
   return 0;
