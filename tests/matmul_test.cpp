@@ -208,6 +208,85 @@ TEST(Matmul, BatchedAndBroadcast) {
   }
 }
 
+// float64 reference of torch.matmul's shapes: a 1-D a is a row [1, K] and a 1-D b a
+// column [K, 1], their added dim dropped from the result; the batch dims (all but the
+// last two) broadcast. Returns the result sizes and its values, row-major.
+std::pair<Shape, std::vector<double>> ref_matmul_nd(const Tensor& a, const Tensor& b) {
+  const Shape sa = a.dim() == 1 ? Shape{1, a.size(0)} : a.sizes(), sb = b.dim() == 1 ? Shape{b.size(0), 1} : b.sizes();
+  const int64_t M = sa[sa.size() - 2], K = sa.back(), N = sb.back();
+  const Shape ba(sa.begin(), sa.end() - 2), bb(sb.begin(), sb.end() - 2);
+  const size_t nb = std::max(ba.size(), bb.size());
+  Shape batch(nb, 1);
+  for (size_t i = 0; i < nb; ++i) {  // broadcast, aligned at the right
+    const int64_t x = i + ba.size() >= nb ? ba[i + ba.size() - nb] : 1, y = i + bb.size() >= nb ? bb[i + bb.size() - nb] : 1;
+    batch[i] = x == 1 ? y : x;
+  }
+  int64_t nbatch = 1;
+  for (int64_t v : batch) nbatch *= v;
+  const std::vector<double> va = a.to_vector(), vb = b.to_vector();
+  // offset of batch index z (row-major over batch) in an operand of batch sizes bs
+  auto batch_off = [&](int64_t z, const Shape& bs, int64_t mat) {
+    int64_t off = 0, stride = mat;
+    for (size_t i = nb; i-- > 0;) {
+      const int64_t idx = z % batch[i];
+      z /= batch[i];
+      if (i + bs.size() >= nb) {
+        const int64_t s = bs[i + bs.size() - nb];
+        off += (s == 1 ? 0 : idx) * stride;
+        stride *= s;
+      }
+    }
+    return off;
+  };
+  std::vector<double> out(static_cast<size_t>(nbatch * M * N));
+  for (int64_t z = 0; z < nbatch; ++z) {
+    const int64_t oa = batch_off(z, ba, M * K), ob = batch_off(z, bb, K * N);
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        double acc = 0;
+        for (int64_t k = 0; k < K; ++k) acc += va[oa + i * K + k] * vb[ob + k * N + j];
+        out[(z * M + i) * N + j] = acc;
+      }
+  }
+  Shape sizes = batch;
+  if (a.dim() > 1) sizes.push_back(M);
+  if (b.dim() > 1) sizes.push_back(N);
+  return {sizes, out};
+}
+
+// PyTorch's matmul shapes: vectors on either side and batch dims of any number that
+// broadcast, non-contiguous operands and outputs, float32, float64 and bfloat16.
+TEST(Matmul, VectorsAndBatchDimsAsPyTorch) {
+  struct C {
+    Shape a, b;
+  };
+  const std::vector<C> cs = {{{7}, {7}},          {{5, 7}, {7}},          {{7}, {7, 6}},        {{7}, {3, 7, 6}},
+                             {{3, 5, 7}, {7}},    {{2, 1, 5, 7}, {3, 7, 6}}, {{2, 3, 5, 7}, {7, 6}}, {{5, 7}, {2, 3, 7, 6}},
+                             {{2, 1, 2, 5, 7}, {3, 1, 7, 6}}, {{4, 1, 5, 7}, {1, 3, 7, 6}}, {{0, 5, 7}, {7, 6}},
+                             {{2, 3, 5, 0}, {3, 0, 6}}};
+  for (DType dt : {DType::Float32, DType::Float64, DType::BFloat16})
+    for (size_t c = 0; c < cs.size(); ++c) {
+      const Tensor va = randn(cs[c].a, 11 + c).to(dt), vb = randn(cs[c].b, 23 + c).to(dt);
+      const auto [sizes, ref] = ref_matmul_nd(va, vb);
+      const int64_t K = cs[c].a.back();
+      for (bool strided : {false, true}) {
+        const Tensor a = strided && va.dim() >= 2 ? test::with_layout(va, Layout::Transposed) : va;
+        const Tensor b = strided ? test::with_layout(vb, vb.dim() >= 2 ? Layout::Transposed : Layout::Sliced) : vb;
+        const std::string what = std::string(dtype_name(dt)) + " " + ::testing::PrintToString(cs[c].a) + " x " +
+                                 ::testing::PrintToString(cs[c].b) + (strided ? " strided" : "");
+        Tensor out;
+        ASSERT_NO_THROW(out = matmul(a, b)) << what;
+        ASSERT_EQ(out.sizes(), sizes) << what;
+        EXPECT_TRUE(test::all_close(out, ref, tol_for(dt, K), rtol_for(dt))) << what;
+        // out=, transposed where it has two dims or more, poisoned first
+        Tensor o = sizes.size() >= 2 ? test::with_layout(zeros(sizes, dt), Layout::Transposed) : zeros(sizes, dt);
+        test::poison(o);
+        ASSERT_NO_THROW(matmul_out(o, a, b)) << what;
+        EXPECT_TRUE(test::all_close(o, ref, tol_for(dt, K), rtol_for(dt))) << what << " out=";
+      }
+    }
+}
+
 // alpha * A B + beta * C [+ bias] [relu] in float64, C [M, N] row-major.
 std::vector<double> ref_epilogue(const std::vector<double>& ab, const std::vector<double>& vc,
                                  const std::vector<double>& vbias, const GemmEpilogue& ep, int64_t M, int64_t N) {
@@ -490,8 +569,10 @@ TEST(Matmul, BadInputs) {
     }
   };
   expect_msg([&] { matmul(a, b); }, "inner dimensions differ");
-  expect_msg([&] { matmul(randn({3}, 1), b); }, "1-D");
-  expect_msg([&] { matmul(randn({2, 3, 4, 5}, 1), b); }, "4-D");
+  expect_msg([&] { matmul(full({}, 2.0), b); }, "at least 1-D");  // PyTorch refuses 0-D operands too
+  expect_msg([&] { matmul(a, full({}, 2.0)); }, "at least 1-D");
+  expect_msg([&] { matmul(randn({3}, 1), b); }, "inner dimensions differ");
+  expect_msg([&] { matmul(randn({2, 3, 4, 5}, 1), randn({2, 5, 2}, 1)); }, "batch sizes do not broadcast");
   expect_msg([&] { matmul(a, randn({4, 2}, 1, DType::Float64)); }, "dtype mismatch");
   expect_msg([&] { matmul(a.to(DType::Int32), randn({4, 2}, 1).to(DType::Int32)); }, "int32");
   expect_msg([&] { matmul(randn({2, 3, 4}, 1), randn({3, 4, 2}, 1)); }, "batch sizes do not broadcast");

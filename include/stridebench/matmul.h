@@ -1,7 +1,10 @@
 // matmul.h — matrix products on strided tensors, and the GEMM entry conv/linear reuse.
 //
-//   matmul(a, b)            2-D [M,K]x[K,N] -> [M,N]; 3-D batched [B,M,K]x[B,K,N] -> [B,M,N]
-//                           where a batch size of 1, or a 2-D operand, broadcasts.
+//   matmul(a, b)            torch.matmul's shapes: 2-D [M,K]x[K,N] -> [M,N]; batched
+//                           [...,M,K]x[...,K,N] -> [...,M,N], the batch dims (all but the
+//                           last two, any number) broadcasting as PyTorch's do; a 1-D
+//                           operand is a row on the left and a column on the right, its
+//                           dim dropped from the result ([K]x[K] -> a 0-D dot product).
 //                           Allocates only its (contiguous) result, plus the packing
 //                           workspace of Note [GEMM workspace] (gemm_workspace_bytes).
 //   matmul_out(out, a, b)   out of the result's sizes and dtype, any non-overlapping

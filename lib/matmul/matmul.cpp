@@ -13,12 +13,23 @@
 namespace sb {
 namespace {
 
-// The result sizes of matmul(a, b), after every check on a and b.
-Shape matmul_sizes(const Tensor& a, const Tensor& b, const char* op) {
+// Note [matmul as PyTorch shapes it]
+// matmul takes what torch.matmul takes: a 1-D a is a row [1, K] and a 1-D b a column
+// [K, 1], the dim so added dropped from the result (two vectors give a 0-D dot
+// product); every dim before the last two is a batch dim, and the two operands' batch
+// dims broadcast. The GEMM core below takes 2-D operands and one batch dim; Operands
+// turns the rest into views for it (unsqueeze for the vectors, expand for the broadcast
+// batch), and a result with several batch dims runs the core once per index of all
+// but the last (select views), so nothing is copied.
+struct Operands {
+  Tensor a, b;   // the operands with their vectors as matrices, batch dims broadcast (expanded)
+  Shape sizes;   // the result's sizes, as PyTorch gives them
+  Shape full;    // the result's sizes with the vectors' dims kept: batch..., M, N
+};
+
+Operands matmul_operands(const Tensor& a, const Tensor& b, const char* op) {
   SB_CHECK(a.defined() && b.defined(), op, ": undefined operand");
-  SB_CHECK(a.dim() == 2 || a.dim() == 3, op, ": expected a 2-D or 3-D first operand, got ", a.dim(), "-D sizes ",
-           a.sizes());
-  SB_CHECK(b.dim() == 2 || b.dim() == 3, op, ": expected a 2-D or 3-D second operand, got ", b.dim(), "-D sizes ",
+  SB_CHECK(a.dim() >= 1 && b.dim() >= 1, op, ": both operands must be at least 1-D, got sizes ", a.sizes(), " x ",
            b.sizes());
   SB_CHECK(a.dtype() == b.dtype(), op, ": dtype mismatch ", a.dtype(), " vs ", b.dtype());
   SB_CHECK(a.device() == b.device(), op, ": device mismatch ", a.device(), " vs ", b.device());
@@ -26,13 +37,38 @@ Shape matmul_sizes(const Tensor& a, const Tensor& b, const char* op) {
   SB_CHECK(a.dtype() == DType::Float32 || a.dtype() == DType::Float64 || a.dtype() == DType::BFloat16 ||
                (a.dtype() == DType::Float16 && a.device().is_cuda()),
            op, ": expected float32, float64 or bfloat16 (or float16 on CUDA), got ", a.dtype(), " on ", a.device());
-  SB_CHECK(a.size(-1) == b.size(-2), op, ": inner dimensions differ: ", a.sizes(), " x ", b.sizes(), " (", a.size(-1),
-           " vs ", b.size(-2), ")");
-  const int64_t M = a.size(-2), N = b.size(-1);
-  if (a.dim() == 2 && b.dim() == 2) return {M, N};
-  const int64_t ba = a.dim() == 3 ? a.size(0) : 1, bb = b.dim() == 3 ? b.size(0) : 1;
-  SB_CHECK(ba == bb || ba == 1 || bb == 1, op, ": batch sizes do not broadcast: ", a.sizes(), " x ", b.sizes());
-  return {ba == 1 ? bb : ba, M, N};
+  Operands o{a.dim() == 1 ? a.unsqueeze(0) : a, b.dim() == 1 ? b.unsqueeze(1) : b, {}, {}};
+  SB_CHECK(o.a.size(-1) == o.b.size(-2), op, ": inner dimensions differ: ", a.sizes(), " x ", b.sizes(), " (",
+           o.a.size(-1), " vs ", o.b.size(-2), ")");
+  const int64_t M = o.a.size(-2), K = o.a.size(-1), N = o.b.size(-1);
+  const Shape ba(o.a.sizes().begin(), o.a.sizes().end() - 2), bb(o.b.sizes().begin(), o.b.sizes().end() - 2);
+  Shape batch;
+  try {
+    batch = broadcast_shapes(ba, bb, op);
+  } catch (const Error&) {
+    SB_CHECK(false, op, ": batch sizes do not broadcast: ", a.sizes(), " x ", b.sizes());
+  }
+  if (!batch.empty()) {  // stride-0 batch dims where an operand broadcasts
+    Shape ea = batch, eb = batch;
+    ea.insert(ea.end(), {M, K});
+    eb.insert(eb.end(), {K, N});
+    o.a = o.a.expand(ea);
+    o.b = o.b.expand(eb);
+  }
+  o.full = batch;
+  o.full.insert(o.full.end(), {M, N});
+  o.sizes = batch;
+  if (a.dim() > 1) o.sizes.push_back(M);
+  if (b.dim() > 1) o.sizes.push_back(N);
+  return o;
+}
+
+// out (of o.sizes) seen with the vectors' dims back: o.full.
+Tensor full_view(const Tensor& out, const Tensor& a, const Tensor& b) {
+  Tensor f = out;
+  if (b.dim() == 1) f = f.unsqueeze(f.dim());
+  if (a.dim() == 1) f = f.unsqueeze(f.dim() - 1);
+  return f;
 }
 
 template <typename T>
@@ -62,8 +98,17 @@ void matmul_cpu(const Tensor& out, const Tensor& a, const Tensor& b) {
          Ep{});
 }
 
+void matmul_core(const Tensor& out, const Tensor& a, const Tensor& b);
+
+// out, a and b of the same batch dims (Operands), any number of them.
 void matmul_dispatch(const Tensor& out, const Tensor& a, const Tensor& b) {
   if (out.numel() == 0) return;
+  if (out.dim() <= 3) return matmul_core(out, a, b);
+  for (int64_t i = 0; i < out.size(0); ++i) matmul_dispatch(out.select(0, i), a.select(0, i), b.select(0, i));
+}
+
+// out [M, N] or [B, M, N]; a and b matrices or of out's batch (the 3-D GEMM core).
+void matmul_core(const Tensor& out, const Tensor& a, const Tensor& b) {
 #ifdef SB_WITH_CUDA
   if (a.device().is_cuda()) {  // batch broadcasting as stride-0 batches of size B
     if (out.dim() == 3) {
@@ -86,14 +131,15 @@ void matmul_dispatch(const Tensor& out, const Tensor& a, const Tensor& b) {
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
-  const Shape sizes = matmul_sizes(a, b, "matmul");
-  Tensor out = empty(sizes, a.dtype(), a.device());
-  matmul_dispatch(out, a, b);
+  const Operands o = matmul_operands(a, b, "matmul");
+  Tensor out = empty(o.sizes, a.dtype(), a.device());
+  matmul_dispatch(full_view(out, a, b), o.a, o.b);
   return out;
 }
 
 Tensor& matmul_out(Tensor& out, const Tensor& a, const Tensor& b) {
-  const Shape sizes = matmul_sizes(a, b, "matmul_out");
+  const Operands o = matmul_operands(a, b, "matmul_out");
+  const Shape& sizes = o.sizes;
   SB_CHECK(out.defined(), "matmul_out: undefined out");
   SB_CHECK(out.sizes() == sizes, "matmul_out: out has sizes ", out.sizes(), ", expected ", sizes, " for ", a.sizes(),
            " x ", b.sizes());
@@ -103,7 +149,7 @@ Tensor& matmul_out(Tensor& out, const Tensor& a, const Tensor& b) {
            out.strides(), ")");
   check_disjoint("matmul_out", out, a, "operand a");
   check_disjoint("matmul_out", out, b, "operand b");
-  matmul_dispatch(out, a, b);
+  matmul_dispatch(full_view(out, a, b), o.a, o.b);
   return out;
 }
 
