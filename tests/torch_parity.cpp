@@ -379,6 +379,18 @@ void reduce_cases(Writer& w) {
             }
           }
     }
+  // out=: a transposed out, keepdim or not
+  for (DType dt : {DType::Float32, DType::BFloat16})
+    for (bool keep : {false, true}) {
+      const Tensor x = laid_out("t", {6, 5, 7}, dt);
+      const Shape os = keep ? Shape{6, 1, 7} : Shape{6, 7};
+      const std::string params = join({p_shape("dims", {1}), keep ? "\"keepdim\":true" : "\"keepdim\":false"});
+      const std::string tag = std::string("/") + short_name(dt) + "/t[6,5,7]/dims[1]" + (keep ? "/keep" : "") + "/out:t";
+      Tensor o1 = out_like("t", os, dt), o2 = out_like("t", os, dt), o3 = out_like("t", os, dt);
+      w.run("sum" + tag, "sum", "out", params, {o1, x}, [&] { return sum_out(o1, x, {1}, keep); });
+      w.run("max" + tag, "max", "out", params, {o2, x}, [&] { return max_out(o2, x, {1}, keep); });
+      w.run("mean" + tag, "mean", "out", params, {o3, x}, [&] { return mean_out(o3, x, {1}, keep); });
+    }
   // NaN through max; an empty reduction
   for (DType dt : {DType::Float32, DType::BFloat16}) {
     const Tensor x = values({4, 9}, dt, true);
@@ -409,11 +421,19 @@ void matmul_cases(Writer& w) {
                                      {"c", {9, 17}, "c", {17, 1}},
                                      {"c", {65, 130}, "t", {130, 33}},
                                      {"t", {70, 300}, "c", {300, 50}},
+                                     // batches that broadcast, vectors, 4-D
+                                     {"c", {1, 9, 17}, "c", {3, 17, 13}},
+                                     {"c", {3, 9, 17}, "c", {17, 13}},
+                                     {"c", {9, 17}, "t", {3, 17, 13}},
+                                     {"c", {17}, "c", {17, 13}},
+                                     {"c", {9, 17}, "c", {17}},
+                                     {"c", {17}, "c", {17}},
+                                     {"c", {2, 3, 9, 17}, "c", {2, 3, 17, 13}},
                                      {"c", {9, 17}, "c", {18, 13}}}) {
       const Tensor a = laid_out(m.la, m.sa, dt), b = laid_out(m.lb, m.sb, dt);
       const std::string tag = std::string("matmul/") + short_name(dt) + "/" + m.la + shape_json(m.sa) + "," + m.lb + shape_json(m.sb);
       w.run(tag, "matmul", "outofplace", "", {a, b}, [&] { return matmul(a, b); });
-      if (m.sa.size() == 2 && m.sb[0] == m.sa[1]) {
+      if (m.sa.size() == 2 && m.sb.size() == 2 && m.sb[0] == m.sa[1]) {
         Tensor o = out_like("t", {m.sa[0], m.sb[1]}, dt);
         w.run(tag + "/out:t", "matmul", "out", "", {o, a, b}, [&] { return matmul_out(o, a, b); });
       }

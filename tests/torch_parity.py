@@ -102,7 +102,10 @@ def run_torch(case, ins):
             return ins[0].copy_(r)
         return r
     if op in ("sum", "mean", "var", "std", "max"):
-        x, dims, keep = ins[0], p["dims"], p["keepdim"]
+        x, dims, keep = ins[-1], p["dims"], p["keepdim"]
+        if style == "out":  # PyTorch's out= of a reduction over given dims
+            fn = torch.amax if op == "max" else getattr(torch, op)
+            return fn(x, dims, keepdim=keep, out=ins[0])
         dims = dims or list(range(x.dim()))  # no dims: all of them, as ours
         if op == "max":
             return torch.amax(x, dims, keep) if dims else x.clone()
