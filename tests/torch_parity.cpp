@@ -499,6 +499,14 @@ void copy_cases(Writer& w) {
         w.run(tag + "/copy_:t", "copy_", "inplace", "", {o, x}, [&] { return o.copy_(x); });
       }
     }
+  // copy_ broadcasting its source, across dtypes, into stepped and transposed dsts
+  for (const char* lo : {"c", "t", "s"})
+    for (const Shape& src : {Shape{6}, Shape{1, 6}, Shape{5, 1}, Shape{}}) {
+      Tensor o = out_like(lo, {5, 6}, DType::BFloat16);
+      const Tensor x = values(src, DType::Float32);
+      w.run(std::string("copy_/broadcast/") + lo + "[5,6]<-f32" + shape_json(src), "copy_", "inplace", "", {o, x},
+            [&] { return o.copy_(x); });
+    }
   // rounding to the 16-bit floats at their halfway points, subnormals and overflow
   {
     std::vector<float> v = {1.0f + 1.0f / 256, 1.0f + 3.0f / 256, 1.0f + 1.0f / 2048, 1.0f + 3.0f / 2048,
