@@ -66,6 +66,11 @@ def tensors_of(case, blob):
     return views, flats
 
 
+def storage_ptr(t):
+    """The address of t's storage (untyped_storage from PyTorch 2, where storage() warns)."""
+    return (t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()).data_ptr()
+
+
 def scalar_for(case, x):
     s = case["params"]["scalar"]
     return int(s) if not x.is_floating_point() else s
@@ -295,7 +300,7 @@ def compare(case, blob, ins, flats, ref, torch_error, documented, layout):
                 return "differ", f"strides {res['strides']} vs PyTorch's {list(shape_ref.stride())} (sizes {res['sizes']})"
             documented = "normalize-layout"
         # (a zero-size tensor's storage has no address to compare)
-        theirs_shares = bool(ins) and ref.numel() > 0 and ref.storage().data_ptr() == ins[0].storage().data_ptr()
+        theirs_shares = bool(ins) and ref.numel() > 0 and storage_ptr(ref) == storage_ptr(ins[0])
         if ref.numel() > 0 and res["shares"] != theirs_shares:
             return "differ", (f"ours {'is a view of' if res['shares'] else 'is new memory, not a view of'} the input, "
                               f"PyTorch's {'is' if theirs_shares else 'is not'}")
