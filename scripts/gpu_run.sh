@@ -23,9 +23,10 @@
 #             kernels (bf16 GEMM, VL rows kernels, int8, direct conv) run on hardware
 #             there at every SIMD level the tests take; within SB_GPU_CPU_BUDGET seconds
 #             (default 90), logs, XML and lscpu (what the CPU reports) into tests.tar.gz
-#   parity    tests/torch_parity.py against the image's PyTorch (Note [PyTorch parity]),
-#             within SB_GPU_PARITY_BUDGET seconds (default 60), its log into
-#             tests.tar.gz; skipped where python3 has no PyTorch
+#   parity    tests/torch_parity.py --cuda against the image's PyTorch (Note [PyTorch
+#             parity]): the table on the CPU at every SIMD level and on the GPU (Note
+#             [Staged parity runs]), within SB_GPU_PARITY_BUDGET seconds (default 60),
+#             its log into tests.tar.gz; skipped where python3 has no PyTorch
 #   sanitize  memcheck on the same cases with the direct allocator (every block its own
 #             cudaMalloc, so an overrun is seen), no leak report (the allocators and the
 #             cuBLAS handle are deliberate singletons), without the deliberate
@@ -230,7 +231,7 @@ if want parity; then
     say "parity: torch_parity_dump not in .devcarry/bin or tests/torch_parity.py not in the tree"
     status=1
   else
-    bounded "$(step_time "${SB_GPU_PARITY_BUDGET:-60}")" python3 "$root/tests/torch_parity.py" "$bin/torch_parity_dump" \
+    bounded "$(step_time "${SB_GPU_PARITY_BUDGET:-60}")" python3 "$root/tests/torch_parity.py" --cuda "$bin/torch_parity_dump" \
       > "$OUT/torch_parity.log" 2>&1
     rc=$?
     if [[ $rc == 77 ]]; then

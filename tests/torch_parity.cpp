@@ -14,9 +14,12 @@
 // (no type promotion, integer division refused) are not in the table; the checker
 // names each documented difference it tolerates.
 //
-// Usage: torch_parity_dump DIR   (writes DIR/cases.jsonl and DIR/storages.bin)
+// Usage: torch_parity_dump DIR   (writes DIR/cases.jsonl and DIR/storages.bin); SB_PARITY_DEVICE=
+// cpu-staged or cuda runs the ops on copies there (Note [Staged parity runs]).
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <deque>
 #include <cstdio>
 #include <fstream>
 #include <functional>
@@ -24,6 +27,7 @@
 #include <map>
 #include <random>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -62,6 +66,43 @@ std::string quoted(const std::string& s) {
   return r + "\"";
 }
 
+// Note [Staged parity runs]: with SB_PARITY_DEVICE set (cpu-staged, cuda), each case's
+// operands run as twins: every input storage copied whole to that device (flat), each
+// operand the same view of its twin (as_strided: sizes, strides and offset kept), the op
+// on the twins; then a result that is new memory comes back by to(cpu) (which keeps dense
+// strides), one that is a view of a twin is reported as that view of the input's
+// storage, and for out= and in place the twins are copied back into the inputs'
+// storages before they are written out. The cases call their op through D(), which hands
+// out the twin's view in a staged run and the tensor itself otherwise. cpu-staged copies
+// to new CPU storage: it runs the staging on a machine without a GPU; cuda runs the
+// table on the device, against the same PyTorch-on-CPU reference.
+struct Staging {
+  bool on = false;
+  Device device = Device::cpu();
+  std::map<const Storage*, Tensor> twins;  // an input's storage -> its whole copy on `device`, flat
+  std::deque<Tensor> handed;               // what D() handed out in this case (references stay valid)
+};
+Staging g_stage;
+
+Tensor flat_of(const std::shared_ptr<Storage>& s, DType dt) {
+  const int64_t n = static_cast<int64_t>(s->nbytes() / dtype_size(dt));
+  return Tensor(s, {n}, {1}, 0, dt);
+}
+
+// The operand t as the op in this run sees it (an lvalue, for the out= functions).
+Tensor& D(const Tensor& t) {
+  if (!g_stage.on || !t.defined()) {
+    g_stage.handed.push_back(t);
+    return g_stage.handed.back();
+  }
+  const auto it = g_stage.twins.find(t.storage().get());
+  // every operand of a case is one of its inputs, so it has a twin; one without would run
+  // on the CPU tensor and the staged pass would check nothing for it
+  if (it == g_stage.twins.end()) throw std::logic_error("torch_parity_dump: an operand is not among the case's inputs");
+  g_stage.handed.push_back(it->second.as_strided(t.sizes(), t.strides(), t.storage_offset()));
+  return g_stage.handed.back();
+}
+
 class Writer {
  public:
   explicit Writer(const std::string& dir)
@@ -86,19 +127,49 @@ class Writer {
     }
     storages += "}";
     inputs += "]";
+    g_stage.twins.clear();
+    g_stage.handed.clear();
+    if (g_stage.on)  // Note [Staged parity runs]
+      for (const Tensor& t : ins) {
+        const Storage* s = t.storage().get();
+        if (g_stage.twins.count(s)) continue;
+        const Tensor flat = flat_of(t.storage(), t.dtype());
+        g_stage.twins.emplace(s, g_stage.device.is_cpu() ? flat.clone() : flat.to(g_stage.device));
+      }
     std::string tail;
     try {
-      const Tensor r = fn();
+      Tensor r = fn();
       // shares: the result is a view of the first input's storage (views, and contiguous() or to() of
-      // a tensor already so), not new memory
-      const bool shares = !ins.empty() && r.shares_storage_with(ins[0]);
-      if (style == "outofplace")
+      // a tensor already so), not new memory; in a staged run, of its twin
+      const Tensor* of = nullptr;  // the input whose storage (or twin) r views
+      for (const Tensor& t : ins) {
+        const auto it = g_stage.twins.find(t.storage().get());
+        if (r.shares_storage_with(t) || (it != g_stage.twins.end() && r.shares_storage_with(it->second))) {
+          of = &t;
+          break;
+        }
+      }
+      const bool shares = of != nullptr && of->storage() == ins[0].storage();
+      for (const auto& [s, twin] : g_stage.twins)  // the twins back into the inputs' storages
+        for (const Tensor& t : ins)
+          if (t.storage().get() == s) {
+            Tensor flat = flat_of(t.storage(), t.dtype());
+            flat.copy_(twin);
+            break;
+          }
+      if (style == "outofplace") {
+        if (of != nullptr) r = Tensor(of->storage(), r.sizes(), r.strides(), r.storage_offset(), r.dtype());
+        else r = r.to(Device::cpu());
         tail = "\"result\":" + tensor_json(r) + ",\"storage\":" + blob(*r.storage()) +
                ",\"shares\":" + (shares ? "true" : "false") + "}";
-      else tail = "\"after\":" + blob(*ins[0].storage());
+      } else {
+        tail = "\"after\":" + blob(*ins[0].storage());
+      }
     } catch (const Error& e) {
       tail = "\"error\":" + quoted(e.what());
     }
+    g_stage.handed.clear();
+    g_stage.twins.clear();
     lines_ << "{\"name\":" << quoted(name) << ",\"op\":" << quoted(op) << ",\"style\":" << quoted(style)
            << ",\"params\":{" << params << "},\"storages\":" << storages << ",\"inputs\":" << inputs << "," << tail
            << "}\n";
@@ -246,7 +317,7 @@ void elementwise_cases(Writer& w) {
         const std::string tag = name + "/" + short_name(dt) + "/" + p.la + shape_json(p.sa) + "," + p.lb + shape_json(p.sb);
         {
           const Tensor a = laid_out(p.la, p.sa, dt, fl), b = laid_out(p.lb, p.sb, dt);
-          w.run(tag, name, "outofplace", "", {a, b}, [&] { return binary(op, a, b); });
+          w.run(tag, name, "outofplace", "", {a, b}, [&] { return binary(op, D(a), D(b)); });
         }
         // out=: contiguous, and transposed where 2-D or more; the broadcast shape
         const Shape bs = broadcast_shape(p.sa, p.sb);
@@ -254,21 +325,21 @@ void elementwise_cases(Writer& w) {
           if (std::string(lo) == "t" && bs.size() < 2) continue;
           Tensor o = out_like(lo, bs, dt);
           const Tensor a = laid_out(p.la, p.sa, dt, fl), b = laid_out(p.lb, p.sb, dt);
-          w.run(tag + "/out:" + lo, name, "out", "", {o, a, b}, [&] { return binary_out(op, o, a, b); });
+          w.run(tag + "/out:" + lo, name, "out", "", {o, a, b}, [&] { return binary_out(op, D(o), D(a), D(b)); });
         }
         if (std::string(p.la) != "x") {  // in place: a is written (an error where b's shape would grow it)
           Tensor a = laid_out(p.la, p.sa, dt, fl);
           const Tensor b = laid_out(p.lb, p.sb, dt);
           w.run(tag + "/inplace", name, "inplace", "", {a, b}, [&]() -> Tensor {
             switch (op) {
-              case BinaryOp::Add: return a.add_(b);
-              case BinaryOp::Sub: return a.sub_(b);
-              case BinaryOp::Mul: return a.mul_(b);
-              case BinaryOp::Div: return a.div_(b);
-              case BinaryOp::Maximum: return a.maximum_(b);
-              case BinaryOp::Minimum: return a.minimum_(b);
+              case BinaryOp::Add: return D(a).add_(D(b));
+              case BinaryOp::Sub: return D(a).sub_(D(b));
+              case BinaryOp::Mul: return D(a).mul_(D(b));
+              case BinaryOp::Div: return D(a).div_(D(b));
+              case BinaryOp::Maximum: return D(a).maximum_(D(b));
+              case BinaryOp::Minimum: return D(a).minimum_(D(b));
             }
-            return a;
+            return D(a);
           });
         }
       }
@@ -279,9 +350,9 @@ void elementwise_cases(Writer& w) {
         for (const char* la : {"c", "t"}) {
           const Tensor a = laid_out(la, {6, 5}, dt, fl);
           const std::string tag = name + "/" + short_name(dt) + "/" + la + "[6,5]/scalar" + std::to_string(s);
-          w.run(tag, name, "outofplace", p_num("scalar", s), {a}, [&] { return binary(op, a, s); });
+          w.run(tag, name, "outofplace", p_num("scalar", s), {a}, [&] { return binary(op, D(a), s); });
           Tensor o = out_like("t", {6, 5}, dt);
-          w.run(tag + "/out:t", name, "out", p_num("scalar", s), {o, a}, [&] { return binary_out(op, o, a, s); });
+          w.run(tag + "/out:t", name, "out", p_num("scalar", s), {o, a}, [&] { return binary_out(op, D(o), D(a), s); });
         }
       }
     }
@@ -303,23 +374,23 @@ void elementwise_cases(Writer& w) {
         const std::string tag = name + "/" + short_name(dt) + "/" + la + shape_json(sizes);
         {
           const Tensor a = laid_out(la, sizes, dt, fl);
-          w.run(tag, name, "outofplace", "", {a}, [&] { return unary(op, a); });
+          w.run(tag, name, "outofplace", "", {a}, [&] { return unary(op, D(a)); });
         }
         for (const char* lo : {"c", "t"}) {
           Tensor o = out_like(lo, sizes, dt);
           const Tensor a = laid_out(la, sizes, dt, fl);
-          w.run(tag + "/out:" + lo, name, "out", "", {o, a}, [&] { return unary_out(op, o, a); });
+          w.run(tag + "/out:" + lo, name, "out", "", {o, a}, [&] { return unary_out(op, D(o), D(a)); });
         }
         Tensor a = laid_out(la, sizes, dt, fl);
         w.run(tag + "/inplace", name, "inplace", "", {a}, [&]() -> Tensor {
           switch (op) {
-            case UnaryOp::Neg: return a.neg_();
-            case UnaryOp::Abs: return a.abs_();
-            case UnaryOp::Relu: return a.relu_();
-            case UnaryOp::Exp: return a.exp_();
-            case UnaryOp::Sqrt: return a.sqrt_();
+            case UnaryOp::Neg: return D(a).neg_();
+            case UnaryOp::Abs: return D(a).abs_();
+            case UnaryOp::Relu: return D(a).relu_();
+            case UnaryOp::Exp: return D(a).exp_();
+            case UnaryOp::Sqrt: return D(a).sqrt_();
           }
-          return a;
+          return D(a);
         });
       }
     }
@@ -330,9 +401,9 @@ void elementwise_cases(Writer& w) {
       const Shape sizes = {7, 33};
       const std::string tag = std::string("normalize/") + short_name(dt) + "/" + la + shape_json(sizes);
       const Tensor a = laid_out(la, sizes, dt);
-      w.run(tag, "normalize", "outofplace", p_num("eps", 1e-5), {a}, [&] { return normalize(a, -1, 1e-5); });
+      w.run(tag, "normalize", "outofplace", p_num("eps", 1e-5), {a}, [&] { return normalize(D(a), -1, 1e-5); });
       Tensor o = out_like("t", sizes, dt);
-      w.run(tag + "/out:t", "normalize", "out", p_num("eps", 1e-5), {o, a}, [&] { return normalize_out(o, a, -1, 1e-5); });
+      w.run(tag + "/out:t", "normalize", "out", p_num("eps", 1e-5), {o, a}, [&] { return normalize_out(D(o), D(a), -1, 1e-5); });
     }
 }
 
@@ -350,11 +421,11 @@ void reduce_cases(Writer& w) {
           const std::string params = join({p_shape("dims", dims), "\"keepdim\":false",
                                             (n == "var" || n == "std") ? p_num("correction", 1) : ""});
           w.run(tag, n, "outofplace", params, {x}, [&] {
-            if (n == "sum") return sum(x, dims, false);
-            if (n == "mean") return mean(x, dims, false);
-            if (n == "max") return max(x, dims, false);
-            if (n == "var") return var(x, dims, 1, false);
-            return sb::std(x, dims, 1, false);
+            if (n == "sum") return sum(D(x), dims, false);
+            if (n == "mean") return mean(D(x), dims, false);
+            if (n == "max") return max(D(x), dims, false);
+            if (n == "var") return var(D(x), dims, 1, false);
+            return sb::std(D(x), dims, 1, false);
           });
         }
       }
@@ -370,11 +441,11 @@ void reduce_cases(Writer& w) {
               const std::string params = join({p_shape("dims", dims), keep ? "\"keepdim\":true" : "\"keepdim\":false",
                                                 (n == "var" || n == "std") ? p_num("correction", static_cast<double>(corr)) : ""});
               w.run(tag, n, "outofplace", params, {x}, [&] {
-                if (n == "sum") return sum(x, dims, keep);
-                if (n == "mean") return mean(x, dims, keep);
-                if (n == "max") return max(x, dims, keep);
-                if (n == "var") return var(x, dims, corr, keep);
-                return sb::std(x, dims, corr, keep);
+                if (n == "sum") return sum(D(x), dims, keep);
+                if (n == "mean") return mean(D(x), dims, keep);
+                if (n == "max") return max(D(x), dims, keep);
+                if (n == "var") return var(D(x), dims, corr, keep);
+                return sb::std(D(x), dims, corr, keep);
               });
             }
           }
@@ -387,21 +458,21 @@ void reduce_cases(Writer& w) {
       const std::string params = join({p_shape("dims", {1}), keep ? "\"keepdim\":true" : "\"keepdim\":false"});
       const std::string tag = std::string("/") + short_name(dt) + "/t[6,5,7]/dims[1]" + (keep ? "/keep" : "") + "/out:t";
       Tensor o1 = out_like("t", os, dt), o2 = out_like("t", os, dt), o3 = out_like("t", os, dt);
-      w.run("sum" + tag, "sum", "out", params, {o1, x}, [&] { return sum_out(o1, x, {1}, keep); });
-      w.run("max" + tag, "max", "out", params, {o2, x}, [&] { return max_out(o2, x, {1}, keep); });
-      w.run("mean" + tag, "mean", "out", params, {o3, x}, [&] { return mean_out(o3, x, {1}, keep); });
+      w.run("sum" + tag, "sum", "out", params, {o1, x}, [&] { return sum_out(D(o1), D(x), {1}, keep); });
+      w.run("max" + tag, "max", "out", params, {o2, x}, [&] { return max_out(D(o2), D(x), {1}, keep); });
+      w.run("mean" + tag, "mean", "out", params, {o3, x}, [&] { return mean_out(D(o3), D(x), {1}, keep); });
     }
   // NaN through max; an empty reduction
   for (DType dt : {DType::Float32, DType::BFloat16}) {
     const Tensor x = values({4, 9}, dt, true);
     w.run(std::string("max/") + short_name(dt) + "/nan", "max", "outofplace", join({p_shape("dims", {1}), "\"keepdim\":false"}), {x},
-          [&] { return max(x, {1}, false); });
+          [&] { return max(D(x), {1}, false); });
     w.run(std::string("sum/") + short_name(dt) + "/nan", "sum", "outofplace", join({p_shape("dims", {1}), "\"keepdim\":false"}), {x},
-          [&] { return sum(x, {1}, false); });
+          [&] { return sum(D(x), {1}, false); });
   }
   const Tensor e = empty({0, 3});
-  w.run("sum/f32/empty", "sum", "outofplace", join({p_shape("dims", {0}), "\"keepdim\":false"}), {e}, [&] { return sum(e, {0}, false); });
-  w.run("max/f32/empty", "max", "outofplace", join({p_shape("dims", {0}), "\"keepdim\":false"}), {e}, [&] { return max(e, {0}, false); });
+  w.run("sum/f32/empty", "sum", "outofplace", join({p_shape("dims", {0}), "\"keepdim\":false"}), {e}, [&] { return sum(D(e), {0}, false); });
+  w.run("max/f32/empty", "max", "outofplace", join({p_shape("dims", {0}), "\"keepdim\":false"}), {e}, [&] { return max(D(e), {0}, false); });
 }
 
 void matmul_cases(Writer& w) {
@@ -432,10 +503,10 @@ void matmul_cases(Writer& w) {
                                      {"c", {9, 17}, "c", {18, 13}}}) {
       const Tensor a = laid_out(m.la, m.sa, dt), b = laid_out(m.lb, m.sb, dt);
       const std::string tag = std::string("matmul/") + short_name(dt) + "/" + m.la + shape_json(m.sa) + "," + m.lb + shape_json(m.sb);
-      w.run(tag, "matmul", "outofplace", "", {a, b}, [&] { return matmul(a, b); });
+      w.run(tag, "matmul", "outofplace", "", {a, b}, [&] { return matmul(D(a), D(b)); });
       if (m.sa.size() == 2 && m.sb.size() == 2 && m.sb[0] == m.sa[1]) {
         Tensor o = out_like("t", {m.sa[0], m.sb[1]}, dt);
-        w.run(tag + "/out:t", "matmul", "out", "", {o, a, b}, [&] { return matmul_out(o, a, b); });
+        w.run(tag + "/out:t", "matmul", "out", "", {o, a, b}, [&] { return matmul_out(D(o), D(a), D(b)); });
       }
     }
   }
@@ -466,7 +537,7 @@ void conv_cases(Writer& w) {
                                            p_num("groups", c.groups), c.relu ? "\"relu\":true" : "\"relu\":false"});
           std::vector<Tensor> ins = {x, wt};
           if (c.bias) ins.push_back(b);
-          w.run(tag, "conv2d", "outofplace", params, ins, [&] { return conv2d(x, wt, b, p, c.relu); });
+          w.run(tag, "conv2d", "outofplace", params, ins, [&] { return conv2d(D(x), D(wt), D(b), p, c.relu); });
         }
       }
   for (const char* name : {"max_pool2d", "avg_pool2d"})
@@ -478,7 +549,7 @@ void conv_cases(Writer& w) {
         const std::string params = join({p_num("kernel", p.kernel), p_num("stride", p.stride ? p.stride : p.kernel),
                                          p_num("padding", p.padding)});
         const bool mx = std::string(name) == "max_pool2d";
-        w.run(tag, name, "outofplace", params, {x}, [&] { return mx ? max_pool2d(x, p) : avg_pool2d(x, p); });
+        w.run(tag, name, "outofplace", params, {x}, [&] { return mx ? max_pool2d(D(x), p) : avg_pool2d(D(x), p); });
       }
 }
 
@@ -494,9 +565,9 @@ void copy_cases(Writer& w) {
         // C++ and implementation-defined in PyTorch: the values here are in range
         const Tensor x = laid_out(la, {5, 6}, from, ffrom && fto);
         const std::string tag = std::string("to/") + short_name(from) + "->" + short_name(to) + "/" + la + "[5,6]";
-        w.run(tag, "to", "outofplace", p_str("dtype", short_name(to)), {x}, [&] { return x.to(to); });
+        w.run(tag, "to", "outofplace", p_str("dtype", short_name(to)), {x}, [&] { return D(x).to(to); });
         Tensor o = out_like("t", {5, 6}, to);
-        w.run(tag + "/copy_:t", "copy_", "inplace", "", {o, x}, [&] { return o.copy_(x); });
+        w.run(tag + "/copy_:t", "copy_", "inplace", "", {o, x}, [&] { return D(o).copy_(D(x)); });
       }
     }
   // copy_ broadcasting its source, across dtypes, into stepped and transposed dsts
@@ -505,7 +576,7 @@ void copy_cases(Writer& w) {
       Tensor o = out_like(lo, {5, 6}, DType::BFloat16);
       const Tensor x = values(src, DType::Float32);
       w.run(std::string("copy_/broadcast/") + lo + "[5,6]<-f32" + shape_json(src), "copy_", "inplace", "", {o, x},
-            [&] { return o.copy_(x); });
+            [&] { return D(o).copy_(D(x)); });
     }
   // rounding to the 16-bit floats at their halfway points, subnormals and overflow
   {
@@ -516,16 +587,16 @@ void copy_cases(Writer& w) {
     const Tensor x = from_vector<float>(v, {16});
     for (DType to : {DType::BFloat16, DType::Float16})
       w.run(std::string("to/f32->") + short_name(to) + "/rounding", "to", "outofplace", p_str("dtype", short_name(to)),
-            {x}, [&] { return x.to(to); });
+            {x}, [&] { return D(x).to(to); });
   }
   // layouts of contiguous() and clone()
   for (const char* la : {"c", "t", "s", "cl", "x"}) {
     const Shape sizes = {2, 3, 4, 5};
     const Tensor x = laid_out(la, sizes, DType::Float32);
     const std::string tag = std::string("[2,3,4,5]/") + la;
-    w.run("contiguous" + tag, "contiguous", "outofplace", "", {x}, [&] { return x.contiguous(); });
-    w.run("contiguous_cl" + tag, "contiguous_cl", "outofplace", "", {x}, [&] { return x.contiguous(MemoryFormat::ChannelsLast); });
-    w.run("clone" + tag, "clone", "outofplace", "", {x}, [&] { return x.clone(); });
+    w.run("contiguous" + tag, "contiguous", "outofplace", "", {x}, [&] { return D(x).contiguous(); });
+    w.run("contiguous_cl" + tag, "contiguous_cl", "outofplace", "", {x}, [&] { return D(x).contiguous(MemoryFormat::ChannelsLast); });
+    w.run("clone" + tag, "clone", "outofplace", "", {x}, [&] { return D(x).clone(); });
   }
 }
 
@@ -563,18 +634,18 @@ void view_cases(Writer& w) {
     for (const V& v : views) {
       const Tensor x = laid_out(la, {2, 3, 4, 5}, DType::Float32);
       const std::string tag = std::string("view/") + v.op + v.args + "/" + la + "[2,3,4,5]";
-      w.run(tag, v.op, "outofplace", std::string("\"args\":") + v.args, {x}, [&] { return v.f(x); });
+      w.run(tag, v.op, "outofplace", std::string("\"args\":") + v.args, {x}, [&] { return v.f(D(x)); });
     }
   // expand and squeeze of size-1 dims
   for (const char* la : {"c", "t"}) {
     const Tensor x = laid_out(la, {1, 3, 1, 5}, DType::Float32);
     const std::string tag = std::string("[1,3,1,5]/") + la;
-    w.run("view/expand" + tag, "expand", "outofplace", "\"args\":[[2, 3, 4, 5]]", {x}, [&] { return x.expand({2, 3, 4, 5}); });
+    w.run("view/expand" + tag, "expand", "outofplace", "\"args\":[[2, 3, 4, 5]]", {x}, [&] { return D(x).expand({2, 3, 4, 5}); });
     w.run("view/expand_new_dim" + tag, "expand", "outofplace", "\"args\":[[6, 1, 3, 2, 5]]", {x},
-          [&] { return x.expand({6, 1, 3, 2, 5}); });
-    w.run("view/squeeze" + tag, "squeeze", "outofplace", "\"args\":[]", {x}, [&] { return x.squeeze(); });
-    w.run("view/squeeze0" + tag, "squeeze", "outofplace", "\"args\":[0]", {x}, [&] { return x.squeeze(0); });
-    w.run("view/squeeze1" + tag, "squeeze", "outofplace", "\"args\":[1]", {x}, [&] { return x.squeeze(1); });
+          [&] { return D(x).expand({6, 1, 3, 2, 5}); });
+    w.run("view/squeeze" + tag, "squeeze", "outofplace", "\"args\":[]", {x}, [&] { return D(x).squeeze(); });
+    w.run("view/squeeze0" + tag, "squeeze", "outofplace", "\"args\":[0]", {x}, [&] { return D(x).squeeze(0); });
+    w.run("view/squeeze1" + tag, "squeeze", "outofplace", "\"args\":[1]", {x}, [&] { return D(x).squeeze(1); });
   }
 }
 
@@ -592,7 +663,7 @@ void linear_cases(Writer& w) {
         std::vector<Tensor> ins = {x, wt};
         if (bias) ins.push_back(b);
         w.run(tag, "linear", "outofplace", join({p_str("precision", precision_name(pr)), relu ? "\"relu\":true" : "\"relu\":false"}),
-              ins, [&] { return Linear(wt, b, pr).forward(x, relu); });
+              ins, [&] { return Linear(D(wt), D(b), pr).forward(D(x), relu); });
       }
 }
 
@@ -600,31 +671,31 @@ void linear_cases(Writer& w) {
 void edge_cases(Writer& w) {
   {
     const Tensor a = values({0, 5}, DType::Float32), b = values({0, 5}, DType::Float32);
-    w.run("edge/add/empty", "add", "outofplace", "", {a, b}, [&] { return add(a, b); });
-    w.run("edge/relu/empty", "relu", "outofplace", "", {a}, [&] { return relu(a); });
+    w.run("edge/add/empty", "add", "outofplace", "", {a, b}, [&] { return add(D(a), D(b)); });
+    w.run("edge/relu/empty", "relu", "outofplace", "", {a}, [&] { return relu(D(a)); });
   }
   for (DType dt : {DType::Float32, DType::BFloat16}) {
     const Tensor a = values({0, 4}, dt), b = values({4, 3}, dt);
-    w.run(std::string("edge/matmul/m0/") + short_name(dt), "matmul", "outofplace", "", {a, b}, [&] { return matmul(a, b); });
+    w.run(std::string("edge/matmul/m0/") + short_name(dt), "matmul", "outofplace", "", {a, b}, [&] { return matmul(D(a), D(b)); });
     const Tensor c = values({3, 0}, dt), d = values({0, 4}, dt);
-    w.run(std::string("edge/matmul/k0/") + short_name(dt), "matmul", "outofplace", "", {c, d}, [&] { return matmul(c, d); });
+    w.run(std::string("edge/matmul/k0/") + short_name(dt), "matmul", "outofplace", "", {c, d}, [&] { return matmul(D(c), D(d)); });
   }
   {
     const Tensor x = values({0}, DType::Float32);
-    w.run("edge/sum/empty_all", "sum", "outofplace", join({p_shape("dims", {}), "\"keepdim\":false"}), {x}, [&] { return sum(x); });
-    w.run("edge/mean/empty_all", "mean", "outofplace", join({p_shape("dims", {}), "\"keepdim\":false"}), {x}, [&] { return mean(x); });
+    w.run("edge/sum/empty_all", "sum", "outofplace", join({p_shape("dims", {}), "\"keepdim\":false"}), {x}, [&] { return sum(D(x)); });
+    w.run("edge/mean/empty_all", "mean", "outofplace", join({p_shape("dims", {}), "\"keepdim\":false"}), {x}, [&] { return mean(D(x)); });
   }
   {  // x[:, 0::2] += x[:, 1::2]: the two views share no element
     const Tensor base = values({4, 10}, DType::Float32);
     Tensor even = base.slice(1, 0, std::nullopt, 2);
     const Tensor odd = base.slice(1, 1, std::nullopt, 2);
-    w.run("edge/add_/interleaved", "add", "inplace", "", {even, odd}, [&]() -> Tensor { return even.add_(odd); });
+    w.run("edge/add_/interleaved", "add", "inplace", "", {even, odd}, [&]() -> Tensor { return D(even).add_(D(odd)); });
   }
   {  // neg_out(x[1:], x[:-1]): out and x share elements at other positions
     const Tensor base = values({8}, DType::Float32);
     Tensor o = base.slice(0, 1, std::nullopt);
     const Tensor x = base.slice(0, 0, 7);
-    w.run("error/neg_out/shifted", "neg", "out", "", {o, x}, [&] { return neg_out(o, x); });
+    w.run("error/neg_out/shifted", "neg", "out", "", {o, x}, [&] { return neg_out(D(o), D(x)); });
   }
 }
 
@@ -667,12 +738,12 @@ void random_layout_cases(Writer& w) {
     if (rng() % 4 == 0 && nd > 1) sb.erase(sb.begin());
     const std::string tag = "random/" + std::to_string(i) + "/" + shape_json(sa) + "," + shape_json(sb);
     const Tensor a = random_view(rng, sa, DType::Float32), b = random_view(rng, sb, DType::Float32);
-    w.run(tag + "/add", "add", "outofplace", "", {a, b}, [&] { return add(a, b); });
-    w.run(tag + "/add_ba", "add", "outofplace", "", {b, a}, [&] { return add(b, a); });
-    w.run(tag + "/relu", "relu", "outofplace", "", {a}, [&] { return relu(a); });
-    w.run(tag + "/mul_scalar", "mul", "outofplace", p_num("scalar", 0.5), {a}, [&] { return mul(a, 0.5); });
-    w.run(tag + "/clone", "clone", "outofplace", "", {a}, [&] { return a.clone(); });
-    w.run(tag + "/to_bf16", "to", "outofplace", p_str("dtype", "bf16"), {a}, [&] { return a.to(DType::BFloat16); });
+    w.run(tag + "/add", "add", "outofplace", "", {a, b}, [&] { return add(D(a), D(b)); });
+    w.run(tag + "/add_ba", "add", "outofplace", "", {b, a}, [&] { return add(D(b), D(a)); });
+    w.run(tag + "/relu", "relu", "outofplace", "", {a}, [&] { return relu(D(a)); });
+    w.run(tag + "/mul_scalar", "mul", "outofplace", p_num("scalar", 0.5), {a}, [&] { return mul(D(a), 0.5); });
+    w.run(tag + "/clone", "clone", "outofplace", "", {a}, [&] { return D(a).clone(); });
+    w.run(tag + "/to_bf16", "to", "outofplace", p_str("dtype", "bf16"), {a}, [&] { return D(a).to(DType::BFloat16); });
   }
 }
 
@@ -680,39 +751,39 @@ void error_cases(Writer& w) {
   // broadcasting 3 with 2; an in-place op whose result would be larger than self
   {
     const Tensor a = values({3}, DType::Float32), b = values({2}, DType::Float32);
-    w.run("error/add/broadcast", "add", "outofplace", "", {a, b}, [&] { return add(a, b); });
+    w.run("error/add/broadcast", "add", "outofplace", "", {a, b}, [&] { return add(D(a), D(b)); });
   }
   {
     Tensor a = values({3, 1}, DType::Float32);
     const Tensor b = values({1, 4}, DType::Float32);
-    w.run("error/add_/grows", "add", "inplace", "", {a, b}, [&]() -> Tensor { return a.add_(b); });
+    w.run("error/add_/grows", "add", "inplace", "", {a, b}, [&]() -> Tensor { return D(a).add_(D(b)); });
   }
   // writing into an expanded tensor; an input overlapping the output elsewhere
   {
     Tensor o = values({1, 4}, DType::Float32).expand({3, 4});
     const Tensor a = values({3, 4}, DType::Float32);
-    w.run("error/relu_out/expanded", "relu", "out", "", {o, a}, [&] { return relu_out(o, a); });
+    w.run("error/relu_out/expanded", "relu", "out", "", {o, a}, [&] { return relu_out(D(o), D(a)); });
   }
   {
     Tensor a = values({4, 4}, DType::Float32);
     const Tensor at = a.t();
-    w.run("error/add_/overlap", "add", "inplace", "", {a, at}, [&]() -> Tensor { return a.add_(at); });
+    w.run("error/add_/overlap", "add", "inplace", "", {a, at}, [&]() -> Tensor { return D(a).add_(D(at)); });
   }
   {
     Tensor a = values({4, 4}, DType::Float32);
-    w.run("ok/add_/self", "add", "inplace", "", {a, a}, [&]() -> Tensor { return a.add_(a); });
+    w.run("ok/add_/self", "add", "inplace", "", {a, a}, [&]() -> Tensor { return D(a).add_(D(a)); });
   }
   // matmul with inner sizes that differ; conv2d with groups that do not divide
   {
     const Tensor a = values({3, 4}, DType::Float32), b = values({5, 2}, DType::Float32);
-    w.run("error/matmul/inner", "matmul", "outofplace", "", {a, b}, [&] { return matmul(a, b); });
+    w.run("error/matmul/inner", "matmul", "outofplace", "", {a, b}, [&] { return matmul(D(a), D(b)); });
   }
   {
     const Tensor x = values({1, 4, 5, 5}, DType::Float32), wt = values({6, 2, 3, 3}, DType::Float32);
     const Conv2dParams p{1, 0, 1, 3};
     w.run("error/conv2d/groups", "conv2d", "outofplace",
           join({p_num("stride", 1), p_num("padding", 0), p_num("dilation", 1), p_num("groups", 3), "\"relu\":false"}), {x, wt},
-          [&] { return conv2d(x, wt, Tensor(), p, false); });
+          [&] { return conv2d(D(x), D(wt), Tensor(), p, false); });
   }
 }
 
@@ -722,6 +793,22 @@ int main(int argc, char** argv) {
   if (argc != 2) {
     std::fprintf(stderr, "usage: %s DIR\n", argv[0]);
     return 2;
+  }
+  if (const char* d = std::getenv("SB_PARITY_DEVICE"); d != nullptr && *d) {  // Note [Staged parity runs]
+    const std::string dev = d;
+    g_stage.on = true;
+    if (dev == "cuda") {
+      g_stage.device = Device::cuda(0);
+      try {
+        (void)empty({1}, DType::Float32, g_stage.device);
+      } catch (const Error& e) {
+        std::printf("torch_parity_dump: no CUDA device here (%s)\n", e.what());
+        return 77;
+      }
+    } else if (dev != "cpu-staged") {
+      std::fprintf(stderr, "torch_parity_dump: SB_PARITY_DEVICE is cpu-staged or cuda, not %s\n", d);
+      return 2;
+    }
   }
   Writer w(argv[1]);
   if (!w.ok()) {

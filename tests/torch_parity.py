@@ -2,7 +2,7 @@
 through the PyTorch installed here, compared (Note [PyTorch parity] in
 tests/torch_parity.cpp).
 
-Usage: torch_parity.py DUMP_EXECUTABLE [--keep DIR] [-v]
+Usage: torch_parity.py DUMP_EXECUTABLE [--cuda] [--keep DIR] [-v]
 
 Per case: both raised, or neither; then the result's dtype and sizes exactly, its
 strides where a dim has more than one element (PyTorch's layout rules), and its values:
@@ -320,14 +320,22 @@ def compare(case, blob, ins, flats, ref, torch_error, documented, layout):
     return documented or "ok", ""
 
 
-# The SIMD levels and kernel choices the dump runs at: each its own pass of every case.
+# The SIMD levels and kernel choices the dump runs at, each its own pass of every case;
+# then the operands staged on copies (Note [Staged parity runs]): on new CPU storage
+# always, on the GPU with --cuda.
 LEVELS = [("default", {}), ("amx=0", {"SB_TUNING": "amx=0"}), ("avx2", {"SB_SIMD": "avx2"}),
-          ("scalar", {"SB_SIMD": "scalar"})]
+          ("scalar", {"SB_SIMD": "scalar"}), ("staged", {"SB_PARITY_DEVICE": "cpu-staged"})]
+CUDA_LEVEL = ("cuda", {"SB_PARITY_DEVICE": "cuda"})
 
 
 def load(dump, out, env):
+    """The dump's cases and storages, or None where it found no device (exit 77)."""
     os.makedirs(out, exist_ok=True)
-    subprocess.run([dump, out], check=True, stdout=subprocess.DEVNULL, env={**os.environ, **env})
+    p = subprocess.run([dump, out], stdout=subprocess.PIPE, text=True, env={**os.environ, **env})
+    if p.returncode == 77:
+        print(p.stdout.strip())
+        return None
+    p.check_returncode()
     with open(os.path.join(out, "storages.bin"), "rb") as f:
         blob = f.read()
     with open(os.path.join(out, "cases.jsonl")) as f:
@@ -383,6 +391,7 @@ def main(argv):
     ap.add_argument("dump", help="the torch_parity_dump executable")
     ap.add_argument("--keep", help="write the dump here and keep it")
     ap.add_argument("-v", "--verbose", action="store_true")
+    ap.add_argument("--cuda", action="store_true", help="also run the table on the GPU (cuda:0)")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
     documented = {"scalar16": "16-bit tensor-scalar ops with the scalar unrounded",
@@ -390,8 +399,11 @@ def main(argv):
                   "normalize-layout": "normalize results in x's layout"}
     bad = 0
     with tempfile.TemporaryDirectory() as tmp:
-        for level, env in LEVELS:
-            cases, blob = load(args.dump, os.path.join(args.keep or tmp, level), env)
+        for level, env in LEVELS + ([CUDA_LEVEL] if args.cuda else []):
+            loaded = load(args.dump, os.path.join(args.keep or tmp, level), env)
+            if loaded is None:
+                continue
+            cases, blob = loaded
             if level == "default":
                 missed = self_check(cases, blob)
                 for m in missed:
