@@ -166,7 +166,18 @@ class Writer {
         tail = "\"after\":" + blob(*ins[0].storage());
       }
     } catch (const Error& e) {
-      tail = "\"error\":" + quoted(e.what());
+      // and every input storage as the error left it: a refused call writes nothing
+      std::string kept = "{";
+      std::map<const Storage*, bool> seen;
+      for (size_t i = 0; i < ins.size(); ++i) {
+        const Storage* st = ins[i].storage().get();
+        if (seen[st]) continue;
+        seen[st] = true;
+        const auto twin = g_stage.twins.find(st);
+        if (twin != g_stage.twins.end()) flat_of(ins[i].storage(), ins[i].dtype()).copy_(twin->second);
+        kept += (kept.size() > 1 ? "," : "") + quoted(std::to_string(sid[st])) + ":" + blob(*ins[i].storage());
+      }
+      tail = "\"error\":" + quoted(e.what()) + ",\"kept\":" + kept + "}";
     }
     g_stage.handed.clear();
     g_stage.twins.clear();

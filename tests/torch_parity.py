@@ -279,6 +279,11 @@ def check(case, blob):
 
 def compare(case, blob, ins, flats, ref, torch_error, documented, layout):
     ours_error = case.get("error")
+    if ours_error:  # a refused call leaves every tensor as it was (README, Errors)
+        for sid, where in case.get("kept", {}).items():
+            if blob[where["at"]:where["at"] + where["n"]] != blob[case["storages"][sid]["at"]:
+                                                                 case["storages"][sid]["at"] + case["storages"][sid]["n"]]:
+                return "differ", f"ours raised ({ours_error}) but changed input storage {sid} first"
     if ours_error and torch_error:
         return "both-raised", ""
     if ours_error:
@@ -379,6 +384,10 @@ def self_check(cases, blob):
     c = json.loads(json.dumps(first(cases, lambda c: c["name"] == "add/f32/c[5,7],c[5,7]")))
     c["error"] = "made up"
     expect_differ("an error PyTorch does not raise", c, blob)
+    c = first(cases, lambda c: c["name"] == "error/relu_out/expanded")
+    d = bytearray(blob)
+    d[c["kept"]["0"]["at"]] ^= 1
+    expect_differ("a refused call that wrote into its out", c, d)
     c = first(cases, lambda c: c["name"].startswith("relu/f32/s[6,9]/out:t"))
     d = bytearray(blob)
     d[c["after"]["at"] + c["after"]["n"] - 1] ^= 0x40  # the storage's last element: past the view
