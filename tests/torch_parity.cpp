@@ -415,6 +415,8 @@ void elementwise_cases(Writer& w) {
       w.run(tag, "normalize", "outofplace", p_num("eps", 1e-5), {a}, [&] { return normalize(D(a), -1, 1e-5); });
       Tensor o = out_like("t", sizes, dt);
       w.run(tag + "/out:t", "normalize", "out", p_num("eps", 1e-5), {o, a}, [&] { return normalize_out(D(o), D(a), -1, 1e-5); });
+      Tensor x = laid_out(la, sizes, dt);
+      w.run(tag + "/inplace", "normalize", "inplace", p_num("eps", 1e-5), {x}, [&]() -> Tensor { return D(x).normalize_(-1, 1e-5); });
     }
 }
 
@@ -549,6 +551,11 @@ void conv_cases(Writer& w) {
           std::vector<Tensor> ins = {x, wt};
           if (c.bias) ins.push_back(b);
           w.run(tag, "conv2d", "outofplace", params, ins, [&] { return conv2d(D(x), D(wt), D(b), p, c.relu); });
+          // out=: into the other layout than the one conv2d would give
+          Tensor o = out_like(std::string(lx) == "cl" ? "c" : "cl", conv2d_output_sizes(x, wt, b, p), dt);
+          std::vector<Tensor> oins = {o, x, wt};
+          if (c.bias) oins.push_back(b);
+          w.run(tag + "/out", "conv2d", "out", params, oins, [&] { return conv2d_out(D(o), D(x), D(wt), D(b), p, c.relu); });
         }
       }
   for (const char* name : {"max_pool2d", "avg_pool2d"})
@@ -561,6 +568,11 @@ void conv_cases(Writer& w) {
                                          p_num("padding", p.padding)});
         const bool mx = std::string(name) == "max_pool2d";
         w.run(tag, name, "outofplace", params, {x}, [&] { return mx ? max_pool2d(D(x), p) : avg_pool2d(D(x), p); });
+        const int64_t oh = (9 + 2 * p.padding - p.kernel) / (p.stride ? p.stride : p.kernel) + 1,
+                      ow = (10 + 2 * p.padding - p.kernel) / (p.stride ? p.stride : p.kernel) + 1;
+        Tensor o = out_like("t", {2, 3, oh, ow}, DType::Float32);
+        w.run(tag + "/out:t", name, "out", params, {o, x},
+              [&] { return mx ? max_pool2d_out(D(o), D(x), p) : avg_pool2d_out(D(o), D(x), p); });
       }
 }
 

@@ -103,7 +103,7 @@ def run_torch(case, ins):
     if op == "normalize":
         x = ins[-1]
         r = F.layer_norm(x, [x.shape[-1]], eps=p["eps"])
-        if style == "out":
+        if style in ("out", "inplace"):  # normalize_out and normalize_: the same values written there
             return ins[0].copy_(r)
         return r
     if op in ("sum", "mean", "var", "std", "max"):
@@ -131,12 +131,15 @@ def run_torch(case, ins):
             bias = bias.to(x.dtype) if bias is not None else None
         r = F.linear(x, wt, bias)
         return torch.relu(r) if p["relu"] else r
-    if op == "conv2d":
-        bias = ins[2] if len(ins) > 2 else None
-        r = F.conv2d(ins[0], ins[1], bias, int(p["stride"]), int(p["padding"]), int(p["dilation"]), int(p["groups"]))
-        return torch.relu(r) if p["relu"] else r
+    if op == "conv2d":  # out=: PyTorch's conv2d has none, the result copied into out
+        x = ins[1:] if style == "out" else ins
+        bias = x[2] if len(x) > 2 else None
+        r = F.conv2d(x[0], x[1], bias, int(p["stride"]), int(p["padding"]), int(p["dilation"]), int(p["groups"]))
+        r = torch.relu(r) if p["relu"] else r
+        return ins[0].copy_(r) if style == "out" else r
     if op in ("max_pool2d", "avg_pool2d"):
-        return getattr(F, op)(ins[0], int(p["kernel"]), int(p["stride"]), int(p["padding"]))
+        r = getattr(F, op)(ins[-1], int(p["kernel"]), int(p["stride"]), int(p["padding"]))
+        return ins[0].copy_(r) if style == "out" else r
     if "args" in p:  # a view op (or contiguous() or to()), as the tensor method of that name
         args = p["args"]
         if op == "slice":
