@@ -24,7 +24,6 @@ namespace {
 struct Operands {
   Tensor a, b;   // the operands with their vectors as matrices, batch dims broadcast (expanded)
   Shape sizes;   // the result's sizes, as PyTorch gives them
-  Shape full;    // the result's sizes with the vectors' dims kept: batch..., M, N
 };
 
 Operands matmul_operands(const Tensor& a, const Tensor& b, const char* op) {
@@ -37,7 +36,7 @@ Operands matmul_operands(const Tensor& a, const Tensor& b, const char* op) {
   SB_CHECK(a.dtype() == DType::Float32 || a.dtype() == DType::Float64 || a.dtype() == DType::BFloat16 ||
                (a.dtype() == DType::Float16 && a.device().is_cuda()),
            op, ": expected float32, float64 or bfloat16 (or float16 on CUDA), got ", a.dtype(), " on ", a.device());
-  Operands o{a.dim() == 1 ? a.unsqueeze(0) : a, b.dim() == 1 ? b.unsqueeze(1) : b, {}, {}};
+  Operands o{a.dim() == 1 ? a.unsqueeze(0) : a, b.dim() == 1 ? b.unsqueeze(1) : b, {}};
   SB_CHECK(o.a.size(-1) == o.b.size(-2), op, ": inner dimensions differ: ", a.sizes(), " x ", b.sizes(), " (",
            o.a.size(-1), " vs ", o.b.size(-2), ")");
   const int64_t M = o.a.size(-2), K = o.a.size(-1), N = o.b.size(-1);
@@ -55,15 +54,13 @@ Operands matmul_operands(const Tensor& a, const Tensor& b, const char* op) {
     o.a = o.a.expand(ea);
     o.b = o.b.expand(eb);
   }
-  o.full = batch;
-  o.full.insert(o.full.end(), {M, N});
   o.sizes = batch;
   if (a.dim() > 1) o.sizes.push_back(M);
   if (b.dim() > 1) o.sizes.push_back(N);
   return o;
 }
 
-// out (of o.sizes) seen with the vectors' dims back: o.full.
+// out (of o.sizes) seen with the vectors' dims back: batch..., M, N.
 Tensor full_view(const Tensor& out, const Tensor& a, const Tensor& b) {
   Tensor f = out;
   if (b.dim() == 1) f = f.unsqueeze(f.dim());
