@@ -2,7 +2,7 @@
 through the PyTorch installed here, compared (Note [PyTorch parity] in
 tests/torch_parity.cpp).
 
-Usage: torch_parity.py DUMP_EXECUTABLE [--cuda] [--keep DIR] [-v]
+Usage: torch_parity.py DUMP_EXECUTABLE [--cuda] [--quick] [--keep DIR] [-v]
 
 Per case: both raised, or neither; then the result's dtype and sizes exactly, its
 strides where a dim has more than one element (PyTorch's layout rules), and its values:
@@ -404,6 +404,8 @@ def main(argv):
     ap.add_argument("--keep", help="write the dump here and keep it")
     ap.add_argument("-v", "--verbose", action="store_true")
     ap.add_argument("--cuda", action="store_true", help="also run the table on the GPU (cuda:0)")
+    ap.add_argument("--quick", action="store_true",
+                    help="the default and staged passes only (a sanitizer build, or one without SIMD)")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
     documented = {"scalar16": "16-bit tensor-scalar ops with the scalar unrounded",
@@ -411,7 +413,8 @@ def main(argv):
                   "normalize-layout": "normalize results in x's layout"}
     bad = 0
     with tempfile.TemporaryDirectory() as tmp:
-        for level, env in LEVELS + ([CUDA_LEVEL] if args.cuda else []):
+        levels = [lv for lv in LEVELS if not args.quick or lv[0] in ("default", "staged")]
+        for level, env in levels + ([CUDA_LEVEL] if args.cuda else []):
             loaded = load(args.dump, os.path.join(args.keep or tmp, level), env)
             if loaded is None:
                 continue
