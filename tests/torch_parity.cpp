@@ -650,6 +650,17 @@ void view_cases(Writer& w) {
       {"narrow", "[3, 1, 3]", [](const Tensor& x) { return x.narrow(3, 1, 3); }},
       {"unsqueeze", "[2]", [](const Tensor& x) { return x.unsqueeze(2); }},
       {"unflatten", "[3, [5, 1]]", [](const Tensor& x) { return x.unflatten(3, {5, 1}); }},
+      // negative dims and indices, as PyTorch counts them from the end
+      {"select", "[-1, -2]", [](const Tensor& x) { return x.select(-1, -2); }},
+      {"narrow", "[-2, -3, 2]", [](const Tensor& x) { return x.narrow(-2, -3, 2); }},
+      {"slice", "[-1, -4, -1, 1]", [](const Tensor& x) { return x.slice(-1, -4, -1); }},
+      {"slice", "[2, -10, 10, 3]", [](const Tensor& x) { return x.slice(2, -10, 10, 3); }},
+      {"transpose", "[-1, -3]", [](const Tensor& x) { return x.transpose(-1, -3); }},
+      {"permute", "[[-1, 0, -2, 1]]", [](const Tensor& x) { return x.permute({-1, 0, -2, 1}); }},
+      {"flatten", "[-3, -2]", [](const Tensor& x) { return x.flatten(-3, -2); }},
+      {"unsqueeze", "[-1]", [](const Tensor& x) { return x.unsqueeze(-1); }},
+      {"unsqueeze", "[-5]", [](const Tensor& x) { return x.unsqueeze(-5); }},
+      {"unflatten", "[-1, [-1, 5]]", [](const Tensor& x) { return x.unflatten(-1, {-1, 5}); }},
       {"contiguous", "[]", [](const Tensor& x) { return x.contiguous(); }},
       {"to", "[\"f32\"]", [](const Tensor& x) { return x.to(DType::Float32); }},
   };
