@@ -683,6 +683,23 @@ void view_cases(Writer& w) {
   }
 }
 
+// Factories: arange's element count and values with fractional steps, in each dtype
+void factory_cases(Writer& w) {
+  struct A {
+    double start, end, step;
+  };
+  for (DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16, DType::Int32})
+    for (const A& a : {A{0, 1, 0.1}, A{1, 2.5, 0.5}, A{-3, 3, 0.7}, A{10, 0, -1.5}, A{0, 100, 3}, A{0.5, 0.5, 1}}) {
+      const bool integral = dt == DType::Int32;
+      if (integral && (a.step != std::floor(a.step) || a.start != std::floor(a.start))) continue;
+      std::ostringstream tag;
+      tag << "arange/" << short_name(dt) << "/" << a.start << "," << a.end << "," << a.step;
+      w.run(tag.str(), "arange", "outofplace",
+            join({p_num("start", a.start), p_num("end", a.end), p_num("step", a.step), p_str("dtype", short_name(dt))}), {},
+            [&] { return arange(a.start, a.end, a.step, dt, g_stage.on ? g_stage.device : Device::cpu()); });
+    }
+}
+
 // Linear in float32 and in the 16-bit precisions with a 16-bit x (PyTorch's
 // module.half() / module.bfloat16() layer: weight and bias rounded to that dtype)
 void linear_cases(Writer& w) {
@@ -855,6 +872,7 @@ int main(int argc, char** argv) {
   conv_cases(w);
   copy_cases(w);
   view_cases(w);
+  factory_cases(w);
   linear_cases(w);
   edge_cases(w);
   random_layout_cases(w);

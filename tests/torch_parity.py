@@ -140,6 +140,10 @@ def run_torch(case, ins):
     if op in ("max_pool2d", "avg_pool2d"):
         r = getattr(F, op)(ins[-1], int(p["kernel"]), int(p["stride"]), int(p["padding"]))
         return ins[0].copy_(r) if style == "out" else r
+    if op == "arange":  # integral arguments as Python ints, as a caller of PyTorch writes them
+        args = [int(v) if float(v).is_integer() and DTYPES[p["dtype"]] == torch.int32 else v
+                for v in (p["start"], p["end"], p["step"])]
+        return torch.arange(*args, dtype=DTYPES[p["dtype"]])
     if "args" in p:  # a view op (or contiguous() or to()), as the tensor method of that name
         args = p["args"]
         if op == "slice":
