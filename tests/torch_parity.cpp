@@ -18,6 +18,7 @@
 // cpu-staged or cuda runs the ops on copies there (Note [Staged parity runs]).
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <deque>
 #include <cstdio>
@@ -720,6 +721,18 @@ void linear_cases(Writer& w) {
 
 // Zero-size operands, and views whose elements interleave without sharing any
 void edge_cases(Writer& w) {
+  {  // int32 past its range: add, sub, mul, neg and abs wrap around (two's complement), as PyTorch's do
+    const std::vector<int32_t> v = {INT32_MIN, INT32_MAX, -1, 0, 1, INT32_MIN + 1, 46341, -46341, 65536, 123456789};
+    const Tensor x = from_vector<int32_t>(v, {10}), y = from_vector<int32_t>({INT32_MAX, 1, INT32_MIN, -1, INT32_MAX,
+                                                                               -2, 46341, 46341, 65536, 987654321}, {10});
+    for (const auto& [name, op] : std::vector<std::pair<std::string, BinaryOp>>{
+             {"add", BinaryOp::Add}, {"sub", BinaryOp::Sub}, {"mul", BinaryOp::Mul}})
+      w.run("edge/" + name + "/i32_wraps", name, "outofplace", "", {x, y}, [&] { return binary(op, D(x), D(y)); });
+    w.run("edge/neg/i32_wraps", "neg", "outofplace", "", {x}, [&] { return neg(D(x)); });
+    w.run("edge/abs/i32_wraps", "abs", "outofplace", "", {x}, [&] { return abs(D(x)); });
+    w.run("edge/sum/i32_wraps", "sum", "outofplace", join({p_shape("dims", {}), "\"keepdim\":false"}), {x},
+          [&] { return sum(D(x)); });
+  }
   {
     const Tensor a = values({0, 5}, DType::Float32), b = values({0, 5}, DType::Float32);
     w.run("edge/add/empty", "add", "outofplace", "", {a, b}, [&] { return add(D(a), D(b)); });
