@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "cases/layout.h"
 #include "stridebench/stridebench.h"
 
 namespace {
@@ -234,45 +235,34 @@ Tensor values(const Shape& sizes, DType dt, bool special = false) {
   return r;
 }
 
-// sizes as the caller sees them, laid out as `layout` says:
-//   c   contiguous          t   the last two dims transposed (a .transpose(-1, -2) view)
-//   s   every other element of the last dim (a stepped slice of a twice-wider tensor)
-//   cl  channels-last (4-D)  x   the first dim expanded from 1 (stride 0)
-//   o   offset: a narrow of a larger tensor, not starting at element 0
-Tensor laid_out(const std::string& layout, const Shape& sizes, DType dt, bool special = false) {
-  const int64_t nd = static_cast<int64_t>(sizes.size());
-  if (layout == "t" && nd >= 2) {
-    Shape s = sizes;
-    std::swap(s[nd - 1], s[nd - 2]);
-    return values(s, dt, special).transpose(-1, -2);
+// The view of sizes in placement p (cases/layout.h, Note [One layout builder]) holding
+// values(): its distinct elements (a broadcast dim narrowed to one) written, the rest of
+// its buffer zero.
+Tensor placed_values(const Shape& sizes, const cases::Placement& p, DType dt, bool special = false) {
+  const cases::Placed placed = cases::place(sizes, p, dt);
+  Tensor(placed.buffer).zero_();
+  Tensor distinct = placed.view;
+  Shape ds = sizes;
+  for (int64_t d : cases::broadcast_dims(p)) {
+    ds[static_cast<size_t>(d)] = std::min<int64_t>(1, sizes[static_cast<size_t>(d)]);
+    distinct = distinct.narrow(d, 0, ds[static_cast<size_t>(d)]);
   }
-  if (layout == "s") {
-    Shape s = sizes;
-    s[nd - 1] *= 2;
-    return values(s, dt, special).slice(nd - 1, 0, std::nullopt, 2);
-  }
-  if (layout == "cl" && nd == 4) return values(sizes, dt, special).contiguous(MemoryFormat::ChannelsLast);
-  if (layout == "x" && nd >= 1) {
-    Shape s = sizes;
-    s[0] = 1;
-    return values(s, dt, special).expand(sizes);
-  }
-  if (layout == "o") {
-    Shape s = sizes;
-    s[0] += 1;
-    return values(s, dt, special).narrow(0, 1, sizes[0]);
-  }
-  return values(sizes, dt, special);
+  distinct.copy_(values(ds, dt, special));
+  return placed.view;
 }
 
-Shape broadcast_shape(const Shape& a, const Shape& b) {
-  const size_t n = std::max(a.size(), b.size());
-  Shape r(n, 1);
-  for (size_t i = 0; i < n; ++i) {
-    const int64_t x = i < n - a.size() ? 1 : a[i - (n - a.size())], y = i < n - b.size() ? 1 : b[i - (n - b.size())];
-    r[i] = x == 1 ? y : x;
-  }
-  return r;
+// sizes laid out as the named layout of cases/layout.h says:
+//   c   contiguous    t   transposed    s   sliced (every other element of the last dim)
+//   cl  channels_last x   expanded      o   offset (one element into its buffer)
+Tensor laid_out(const std::string& layout, const Shape& sizes, DType dt, bool special = false) {
+  using cases::Layout;
+  const Layout l = layout == "t"    ? Layout::Transposed
+                   : layout == "s"  ? Layout::Sliced
+                   : layout == "cl" ? Layout::ChannelsLast
+                   : layout == "x"  ? Layout::Expanded
+                   : layout == "o"  ? Layout::Offset
+                                    : Layout::Contiguous;
+  return placed_values(sizes, cases::placement(l, sizes), dt, special);
 }
 
 // An output to write into, poisoned with values every op result differs from.
@@ -332,7 +322,7 @@ void elementwise_cases(Writer& w) {
           w.run(tag, name, "outofplace", "", {a, b}, [&] { return binary(op, D(a), D(b)); });
         }
         // out=: contiguous, and transposed where 2-D or more; the broadcast shape
-        const Shape bs = broadcast_shape(p.sa, p.sb);
+        const Shape bs = broadcast_shapes(p.sa, p.sb, "torch_parity");
         for (const char* lo : {"c", "t"}) {
           if (std::string(lo) == "t" && bs.size() < 2) continue;
           Tensor o = out_like(lo, bs, dt);
@@ -763,26 +753,15 @@ void edge_cases(Writer& w) {
   }
 }
 
-// A view of `sizes` in a random memory order: dims stored in a random permutation,
-// sometimes every other element of one dim, sometimes one size-1 dim expanded (stride 0).
-Tensor random_view(std::mt19937& rng, const Shape& sizes, DType dt) {
+// A placement of `sizes` in a random memory order: dims stored in a random permutation,
+// sometimes every other element of one dim, sometimes one dim broadcast (step 0).
+cases::Placement random_placement(std::mt19937& rng, const Shape& sizes) {
   const int nd = static_cast<int>(sizes.size());
-  std::vector<int64_t> order(static_cast<size_t>(nd));
-  for (int i = 0; i < nd; ++i) order[static_cast<size_t>(i)] = i;
-  std::shuffle(order.begin(), order.end(), rng);
-  const int stepped = nd > 0 && rng() % 3 == 0 ? static_cast<int>(rng() % nd) : -1;
-  const int expanded = nd > 0 && rng() % 4 == 0 ? static_cast<int>(rng() % nd) : -1;
-  Shape stored(static_cast<size_t>(nd));  // sizes in storage order
-  for (int i = 0; i < nd; ++i) {
-    const int d = static_cast<int>(order[static_cast<size_t>(i)]);
-    stored[static_cast<size_t>(i)] = d == expanded ? 1 : d == stepped ? 2 * sizes[static_cast<size_t>(d)] : sizes[static_cast<size_t>(d)];
-  }
-  Shape inverse(static_cast<size_t>(nd));
-  for (int i = 0; i < nd; ++i) inverse[static_cast<size_t>(order[static_cast<size_t>(i)])] = i;
-  Tensor x = values(stored, dt).permute(inverse);
-  if (stepped >= 0) x = x.slice(stepped, 0, std::nullopt, 2);
-  if (expanded >= 0) x = x.expand(sizes);
-  return x;
+  cases::Placement p = cases::dense(sizes);
+  std::shuffle(p.order.begin(), p.order.end(), rng);
+  if (nd > 0 && rng() % 3 == 0) p.step[rng() % nd] = 2;
+  if (nd > 0 && rng() % 4 == 0) p.step[rng() % nd] = 0;
+  return p;
 }
 
 // Random layouts of both operands (and broadcast shapes): the layout rules of
@@ -801,7 +780,8 @@ void random_layout_cases(Writer& w) {
         if (rng() % 2 == 0) v = 1;
     if (rng() % 4 == 0 && nd > 1) sb.erase(sb.begin());
     const std::string tag = "random/" + std::to_string(i) + "/" + shape_json(sa) + "," + shape_json(sb);
-    const Tensor a = random_view(rng, sa, DType::Float32), b = random_view(rng, sb, DType::Float32);
+    const Tensor a = placed_values(sa, random_placement(rng, sa), DType::Float32),
+                 b = placed_values(sb, random_placement(rng, sb), DType::Float32);
     w.run(tag + "/add", "add", "outofplace", "", {a, b}, [&] { return add(D(a), D(b)); });
     w.run(tag + "/add_ba", "add", "outofplace", "", {b, a}, [&] { return add(D(b), D(a)); });
     w.run(tag + "/relu", "relu", "outofplace", "", {a}, [&] { return relu(D(a)); });
