@@ -390,11 +390,16 @@ Tensor Tensor::clone(MemoryFormat format) const {
   return out;
 }
 
+namespace {
+// MemoryFormat::Preserve's strides for a new tensor like t (PyTorch's): t's own if dense,
+// else dense ones in the same order of dims. empty_like, clone() and to() all take them.
+Shape preserved_strides(const Tensor& t) {
+  return t.is_non_overlapping_and_dense() ? t.strides() : dense_strides_like(t.sizes(), t.strides());
+}
+}  // namespace
+
 Tensor empty_like(const Tensor& t, MemoryFormat format) {
-  if (format == MemoryFormat::Preserve) {  // PyTorch: same strides if dense, else dense in the same order
-    const Shape st = t.is_non_overlapping_and_dense() ? t.strides() : dense_strides_like(t.sizes(), t.strides());
-    return empty_strided(t.sizes(), st, t.dtype(), t.device());
-  }
+  if (format == MemoryFormat::Preserve) return empty_strided(t.sizes(), preserved_strides(t), t.dtype(), t.device());
   return empty(t.sizes(), t.dtype(), t.device(), format);
 }
 
@@ -418,21 +423,18 @@ Tensor& Tensor::copy_(const Tensor& src) {
 }
 
 // to() keeps the layout as PyTorch's MemoryFormat::Preserve does, as empty_like and
-// clone() do: a dense tensor's strides exactly (a transposed one stays transposed),
-// anything else dense strides in the same order of dims (dense_strides_like, PyTorch's
-// infer_dense_strides), not its suggested memory format, which PyTorch does not take.
+// clone() do (preserved_strides): a transposed tensor stays transposed, a stepped one
+// becomes dense in the same order of dims, not its suggested memory format.
 Tensor Tensor::to(DType dtype) const {
   if (dtype == dtype_) return *this;
-  const Shape st = is_non_overlapping_and_dense() ? strides_ : dense_strides_like(sizes_, strides_);
-  Tensor out = empty_strided(sizes_, st, dtype, device());
+  Tensor out = empty_strided(sizes_, preserved_strides(*this), dtype, device());
   out.copy_(*this);
   return out;
 }
 
 Tensor Tensor::to(Device dev) const {
   if (dev == device()) return *this;
-  const Shape st = is_non_overlapping_and_dense() ? strides_ : dense_strides_like(sizes_, strides_);
-  Tensor out = empty_strided(sizes_, st, dtype_, dev);
+  Tensor out = empty_strided(sizes_, preserved_strides(*this), dtype_, dev);
   out.copy_(*this);
   return out;
 }
