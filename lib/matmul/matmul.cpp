@@ -104,18 +104,12 @@ void matmul_dispatch(const Tensor& out, const Tensor& a, const Tensor& b) {
   for (int64_t i = 0; i < out.size(0); ++i) matmul_dispatch(out.select(0, i), a.select(0, i), b.select(0, i));
 }
 
-// out [M, N] or [B, M, N]; a and b matrices or of out's batch (the 3-D GEMM core).
+// out [M, N] with a and b matrices, or [B, M, N] with a and b of out's batch (a
+// broadcast one as stride-0 batches, Operands): the GEMM core.
 void matmul_core(const Tensor& out, const Tensor& a, const Tensor& b) {
 #ifdef SB_WITH_CUDA
-  if (a.device().is_cuda()) {  // batch broadcasting as stride-0 batches of size B
-    if (out.dim() == 3) {
-      const int64_t B = out.size(0);
-      const Tensor a3 = (a.dim() == 2 ? a.unsqueeze(0) : a).expand({B, a.size(-2), a.size(-1)});
-      const Tensor b3 = (b.dim() == 2 ? b.unsqueeze(0) : b).expand({B, b.size(-2), b.size(-1)});
-      cuda::matmul(out, a3, b3);
-    } else {
-      cuda::matmul(out, a, b);
-    }
+  if (a.device().is_cuda()) {
+    cuda::matmul(out, a, b);
     return;
   }
 #endif
