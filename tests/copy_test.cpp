@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <map>
 
 #include "core/convert.h"
 #include "stridebench/cpu_features.h"
@@ -752,39 +753,41 @@ TEST(CopyFast, DenseCopiesStreamAboveTheTuningsThreshold) {
   const auto same_bytes = [](const Tensor& a, const Tensor& b) {
     return std::memcmp(a.contiguous().data_ptr(), b.contiguous().data_ptr(), a.nbytes()) == 0;
   };
+  // float32 elements: 1.5x, 2.5x and 4x the streaming threshold, against copy_nt_bytes at
+  // 2x: on 2 threads dense copies stream only above 1.5 copy_nt_bytes, 3x the threshold.
+  // The sources are made once for both thread counts (uniform values: any bytes do).
+  const int64_t mid = 3 * thr / 2 / 4, between = 5 * thr / 2 / 4, high = 4 * thr / 4;
+  const int64_t side = 1024;  // a 4 MiB transpose above the threshold streams whatever copy_nt_bytes says
+  std::map<int64_t, std::pair<Tensor, Tensor>> sources;  // n: a dense n and a tensor of n / 256 rows of 512
+  for (int64_t n : {mid, between, high})
+    sources[n] = {rand({n}, 5, DType::Float32), rand({n / 256, 512}, 6, DType::Float32)};
+  const Tensor sq = rand({side, side}, 7, DType::Float32);
   for (int threads : {1, 2}) {
     set_num_threads(threads);
     const std::string at = std::to_string(threads) + " threads";
-    // float32 elements: 1.5x, 2.5x and 4x the streaming threshold, against copy_nt_bytes at
-    // 2x: on 2 threads dense copies stream only above 1.5 copy_nt_bytes, 3x the threshold
-    const int64_t mid = 3 * thr / 2 / 4, between = 5 * thr / 2 / 4, high = 4 * thr / 4;
     for (int64_t n : {mid, between, high}) {
       const bool want = n == high || (n == between && threads == 1);
-      const Tensor src = randn({n}, 5, DType::Float32);
+      const Tensor& src = sources[n].first;
       Tensor dst = empty({n}, DType::Float32);
       dst.copy_(src);
       EXPECT_EQ(last_copy_path(), CopyPath::Memcpy) << at;
       EXPECT_EQ(last_copy_used_nt(), want) << n << " elements, " << at;
       EXPECT_TRUE(same_bytes(dst, src)) << at;
-      // rows: every other 1 KiB row of a tensor twice as large
-      const Tensor wide = randn({n / 256, 512}, 6, DType::Float32);
-      const Tensor rows = wide.narrow(1, 0, 256);
+      const Tensor rows = sources[n].second.narrow(1, 0, 256);  // rows: every other 1 KiB row of a tensor twice as large
       Tensor rdst = empty({n / 256, 256}, DType::Float32);
       rdst.copy_(rows);
       EXPECT_EQ(last_copy_path(), CopyPath::Rows) << at;
       EXPECT_EQ(last_copy_used_nt(), want) << n << " elements in rows, " << at;
       EXPECT_TRUE(same_bytes(rdst, rows)) << at;
     }
-    const int64_t side = 1024;  // a 4 MiB transpose above the threshold streams whatever copy_nt_bytes says
     if (side * side * 4 > thr) {
-      const Tensor sq = randn({side, side}, 7, DType::Float32);
       Tensor sqd = empty({side, side}, DType::Float32);
       sqd.copy_(sq.t());
       EXPECT_EQ(last_copy_path(), CopyPath::Tiled) << at;
       EXPECT_TRUE(last_copy_used_nt()) << at;
     }
     set_nt_threshold_bytes(0);  // forced by a test: every path streams
-    const Tensor src = randn({mid}, 8, DType::Float32);
+    const Tensor& src = sources[mid].first;
     Tensor dst = empty({mid}, DType::Float32);
     dst.copy_(src);
     EXPECT_TRUE(last_copy_used_nt()) << at;

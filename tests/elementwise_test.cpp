@@ -1038,110 +1038,137 @@ TEST(Elementwise, Bfloat16SignOpsOnEveryBitPattern) {
 // of a poisoned buffer whose cells around it must keep their bits; a dense output streams
 // exactly where the vector path runs, an output with gaps between its rows never does.
 TEST(Elementwise, ShortStripsInRowBlocksAgainstReference) {
-  for (int64_t threshold : {int64_t(0), int64_t(-1)}) {
-    set_nt_threshold_bytes(threshold);
-    for_each_config([threshold](const std::string& cfg) {
-      std::mt19937_64 rng(53);
-      const bool vec = simd_level() >= SimdLevel::AVX2;
-      for (int64_t w : {1, 3, 7, 8, 9, 20, 33, 130})
-        for (DType dt : kDTypes) {
-          const int64_t rows = 70001 / w + 3, n = rows * w, off = static_cast<int64_t>(rng() % 10);
-          const Shape sz{rows, w};
-          const Tensor x = values(sz, rng(), dt);
-          const Tensor brow = values({w}, rng(), dt, /*positive=*/true);  // x + brow: stride 0 over rows
-          const Tensor brow2 = values({w}, rng(), dt);                     // brow + brow2: both repeat
-          const Tensor z11 = values({1, 1}, rng(), dt);                    // stride 0 both ways
-          const Tensor bcol = values({rows, 1}, rng(), dt, true);        // x - bcol: stride 0 along rows
-          const Tensor xpad = values({rows, w + 3}, rng(), dt).slice(1, 0, w);  // rows w + 3 apart
-          const Tensor xstep = values({rows, 2 * w + 1}, rng(), dt).slice(1, 1, 2 * w + 1, 2);  // stride 2, rows 2w + 1 apart
-          const std::vector<double> xr = x.to_vector(), br = broadcast_values(brow, sz), cr = broadcast_values(bcol, sz),
-                                    pr = xpad.to_vector(), sr = xstep.to_vector(), b2r = broadcast_values(brow2, sz);
-          const double z = z11.to_vector()[0];
+  // The operands and their float64 references are made once per row width and dtype, and
+  // every threshold and config runs the same cases on them.
+  std::mt19937_64 rng(53);
+  struct Case {
+    const char* op;
+    std::vector<double> want;  // rounded to the dtype
+    std::function<void(Tensor&)> run;
+  };
+  for (int64_t w : {1, 3, 7, 8, 9, 20, 33, 130})
+    for (DType dt : kDTypes) {
+      const int64_t rows = 70001 / w + 3, n = rows * w, off = static_cast<int64_t>(rng() % 10);
+      const Shape sz{rows, w};
+      const Tensor x = values(sz, rng(), dt);
+      const Tensor brow = values({w}, rng(), dt, /*positive=*/true);  // x + brow: stride 0 over rows
+      const Tensor brow2 = values({w}, rng(), dt);                     // brow + brow2: both repeat
+      const Tensor z11 = values({1, 1}, rng(), dt);                    // stride 0 both ways
+      const Tensor bcol = values({rows, 1}, rng(), dt, true);        // x - bcol: stride 0 along rows
+      const Tensor xpad = values({rows, w + 3}, rng(), dt).slice(1, 0, w);  // rows w + 3 apart
+      const Tensor xstep = values({rows, 2 * w + 1}, rng(), dt).slice(1, 1, 2 * w + 1, 2);  // stride 2, rows 2w + 1 apart
+      const Tensor gbuf0 = values({rows, w + 2}, rng(), dt);  // an output with gaps between its rows
+      const std::vector<double> xr = x.to_vector(), br = broadcast_values(brow, sz), cr = broadcast_values(bcol, sz),
+                                pr = xpad.to_vector(), sr = xstep.to_vector(), b2r = broadcast_values(brow2, sz);
+      const double z = z11.to_vector()[0];
+      const auto ref = [&](const std::function<double(int64_t)>& f) {
+        std::vector<double> v(n);
+        for (int64_t i = 0; i < n; ++i) v[i] = f(i);
+        return round_to(v, dt);
+      };
+      const std::vector<Case> cases = {
+          {"add_out(o, x, b[w])", ref([&](int64_t i) { return xr[i] + br[i]; }), [&](Tensor& o) { add_out(o, x, brow); }},
+          {"sub_out(o, b[w], x)", ref([&](int64_t i) { return br[i] - xr[i]; }), [&](Tensor& o) { sub_out(o, brow, x); }},
+          {"sub_out(o, x, b[rows, 1])", ref([&](int64_t i) { return xr[i] - cr[i]; }),
+           [&](Tensor& o) { sub_out(o, x, bcol); }},
+          {"add_out(o, b[w], b2[w])", ref([&](int64_t i) { return br[i] + b2r[i]; }),
+           [&](Tensor& o) { add_out(o, brow.expand(sz), brow2); }},
+          {"sub_out(o, b[w], z[1, 1])", ref([&](int64_t i) { return br[i] - z; }),
+           [&](Tensor& o) { sub_out(o, brow.expand(sz), z11); }},
+          {"relu_out(o, b2[w])", ref([&](int64_t i) { return std::max(b2r[i], 0.0); }),
+           [&](Tensor& o) { relu_out(o, brow2.expand(sz)); }},
+          {"relu_out(o, xpad)", ref([&](int64_t i) { return std::max(pr[i], 0.0); }), [&](Tensor& o) { relu_out(o, xpad); }},
+          {"mul_out(o, xpad, b[w])", ref([&](int64_t i) { return pr[i] * br[i]; }),
+           [&](Tensor& o) { mul_out(o, xpad, brow); }},
+          {"sub_out(o, xstep, b[w])", ref([&](int64_t i) { return sr[i] - br[i]; }),
+           [&](Tensor& o) { sub_out(o, xstep, brow); }},
+          {"sub_out(o, b[w], xstep)", ref([&](int64_t i) { return br[i] - sr[i]; }),
+           [&](Tensor& o) { sub_out(o, brow, xstep); }},
+          {"neg_out(o, xstep)", ref([&](int64_t i) { return -sr[i]; }), [&](Tensor& o) { neg_out(o, xstep); }},
+      };
+      const std::vector<double> wi = cases[0].want;  // x + brow, for add_ and the gapped output
+      Tensor buf = empty({n + off + 9}, dt);
+      Tensor out = buf.slice(0, off, off + n).view(sz);
+      const Tensor head = buf.slice(0, 0, off), tail = buf.slice(0, off + n, n + off + 9);
+      for (int64_t threshold : {int64_t(0), int64_t(-1)}) {
+        set_nt_threshold_bytes(threshold);
+        for_each_config([&](const std::string& cfg) {
           const std::string what = cfg + ", " + dtype_name(dt) + ", rows of " + std::to_string(w) + ", offset " +
                                    std::to_string(off) + (threshold == 0 ? ", streaming forced" : "");
-          const bool want_nt = threshold == 0 && vec && dt != DType::Int32;
-          Tensor buf = empty({n + off + 9}, dt);
-          Tensor out = buf.slice(0, off, off + n).view(sz);
-          const auto check = [&](const char* op, const std::function<double(int64_t)>& ref,
-                                 const std::function<void()>& run) {
-            std::vector<double> want(n);
-            for (int64_t i = 0; i < n; ++i) want[i] = ref(i);
+          const bool want_nt = threshold == 0 && simd_level() >= SimdLevel::AVX2 && dt != DType::Int32;
+          for (const Case& c : cases) {
             test::poison(buf);
-            const std::vector<double> before = buf.to_vector();
-            run();
-            ASSERT_EQ(last_elementwise_used_nt(), want_nt) << what << " " << op;
-            ASSERT_TRUE(test::all_close(out, round_to(want, dt), atol(dt), rtol(dt))) << what << " " << op;
-            const std::vector<double> after = buf.to_vector();
-            for (int64_t i = 0; i < n + off + 9; ++i)
-              if (i < off || i >= off + n) {
-                ASSERT_EQ(std::memcmp(&after[i], &before[i], 8), 0) << what << " " << op << ": cell " << i << " changed";
-              }
-          };
-          check("add_out(o, x, b[w])", [&](int64_t i) { return xr[i] + br[i]; }, [&] { add_out(out, x, brow); });
-          check("sub_out(o, b[w], x)", [&](int64_t i) { return br[i] - xr[i]; }, [&] { sub_out(out, brow, x); });
-          check("sub_out(o, x, b[rows, 1])", [&](int64_t i) { return xr[i] - cr[i]; }, [&] { sub_out(out, x, bcol); });
-          check("add_out(o, b[w], b2[w])", [&](int64_t i) { return br[i] + b2r[i]; }, [&] { add_out(out, brow.expand(sz), brow2); });
-          check("sub_out(o, b[w], z[1, 1])", [&](int64_t i) { return br[i] - z; }, [&] { sub_out(out, brow.expand(sz), z11); });
-          check("relu_out(o, b2[w])", [&](int64_t i) { return std::max(b2r[i], 0.0); }, [&] { relu_out(out, brow2.expand(sz)); });
-          check("relu_out(o, xpad)", [&](int64_t i) { return std::max(pr[i], 0.0); }, [&] { relu_out(out, xpad); });
-          check("mul_out(o, xpad, b[w])", [&](int64_t i) { return pr[i] * br[i]; }, [&] { mul_out(out, xpad, brow); });
-          check("sub_out(o, xstep, b[w])", [&](int64_t i) { return sr[i] - br[i]; }, [&] { sub_out(out, xstep, brow); });
-          check("sub_out(o, b[w], xstep)", [&](int64_t i) { return br[i] - sr[i]; }, [&] { sub_out(out, brow, xstep); });
-          check("neg_out(o, xstep)", [&](int64_t i) { return -sr[i]; }, [&] { neg_out(out, xstep); });
+            const std::vector<double> head0 = head.to_vector(), tail0 = tail.to_vector();
+            c.run(out);
+            ASSERT_EQ(last_elementwise_used_nt(), want_nt) << what << " " << c.op;
+            ASSERT_TRUE(test::all_close(out, c.want, atol(dt), rtol(dt))) << what << " " << c.op;
+            const std::vector<double> head1 = head.to_vector(), tail1 = tail.to_vector();
+            for (size_t i = 0; i < head0.size(); ++i)
+              ASSERT_EQ(std::memcmp(&head1[i], &head0[i], 8), 0) << what << " " << c.op << ": cell " << i << " changed";
+            for (size_t i = 0; i < tail0.size(); ++i)
+              ASSERT_EQ(std::memcmp(&tail1[i], &tail0[i], 8), 0) << what << " " << c.op << ": cell " << off + n + i << " changed";
+          }
           // in place over the rows: never streams
           Tensor xi = x.clone();
           xi.add_(brow);
           ASSERT_FALSE(last_elementwise_used_nt()) << what << " add_";
-          std::vector<double> wi(n);
-          for (int64_t i = 0; i < n; ++i) wi[i] = xr[i] + br[i];
-          ASSERT_TRUE(test::all_close(xi, round_to(wi, dt), atol(dt), rtol(dt))) << what << " add_";
+          ASSERT_TRUE(test::all_close(xi, wi, atol(dt), rtol(dt))) << what << " add_";
           // an output with gaps between its rows (rows w + 2 apart): no streaming, gaps kept
-          Tensor gbuf = values({rows, w + 2}, rng(), dt);
+          Tensor gbuf = gbuf0.clone();
           Tensor gout = gbuf.slice(1, 0, w);
           const std::vector<double> gbefore = gbuf.to_vector();
           add_out(gout, x, brow);
           ASSERT_FALSE(last_elementwise_used_nt()) << what << " gapped out";
-          ASSERT_TRUE(test::all_close(gout, round_to(wi, dt), atol(dt), rtol(dt))) << what << " gapped out";
+          ASSERT_TRUE(test::all_close(gout, wi, atol(dt), rtol(dt))) << what << " gapped out";
           const std::vector<double> gafter = gbuf.to_vector();
           for (int64_t i = 0; i < rows * (w + 2); ++i)
             if (i % (w + 2) >= w) {
               ASSERT_EQ(std::memcmp(&gafter[i], &gbefore[i], 8), 0) << what << " gap " << i;
             }
-        }
-      // a per-channel bias over 4 dims (rows of H*W; dim 1, C, carries into dim 2, N; on
-      // channels-last x and out, rows of C: Note [Periodic rows]) and a bias over dims 1
-      // and 3 of 5 (5 iteration dims: the carry runs through dims 2-4)
-      for (const auto& [s4, bs] : {std::pair<Shape, Shape>{{3, 5, 7, 9}, {1, 5, 1, 1}},
-                                   {{2, 64, 17, 19}, {1, 64, 1, 1}},
-                                   {{2, 3, 4, 5, 6}, {1, 3, 1, 5, 1}},
-                                   {{3, 4, 5, 33, 17}, {1, 4, 1, 33, 1}}}) {
-        const Tensor x4 = values(s4, rng(), DType::Float32);
-        const Tensor b4 = values(bs, rng(), DType::Float32);
-        std::vector<double> want = x4.to_vector();
-        const std::vector<double> bv = broadcast_values(b4, s4);
-        for (size_t i = 0; i < want.size(); ++i) want[i] += bv[i];
+        });
+        if (HasFatalFailure()) break;
+      }
+      set_nt_threshold_bytes(-1);
+      if (HasFatalFailure()) return;
+    }
+  // a per-channel bias over 4 dims (rows of H*W; dim 1, C, carries into dim 2, N; on
+  // channels-last x and out, rows of C: Note [Periodic rows]) and a bias over dims 1
+  // and 3 of 5 (5 iteration dims: the carry runs through dims 2-4)
+  for (const auto& [s4, bs] : {std::pair<Shape, Shape>{{3, 5, 7, 9}, {1, 5, 1, 1}},
+                               {{2, 64, 17, 19}, {1, 64, 1, 1}},
+                               {{2, 3, 4, 5, 6}, {1, 3, 1, 5, 1}},
+                               {{3, 4, 5, 33, 17}, {1, 4, 1, 33, 1}}}) {
+    const Tensor x4 = values(s4, rng(), DType::Float32);
+    const Tensor b4 = values(bs, rng(), DType::Float32);
+    std::vector<double> want = x4.to_vector();
+    const std::vector<double> bv = broadcast_values(b4, s4);
+    for (size_t i = 0; i < want.size(); ++i) want[i] += bv[i];
+    std::vector<double> wm = x4.to_vector(), wsub(want.size());
+    for (size_t i = 0; i < wm.size(); ++i) wm[i] *= bv[i];
+    for (size_t i = 0; i < wsub.size(); ++i) wsub[i] = want[i] - 2 * bv[i];
+    const Tensor xcl = s4.size() == 4 ? x4.contiguous(MemoryFormat::ChannelsLast) : Tensor();
+    for (int64_t threshold : {int64_t(0), int64_t(-1)}) {
+      set_nt_threshold_bytes(threshold);
+      for_each_config([&](const std::string& cfg0) {
+        const std::string cfg = cfg0 + (threshold == 0 ? ", streaming forced" : "");
         Tensor o4 = empty(s4);
         test::poison(o4);
         add_out(o4, x4, b4);
         ASSERT_TRUE(test::all_close(o4, want, atol(DType::Float32), rtol(DType::Float32))) << cfg << " " << x4.str();
-        if (s4.size() != 4) continue;
-        const Tensor xcl = x4.contiguous(MemoryFormat::ChannelsLast);
+        if (s4.size() != 4) return;
         Tensor ocl = empty(s4, DType::Float32, Device::cpu(), MemoryFormat::ChannelsLast);
         test::poison(ocl);
         add_out(ocl, xcl, b4);
         ASSERT_TRUE(test::all_close(ocl, want, atol(DType::Float32), rtol(DType::Float32))) << cfg << " channels-last";
         const Tensor rcl = mul(b4, xcl);  // out-of-place: channels-last, as x
-        std::vector<double> wm = x4.to_vector();
-        for (size_t i = 0; i < wm.size(); ++i) wm[i] *= bv[i];
         ASSERT_TRUE(test::all_close(rcl, wm, atol(DType::Float32), rtol(DType::Float32))) << cfg << " channels-last mul";
         Tensor xin = xcl.clone();
         xin.sub_(b4);
-        for (size_t i = 0; i < wm.size(); ++i) wm[i] = want[i] - 2 * bv[i];
-        ASSERT_TRUE(test::all_close(xin, wm, atol(DType::Float32), rtol(DType::Float32))) << cfg << " channels-last sub_";
-      }
-    });
+        ASSERT_TRUE(test::all_close(xin, wsub, atol(DType::Float32), rtol(DType::Float32))) << cfg << " channels-last sub_";
+      });
+    }
+    set_nt_threshold_bytes(-1);
   }
-  set_nt_threshold_bytes(-1);
 }
 
 TEST(Elementwise, OutOfPlaceTakesTheInputsLayout) {
