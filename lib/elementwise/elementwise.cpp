@@ -196,10 +196,13 @@ using namespace ew;
 // 125 KB, and 10 CPU-minutes to compile this file in the sanitizer build, whose
 // register-liveness passes grow faster than function size (-ftime-report). The price
 // is one indirect call per strip or row block (the same target every time). row_block
-// is `flatten`ed: unary_strip / binary_strip and their loops inline into it (still one copy per
-// (op, dtype)), where they were three calls deep, so the transposed add (a call per
-// 2 KiB piece of grouped staging) is no slower than with an iterator per kernel
-// (docs/notes/elementwise.md).
+// is `flatten`ed: unary_strip / binary_strip and their loops inline into it, where they
+// were three calls deep, at two call sites of K: the one strip, and the loop over rows,
+// whose copy GCC specializes for the rows (sharing one site cost the row loops of a
+// broadcast operand; docs/notes/elementwise.md). The staged and periodic forms
+// (staged_rows, periodic_rows) call back through row_block with rows = 1, as the
+// iterator does, and are compiled once per (operand count, dtype), not per op: a third
+// copy of K in each staged_rows was the largest share of this file's compile time.
 using RowBlockFn = void (*)(const void* k, char* const* p, const int64_t* s, int64_t n, int64_t rows, const int64_t* s1);
 
 struct StripKernel {
@@ -281,9 +284,10 @@ __attribute__((noinline)) bool periodic_rows(RowBlockFn fn, const void* kp, char
 // Note [Transposed row blocks], the staged form: the block's inputs that run along its
 // rows (|s1| < |s|) are copied, stage_elems() elements at a time (whole rows where they
 // fit), into L1 buffers (stage_tile: AVX2 tile transposes for 2-, 4- and 8-byte elements
-// with s1 of one element, a scalar copy otherwise), and k runs on the staged rows, every
-// such input dense: in one call where the output and the other inputs hold whole rows
-// one after the other (or are scalars), else row by row.
+// with s1 of one element, a scalar copy otherwise), and the kernel (fn: row_block with
+// rows = 1) runs on the staged rows, every such input dense: in one call where the
+// output and the other inputs hold whole rows one after the other (or are scalars), else
+// row by row.
 // 2-byte elements stage twice as many, the same 4 KiB as float32: 16 rows of a 64-wide
 // plane a step left each step's fixed cost on half the bytes (docs/notes/elementwise.md).
 //
@@ -300,9 +304,9 @@ constexpr int64_t kAcrossRows = 16;
 template <typename T>
 constexpr int64_t stage_elems() { return sizeof(T) == 2 ? 2 * kStageElems : kStageElems; }
 
-template <int N, typename T, typename K>
-__attribute__((noinline)) bool staged_rows(const K& k, char* const* p, const int64_t* s, int64_t n, int64_t rows,
-                                           const int64_t* s1) {
+template <int N, typename T>
+__attribute__((noinline)) bool staged_rows(RowBlockFn fn, const void* kp, char* const* p, const int64_t* s, int64_t n,
+                                           int64_t rows, const int64_t* s1) {
   constexpr int64_t es = sizeof(T);
   bool across[N] = {};
   bool any = false;
@@ -334,7 +338,7 @@ __attribute__((noinline)) bool staged_rows(const K& k, char* const* p, const int
       for (int64_t r = 0; r < (blocks ? 1 : g); ++r) {
         for (int i = 0; i < N; ++i)
           q[i] = across[i] ? reinterpret_cast<char*>(buf[i - 1]) + r * m * es : p[i] + (r0 + r) * s1[i] + j0 * s[i];
-        k(static_cast<char* const*>(q), st, blocks ? g * m : m);
+        fn(kp, static_cast<char* const*>(q), st, blocks ? g * m : m, 1, st);
       }
     }
   }
@@ -359,7 +363,7 @@ __attribute__((flatten)) void row_block(const void* kp, char* const* p, const in
   if (r == rows) return;
   char* q[N];
   for (int i = 0; i < N; ++i) q[i] = p[i] + r * s1[i];
-  if (staged_rows<N, T>(k, static_cast<char* const*>(q), s, n, rows - r, s1)) return;
+  if (staged_rows<N, T>(&row_block<N, T, K>, kp, static_cast<char* const*>(q), s, n, rows - r, s1)) return;
   for (;;) {
     k(static_cast<char* const*>(q), s, n);
     if (++r == rows) return;
