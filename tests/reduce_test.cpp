@@ -1167,19 +1167,26 @@ void reduce_keepdim_out(ReduceOp op, Tensor out, const Tensor& x, const Shape& d
 // loops over the stored values.
 void expect_reduction(const Tensor& out, ReduceOp op, DType dt, const std::vector<double>& vx, const Shape& s,
                       const Shape& dims, const std::string& what);
-void expect_reduce_matches(const Device& dev, ReduceOp op, DType dt, const Shape& s, Layout l, const Shape& dims,
-                           uint64_t seed) {
+// Each op of ops over the same x (made once).
+void expect_reduce_matches(const Device& dev, std::initializer_list<ReduceOp> ops, DType dt, const Shape& s, Layout l,
+                           const Shape& dims, uint64_t seed) {
   Shape keep = s;
   for (int64_t d : dims) keep[d] = 1;
   const auto vx = test::stored(test::random_values(s, seed, dt, is_floating(dt) ? -1 : -50, is_floating(dt) ? 1 : 50,
                                                    l == Layout::Expanded),
                                s, dt);
   Tensor x = test::on_device(dev, vx, s, dt, l);
-  Tensor out = test::poisoned_on(dev, keep, dt, Layout::Contiguous);
-  reduce_keepdim_out(op, out, x, dims, 1);
-  expect_reduction(out, op, dt, vx, s, dims,
-                   std::string(reduce_op_name(op)) + " " + dtype_name(dt) + " " + test::layout_name(l) + " sizes " +
-                       test::shape_str(s) + " dims " + test::shape_str(dims));
+  for (ReduceOp op : ops) {
+    Tensor out = test::poisoned_on(dev, keep, dt, Layout::Contiguous);
+    reduce_keepdim_out(op, out, x, dims, 1);
+    expect_reduction(out, op, dt, vx, s, dims,
+                     std::string(reduce_op_name(op)) + " " + dtype_name(dt) + " " + test::layout_name(l) + " sizes " +
+                         test::shape_str(s) + " dims " + test::shape_str(dims));
+  }
+}
+void expect_reduce_matches(const Device& dev, ReduceOp op, DType dt, const Shape& s, Layout l, const Shape& dims,
+                           uint64_t seed) {
+  expect_reduce_matches(dev, {op}, dt, s, l, dims, seed);
 }
 
 // out (row-major over the kept dims) against float64 loops over vx, the values of x
@@ -1286,9 +1293,8 @@ TEST_P(ReduceOnDevice, ColumnAndBlockPathsEveryLayout) {
                         {{2600, 64}, {1}}};
   for (const Case& c : cases) {
     for (Layout l : test::all_layouts()) {
-      for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Max, ReduceOp::Var, ReduceOp::Std}) {
-        expect_reduce_matches(dev, op, DType::Float32, c.s, l, c.dims, 31);
-      }
+      expect_reduce_matches(dev, {ReduceOp::Sum, ReduceOp::Max, ReduceOp::Var, ReduceOp::Std}, DType::Float32, c.s, l,
+                            c.dims, 31);
       expect_reduce_matches(dev, ReduceOp::Sum, DType::Int32, c.s, l, c.dims, 35);
       expect_reduce_matches(dev, ReduceOp::Sum, DType::Float16, c.s, l, c.dims, 32);
       expect_reduce_matches(dev, ReduceOp::Var, DType::BFloat16, c.s, l, c.dims, 34);
