@@ -67,7 +67,8 @@
 #             KINDS.md)
 # SB_GPU_REHEARSAL=1 needs no GPU: the tests run (their GPU cases skip), the benchmarks
 # are listed (--benchmark_list_tests), a missing compute-sanitizer is reported, not
-# fatal, and peers only checks that its script starts (tests/scripts/test_gpu_scripts.py).
+# fatal, peers only checks that its script starts, and parity runs the check's --quick
+# passes, the plumbing being what it rehearses (tests/scripts/test_gpu_scripts.py).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)  # .devcarry
 root=${SB_GPU_ROOT:-$(cd "$here/.." && pwd)}  # the repository (scripts/peers.py)
@@ -231,8 +232,10 @@ if want parity; then
     say "parity: torch_parity_dump not in .devcarry/bin or tests/torch_parity.py not in the tree"
     status=1
   else
-    bounded "$(step_time "${SB_GPU_PARITY_BUDGET:-60}")" python3 "$root/tests/torch_parity.py" --cuda "$bin/torch_parity_dump" \
-      > "$OUT/torch_parity.log" 2>&1
+    quick=()
+    [[ $rehearsal == 1 ]] && quick=(--quick)
+    bounded "$(step_time "${SB_GPU_PARITY_BUDGET:-60}")" python3 "$root/tests/torch_parity.py" --cuda "${quick[@]}" \
+      "$bin/torch_parity_dump" > "$OUT/torch_parity.log" 2>&1
     rc=$?
     if [[ $rc == 77 ]]; then
       say "parity: skipped ($(tail -n 1 "$OUT/torch_parity.log"))"
