@@ -234,7 +234,7 @@ if want parity; then
   else
     quick=()
     [[ $rehearsal == 1 ]] && quick=(--quick)
-    bounded "$(step_time "${SB_GPU_PARITY_BUDGET:-60}")" python3 "$root/tests/torch_parity.py" --cuda "${quick[@]}" \
+    bounded "$(step_time "${SB_GPU_PARITY_BUDGET:-60}")" python3 "$root/tests/torch_parity.py" --cuda ${quick[@]+"${quick[@]}"} \
       "$bin/torch_parity_dump" > "$OUT/torch_parity.log" 2>&1
     rc=$?
     if [[ $rc == 77 ]]; then
