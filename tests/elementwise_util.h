@@ -29,15 +29,11 @@ inline std::vector<double> broadcast_values(const Tensor& t, const Shape& to) {
   const int64_t n = checked_numel(to, "test");
   std::vector<double> r(n);
   const size_t lead = to.size() - t.sizes().size();
-  Shape idx(to.size(), 0);  // the index of element i, counted up as an odometer (last dim fastest)
-  for (int64_t i = 0; i < n; ++i) {
+  Shape idx(to.size(), 0);  // the index of element i
+  for (int64_t i = 0; i < n; ++i, test::next_index(idx, to)) {
     int64_t flat = 0;
     for (size_t d = 0; d < t.sizes().size(); ++d) flat = flat * t.sizes()[d] + (t.sizes()[d] == 1 ? 0 : idx[lead + d]);
     r[i] = v[flat];
-    for (size_t d = to.size(); d-- > 0;) {
-      if (++idx[d] < to[d]) break;
-      idx[d] = 0;
-    }
   }
   return r;
 }

@@ -38,15 +38,11 @@ std::vector<double> reference(ReduceOp op, const Tensor& x, const std::vector<bo
   // out index of every input element (row-major over the kept dims), by odometer
   std::vector<int64_t> oi(v.size());
   Shape idx(sz.size(), 0);
-  for (size_t i = 0; i < v.size(); ++i) {
+  for (size_t i = 0; i < v.size(); ++i, test::next_index(idx, sz)) {
     int64_t o = 0;
     for (size_t d = 0; d < sz.size(); ++d)
       if (!red[d]) o = o * sz[d] + idx[d];
     oi[i] = o;
-    for (int64_t d = static_cast<int64_t>(sz.size()) - 1; d >= 0; --d) {
-      if (++idx[d] < sz[d]) break;
-      idx[d] = 0;
-    }
   }
   std::vector<long double> s(nout, 0), m2(nout, 0);
   std::vector<double> mx(nout, -INFINITY);

@@ -44,15 +44,11 @@ std::vector<double> layout_values(const std::vector<double>& v, const Shape& siz
   if (bdims.empty()) return v;
   const Shape strides = contiguous_strides(sizes);
   std::vector<double> r(v.size());
-  Shape idx(sizes.size(), 0);  // the index of element i, counted up as an odometer (last dim fastest)
-  for (size_t i = 0; i < r.size(); ++i) {
+  Shape idx(sizes.size(), 0);  // the index of element i
+  for (size_t i = 0; i < r.size(); ++i, next_index(idx, sizes)) {
     int64_t from = static_cast<int64_t>(i);
     for (int64_t d : bdims) from -= idx[d] * strides[d];
     r[i] = v[static_cast<size_t>(from)];
-    for (size_t d = sizes.size(); d-- > 0;) {
-      if (++idx[d] < sizes[d]) break;
-      idx[d] = 0;
-    }
   }
   return r;
 }

@@ -187,6 +187,14 @@ double ref_unary(UnaryOp op, double x);
 
 // Row-major unravel of a flat index.
 Shape unravel(int64_t flat, const Shape& sizes);
+// The row-major index after idx (an odometer, last dim fastest; past the end it wraps to
+// zeros): walking every element of sizes without an unravel per element.
+inline void next_index(Shape& idx, const Shape& sizes) {
+  for (size_t d = sizes.size(); d-- > 0;) {
+    if (++idx[d] < sizes[d]) return;
+    idx[d] = 0;
+  }
+}
 
 // ---- tests with the device as a parameter (Note [Device-parameterized tests])
 //
