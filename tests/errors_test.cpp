@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "core/test_hooks.h"
 #include "stridebench/stridebench.h"
 #include "test_util.h"
 
@@ -160,6 +161,67 @@ TEST(Errors, WritesIntoOverlappingTensorsAreRefused) {
   w.narrow(1, 6, 6).copy_(w.narrow(1, 0, 6));
   for (int64_t i = 0; i < 2; ++i)
     for (int64_t j = 0; j < 12; ++j) EXPECT_EQ(w.get({i, j}), 12 * i + j % 6) << i << ", " << j;
+}
+
+// Where the overlap search runs out of steps (TooHard: Note [Overlap from strides]),
+// copy_ and the elementwise ops read a copy of the input, and the out= ops of the other
+// families refuse ("may overlap"), leaving every tensor as it was. A search bound of 0
+// steps makes every pair of views that are not the same view TooHard; the views below
+// share rows (one row apart), so a kernel that read the input in place would read rows it
+// had already written.
+TEST(Errors, UndecidedOverlapReadsACopyOrIsRefused) {
+  struct SearchSteps {
+    SearchSteps() { set_overlap_search_steps(0); }
+    ~SearchSteps() { set_overlap_search_steps(-1); }
+  } steps;
+  auto fresh = [] {  // 5 rows of 8; the source rows 0-3 from column 0, the destination rows 1-4 from column 1
+    Tensor s = arange(40).view({5, 8});
+    s.mul_(0.5).sub_(7.0);
+    return s;
+  };
+  auto check = [&](const char* what, const std::function<void(Tensor&, const Tensor&)>& f,
+                   const std::function<double(double, double)>& ref) {
+    Tensor s = fresh();
+    Tensor dst = s.narrow(0, 1, 4).narrow(1, 1, 6), src = s.narrow(0, 0, 4).narrow(1, 0, 6);
+    ASSERT_EQ(get_overlap_status(dst, src), MemOverlapStatus::TooHard) << what;
+    const std::vector<double> before = s.to_vector();
+    f(dst, src);
+    for (int64_t r = 0; r < 5; ++r)
+      for (int64_t c = 0; c < 8; ++c) {
+        const bool in_dst = r >= 1 && c >= 1 && c <= 6;  // dst's element (r - 1, c - 1) reads s(r - 1, c - 1)
+        const double want = in_dst ? ref(before[8 * r + c], before[8 * (r - 1) + c - 1]) : before[8 * r + c];
+        ASSERT_EQ(s.get({r, c}), want) << what << " at row " << r << ", column " << c;
+      }
+  };
+  check("dst.copy_(src)", [](Tensor& d, const Tensor& x) { d.copy_(x); }, [](double, double x) { return x; });
+  check("neg_out(dst, src)", [](Tensor& d, const Tensor& x) { neg_out(d, x); }, [](double, double x) { return -x; });
+  check("add_out(dst, src, src)", [](Tensor& d, const Tensor& x) { add_out(d, x, x); },
+        [](double, double x) { return x + x; });
+  check("add_out(dst, dst, src)", [](Tensor& d, const Tensor& x) { add_out(d, d, x); },
+        [](double d, double x) { return d + x; });
+  check("dst.sub_(src)", [](Tensor& d, const Tensor& x) { d.sub_(x); }, [](double d, double x) { return d - x; });
+  check("mul_out(dst, src, 3)", [](Tensor& d, const Tensor& x) { mul_out(d, x, 3.0); },
+        [](double, double x) { return 3 * x; });
+  {  // normalize: the same kernel over a clone made beforehand is the reference of the aliasing
+    Tensor s = fresh();
+    Tensor dst = s.narrow(0, 1, 4), src = s.narrow(0, 0, 4);
+    const Tensor want = normalize(src.clone(), 1);
+    const std::vector<double> row0 = s.narrow(0, 0, 1).to_vector();
+    normalize_out(dst, src, 1);
+    EXPECT_EQ(dst.to_vector(), want.to_vector());
+    EXPECT_EQ(s.narrow(0, 0, 1).to_vector(), row0);
+  }
+  // the other families' out= ops refuse
+  Tensor s = fresh();
+  Tensor sq_out = s.narrow(0, 1, 4).narrow(1, 0, 4), sq_in = s.narrow(0, 0, 4).narrow(1, 0, 4);
+  expect_error(s, [&] { matmul_out(sq_out, sq_in, ones({4, 4})); }, {"matmul_out", "may overlap", "operand a"});
+  expect_error(s, [&] { matmul_out(sq_out, ones({4, 4}), sq_in); }, {"matmul_out", "may overlap", "operand b"});
+  Tensor sums = s.narrow(0, 1, 1).view({8}).narrow(0, 0, 4);
+  expect_error(s, [&] { sum_out(sums, sq_in, {1}); }, {"sum_out", "may overlap", "the input"});
+  Tensor img_out = sq_out.view({1, 1, 4, 4}), img_in = sq_in.view({1, 1, 4, 4});
+  expect_error(s, [&] { conv2d_out(img_out, img_in, ones({1, 1, 1, 1})); }, {"conv2d_out", "may overlap", "the input"});
+  Tensor pooled = s.narrow(0, 1, 1).view({8}).narrow(0, 0, 4).view({1, 1, 2, 2});
+  expect_error(s, [&] { max_pool2d_out(pooled, img_in, Pool2dParams{}); }, {"max_pool2d_out", "may overlap", "the input"});
 }
 
 TEST(Errors, ChannelsLastNeeds4D) {

@@ -376,6 +376,74 @@ TEST(Views, OverlapStatusMatchesBruteForce) {
   EXPECT_GT(disjoint, 500);
 }
 
+// Lattices of 3 to 5 dims with unrelated even strides, one at an even offset and one at
+// an odd one (float32, and an int8 view of the same bytes): the elements of the two never
+// meet, however their addresses interleave, yet only the last term of the search (the
+// bytes within an element) tells the offsets apart. Each pair is decided, never
+// TooHard, and against brute force when the offsets share a parity.
+TEST(Views, OverlapStatusDecidesInterleavedLattices) {
+  std::mt19937_64 rng(5);
+  auto rnd = [&](int64_t lo, int64_t hi) { return lo + static_cast<int64_t>(rng() % static_cast<uint64_t>(hi - lo + 1)); };
+  Tensor base = zeros({1 << 16});
+  Tensor as_int8 = Tensor(base.storage(), {4 << 16}, {1}, 0, DType::Int8);
+  auto lattice = [&](const Tensor& t, int64_t parity) {
+    const int nd = static_cast<int>(rnd(3, 5));
+    Shape sz(nd), st(nd);
+    for (int d = 0; d < nd; ++d) sz[d] = rnd(2, 5), st[d] = 2 * rnd(20, 400);
+    return t.as_strided(sz, st, parity + 2 * rnd(0, 8));
+  };
+  auto elements = [](const Tensor& t) {  // byte ranges [first, last] of every element
+    std::vector<std::pair<int64_t, int64_t>> r;
+    const int64_t es = static_cast<int64_t>(t.element_size());
+    for (int64_t f = 0; f < t.numel(); ++f) {
+      const Shape idx = test::unravel(f, t.sizes());
+      int64_t off = t.storage_offset();
+      for (int64_t d = 0; d < t.dim(); ++d) off += idx[d] * t.strides()[d];
+      r.emplace_back(off * es, off * es + es - 1);
+    }
+    std::sort(r.begin(), r.end());
+    return r;
+  };
+  auto shared = [&](const Tensor& x, const Tensor& y) {
+    const auto ex = elements(x), ey = elements(y);
+    size_t j = 0;
+    for (const auto& [lo, hi] : ex) {
+      while (j < ey.size() && ey[j].second < lo) ++j;
+      for (size_t k = j; k < ey.size() && ey[k].first <= hi; ++k) return true;
+    }
+    return false;
+  };
+  int decided_apart = 0, same_parity = 0;
+  for (int trial = 0; trial < 600; ++trial) {
+    const bool bytes = trial % 3 == 2;
+    const Tensor x = lattice(base, 0);
+    // an odd float32 offset, or the int8 view's bytes of an odd float32 element
+    const Tensor y = bytes ? [&] {
+      const Tensor f = lattice(base, 1);
+      Shape st = f.strides();
+      for (int64_t& s : st) s *= 4;
+      return as_int8.as_strided(f.sizes(), st, f.storage_offset() * 4 + rnd(0, 3));
+    }()
+                           : lattice(base, trial % 2);
+    const bool apart = bytes || trial % 2 == 1;
+    const MemOverlapStatus st = get_overlap_status(x, y);
+    const std::string what = "x sizes " + ::testing::PrintToString(x.sizes()) + " strides " +
+                             ::testing::PrintToString(x.strides()) + " offset " + std::to_string(x.storage_offset()) +
+                             ", y sizes " + ::testing::PrintToString(y.sizes()) + " strides " +
+                             ::testing::PrintToString(y.strides()) + " offset " + std::to_string(y.storage_offset()) +
+                             " " + dtype_name(y.dtype());
+    if (apart) {
+      ASSERT_EQ(st, MemOverlapStatus::No) << what;
+      ++decided_apart;
+    } else if (st != MemOverlapStatus::TooHard) {  // the same parity: decided where the search can
+      ASSERT_EQ(st, shared(x, y) ? MemOverlapStatus::Partial : MemOverlapStatus::No) << what;
+      ++same_parity;
+    }
+  }
+  EXPECT_EQ(decided_apart, 400);
+  EXPECT_GT(same_parity, 100);
+}
+
 // ---- memory formats
 TEST(ChannelsLast, StridesAndRoundTrip) {
   Tensor x = rand({2, 3, 4, 5}, 1);

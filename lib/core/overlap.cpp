@@ -3,11 +3,13 @@
 // strides alone (Note [Overlap from strides]); declared in stridebench/tensor.h. Every
 // op's aliasing check, CPU and CUDA, comes here.
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <numeric>
 #include <utility>
 #include <vector>
 
+#include "core/test_hooks.h"
 #include "stridebench/tensor.h"
 
 namespace sb {
@@ -46,7 +48,16 @@ namespace {
 // halves of a dim) a handful of steps. Past kOverlapWork search steps the answer is
 // TooHard, and the callers take the safe side (copy_ and the elementwise ops go through
 // a temporary). Address ranges alone would call interleaved disjoint views overlapping.
+//
+// Note [Bytes within an element prune by residue]: the last variable, the bytes u + v'
+// (coefficient 1, bound ea + eb - 2), makes the gcd of every suffix 1, so the gcd alone
+// prunes nothing. With G the gcd of the coefficients between level k and that last
+// variable, the sum of those terms is a multiple of G and u + v' is at least D mod G:
+// a level whose D mod G exceeds the bytes' bound has no solution below it. Two lattices
+// of unrelated even strides, one at an even and one at an odd element offset, are then
+// decided at the first level; by the gcd alone they ran out of steps as TooHard.
 constexpr int64_t kOverlapWork = 1 << 16;
+std::atomic<int64_t> g_overlap_work{kOverlapWork};
 
 struct OverlapTerm {
   int64_t coef, bound;
@@ -69,6 +80,13 @@ class OverlapSearch {
       reach_[k] = reach_[k + 1] + t_[k].coef * t_[k].bound;
       gcd_[k] = std::gcd(gcd_[k + 1], t_[k].coef);
     }
+    // Note [Bytes within an element prune by residue]: the gcd of the terms between k and
+    // a last term of coefficient 1 (0 where none lies between)
+    if (n >= 2 && t_[n - 1].coef == 1) {
+      unit_bound_ = t_[n - 1].bound;
+      inner_gcd_.assign(n, 0);
+      for (size_t k = n - 1; k-- > 0;) inner_gcd_[k] = std::gcd(inner_gcd_[k + 1], t_[k].coef);
+    }
   }
   // 1: a solution exists, 0: none, -1: the work bound ran out first
   int solve() {
@@ -78,11 +96,12 @@ class OverlapSearch {
 
  private:
   bool feasible(size_t k, int64_t d) {
-    if (++work_ > kOverlapWork) exhausted_ = true;
+    if (++work_ > work_limit_) exhausted_ = true;
     if (exhausted_) return false;
     if (d < 0 || d > reach_[k]) return false;
     if (k == t_.size()) return d == 0;
     if (d % gcd_[k] != 0) return false;
+    if (k < inner_gcd_.size() && inner_gcd_[k] > 1 && d % inner_gcd_[k] > unit_bound_) return false;
     const int64_t c = t_[k].coef;
     const int64_t lo = std::max<int64_t>(0, (d - reach_[k + 1] + c - 1) / c);
     const int64_t hi = std::min(t_[k].bound, d / c);
@@ -93,8 +112,11 @@ class OverlapSearch {
 
   std::vector<OverlapTerm> t_;
   std::vector<int64_t> reach_, gcd_;
+  std::vector<int64_t> inner_gcd_;  // Note [Bytes within an element prune by residue]
+  int64_t unit_bound_ = 0;
   int64_t target_;
   int64_t work_ = 0;
+  const int64_t work_limit_ = g_overlap_work.load(std::memory_order_relaxed);
   bool exhausted_ = false;
 };
 
@@ -107,6 +129,8 @@ void check_disjoint(const char* op, const Tensor& out, const Tensor& in, const c
            " (sizes ", in.sizes(), ", strides ", in.strides(), ", offset ", in.storage_offset(),
            ") in memory; write into a separate tensor");
 }
+
+void set_overlap_search_steps(int64_t steps) { g_overlap_work.store(steps < 0 ? kOverlapWork : steps); }
 
 MemOverlapStatus get_overlap_status(const Tensor& a, const Tensor& b) {
   if (a.numel() == 0 || b.numel() == 0 || !a.shares_storage_with(b)) return MemOverlapStatus::No;

@@ -50,6 +50,11 @@ int64_t normalize_cols_fallbacks();
 // scalar stand-in, so that the packers and their driver are tested on every CPU; 0 widened.
 void set_bf16_gemm_pairs(int mode);
 
+// The step bound of the overlap search (overlap.cpp, Note [Overlap from strides]): past
+// it get_overlap_status answers TooHard. Tests set 0 to take the callers' TooHard paths
+// on any views that are not the same view; negative: back to the default.
+void set_overlap_search_steps(int64_t steps);
+
 // The tuning cpu_tuning() returns (Note [Tuning by microarchitecture]): t is used from
 // here on (the caller keeps it alive); nullptr: back to the machine's own.
 struct CpuTuning;
