@@ -454,32 +454,41 @@ void run_weighted_sum(const StridedIter& it, const Tensor& o, const Tensor& a, c
 // anywhere) and at ragged group counts; planes of 128 x 128 (8x8 and 16-strip staging
 // steps), 37 x 19 and 9 x 100 (ragged), every staging element size (int64 through the
 // AVX2 4x4 path, int32 through the 8x8 one, int8 scalar), a stride-0 scalar operand.
+// The staged source's rows lie end to end (its next group read as one range) or 3
+// elements apart (read row by row, line by line).
 TEST(Iterator, GroupedStagingPairsEveryElementOnce) {
   set_nt_threshold_bytes(0);
   for (int threads : {1, 2}) {
     set_num_threads(threads);
     for (DType dt : {DType::Int64, DType::Int32, DType::Int8})
       for (const Shape& sz : {Shape{3, 5, 128, 128}, Shape{2, 11, 37, 19}, Shape{1, 7, 9, 100}})
-        for (int64_t grain : {int64_t{1}, kGrainSize}) {
-          const int64_t n = checked_numel(sz, "test");
-          const std::string what = std::string(dtype_name(dt)) + ", " + std::to_string(threads) + " threads, grain " +
-                                   std::to_string(grain) + ", " + std::to_string(sz[0]) + "x" + std::to_string(sz[1]) +
-                                   "x" + std::to_string(sz[2]) + "x" + std::to_string(sz[3]);
-          const int64_t es = static_cast<int64_t>(dtype_size(dt));
-          const auto vals = [&](int64_t count, int64_t mod) { return pattern_values(count, mod, dt); };
-          Tensor o = empty(sz, dt);
-          test::poison(o);
-          // staged: the last two dims transposed, dim 0 stepped (dims 2 and 3 of the walk
-          // do not coalesce)
-          Tensor a = vals(2 * n, es == 1 ? 16 : 9973).view({2 * sz[0], sz[1], sz[3], sz[2]}).slice(0, 0, 2 * sz[0], 2).transpose(2, 3);
-          Tensor b = vals(n, es == 1 ? 16 : 997).view(sz);  // dense
-          Tensor c = from_vector(std::vector<double>{5}).to(dt).view({1, 1, 1, 1}).expand(sz);  // stride 0 everywhere
-          StridedIter it = StridedIter::from_tensors({o, a, b, c});
-          ASSERT_EQ(it.path(), Path::Tiled) << what;
-          ASSERT_TRUE(it.staged(1)) << what;
-          ASSERT_GT(it.group(), 1) << what;
-          run_weighted_sum(it, o, a, b, c, grain, /*fence=*/false, what);
-        }
+        for (int64_t grain : {int64_t{1}, kGrainSize})
+          for (int64_t gap : {0, 3}) {
+            const int64_t n = checked_numel(sz, "test");
+            const std::string what = std::string(dtype_name(dt)) + ", " + std::to_string(threads) + " threads, grain " +
+                                     std::to_string(grain) + ", " + std::to_string(sz[0]) + "x" + std::to_string(sz[1]) +
+                                     "x" + std::to_string(sz[2]) + "x" + std::to_string(sz[3]) + ", rows " +
+                                     std::to_string(gap) + " apart";
+            const int64_t es = static_cast<int64_t>(dtype_size(dt));
+            const auto vals = [&](int64_t count, int64_t mod) { return pattern_values(count, mod, dt); };
+            Tensor o = empty(sz, dt);
+            test::poison(o);
+            // staged: the last two dims transposed, dim 0 stepped (dims 2 and 3 of the walk
+            // do not coalesce), the source rows gap elements apart
+            const int64_t m = 2 * sz[0] * sz[1] * sz[3] * (sz[2] + gap);
+            Tensor a = vals(m, es == 1 ? 16 : 9973)
+                           .view({2 * sz[0], sz[1], sz[3], sz[2] + gap})
+                           .narrow(3, 0, sz[2])
+                           .slice(0, 0, 2 * sz[0], 2)
+                           .transpose(2, 3);
+            Tensor b = vals(n, es == 1 ? 16 : 997).view(sz);  // dense
+            Tensor c = from_vector(std::vector<double>{5}).to(dt).view({1, 1, 1, 1}).expand(sz);  // stride 0 everywhere
+            StridedIter it = StridedIter::from_tensors({o, a, b, c});
+            ASSERT_EQ(it.path(), Path::Tiled) << what;
+            ASSERT_TRUE(it.staged(1)) << what;
+            ASSERT_GT(it.group(), 1) << what;
+            run_weighted_sum(it, o, a, b, c, grain, /*fence=*/false, what);
+          }
   }
   set_nt_threshold_bytes(-1);
   set_num_threads(2);
