@@ -1185,6 +1185,102 @@ TEST(Elementwise, OutOfPlaceTakesTheInputsLayout) {
   EXPECT_TRUE(add(ex, ex).is_contiguous());  // no dense input: contiguous
 }
 
+// The named functions and methods are macros over the generic entry points: each form
+// of each name (out-of-place, out=, the scalar forms, in place) must run its own op, and
+// its errors must carry its own name. float64 values (positive for sqrt) against the
+// reference of the name.
+TEST(Elementwise, EveryNamedFormRunsItsOp) {
+  const Tensor a = values({3, 7}, 31, DType::Float64).abs_().add_(0.25);
+  const Tensor b = values({3, 7}, 32, DType::Float64);
+  const std::vector<double> av = a.to_vector(), bv = b.to_vector();
+  const double s = -1.75;
+  using Fn2 = std::function<double(double, double)>;
+  using Fn1 = std::function<double(double)>;
+  auto expect_values = [&](const Tensor& t, const std::vector<double>& want, const std::string& what) {
+    ASSERT_TRUE(test::all_close(t, want, 0, 0)) << what;
+  };
+  auto apply2 = [&](const Fn2& f, bool scalar) {
+    std::vector<double> r(av.size());
+    for (size_t i = 0; i < r.size(); ++i) r[i] = f(av[i], scalar ? s : bv[i]);
+    return r;
+  };
+  struct Binary {
+    const char* name;
+    Fn2 ref;
+    Tensor (*op)(const Tensor&, const Tensor&);
+    Tensor& (*op_out)(Tensor&, const Tensor&, const Tensor&);
+    Tensor (*op_s)(const Tensor&, double);
+    Tensor& (*op_out_s)(Tensor&, const Tensor&, double);
+    Tensor& (Tensor::*inplace)(const Tensor&);
+    Tensor& (Tensor::*inplace_s)(double);  // nullptr: no scalar method
+  };
+  const Binary binaries[] = {
+      {"add", [](double x, double y) { return x + y; }, add, add_out, add, add_out, &Tensor::add_, &Tensor::add_},
+      {"sub", [](double x, double y) { return x - y; }, sub, sub_out, sub, sub_out, &Tensor::sub_, &Tensor::sub_},
+      {"mul", [](double x, double y) { return x * y; }, mul, mul_out, mul, mul_out, &Tensor::mul_, &Tensor::mul_},
+      {"div", [](double x, double y) { return x / y; }, div, div_out, div, div_out, &Tensor::div_, &Tensor::div_},
+      {"maximum", [](double x, double y) { return std::max(x, y); }, maximum, maximum_out, maximum, maximum_out,
+       &Tensor::maximum_, nullptr},
+      {"minimum", [](double x, double y) { return std::min(x, y); }, minimum, minimum_out, minimum, minimum_out,
+       &Tensor::minimum_, nullptr},
+  };
+  for (const Binary& op : binaries) {
+    const std::string n = op.name;
+    expect_values(op.op(a, b), apply2(op.ref, false), n + "(a, b)");
+    expect_values(op.op_s(a, s), apply2(op.ref, true), n + "(a, s)");
+    Tensor out = empty({3, 7}, DType::Float64);
+    test::poison(out);
+    expect_values(op.op_out(out, a, b), apply2(op.ref, false), n + "_out(out, a, b)");
+    test::poison(out);
+    expect_values(op.op_out_s(out, a, s), apply2(op.ref, true), n + "_out(out, a, s)");
+    Tensor x = a.clone();
+    expect_values((x.*op.inplace)(b), apply2(op.ref, false), n + "_(b)");
+    if (op.inplace_s) {
+      x = a.clone();
+      expect_values((x.*op.inplace_s)(s), apply2(op.ref, true), n + "_(s)");
+    }
+    Tensor bad = empty({3, 7}, DType::Float32);
+    test::expect_msg([&] { op.op_out(bad, a, b); }, n + "_out: output dtype float32");
+    test::expect_msg([&] { op.op_out_s(bad, a, s); }, n + "_out: output dtype float32");
+  }
+  struct Unary {
+    const char* name;
+    Fn1 ref;
+    Tensor (*op)(const Tensor&);
+    Tensor& (*op_out)(Tensor&, const Tensor&);
+    Tensor& (Tensor::*inplace)();
+  };
+  const Unary unaries[] = {
+      {"neg", [](double x) { return -x; }, neg, neg_out, &Tensor::neg_},
+      {"abs", [](double x) { return std::abs(x); }, abs, abs_out, &Tensor::abs_},
+      {"relu", [](double x) { return x > 0 ? x : 0.0; }, relu, relu_out, &Tensor::relu_},
+      {"exp", [](double x) { return std::exp(x); }, exp, exp_out, &Tensor::exp_},
+      {"sqrt", [](double x) { return std::sqrt(x); }, sqrt, sqrt_out, &Tensor::sqrt_},
+  };
+  for (const Unary& op : unaries) {
+    const std::string n = op.name;
+    for (const bool positive : {true, false}) {  // a, and b's mixed signs (not for sqrt)
+      if (n == "sqrt" && !positive) continue;
+      const Tensor in = positive ? a : b;
+      const std::vector<double> iv = in.to_vector();
+      std::vector<double> want(iv.size());
+      for (size_t i = 0; i < want.size(); ++i) want[i] = op.ref(iv[i]);
+      // exp of float64 is within an ulp of std::exp, not always equal
+      auto check = [&](const Tensor& t, const std::string& what) {
+        ASSERT_TRUE(test::all_close(t, want, 0, n == "exp" ? 1e-15 : 0)) << what;
+      };
+      check(op.op(in), n + "(x)");
+      Tensor out = empty({3, 7}, DType::Float64);
+      test::poison(out);
+      check(op.op_out(out, in), n + "_out(out, x)");
+      Tensor x = in.clone();
+      check((x.*op.inplace)(), n + "_()");
+    }
+    Tensor bad = empty({3, 7}, DType::Float32);
+    test::expect_msg([&] { op.op_out(bad, a); }, n + "_out: output dtype float32");
+  }
+}
+
 TEST(Elementwise, OutOfPlaceAllocatesOnceThroughTheCurrentAllocator) {
   Tensor a = ones({1000}), b = ones({1000});
   for (AllocatorKind kind : {AllocatorKind::Caching, AllocatorKind::System}) {
