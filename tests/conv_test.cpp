@@ -169,6 +169,59 @@ TEST(Conv2d, FixedCasesBothLayouts) {
   }
 }
 
+// Two inputs the layout list leaves out, each with its own packing:
+//  - channels-last with every other channel (x[:, ::2] of an NHWC tensor: channel
+//    stride 2, still channels-last by PyTorch's rule), whose im2col rows gather strided
+//    channels and which the direct AVX-512 kernel declines;
+//  - kernels of more than 64 taps (9x9, 7x10), which the GEMM's NCHW panels pack one
+//    panel at a time, whole 16-column rows from one input row where they fit.
+// Every mode, out-of-place and out= into a poisoned sliced out, against the float64 loops.
+TEST(Conv2d, SteppedChannelsAndWideKernels) {
+  const Case cases[] = {
+      {2, 6, 9, 11, 8, 3, 3, {1, 1, 1, 1}, true, false},     // 3x3 same padding
+      {1, 8, 10, 13, 12, 3, 3, {2, 1, 1, 2}, false, true},   // stride 2, groups 2
+      {1, 4, 12, 20, 8, 9, 9, {1, 4, 1, 1}, true, true},     // 81 taps, OW 20: whole panel rows
+      {2, 3, 11, 37, 5, 7, 10, {1, 3, 1, 1}, false, false},  // 70 taps, OW 34: rows crossing panels
+      {1, 6, 14, 18, 8, 9, 9, {2, 4, 1, 2}, true, false},    // 81 taps, stride 2, groups 2
+  };
+  uint64_t seed = 700;
+  for (const Case& cs : cases) {
+    const std::string name = "N" + std::to_string(cs.N) + " C" + std::to_string(cs.C) + " " +
+                             std::to_string(cs.H) + "x" + std::to_string(cs.W) + " O" + std::to_string(cs.O) + " k" +
+                             std::to_string(cs.KH) + "x" + std::to_string(cs.KW) + " s" +
+                             std::to_string(cs.p.stride) + " g" + std::to_string(cs.p.groups);
+    seed += 10;
+    const Tensor vx = randn({cs.N, cs.C, cs.H, cs.W}, seed);
+    const Tensor vw = randn({cs.O, cs.C / cs.p.groups, cs.KH, cs.KW}, seed + 1);
+    const Tensor bias = cs.bias ? randn({cs.O}, seed + 2) : Tensor();
+    const std::vector<double> ref = ref_conv(vx, vw, bias, cs.p, cs.relu);
+    const double atol = 2e-6 * static_cast<double>(cs.C / cs.p.groups * cs.KH * cs.KW + 1);
+    // the channels of vx at the even channels of a channels-last tensor of twice as many
+    Tensor wide = empty({cs.N, 2 * cs.C, cs.H, cs.W}, DType::Float32, Device::cpu(), MemoryFormat::ChannelsLast);
+    test::poison(wide);
+    Tensor stepped = wide.slice(1, 0, 2 * cs.C, 2);
+    stepped.copy_(vx);
+    ASSERT_EQ(stepped.stride(1), 2) << name;
+    ASSERT_EQ(stepped.suggest_memory_format(), MemoryFormat::ChannelsLast) << name;
+    for (const Modes& m : kModes) {
+      ModeGuard g(m);
+      for (const Tensor& x : {stepped, vx}) {
+        const bool cl = x.stride(1) == 2;
+        const std::string what = name + (cl ? " x channels-last, channels stepped" : " x NCHW") + " threads " +
+                                 std::to_string(m.threads) + " simd " + std::to_string(static_cast<int>(m.simd)) +
+                                 " tile " + std::to_string(m.tile);
+        const Tensor y = conv2d(x, vw, bias, cs.p, cs.relu);
+        ASSERT_TRUE(y.is_contiguous(cl ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous)) << what;
+        ASSERT_TRUE(test::all_close(y, ref, atol, 1e-5)) << what;
+        Tensor o2 = test::with_layout(zeros(y.sizes()), Layout::Sliced);
+        test::poison(o2);
+        conv2d_out(o2, x, vw, bias, cs.p, cs.relu);
+        ASSERT_TRUE(test::all_close(o2, ref, atol, 1e-5)) << what << " out= sliced";
+      }
+    }
+  }
+}
+
 // Every channel count from 1 to 72 of a channels-last depthwise 3x3 (Note [Channels-last
 // depthwise]): each width of its passes (1-8 vectors per pixel, 1-4 per pixel pair) and
 // each channel tail, at the row edges (single pixels) and inside (pairs); stride 1 and 2.
