@@ -4,6 +4,7 @@
 // operands' original (offset, ..., offset) tuples, each once, the output's in memory
 // order whenever the output is dense.
 #include "core/dim_plan.h"
+#include "core/small_vec.h"
 
 #include <algorithm>
 #include <map>
@@ -68,6 +69,55 @@ Shape plan_strides(const DimPlan& p, int op) {
   Shape s;
   for (int d = 0; d < p.ndim(); ++d) s.push_back(p.strides[d][op]);
   return s;
+}
+
+// SmallVec (core/small_vec.h), the plan's dim lists, against std::vector over random
+// operations on a vector of 4 inline slots: across the inline/heap boundary both ways,
+// and copies and moves (constructed and assigned) from either mode, the source of a move
+// left empty and usable.
+TEST(SmallVec, MatchesStdVectorAcrossTheInlineLimit) {
+  std::mt19937_64 rng(23);
+  using V = SmallVec<int64_t, 4>;
+  auto same = [](const V& v, const std::vector<int64_t>& r) {
+    return v.size() == r.size() && v.empty() == r.empty() && std::equal(v.begin(), v.end(), r.begin());
+  };
+  V v;
+  std::vector<int64_t> ref;
+  int heap_moves = 0, inline_moves = 0;
+  for (int step = 0; step < 20000; ++step) {
+    const int op = static_cast<int>(rng() % 9);
+    const int64_t x = static_cast<int64_t>(rng() % 1000);
+    const size_t n = static_cast<size_t>(rng() % 9);  // 0 .. 8: either side of 4
+    switch (op) {
+      case 0: case 1: v.push_back(x); ref.push_back(x); break;
+      case 2: v.resize(n, x); ref.resize(n, x); break;
+      case 3: v.assign(n, x); ref.assign(n, x); break;
+      case 4:
+        v.resize_for_overwrite(n);
+        ref.resize(n);
+        for (size_t i = 0; i < n; ++i) v[i] = ref[i] = x + static_cast<int64_t>(i);
+        break;
+      case 5: { V c(v); ASSERT_TRUE(same(c, ref)) << "copy-constructed at step " << step; v = c; break; }
+      case 6: {
+        (v.size() > 4 ? heap_moves : inline_moves) += 1;
+        V m(std::move(v));
+        ASSERT_TRUE(same(m, ref)) << "move-constructed at step " << step;
+        ASSERT_TRUE(v.empty()) << "moved-from at step " << step;  // NOLINT(bugprone-use-after-move)
+        v.push_back(7);  // the moved-from vector is usable
+        ASSERT_EQ(v.size(), 1u);
+        v = std::move(m);
+        ASSERT_TRUE(m.empty()) << "move-assigned from at step " << step;  // NOLINT(bugprone-use-after-move)
+        break;
+      }
+      case 7: { V c; c.push_back(-1); c = v; ASSERT_TRUE(same(c, ref)) << "copy-assigned at step " << step; break; }
+      case 8: if (!ref.empty()) { ASSERT_EQ(v.back(), ref.back()) << "back at step " << step; v.back() = x; ref.back() = x; } break;
+    }
+    ASSERT_TRUE(same(v, ref)) << "after op " << op << " at step " << step;
+  }
+  EXPECT_GT(heap_moves, 100);
+  EXPECT_GT(inline_moves, 100);
+  const V one(6, 9);  // the sized constructor, past the inline slots
+  EXPECT_TRUE(same(one, std::vector<int64_t>(6, 9)));
 }
 
 TEST(DimPlan, DenseTensorOfAnyRankBecomesOneDim) {
