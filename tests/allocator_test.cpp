@@ -211,6 +211,19 @@ TEST(SystemAllocator, ReservedEqualsAllocatedAndNoCache) {
   EXPECT_EQ(s2.cache_hits, 0);
   EXPECT_EQ(s2.system_frees - s0.system_frees, 1);
   EXPECT_EQ(s2.peak_reserved_bytes - s0.reserved_bytes >= 3000, true);
+  // the rest of the interface: peaks reset to the current use, nothing cached to empty
+  EXPECT_STREQ(s->name(), "system");
+  EXPECT_STREQ(caching_cpu_allocator()->name(), "caching");
+  void* q = s->allocate(5000);
+  s->deallocate(q, 5000);
+  s->reset_peak_stats();
+  const AllocatorStats s3 = s->stats();
+  EXPECT_EQ(s3.peak_allocated_bytes, s3.allocated_bytes);
+  EXPECT_EQ(s3.peak_reserved_bytes, s3.reserved_bytes);
+  s->empty_cache();
+  const AllocatorStats s4 = s->stats();
+  EXPECT_EQ(s4.reserved_bytes, s3.reserved_bytes);
+  EXPECT_EQ(s4.system_frees, s3.system_frees);
 }
 
 TEST(AllocatorSelection, TensorsRememberTheirAllocator) {

@@ -644,6 +644,11 @@ TEST(Tensor, ZeroDimTensors) {
   EXPECT_EQ(s.flatten().sizes(), (Shape{1}));
   EXPECT_EQ(s.view({1, 1}).sizes(), (Shape{1, 1}));
   EXPECT_EQ(s.expand({2, 2}).get({1, 1}), 3.5);
+  // squeeze of a 0-dim tensor, as PyTorch: dims 0 and -1 give it back, others are errors
+  EXPECT_EQ(s.squeeze(0).dim(), 0);
+  EXPECT_EQ(s.squeeze(-1).item(), 3.5);
+  test::expect_msg([&] { s.squeeze(1); }, "squeeze");
+  test::expect_msg([&] { s.squeeze(-2); }, "squeeze");
 }
 
 }  // namespace
