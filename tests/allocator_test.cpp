@@ -211,6 +211,17 @@ TEST(SystemAllocator, ReservedEqualsAllocatedAndNoCache) {
   EXPECT_EQ(s2.cache_hits, 0);
   EXPECT_EQ(s2.system_frees - s0.system_frees, 1);
   EXPECT_EQ(s2.peak_reserved_bytes - s0.reserved_bytes >= 3000, true);
+  // out of memory: an sb::Error naming the request, the counts unchanged, still usable
+  const AllocatorStats before_oom = s->stats();
+  try {
+    s->allocate(size_t{1} << 62);
+    FAIL() << "expected an out-of-memory error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("system CPU allocator: out of memory allocating 4611686018427387904 bytes"),
+              std::string::npos) << e.what();
+  }
+  EXPECT_EQ(s->stats().allocation_count, before_oom.allocation_count);
+  EXPECT_EQ(s->stats().reserved_bytes, before_oom.reserved_bytes);
   // the rest of the interface: peaks reset to the current use, nothing cached to empty
   EXPECT_STREQ(s->name(), "system");
   EXPECT_STREQ(caching_cpu_allocator()->name(), "caching");

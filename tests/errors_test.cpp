@@ -224,10 +224,123 @@ TEST(Errors, UndecidedOverlapReadsACopyOrIsRefused) {
   expect_error(s, [&] { max_pool2d_out(pooled, img_in, Pool2dParams{}); }, {"max_pool2d_out", "may overlap", "the input"});
 }
 
+// The bad inputs no other test gives (each check's own message, not one raised before
+// it): undefined tensors, impossible shapes, 0-D tensors where a dim is needed, storage
+// bounds, memory formats that are not layouts, tensors on two devices (fake_cuda: host
+// memory under a CUDA device, refused before any kernel), and each family's own rules.
+// Every CPU tensor named is left as it was.
+TEST(Errors, EveryCheckNamesTheOpAndTheValues) {
+  const Tensor u;  // undefined
+  Tensor a = arange(6);
+  Tensor s = full({}, 2.0);
+  Tensor g = test::fake_cuda({2, 3});
+  // the core
+  test::expect_msg([&] { u.data_ptr(); }, "data_ptr: undefined tensor");
+  expect_error(a, [&] { a.view({4, -1}); }, {"view", "[4, -1]", "invalid for input of 6 elements"});
+  expect_error(a, [&] { a.reshape({0, -1}); }, {"reshape", "[0, -1]", "invalid for input of 6 elements"});
+  expect_error(a, [&] { a.view({int64_t{1} << 62, 4, -1}); }, {"view", "overflows int64"});
+  expect_error(s, [&] { s.slice(0, 0, 1); }, {"slice: cannot slice a 0-D tensor"});
+  expect_error(s, [&] { s.select(0, 0); }, {"select: cannot select on a 0-D tensor"});
+  expect_error(s, [&] { s.narrow(0, 0, 1); }, {"narrow: cannot narrow a 0-D tensor"});
+  expect_error(a, [&] { a.narrow(0, 7, 0); }, {"narrow: start 7", "dimension 0 of size 6"});
+  expect_error(a, [&] { a.narrow(0, -7, 1); }, {"narrow: start -7"});
+  expect_error(a, [&] { a.expand({-1, 6}); }, {"expand: new leading size -1 at dimension 0", "[-1, 6]"});
+  Tensor row = ones({1, 6});
+  expect_error(row, [&] { row.expand({-2, 6}); }, {"expand: invalid size -2 at dimension 0"});
+  expect_error(a, [&] { a.unflatten(0, {}); }, {"unflatten: sizes must be non-empty"});
+  expect_error(a, [&] { a.as_strided({2}, {1}, -1); }, {"as_strided: negative storage offset -1"});
+  expect_error(a, [&] { a.as_strided({int64_t{1} << 40, 2}, {int64_t{1} << 40, 1}, 0); },
+               {"as_strided", "overflow int64"});
+  expect_error(a, [&] { a.as_strided({0}, {1}, 7); }, {"as_strided: offset 7 is outside the storage of 6 elements"});
+  expect_error(a, [&] { a.is_contiguous(MemoryFormat::Preserve); }, {"is_contiguous: memory format", "is not a layout"});
+  expect_error(a, [&] { a.copy_(u); }, {"copy_: undefined tensor"});
+  expect_error(a, [&] { a.copy_(ones({2, 6})); }, {"copy_: source sizes [2, 6]", "destination sizes [6]"});
+  test::expect_msg([&] { Tensor(u).fill_(1); }, "fill_: undefined tensor");
+  test::expect_msg([&] { g.get({0, 0}); }, "get: element access needs a CPU tensor, this one is on cuda");
+  test::expect_msg([&] { empty({2}, DType::Float32, Device::cpu(), MemoryFormat::Preserve); },
+                   "empty: memory format Preserve");
+  test::expect_msg([&] { empty_strided({2, 3}, {1}); }, "empty_strided: sizes [2, 3] and strides [1]");
+  test::expect_msg([&] { empty_strided({2, 3}, {-3, 1}); }, "empty_strided: negative strides");
+  test::expect_msg([&] { empty_strided({int64_t{1} << 40, 2}, {int64_t{1} << 40, 1}); },
+                   "empty_strided: sizes [1099511627776, 2] with strides [1099511627776, 1] overflow int64");
+  test::expect_msg([&] { arange(0.0, 5.0, 0.0); }, "arange: step must be nonzero");
+  test::expect_msg([&] { arange(5.0, 0.0, 1.0); }, "arange: upper bound 0 and lower bound 5 inconsistent with step sign 1");
+  // elementwise and normalize
+  Tensor x = ones({2, 3}), out = zeros({2, 3});
+  Tensor uo;
+  expect_error(x, [&] { add_out(uo, x, x); }, {"add_out: undefined output tensor"});
+  expect_error(x, [&] { add(u, x); }, {"add: undefined input tensor"});
+  expect_error(x, [&] { add_out(out, u, 1.0); }, {"add_out: undefined input tensor"});
+  expect_error(x, [&] { add(u, 1.0); }, {"add: undefined input tensor"});
+  expect_error(x, [&] { relu_out(out, u); }, {"relu_out: undefined input tensor"});
+  expect_error(x, [&] { relu(u); }, {"relu: undefined input tensor"});
+  expect_error(x, [&] { add_out(g, x, x); }, {"add_out: output is on cuda", "inputs are on cpu"});
+  expect_error(x, [&] { add(x, g); }, {"add: expected both inputs on one device, got cpu and cuda"});
+  expect_error(out, [&] { normalize_out(out, u, 1); }, {"normalize_out: undefined input tensor"});
+  expect_error(out, [&] { normalize_out(out, x, 1, -1e-5); }, {"normalize_out: eps must be >= 0, got -1e-05"});
+  test::expect_msg([&] { normalize(u, 1); }, "normalize: undefined input tensor");
+  test::expect_msg([&] { normalize(x, 1, -1.0); }, "normalize: eps must be >= 0, got -1");
+  // matmul, conv2d, reductions
+  Tensor sq = ones({3, 3}), sq_out = zeros({3, 3});
+  test::expect_msg([&] { matmul(u, sq); }, "matmul: undefined operand");
+  expect_error(sq, [&] { matmul_out(uo, sq, sq); }, {"matmul_out: undefined out"});
+  Tensor img = ones({1, 4, 5, 5}), w = ones({6, 1, 3, 3});
+  test::expect_msg([&] { conv2d(u, w); }, "conv2d: undefined input or weight");
+  Conv2dParams groups4;
+  groups4.groups = 4;
+  test::expect_msg([&] { conv2d(img, w, Tensor(), groups4); }, "conv2d: output channels 6 not divisible by groups 4");
+  Tensor w4 = ones({4, 4, 3, 3});
+  test::expect_msg([&] { conv2d(img, w4, test::fake_cuda({4})); }, "conv2d: device mismatch: input on cpu, bias on cuda");
+  Tensor gimg = test::fake_cuda({1, 4, 3, 3});
+  expect_error(img, [&] { conv2d_out(gimg, img, w4); }, {"conv2d_out: out on cuda", "input on cpu"});
+  Tensor spread = ones({1, 4, 1, 1}).expand({1, 4, 3, 3});
+  expect_error(spread, [&] { conv2d_out(spread, img, w4); }, {"conv2d_out: out has overlapping elements"});
+  Tensor gsum = test::fake_cuda({2});
+  expect_error(x, [&] { sum_out(gsum, x, {1}); }, {"sum_out: output on cuda", "input on cpu"});
+  // Linear and Mlp
+  Tensor wl = ones({4, 3}), bl = zeros({4});
+  test::expect_msg([&] { Linear(wl.to(DType::Float64), bl, Precision::F32); }, "Linear: expected a float32 weight, got float64");
+  test::expect_msg([&] { Linear(wl, bl.to(DType::Float64), Precision::F32); },
+                   "Linear: expected a float32 bias on cpu (the weight's device), got float64 on cpu");
+  const Linear lin(wl, bl, Precision::F32);
+  test::expect_msg([&] { lin.forward(test::fake_cuda({2, 3})); }, "expected the input on cpu");
+  test::expect_msg([&] { Mlp({wl, wl}, {bl, bl}, Precision::F32); }, "Mlp: expected 3 weights and 3 biases, got 2 and 2");
+  test::expect_msg([&] { relative_error(ones({2}), ones({3})); }, "relative_error: sizes [2] vs [3]");
+}
+
+#ifndef SB_WITH_CUDA
+// A build without CUDA (the sanitizer and portable builds of `scripts/run test`): a
+// tensor on a CUDA device (fake_cuda: host memory under the device's name) gets each
+// family's "no CUDA" error, naming the op and the device, before any work; out= forms
+// reach the families' own checks, as an out-of-place op stops at allocating its output.
+TEST(Errors, WithoutCudaEveryFamilySaysSo) {
+  const Tensor x = ones({2, 3});
+  const Tensor g = test::fake_cuda({2, 3}), g33 = test::fake_cuda({3, 3});
+  Tensor g1 = test::fake_cuda({2});
+  Tensor go = test::fake_cuda({2, 3}), go22 = test::fake_cuda({2, 2});
+  test::expect_msg([&] { empty({2}, DType::Float32, Device::cuda()); },
+                   "device cuda:0: stridebench was built without CUDA (meson option cuda)");
+  test::expect_msg([&] { go.copy_(x); }, "copy_: cpu -> cuda:0 needs CUDA, and stridebench was built without it");
+  test::expect_msg([&] { go.fill_(1.0); }, "fill_: device cuda:0 needs CUDA");
+  test::expect_msg([&] { relu_out(go, g); }, "relu: tensor on cuda:0 needs CUDA");
+  test::expect_msg([&] { add_out(go, g, g); }, "add: tensor on cuda:0 needs CUDA");
+  test::expect_msg([&] { normalize_out(go, g, 1); }, "normalize: tensor on cuda:0 needs CUDA");
+  test::expect_msg([&] { sum_out(g1, g, {1}); }, "sum: input on cuda:0 needs CUDA");
+  test::expect_msg([&] { matmul_out(go22, g, test::fake_cuda({3, 2})); }, "matmul: no backend for device cuda:0 in this build");
+  Tensor gimg = test::fake_cuda({1, 3, 4, 4}), gw = test::fake_cuda({4, 3, 3, 3}), gy = test::fake_cuda({1, 4, 2, 2});
+  test::expect_msg([&] { conv2d_out(gy, gimg, gw); }, "conv2d: no backend for device cuda:0 in this build");
+  Tensor gp = test::fake_cuda({1, 3, 2, 2});
+  test::expect_msg([&] { max_pool2d_out(gp, gimg, Pool2dParams{}); }, "max_pool2d_out: expected a CPU tensor, got cuda:0");
+  test::expect_msg([&] { Linear(g33, g33.narrow(0, 0, 1).view({3}), Precision::F32); },
+                   "Linear: weight on cuda:0 in a build without CUDA");
+}
+#endif
+
 TEST(Errors, ChannelsLastNeeds4D) {
   Tensor a = zeros({2, 3, 4});
   expect_error(a, [&] { a.contiguous(MemoryFormat::ChannelsLast); }, {"contiguous", "ChannelsLast", "[2, 3, 4]"});
   EXPECT_THROW(empty({2, 3}, DType::Float32, Device::cpu(), MemoryFormat::ChannelsLast), Error);
+  test::expect_msg([] { channels_last_strides({2, 3, 4}); }, "ChannelsLast: expected a 4-D (NCHW) tensor, got 3-D sizes [2, 3, 4]");
 }
 
 TEST(Errors, ElementAccess) {
