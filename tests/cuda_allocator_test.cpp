@@ -213,6 +213,11 @@ TEST(CudaCachingAllocator, OutOfMemoryFreesCacheRetriesThenThrows) {
   s = f.alloc->stats();
   EXPECT_EQ(s.allocated_bytes, static_cast<int64_t>(26 * kMiB));  // unchanged by the failure
   EXPECT_EQ(s.allocation_count, 3);
+  // A request the block rounding would overflow: refused before the pools or the backend
+  const size_t absurd = (size_t{1} << 63) + 1;
+  test::expect_msg([&] { f.alloc->allocate(absurd); }, "fake: request of " + std::to_string(absurd) + " bytes is too large");
+  EXPECT_EQ(f.backend->refusals, 3);
+  EXPECT_EQ(f.alloc->stats().allocation_count, 3);
   // Still usable: free, then a request that fits.
   f.alloc->deallocate(big, 25 * kMiB);
   void* ok = f.alloc->allocate(10 * kMiB + 1);

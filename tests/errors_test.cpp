@@ -283,6 +283,8 @@ TEST(Errors, EveryCheckNamesTheOpAndTheValues) {
   // matmul, conv2d, reductions
   Tensor sq = ones({3, 3}), sq_out = zeros({3, 3});
   test::expect_msg([&] { matmul(u, sq); }, "matmul: undefined operand");
+  test::expect_msg([] { gemm_workspace_bytes(4, 4, 4, DType::Int32, 1); },
+                   "gemm_workspace_bytes: expected float32, float64 or bfloat16, got int32");
   expect_error(sq, [&] { matmul_out(uo, sq, sq); }, {"matmul_out: undefined out"});
   Tensor img = ones({1, 4, 5, 5}), w = ones({6, 1, 3, 3});
   test::expect_msg([&] { conv2d(u, w); }, "conv2d: undefined input or weight");

@@ -43,15 +43,27 @@ std::string str_cat(const Args&... args) {
   return os.str();
 }
 [[noreturn]] void throw_error(const std::string& msg);
+void note_throw(const char* file, int line);  // Note [Raised checks recorded]
 [[noreturn]] void throw_internal(const char* file, int line, const char* cond, const std::string& msg);
 }  // namespace detail
 
 }  // namespace sb
 
-#define SB_CHECK(cond, ...)                                        \
-  do {                                                             \
-    if (__builtin_expect(!(cond), 0))                              \
+// Note [Raised checks recorded]: built with -DSB_NOTE_THROWS (scripts/check_errors), a
+// failing SB_CHECK first appends its file and line to the file SB_THROW_LOG names, so a
+// test run tells which checks some test raised. Other builds compile the plain check.
+#ifdef SB_NOTE_THROWS
+#define SB_NOTE_THROW_SITE() ::sb::detail::note_throw(__FILE__, __LINE__)
+#else
+#define SB_NOTE_THROW_SITE() ((void)0)
+#endif
+
+#define SB_CHECK(cond, ...)                                          \
+  do {                                                               \
+    if (__builtin_expect(!(cond), 0)) {                              \
+      SB_NOTE_THROW_SITE();                                          \
       ::sb::detail::throw_error(::sb::detail::str_cat(__VA_ARGS__)); \
+    }                                                                \
   } while (0)
 
 #define SB_INTERNAL_ASSERT(cond, ...)                                                 \

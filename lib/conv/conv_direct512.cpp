@@ -405,7 +405,7 @@ void conv_direct512(const ConvShape& g, const Tensor& out, const Tensor& x, cons
 bool direct_ok(const ConvShape&, const Tensor&, bool) { return false; }
 
 void conv_direct512(const ConvShape&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, bool, bool) {
-  SB_CHECK(false, "conv2d: the direct AVX-512 kernel is not in this build (direct_ok() is false)");
+  SB_INTERNAL_ASSERT(false, "conv2d: the direct AVX-512 kernel is not in this build (direct_ok() is false)");
 }
 #endif
 

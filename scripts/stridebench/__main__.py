@@ -34,6 +34,8 @@ TOOLS = {
     "abtest": ("abtest", "two builds of our benchmarks, old and new, alternating on the same rows", ()),
     "peers": ("peers", "the matrix's cases through PyTorch and NumPy", ("numpy", "torch")),
     "check-comments": ("comments", "fails on a comment in lib/, include/ or benchmarks/ carrying a measurement", ()),
+    "check-errors": ("error_sites", "lists the library's SB_CHECKs that no test raises (a build with -DSB_NOTE_THROWS)",
+                     ()),
 }
 
 
