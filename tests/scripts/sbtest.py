@@ -1,11 +1,13 @@
 # sbtest.py: helpers shared by tests/scripts/test_*.py: paths, running a script with
 # the interpreter that runs the tests, fixture results folders in a temp directory,
-# editing fixture JSON, and hiding scipy or matplotlib from a child process.
+# editing fixture JSON, hiding scipy or matplotlib from a child process, and trees of
+# source files for the source checkers.
 import json
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPTS = os.path.join(ROOT, "scripts")
@@ -17,6 +19,19 @@ def run(script, *args, env=None):
     full = dict(os.environ, **(env or {}))
     return subprocess.run([sys.executable, os.path.join(SCRIPTS, script), *args],
                           capture_output=True, text=True, env=full, timeout=120)
+
+
+def source_tree(test, files):
+    """A temporary directory holding files ({relative path: text}), removed when the
+    unittest.TestCase `test` ends; returns its path."""
+    tmp = tempfile.TemporaryDirectory()
+    test.addCleanup(tmp.cleanup)
+    for path, text in files.items():
+        full = os.path.join(tmp.name, path)
+        os.makedirs(os.path.dirname(full), exist_ok=True)
+        with open(full, "w", encoding="utf-8") as f:
+            f.write(text)
+    return tmp.name
 
 
 def fixture(*parts):

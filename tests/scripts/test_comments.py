@@ -1,7 +1,6 @@
 # test_comments.py: scripts/check_comments on a tree of sources with and without
 # measurements in their comments, and on this repository.
 import os
-import tempfile
 import unittest
 
 import sbtest
@@ -24,18 +23,8 @@ CLEAN = {
 
 
 class CommentsTest(unittest.TestCase):
-    def tree(self, files):
-        tmp = tempfile.TemporaryDirectory()
-        self.addCleanup(tmp.cleanup)
-        for path, text in files.items():
-            full = os.path.join(tmp.name, path)
-            os.makedirs(os.path.dirname(full), exist_ok=True)
-            with open(full, "w", encoding="utf-8") as f:
-                f.write(text)
-        return tmp.name
-
     def test_every_kind_of_measurement_is_found_with_its_line(self):
-        root = self.tree(BAD)
+        root = sbtest.source_tree(self, BAD)
         p = sbtest.run("check_comments", root)
         self.assertEqual(p.returncode, 1, p.stdout)
         for where in ("lib/a.cpp:1: a comment carries a speed-up", "lib/b.h:2: a comment carries a time",
@@ -45,7 +34,7 @@ class CommentsTest(unittest.TestCase):
         self.assertIn("6 comment line(s) carry measurements", p.stderr)
 
     def test_strings_sizes_and_other_folders_pass(self):
-        p = sbtest.run("check_comments", self.tree(CLEAN))
+        p = sbtest.run("check_comments", sbtest.source_tree(self, CLEAN))
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
 
     def test_this_repository_is_clean(self):

@@ -2,7 +2,6 @@
 # checks: which SB_CHECKs it counts (multi-line ones, the branches of builds without CUDA)
 # and which it leaves out (comments, macro bodies, CUDA-only branches and files).
 import os
-import tempfile
 import unittest
 
 import sbtest
@@ -38,16 +37,6 @@ FILES = {
 
 
 class ErrorSitesTest(unittest.TestCase):
-    def tree(self):
-        tmp = tempfile.TemporaryDirectory()
-        self.addCleanup(tmp.cleanup)
-        for path, text in FILES.items():
-            full = os.path.join(tmp.name, path)
-            os.makedirs(os.path.dirname(full), exist_ok=True)
-            with open(full, "w", encoding="utf-8") as f:
-                f.write(text)
-        return tmp.name
-
     def log(self, root, lines):
         path = os.path.join(root, "throws.log")
         with open(path, "w", encoding="utf-8") as f:
@@ -55,7 +44,7 @@ class ErrorSitesTest(unittest.TestCase):
         return path
 
     def test_counted_and_left_out(self):
-        root = self.tree()
+        root = sbtest.source_tree(self, FILES)
         # __FILE__ as a build directory beside or inside the tree writes it; a multi-line
         # check may be reported at any of its lines
         log = self.log(root, ["../lib/a.cpp:2", "/x/build/../lib/a.cpp:4", "../include/c.h:1", "garbage"])
@@ -66,7 +55,7 @@ class ErrorSitesTest(unittest.TestCase):
         self.assertEqual(never, ["lib/a.cpp:12", "lib/a.cpp:5", "lib/a.cpp:9"])
 
     def test_every_check_raised_passes(self):
-        root = self.tree()
+        root = sbtest.source_tree(self, FILES)
         log = self.log(root, [f"../lib/a.cpp:{n}" for n in (2, 3, 5, 9, 12)] + ["../include/c.h:1"])
         p = sbtest.run("check_errors", "--root", root, "--log", log)
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
