@@ -454,18 +454,31 @@ CLAIMS = [
 ]
 
 
-def verdict_kind(v):
-    """holds, holds in part, does not hold, not measured."""
-    v = NOISY_NOTE.sub("", v)
-    if v in (NM, "does not hold"):
-        return v
-    if v == "holds" or v.startswith(("holds:", "holds as PyTorch defines it")):
+def _single_kind(v):
+    """The kind of one verdict sentence: 'holds' with or without its reasons ('holds: ...',
+    'holds as PyTorch defines it: ...', M5's 'holds (caching wins from ...)'), 'does not
+    hold' with or without them (M5's 'does not hold: ...'), or None for a sentence that
+    splits its cases (a threshold, a key, a count) or is not one verdict."""
+    if v == NM:
+        return NM
+    if v == "holds" or v.startswith(("holds:", "holds as PyTorch defines it", "holds (")):
         return "holds"
-    parts = [p.split(": ", 1)[-1] for p in v.split("; ")]  # decide_per's groups
-    if len(parts) > 1 and all(p == "does not hold" for p in parts):
+    if v == "does not hold" or v.startswith("does not hold:"):
         return "does not hold"
-    if len(parts) > 1 and all(p == "holds" for p in parts):
-        return "holds"
+    return None
+
+
+def verdict_kind(v):
+    """holds, holds in part, does not hold, not measured: of one verdict, or of decide_per's
+    per-group verdicts ('cpu: holds; cuda:0: does not hold'), which are of one kind only
+    when every group's is."""
+    v = NOISY_NOTE.sub("", v)
+    kind = _single_kind(v)
+    if kind is not None:
+        return kind
+    parts = [_single_kind(p.split(": ", 1)[-1]) for p in v.split("; ")]
+    if len(parts) > 1 and None not in parts and len(set(parts)) == 1:
+        return parts[0]
     return "holds in part"
 
 
