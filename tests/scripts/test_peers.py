@@ -587,6 +587,21 @@ class Units(unittest.TestCase):
             self.assertLess(cpu, real)  # sleeping costs no CPU time
         self.assertGreaterEqual(calls[0], sum(i for _, _, i in samples) + 1)
 
+    def test_timer_keeps_a_search_batch_that_lasted_min_time(self):
+        """A call longer than min_time: the iteration search stops at one call, and that
+        batch is the first repetition, as in Google Benchmark; each other repetition is one
+        call too. Calls: the warm-up, then one per repetition."""
+        calls = [0]
+
+        def f():
+            calls[0] += 1
+            time.sleep(0.03)
+        samples = self.m.Timer(3, 0.02).run(f, lambda: None)
+        self.assertEqual([i for _, _, i in samples], [1, 1, 1])
+        self.assertEqual(calls[0], 1 + 3)
+        for real, _, _ in samples:
+            self.assertGreaterEqual(real, 0.03)
+
 
 if __name__ == "__main__":
     unittest.main()
