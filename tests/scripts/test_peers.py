@@ -566,6 +566,27 @@ class Units(unittest.TestCase):
         self.assertEqual(ctx["sb_machine"], want["sb_machine"])
         self.assertEqual(ctx["sb_caches"], want["sb_caches"])
 
+    def test_our_context_prefers_the_same_matrix(self):
+        """Among our JSON files, the context of the peers' own matrix; else the first with
+        a machine and its caches; the peers' and re-check files, unreadable JSON and
+        contexts without a machine are passed over."""
+        with open(sbtest.fixture("machine-a", "bench_copy.json")) as f:
+            doc = json.load(f)
+
+        def put(d, name, **ctx):
+            with open(os.path.join(d, name), "w") as f:
+                json.dump(dict(doc, context=dict(doc["context"], **ctx)), f)
+        with tempfile.TemporaryDirectory() as tmp:
+            put(tmp, "a_bench.json", sb_matrix="full", sb_machine="m-full")
+            put(tmp, "b_bench.json", sb_matrix="quick", sb_machine="m-quick")
+            put(tmp, "c_bench.json", sb_matrix="smoke", sb_machine="")  # no machine: passed over
+            put(tmp, "peers_torch.json", sb_matrix="smoke", sb_machine="peers")
+            with open(os.path.join(tmp, "broken.json"), "w") as f:
+                f.write("{")
+            self.assertEqual(self.m.our_context(tmp, tmp, "quick")["sb_machine"], "m-quick")
+            self.assertEqual(self.m.our_context(tmp, tmp, "full")["sb_machine"], "m-full")
+            self.assertEqual(self.m.our_context(tmp, tmp, "smoke")["sb_machine"], "m-full")
+
     def test_run_name_order(self):
         n = self.m.run_name("reduce", dim="inner", threads=2, op="sum", impl="torch",
                             device="cpu", shape="8x8")
