@@ -324,10 +324,10 @@ TEST(Errors, WithoutCudaEveryFamilySaysSo) {
                    "device cuda:0: stridebench was built without CUDA (meson option cuda)");
   test::expect_msg([&] { go.copy_(x); }, "copy_: cpu -> cuda:0 needs CUDA, and stridebench was built without it");
   test::expect_msg([&] { go.fill_(1.0); }, "fill_: device cuda:0 needs CUDA");
-  test::expect_msg([&] { relu_out(go, g); }, "relu: tensor on cuda:0 needs CUDA");
-  test::expect_msg([&] { add_out(go, g, g); }, "add: tensor on cuda:0 needs CUDA");
-  test::expect_msg([&] { normalize_out(go, g, 1); }, "normalize: tensor on cuda:0 needs CUDA");
-  test::expect_msg([&] { sum_out(g1, g, {1}); }, "sum: input on cuda:0 needs CUDA");
+  test::expect_msg([&] { relu_out(go, g); }, "relu_out: tensor on cuda:0 needs CUDA");
+  test::expect_msg([&] { add_out(go, g, g); }, "add_out: tensor on cuda:0 needs CUDA");
+  test::expect_msg([&] { normalize_out(go, g, 1); }, "normalize_out: tensor on cuda:0 needs CUDA");
+  test::expect_msg([&] { sum_out(g1, g, {1}); }, "sum_out: input on cuda:0 needs CUDA");
   test::expect_msg([&] { matmul_out(go22, g, test::fake_cuda({3, 2})); }, "matmul: no backend for device cuda:0 in this build");
   Tensor gimg = test::fake_cuda({1, 3, 4, 4}), gw = test::fake_cuda({4, 3, 3, 3}), gy = test::fake_cuda({1, 4, 2, 2});
   test::expect_msg([&] { conv2d_out(gy, gimg, gw); }, "conv2d: no backend for device cuda:0 in this build");

@@ -418,13 +418,13 @@ int64_t ew_grain() {
   return g;
 }
 
-void run_binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b) {
+void run_binary(const char* name, BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b) {
   if (out.numel() == 0) return;
   if (!out.device().is_cpu()) {
 #ifdef SB_WITH_CUDA
     return cuda::binary(op, out, a, b);
 #else
-    return no_cuda(binary_op_name(op), out.device());
+    return no_cuda(name, out.device());
 #endif
   }
   const StridedIter it = StridedIter::of({&out, &a, &b});
@@ -436,13 +436,13 @@ void run_binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b
   }));
 }
 
-void run_binary_scalar(BinaryOp op, const Tensor& out, const Tensor& a, double b) {
+void run_binary_scalar(const char* name, BinaryOp op, const Tensor& out, const Tensor& a, double b) {
   if (out.numel() == 0) return;
   if (!out.device().is_cpu()) {
 #ifdef SB_WITH_CUDA
     return cuda::binary_scalar(op, out, a, b);
 #else
-    return no_cuda(binary_op_name(op), out.device());
+    return no_cuda(name, out.device());
 #endif
   }
   const StridedIter it = StridedIter::of({&out, &a});
@@ -456,13 +456,13 @@ void run_binary_scalar(BinaryOp op, const Tensor& out, const Tensor& a, double b
   }));
 }
 
-void run_unary(UnaryOp op, const Tensor& out, const Tensor& a) {
+void run_unary(const char* name, UnaryOp op, const Tensor& out, const Tensor& a) {
   if (out.numel() == 0) return;
   if (!out.device().is_cpu()) {
 #ifdef SB_WITH_CUDA
     return cuda::unary(op, out, a);
 #else
-    return no_cuda(unary_op_name(op), out.device());
+    return no_cuda(name, out.device());
 #endif
   }
   const StridedIter it = StridedIter::of({&out, &a});
@@ -494,9 +494,9 @@ Tensor& binary_out_named(const char* name, BinaryOp op, Tensor& out, const Tenso
   if (check_out(name, out, sizes, a.dtype(), a.device(), {&a, &b}))
     return binary_out_named(name, op, out, a.clone(), b.clone());
   if (a.sizes() == sizes && b.sizes() == sizes) {  // nothing to broadcast: no expanded copies (per-call cost)
-    run_binary(op, out, a, b);
+    run_binary(name, op, out, a, b);
   } else {
-    run_binary(op, out, a.expand(sizes), b.expand(sizes));
+    run_binary(name, op, out, a.expand(sizes), b.expand(sizes));
   }
   return out;
 }
@@ -507,7 +507,7 @@ Tensor& binary_scalar_out_named(const char* name, BinaryOp op, Tensor& out, cons
   check_int_scalar(name, a.dtype(), b);
   if (check_out(name, out, a.sizes(), a.dtype(), a.device(), {&a}))
     return binary_scalar_out_named(name, op, out, a.clone(), b);
-  run_binary_scalar(op, out, a, b);
+  run_binary_scalar(name, op, out, a, b);
   return out;
 }
 
@@ -515,7 +515,7 @@ Tensor& unary_out_named(const char* name, UnaryOp op, Tensor& out, const Tensor&
   SB_CHECK(a.defined(), name, ": undefined input tensor");
   check_dtype(name, a.dtype(), op == UnaryOp::Exp || op == UnaryOp::Sqrt);
   if (check_out(name, out, a.sizes(), a.dtype(), a.device(), {&a})) return unary_out_named(name, op, out, a.clone());
-  run_unary(op, out, a);
+  run_unary(name, op, out, a);
   return out;
 }
 
@@ -528,12 +528,12 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
   const Shape sizes = broadcast_shapes(a.sizes(), b.sizes(), name);
   if (a.sizes() == sizes && b.sizes() == sizes) {  // nothing to broadcast: no expanded copies (per-call cost)
     Tensor out = new_output(sizes, {&a, &b});
-    run_binary(op, out, a, b);
+    run_binary(name, op, out, a, b);
     return out;
   }
   const Tensor ea = a.expand(sizes), eb = b.expand(sizes);
   Tensor out = new_output(sizes, {&ea, &eb});
-  run_binary(op, out, ea, eb);
+  run_binary(name, op, out, ea, eb);
   return out;
 }
 
@@ -547,7 +547,7 @@ Tensor binary(BinaryOp op, const Tensor& a, double b) {
   check_dtype(name, a.dtype(), op == BinaryOp::Div);
   check_int_scalar(name, a.dtype(), b);
   Tensor out = new_output(a.sizes(), {&a});
-  run_binary_scalar(op, out, a, b);
+  run_binary_scalar(name, op, out, a, b);
   return out;
 }
 
@@ -560,7 +560,7 @@ Tensor unary(UnaryOp op, const Tensor& a) {
   SB_CHECK(a.defined(), name, ": undefined input tensor");
   check_dtype(name, a.dtype(), op == UnaryOp::Exp || op == UnaryOp::Sqrt);
   Tensor out = new_output(a.sizes(), {&a});
-  run_unary(op, out, a);
+  run_unary(name, op, out, a);
   return out;
 }
 

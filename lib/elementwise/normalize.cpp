@@ -861,13 +861,13 @@ namespace {
 // out-of-place paid the read-for-ownership of every output line (docs/notes/elementwise.md).
 // The call-wide rule is may_stream's; which rows stream is decided per strip.
 
-void run_normalize(const Tensor& out, const Tensor& x, int64_t dim, double eps) {
+void run_normalize(const char* name, const Tensor& out, const Tensor& x, int64_t dim, double eps) {
   if (out.numel() == 0) return;
   if (!out.device().is_cpu()) {
 #ifdef SB_WITH_CUDA
     return cuda::normalize(out, x, dim, eps);
 #else
-    return no_cuda("normalize", out.device());
+    return no_cuda(name, out.device());
 #endif
   }
   // Iterate over the rows (x with `dim` selected away); each strip element is one row.
@@ -921,7 +921,7 @@ Tensor& normalize_out_named(const char* name, Tensor& out, const Tensor& x, int6
   dim = wrap_dim(dim, x.dim(), name);
   SB_CHECK(eps >= 0, name, ": eps must be >= 0, got ", eps);
   if (check_out(name, out, x.sizes(), x.dtype(), x.device(), {&x})) return normalize_out_named(name, out, x.clone(), dim, eps);
-  run_normalize(out, x, dim, eps);
+  run_normalize(name, out, x, dim, eps);
   return out;
 }
 
@@ -933,7 +933,7 @@ Tensor normalize(const Tensor& x, int64_t dim, double eps) {
   dim = wrap_dim(dim, x.dim(), "normalize");
   SB_CHECK(eps >= 0, "normalize: eps must be >= 0, got ", eps);
   Tensor out = new_output(x.sizes(), {&x});
-  run_normalize(out, x, dim, eps);
+  run_normalize("normalize", out, x, dim, eps);
   return out;
 }
 

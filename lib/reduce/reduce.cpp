@@ -765,7 +765,7 @@ void reduce_impl(ReduceOp op, Tensor& out, bool have_out, const Tensor& x, const
     cuda::reduce(op, out_k, x, Shape(sorted.begin(), sorted.end()), correction);
     return;
 #else
-    SB_CHECK(false, name, ": input on ", x.device(), " needs CUDA, and stridebench was built without it");
+    SB_CHECK(false, name, have_out ? "_out" : "", ": input on ", x.device(), " needs CUDA, and stridebench was built without it");
 #endif
   }
   // out's strides at x's dims; a reduced dim's entry is never read (its size is 1 in the plan)
