@@ -76,16 +76,14 @@ class OverlapSearch {
     const size_t n = t_.size();
     reach_.assign(n + 1, 0);
     gcd_.assign(n + 1, 0);
+    // Note [Bytes within an element prune by residue]: a last term of coefficient 1 is left
+    // out of the gcds and allows a residue up to its bound (0 where there is none: the
+    // plain divisibility test)
+    const bool unit = n > 0 && t_[n - 1].coef == 1;
+    unit_bound_ = unit ? t_[n - 1].bound : 0;
     for (size_t k = n; k-- > 0;) {
       reach_[k] = reach_[k + 1] + t_[k].coef * t_[k].bound;
-      gcd_[k] = std::gcd(gcd_[k + 1], t_[k].coef);
-    }
-    // Note [Bytes within an element prune by residue]: the gcd of the terms between k and
-    // a last term of coefficient 1 (0 where none lies between)
-    if (n >= 2 && t_[n - 1].coef == 1) {
-      unit_bound_ = t_[n - 1].bound;
-      inner_gcd_.assign(n, 0);
-      for (size_t k = n - 1; k-- > 0;) inner_gcd_[k] = std::gcd(inner_gcd_[k + 1], t_[k].coef);
+      gcd_[k] = unit && k == n - 1 ? 0 : std::gcd(gcd_[k + 1], t_[k].coef);
     }
   }
   // 1: a solution exists, 0: none, -1: the work bound ran out first
@@ -100,8 +98,7 @@ class OverlapSearch {
     if (exhausted_) return false;
     if (d < 0 || d > reach_[k]) return false;
     if (k == t_.size()) return d == 0;
-    if (d % gcd_[k] != 0) return false;
-    if (k < inner_gcd_.size() && inner_gcd_[k] > 1 && d % inner_gcd_[k] > unit_bound_) return false;
+    if (gcd_[k] > 1 && d % gcd_[k] > unit_bound_) return false;  // gcd_[k] = 0: the unit term alone
     const int64_t c = t_[k].coef;
     const int64_t lo = std::max<int64_t>(0, (d - reach_[k + 1] + c - 1) / c);
     const int64_t hi = std::min(t_[k].bound, d / c);
@@ -111,8 +108,7 @@ class OverlapSearch {
   }
 
   std::vector<OverlapTerm> t_;
-  std::vector<int64_t> reach_, gcd_;
-  std::vector<int64_t> inner_gcd_;  // Note [Bytes within an element prune by residue]
+  std::vector<int64_t> reach_, gcd_;  // gcd_: Note [Bytes within an element prune by residue]
   int64_t unit_bound_ = 0;
   int64_t target_;
   int64_t work_ = 0;
