@@ -305,6 +305,16 @@ float fma_chain() {
 #endif
 }
 
+// The chains' lengths, beside run_bf16 and run_i8's counts of their work on every CPU.
+constexpr int64_t kI8Steps = 1 << 17;  // Note [Peak calls long enough]
+// 24 chains, as many accumulators as the bf16 GEMM's 12x32 tile keeps (Note [Wide tile] in
+// matmul/gemm_impl.h): vdpbf16ps takes longer than an FMA to its result on some cores,
+// where 12 chains left the probe below the GEMM it is the ceiling of
+// (docs/notes/gemm.md, "The bf16 peak's chains").
+constexpr int kBf16Acc = 24;
+constexpr int64_t kBf16Steps = 1 << 16;  // Note [Peak calls long enough]
+constexpr int64_t kAmxSteps = 1 << 13;
+
 #ifdef SB_X86
 // The machine's peak, not our kernels' ISA: where the CPU has AVX-512 the same chains
 // run 16 wide (GCC target attributes; picked at run time), so compute rows are shown
@@ -329,7 +339,6 @@ __attribute__((target("avx512f"))) float fma_chain_avx512() {
 // multiply-add. Best ISA first: AVX-512 VNNI (vpdpbusd: 64 per instruction), AVX-512BW
 // (vpmaddubsw + vpmaddwd + vpaddd), AVX2 (the same, 32 per sequence). Inputs keep the
 // int16 pair sums far from saturation; the accumulators wrap harmlessly.
-constexpr int64_t kI8Steps = 1 << 17;  // Note [Peak calls long enough]
 
 __attribute__((target("avx512f,avx512bw,avx512vnni"))) int32_t i8_chain_vnni() {
   const __m512i a = _mm512_set1_epi8(3), b = _mm512_set1_epi8(-2);
@@ -379,12 +388,6 @@ __attribute__((target("avx2"))) int32_t i8_chain_avx2() {
 }
 
 // ---- bfloat16 dot-product peak (the bf16 matmul rows' ceiling) ----
-// 24 chains, as many accumulators as the bf16 GEMM's 12x32 tile keeps (Note [Wide tile] in
-// matmul/gemm_impl.h): vdpbf16ps takes longer than an FMA to its result on some cores,
-// where 12 chains left the probe below the GEMM it is the ceiling of
-// (docs/notes/gemm.md, "The bf16 peak's chains").
-constexpr int kBf16Acc = 24;
-constexpr int64_t kBf16Steps = 1 << 16;  // Note [Peak calls long enough]
 
 __attribute__((target("avx512f,avx512bf16"))) float bf16_chain_avx512() {
   const __m512bh a = (__m512bh)_mm512_set1_epi32(0x3f803f80), b = (__m512bh)_mm512_set1_epi32(0x3a803a80);  // 1, 2^-10
@@ -404,7 +407,6 @@ __attribute__((target("avx512f,avx512bf16"))) float bf16_chain_avx512() {
 // Where the CPU has AMX-BF16 (sb::cpu_has_amx_bf16) the bf16 peak is the tiles': four
 // accumulator tiles, each tdpbf16ps 16x16x32 multiply-adds, as the bf16 GEMM's 32x32
 // block issues them (Note [bfloat16 GEMM in AMX tiles] in matmul/gemm_bf16.cpp).
-constexpr int64_t kAmxSteps = 1 << 13;
 #ifdef SB_HAVE_AMX
 __attribute__((target("amx-tile,amx-bf16"))) float bf16_chain_amx() {
   sb::amx_tiles_begin();
@@ -511,11 +513,7 @@ void run_bf16(benchmark::State& st, int threads) {
 
 void run_i8(benchmark::State& st, int threads) {
   ThreadScope ts(threads);
-  const PeakIsa p = peak_isa();
-  if (p.i8_width == 0) {
-    st.SkipWithError("no AVX2 or AVX-512 integer multiply-add on this CPU");
-    return;
-  }
+  const PeakIsa p = peak_isa();  // registered only where p.i8_width > 0
   std::atomic<int32_t> sink{0};
   for (auto _ : st) {
     parallel_for(0, threads, 1, [&](int64_t lo, int64_t hi) {
@@ -567,8 +565,9 @@ void register_family() {
     }
     add_run(RunName().op("fma_peak").dtype(DType::Float32).threads(t),
             [t](benchmark::State& st) { run_fma(st, t); });
-    add_run(RunName().op("fma_peak").dtype(DType::Int8).threads(t),
-            [t](benchmark::State& st) { run_i8(st, t); });
+    if (isa.i8_width > 0)  // no int8 multiply-add chain without AVX2: no int8 ceiling row
+      add_run(RunName().op("fma_peak").dtype(DType::Int8).threads(t),
+              [t](benchmark::State& st) { run_i8(st, t); });
     if (isa.bf16_width > 0)
       add_run(RunName().op("fma_peak").dtype(DType::BFloat16).threads(t),
               [t](benchmark::State& st) { run_bf16(st, t); });

@@ -34,7 +34,9 @@
 // C_g short runs (too many streams for the hardware prefetchers), and each block
 // prefetches its output lines while its rows compute. A zero-padded buffer and scattered
 // output stores were slower (docs/notes/gemm.md, NCHW conv2d on the AMD EPYC VM).
+#ifdef SB_HAVE_AVX2
 #include <immintrin.h>
+#endif
 
 #include <algorithm>
 #include <atomic>

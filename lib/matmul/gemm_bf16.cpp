@@ -20,7 +20,9 @@
 // (stripe rows x NC), which takes the read and write of C that the float32 GEMM does in
 // C itself; a float32 C takes them in place, as the float32 GEMM does.
 // Cost: 2*M*N*K flop; A and B read as bfloat16 (A ceil(N/NC) times), C written once.
+#ifdef SB_HAVE_AVX2
 #include <immintrin.h>
+#endif
 
 #include <cstdint>
 #include <cstring>

@@ -20,7 +20,9 @@
 // region), each owning a stripe of C (see GemmPlan).
 // Cost: 2*M*N*K flop; packing reads A ceil(N/NC) times and B once.
 #pragma once
+#ifdef SB_HAVE_AVX2
 #include <immintrin.h>
+#endif
 
 #include <algorithm>
 #include <cstdint>

@@ -9,7 +9,9 @@
 //                       _c), for cores with full-width 512-bit FMAs (Note [Wide tile]).
 //   ukernel_f32_scalar  the same tile in plain C (always compiled; SimdLevel::Scalar).
 //   ukernel_f64         4x8 float64 tile in plain C (the "simple blocked" float64 path).
+#ifdef SB_HAVE_AVX2
 #include <immintrin.h>
+#endif
 
 #include "matmul/gemm_impl.h"
 #include "core/vec.h"

@@ -8,7 +8,9 @@
 // 4-row activation panel streams past them; threads split the weight panels.
 #include "stridebench/quant.h"
 
+#ifdef SB_HAVE_AVX2
 #include <immintrin.h>
+#endif
 
 #include <cmath>
 #include <mutex>

@@ -457,11 +457,13 @@ def _best_baseline(rs, run, groups, what):
                  and rate(b, what)]
         if what == "flop":
             # int8 rows (i8, int8_dynamic, int8_static) against the int8 multiply-add
-            # peak; any other dtype against its own peak, else the float32 one: never
-            # against a peak of another kind (an int8 peak would flatter f16 rows).
-            want = "i8" if run["dtype"] in INT8_DTYPES else run["dtype"]
-            same = [b for b in cands if b["dtype"] == want]
-            cands = same or [b for b in cands if b["dtype"] in (None, "f32")]
+            # peak, or none where the CPU has no int8 chain (a float32 peak would
+            # flatter them); any other dtype against its own peak, else the float32
+            # one: never against a peak of another kind (an int8 peak would flatter f16
+            # rows).
+            int8 = run["dtype"] in INT8_DTYPES
+            same = [b for b in cands if b["dtype"] == ("i8" if int8 else run["dtype"])]
+            cands = same or ([] if int8 else [b for b in cands if b["dtype"] in (None, "f32")])
         if cands:
             return pick_ceiling(cands, run.regime, what, run.counters.get("bytes") if what == "bytes" else None)
     return None

@@ -358,6 +358,20 @@ class LoadTest(unittest.TestCase):
         self.assertEqual(by["f32"], "f32")
         self.assertEqual(by["f16"], "f32")  # never the (higher) int8 peak
 
+    def test_int8_rows_have_no_ceiling_without_an_int8_peak(self):
+        """A CPU without an int8 multiply-add chain (no AVX2: an Arm build) registers no
+        int8 peak row; its int8 rows then have no ceiling, never the float32 peak."""
+        tmp = tempfile.mkdtemp()
+        res = sbtest.results_dir(tmp)
+        rs = sb.load_results(res)
+        self.assertFalse([r for r in rs.select("baseline") if r["op"] == "fma_peak" and r["dtype"] == "i8"])
+        quant = [r for r in rs.runs.values() if r["op"] == "linear" and r["device"] == "cpu"
+                 and r["impl"] == "ours"]
+        by = {r["dtype"]: sb.ceiling(rs, r) for r in quant}
+        self.assertIsNone(by["int8_dynamic"])
+        self.assertIsNone(by["int8_static"])
+        self.assertEqual(by["f32"][0]["dtype"], "f32")
+
     def test_bf16_rows_use_the_bf16_peak_where_measured_else_the_f32_one(self):
         """A bf16 matmul row is held to the bf16 dot-product peak when the run has one
         (a CPU with AVX512_BF16), else to the float32 FMA peak (its GEMM then runs the
