@@ -243,7 +243,7 @@ unsigned gpu_sm_clock_mhz();
 
 struct MachineInfo {
   std::string cpu_model;
-  int cpu_family = -1, cpu_model_number = -1;  // /proc/cpuinfo "cpu family", "model" (x86); -1: none
+  int cpu_family = -1, cpu_model_number = -1;  // /proc/cpuinfo "cpu family", "model" (x86); -1: none (cpuinfo.h)
   int cores = 1;
   int64_t l1d = 0, l2 = 0, llc = 0;  // bytes; per core for L1d/L2, the whole LLC
   int llc_level = 3;
@@ -253,8 +253,9 @@ struct MachineInfo {
   // Note [Machine slug]: the results folder's name. The CPU model's words, its family
   // and model numbers where the CPU reports them, the last-level cache, the cores and
   // the GPU's words: "amd-epyc-f25m17-l3-32m-2c", "intel-xeon-processor-f6m143-l3-480m-2c
-  // -nvidia-h100-80gb-hbm3". Two VMs that print the same model name but differ in CPU
-  // generation, LLC or GPU get two folders; a re-run on one machine keeps its folder.
+  // -nvidia-h100-80gb-hbm3", "arm-neoverse-v1-l3-32m-64c" (Note [CPU names on Arm] in
+  // cpuinfo.h). Two VMs that print the same model name but differ in CPU generation, LLC
+  // or GPU get two folders; a re-run on one machine keeps its folder.
   std::string slug() const;
 };
 const MachineInfo& machine();

@@ -1,5 +1,5 @@
 // bench_machine.cpp — the machine facts every result carries (MachineInfo, the slug of
-// Note [Machine slug], host_rss_bytes): /proc/cpuinfo, sb::cpu_caches() (sysfs, then
+// Note [Machine slug], host_rss_bytes): /proc/cpuinfo (cpuinfo.h), sb::cpu_caches() (sysfs, then
 // sysconf), sb::compiled_simd_level(), the build (bench_config.h from meson: compiler,
 // flags; bench_version.h from vcs_tag: git revision) and gpu_info(). Read once, before
 // any run; they cost nothing inside the timed loops.
@@ -25,6 +25,7 @@
 
 #include "bench_config.h"
 #include "bench_version.h"
+#include "cpuinfo.h"
 #include "stridebench/cpu_features.h"
 #include "stridebench/error.h"
 
@@ -34,47 +35,12 @@ namespace sb::bench {
 
 namespace {
 
-std::string trim(std::string s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
-  size_t i = 0;
-  while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
-  return s.substr(i);
-}
-
 void read_caches(MachineInfo& m) {  // Note [Cache sizes] (include/stridebench/cpu_features.h)
   const CacheSizes& c = cpu_caches();
   m.l1d = c.l1d;
   m.l2 = c.l2;
   m.llc = c.llc;
   m.llc_level = c.llc_level;
-}
-
-// /proc/cpuinfo's integer field `key` of the first CPU ("cpu family", "model"); -1 when absent.
-int cpuinfo_number(const char* key) {
-  std::ifstream f("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(f, line)) {
-    const auto colon = line.find(':');
-    if (colon == std::string::npos || trim(line.substr(0, colon)) != key) continue;
-    try {
-      return std::stoi(trim(line.substr(colon + 1)));
-    } catch (const std::exception&) {
-      return -1;
-    }
-  }
-  return -1;
-}
-
-std::string cpu_model() {
-  std::ifstream f("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(f, line)) {
-    if (line.rfind("model name", 0) == 0 || line.rfind("Model", 0) == 0 || line.rfind("Hardware", 0) == 0) {
-      const auto colon = line.find(':');
-      if (colon != std::string::npos) return trim(line.substr(colon + 1));
-    }
-  }
-  return "unknown-cpu";
 }
 
 std::string utc_now() {
@@ -142,9 +108,11 @@ std::string MachineInfo::slug() const {  // Note [Machine slug] (bench_common.h)
 const MachineInfo& machine() {
   static const MachineInfo m = [] {
     MachineInfo r;
-    r.cpu_model = cpu_model();
-    r.cpu_family = cpuinfo_number("cpu family");
-    r.cpu_model_number = cpuinfo_number("model");
+    std::ifstream cpuinfo("/proc/cpuinfo");
+    const CpuInfoFields f = parse_cpuinfo(cpuinfo);  // Note [CPU names on Arm]
+    r.cpu_model = f.name;
+    r.cpu_family = f.family;
+    r.cpu_model_number = f.model;
     r.cores = std::max<int>(1, static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)));
     read_caches(r);
     r.simd = std::string(simd_level_name(compiled_simd_level()));
