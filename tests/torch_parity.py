@@ -340,10 +340,10 @@ LEVELS = [("default", {}), ("amx=0", {"SB_TUNING": "amx=0"}), ("avx2", {"SB_SIMD
 CUDA_LEVEL = ("cuda", {"SB_PARITY_DEVICE": "cuda"})
 
 
-def load(dump, out, env):
+def load(dump, out, env, wrapper=()):
     """The dump's cases and storages, or None where it found no device (exit 77)."""
     os.makedirs(out, exist_ok=True)
-    p = subprocess.run([dump, out], stdout=subprocess.PIPE, text=True, env={**os.environ, **env})
+    p = subprocess.run([*wrapper, dump, out], stdout=subprocess.PIPE, text=True, env={**os.environ, **env})
     if p.returncode == 77:
         print(p.stdout.strip())
         return None
@@ -410,6 +410,8 @@ def main(argv):
     ap.add_argument("--cuda", action="store_true", help="also run the table on the GPU (cuda:0)")
     ap.add_argument("--quick", action="store_true",
                     help="the default and staged passes only (a sanitizer build, or one without SIMD)")
+    ap.add_argument("--exe-wrapper", action="append", default=[],
+                    help="run the dump under this program (repeat for its arguments: a build for another CPU)")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
     documented = {"scalar16": "16-bit tensor-scalar ops with the scalar unrounded",
@@ -419,7 +421,7 @@ def main(argv):
     with tempfile.TemporaryDirectory() as tmp:
         levels = [lv for lv in LEVELS if not args.quick or lv[0] in ("default", "staged")]
         for level, env in levels + ([CUDA_LEVEL] if args.cuda else []):
-            loaded = load(args.dump, os.path.join(args.keep or tmp, level), env)
+            loaded = load(args.dump, os.path.join(args.keep or tmp, level), env, args.exe_wrapper)
             if loaded is None:
                 continue
             cases, blob = loaded
