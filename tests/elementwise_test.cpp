@@ -1134,10 +1134,11 @@ TEST(Elementwise, ShortStripsInRowBlocksAgainstReference) {
   // a per-channel bias over 4 dims (rows of H*W; dim 1, C, carries into dim 2, N; on
   // channels-last x and out, rows of C: Note [Periodic rows]) and a bias over dims 1
   // and 3 of 5 (5 iteration dims: the carry runs through dims 2-4)
-  for (const auto& [s4, bs] : {std::pair<Shape, Shape>{{3, 5, 7, 9}, {1, 5, 1, 1}},
+  for (const auto& shapes : {std::pair<Shape, Shape>{{3, 5, 7, 9}, {1, 5, 1, 1}},
                                {{2, 64, 17, 19}, {1, 64, 1, 1}},
                                {{2, 3, 4, 5, 6}, {1, 3, 1, 5, 1}},
                                {{3, 4, 5, 33, 17}, {1, 4, 1, 33, 1}}}) {
+    const Shape &s4 = shapes.first, &bs = shapes.second;  // named: lambdas below capture them
     const Tensor x4 = values(s4, rng(), DType::Float32);
     const Tensor b4 = values(bs, rng(), DType::Float32);
     std::vector<double> want = x4.to_vector();
@@ -1387,7 +1388,9 @@ TEST(ElementwiseErrors, InterleavedDisjointViewsRun) {
           {"parities", [](const Tensor& t) { return Split{t.slice(2, 0, std::nullopt, 2), t.slice(2, 1, std::nullopt, 2)}; }},
           {"halves of dim 1", [](const Tensor& t) { return Split{t.narrow(1, 0, 3), t.narrow(1, 3, 3)}; }},
       };
-      for (const auto& [split_name, split] : splits) {
+      for (const auto& entry : splits) {
+        const char* split_name = entry.first;  // named: the lambda below captures them
+        const auto& split = entry.second;
         const auto run = [&](const char* op, const std::function<void(Tensor&, Tensor&)>& f,
                              const std::function<double(double, double)>& ref) {
           Tensor base = values({4, 6, 10}, 17, dt);

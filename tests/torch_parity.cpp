@@ -311,8 +311,10 @@ void elementwise_cases(Writer& w) {
       // past the vector widths, the tiles and the row blocks: the kernels' main loops and their tails
       {"t", {37, 129}, "c", {37, 129}},    {"cl", {2, 16, 9, 31}, "c", {2, 16, 9, 31}}, {"s", {33, 70}, "c", {1, 70}},
   };
-  for (const auto& [name, op] : bin)
+  for (const auto& entry : bin)
     for (DType dt : dts) {
+      const std::string& name = entry.first;
+      const BinaryOp op = entry.second;  // named: C++17 lambdas capture no bindings
       if (dt == DType::Int32 && op == BinaryOp::Div) continue;  // refused on purpose (LIBRARY.md)
       const bool fl = dt != DType::Int32;
       for (const Pair& p : pairs) {
@@ -364,8 +366,10 @@ void elementwise_cases(Writer& w) {
                                                            {"relu", UnaryOp::Relu},
                                                            {"exp", UnaryOp::Exp},
                                                            {"sqrt", UnaryOp::Sqrt}};
-  for (const auto& [name, op] : un)
+  for (const auto& entry : un)
     for (DType dt : dts) {
+      const std::string& name = entry.first;
+      const UnaryOp op = entry.second;  // named: C++17 lambdas capture no bindings
       if (dt == DType::Int32 && (op == UnaryOp::Exp || op == UnaryOp::Sqrt)) continue;  // refused on purpose
       const bool fl = dt != DType::Int32;
       for (const char* la : {"c", "t", "s", "cl", "o", "T"}) {
@@ -715,9 +719,12 @@ void edge_cases(Writer& w) {
     const std::vector<int32_t> v = {INT32_MIN, INT32_MAX, -1, 0, 1, INT32_MIN + 1, 46341, -46341, 65536, 123456789};
     const Tensor x = from_vector<int32_t>(v, {10}), y = from_vector<int32_t>({INT32_MAX, 1, INT32_MIN, -1, INT32_MAX,
                                                                                -2, 46341, 46341, 65536, 987654321}, {10});
-    for (const auto& [name, op] : std::vector<std::pair<std::string, BinaryOp>>{
-             {"add", BinaryOp::Add}, {"sub", BinaryOp::Sub}, {"mul", BinaryOp::Mul}})
-      w.run("edge/" + name + "/i32_wraps", name, "outofplace", "", {x, y}, [&] { return binary(op, D(x), D(y)); });
+    for (const auto& entry : std::vector<std::pair<std::string, BinaryOp>>{
+             {"add", BinaryOp::Add}, {"sub", BinaryOp::Sub}, {"mul", BinaryOp::Mul}}) {
+      const BinaryOp op = entry.second;
+      w.run("edge/" + entry.first + "/i32_wraps", entry.first, "outofplace", "", {x, y},
+            [&] { return binary(op, D(x), D(y)); });
+    }
     w.run("edge/neg/i32_wraps", "neg", "outofplace", "", {x}, [&] { return neg(D(x)); });
     w.run("edge/abs/i32_wraps", "abs", "outofplace", "", {x}, [&] { return abs(D(x)); });
     w.run("edge/sum/i32_wraps", "sum", "outofplace", join({p_shape("dims", {}), "\"keepdim\":false"}), {x},

@@ -188,7 +188,8 @@ struct DirectRow {
   void operator()(const float* xg, int64_t xh, int64_t xw, float* og, int64_t ows, int64_t grp, int64_t oh) const {
     const float* tap_in[kMaxDirectTaps];
     int tap_id[kMaxDirectTaps];
-    const auto [lo, hi] = interior();
+    const std::pair<int64_t, int64_t> span = interior();
+    const int64_t lo = span.first, hi = span.second;  // named: C++17 lambdas capture no bindings
     if (lo >= hi) return;
     // every interior pixel has the same taps, s*xw floats on from its left neighbour's
     const int num_taps = taps(xg, xh, xw, oh, lo, tap_in, tap_id);

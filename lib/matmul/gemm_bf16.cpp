@@ -458,10 +458,10 @@ __attribute__((target("avx512f,avx512bf16"))) void ukernel_bf16_c(int64_t ks, co
   };
 #pragma GCC unroll 32
   for (int r = 0; r < MR * NP; ++r) acc[r] = _mm512_setzero_ps();
-  prefetch(std::integral_constant<_mm_hint, _MM_HINT_T1>());
+  prefetch(std::integral_constant<decltype(_MM_HINT_T0), _MM_HINT_T1>());
   const int64_t head = std::max<int64_t>(0, ks - kTail);
   pair_loop<MR, NP>(head, a, b, kNRp * ks, acc);
-  prefetch(std::integral_constant<_mm_hint, _MM_HINT_T0>());
+  prefetch(std::integral_constant<decltype(_MM_HINT_T0), _MM_HINT_T0>());
   pair_loop<MR, NP>(ks - head, a, b, kNRp * ks, acc);
   if constexpr (kBf16C) {
     const __m512 alpha = _mm512_set1_ps(ep.alpha), zero = _mm512_setzero_ps();
