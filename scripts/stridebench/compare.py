@@ -50,6 +50,26 @@ def label(rs, path):
     return f"`{rs.sb('sb_machine', '?')}` ({path}, {len(rs.runs)} runs)"
 
 
+# What two runs were built and run with, beside the machines: each can move a row's time
+# by itself (another compiler's binaries are not the same kernels: docs/notes/bench.md,
+# "A second compiler"). The tuning differs between machines of two designs by design
+# (Note [Tuning by microarchitecture]); it is named only where a run overrode it
+# (SB_TUNING in its sb_tuning_basis).
+BUILD_KEYS = (("sb_compiler", "compiler"), ("sb_flags", "flags"), ("sb_simd", "SIMD"),
+              ("sb_cpu_allocator", "CPU allocator"), ("sb_cpu_hugepages", "huge pages"),
+              ("sb_git_revision", "git revision"))
+
+
+def build_differences(a, b):
+    """'compiler `gcc 12.2.0` (A), `clang 14.0.6` (B)' per build key whose values differ."""
+    out = [f"{what} `{a.sb(key, '?')}` (A), `{b.sb(key, '?')}` (B)"
+           for key, what in BUILD_KEYS if a.sb(key) != b.sb(key)]
+    if a.sb("sb_tuning") != b.sb("sb_tuning") and any(
+            "SB_TUNING=" in rs.sb("sb_tuning_basis") for rs in (a, b)):
+        out.append(f"tuning `{a.sb('sb_tuning', '?')}` (A), `{b.sb('sb_tuning', '?')}` (B), set by SB_TUNING")
+    return out
+
+
 def compare(a_path, b_path):
     a, b = sb.load_results(a_path), sb.load_results(b_path)
     common = sorted(set(a.runs) & set(b.runs), key=lambda n: a.runs[n].sort_key)
@@ -60,7 +80,11 @@ def compare(a_path, b_path):
     out = ["# stridebench comparison", "",
            f"- A: {label(a, a_path)}", f"- B: {label(b, b_path)}",
            f"- {len(common)} runs in both; {len(a.runs) - len(common)} only in A, "
-           f"{len(b.runs) - len(common)} only in B.", "",
+           f"{len(b.runs) - len(common)} only in B."]
+    differ = build_differences(a, b)
+    out += [f"- Built or run differently: {'; '.join(differ)}. The ratios include their effect, "
+            "not the machines' alone." if differ else "- Built and run alike: compiler, flags, SIMD level, "
+            "CPU allocator, huge pages, git revision.", "",
            "B ÷ A is the ratio of median times (below 1: B is faster). ± is half the "
            "range over the median. p is the two-sided Mann–Whitney U p-value over the "
            f"repetition samples ({method}). % ceiling: each side against its own "

@@ -80,6 +80,30 @@ class CompareTest(unittest.TestCase):
         self.assertEqual(row(out, ADD_T)[1:], ["17.7 ms ±3%", "8.87 ms ±3%", "0.50x", "0.1",
                                                "57%", "57%"])
 
+    def test_builds_that_differ_are_named(self):
+        """A run of another compiler or SIMD level, or with SB_TUNING, is named above the
+        ratios; machines that differ only by design (their tunings) are not."""
+        p = sbtest.run("compare", self.a, self.b)
+        self.assertIn("- Built and run alike: compiler, flags, SIMD level, CPU allocator, huge pages, "
+                      "git revision.", p.stdout)
+
+        def rebuild(doc):
+            doc["context"].update(sb_compiler="clang 14.0.6", sb_simd="scalar", sb_tuning="kc=384",
+                                  sb_tuning_basis="SB_TUNING=kc=384")
+        for f in os.listdir(os.path.join(self.b, "raw")):
+            sbtest.edit(os.path.join(self.b, "raw", f), rebuild)
+        p = sbtest.run("compare", self.a, self.b)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("- Built or run differently: compiler `gcc 12.2.0` (A), `clang 14.0.6` (B); SIMD "
+                      "`avx2` (A), `scalar` (B); tuning `?` (A), `kc=384` (B), set by SB_TUNING. The ratios "
+                      "include their effect, not the machines' alone.", p.stdout)
+
+        def design(doc):  # the tuning of another design, not an override
+            doc["context"].update(sb_compiler="gcc 12.2.0", sb_simd="avx2", sb_tuning_basis="zen4 row")
+        for f in os.listdir(os.path.join(self.b, "raw")):
+            sbtest.edit(os.path.join(self.b, "raw", f), design)
+        self.assertIn("- Built and run alike:", sbtest.run("compare", self.a, self.b).stdout)
+
     def test_single_files_and_output_file(self):
         out = os.path.join(self.tmp.name, "cmp.md")
         p = sbtest.run("compare", sbtest.fixture("machine-a", "bench_elementwise.json"),
