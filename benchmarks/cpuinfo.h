@@ -13,6 +13,7 @@
 // block, so the whole text is read, each field's first value kept.
 #pragma once
 #include <cctype>
+#include <cstdio>
 #include <istream>
 #include <string>
 
@@ -44,11 +45,9 @@ inline long number(const std::string& v) {
 }
 
 inline std::string hex(long x) {
-  static const char* digits = "0123456789abcdef";
-  std::string s;
-  do s.insert(s.begin(), digits[x % 16]), x /= 16;
-  while (x > 0);
-  return "0x" + s;
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%lx", x);
+  return buf;
 }
 
 // Note [CPU names on Arm]
