@@ -1,6 +1,7 @@
 // normalize_rows.h — normalize's float32 row kernels shared by normalize.cpp (the
 // strips, the rows in the caches), normalize_memory.cpp (the rows from memory, Note
-// [Normalize rows in address order]) and normalize_strided16.cpp (16-bit rows not dense
+// [Normalize rows in address order]), normalize_cols.cpp (rows side by side, Note
+// [Normalize across adjacent rows]) and normalize_strided16.cpp (16-bit rows not dense
 // along dim): the row statistics, the rows kernel of Note [Short normalize rows] and the
 // pieces of Note [Fused normalize groups]. Internal to lib/elementwise. SB_ZMM (the
 // AVX-512 target attribute) stays defined for the files that include this one.
@@ -611,6 +612,12 @@ SB_ZMM __attribute__((always_inline)) inline bool fused_finish(const float* shif
 // normalize_memory.cpp); false where it has no kernel for them.
 bool normalize_rows_from_memory_f32(bool vl, bool nt, char* const* p, const int64_t* s, int64_t rows, int64_t n,
                                     double eps);
+
+// float32 rows that lie next to each other in x (s[1] == 4 bytes, xsd != 4: Note
+// [Normalize across adjacent rows], in normalize_cols.cpp), out = p[0], x = p[1]; vl:
+// AVX-512 may take the one-pass statistics (Note [Adjacent rows in one pass]).
+void normalize_adjacent_rows_f32(bool vl, char* const* p, const int64_t* s, int64_t rows, int64_t n, int64_t xsd,
+                                 int64_t osd, double eps);
 
 // float32 rows in buffers the caches hold, plain stores: normalize.cpp's strip for them,
 // which Note [16-bit strided rows through float32] (normalize_strided16.cpp) runs on its
