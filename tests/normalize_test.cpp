@@ -686,6 +686,28 @@ TEST_P(NormalizeOnDevice, EveryDimDtypeLayout) {
   }
 }
 
+// A 0-D tensor is one row of one element on every device: (x - x) / sqrt(0 + eps) is 0,
+// and NaN where eps = 0 (0 * inf, as a constant row's), along dim 0 or -1, in every style.
+TEST_P(NormalizeOnDevice, ZeroDimTensorIsOneRowOfOneElement) {
+  const Device dev = GetParam();
+  SB_SKIP_WITHOUT_DEVICE(dev);
+  for (DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16}) {
+    for (int64_t dim : {0, -1}) {
+      const std::string what = std::string(dtype_name(dt)) + " dim " + std::to_string(dim);
+      const Tensor x = test::on_device(dev, {1.5}, {}, dt, Layout::Contiguous);
+      EXPECT_TRUE(all_close(normalize(x, dim, 1e-5), {0.0}, 0, 0)) << what << " (out-of-place)";
+      EXPECT_TRUE(all_close(normalize(x, dim, 0.0), {std::nan("")}, 0, 0)) << what << " (eps 0)";
+      Tensor out = test::poisoned_on(dev, {}, dt, Layout::Contiguous);
+      normalize_out(out, x, dim, 1e-5);
+      EXPECT_TRUE(all_close(out, {0.0}, 0, 0)) << what << " (out=)";
+      Tensor xi = test::on_device(dev, {-2.0}, {}, dt, Layout::Contiguous);
+      xi.normalize_(dim, 0.5);
+      EXPECT_TRUE(all_close(xi, {0.0}, 0, 0)) << what << " (in place)";
+      EXPECT_TRUE(all_close(x, {1.5}, 0, 0)) << what << ": the input changed";
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Devices, NormalizeOnDevice, ::testing::ValuesIn(test::test_devices()),
                          test::device_param_name);
 

@@ -722,9 +722,10 @@ void normalize(const Tensor& out, const Tensor& x, int64_t dim, double eps) {
   SB_CHECK(out.dtype() == x.dtype(), "normalize (CUDA): dtypes differ: out ", out.dtype(), ", input ", x.dtype());
   SB_CHECK(is_floating(x.dtype()), "normalize (CUDA): expected a floating dtype, got ", x.dtype());
   SB_CHECK(out.sizes() == x.sizes(), "normalize (CUDA): out sizes ", out.sizes(), " != input sizes ", x.sizes());
-  SB_CHECK(x.dim() > 0, "normalize (CUDA): a 0-D tensor has no dim to normalize along");
   dim = wrap_dim(dim, x.dim(), "normalize");
   if (x.numel() == 0) return;
+  // a 0-D tensor is one row of one element, as on the CPU (out = 0, or NaN where eps = 0)
+  if (x.dim() == 0) return normalize(out.as_strided({1}, {1}), x.as_strided({1}, {1}), 0, eps);
   DeviceGuard g(dev);
   Shape sizes = x.sizes(), so = out.strides(), sx = x.strides();
   const int64_t len = sizes[dim], out_step = so[dim], x_step = sx[dim];
