@@ -564,7 +564,7 @@ namespace {
 // out-of-place paid the read-for-ownership of every output line (docs/notes/elementwise.md).
 // The call-wide rule is may_stream's; which rows stream is decided per strip.
 
-void run_normalize(const char* name, const Tensor& out, const Tensor& x, int64_t dim, double eps) {
+void run_normalize([[maybe_unused]] const char* name, const Tensor& out, const Tensor& x, int64_t dim, double eps) {
   if (out.numel() == 0) return;
   if (!out.device().is_cpu()) {
 #ifdef SB_WITH_CUDA
