@@ -5,12 +5,13 @@
 // buffer of its own (narrow, view, stepped slice, permute, expand): any dim order
 // (transposed, channels-last, shuffled), inner strides 0, 1, 2, 3, 5 and larger, gaps
 // between dims, offsets. Each case runs every elementwise op in its three styles
-// (out-of-place, out=, in-place), tensor-scalar ops, the reductions (out-of-place and
-// out=), and copy_ / contiguous / clone / to, at every SIMD level the CPU has and on
-// 1 and 2 threads. Outputs are poisoned first; every element of an output view must
-// match the reference computed by plain loops in float64, and every element of its
-// buffer outside the view must keep its bits. The output-stride x input-stride
-// combinations are swept explicitly as well as at random.
+// (out-of-place, out=, in-place), tensor-scalar ops, normalize along a random dim (three
+// styles), the reductions (out-of-place and out=), and copy_ / contiguous / clone / to,
+// at every SIMD level the CPU has and on 1 and 2 threads. Outputs are poisoned first;
+// every element of an output view must match the reference computed by plain loops in
+// float64 (long double for statistics), and every element of its buffer outside the view
+// must keep its bits. The output-stride x input-stride combinations are swept explicitly
+// as well as at random.
 //
 // A bounded run is part of `meson test`; SB_DIFFERENTIAL_CASES=N runs N random cases
 // (default 2000) and SB_DIFFERENTIAL_SEED=S starts from another seed.
@@ -363,6 +364,73 @@ struct StreamAll {
   return ::testing::AssertionSuccess();
 }
 
+// ---------------------------------------------------------------- normalize
+
+// normalize(x, dim, eps) in its three styles: every row along dim against two passes in
+// long double over the values the kernel sees. An error in x - mean reaches the output
+// divided by the row's sqrt(var + eps), so each element's absolute tolerance grows with
+// that factor where it is above 1/2 (rows of a few values, an expanded dim: var 0).
+::testing::AssertionResult normalize_case(Rng& rng, DType dt, const Shape& sizes) {
+  const int64_t nd = static_cast<int64_t>(sizes.size());
+  const int64_t dim = nd == 0 ? 0 : pick(rng, 0, nd - 1) - (pick(rng, 0, 1) ? nd : 0);
+  const int64_t d = nd == 0 ? 0 : (dim + nd) % nd;
+  const double eps = pick(rng, 0, 1) ? 1e-5 : 0.5;
+  Operand a = input(rng, sizes, dt, false);
+  const std::vector<double> av = test::naive_values(a.view);
+  // row-major strides with dim's set to 0: the row each element belongs to
+  Shape rst(static_cast<size_t>(nd), 0);
+  for (int64_t k = nd - 1, z = 1; k >= 0; --k)
+    if (k != d) {
+      rst[k] = z;
+      z *= sizes[k];
+    }
+  const int64_t n = nd == 0 ? 1 : sizes[d], nrows = n == 0 ? 0 : static_cast<int64_t>(av.size()) / n;
+  std::vector<int64_t> row(av.size());
+  for_each_offset(sizes, rst, 0, [&](int64_t f, int64_t r) { row[static_cast<size_t>(f)] = r; });
+  std::vector<long double> s(static_cast<size_t>(nrows), 0), m2(static_cast<size_t>(nrows), 0);
+  for (size_t f = 0; f < av.size(); ++f) s[row[f]] += av[f];
+  for (size_t f = 0; f < av.size(); ++f) {
+    const long double dev = av[f] - s[row[f]] / n;
+    m2[row[f]] += dev * dev;
+  }
+  std::vector<double> want(av.size()), at(av.size());
+  // per dtype: the output's own rounding (bfloat16 2^-9, float16 2^-12 of |y| <= 3) with
+  // room for float32 statistics; float32 and float64 a few ulp of the same
+  const double a0 = dt == DType::BFloat16 ? 1e-2 : dt == DType::Float16 ? 2e-3 : dt == DType::Float32 ? 1e-5 : 1e-12;
+  for (size_t f = 0; f < av.size(); ++f) {
+    const long double inv_sd = 1 / std::sqrt(m2[row[f]] / n + static_cast<long double>(eps));
+    want[f] = static_cast<double>((av[f] - s[row[f]] / n) * inv_sd);
+    at[f] = a0 * std::max(1.0, 2 * static_cast<double>(inv_sd));
+  }
+  const double rt = dt == DType::BFloat16 ? 8e-3 : dt == DType::Float16 ? 2e-3 : dt == DType::Float32 ? 1e-5 : 1e-12;
+  const std::string what = std::string("normalize dim ") + std::to_string(dim) + " eps " + std::to_string(eps) + " " +
+                           dtype_name(dt) + " sizes " + str(sizes) + ", x " + str(a.view.strides());
+  const std::vector<unsigned char> a_before = bytes_of(a.buffer);
+  for (const test::Modes& m : modes()) {
+    test::ModeGuard guard(m);
+    const std::string where = what + ", " + mode_name(m);
+    if (auto ok = test::all_close(normalize(a.view, dim, eps), want, at, rt); !ok) return ok << " " << where << ", out-of-place";
+    Operand o = output(rng, sizes, dt);
+    const std::vector<unsigned char> before = bytes_of(o.buffer);
+    normalize_out(o.view, a.view, dim, eps);
+    if (auto ok = test::all_close(o.view, want, at, rt); !ok)
+      return ok << " " << where << ", out= (strides " << str(o.view.strides()) << ")";
+    if (auto ok = outside_untouched(o, before); !ok) return ok << " " << where << ", out=";
+    if (bytes_of(a.buffer) != a_before) return ::testing::AssertionFailure() << where << ": the input changed";
+    bool expanded = false;
+    for (int64_t k = 0; k < nd; ++k) expanded |= a.view.strides()[k] == 0 && sizes[k] > 1;
+    if (expanded) continue;  // in place needs an output of its own (PyTorch refuses it too)
+    Operand x = output(rng, sizes, dt);
+    x.view.copy_(a.view);
+    const std::vector<unsigned char> x_before = bytes_of(x.buffer);
+    x.view.normalize_(dim, eps);
+    if (auto ok = test::all_close(x.view, want, at, rt); !ok)
+      return ok << " " << where << ", in place (strides " << str(x.view.strides()) << ")";
+    if (auto ok = outside_untouched(x, x_before); !ok) return ok << " " << where << ", in place";
+  }
+  return ::testing::AssertionSuccess();
+}
+
 // ---------------------------------------------------------------- reductions
 
 ::testing::AssertionResult reduce_case(Rng& rng, ReduceOp op, DType dt, const Shape& sizes, const Shape& dims,
@@ -562,6 +630,7 @@ void random_view_chains(int64_t cases) {
     BinaryOp sop = kBinary[pick(rng, 0, 5)];
     if (dt == DType::Int32 && floating_only(sop)) sop = BinaryOp::Maximum;
     ASSERT_TRUE(scalar_case(rng, sop, dt, sizes)) << label;
+    ASSERT_TRUE(normalize_case(rng, dt == DType::Int32 ? DType::Float32 : dt, sizes)) << label;
     const int64_t nd = static_cast<int64_t>(sizes.size());
     const Shape dims = random_dims(rng, nd);
     bool empty_reduced = false;
