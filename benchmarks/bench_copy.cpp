@@ -4,9 +4,10 @@
 // 2 x nbytes); the allocation is served from the cache after the first call.
 //
 //   op:contiguous layout:transposed     x.t().contiguous(), 4096x4096, 3000x3000 (rows not a
-//                                       multiple of 64 bytes: Note [Whole lines only]), 1000x1000
-//                                       (past the L2, under the streaming threshold: Note
-//                                       [Direct small tiles]) and 256x256
+//                                       multiple of 64 bytes: Note [Whole lines only]), 1024x1024
+//                                       (float32 rows 4 KiB apart, past the L2: Note [Aliased
+//                                       transposes stream]), 1000x1000 (past the L2, under the
+//                                       streaming threshold: Note [Direct small tiles]) and 256x256
 //   op:contiguous layout:contiguous     the twin: a copy of the same bytes in the same
 //                                       order (clone() of a contiguous tensor; a
 //                                       contiguous() there would return itself)
@@ -53,7 +54,7 @@ const Tensor& input(const Shape& s, DType dt) {
 }  // namespace
 
 void register_family() {
-  const std::vector<int64_t> squares = smoke() ? std::vector<int64_t>{64} : std::vector<int64_t>{256, 1000, 3000, 4096};
+  const std::vector<int64_t> squares = smoke() ? std::vector<int64_t>{64} : std::vector<int64_t>{256, 1000, 1024, 3000, 4096};
   const Shape cube = smoke() ? Shape{8, 8, 8} : Shape{256, 256, 256};
   // float32, then bfloat16 (2-byte elements: the same cases, half the bytes)
   for (DType dt : {DType::Float32, DType::BFloat16}) {

@@ -721,6 +721,66 @@ TEST(CopyFast, DirectTilesPastTheL2) {
       }
 }
 
+// Note [Aliased transposes stream]: transposes past the L2 (and below the streaming
+// threshold) into dst rows a multiple of 2 KiB apart stream where the tuning says so and
+// keep plain stores where it does not: 4-byte elements into rows of 2 and 6 KiB, 2-byte
+// ones into rows of 4 and 6 KiB, each from an aligned and a misaligned dst start (the
+// bands, the blocks or the tile runs; the buffered tiles); beside them rows 80 bytes
+// past 2 KiB and a copy within the L2, which never stream. Every SIMD level and thread
+// count, the values exact, the storage around dst untouched.
+TEST(CopyFast, AliasedTransposesStreamWhereTheTuningSays) {
+  Scope scope;
+  const int64_t l2 = cpu_caches().l2 > 0 ? cpu_caches().l2 : int64_t{1} << 20;
+  struct Case {
+    DType dt;
+    int64_t cols;  // dst row length in elements (the source's rows: its columns)
+    int64_t pad;   // dst elements before the view
+    bool past_l2;  // rows enough for 1.25 L2s of output, else half an L2
+  };
+  std::vector<Case> cases;
+  for (int64_t pad : {0, 3}) {
+    cases.push_back({DType::Float32, 512, pad, true});
+    cases.push_back({DType::Int32, 1536, pad, true});
+    cases.push_back({DType::BFloat16, 2048, pad, true});
+    cases.push_back({DType::BFloat16, 3072, pad, true});
+  }
+  cases.push_back({DType::Float32, 532, 0, true});  // rows 2128 bytes apart: not aliased
+  cases.push_back({DType::Float32, 512, 0, false});  // within the L2
+  uint64_t seed = 1400;
+  for (const Case& c : cases) {
+    const int64_t es = static_cast<int64_t>(dtype_size(c.dt)), row = c.cols * es;
+    const int64_t rows = (c.past_l2 ? l2 + l2 / 4 : l2 / 2) / row + 3;
+    const int64_t bytes = rows * row;
+    if (bytes >= nt_threshold_bytes()) GTEST_SKIP() << "a streaming threshold of " << nt_threshold_bytes() << " bytes";
+    const Tensor src = exact_values({c.cols, rows}, ++seed, c.dt).t();  // dst[r][j] = source (j, r)
+    const std::vector<double> want = test::naive_values(src);
+    const bool aliased = row % 2048 == 0 && bytes > l2;
+    for (bool on : {false, true}) {
+      CpuTuning t = cpu_tuning();
+      t.aliased_transpose_nt = on;
+      set_cpu_tuning(&t);
+      struct Restore {
+        ~Restore() { set_cpu_tuning(nullptr); }
+      } restore;
+      for (const test::Modes& m : test::all_kernel_modes()) {
+        test::ModeGuard g(m);
+        Tensor buf = empty({rows * c.cols + c.pad + 7}, c.dt);
+        test::poison(buf);
+        Tensor dst = buf.narrow(0, c.pad, rows * c.cols).view({rows, c.cols});
+        dst.copy_(src);
+        const std::string where = std::string(dtype_name(c.dt)) + " out " + std::to_string(rows) + "x" +
+                                  std::to_string(c.cols) + " pad " + std::to_string(c.pad) + ", aliasnt=" +
+                                  (on ? "1" : "0") + ", " + simd_level_name(m.simd) + ", " +
+                                  std::to_string(m.threads) + " threads";
+        EXPECT_EQ(last_copy_path(), CopyPath::Tiled) << where;
+        EXPECT_EQ(last_copy_used_nt(), on && aliased && use_avx2()) << where;
+        ASSERT_TRUE(test::all_close(dst, want, 0, 0)) << where;
+        ASSERT_TRUE(untouched_outside(dst)) << where;
+      }
+    }
+  }
+}
+
 TEST(CopyFast, TransposeBandsTakeOnlyTheirThreeShapes) {
   Scope scope;
   EXPECT_THROW(set_transpose_bands(24, true), Error);

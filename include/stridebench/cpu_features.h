@@ -87,6 +87,8 @@ struct CpuTuning {
   int64_t bands16_min_bytes = 0;  // 2-byte transposes into near dst rows: streaming bands for outputs
                                   // of at least this many bytes (0: whenever the copy streams),
                                   // plain-store tiles below (Note [Transpose bands])
+  bool aliased_transpose_nt = false;  // transposes past the L2 into dst rows a multiple of 2 KiB apart
+                                      // stream at any size (Note [Aliased transposes stream])
   int64_t band_read_bytes = 0;    // transpose bands whose source rows lie end to end, up to this
                                   // many bytes, read in address order first (Note [Contiguous
                                   // bands read in order]); 0: never
@@ -117,8 +119,8 @@ struct CpuTuning {
 };
 // The tuning for a core and its caches (pure; the basis says which row was taken).
 CpuTuning tuning_for(const CpuId& id, const CacheSizes& caches);
-// Applies "key=value,..." (kc, mc, nc, tile, bands, blocks, zmm16, zmm16fill, zmm16lines, zmm16stage, bands16min, bandread,
-// group, group_min, copynt, grain16, grainbytes, amx, amxkc, amxmc, dotruns, dotrunsmax, pf16, pf16rows, varzmm, pool512, sumzmm, rowsinorder, bufcols, chunk) to t; false with *err naming the bad key or value, t
+// Applies "key=value,..." (kc, mc, nc, tile, bands, blocks, zmm16, zmm16fill, zmm16lines, zmm16stage, bands16min, aliasnt,
+// bandread, group, group_min, copynt, grain16, grainbytes, amx, amxkc, amxmc, dotruns, dotrunsmax, pf16, pf16rows, varzmm, pool512, sumzmm, rowsinorder, bufcols, chunk) to t; false with *err naming the bad key or value, t
 // unchanged.
 bool apply_tuning_spec(const char* spec, CpuTuning* t, std::string* err);
 // tuning_for(cpu_id(), cpu_caches()), then the SB_TUNING environment variable

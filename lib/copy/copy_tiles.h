@@ -396,6 +396,20 @@ int tiled_path(U* d, const U* s, const Plan& p, int64_t a, bool& nt, bool& read_
   bool lines16 = false;  // Note [Streaming 2-byte tile runs]
   bool staged16 = false;  // and Note [Staged 2-byte tile runs]
 #ifdef SB_HAVE_AVX2
+  // Note [Aliased transposes stream]
+  // Past the L2, a transpose into dst rows a multiple of 2 KiB apart (a 1024^2 float32, a
+  // 2048^2 bfloat16) is kept from the direct tiles (Note [Direct small tiles]) and took
+  // the buffered tiles with plain stores, whose dst lines crowd a few L1 sets; on the
+  // Sapphire Rapids-class VM the same copy streamed (the bands or the 2-byte tile runs of
+  // Note [Transpose bands]) took much less time below the streaming threshold too. Where
+  // the design's tuning says so (CpuTuning::aliased_transpose_nt, SB_TUNING aliasnt),
+  // such 4- and 2-byte copies stream at any size past the L2; elsewhere past the
+  // threshold, as every copy, until measured on that design (docs/notes/copy-reduce.md,
+  // "Transposes into aliased rows streamed").
+  if (!nt && (sizeof(U) == 4 || sizeof(U) == 2) && use_avx2() && cpu_tuning().aliased_transpose_nt &&
+      (dA * static_cast<int64_t>(sizeof(U))) % 2048 == 0 &&
+      nA * nB * nouter * static_cast<int64_t>(sizeof(U)) > cpu_caches().l2)
+    nt = true;
   bands = simd && nt && nB >= 16 && dA % 16 == 0 && reinterpret_cast<uintptr_t>(d) % 64 == 0;
   bands16 = sizeof(U) == 2 && use_avx2() && nt && nB >= kBand16Rows && dA % 32 == 0 &&
             reinterpret_cast<uintptr_t>(d) % 64 == 0;
