@@ -418,7 +418,7 @@ int64_t ew_grain() {
   return g;
 }
 
-void run_binary(const char* name, BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b) {
+void run_binary([[maybe_unused]] const char* name, BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b) {
   if (out.numel() == 0) return;
   if (!out.device().is_cpu()) {
 #ifdef SB_WITH_CUDA
@@ -436,7 +436,7 @@ void run_binary(const char* name, BinaryOp op, const Tensor& out, const Tensor& 
   }));
 }
 
-void run_binary_scalar(const char* name, BinaryOp op, const Tensor& out, const Tensor& a, double b) {
+void run_binary_scalar([[maybe_unused]] const char* name, BinaryOp op, const Tensor& out, const Tensor& a, double b) {
   if (out.numel() == 0) return;
   if (!out.device().is_cpu()) {
 #ifdef SB_WITH_CUDA
@@ -456,7 +456,7 @@ void run_binary_scalar(const char* name, BinaryOp op, const Tensor& out, const T
   }));
 }
 
-void run_unary(const char* name, UnaryOp op, const Tensor& out, const Tensor& a) {
+void run_unary([[maybe_unused]] const char* name, UnaryOp op, const Tensor& out, const Tensor& a) {
   if (out.numel() == 0) return;
   if (!out.device().is_cpu()) {
 #ifdef SB_WITH_CUDA
