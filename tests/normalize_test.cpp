@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <numeric>
 
 #include "core/test_hooks.h"
 #include "copy/copy.h"
@@ -148,6 +149,63 @@ TEST(Elementwise, NormalizeAdjacentRowsEveryBlockWidth) {
           ASSERT_TRUE(all_close(out, ref, 1e-4, 1e-5))
               << cfg << ", " << n << " x " << kk << " over dim 0, out " << test::layout_name(lo);
         }
+      }
+    }
+  });
+}
+
+// Note [Adjacent rows packed where their strides alias]: normalizing dim 0 of an n x C
+// float32 whose rows lie a multiple of 2 or 4 KiB apart (C = 1024 and 1536, and 1000
+// columns of a 1024-column buffer: ragged last blocks of 40 rows), n past the packing
+// threshold of this machine's L2 and, for 4 KiB, within it: the one-pass blocks take the
+// write pass from the packed copy exactly where the note says (AVX-512 only; the count
+// of packed blocks checked), into a poisoned contiguous and a transposed out and in
+// place, against float64, at every SIMD level and thread count. A block whose row fails
+// the guard (a step in column 3) falls back to the three passes on x, packed or not.
+TEST(Elementwise, NormalizeAdjacentRowsAliasedStridesPacked) {
+  const int64_t l2 = cpu_caches().l2 > 0 ? cpu_caches().l2 : int64_t{1} << 20;
+  struct Case {
+    int64_t cols, width;  // columns normalized, and the buffer's row length (floats)
+    int64_t n;
+    bool step;            // column 3 a step the guard refuses
+  };
+  const std::vector<Case> cases = {{1024, 1024, l2 / 8192 + 37, false}, {1000, 1024, l2 / 8192 + 5, false},
+                                   {1536, 1536, l2 / 4096 + 11, false}, {1024, 1024, l2 / 8192 - 9, false},
+                                   {1024, 1024, l2 / 8192 + 70, true}};
+  for_each_config([&](const std::string& cfg) {
+    for (const Case& c : cases) {
+      std::mt19937_64 rng(static_cast<uint64_t>(c.cols * 7 + c.n));
+      std::normal_distribution<double> g(0.0, 1.0);
+      std::vector<double> v(static_cast<size_t>(c.n * c.width));
+      for (double& e : v) e = 3.0 + g(rng);
+      if (c.step)
+        for (int64_t i = 0; i < 16; ++i) v[i * c.width + 3] = 1e4 + g(rng);
+      const Tensor x = from_vector(v, {c.n, c.width}).to(DType::Float32).narrow(1, 0, c.cols);
+      std::vector<double> inv_sd;
+      const std::vector<double> ref = ref_normalize(x.contiguous(), 0, 1e-5, &inv_sd);
+      std::vector<double> at(ref.size());
+      for (size_t i = 0; i < at.size(); ++i) at[i] = 1e-4 * std::max(1.0, 1.2 * inv_sd[i]);
+      const int64_t g_bytes = std::gcd(c.width * 4, int64_t{4096});
+      const bool pack = simd_level() == SimdLevel::AVX512 && c.n > l2 / (2 * g_bytes) && c.n * 256 <= l2 / 2;
+      const int64_t blocks = (c.cols + 63) / 64, packed = blocks - (c.step ? 1 : 0);
+      const std::string what = cfg + ", " + std::to_string(c.n) + " x " + std::to_string(c.cols) + " of " +
+                               std::to_string(c.width) + (c.step ? ", a step row" : "");
+      for (int style = 0; style < 3; ++style) {
+        Tensor out;
+        const int64_t before = normalize_cols_packed();
+        if (style == 2) {
+          out = from_vector(v, {c.n, c.width}).to(DType::Float32).narrow(1, 0, c.cols);
+          out.normalize_(0, 1e-5);
+        } else {
+          out = test::with_layout(zeros({c.n, c.cols}), style == 0 ? Layout::Contiguous : Layout::Transposed);
+          test::poison(out);
+          normalize_out(out, x, 0, 1e-5);
+        }
+        // 2 threads may split a block of 64 rows in two
+        const int64_t got = normalize_cols_packed() - before;
+        if (pack) ASSERT_TRUE(got >= packed && got <= packed + get_num_threads() - 1) << what << ", style " << style << ": " << got << " packed blocks, " << packed << " expected";
+        else ASSERT_EQ(got, 0) << what << ", style " << style << ": packed blocks";
+        ASSERT_TRUE(test::all_close(out, ref, at, 1e-4)) << what << ", style " << style;
       }
     }
   });

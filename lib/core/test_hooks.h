@@ -41,8 +41,11 @@ bool last_elementwise_used_nt();
 // The grain, in elements, of the last CPU binary/unary call's loop (Note [Grain in bytes]).
 int64_t last_elementwise_grain();
 // How many blocks of adjacent float32 rows the one-pass guard has sent to the three
-// passes in this process (normalize.cpp, Note [Adjacent rows in one pass]).
+// passes in this process (normalize_cols.cpp, Note [Adjacent rows in one pass]).
 int64_t normalize_cols_fallbacks();
+// How many of those blocks took their write pass from a packed copy (normalize_cols.cpp,
+// Note [Adjacent rows packed where their strides alias]).
+int64_t normalize_cols_packed();
 
 // The bfloat16 GEMM's packing (gemm_bf16.cpp): -1 automatic (AMX tiles where the CPU has
 // AMX-BF16, pairs along k where it has AVX512_BF16, else widened to float32); 2 the tiles

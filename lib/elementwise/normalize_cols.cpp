@@ -6,6 +6,8 @@
 #include <atomic>
 #include <cstring>
 #include <limits>
+#include <numeric>
+#include <vector>
 
 #include "elementwise/normalize_rows.h"
 #include "core/test_hooks.h"
@@ -17,8 +19,9 @@ namespace ew {
 
 namespace {
 
-// blocks of adjacent rows the one-pass guard sent to the three passes (test_hooks.h)
-std::atomic<int64_t> g_cols_fallbacks{0};
+// blocks of adjacent rows the one-pass guard sent to the three passes, and those whose
+// write pass read a packed copy (test_hooks.h)
+std::atomic<int64_t> g_cols_fallbacks{0}, g_cols_packed{0};
 
 #ifdef SB_HAVE_AVX2
 // Note [Normalize across adjacent rows]: float32 rows that lie next to each other (row k
@@ -200,9 +203,11 @@ SB_ZMM_COLS __attribute__((always_inline)) inline VZ::V load_rows(const float* p
 // one element of every row into the sums: d = x - c, s += d, q += d^2
 template <int NZ>
 SB_ZMM_COLS __attribute__((always_inline)) inline void step_rows(VZ::V (&s)[NZ], VZ::V (&q)[NZ], const VZ::V (&c)[NZ],
-                                                                 const float* xi, VZ::Mask last) {
+                                                                 const float* xi, VZ::Mask last, float* pk = nullptr) {
   for (int v = 0; v < NZ; ++v) {
-    const VZ::V d = VZ::sub(load_rows<NZ>(xi, v, last), c[v]);
+    const VZ::V e = load_rows<NZ>(xi, v, last);
+    if (pk) VZ::store(pk + 16 * v, e);
+    const VZ::V d = VZ::sub(e, c[v]);
     s[v] = VZ::add(s[v], d);
     q[v] = VZ::fma(d, d, q[v]);
   }
@@ -233,9 +238,9 @@ SB_ZMM_COLS __attribute__((always_inline)) inline void finish_rstd8(float* r, __
 }
 
 // NZ zmm registers of rows (kk <= 16 NZ; the last one's lanes from kk on load 0).
-template <int NZ>
+template <int NZ, bool PACK>
 SB_ZMM_COLS bool normalize_cols_zmm(const char* x, int64_t xsd, char* out, int64_t ocs, int64_t osd, int kk,
-                                    int64_t n, double eps) {
+                                    int64_t n, double eps, float* pack) {
   if (n < 1) return false;  // never: tells GCC that the sums are written before they are read
   const VZ::Mask last = static_cast<VZ::Mask>(kk - 16 * (NZ - 1) >= 16 ? 0xFFFF : (1u << (kk - 16 * (NZ - 1))) - 1);
   // kU accumulators a vector of rows, element i into [i % kU]: 3 operations an element
@@ -262,8 +267,11 @@ SB_ZMM_COLS bool normalize_cols_zmm(const char* x, int64_t xsd, char* out, int64
       for (int v = 0; v < NZ; ++v) s[u][v] = q[u][v] = VZ::zero();
     int64_t i = c0;
     for (; i + kU <= ce; i += kU)
-      for (int u = 0; u < kU; ++u) step_rows<NZ>(s[u], q[u], c, reinterpret_cast<const float*>(x + (i + u) * xsd), last);
-    for (; i < ce; ++i) step_rows<NZ>(s[0], q[0], c, reinterpret_cast<const float*>(x + i * xsd), last);
+      for (int u = 0; u < kU; ++u)
+        step_rows<NZ>(s[u], q[u], c, reinterpret_cast<const float*>(x + (i + u) * xsd), last,
+                      PACK ? pack + (i + u) * 16 * NZ : nullptr);
+    for (; i < ce; ++i)
+      step_rows<NZ>(s[0], q[0], c, reinterpret_cast<const float*>(x + i * xsd), last, PACK ? pack + i * 16 * NZ : nullptr);
     for (int v = 0; v < NZ; ++v) {
       for (int u = 1; u < kU; ++u) {
         s[0][v] = VZ::add(s[0][v], s[u][v]);
@@ -286,19 +294,44 @@ SB_ZMM_COLS bool normalize_cols_zmm(const char* x, int64_t xsd, char* out, int64
     _mm256_store_ps(mean + k, _mm512_maskz_cvtpd_ps(0xFF, _mm512_add_pd(_mm512_maskz_cvtps_pd(0xFF, _mm256_load_ps(shift + k)), m1)));
     finish_rstd8(rstd + k, _mm512_sub_pd(qk, t), rn, ev);
   }
-  cols_write_any(x, xsd, out, ocs, osd, kk, n, mean, rstd);
+  if (PACK) cols_write_any(reinterpret_cast<const char*>(pack), 64 * NZ, out, ocs, osd, kk, n, mean, rstd);
+  else cols_write_any(x, xsd, out, ocs, osd, kk, n, mean, rstd);
   return true;
 }
 
+// Note [Adjacent rows packed where their strides alias]
+// A block's element i of its kk rows (16 NZ floats, w bytes) lies at x + i * xsd. Where
+// xsd is a multiple of a larger power of two g, those pieces start at only 4096 / g
+// offsets within a page, so they reach a w / g share of the sets of a physically indexed
+// cache: a 1024 x 1024 float32 normalized along dim 0 (xsd 4 KiB) reached a sixteenth of
+// the L2, and the block fell out of it between the statistics pass and the write, which
+// read x from the L3 again. Where the block outgrows half of that share (n > L2 / 2g: page
+// frames are placed at random, so the share fills before it is full), the statistics
+// pass stores each vector it loads into a per-thread buffer, one contiguous run of w
+// bytes an element, and the write pass reads that instead of x: one more store per load
+// for a block the L2 keeps. Blocks over half the L2 keep reading x (docs/notes/
+// elementwise.md, "Adjacent rows packed where their strides alias").
+float* pack_block(int64_t xsd, int64_t n, int kk) {
+  const int64_t l2 = cpu_caches().l2 > 0 ? cpu_caches().l2 : int64_t{1} << 20;
+  const int64_t w = 64 * ((kk + 15) / 16), g = std::gcd(xsd, int64_t{4096});
+  if (g <= w || n <= l2 / (2 * g) || n * w > l2 / 2) return nullptr;
+  static thread_local std::vector<float> buf;
+  const size_t floats = static_cast<size_t>(n * w / 4 + 16);
+  if (buf.size() < floats) buf.resize(floats);
+  float* const p = buf.data();
+  return p + (16 - reinterpret_cast<uintptr_t>(p) / 4 % 16) % 16;  // 64-byte aligned
+}
+
 // kk <= 64 adjacent rows in one statistics pass; false, with nothing written, where a
-// row fails the guard (Note [Adjacent rows in one pass])
+// row fails the guard (Note [Adjacent rows in one pass]); pack: Note [Adjacent rows
+// packed where their strides alias], or nullptr
 SB_ZMM_COLS inline bool normalize_cols64_zmm(const char* x, int64_t xsd, char* out, int64_t ocs, int64_t osd, int kk,
-                                             int64_t n, double eps) {
+                                             int64_t n, double eps, float* pack) {
   switch ((kk + 15) / 16) {
-    case 1: return normalize_cols_zmm<1>(x, xsd, out, ocs, osd, kk, n, eps);
-    case 2: return normalize_cols_zmm<2>(x, xsd, out, ocs, osd, kk, n, eps);
-    case 3: return normalize_cols_zmm<3>(x, xsd, out, ocs, osd, kk, n, eps);
-    default: return normalize_cols_zmm<4>(x, xsd, out, ocs, osd, kk, n, eps);
+    case 1: return pack ? normalize_cols_zmm<1, true>(x, xsd, out, ocs, osd, kk, n, eps, pack) : normalize_cols_zmm<1, false>(x, xsd, out, ocs, osd, kk, n, eps, nullptr);
+    case 2: return pack ? normalize_cols_zmm<2, true>(x, xsd, out, ocs, osd, kk, n, eps, pack) : normalize_cols_zmm<2, false>(x, xsd, out, ocs, osd, kk, n, eps, nullptr);
+    case 3: return pack ? normalize_cols_zmm<3, true>(x, xsd, out, ocs, osd, kk, n, eps, pack) : normalize_cols_zmm<3, false>(x, xsd, out, ocs, osd, kk, n, eps, nullptr);
+    default: return pack ? normalize_cols_zmm<4, true>(x, xsd, out, ocs, osd, kk, n, eps, pack) : normalize_cols_zmm<4, false>(x, xsd, out, ocs, osd, kk, n, eps, nullptr);
   }
 }
 #undef SB_ZMM_COLS
@@ -314,7 +347,11 @@ void normalize_adjacent_rows_f32(bool vl, char* const* p, const int64_t* s, int6
     const int kk = static_cast<int>(std::min<int64_t>(64, rows - r0));
 #ifdef SB_HAVE_AVX512
     if (vl) {  // Note [Adjacent rows in one pass]
-      if (normalize_cols64_zmm(p[1] + r0 * s[1], xsd, p[0] + r0 * s[0], s[0], osd, kk, n, eps)) continue;
+      float* const pack = pack_block(xsd, n, kk);  // Note [Adjacent rows packed where their strides alias]
+      if (normalize_cols64_zmm(p[1] + r0 * s[1], xsd, p[0] + r0 * s[0], s[0], osd, kk, n, eps, pack)) {
+        if (pack) g_cols_packed.fetch_add(1, std::memory_order_relaxed);
+        continue;
+      }
       g_cols_fallbacks.fetch_add(1, std::memory_order_relaxed);
     }
 #else
@@ -328,6 +365,7 @@ void normalize_adjacent_rows_f32(bool vl, char* const* p, const int64_t* s, int6
 }  // namespace ew
 
 int64_t normalize_cols_fallbacks() { return ew::g_cols_fallbacks.load(std::memory_order_relaxed); }
+int64_t normalize_cols_packed() { return ew::g_cols_packed.load(std::memory_order_relaxed); }
 
 }  // namespace sb
 #undef SB_ZMM
