@@ -157,11 +157,11 @@ TEST(Elementwise, NormalizeAdjacentRowsEveryBlockWidth) {
 // Note [Adjacent rows packed where their strides alias]: normalizing dim 0 of an n x C
 // float32 whose rows lie a multiple of 2 or 4 KiB apart (C = 1024 and 1536, and 1000
 // columns of a 1024-column buffer: ragged last blocks of 40 rows), n past the packing
-// threshold of this machine's L2 and, for 4 KiB, within it: the one-pass blocks take the
-// write pass from the packed copy exactly where the note says (AVX-512 only; the count
-// of packed blocks checked), into a poisoned contiguous and a transposed out and in
-// place, against float64, at every SIMD level and thread count. A block whose row fails
-// the guard (a step in column 3) falls back to the three passes on x, packed or not.
+// threshold of this machine's L2 and, for 4 KiB, within it: the blocks go through the
+// packed copy exactly where the note says (the one-pass blocks on AVX-512, the three
+// passes on AVX2 and for a block whose row fails the one-pass guard, a step in column 3;
+// the count of packed blocks checked), into a poisoned contiguous and a transposed out
+// and in place, against float64, at every SIMD level and thread count.
 TEST(Elementwise, NormalizeAdjacentRowsAliasedStridesPacked) {
   const int64_t l2 = cpu_caches().l2 > 0 ? cpu_caches().l2 : int64_t{1} << 20;
   struct Case {
@@ -186,8 +186,8 @@ TEST(Elementwise, NormalizeAdjacentRowsAliasedStridesPacked) {
       std::vector<double> at(ref.size());
       for (size_t i = 0; i < at.size(); ++i) at[i] = 1e-4 * std::max(1.0, 1.2 * inv_sd[i]);
       const int64_t g_bytes = std::gcd(c.width * 4, int64_t{4096});
-      const bool pack = simd_level() == SimdLevel::AVX512 && c.n > l2 / (2 * g_bytes) && c.n * 256 <= l2 / 2;
-      const int64_t blocks = (c.cols + 63) / 64, packed = blocks - (c.step ? 1 : 0);
+      const bool pack = simd_level() >= SimdLevel::AVX2 && c.n > l2 / (2 * g_bytes) && c.n * 256 <= l2 / 2;
+      const int64_t packed = (c.cols + 63) / 64;  // blocks
       const std::string what = cfg + ", " + std::to_string(c.n) + " x " + std::to_string(c.cols) + " of " +
                                std::to_string(c.width) + (c.step ? ", a step row" : "");
       for (int style = 0; style < 3; ++style) {

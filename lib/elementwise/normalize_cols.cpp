@@ -143,6 +143,31 @@ void normalize_cols_f32(const char* x, int64_t xsd, char* out, int64_t ocs, int6
   cols_write_f32<NV, MASKED>(x, xsd, out, ocs, osd, kk, n, mean, rstd);
 }
 
+// Note [Adjacent rows packed where their strides alias]
+// A block's element i of its kk rows (w bytes: the rows' vectors) lies at x + i * xsd. Where
+// xsd is a multiple of a larger power of two g, those pieces start at only 4096 / g
+// offsets within a page, so they reach a w / g share of the sets of a physically indexed
+// cache: a 1024 x 1024 float32 normalized along dim 0 (xsd 4 KiB) reached a sixteenth of
+// the L2, and the block fell out of it between the statistics pass and the write, which
+// read x from the L3 again. Where the block outgrows half of that share (n > L2 / 2g: page
+// frames are placed at random, so the share fills before it is full), the block goes
+// through a per-thread buffer, one contiguous run of w bytes an element: on AVX-512 the
+// one statistics pass stores each vector it loads there and the write pass reads it
+// (one more store per load); the three passes (AVX2, and the blocks the one-pass guard
+// refuses) copy the block there first and run on the copy. Blocks over half the L2 keep
+// reading x (docs/notes/elementwise.md, "Adjacent rows packed where their strides
+// alias"). pack_block: the buffer for n elements of w bytes, or nullptr where x serves.
+float* pack_block(int64_t xsd, int64_t n, int64_t w) {
+  const int64_t l2 = cpu_caches().l2 > 0 ? cpu_caches().l2 : int64_t{1} << 20;
+  const int64_t g = std::gcd(xsd, int64_t{4096});
+  if (g <= w || n <= l2 / (2 * g) || n * w > l2 / 2) return nullptr;
+  static thread_local std::vector<float> buf;
+  const size_t floats = static_cast<size_t>(n * w / 4 + 16);
+  if (buf.size() < floats) buf.resize(floats);
+  float* const p = buf.data();
+  return p + (16 - reinterpret_cast<uintptr_t>(p) / 4 % 16) % 16;  // 64-byte aligned
+}
+
 template <int NV>
 void normalize_cols_nv(const char* x, int64_t xsd, char* out, int64_t ocs, int64_t osd, int kk, int64_t n, double eps) {
   if (kk % 8) normalize_cols_f32<NV, true>(x, xsd, out, ocs, osd, kk, n, eps);
@@ -151,6 +176,13 @@ void normalize_cols_nv(const char* x, int64_t xsd, char* out, int64_t ocs, int64
 
 inline void normalize_cols64_f32(const char* x, int64_t xsd, char* out, int64_t ocs, int64_t osd, int kk, int64_t n,
                                  double eps) {
+  const int64_t w = 32 * ((kk + 7) / 8);  // Note [Adjacent rows packed where their strides alias]
+  if (float* const pack = pack_block(xsd, n, w)) {
+    for (int64_t i = 0; i < n; ++i) std::memcpy(reinterpret_cast<char*>(pack) + i * w, x + i * xsd, 4 * static_cast<size_t>(kk));
+    g_cols_packed.fetch_add(1, std::memory_order_relaxed);
+    x = reinterpret_cast<const char*>(pack);
+    xsd = w;
+  }
   switch ((kk + 7) / 8) {
     case 1: return normalize_cols_nv<1>(x, xsd, out, ocs, osd, kk, n, eps);
     case 2: return normalize_cols_nv<2>(x, xsd, out, ocs, osd, kk, n, eps);
@@ -299,29 +331,6 @@ SB_ZMM_COLS bool normalize_cols_zmm(const char* x, int64_t xsd, char* out, int64
   return true;
 }
 
-// Note [Adjacent rows packed where their strides alias]
-// A block's element i of its kk rows (16 NZ floats, w bytes) lies at x + i * xsd. Where
-// xsd is a multiple of a larger power of two g, those pieces start at only 4096 / g
-// offsets within a page, so they reach a w / g share of the sets of a physically indexed
-// cache: a 1024 x 1024 float32 normalized along dim 0 (xsd 4 KiB) reached a sixteenth of
-// the L2, and the block fell out of it between the statistics pass and the write, which
-// read x from the L3 again. Where the block outgrows half of that share (n > L2 / 2g: page
-// frames are placed at random, so the share fills before it is full), the statistics
-// pass stores each vector it loads into a per-thread buffer, one contiguous run of w
-// bytes an element, and the write pass reads that instead of x: one more store per load
-// for a block the L2 keeps. Blocks over half the L2 keep reading x (docs/notes/
-// elementwise.md, "Adjacent rows packed where their strides alias").
-float* pack_block(int64_t xsd, int64_t n, int kk) {
-  const int64_t l2 = cpu_caches().l2 > 0 ? cpu_caches().l2 : int64_t{1} << 20;
-  const int64_t w = 64 * ((kk + 15) / 16), g = std::gcd(xsd, int64_t{4096});
-  if (g <= w || n <= l2 / (2 * g) || n * w > l2 / 2) return nullptr;
-  static thread_local std::vector<float> buf;
-  const size_t floats = static_cast<size_t>(n * w / 4 + 16);
-  if (buf.size() < floats) buf.resize(floats);
-  float* const p = buf.data();
-  return p + (16 - reinterpret_cast<uintptr_t>(p) / 4 % 16) % 16;  // 64-byte aligned
-}
-
 // kk <= 64 adjacent rows in one statistics pass; false, with nothing written, where a
 // row fails the guard (Note [Adjacent rows in one pass]); pack: Note [Adjacent rows
 // packed where their strides alias], or nullptr
@@ -347,7 +356,7 @@ void normalize_adjacent_rows_f32(bool vl, char* const* p, const int64_t* s, int6
     const int kk = static_cast<int>(std::min<int64_t>(64, rows - r0));
 #ifdef SB_HAVE_AVX512
     if (vl) {  // Note [Adjacent rows in one pass]
-      float* const pack = pack_block(xsd, n, kk);  // Note [Adjacent rows packed where their strides alias]
+      float* const pack = pack_block(xsd, n, 64 * ((kk + 15) / 16));  // Note [Adjacent rows packed where their strides alias]
       if (normalize_cols64_zmm(p[1] + r0 * s[1], xsd, p[0] + r0 * s[0], s[0], osd, kk, n, eps, pack)) {
         if (pack) g_cols_packed.fetch_add(1, std::memory_order_relaxed);
         continue;
