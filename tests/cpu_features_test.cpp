@@ -144,6 +144,9 @@ TEST(CpuTuning, RowsPerDesign) {
   EXPECT_EQ(zen5.band_read_bytes, 0);
   EXPECT_EQ(zen4.bands16_min_bytes, 0);
   EXPECT_EQ(zen5.bands16_min_bytes, 0);
+  EXPECT_TRUE(spr.tiled_partial_nt);  // Note [Streaming elementwise outputs]: measured there only
+  EXPECT_FALSE(zen4.tiled_partial_nt);
+  EXPECT_FALSE(zen5.tiled_partial_nt);
   EXPECT_TRUE(spr.aliased_transpose_nt);  // Note [Aliased transposes stream]: measured there only
   EXPECT_FALSE(zen4.aliased_transpose_nt);
   EXPECT_FALSE(zen5.aliased_transpose_nt);
@@ -223,8 +226,8 @@ TEST(CpuTuning, UnknownDesignSizedFromCaches) {
 TEST(CpuTuning, SpecRoundTripsAndRefusesBadInput) {
   CpuTuning t = tuning_for(id_of(CpuVendor::AMD, 25, 17), {});
   std::string err;
-  ASSERT_TRUE(apply_tuning_spec("kc=384,mc=96,nc=2048,tile=32,bands=32,blocks=0,zmm16=0,zmm16fill=1,zmm16lines=256,zmm16stage=1,bands16min=50331648,aliasnt=1,bandread=16384,group=131072,group_min=2,copynt=8388608,grain16=4096,grainbytes=65536,amx=0,amxkc=512,amxmc=64,dotruns=0,dotrunsmax=8388608,pf16=1,pf16rows=1,varzmm=1,pool512=0,sumzmm=1,rowsinorder=1,bufcols=1,chunk=12", &t, &err)) << err;
-  EXPECT_EQ(describe_tuning(t), "kc=384,mc=96,nc=2048,tile=32,bands=32,blocks=0,zmm16=0,zmm16fill=1,zmm16lines=256,zmm16stage=1,bands16min=50331648,aliasnt=1,bandread=16384,group=131072,group_min=2,copynt=8388608,grain16=4096,grainbytes=65536,amx=0,amxkc=512,amxmc=64,dotruns=0,dotrunsmax=8388608,pf16=1,pf16rows=1,varzmm=1,pool512=0,sumzmm=1,rowsinorder=1,bufcols=1,chunk=12");
+  ASSERT_TRUE(apply_tuning_spec("kc=384,mc=96,nc=2048,tile=32,bands=32,blocks=0,zmm16=0,zmm16fill=1,zmm16lines=256,zmm16stage=1,bands16min=50331648,aliasnt=1,bandread=16384,tilent=1,group=131072,group_min=2,copynt=8388608,grain16=4096,grainbytes=65536,amx=0,amxkc=512,amxmc=64,dotruns=0,dotrunsmax=8388608,pf16=1,pf16rows=1,varzmm=1,pool512=0,sumzmm=1,rowsinorder=1,bufcols=1,chunk=12", &t, &err)) << err;
+  EXPECT_EQ(describe_tuning(t), "kc=384,mc=96,nc=2048,tile=32,bands=32,blocks=0,zmm16=0,zmm16fill=1,zmm16lines=256,zmm16stage=1,bands16min=50331648,aliasnt=1,bandread=16384,tilent=1,group=131072,group_min=2,copynt=8388608,grain16=4096,grainbytes=65536,amx=0,amxkc=512,amxmc=64,dotruns=0,dotrunsmax=8388608,pf16=1,pf16rows=1,varzmm=1,pool512=0,sumzmm=1,rowsinorder=1,bufcols=1,chunk=12");
   CpuTuning u = tuning_for(id_of(CpuVendor::Intel, 6, 143), {});
   ASSERT_TRUE(apply_tuning_spec(describe_tuning(t).c_str(), &u, &err)) << err;
   EXPECT_EQ(describe_tuning(u), describe_tuning(t));
@@ -233,7 +236,7 @@ TEST(CpuTuning, SpecRoundTripsAndRefusesBadInput) {
   EXPECT_EQ(u.gemm_kc, 200);
   const std::string before = describe_tuning(u);
   for (const char* bad : {"kc=4", "kc=abc", "kc=", "kc", "mc=0", "bands=24", "blocks=2", "group=10",
-                          "group_min=17", "nc=-5", "kc=300,bands=8", "tile=24", "tile=0", "tiles=16", "zmm16=2", "zmm16=", "zmm16fill=-1", "zmm16fil=1", "zmm16lines=8", "zmm16lines=", "zmm16stage=2", "zmm16stage=", "bands16min=-1", "bands16min=", "bands16min=1x", "bands16=0", "bandread=-1", "bandread=", "bandread=2147483648", "grain16=0", "grain16=x", "grainbytes=0", "grainbytes=", "grainbytes=-4", "amx=2", "amx=", "amxkc=48", "amxkc=16", "amxmc=40", "amxmc=0", "dotruns=2", "dotrunsmax=-1", "dotrunsmax=", "pf16=2", "pf16=", "pf16rows=2", "pf16rows=", "varzmm=2", "varzmm=", "pool512=2", "pool512=", "sumzmm=2", "sumzmm=", "rowsinorder=2", "rowsinorder=", "bufcols=2", "bufcols=", "aliasnt=2", "aliasnt=", "chunk=0", "chunk=", "chunk=4097",
+                          "group_min=17", "nc=-5", "kc=300,bands=8", "tile=24", "tile=0", "tiles=16", "zmm16=2", "zmm16=", "zmm16fill=-1", "zmm16fil=1", "zmm16lines=8", "zmm16lines=", "zmm16stage=2", "zmm16stage=", "bands16min=-1", "bands16min=", "bands16min=1x", "bands16=0", "bandread=-1", "bandread=", "bandread=2147483648", "grain16=0", "grain16=x", "grainbytes=0", "grainbytes=", "grainbytes=-4", "amx=2", "amx=", "amxkc=48", "amxkc=16", "amxmc=40", "amxmc=0", "dotruns=2", "dotrunsmax=-1", "dotrunsmax=", "pf16=2", "pf16=", "pf16rows=2", "pf16rows=", "varzmm=2", "varzmm=", "pool512=2", "pool512=", "sumzmm=2", "sumzmm=", "rowsinorder=2", "rowsinorder=", "bufcols=2", "bufcols=", "aliasnt=2", "aliasnt=", "tilent=2", "tilent=", "chunk=0", "chunk=", "chunk=4097",
                           "copynt=-1", "copynt=1x", "copynt="}) {
     err.clear();
     EXPECT_FALSE(apply_tuning_spec(bad, &u, &err)) << bad;

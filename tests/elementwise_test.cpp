@@ -783,9 +783,17 @@ TEST(Elementwise, StreamingOutputsAgainstReference) {
         ASSERT_TRUE(test::all_close(xi, round_to(r_add, dt), atol(dt), rtol(dt))) << what << " add_";
       }
     // a transposed operand (the Tiled path) streams when each tile's output is one dense
-    // block (rows of at most kTileBytes0, adjacent), and not when rows are longer; 4x9
+    // block (rows of at most kTileBytes0, adjacent), and when rows are longer only where
+    // the tuning says so (Note [Streaming elementwise outputs]; both settings); 4x9
     // planes of 24x40 take three groups of Note [Grouped staging] (16, 16, 4)
+    for (bool partial : {false, true})
     for (const Shape& ys : {Shape{2, 3, 12, 9}, Shape{4, 9, 24, 40}, Shape{270, 300}}) {
+      CpuTuning tuning = cpu_tuning();
+      tuning.tiled_partial_nt = partial;
+      set_cpu_tuning(&tuning);
+      struct Restore {
+        ~Restore() { set_cpu_tuning(nullptr); }
+      } restore;
       const int64_t nd = static_cast<int64_t>(ys.size());
       const Tensor yt = randn(ys, 31).transpose(nd - 2, nd - 1);
       const Tensor xt = randn(yt.sizes(), 32);
@@ -794,7 +802,8 @@ TEST(Elementwise, StreamingOutputsAgainstReference) {
       Tensor ot = empty(yt.sizes());
       test::poison(ot);
       add_out(ot, xt, yt);
-      EXPECT_EQ(last_elementwise_used_nt(), vec && nd == 4) << cfg << " transposed operand " << yt.str();
+      EXPECT_EQ(last_elementwise_used_nt(), vec && (nd == 4 || partial)) << cfg << " transposed operand " << yt.str()
+                                                                         << ", tilent=" << partial;
       EXPECT_TRUE(test::all_close(ot, ref, atol(DType::Float32), rtol(DType::Float32))) << cfg << " " << yt.str();
       Tensor xi = xt.clone();  // in place: the same walk, plain stores
       xi.add_(yt);
@@ -841,8 +850,9 @@ TEST(Elementwise, NhwcOperandIntoNchwOutReadsAheadAgainstReference) {
         Tensor out = empty(sz, dt);
         test::poison(out);
         add_out(out, a, b);
-        const int64_t tile_rows = dtype_size(dt) == 8 ? 128 : 64;
-        ASSERT_EQ(last_elementwise_used_nt(), vec && is_floating(dt) && sz[1] <= tile_rows) << what;
+        const int64_t tile_rows = dtype_size(dt) == 8 ? 128 : 64;  // more channels: partial tiles
+        ASSERT_EQ(last_elementwise_used_nt(),
+                  vec && is_floating(dt) && (sz[1] <= tile_rows || cpu_tuning().tiled_partial_nt)) << what;
         ASSERT_TRUE(test::all_close(out, ref, atol(dt), rtol(dt))) << what;
         Tensor ai = a.clone();
         ai.add_(b);

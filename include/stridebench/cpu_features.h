@@ -92,6 +92,8 @@ struct CpuTuning {
   int64_t band_read_bytes = 0;    // transpose bands whose source rows lie end to end, up to this
                                   // many bytes, read in address order first (Note [Contiguous
                                   // bands read in order]); 0: never
+  bool tiled_partial_nt = false;  // elementwise tiles writing parts of longer out rows stream past the
+                                  // threshold too (Note [Streaming elementwise outputs])
   int64_t group_bytes = 512 * 1024;  // elementwise staging: bytes per group of planes
   int group_min = 1;                 // and the fewest planes per group
   int64_t stage_chunk_strips = 8;    // elementwise staging from memory with no dense input beside it:
@@ -120,7 +122,7 @@ struct CpuTuning {
 // The tuning for a core and its caches (pure; the basis says which row was taken).
 CpuTuning tuning_for(const CpuId& id, const CacheSizes& caches);
 // Applies "key=value,..." (kc, mc, nc, tile, bands, blocks, zmm16, zmm16fill, zmm16lines, zmm16stage, bands16min, aliasnt,
-// bandread, group, group_min, copynt, grain16, grainbytes, amx, amxkc, amxmc, dotruns, dotrunsmax, pf16, pf16rows, varzmm, pool512, sumzmm, rowsinorder, bufcols, chunk) to t; false with *err naming the bad key or value, t
+// bandread, tilent, group, group_min, copynt, grain16, grainbytes, amx, amxkc, amxmc, dotruns, dotrunsmax, pf16, pf16rows, varzmm, pool512, sumzmm, rowsinorder, bufcols, chunk) to t; false with *err naming the bad key or value, t
 // unchanged.
 bool apply_tuning_spec(const char* spec, CpuTuning* t, std::string* err);
 // tuning_for(cpu_id(), cpu_caches()), then the SB_TUNING environment variable

@@ -173,8 +173,9 @@ CpuTuning sapphire_rapids_row(const CacheSizes& caches) {
   // longer streamed than with plain stores up to outputs of 32-48 MiB on this VM, much
   // less time beyond (docs/notes/copy-reduce.md, "2-byte bands by output size")
   t.bands16_min_bytes = int64_t{48} << 20;
-  t.aliased_transpose_nt = true;   // Note [Aliased transposes stream]: 0.6-0.7x the time here
+  t.aliased_transpose_nt = true;   // Note [Aliased transposes stream]: measured here only
   t.band_read_bytes = 32 * 1024;  // Note [Contiguous bands read in order]: a 32-row band of 1 KiB rows
+  t.tiled_partial_nt = true;  // Note [Streaming elementwise outputs]: measured here only
   t.group_bytes = 128 * 1024;
   t.group_min = 2;
   t.stage_chunk_strips = 16;  // Note [Chunked staging]: a whole source line of float32 a row per chunk
@@ -340,6 +341,7 @@ bool apply_tuning_spec(const char* spec, CpuTuning* out, std::string* err) {
     else if (key == "bands16min") ok = ok && parse_i64(val, 0, int64_t{1} << 50, &t.bands16_min_bytes);
     else if (key == "aliasnt") ok = ok && parse_i64(val, 0, 1, &x) && (t.aliased_transpose_nt = x != 0, true);
     else if (key == "bandread") ok = ok && parse_i64(val, 0, int64_t{1} << 30, &t.band_read_bytes);
+    else if (key == "tilent") ok = ok && parse_i64(val, 0, 1, &x) && (t.tiled_partial_nt = x != 0, true);
     else if (key == "group") ok = ok && parse_i64(val, 4096, int64_t{1} << 30, &t.group_bytes);
     else if (key == "group_min") ok = ok && parse_i64(val, 1, 16, &x) && (t.group_min = static_cast<int>(x), true);
     else if (key == "copynt") ok = ok && parse_i64(val, 0, int64_t{1} << 40, &t.copy_nt_bytes);
@@ -359,11 +361,11 @@ bool apply_tuning_spec(const char* spec, CpuTuning* out, std::string* err) {
     else if (key == "bufcols") ok = ok && parse_i64(val, 0, 1, &x) && (t.buf_columns_in_order = x != 0, true);
     else if (key == "chunk") ok = ok && parse_i64(val, 1, 4096, &t.stage_chunk_strips);
     else {
-      if (err) *err = "unknown key '" + key + "' (kc, mc, nc, tile, bands, blocks, zmm16, zmm16fill, zmm16lines, zmm16stage, bands16min, aliasnt, bandread, group, group_min, copynt, grain16, grainbytes, amx, amxkc, amxmc, dotruns, dotrunsmax, pf16, pf16rows, varzmm, pool512, sumzmm, rowsinorder, bufcols, chunk)";
+      if (err) *err = "unknown key '" + key + "' (kc, mc, nc, tile, bands, blocks, zmm16, zmm16fill, zmm16lines, zmm16stage, bands16min, aliasnt, bandread, tilent, group, group_min, copynt, grain16, grainbytes, amx, amxkc, amxmc, dotruns, dotrunsmax, pf16, pf16rows, varzmm, pool512, sumzmm, rowsinorder, bufcols, chunk)";
       return false;
     }
     if (!ok) {
-      if (err) *err = "bad value in '" + item + "' (kc 8-8192, mc and nc >= 1, tile 16 or 32, bands 16 or 32, blocks, zmm16, zmm16fill, zmm16stage, aliasnt, pf16, pf16rows, varzmm, pool512, sumzmm, rowsinorder and bufcols 0 or 1, zmm16lines >= 16 elements, bands16min 0-2^50 bytes, bandread 0-2^30 bytes, group >= 4096, group_min 1-16, copynt 0-2^40 bytes, grain16 1-2^40 elements, grainbytes 1-2^40 bytes, dotrunsmax 0-2^50 bytes, chunk 1-4096 strips)";
+      if (err) *err = "bad value in '" + item + "' (kc 8-8192, mc and nc >= 1, tile 16 or 32, bands 16 or 32, blocks, zmm16, zmm16fill, zmm16stage, aliasnt, tilent, pf16, pf16rows, varzmm, pool512, sumzmm, rowsinorder and bufcols 0 or 1, zmm16lines >= 16 elements, bands16min 0-2^50 bytes, bandread 0-2^30 bytes, group >= 4096, group_min 1-16, copynt 0-2^40 bytes, grain16 1-2^40 elements, grainbytes 1-2^40 bytes, dotrunsmax 0-2^50 bytes, chunk 1-4096 strips)";
       return false;
     }
   }
@@ -375,7 +377,7 @@ std::string describe_tuning(const CpuTuning& t) {
   return "kc=" + std::to_string(t.gemm_kc) + ",mc=" + std::to_string(t.gemm_mc) + ",nc=" + std::to_string(t.gemm_nc) +
          ",tile=" + std::to_string(t.gemm_tile_cols) + ",bands=" + std::to_string(t.transpose_band_rows) + ",blocks=" + (t.transpose_blocks ? "1" : "0") + ",zmm16=" + (t.zmm16 ? "1" : "0") +
          ",zmm16fill=" + (t.zmm16_fill ? "1" : "0") + ",zmm16lines=" + std::to_string(t.zmm16_lines_min) +
-         ",zmm16stage=" + (t.zmm16_stage ? "1" : "0") + ",bands16min=" + std::to_string(t.bands16_min_bytes) + ",aliasnt=" + (t.aliased_transpose_nt ? "1" : "0") + ",bandread=" + std::to_string(t.band_read_bytes) +
+         ",zmm16stage=" + (t.zmm16_stage ? "1" : "0") + ",bands16min=" + std::to_string(t.bands16_min_bytes) + ",aliasnt=" + (t.aliased_transpose_nt ? "1" : "0") + ",bandread=" + std::to_string(t.band_read_bytes) + ",tilent=" + (t.tiled_partial_nt ? "1" : "0") +
          ",group=" + std::to_string(t.group_bytes) + ",group_min=" + std::to_string(t.group_min) +
          ",copynt=" + std::to_string(t.copy_nt_bytes) + ",grain16=" + std::to_string(t.grain16) +
          ",grainbytes=" + std::to_string(t.grain_bytes) +

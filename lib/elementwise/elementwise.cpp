@@ -391,11 +391,17 @@ StripKernel strip_kernel(const K& k) {
 
 // Note [Streaming elementwise outputs]: a dense output (the Contiguous path, or Tiled
 // with dense-block tiles) above the streaming threshold that no input shares, on the
-// vector path of a dtype that has one.
+// vector path of a dtype that has one. Tiles that write parts of longer out rows (a
+// transposed 2-D operand or out) kept plain stores on the Intel VM where they were first
+// timed streamed; on the Sapphire Rapids-class VM they took much less time streamed, at
+// every size past the threshold, so they stream where the design's tuning says so
+// (CpuTuning::tiled_partial_nt, SB_TUNING tilent; docs/notes/elementwise.md, "Tiles of
+// longer out rows streamed").
 bool stream_output(bool avx, const StridedIter& it, const Tensor& out, std::initializer_list<const Tensor*> ins) {
+  const bool tiled = it.path() == StridedIter::Path::Tiled;
   const bool nt = may_stream(avx, out, ins) &&
                   (it.path() == StridedIter::Path::Contiguous || it.tiles_write_dense_blocks() ||
-                   it.strips_write_dense_output() || it.reads_ahead());
+                   it.strips_write_dense_output() || it.reads_ahead() || (tiled && cpu_tuning().tiled_partial_nt));
   g_last_nt.store(nt, std::memory_order_relaxed);
   return nt;
 }
