@@ -756,12 +756,9 @@ TEST(CopyFast, AliasedTransposesStreamWhereTheTuningSays) {
     const std::vector<double> want = test::naive_values(src);
     const bool aliased = row % 2048 == 0 && bytes > l2;
     for (bool on : {false, true}) {
-      CpuTuning t = cpu_tuning();
-      t.aliased_transpose_nt = on;
-      set_cpu_tuning(&t);
-      struct Restore {
-        ~Restore() { set_cpu_tuning(nullptr); }
-      } restore;
+      test::TuningScope scope_tuning;
+      scope_tuning.tuning().aliased_transpose_nt = on;
+      scope_tuning.set();
       for (const test::Modes& m : test::all_kernel_modes()) {
         test::ModeGuard g(m);
         Tensor buf = empty({rows * c.cols + c.pad + 7}, c.dt);

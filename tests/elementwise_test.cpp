@@ -788,12 +788,9 @@ TEST(Elementwise, StreamingOutputsAgainstReference) {
     // planes of 24x40 take three groups of Note [Grouped staging] (16, 16, 4)
     for (bool partial : {false, true})
     for (const Shape& ys : {Shape{2, 3, 12, 9}, Shape{4, 9, 24, 40}, Shape{270, 300}}) {
-      CpuTuning tuning = cpu_tuning();
-      tuning.tiled_partial_nt = partial;
-      set_cpu_tuning(&tuning);
-      struct Restore {
-        ~Restore() { set_cpu_tuning(nullptr); }
-      } restore;
+      test::TuningScope tuning_scope;
+      tuning_scope.tuning().tiled_partial_nt = partial;
+      tuning_scope.set();
       const int64_t nd = static_cast<int64_t>(ys.size());
       const Tensor yt = randn(ys, 31).transpose(nd - 2, nd - 1);
       const Tensor xt = randn(yt.sizes(), 32);
