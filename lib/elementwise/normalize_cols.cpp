@@ -161,6 +161,8 @@ float* pack_block(int64_t xsd, int64_t n, int64_t w) {
   const int64_t l2 = cpu_caches().l2 > 0 ? cpu_caches().l2 : int64_t{1} << 20;
   const int64_t g = std::gcd(xsd, int64_t{4096});
   if (g <= w || n <= l2 / (2 * g) || n * w > l2 / 2) return nullptr;
+  // a buffer of its own, not tile_scratch: normalize_strided16 holds its widened x there
+  // while these kernels run on it
   static thread_local std::vector<float> buf;
   const size_t floats = static_cast<size_t>(n * w / 4 + 16);
   if (buf.size() < floats) buf.resize(floats);
